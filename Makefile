@@ -1,0 +1,55 @@
+# sitegate: `make run` starts the demo site, `make test` runs every test.
+# Both install what they need on a fresh machine (npm ci; apt-get as root for the tools).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+APT_TOOLS := socat mosquitto mbpoll openssl
+NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
+TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
+
+.PHONY: help setup deps build run test unit integration bench sim clean
+
+help:
+	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
+	@echo "make test   install what is needed, build, run every test"
+	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
+	@echo "make sim    start the bench simulator with the demo scenario"
+	@echo "make clean  remove build output and var/"
+
+# Debian tools the tests and the demo use; installed when missing and running as root.
+deps:
+	@missing=""; for t in socat mosquitto mbpoll openssl; do command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TOOLS) >/dev/null; \
+	  else echo "missing tools:$$missing (run as root or: sudo apt-get install $(APT_TOOLS))"; exit 1; fi; \
+	fi
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+setup: deps node_modules/.installed
+
+build: node_modules/.installed
+	npx --no-install tsc -p tsconfig.json
+	@chmod +x dist/src/cli.js $(wildcard dist/hw-sim/cli.js)
+
+run: setup build
+	node dist/test/support/demo.js
+
+test: setup build
+	node --test $(NODE_TEST_FLAGS) $(TEST_FILES)
+
+unit: build
+	node --test $(NODE_TEST_FLAGS) $(shell find dist/test/unit -name '*.test.js' | sort)
+
+integration: setup build
+	node --test $(NODE_TEST_FLAGS) $(shell find dist/test/integration -name '*.test.js' | sort)
+
+bench: setup build
+	node dist/test/bench/run.js
+
+sim: setup build
+	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
+
+clean:
+	rm -rf dist var

@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { errorMessage, isSitegateError } from "./errors.js";
+import { VERSION } from "./version.js";
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export class UsageError extends Error {}
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig["options"]>;
+  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
+}
+
+/** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./cli/run.js")).default,
+  "check-config": async () => (await import("./cli/check-config.js")).default,
+  "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
+};
+
+function help(): string {
+  return [
+    `sitegate ${VERSION}: the site controller runtime`,
+    "",
+    "usage: sitegate <command> [options]",
+    "",
+    "commands:",
+    ...Object.keys(COMMANDS).map((c) => `  ${c}`),
+    "",
+    "`sitegate <command> --help` shows a command's options.",
+  ].join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(help() + "\n");
+    return name ? EXIT_OK : EXIT_USAGE;
+  }
+  if (name === "--version") {
+    process.stdout.write(VERSION + "\n");
+    return EXIT_OK;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`sitegate: unknown command "${name}"\n\n${help()}\n`);
+    return EXIT_USAGE;
+  }
+  const cmd = await load();
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...cmd.options, help: { type: "boolean", short: "h" } }, allowPositionals: true, strict: true });
+  } catch (e) {
+    process.stderr.write(`sitegate ${name}: ${errorMessage(e)}\nusage: ${cmd.usage}\n`);
+    return EXIT_USAGE;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${cmd.summary}\nusage: ${cmd.usage}\n`);
+    return EXIT_OK;
+  }
+  try {
+    return await cmd.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`sitegate ${name}: ${e.message}\nusage: ${cmd.usage}\n`);
+      return EXIT_USAGE;
+    }
+    if (isSitegateError(e, "CONFIG_INVALID")) {
+      process.stderr.write(`sitegate ${name}: ${e.message}\n${e.details.map((d) => `  ${d.path}: ${d.message}`).join("\n")}\n`);
+      return EXIT_USAGE;
+    }
+    process.stderr.write(`sitegate ${name}: ${errorMessage(e)}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+// Run only when executed, not when imported by tests.
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/sitegate")) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      process.stderr.write(`sitegate: ${errorMessage(e)}\n`);
+      process.exitCode = EXIT_FAILURE;
+    },
+  );
+}

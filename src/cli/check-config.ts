@@ -1,0 +1,30 @@
+import type { Command } from "../cli.js";
+import { UsageError, EXIT_OK } from "../cli.js";
+import { loadConfig } from "../config/load.js";
+
+const command: Command = {
+  summary: "Validate a config file: list every problem by path (exit 2) or print a summary (exit 0).",
+  usage: "sitegate check-config --config FILE",
+  options: { config: { type: "string", short: "c" } },
+  async run(values) {
+    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    const cfg = loadConfig(values.config);
+    const lines = [
+      `config ok: ${values.config}`,
+      `  site_id:         ${cfg.site_id}`,
+      `  organization_id: ${cfg.organization_id}`,
+      `  api_version:     ${cfg.api_version}`,
+      `  data_dir:        ${cfg.data_dir}`,
+      `  http.listen:     https://${cfg.http.listen}`,
+      `  users:           ${cfg.auth.users.length}, api keys: ${cfg.auth.api_keys.length}, allowlist: ${cfg.auth.ip_allowlist.join(", ")}`,
+      `  execution_url:   ${cfg.partner.execution_url}`,
+      `  data push:       ${cfg.partner.data_push_url.replace(/\/$/, "")}/${cfg.api_version}/${cfg.partner.data_push_path}`,
+      `  rtu_ports:       ${Object.entries(cfg.rtu_ports).map(([k, v]) => `${k}=${v}`).join(", ") || "(none)"}`,
+      `  poll interval:   ${cfg.telemetry.poll_interval_ms} ms, retention ${cfg.telemetry.retention_max_mb} MB`,
+      `  devices:         ${cfg.devices.length}`,
+    ];
+    process.stdout.write(lines.join("\n") + "\n");
+    return EXIT_OK;
+  },
+};
+export default command;

@@ -1,0 +1,39 @@
+import type { Command } from "../cli.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError } from "../cli.js";
+import { loadConfig } from "../config/load.js";
+import { createLogger } from "../log.js";
+import { buildDaemon } from "../daemon.js";
+
+const command: Command = {
+  summary: "Start the gateway daemon.",
+  usage: "sitegate run --config FILE",
+  options: { config: { type: "string", short: "c" } },
+  async run(values) {
+    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    const config = loadConfig(values.config);
+    const log = createLogger({ level: config.log_level });
+    const daemon = buildDaemon(config, log);
+    try {
+      await daemon.start();
+    } catch (e) {
+      log.fatal({ err: e }, "gateway failed to start");
+      await new Promise((r) => setTimeout(r, 50)); // let the log line flush
+      return EXIT_FAILURE;
+    }
+    log.info({ site_id: config.site_id }, "gateway running");
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    });
+    log.info({ signal }, "stopping");
+    const hardStop = setTimeout(() => {
+      log.error("stop took longer than 5 s; exiting");
+      process.exit(EXIT_FAILURE);
+    }, 5000);
+    hardStop.unref();
+    await daemon.stop();
+    log.info("stopped");
+    return EXIT_OK;
+  },
+};
+export default command;

@@ -1,0 +1,51 @@
+// The device configuration object of spec 2.7 / DESIGN B5: used by the configure
+// endpoint and by `devices:` in the config file, so both validate the same way.
+import { z } from "zod";
+
+export const checkWriteSchema = z.strictObject({
+  reg_cmd_id: z.number().int(),
+  reg_fun: z.literal(6, { error: "only function 6 (write single register) is supported" }),
+  reg_reg: z.number().int().min(0).max(65535),
+  reg_value: z.number().int().min(-32768).max(65535),
+});
+
+const base = {
+  device_id: z.string().min(1).max(128),
+  device_type: z.literal("modbus", { error: 'device_type must be "modbus"' }),
+  device_name: z.string().max(128).optional(),
+  device_integration: z
+    .string()
+    .regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>"),
+  mb_device_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)]),
+  mb_check_write: z.array(checkWriteSchema).max(64).optional(),
+};
+
+const rtuDevice = z.strictObject({
+  ...base,
+  mb_type: z.literal(1),
+  mb_slave_id: z.number().int().min(1).max(247),
+  mb_baud: z.number().int().min(300).max(921600),
+  mb_rtu_no: z.number().int().min(0),
+  mb_ip: z.string().optional(),
+  mb_port: z.number().int().optional(),
+});
+
+const tcpDevice = z.strictObject({
+  ...base,
+  mb_type: z.literal(2),
+  mb_ip: z.union([z.ipv4(), z.ipv6(), z.string().regex(/^[A-Za-z0-9.-]+$/, "must be an IP address or host name")]),
+  mb_port: z.number().int().min(1).max(65535),
+  // A gateway behind a TCP bridge still needs a unit id; default 1 as most TCP devices use.
+  mb_slave_id: z.number().int().min(0).max(255).default(1),
+  mb_baud: z.number().int().optional(),
+  mb_rtu_no: z.number().int().optional(),
+});
+
+export const deviceConfigSchema = z.discriminatedUnion("mb_type", [rtuDevice, tcpDevice]);
+export type DeviceConfig = z.infer<typeof deviceConfigSchema>;
+export type CheckWrite = z.infer<typeof checkWriteSchema>;
+
+/** Integration name of a device: the part after "<organization_id>/"; it selects the profile. */
+export function integrationName(d: Pick<DeviceConfig, "device_integration">): string {
+  return d.device_integration.slice(d.device_integration.indexOf("/") + 1);
+}

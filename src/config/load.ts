@@ -1,0 +1,104 @@
+// Loads the YAML config file, validates it, and reports every problem at once by path.
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parseDocument } from "yaml";
+import type { z } from "zod";
+import { configSchema, type Config } from "./schema.js";
+import { SitegateError, type ErrorDetail } from "../errors.js";
+
+/** `a.b[0].c` from a zod path. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const p of path) {
+    if (typeof p === "number") out += `[${p}]`;
+    else out += out === "" ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}
+
+/** Turns zod issues into path-precise, human lines; one per problem. */
+export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = []): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: "unknown key" });
+    } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
+      out.push({ path: formatPath(path), message: "required" });
+    } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
+      // Report the branch that got furthest rather than "invalid input".
+      const best = issue.errors.reduce((a, b) => (a.length <= b.length ? a : b));
+      const nested = issuesToDetails(best, path);
+      out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));
+    } else {
+      out.push({ path: formatPath(path), message: issue.message });
+    }
+  }
+  return out;
+}
+
+function resolveFrom(base: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(base, p);
+}
+
+/** Cross-field rules the schema alone cannot state. */
+function crossChecks(cfg: Config): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  cfg.devices.forEach((d, i) => {
+    if (d.mb_type === 1 && !(String(d.mb_rtu_no) in cfg.rtu_ports)) {
+      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports` });
+    }
+  });
+  const seen = new Set<string>();
+  cfg.devices.forEach((d, i) => {
+    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `duplicate device_id "${d.device_id}"` });
+    seen.add(d.device_id);
+  });
+  const users = new Set<string>();
+  cfg.auth.users.forEach((u, i) => {
+    if (users.has(u.username)) out.push({ path: `auth.users[${i}].username`, message: "duplicate username" });
+    users.add(u.username);
+  });
+  return out;
+}
+
+/**
+ * Validates a parsed config object. Relative paths (data_dir, TLS files, rtu ports under
+ * ./, partner.ca_file) are resolved against `baseDir`, the config file's folder.
+ */
+export function parseConfig(raw: unknown, baseDir: string): Config {
+  const result = configSchema.safeParse(raw ?? {});
+  if (!result.success) {
+    throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: issuesToDetails(result.error.issues) });
+  }
+  const cfg = result.data;
+  const cross = crossChecks(cfg);
+  if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
+  cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);
+  cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
+  cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
+  if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
+  for (const k of Object.keys(cfg.rtu_ports)) {
+    const p = cfg.rtu_ports[k];
+    if (p.startsWith("./") || p.startsWith("../")) cfg.rtu_ports[k] = resolveFrom(baseDir, p);
+  }
+  return cfg;
+}
+
+export function loadConfig(file: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new SitegateError("CONFIG_INVALID", `cannot read config file ${file}`, {
+      details: [{ path: "(file)", message: (e as Error).message }],
+    });
+  }
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length) {
+    throw new SitegateError("CONFIG_INVALID", `config file ${file} is not valid YAML`, {
+      details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] })),
+    });
+  }
+  return parseConfig(doc.toJS(), dirname(resolve(file)));
+}

@@ -1,0 +1,61 @@
+// The config file of DESIGN B2 as one zod schema: unknown keys are errors, defaults filled.
+import { z } from "zod";
+import { deviceConfigSchema } from "./device-schema.js";
+import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
+
+const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
+  error: "must be an https:// URL (callbacks are HTTPS only)",
+});
+
+const secretHash = z
+  .string({ error: "required" })
+  .regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
+
+const listenAddr = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
+
+const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
+
+export const configSchema = z.strictObject({
+  site_id: z.string().min(1).max(128),
+  organization_id: z.uuid(),
+  api_version: z.string().regex(/^[A-Za-z0-9._-]+$/).default("v1"),
+  data_dir: z.string().min(1).default("./var"),
+  log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  http: z.strictObject({
+    listen: listenAddr.default("127.0.0.1:8443"),
+    tls: z.strictObject({ cert: z.string().min(1), key: z.string().min(1) }),
+    rate_limit_per_min: z.number().int().positive().default(600),
+    metrics_allow: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
+  }),
+  auth: z.strictObject({
+    client_id: z.string().min(1),
+    users: z.array(z.strictObject({ username: z.string().min(1), password_hash: secretHash })).default([]),
+    token_ttl_s: z.number().int().min(60).max(86400).default(3600),
+    api_keys: z.array(z.strictObject({ name: z.string().min(1), key_hash: secretHash })).default([]),
+    ip_allowlist: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
+  }),
+  partner: z.strictObject({
+    headers: z
+      .array(z.strictObject({ name: z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"), value: z.string() }))
+      .default([]),
+    execution_url: httpsUrl,
+    data_push_url: httpsUrl,
+    data_push_path: z.string().regex(/^[A-Za-z0-9._~/-]+$/).default("telemetry"),
+    timeout_ms: z.number().int().positive().default(10000),
+    // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
+    ca_file: z.string().optional(),
+  }),
+  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), z.string().min(1)).default({}),
+  telemetry: z
+    .strictObject({
+      poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),
+      retention_max_mb: z.number().positive().default(512),
+    })
+    .default({ poll_interval_ms: 1000, retention_max_mb: 512 }),
+  devices: z.array(deviceConfigSchema).default([]),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;

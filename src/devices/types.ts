@@ -1,0 +1,53 @@
+// Contracts between the device registry (api side), the Modbus engine (pairing,
+// polling) and device sync. Owned here so no module imports another's internals.
+import type { DeviceConfig, CheckWrite } from "../config/device-schema.js";
+
+/** What device sync (B5) publishes about a device; comes from the profile and discovery. */
+export interface DeviceDescriptor {
+  device_type: number; // 10 storage inverter, 11 PV inverter, 12 meter, 14 on/off switch, ...
+  max_power_w?: number;
+  capabilities: Array<"telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail">;
+  /** Profile name actually used (e.g. "sunspec"). */
+  profile: string;
+  /** Identity read while pairing (manufacturer, model, serial, ...). */
+  identity: Record<string, string>;
+}
+
+export interface RegisteredDevice {
+  config: DeviceConfig;
+  descriptor: DeviceDescriptor | null;
+  /** False after REGISTRY_WRITE_FAILED: stored, polled, but not used for dispatch nor listed in device sync. */
+  fully_configured: boolean;
+  updated_at: string;
+}
+
+/** The persisted registry as seen by the poller and the dispatcher. */
+export interface DeviceSource {
+  list(): RegisteredDevice[];
+  /** Called after any add/replace/remove; returns an unsubscribe function. */
+  onChange(listener: () => void): () => void;
+}
+
+/** 0 unknown, 1 local automatic, 2 under remote dispatch, 3 standby, 4 fault (B5). */
+export type OpMode = 0 | 1 | 2 | 3 | 4;
+
+export interface DeviceHealth {
+  online: boolean;
+  last_ok_at: string | null;
+  last_error: string | null;
+  consecutive_failures: number;
+  op_mode: OpMode;
+}
+
+export interface HealthView {
+  health(device_id: string): DeviceHealth | undefined;
+}
+
+/**
+ * Pairing and check writes through the Modbus engine (B5). Both throw a SitegateError:
+ * pair() with code PAIRING_FAILED, checkWrites() with REGISTRY_WRITE_FAILED.
+ */
+export interface DeviceConnector {
+  pair(config: DeviceConfig): Promise<DeviceDescriptor>;
+  checkWrites(config: DeviceConfig, writes: CheckWrite[]): Promise<void>;
+}

@@ -1,0 +1,55 @@
+// One error type for the whole gateway: a stable code, a transient flag that decides
+// retries, and optional structured details. HTTP mapping lives in api/, not here.
+
+export type ErrorCode =
+  | "CONFIG_INVALID"
+  | "STORAGE_UNAVAILABLE"
+  | "STORAGE_CORRUPT"
+  | "MODBUS_TIMEOUT"
+  | "MODBUS_EXCEPTION"
+  | "MODBUS_CRC"
+  | "MODBUS_DISCONNECTED"
+  | "MODBUS_BAD_RESPONSE"
+  | "PROFILE_INVALID"
+  | "PROFILE_NOT_FOUND"
+  | "PAIRING_FAILED"
+  | "REGISTRY_WRITE_FAILED"
+  | "DEVICE_NOT_FOUND"
+  | "INVALID_REQUEST"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "CONFLICT"
+  | "UNAVAILABLE"
+  | "INTERNAL";
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class SitegateError extends Error {
+  readonly code: ErrorCode;
+  readonly transient: boolean;
+  readonly details: ErrorDetail[];
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { transient?: boolean; details?: ErrorDetail[]; cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "SitegateError";
+    this.code = code;
+    this.transient = opts.transient ?? false;
+    this.details = opts.details ?? [];
+  }
+}
+
+export function isSitegateError(e: unknown, code?: ErrorCode): e is SitegateError {
+  return e instanceof SitegateError && (code === undefined || e.code === code);
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

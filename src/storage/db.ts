@@ -1,0 +1,81 @@
+// The one SQLite database of the gateway: open with pragmas, run numbered migrations.
+// Each module owns its tables and registers its own migrations here under its name,
+// so SQL stays next to the module that owns it (schema_migrations(module, version)).
+import Database from "better-sqlite3";
+import { accessSync, constants, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { SitegateError } from "../errors.js";
+
+export type Db = Database.Database;
+
+export interface Migration {
+  /** 1, 2, 3... in order; never renumber or edit one that has shipped. */
+  version: number;
+  sql: string | ((db: Db) => void);
+}
+
+export interface ModuleMigrations {
+  module: string;
+  migrations: Migration[];
+}
+
+export const DB_FILE = "sitegate.db";
+
+export function openDatabase(dataDir: string, file = DB_FILE): Db {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    accessSync(dataDir, constants.W_OK | constants.R_OK);
+  } catch (e) {
+    throw new SitegateError("STORAGE_UNAVAILABLE", `data_dir ${dataDir} is not writable: ${(e as Error).message}`, { cause: e });
+  }
+  const path = join(dataDir, file);
+  let db: Db;
+  try {
+    db = new Database(path);
+    // auto_vacuum only takes effect on a new file (before the first table).
+    db.pragma("auto_vacuum = INCREMENTAL");
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 2000");
+    const check = db.pragma("quick_check", { simple: true });
+    if (check !== "ok") throw new Error(`quick_check: ${String(check)}`);
+  } catch (e) {
+    if (e instanceof SitegateError) throw e;
+    throw new SitegateError("STORAGE_CORRUPT", `database ${path} cannot be opened: ${(e as Error).message}`, { cause: e });
+  }
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    module TEXT NOT NULL, version INTEGER NOT NULL, applied_at TEXT NOT NULL,
+    PRIMARY KEY (module, version)) WITHOUT ROWID`);
+  return db;
+}
+
+/** Applies every migration not yet applied, each in its own transaction. Returns how many ran. */
+export function migrate(db: Db, mods: ModuleMigrations[]): number {
+  const applied = db.prepare("SELECT version FROM schema_migrations WHERE module = ?").pluck();
+  const mark = db.prepare("INSERT INTO schema_migrations (module, version, applied_at) VALUES (?, ?, ?)");
+  let ran = 0;
+  for (const mod of mods) {
+    const done = new Set(applied.all(mod.module) as number[]);
+    const sorted = [...mod.migrations].sort((a, b) => a.version - b.version);
+    sorted.forEach((m, i) => {
+      if (m.version !== i + 1) throw new Error(`migrations of ${mod.module} are not numbered 1..n`);
+    });
+    for (const m of sorted) {
+      if (done.has(m.version)) continue;
+      db.transaction(() => {
+        if (typeof m.sql === "string") db.exec(m.sql);
+        else m.sql(db);
+        mark.run(mod.module, m.version, new Date().toISOString());
+      })();
+      ran++;
+    }
+  }
+  return ran;
+}
+
+/** True for SQLite errors that mean "cannot commit now" (disk full, locked, read-only). */
+export function isStorageUnavailable(e: unknown): boolean {
+  const code = (e as { code?: string } | null)?.code ?? "";
+  return /^SQLITE_(FULL|BUSY|LOCKED|READONLY|IOERR|CANTOPEN)/.test(code);
+}
