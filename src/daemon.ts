@@ -1,8 +1,8 @@
 // Composition root: builds every part from the config and owns their start/stop order.
-//   storage -> (modbus buses -> devices -> telemetry poller) -> (uplink) -> (api)
-// Each module contributes its migrations to ALL_MIGRATIONS and its part to build().
+// Parts are started in the order they are added and stopped in reverse. Constructors
+// take the StoragePart (not the db) and reach `storage.db` only in start().
 import type { Config } from "./config/schema.js";
-import { Lifecycle } from "./lifecycle.js";
+import { Lifecycle, type Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
@@ -11,16 +11,43 @@ import { StoragePart } from "./storage/part.js";
 export const ALL_MIGRATIONS: ModuleMigrations[] = [];
 
 export interface Daemon {
+  readonly config: Config;
   readonly storage: StoragePart;
+  /** Every part by name, for tests and the health endpoint. */
+  readonly parts: ReadonlyMap<string, Part>;
+  part<T extends Part>(name: string): T;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
 export function buildDaemon(config: Config, log: Logger): Daemon {
   const life = new Lifecycle(log);
-  const storage = life.add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
+  const parts = new Map<string, Part>();
+  const add = <T extends Part>(p: T): T => {
+    parts.set(p.name, p);
+    return life.add(p);
+  };
+  const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
+
+  // == modbus engine (buses, transports) ==
+
+  // == device registry (persisted; applies config.devices at start) ==
+
+  // == sample store + uplink (outbox, data push) ==
+
+  // == telemetry poller ==
+
+  // == partner API (last: it answers only once everything behind it runs) ==
+
   return {
+    config,
     storage,
+    parts,
+    part<T extends Part>(name: string): T {
+      const p = parts.get(name);
+      if (!p) throw new Error(`no part named ${name}`);
+      return p as T;
+    },
     start: () => life.start(),
     stop: () => life.stop(),
   };
