@@ -25,8 +25,8 @@ export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix:
       for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: "unknown key" });
     } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
       out.push({ path: formatPath(path), message: "required" });
-    } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
-      // Report the branch that got furthest rather than "invalid input".
+    } else if (issue.code === "invalid_union" && issue.errors.some((branch) => branch.some((i) => i.path.length > 0))) {
+      // An object union: report the branch that got furthest rather than "invalid input".
       const best = issue.errors.reduce((a, b) => (a.length <= b.length ? a : b));
       const nested = issuesToDetails(best, path);
       out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));

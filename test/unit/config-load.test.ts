@@ -1,0 +1,117 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig, parseConfig } from "../../src/config/load.js";
+import { isSitegateError, type SitegateError } from "../../src/errors.js";
+import { testConfigInput } from "../support/config.js";
+import { withTmpDir } from "../support/tmp.js";
+
+function problems(fn: () => unknown): Array<{ path: string; message: string }> {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(isSitegateError(e, "CONFIG_INVALID"), `expected CONFIG_INVALID, got ${String(e)}`);
+    return (e as SitegateError).details;
+  }
+  assert.fail("config was accepted");
+}
+
+function has(list: Array<{ path: string; message: string }>, path: string, re: RegExp): void {
+  const hit = list.find((d) => d.path === path && re.test(d.message));
+  assert.ok(hit, `no problem at ${path} matching ${re}; got ${JSON.stringify(list)}`);
+}
+
+test("a valid config loads with defaults filled and paths resolved against its folder", () => {
+  const input = testConfigInput("./state");
+  delete (input as Record<string, unknown>).telemetry;
+  delete (input as Record<string, unknown>).api_version;
+  const cfg = parseConfig(input, "/etc/sitegate");
+  assert.equal(cfg.data_dir, "/etc/sitegate/state");
+  assert.equal(cfg.api_version, "v1");
+  assert.deepEqual(cfg.telemetry, { poll_interval_ms: 1000, retention_max_mb: 512 });
+  assert.equal(cfg.auth.token_ttl_s, 3600);
+});
+
+test("a missing key is reported as required, with its full path", () => {
+  const input = testConfigInput("/tmp/x");
+  delete (input.auth.users![0] as Record<string, unknown>).password_hash;
+  delete (input as Record<string, unknown>).site_id;
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "auth.users[0].password_hash", /^required$/);
+  has(list, "site_id", /^required$/);
+});
+
+test("every problem is reported at once", () => {
+  const input = testConfigInput("/tmp/x") as Record<string, unknown>;
+  input.site_id = 42;
+  input.bogus = true;
+  (input.telemetry as Record<string, unknown>).poll_interval_ms = "fast";
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "site_id", /expected string/);
+  has(list, "bogus", /unknown key/);
+  has(list, "telemetry.poll_interval_ms", /expected number/);
+  assert.equal(list.length, 3);
+});
+
+test("an unknown nested key is an error", () => {
+  const input = testConfigInput("/tmp/x");
+  (input.http as Record<string, unknown>).port = 8443;
+  has(problems(() => parseConfig(input, "/")), "http.port", /unknown key/);
+});
+
+test("callback URLs must be https://", () => {
+  const input = testConfigInput("/tmp/x");
+  input.partner.execution_url = "http://partner.example/exec";
+  input.partner.data_push_url = "ftp://partner.example";
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "partner.execution_url", /https:\/\//);
+  has(list, "partner.data_push_url", /https:\/\//);
+});
+
+test("a password hash that is not an scrypt hash is refused", () => {
+  const input = testConfigInput("/tmp/x");
+  input.auth.users![0].password_hash = "hunter2";
+  has(problems(() => parseConfig(input, "/")), "auth.users[0].password_hash", /scrypt/);
+});
+
+test("a bad CIDR in the allowlist and a bad organization id are refused", () => {
+  const input = testConfigInput("/tmp/x");
+  input.auth.ip_allowlist = ["127.0.0.1/32", "10.0.0.300/8"];
+  input.organization_id = "not-a-uuid";
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "auth.ip_allowlist[1]", /CIDR/);
+  has(list, "organization_id", /UUID/i);
+});
+
+test("a device on an RTU port that is not configured is refused", () => {
+  const input = testConfigInput("/tmp/x", {
+    rtu_ports: { "1": "/dev/ttyUSB0" },
+    devices: [
+      {
+        device_id: "m1", device_type: "modbus", device_integration: "org/sdm630",
+        mb_type: 1, mb_device_type: 1, mb_slave_id: 10, mb_baud: 9600, mb_rtu_no: 2,
+      },
+    ],
+  });
+  has(problems(() => parseConfig(input, "/")), "devices[0].mb_rtu_no", /not in rtu_ports/);
+});
+
+test("a missing file and invalid YAML are reported as config errors", async () => {
+  await withTmpDir((dir) => {
+    has(problems(() => loadConfig(join(dir, "nope.yaml"))), "(file)", /ENOENT/);
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(bad, "site_id: [unclosed\n");
+    has(problems(() => loadConfig(bad)), "(yaml)", /.+/);
+  });
+});
+
+test("JSON is accepted as YAML", async () => {
+  await withTmpDir((dir) => {
+    const file = join(dir, "c.json");
+    writeFileSync(file, JSON.stringify(testConfigInput("./data")));
+    const cfg = loadConfig(file);
+    assert.equal(cfg.site_id, "site-001");
+    assert.equal(cfg.data_dir, join(dir, "data"));
+  });
+});

@@ -1,0 +1,91 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { migrate, openDatabase, DB_FILE } from "../../src/storage/db.js";
+import { isSitegateError } from "../../src/errors.js";
+import { withTmpDir } from "../support/tmp.js";
+
+const mods = [
+  { module: "alpha", migrations: [
+    { version: 1, sql: "CREATE TABLE a (x INTEGER)" },
+    { version: 2, sql: "ALTER TABLE a ADD COLUMN y TEXT" },
+  ] },
+  { module: "beta", migrations: [{ version: 1, sql: "CREATE TABLE b (z INTEGER)" }] },
+];
+
+test("migrations run once, in order, per module, and are recorded", async () => {
+  await withTmpDir((dir) => {
+    const db = openDatabase(dir);
+    assert.equal(migrate(db, mods), 3);
+    assert.equal(migrate(db, mods), 0, "a second run applies nothing");
+    db.prepare("INSERT INTO a (x, y) VALUES (1, 'one')").run();
+    const rows = db.prepare("SELECT module, version FROM schema_migrations ORDER BY module, version").all();
+    assert.deepEqual(rows, [
+      { module: "alpha", version: 1 }, { module: "alpha", version: 2 }, { module: "beta", version: 1 },
+    ]);
+    db.close();
+    // A later release adds migration 3 to alpha: only it runs, data stays.
+    const db2 = openDatabase(dir);
+    const more = [{ module: "alpha", migrations: [...mods[0].migrations, { version: 3, sql: "CREATE INDEX a_x ON a (x)" }] }];
+    assert.equal(migrate(db2, more), 1);
+    assert.equal((db2.prepare("SELECT y FROM a").get() as { y: string }).y, "one");
+    db2.close();
+  });
+});
+
+test("a failing migration rolls back and is not recorded", async () => {
+  await withTmpDir((dir) => {
+    const db = openDatabase(dir);
+    const bad = [{ module: "gamma", migrations: [
+      { version: 1, sql: "CREATE TABLE g (x INTEGER)" },
+      { version: 2, sql: "CREATE TABLE g2 (x INTEGER); INSERT INTO nowhere VALUES (1)" },
+    ] }];
+    assert.throws(() => migrate(db, bad), /no such table: nowhere/);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'g%'").pluck().all();
+    assert.deepEqual(tables, ["g"], "migration 2's table was rolled back");
+    assert.deepEqual(db.prepare("SELECT version FROM schema_migrations WHERE module='gamma'").pluck().all(), [1]);
+    db.close();
+  });
+});
+
+test("migrations must be numbered 1..n", async () => {
+  await withTmpDir((dir) => {
+    const db = openDatabase(dir);
+    assert.throws(() => migrate(db, [{ module: "m", migrations: [{ version: 2, sql: "SELECT 1" }] }]), /numbered 1..n/);
+    db.close();
+  });
+});
+
+test("the database is opened in WAL mode with incremental auto-vacuum", async () => {
+  await withTmpDir((dir) => {
+    const db = openDatabase(dir);
+    assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
+    assert.equal(db.pragma("auto_vacuum", { simple: true }), 2);
+    db.close();
+  });
+});
+
+test("an unwritable data_dir is a clear STORAGE_UNAVAILABLE error naming the path", { skip: process.getuid?.() === 0 && "root can write anywhere" }, async () => {
+  await withTmpDir((dir) => {
+    const ro = join(dir, "ro");
+    mkdirSync(ro);
+    chmodSync(ro, 0o500);
+    assert.throws(() => openDatabase(ro), (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(ro));
+  });
+});
+
+test("a data_dir that is a file is a clear STORAGE_UNAVAILABLE error naming the path", async () => {
+  await withTmpDir((dir) => {
+    const file = join(dir, "afile");
+    writeFileSync(file, "x");
+    assert.throws(() => openDatabase(join(file, "sub")), (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(file));
+  });
+});
+
+test("a corrupt database file is a clear STORAGE_CORRUPT error naming the path", async () => {
+  await withTmpDir((dir) => {
+    writeFileSync(join(dir, DB_FILE), Buffer.alloc(8192, 0x5a));
+    assert.throws(() => openDatabase(dir), (e) => isSitegateError(e, "STORAGE_CORRUPT") && e.message.includes(join(dir, DB_FILE)));
+  });
+});
