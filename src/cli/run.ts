@@ -21,6 +21,8 @@ const command: Command = {
       return EXIT_FAILURE;
     }
     log.info({ site_id: config.site_id }, "gateway running");
+    // The daemon runs until a signal, even if no part holds the event loop open.
+    const keepAlive = setInterval(() => {}, 1 << 30);
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once("SIGTERM", () => resolve("SIGTERM"));
       process.once("SIGINT", () => resolve("SIGINT"));
@@ -32,6 +34,7 @@ const command: Command = {
     }, 5000);
     hardStop.unref();
     await daemon.stop();
+    clearInterval(keepAlive);
     log.info("stopped");
     return EXIT_OK;
   },

@@ -1,0 +1,15 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { table } from "../bench/run.js";
+
+test("the bench table has one aligned row per figure with ratio and reference", () => {
+  const out = table([
+    { name: "tcp poll", value: 12345.6, unit: "reg/s", reference: 15000, ratio: 0.823, note: "mbpoll" },
+    { name: "bytes per sample", value: 11.2, unit: "B", reference: 40.7, ratio: 3.63 },
+    { name: "no ref", value: 0.5, unit: "ms", reference: null, ratio: null },
+  ]).split("\n");
+  assert.equal(out.length, 5);
+  assert.match(out[2], /^tcp poll\s+12,346\s+reg\/s\s+15,000\s+0\.82x\s+mbpoll$/);
+  assert.match(out[3], /bytes per sample\s+11\.2\s+B\s+40\.7\s+3\.63x/);
+  assert.match(out[4], /no ref\s+0\.500\s+ms\s+-\s+-/);
+});
