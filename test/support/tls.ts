@@ -1,6 +1,7 @@
-// A self-signed certificate for localhost/127.0.0.1, made once per process with openssl.
+// A self-signed certificate for localhost/127.0.0.1/::1, made once with openssl and
+// shared by every test process (made in a private folder, then renamed into place).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -13,17 +14,23 @@ export interface TestCert {
 
 let cached: TestCert | null = null;
 
-export function testCert(dir = join(tmpdir(), `sitegate-tls-${process.pid}`)): TestCert {
-  if (cached && existsSync(cached.certFile)) return cached;
-  mkdirSync(dir, { recursive: true });
+export function testCert(): TestCert {
+  const dir = join(tmpdir(), "sitegate-test-tls-v1");
   const certFile = join(dir, "cert.pem");
   const keyFile = join(dir, "key.pem");
+  if (cached && existsSync(certFile)) return cached;
   if (!existsSync(certFile)) {
+    const work = mkdtempSync(join(tmpdir(), "sitegate-tls-"));
     execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile,
-      "-days", "365", "-subj", "/CN=localhost",
+      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(work, "key.pem"), "-out", join(work, "cert.pem"),
+      "-days", "3650", "-subj", "/CN=localhost",
       "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
     ], { stdio: "ignore" });
+    try {
+      renameSync(work, dir);
+    } catch {
+      rmSync(work, { recursive: true, force: true }); // another process won the race
+    }
   }
   cached = { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
   return cached;
