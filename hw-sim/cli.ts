@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+// `sitegate-sim --scenario FILE`: a simulated energy site on the bench.
+import { parseArgs } from "node:util";
+import { dirname, resolve } from "node:path";
+import { pino } from "pino";
+import { startSim } from "./sim.js";
+
+const usage = "usage: sitegate-sim --scenario FILE [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).";
+
+async function main(): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { scenario: { type: "string", short: "s" }, "base-dir": { type: "string" }, help: { type: "boolean", short: "h" } }, strict: true }));
+  } catch (e) {
+    process.stderr.write(`sitegate-sim: ${(e as Error).message}\n${usage}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(usage + "\n");
+    return 0;
+  }
+  if (!values.scenario) {
+    process.stderr.write(`sitegate-sim: --scenario is required\n${usage}\n`);
+    return 2;
+  }
+  const pretty = process.stdout.isTTY && process.env.LOG_FORMAT !== "json";
+  const log = pino({ level: process.env.LOG_LEVEL ?? "info", base: { name: "sitegate-sim" }, ...(pretty ? { transport: { target: "pino-pretty" } } : {}) });
+  let sim;
+  try {
+    sim = await startSim(resolve(values.scenario), { baseDir: values["base-dir"] ? resolve(values["base-dir"]) : process.cwd(), log });
+  } catch (e) {
+    process.stderr.write(`sitegate-sim: ${(e as Error).message}\n`);
+    return /scenario is invalid|ENOENT/.test((e as Error).message) ? 2 : 1;
+  }
+  log.info({ control: sim.controlUrl, tcp: sim.tcpPorts, rtu: sim.rtuPeers, scenario: dirname(values.scenario) }, "simulator running");
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  await new Promise<void>((r) => {
+    process.once("SIGINT", () => r());
+    process.once("SIGTERM", () => r());
+  });
+  clearInterval(keepAlive);
+  await sim.stop();
+  log.info("simulator stopped");
+  return 0;
+}
+
+main().then((c) => (process.exitCode = c), (e) => {
+  process.stderr.write(`sitegate-sim: ${(e as Error).stack ?? String(e)}\n`);
+  process.exitCode = 1;
+});

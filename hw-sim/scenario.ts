@@ -1,0 +1,91 @@
+// The scenario file of a simulated site (DESIGN B7): ports, the devices on each, the site
+// model's knobs, the control API address, the seed. YAML (JSON is YAML), zod-validated.
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+import { z } from "zod";
+
+const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
+const unit = z.number().int().min(1).max(247);
+const common = { unit, name: z.string().regex(/^[A-Za-z0-9_-]+$/), max_read_regs: z.number().int().min(1).max(125).optional() };
+
+export const deviceSchema = z.discriminatedUnion("model", [
+  z.strictObject({
+    ...common,
+    model: z.literal("sunspec-storage"),
+    max_power_w: z.number().positive().default(5000),
+    capacity_wh: z.number().positive().default(10000),
+    soc_pct: z.number().min(0).max(100).default(50),
+    serial: z.string().optional(),
+  }),
+  z.strictObject({ ...common, model: z.literal("sunspec-pv"), max_power_w: z.number().positive().default(6000), serial: z.string().optional() }),
+  z.strictObject({ ...common, model: z.literal("sunspec-meter"), serial: z.string().optional() }),
+  z.strictObject({ ...common, model: z.literal("sdm630"), serial: z.number().int().min(0).max(0xffffffff).optional() }),
+  z.strictObject({
+    ...common,
+    model: z.literal("relay"),
+    coils: z.number().int().min(1).max(64).default(4),
+    load_per_coil_w: z.number().min(0).default(500),
+  }),
+]);
+
+const tcpPort = z.strictObject({ kind: z.literal("tcp"), listen, devices: z.array(deviceSchema).min(1) });
+const rtuPort = z.strictObject({
+  kind: z.literal("rtu"),
+  path: z.string().min(1),
+  peer: z.string().min(1),
+  baud: z.number().int().min(300).max(921600).default(9600),
+  /** Bits per character on the wire: 10 for 8N1, 11 for 8E1 / 8N2. */
+  bits_per_char: z.union([z.literal(10), z.literal(11)]).default(10),
+  /** Emulate the wire's speed (character time, 3.5-char silence); off = as fast as the pty. */
+  line_timing: z.boolean().default(true),
+  /** Time a device takes to start answering after the request's silence. */
+  turnaround_ms: z.number().min(0).max(1000).default(5),
+  devices: z.array(deviceSchema).min(1),
+});
+
+export const scenarioSchema = z.strictObject({
+  seed: z.number().int().default(1),
+  control: z.strictObject({ listen: listen.default("127.0.0.1:15080") }).default({ listen: "127.0.0.1:15080" }),
+  site: z
+    .strictObject({
+      base_load_w: z.number().min(0).default(2000),
+      /** Random variation of the load, percent (seeded, a function of the simulated second). */
+      load_noise_pct: z.number().min(0).max(50).default(2),
+      /** 0..1 pins the PV irradiance; absent = a daylight curve from the UTC clock. */
+      pv_irradiance: z.number().min(0).max(1).optional(),
+      /** Hours added to UTC for the daylight curve. */
+      tz_offset_h: z.number().min(-12).max(14).default(0),
+      voltage_v: z.number().positive().default(230),
+      frequency_hz: z.number().positive().default(50),
+    })
+    .default({ base_load_w: 2000, load_noise_pct: 2, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }),
+  ports: z.array(z.discriminatedUnion("kind", [tcpPort, rtuPort])).min(1),
+});
+
+export type ScenarioInput = z.input<typeof scenarioSchema>;
+export type Scenario = z.output<typeof scenarioSchema>;
+export type DeviceSpec = z.output<typeof deviceSchema>;
+export type RtuPortSpec = z.output<typeof rtuPort>;
+
+export function parseScenario(raw: unknown): Scenario {
+  const r = scenarioSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`);
+    throw new Error(`scenario is invalid:\n${lines.join("\n")}`);
+  }
+  const names = new Set<string>();
+  for (const p of r.data.ports) {
+    const units = new Set<number>();
+    for (const d of p.devices) {
+      if (names.has(d.name)) throw new Error(`scenario is invalid: device name "${d.name}" is used twice`);
+      if (units.has(d.unit)) throw new Error(`scenario is invalid: unit ${d.unit} is used twice on one port`);
+      names.add(d.name);
+      units.add(d.unit);
+    }
+  }
+  return r.data;
+}
+
+export function loadScenario(file: string): Scenario {
+  return parseScenario(parse(readFileSync(file, "utf8")));
+}

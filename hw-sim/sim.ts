@@ -1,0 +1,260 @@
+// The simulator as a library: startSim(scenario) builds the site model and its devices,
+// opens the Modbus TCP ports, the RTU pty pairs and the control API, and returns a
+// handle that tests and the CLI use. `sitegate-sim` (cli.ts) is a thin wrapper.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { pino, type Logger } from "pino";
+import { loadScenario, parseScenario, type DeviceSpec, type Scenario, type ScenarioInput } from "./scenario.js";
+import { SiteModel } from "./site-model.js";
+import { DeviceSlot, Endpoint, faultSchema, type FaultSpec } from "./faults.js";
+import type { SimDevice } from "./models/device.js";
+import { PvInverter, StorageInverter, SunSpecMeter, round1 } from "./models/sunspec-devices.js";
+import { Sdm630 } from "./models/sdm630.js";
+import { Relay } from "./models/relay.js";
+import { TcpServer } from "./tcp-server.js";
+import { RtuServer } from "./rtu-server.js";
+
+export type { ScenarioInput, Scenario } from "./scenario.js";
+export type { FaultSpec } from "./faults.js";
+export type { SimDevice } from "./models/device.js";
+
+export interface SimState {
+  site: Record<string, unknown>;
+  devices: Record<string, Record<string, unknown>>;
+}
+
+export interface SimHandle {
+  /** "http://127.0.0.1:PORT" */
+  controlUrl: string;
+  /** Bound port per `kind: tcp` port, in scenario order. */
+  tcpPorts: number[];
+  /** Absolute path the gateway opens, per `kind: rtu` port, in scenario order. */
+  rtuPeers: string[];
+  scenario: Scenario;
+  state(): SimState;
+  setFault(f: FaultSpec): void;
+  clearFaults(device?: string): void;
+  device(name: string): SimDevice;
+  site: SiteModel;
+  stop(): Promise<void>;
+}
+
+function buildDevice(spec: DeviceSpec, site: SiteModel): SimDevice {
+  switch (spec.model) {
+    case "sunspec-storage": return new StorageInverter(spec, site);
+    case "sunspec-pv": return new PvInverter(spec, site);
+    case "sunspec-meter": return new SunSpecMeter(spec, site);
+    case "sdm630": return new Sdm630(spec, site);
+    case "relay": return new Relay(spec, site);
+  }
+}
+
+function splitListen(s: string): { host: string; port: number } {
+  const i = s.lastIndexOf(":");
+  return { host: s.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(s.slice(i + 1)) };
+}
+
+export async function startSim(scenario: ScenarioInput | string, opts: { baseDir?: string; log?: Logger } = {}): Promise<SimHandle> {
+  const sc = typeof scenario === "string" ? loadScenario(scenario) : parseScenario(scenario);
+  const baseDir = opts.baseDir ?? (typeof scenario === "string" ? process.cwd() : process.cwd());
+  const log = opts.log ?? pino({ level: "silent" });
+  const site = new SiteModel(sc.site, sc.seed);
+  const slots = new Map<string, { slot: DeviceSlot; port: string }>();
+  const tcpServers: TcpServer[] = [];
+  const rtuServers: RtuServer[] = [];
+  const rtuPeers: string[] = [];
+  let control: Server | null = null;
+
+  const stop = async () => {
+    if (control) await new Promise<void>((r) => control!.close(() => r()));
+    control?.closeAllConnections?.();
+    control = null;
+    await Promise.all([...tcpServers.map((s) => s.stop()), ...rtuServers.map((s) => s.stop())]);
+    clearInterval(ticker);
+  };
+
+  // The site ticks even when nobody reads it: revert timers, SoC, energy counters.
+  const ticker = setInterval(() => site.advance(), 250);
+  ticker.unref();
+
+  try {
+    for (const p of sc.ports) {
+      const endpoint = new Endpoint();
+      const label = p.kind === "tcp" ? `tcp ${p.listen}` : `rtu ${p.peer}`;
+      for (const d of p.devices) {
+        const slot = new DeviceSlot(buildDevice(d, site));
+        if (d.max_read_regs) slot.device.maxReadRegs = d.max_read_regs;
+        endpoint.add(slot);
+        slots.set(d.name, { slot, port: label });
+      }
+      if (p.kind === "tcp") {
+        const { host, port } = splitListen(p.listen);
+        const srv = new TcpServer(endpoint, host, port);
+        tcpServers.push(srv);
+        await srv.start();
+        log.info({ port: srv.port, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus tcp listening");
+      } else {
+        const abs = (x: string) => (isAbsolute(x) ? x : resolve(baseDir, x));
+        const srv = new RtuServer(endpoint, { ...p, path: abs(p.path), peer: abs(p.peer) });
+        rtuServers.push(srv);
+        await srv.start();
+        rtuPeers.push(abs(p.peer));
+        log.info({ peer: abs(p.peer), baud: p.baud, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus rtu on pty");
+      }
+    }
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+
+  const getSlot = (name: string): DeviceSlot => {
+    const s = slots.get(name);
+    if (!s) throw new NotFound(`no device named "${name}"`);
+    return s.slot;
+  };
+
+  const state = (): SimState => {
+    site.advance();
+    const devices: SimState["devices"] = {};
+    for (const [name, { slot, port }] of slots) {
+      devices[name] = {
+        unit: slot.device.unit,
+        model: slot.device.model,
+        port,
+        online: !slot.faults.has("no_answer") && !slot.faults.has("drop"),
+        ...slot.device.view(),
+        faults: [...slot.faults.values()],
+        requests: slot.requests,
+        writes: slot.writes,
+      };
+    }
+    return {
+      site: {
+        time: new Date(site.clock()).toISOString(),
+        base_load_w: site.base_load_w,
+        pv_irradiance: round1(site.irradiance() * 1000) / 1000,
+        pv_irradiance_pinned: site.pv_irradiance !== undefined,
+        grid_w: round1(site.grid()),
+        import_wh: round1(site.importWh),
+        export_wh: round1(site.exportWh),
+      },
+      devices,
+    };
+  };
+
+  const setFault = (f: FaultSpec) => {
+    const spec = faultSchema.parse(f);
+    getSlot(spec.device).faults.set(spec.fault, spec);
+    log.info({ fault: spec }, "fault set");
+  };
+  const clearFaults = (device?: string) => {
+    if (device) getSlot(device).faults.clear();
+    else for (const { slot } of slots.values()) slot.faults.clear();
+  };
+
+  const { host, port } = splitListen(sc.control.listen);
+  control = createServer((req, res) => {
+    void handleControl(req, res, { state, setFault, clearFaults, getSlot, site }).catch((e) => reply(res, 500, { error: String(e) }));
+  });
+  const ctl = control;
+  await new Promise<void>((res, rej) => {
+    ctl.once("error", rej);
+    ctl.listen(port, host, () => res());
+  }).catch(async (e) => {
+    await stop();
+    throw e;
+  });
+  const addr = ctl.address();
+  const controlUrl = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
+  log.info({ url: controlUrl }, "control api listening");
+
+  return {
+    controlUrl,
+    tcpPorts: tcpServers.map((s) => s.port),
+    rtuPeers,
+    scenario: sc,
+    state,
+    setFault,
+    clearFaults,
+    device: (name) => getSlot(name).device,
+    site,
+    stop,
+  };
+}
+
+class NotFound extends Error {}
+
+function reply(res: ServerResponse, status: number, body?: unknown): void {
+  if (body === undefined) {
+    res.writeHead(status).end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let text = "";
+  for await (const c of req) {
+    text += c;
+    if (text.length > 65536) throw new BadRequest("body too large");
+  }
+  try {
+    return text ? JSON.parse(text) : {};
+  } catch {
+    throw new BadRequest("body is not JSON");
+  }
+}
+
+class BadRequest extends Error {}
+
+async function handleControl(
+  req: IncomingMessage,
+  res: ServerResponse,
+  sim: { state: () => SimState; setFault: (f: FaultSpec) => void; clearFaults: (d?: string) => void; getSlot: (n: string) => DeviceSlot; site: SiteModel },
+): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://x");
+  const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  try {
+    if (req.method === "GET" && url.pathname === "/state") return reply(res, 200, sim.state());
+    if (parts[0] === "faults") {
+      if (req.method === "POST" && parts.length === 1) {
+        const r = faultSchema.safeParse(await readJson(req));
+        if (!r.success) return reply(res, 400, { error: r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") });
+        sim.setFault(r.data);
+        return reply(res, 200, { ok: true, fault: r.data });
+      }
+      if (req.method === "DELETE" && parts.length <= 2) {
+        sim.clearFaults(parts[1]);
+        return reply(res, 200, { ok: true });
+      }
+    }
+    if (req.method === "POST" && url.pathname === "/site") {
+      const body = (await readJson(req)) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(body)) {
+        if (k === "base_load_w" && typeof v === "number" && v >= 0) sim.site.base_load_w = v;
+        else if (k === "load_noise_pct" && typeof v === "number" && v >= 0) sim.site.load_noise_pct = v;
+        else if (k === "pv_irradiance" && (v === null || (typeof v === "number" && v >= 0 && v <= 1))) sim.site.pv_irradiance = v ?? undefined;
+        else throw new BadRequest(`site.${k}: not settable or out of range`);
+      }
+      sim.site.advance();
+      return reply(res, 200, sim.state().site);
+    }
+    if (req.method === "POST" && parts[0] === "devices" && parts.length === 2) {
+      const slot = sim.getSlot(parts[1]);
+      try {
+        slot.device.set((await readJson(req)) as Record<string, unknown>);
+      } catch (e) {
+        throw new BadRequest((e as Error).message);
+      }
+      return reply(res, 200, sim.state().devices[parts[1]]);
+    }
+    return reply(res, 404, { error: `no route ${req.method} ${url.pathname}` });
+  } catch (e) {
+    if (e instanceof NotFound) return reply(res, 404, { error: e.message });
+    if (e instanceof BadRequest) return reply(res, 400, { error: e.message });
+    throw e;
+  }
+}
+
+export const SIM_DIR = dirname(new URL(import.meta.url).pathname);
