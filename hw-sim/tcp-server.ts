@@ -52,8 +52,9 @@ export class TcpServer {
         out.writeUInt16BE(decision.pdu.length + 1, 4);
         out[6] = unit;
         decision.pdu.copy(out, 7);
-        // A "crc" fault on TCP: a malformed frame (length field says more than is sent).
-        if (decision.corrupt) out.writeUInt16BE(decision.pdu.length + 9, 4);
+        // A "crc" fault on TCP (no CRC there): a corrupted header, the transaction id
+        // does not match the request, so the client must reject the frame.
+        if (decision.corrupt) out.writeUInt16BE(out.readUInt16BE(0) ^ 0x5a5a, 0);
         sock.write(out);
       }
       busy = false;
