@@ -6,9 +6,11 @@ import { Lifecycle, type Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
+import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
+import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -34,6 +36,11 @@ export function buildDaemon(config: Config, log: Logger): Daemon {
   // == device registry (persisted; applies config.devices at start) ==
 
   // == sample store + uplink (outbox, data push) ==
+  const samples = add(
+    new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
+  );
+  const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
+  void uplink;
 
   // == telemetry poller ==
 

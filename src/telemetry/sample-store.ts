@@ -1,0 +1,262 @@
+// The telemetry buffer: every poll-cycle snapshot committed to SQLite before append()
+// returns, one row per snapshot with its samples packed (sample-codec.ts), device and
+// metric names interned as series ids. It is also the data-push queue: a persisted
+// cursor marks what the partner has acknowledged. Bounded by telemetry.retention_max_mb:
+// when full, the oldest unsent snapshots are dropped, counted and logged, never the newest.
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import type { Db, ModuleMigrations } from "../storage/db.js";
+import type { StoragePart } from "../storage/part.js";
+import type { Snapshot, SnapshotSink } from "./types.js";
+import { packSamples, unpackSamples, type PackedSample } from "./sample-codec.js";
+
+export const SAMPLE_MIGRATIONS: ModuleMigrations = {
+  module: "telemetry",
+  migrations: [
+    {
+      version: 1,
+      sql: `
+        CREATE TABLE tm_series (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, metric TEXT NOT NULL, UNIQUE (device_id, metric));
+        CREATE TABLE tm_snapshot (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
+        CREATE TABLE tm_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO tm_state (key, value) VALUES ('push_cursor', 0), ('dropped_samples', 0), ('dropped_snapshots', 0);
+      `,
+    },
+  ],
+};
+
+/** Row overhead on top of the blob (record header, rowid, ts, n, b-tree cell), for the size bound. */
+const ROW_OVERHEAD = 16;
+
+export interface StoredSnapshot extends Snapshot {
+  id: number;
+}
+
+export interface SampleStoreStats {
+  snapshots: number;
+  pending_snapshots: number;
+  bytes: number;
+  dropped_samples: number;
+  dropped_snapshots: number;
+  push_cursor: number;
+  stored_samples_total: number;
+}
+
+export class SampleStore implements SnapshotSink, Part {
+  readonly name = "samples";
+  private db!: Db;
+  private series = new Map<string, number>(); // "device\0metric" -> id
+  private names = new Map<number, { device_id: string; metric: string }>();
+  private bytes = 0;
+  private cursor = 0;
+  private cursorPersisted = 0;
+  private storedTotal = 0;
+  private readonly listeners = new Set<() => void>();
+  private stmts!: ReturnType<SampleStore["prepare"]>;
+  private appendTx!: (snap: Snapshot) => number;
+
+  constructor(
+    private readonly storage: StoragePart,
+    private readonly opts: { retentionBytes: number; log: Logger },
+  ) {}
+
+  private prepare() {
+    const db = this.db;
+    return {
+      insertSeries: db.prepare("INSERT INTO tm_series (device_id, metric) VALUES (?, ?)"),
+      insertSnap: db.prepare("INSERT INTO tm_snapshot (ts, n, data) VALUES (?, ?, ?)"),
+      after: db.prepare("SELECT id, ts, data FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
+      oldestPending: db.prepare("SELECT id, n, length(data) AS len FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
+      deleteThrough: db.prepare("DELETE FROM tm_snapshot WHERE id <= ?"),
+      setState: db.prepare("UPDATE tm_state SET value = ? WHERE key = ?"),
+      addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
+      getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
+      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot"),
+      pendingCount: db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck(),
+    };
+  }
+
+  start(): void {
+    this.db = this.storage.db;
+    this.stmts = this.prepare();
+    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
+      this.series.set(`${r.device_id}\0${r.metric}`, r.id);
+      this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
+    }
+    const c = this.stmts.count.get() as { n: number; bytes: number };
+    this.bytes = c.bytes + c.n * ROW_OVERHEAD;
+    this.cursor = this.cursorPersisted = this.stmts.getState.get("push_cursor") as number;
+    this.appendTx = this.db.transaction((snap: Snapshot): number => {
+      const samples: PackedSample[] = [];
+      for (const d of snap.devices) {
+        for (const [metric, value] of Object.entries(d.metrics)) {
+          if (typeof value !== "number") continue;
+          samples.push({ series: this.seriesId(d.device_id, metric), value });
+        }
+      }
+      if (samples.length === 0) return 0;
+      const data = packSamples(samples);
+      this.stmts.insertSnap.run(snap.ts, samples.length, data);
+      this.bytes += data.length + ROW_OVERHEAD;
+      return samples.length;
+    });
+    this.opts.log.info({ snapshots: c.n, pending: this.stmts.pendingCount.get(this.cursor), bytes: this.bytes }, "sample store open");
+  }
+
+  stop(): void {
+    if (this.db?.open) this.persistCursor();
+    this.listeners.clear();
+  }
+
+  private seriesId(device_id: string, metric: string): number {
+    const key = `${device_id}\0${metric}`;
+    let id = this.series.get(key);
+    if (id === undefined) {
+      id = Number(this.stmts.insertSeries.run(device_id, metric).lastInsertRowid);
+      this.series.set(key, id);
+      this.names.set(id, { device_id, metric });
+    }
+    return id;
+  }
+
+  /** Commits one snapshot (one transaction), then wakes the uplink. Throws if SQLite cannot commit. */
+  append(snapshot: Snapshot): void {
+    let n: number;
+    try {
+      n = this.appendTx(snapshot);
+    } catch (e) {
+      // The series cache may hold ids the rolled-back transaction never committed.
+      this.reloadSeries();
+      throw e;
+    }
+    if (n === 0) return;
+    this.storedTotal += n;
+    if (this.bytes > this.opts.retentionBytes) this.enforceRetention();
+    for (const l of this.listeners) l();
+  }
+
+  private reloadSeries(): void {
+    this.series.clear();
+    this.names.clear();
+    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
+      this.series.set(`${r.device_id}\0${r.metric}`, r.id);
+      this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
+    }
+  }
+
+  /** Called after each append; returns an unsubscribe function. */
+  onAppend(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Unsent snapshots after the push cursor, oldest first. */
+  pending(limit: number, afterId = this.cursor): StoredSnapshot[] {
+    const rows = this.stmts.after.all(afterId, limit) as Array<{ id: number; ts: number; data: Buffer }>;
+    return rows.map((r) => this.decode(r));
+  }
+
+  private decode(r: { id: number; ts: number; data: Buffer }): StoredSnapshot {
+    const byDevice = new Map<string, Record<string, number>>();
+    for (const s of unpackSamples(r.data)) {
+      const name = this.names.get(s.series);
+      if (!name) continue;
+      let m = byDevice.get(name.device_id);
+      if (!m) byDevice.set(name.device_id, (m = {}));
+      m[name.metric] = s.value;
+    }
+    return { id: r.id, ts: r.ts, devices: [...byDevice].map(([device_id, metrics]) => ({ device_id, metrics })) };
+  }
+
+  /**
+   * The partner has the snapshots up to `id`. The cursor is persisted (and the sent rows
+   * deleted) at most every `persistEveryMs`, so a drain does not write once per message;
+   * after a crash at most that much is sent again, with the same Idempotency-Keys.
+   */
+  settleThrough(id: number, persistEveryMs = 1000): void {
+    if (id <= this.cursor) return;
+    this.cursor = id;
+    const now = Date.now();
+    if (now - this.lastPersist >= persistEveryMs) this.persistCursor();
+  }
+
+  private lastPersist = 0;
+
+  /** Writes the cursor and deletes what the partner has; gives freed pages back to the file. */
+  persistCursor(): void {
+    this.lastPersist = Date.now();
+    if (this.cursor === this.cursorPersisted) return;
+    const cursor = this.cursor;
+    const freed = this.db.transaction(() => {
+      const before = this.stmts.count.get() as { n: number; bytes: number };
+      this.stmts.setState.run(cursor, "push_cursor");
+      this.stmts.deleteThrough.run(cursor);
+      const after = this.stmts.count.get() as { n: number; bytes: number };
+      return before.bytes - after.bytes + (before.n - after.n) * ROW_OVERHEAD;
+    })();
+    this.cursorPersisted = cursor;
+    this.bytes -= freed;
+    this.db.pragma("incremental_vacuum(256)");
+  }
+
+  /** Drops the oldest unsent snapshots until the buffer fits its bound again. */
+  private enforceRetention(): void {
+    const target = this.opts.retentionBytes * 0.9; // free a little more than needed, not once per append
+    let dropSnaps = 0;
+    let dropSamples = 0;
+    let through = this.cursor;
+    let bytes = this.bytes;
+    // Settled-but-not-yet-deleted rows go first; they are not losses.
+    this.persistCursor();
+    bytes = this.bytes;
+    while (bytes > target) {
+      const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; n: number; len: number }>;
+      // Never the newest: keep at least the last snapshot.
+      const usable = rows.length && rows[rows.length - 1].id === this.newestId() ? rows.slice(0, -1) : rows;
+      if (usable.length === 0) break;
+      for (const r of usable) {
+        if (bytes <= target) break;
+        bytes -= r.len + ROW_OVERHEAD;
+        through = r.id;
+        dropSnaps++;
+        dropSamples += r.n;
+      }
+    }
+    if (dropSnaps === 0) return;
+    this.db.transaction(() => {
+      this.stmts.deleteThrough.run(through);
+      this.stmts.addState.run(dropSamples, "dropped_samples");
+      this.stmts.addState.run(dropSnaps, "dropped_snapshots");
+      this.stmts.setState.run(through, "push_cursor");
+    })();
+    this.cursor = this.cursorPersisted = through;
+    const c = this.stmts.count.get() as { n: number; bytes: number };
+    this.bytes = c.bytes + c.n * ROW_OVERHEAD;
+    this.db.pragma("incremental_vacuum");
+    this.opts.log.warn(
+      { dropped_snapshots: dropSnaps, dropped_samples: dropSamples, retention_bytes: this.opts.retentionBytes, dropped_samples_total: this.stmts.getState.get("dropped_samples") },
+      "telemetry buffer full: dropped the oldest unsent samples",
+    );
+  }
+
+  private newestId(): number {
+    return (this.db.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number) ?? 0;
+  }
+
+  get pushCursor(): number {
+    return this.cursor;
+  }
+
+  stats(): SampleStoreStats {
+    const c = this.stmts.count.get() as { n: number; bytes: number };
+    return {
+      snapshots: c.n,
+      pending_snapshots: this.stmts.pendingCount.get(this.cursor) as number,
+      bytes: this.bytes,
+      dropped_samples: this.stmts.getState.get("dropped_samples") as number,
+      dropped_snapshots: this.stmts.getState.get("dropped_snapshots") as number,
+      push_cursor: this.cursor,
+      stored_samples_total: this.storedTotal,
+    };
+  }
+}

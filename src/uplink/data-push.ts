@@ -1,0 +1,41 @@
+// Data-push payloads (spec 2.6) from stored snapshots: one snapshot's devices in one
+// payload with its own timestamp (the read time, never the send time); a snapshot too
+// large for one request is split by device into several payloads with the same timestamp.
+import type { StoredSnapshot } from "../telemetry/sample-store.js";
+import { nameKey } from "./idempotency.js";
+
+export const MAX_PAYLOAD_BYTES = 128 * 1024;
+
+export interface DataPushPayload {
+  snapshotId: number;
+  part: number;
+  parts: number;
+  body: string;
+  idempotencyKey: string;
+}
+
+export function buildPayloads(snap: StoredSnapshot, siteId: string, instance: string, maxBytes = MAX_PAYLOAD_BYTES): DataPushPayload[] {
+  const timestamp = new Date(snap.ts).toISOString();
+  const head = `{"timestamp":${JSON.stringify(timestamp)},"site_id":${JSON.stringify(siteId)},"devices":[`;
+  const groups: string[][] = [];
+  let cur: string[] = [];
+  let size = head.length + 2;
+  for (const d of snap.devices) {
+    const text = JSON.stringify({ device_id: d.device_id, metrics: d.metrics });
+    if (cur.length && size + text.length + 1 > maxBytes) {
+      groups.push(cur);
+      cur = [];
+      size = head.length + 2;
+    }
+    cur.push(text);
+    size += text.length + 1;
+  }
+  if (cur.length) groups.push(cur);
+  return groups.map((g, part) => ({
+    snapshotId: snap.id,
+    part,
+    parts: groups.length,
+    body: `${head}${g.join(",")}]}`,
+    idempotencyKey: nameKey(instance, `data_push:${snap.id}:${part}`),
+  }));
+}

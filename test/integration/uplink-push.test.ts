@@ -1,0 +1,171 @@
+// Data push and outbox against a real HTTPS partner sink: exact headers and body,
+// outages of every kind, restarts, retention.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { withTmpDir } from "../support/tmp.js";
+import { snapshot, startSink, startUplink } from "../support/uplink-harness.js";
+import type { PartnerSink, SinkRequest } from "../support/partner-sink.js";
+
+const seqOf = (r: SinkRequest) => (r.body.devices[0].metrics.power_w as number) / 10;
+
+/** Every accepted push, deduplicated by Idempotency-Key, must be 0..n-1 in order. */
+function assertAllInOrder(sink: PartnerSink, n: number): void {
+  const seen = new Map<string, number>();
+  for (const r of sink.accepted("/v1/telemetry")) seen.set(r.headers["idempotency-key"] as string, seqOf(r));
+  assert.deepEqual([...seen.values()], Array.from({ length: n }, (_, i) => i));
+}
+
+test("a data push carries the partner's headers, a stable Idempotency-Key and the snapshot as spec 2.6", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      const rig = await startUplink(dir, sink);
+      try {
+        const snap = snapshot(7, 2, Date.UTC(2026, 10, 22, 9, 30, 0, 125));
+        rig.samples.append(snap);
+        await sink.waitFor(() => sink.requests.length >= 1);
+        const [r] = sink.requests;
+        assert.equal(r.method, "POST");
+        assert.equal(r.path, "/v1/telemetry");
+        assert.equal(r.headers["content-type"], "application/json");
+        assert.equal(r.headers["x-partner-key"], "k-123");
+        assert.equal(r.headers["x-trace"], "bench");
+        assert.match(String(r.headers["user-agent"]), /^sitegate\/\d+\.\d+\.\d+$/);
+        assert.match(String(r.headers["idempotency-key"]), /^[0-9a-f-]{36}$/);
+        assert.deepEqual(r.body, {
+          timestamp: "2026-11-22T09:30:00.125Z",
+          site_id: "site-001",
+          devices: [
+            { device_id: "dev-0", metrics: { power_w: 70, soc_pct: 50, energy_import_wh: 100007 } },
+            { device_id: "dev-1", metrics: { power_w: 71, soc_pct: 50.1, energy_import_wh: 100007 } },
+          ],
+        });
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});
+
+for (const outage of ["status 500", "timeout", "refused"] as const) {
+  test(`a partner that ${outage === "refused" ? "refuses connections" : outage === "timeout" ? "times out" : "answers 500"} for a while then recovers receives every sample, in order`, async () => {
+    const sink = await startSink();
+    try {
+      await withTmpDir(async (dir) => {
+        const rig = await startUplink(dir, sink, { timeoutMs: 300 });
+        try {
+          for (let i = 0; i < 5; i++) rig.samples.append(snapshot(i));
+          await sink.waitFor(() => sink.accepted().length >= 5);
+          if (outage === "status 500") sink.mode = { kind: "status", status: 500 };
+          else if (outage === "timeout") sink.mode = { kind: "hang" };
+          else await sink.refuse();
+          for (let i = 5; i < 25; i++) {
+            rig.samples.append(snapshot(i));
+            if (i % 5 === 0) await sleep(100);
+          }
+          await sleep(500);
+          assert.ok(rig.uplink.stats().data_push.failures >= 1, "the outage was seen");
+          assert.ok(rig.samples.stats().pending_snapshots >= 15, "the backlog waits in the store");
+          if (outage === "refused") await sink.accept();
+          sink.mode = { kind: "ok" };
+          await sink.waitFor(() => new Set(sink.accepted().map((r) => r.headers["idempotency-key"])).size >= 25, 20000, "the backlog");
+          assertAllInOrder(sink, 25);
+          // Retries of one message reuse its key: every failed attempt's key was later accepted.
+          const acceptedKeys = new Set(sink.accepted().map((r) => r.headers["idempotency-key"]));
+          for (const r of sink.requests) assert.ok(acceptedKeys.has(r.headers["idempotency-key"]), "a failed attempt's key is retried until accepted");
+          // Back to live pushing.
+          rig.samples.append(snapshot(25));
+          await sink.waitFor(() => sink.accepted().some((r) => seqOf(r) === 25));
+        } finally {
+          await rig.stop();
+        }
+      });
+    } finally {
+      await sink.stop();
+    }
+  });
+}
+
+test("a restart loses no committed sample and re-sends nothing the partner settled twice over", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      let rig = await startUplink(dir, sink);
+      for (let i = 0; i < 10; i++) rig.samples.append(snapshot(i));
+      await sink.waitFor(() => sink.accepted().length >= 10);
+      await sink.refuse();
+      for (let i = 10; i < 30; i++) rig.samples.append(snapshot(i));
+      await rig.stop();
+      // A new process on the same database.
+      await sink.accept();
+      rig = await startUplink(dir, sink);
+      try {
+        for (let i = 30; i < 35; i++) rig.samples.append(snapshot(i));
+        await sink.waitFor(() => new Set(sink.accepted().map((r) => r.headers["idempotency-key"])).size >= 35);
+        assertAllInOrder(sink, 35);
+        assert.equal(sink.accepted().length, 35, "a clean stop persisted the cursor: nothing sent twice");
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});
+
+test("outbox messages are committed, sent with their own key, and survive a restart until a 200", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      sink.mode = { kind: "status", status: 503 };
+      let rig = await startUplink(dir, sink);
+      const { idempotency_key } = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
+      await sink.waitFor(() => sink.requests.length >= 2, 10000, "two failed attempts");
+      await rig.stop();
+      sink.mode = { kind: "ok" };
+      rig = await startUplink(dir, sink);
+      try {
+        await sink.waitFor(() => sink.accepted("/exec").length === 1);
+        const keys = sink.requests.map((r) => r.headers["idempotency-key"]);
+        assert.ok(keys.every((k) => k === idempotency_key), "one key across every retry and the restart");
+        assert.deepEqual(sink.accepted("/exec")[0].body, { event_id: "e-1", status: "completed" });
+        await sleep(100);
+        assert.equal(rig.uplink.outbox.size(), 0);
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});
+
+test("a full buffer drops the oldest unsent samples, counts them, and keeps the newest", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      await sink.refuse();
+      const rig = await startUplink(dir, sink, { retentionBytes: 20_000 });
+      try {
+        for (let i = 0; i < 400; i++) rig.samples.append(snapshot(i, 10));
+        const st = rig.samples.stats();
+        assert.ok(st.dropped_samples > 0, "samples were dropped");
+        assert.ok(st.bytes <= 20_000, `buffer ${st.bytes} bytes over its bound`);
+        assert.equal(st.dropped_samples % 30, 0, "whole snapshots are dropped");
+        const kept = rig.samples.pending(1000);
+        assert.equal(kept.at(-1)!.devices[0].metrics.power_w, 3990, "the newest snapshot is kept");
+        assert.equal(kept[0].id, kept.at(-1)!.id - kept.length + 1, "what is kept is contiguous: only the oldest went");
+        await sink.accept();
+        await sink.waitFor(() => sink.accepted().length >= kept.length, 20000, "the kept backlog");
+        assert.equal(seqOf(sink.accepted()[0]), kept[0].devices[0].metrics.power_w / 10);
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});

@@ -1,0 +1,75 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { packSamples, unpackSamples } from "../../src/telemetry/sample-codec.js";
+import { backoffMs, BACKOFF_MAX_MS } from "../../src/uplink/backoff.js";
+import { buildPayloads } from "../../src/uplink/data-push.js";
+import { nameKey } from "../../src/uplink/idempotency.js";
+import type { StoredSnapshot } from "../../src/telemetry/sample-store.js";
+
+test("samples round-trip exactly, whatever the value", () => {
+  const values = [0, 1, -1, 2000, -4975, 65535, 4294967295, 2 ** 50, 229.7, 49.99, 0.1, -0.5, 12.345678, Math.PI, 1e-9, 1.5e300, -0, Number.MAX_SAFE_INTEGER, 3.4028234663852886e38];
+  const samples = values.map((value, i) => ({ series: i * 37, value }));
+  const back = unpackSamples(packSamples(samples));
+  assert.equal(back.length, samples.length);
+  back.forEach((s, i) => {
+    assert.equal(s.series, samples[i].series);
+    assert.ok(Object.is(s.value, samples[i].value), `${samples[i].value} came back as ${s.value}`);
+  });
+  assert.ok(Number.isNaN(unpackSamples(packSamples([{ series: 1, value: NaN }]))[0].value));
+});
+
+test("typical samples take a few bytes each", () => {
+  const samples = [2000, -4975, 229.7, 49.99, 50.5, 1234567, 87.3, 3].map((value, i) => ({ series: i + 1, value }));
+  const size = packSamples(samples).length;
+  assert.ok(size <= samples.length * 5, `${size} bytes for ${samples.length} samples`);
+});
+
+test("a truncated record is an error, not a wrong value", () => {
+  const buf = packSamples([{ series: 1, value: 123456789 }]);
+  assert.throws(() => unpackSamples(buf.subarray(0, buf.length - 1)), /truncated/);
+});
+
+test("backoff starts at 1 s, doubles, stays within ±20 % jitter and caps at 5 min", () => {
+  assert.equal(backoffMs(1, 0.5), 1000);
+  assert.equal(backoffMs(2, 0.5), 2000);
+  assert.equal(backoffMs(5, 0.5), 16000);
+  assert.equal(backoffMs(1, 0), 800);
+  assert.equal(backoffMs(1, 0.999999), 1200);
+  assert.equal(backoffMs(30, 0.5), BACKOFF_MAX_MS);
+  assert.ok(backoffMs(30, 0.999) <= BACKOFF_MAX_MS);
+});
+
+test("a payload carries the snapshot's read time and every device; big snapshots split by device", () => {
+  const snap: StoredSnapshot = { id: 42, ts: Date.UTC(2026, 10, 22, 10, 0, 0, 250), devices: [
+    { device_id: "battery", metrics: { power_w: -2000, soc_pct: 55.5 } },
+    { device_id: "grid", metrics: { power_w: 3100 } },
+  ] };
+  const [p] = buildPayloads(snap, "site-001", "inst");
+  assert.deepEqual(JSON.parse(p.body), {
+    timestamp: "2026-11-22T10:00:00.250Z",
+    site_id: "site-001",
+    devices: [
+      { device_id: "battery", metrics: { power_w: -2000, soc_pct: 55.5 } },
+      { device_id: "grid", metrics: { power_w: 3100 } },
+    ],
+  });
+  assert.equal(p.idempotencyKey, buildPayloads(snap, "site-001", "inst")[0].idempotencyKey, "same key every time");
+  assert.notEqual(p.idempotencyKey, buildPayloads(snap, "site-001", "other-db")[0].idempotencyKey);
+  assert.match(p.idempotencyKey, /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+  const many: StoredSnapshot = { ...snap, devices: Array.from({ length: 30 }, (_, i) => ({ device_id: `dev-${i}`, metrics: { power_w: i } })) };
+  const parts = buildPayloads(many, "site-001", "inst", 400);
+  assert.ok(parts.length > 1);
+  const all = parts.flatMap((x) => (JSON.parse(x.body) as { devices: Array<{ device_id: string }> }).devices.map((d) => d.device_id));
+  assert.deepEqual(all, many.devices.map((d) => d.device_id));
+  for (const x of parts) {
+    assert.ok(x.body.length <= 400);
+    assert.equal(JSON.parse(x.body).timestamp, "2026-11-22T10:00:00.250Z");
+  }
+  assert.equal(new Set(parts.map((x) => x.idempotencyKey)).size, parts.length);
+});
+
+test("name-based keys are stable and distinct", () => {
+  assert.equal(nameKey("a", "b"), nameKey("a", "b"));
+  assert.notEqual(nameKey("a", "b"), nameKey("a", "c"));
+});
