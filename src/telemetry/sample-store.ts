@@ -45,7 +45,7 @@ export interface SampleStoreStats {
 export class SampleStore implements SnapshotSink, Part {
   readonly name = "samples";
   private db!: Db;
-  private series = new Map<string, number>(); // "device\0metric" -> id
+  private series = new Map<string, Map<string, number>>(); // device -> metric -> id
   private names = new Map<number, { device_id: string; metric: string }>();
   private bytes = 0;
   private cursor = 0;
@@ -79,27 +79,37 @@ export class SampleStore implements SnapshotSink, Part {
   start(): void {
     this.db = this.storage.db;
     this.stmts = this.prepare();
-    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
-      this.series.set(`${r.device_id}\0${r.metric}`, r.id);
-      this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
-    }
+    this.reloadSeries();
     const c = this.stmts.count.get() as { n: number; bytes: number };
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
     this.cursor = this.cursorPersisted = this.stmts.getState.get("push_cursor") as number;
-    this.appendTx = this.db.transaction((snap: Snapshot): number => {
+    type Fresh = { index: number; device_id: string; metric: string };
+    const write = (ts: number, samples: PackedSample[], fresh: Fresh[]): void => {
+      for (const f of fresh) samples[f.index].series = this.seriesId(f.device_id, f.metric);
+      const data = packSamples(samples);
+      this.stmts.insertSnap.run(ts, samples.length, data);
+      this.bytes += data.length + ROW_OVERHEAD;
+    };
+    const writeTx = this.db.transaction(write);
+    this.appendTx = (snap: Snapshot): number => {
       const samples: PackedSample[] = [];
+      const fresh: Fresh[] = [];
       for (const d of snap.devices) {
-        for (const [metric, value] of Object.entries(d.metrics)) {
+        const known = this.series.get(d.device_id);
+        for (const metric in d.metrics) {
+          const value = d.metrics[metric];
           if (typeof value !== "number") continue;
-          samples.push({ series: this.seriesId(d.device_id, metric), value });
+          const id = known?.get(metric);
+          if (id === undefined) fresh.push({ index: samples.length, device_id: d.device_id, metric });
+          samples.push({ series: id ?? -1, value });
         }
       }
       if (samples.length === 0) return 0;
-      const data = packSamples(samples);
-      this.stmts.insertSnap.run(snap.ts, samples.length, data);
-      this.bytes += data.length + ROW_OVERHEAD;
+      // The usual case is one INSERT, atomic on its own; new series need a transaction.
+      if (fresh.length) writeTx(snap.ts, samples, fresh);
+      else write(snap.ts, samples, fresh);
       return samples.length;
-    });
+    };
     this.opts.log.info({ snapshots: c.n, pending: this.stmts.pendingCount.get(this.cursor), bytes: this.bytes }, "sample store open");
   }
 
@@ -109,11 +119,12 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   private seriesId(device_id: string, metric: string): number {
-    const key = `${device_id}\0${metric}`;
-    let id = this.series.get(key);
+    let byMetric = this.series.get(device_id);
+    let id = byMetric?.get(metric);
     if (id === undefined) {
       id = Number(this.stmts.insertSeries.run(device_id, metric).lastInsertRowid);
-      this.series.set(key, id);
+      if (!byMetric) this.series.set(device_id, (byMetric = new Map()));
+      byMetric.set(metric, id);
       this.names.set(id, { device_id, metric });
     }
     return id;
@@ -139,7 +150,9 @@ export class SampleStore implements SnapshotSink, Part {
     this.series.clear();
     this.names.clear();
     for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
-      this.series.set(`${r.device_id}\0${r.metric}`, r.id);
+      let byMetric = this.series.get(r.device_id);
+      if (!byMetric) this.series.set(r.device_id, (byMetric = new Map()));
+      byMetric.set(r.metric, r.id);
       this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
     }
   }
