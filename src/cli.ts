@@ -22,6 +22,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./cli/run.js")).default,
   "check-config": async () => (await import("./cli/check-config.js")).default,
   "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
+  read: async () => (await import("./cli/read.js")).default,
+  scan: async () => (await import("./cli/scan.js")).default,
 };
 
 function help(): string {

@@ -1,0 +1,244 @@
+// A device on a bus, driven by its profile: pairing (identity registers or SunSpec
+// discovery), the resolved register map, block reads of the points due, and decoding
+// into canonical metrics. Holds a Bus handle and a unit id, never a socket.
+import { SitegateError } from "../errors.js";
+import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
+import { decodeRaw, isSunSpecNotImplemented, scaleValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
+import { planBlocks, rtuGapRegs, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
+import { bitsPerChar } from "../modbus/endpoint.js";
+import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
+import type { Metrics } from "../telemetry/types.js";
+import type { DeviceDescriptor } from "./types.js";
+
+export type PointClass = "fast" | "slow";
+
+export interface ResolvedPoint extends Range {
+  metric: string;
+  type: ValueType;
+  word_order: WordOrder;
+  scale: number;
+  sf_address?: number;
+  sunspec_na: boolean;
+  class: PointClass;
+  bitmask: boolean;
+}
+
+export interface SunSpecModelInfo {
+  id: number;
+  /** Address of the model id register. */
+  address: number;
+  length: number;
+}
+
+const SUNS = [0x5375, 0x6e53];
+const MAX_MODELS = 64;
+
+export class DeviceDriver {
+  private points: ResolvedPoint[] | null = null;
+  private models: SunSpecModelInfo[] = [];
+  private readonly plans = new Map<string, { blocks: Block[]; ranges: Range[] }>();
+  descriptor: DeviceDescriptor | null = null;
+
+  constructor(
+    readonly bus: Bus,
+    readonly unit: number,
+    readonly profile: Profile,
+  ) {
+    bus.setDeviceDelay(unit, profile.delay_ms);
+  }
+
+  get timeoutMs(): number {
+    return this.profile.timeout_ms;
+  }
+
+  get paired(): boolean {
+    return this.points !== null;
+  }
+
+  get sunspecModels(): readonly SunSpecModelInfo[] {
+    return this.models;
+  }
+
+  private readRegs(table: Table, address: number, count: number, priority: Priority, retries = 1): Promise<number[]> {
+    return this.bus.read(this.unit, table, address, count, { priority, timeoutMs: this.profile.timeout_ms, retries });
+  }
+
+  /** Reads identity (or discovers the SunSpec model chain) and resolves the register map. */
+  async pair(priority: Priority = PRIORITY.pairing): Promise<DeviceDescriptor> {
+    const p = this.profile;
+    const d = p.kind === "sunspec" ? await this.pairSunSpec(p, priority) : await this.pairFixed(p, priority);
+    this.descriptor = d;
+    this.plans.clear();
+    return d;
+  }
+
+  private async pairFixed(p: Extract<Profile, { kind: "fixed" }>, priority: Priority): Promise<DeviceDescriptor> {
+    const identity: Record<string, string> = {};
+    for (const r of p.identity) {
+      const words = await this.readRegs(r.table, r.address, typeRegs(r.type, r.length), priority);
+      identity[r.name] = String(decodeRaw(r.type, words, r.word_order));
+    }
+    this.points = p.points.map((pt) => ({
+      metric: pt.metric, table: pt.table, address: pt.address,
+      count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
+      type: pt.type, word_order: pt.word_order, scale: pt.scale, sf_address: pt.sf_address, sunspec_na: pt.sunspec_na,
+      class: pt.class, bitmask: pt.bitmask,
+    }));
+    if (p.identity.length === 0) {
+      // No identity registers: the device is there if its first point answers.
+      const first = this.points[0];
+      await this.readRegs(first.table, first.address, first.count, priority);
+    }
+    return { device_type: p.device_type, max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
+  }
+
+  private async pairSunSpec(p: SunSpecProfile, priority: Priority): Promise<DeviceDescriptor> {
+    let base: number | null = null;
+    let lastError: unknown = null;
+    for (const b of p.bases) {
+      try {
+        const w = await this.readRegs("holding", b, 2, priority);
+        if (w[0] === SUNS[0] && w[1] === SUNS[1]) {
+          base = b;
+          break;
+        }
+      } catch (e) {
+        lastError = e;
+        // No answer at all: the device is not there; do not wait two more timeouts.
+        if ((e as SitegateError).code === "MODBUS_TIMEOUT" || (e as SitegateError).code === "MODBUS_DISCONNECTED") throw e;
+      }
+    }
+    if (base === null) {
+      throw new SitegateError("PAIRING_FAILED", `no SunSpec marker at ${p.bases.join(", ")}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+    }
+    // Walk the chain, one header read per model (some devices omit the end model's length).
+    const models: SunSpecModelInfo[] = [];
+    let addr = base + 2;
+    while (models.length < MAX_MODELS && addr < 0xffff) {
+      const [id, len] = await this.readRegs("holding", addr, addr + 1 <= 0xffff ? 2 : 1, priority);
+      if (id === 0xffff || id === 0) break;
+      models.push({ id, address: addr, length: len });
+      addr += 2 + len;
+    }
+    this.models = models;
+    const common = models.find((m) => m.id === 1);
+    const identity: Record<string, string> = {};
+    if (common) {
+      const words = await this.readRegs("holding", common.address, Math.min(125, common.length + 2), priority);
+      for (const f of p.identity) {
+        const w = words.slice(f.offset, f.offset + f.length);
+        if (w.length === f.length && !isSunSpecNotImplemented("string", w)) identity[f.name] = String(decodeRaw("string", w));
+      }
+    }
+    const points: ResolvedPoint[] = [];
+    for (const m of models) {
+      for (const pt of p.models[String(m.id)] ?? []) {
+        if (pt.offset + typeRegs(pt.type, pt.length) > m.length + 2) continue;
+        points.push({
+          metric: pt.metric, table: "holding", address: m.address + pt.offset, count: typeRegs(pt.type, pt.length),
+          type: pt.type, word_order: "big", scale: pt.scale, sf_address: pt.sf_offset === undefined ? undefined : m.address + pt.sf_offset,
+          sunspec_na: true, class: pt.class, bitmask: false,
+        });
+      }
+    }
+    // A metric found in two models (soc in 124 and 802): keep the first.
+    const seen = new Set<string>();
+    this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
+    const has = new Set(models.map((m) => m.id));
+    const rule = p.device_types.find((r) => r.models.every((id) => has.has(id)));
+    if (!rule) throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no device type in profile ${p.name}`);
+    let max_power_w: number | undefined;
+    for (const mp of p.max_power) {
+      const m = models.find((x) => x.id === mp.model);
+      if (!m) continue;
+      const regs = await this.readRegs("holding", m.address + mp.offset, 1, priority);
+      if (isSunSpecNotImplemented("u16", regs)) continue;
+      let sf = 0;
+      if (mp.sf_offset !== undefined) {
+        const s = await this.readRegs("holding", m.address + mp.sf_offset, 1, priority);
+        if (isSunSpecNotImplemented("sunssf", s)) continue;
+        sf = decodeRaw("sunssf", s) as number;
+      }
+      max_power_w = scaleValue(regs[0], sf);
+      break;
+    }
+    return { device_type: rule.device_type, max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
+  }
+
+  /** Absolute address of a SunSpec action step, or its fixed address. */
+  resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number } {
+    if (step.address !== undefined) return { table: step.table, address: step.address };
+    const m = this.models.find((x) => x.id === step.model);
+    if (!m || step.offset === undefined) throw new SitegateError("DEVICE_NOT_FOUND", `device has no SunSpec model ${step.model}`);
+    return { table: step.table, address: m.address + step.offset };
+  }
+
+  private gapRegs(): number {
+    const e = this.bus.endpoint;
+    return e.kind === "rtu" ? rtuGapRegs(e.baud, bitsPerChar(e)) : TCP_GAP_REGS;
+  }
+
+  /** The blocks a poll of these point classes reads (planned once, then reused). */
+  plan(classes: readonly PointClass[]): { blocks: Block[]; ranges: Range[] } {
+    if (!this.points) throw new Error("device is not paired");
+    const key = [...classes].sort().join(",");
+    let plan = this.plans.get(key);
+    if (!plan) {
+      const ranges: Range[] = [];
+      for (const pt of this.points) {
+        if (!classes.includes(pt.class)) continue;
+        ranges.push(pt);
+        if (pt.sf_address !== undefined) ranges.push({ table: "holding", address: pt.sf_address, count: 1 });
+      }
+      const unreadable = this.profile.kind === "fixed" ? this.profile.unreadable : [];
+      plan = { blocks: planBlocks(ranges, { maxRegs: this.profile.max_read_regs, maxGap: this.gapRegs(), unreadable }), ranges };
+      this.plans.set(key, plan);
+    }
+    return plan;
+  }
+
+  /**
+   * Reads the points of these classes and decodes them. The first failed block fails
+   * the whole read (a device that does not answer costs one timeout, not one per block).
+   */
+  async read(classes: readonly PointClass[], priority: Priority = PRIORITY.poll, retries = 1): Promise<Metrics> {
+    if (!this.points) await this.pair(priority);
+    const { blocks } = this.plan(classes);
+    const data = new Map<Table, Map<number, number>>();
+    for (const b of blocks) {
+      const words = await this.readRegs(b.table, b.address, b.count, priority, retries);
+      let t = data.get(b.table);
+      if (!t) data.set(b.table, (t = new Map()));
+      for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]);
+    }
+    return this.decode(classes, data);
+  }
+
+  private decode(classes: readonly PointClass[], data: Map<Table, Map<number, number>>): Metrics {
+    const out: Metrics = {};
+    for (const pt of this.points!) {
+      if (!classes.includes(pt.class)) continue;
+      const t = data.get(pt.table);
+      if (!t) continue;
+      const words: number[] = [];
+      for (let i = 0; i < pt.count; i++) words.push(t.get(pt.address + i)!);
+      if (pt.bitmask) {
+        out[pt.metric] = words.reduce((acc, bit, i) => acc + (bit ? 2 ** i : 0), 0);
+        continue;
+      }
+      if (pt.type === "string") continue;
+      if (pt.sunspec_na && isSunSpecNotImplemented(pt.type, words, pt.word_order)) continue;
+      let sf = 0;
+      if (pt.sf_address !== undefined) {
+        const s = data.get("holding")?.get(pt.sf_address);
+        if (s === undefined || s === 0x8000) continue; // scale factor not implemented: no value
+        sf = s >= 0x8000 ? s - 0x10000 : s;
+        if (sf < -10 || sf > 10) continue;
+      }
+      const raw = decodeRaw(pt.type, words, pt.word_order) as number;
+      if (!Number.isFinite(raw)) continue;
+      out[pt.metric] = scaleValue(raw, sf, pt.scale);
+    }
+    return out;
+  }
+}

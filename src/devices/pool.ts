@@ -1,0 +1,57 @@
+// Drivers by device_id, shared by pairing, polling and (later) dispatch, so a device is
+// discovered once. A configuration change replaces the driver.
+import type { DeviceConfig } from "../config/device-schema.js";
+import { integrationName } from "../config/device-schema.js";
+import { SitegateError } from "../errors.js";
+import type { BusManager } from "../modbus/bus.js";
+import type { Endpoint } from "../modbus/endpoint.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import { DeviceDriver } from "./driver.js";
+
+export function endpointForDevice(cfg: DeviceConfig, rtuPorts: Record<string, string>): Endpoint {
+  if (cfg.mb_type === 2) return { kind: "tcp", host: cfg.mb_ip, port: cfg.mb_port };
+  const path = rtuPorts[String(cfg.mb_rtu_no)];
+  if (!path) throw new SitegateError("INVALID_REQUEST", `RTU port ${cfg.mb_rtu_no} is not configured (rtu_ports)`);
+  return { kind: "rtu", path, baud: cfg.mb_baud, parity: "none", stopBits: 1 };
+}
+
+export function unitOf(cfg: DeviceConfig): number {
+  return cfg.mb_slave_id;
+}
+
+export class DriverPool {
+  private readonly drivers = new Map<string, { key: string; driver: DeviceDriver }>();
+
+  constructor(
+    private readonly buses: BusManager,
+    private readonly profiles: ProfileRegistry,
+    private readonly rtuPorts: Record<string, string>,
+  ) {}
+
+  /** The driver for this configuration: the cached one if the configuration is unchanged. */
+  driverFor(cfg: DeviceConfig): DeviceDriver {
+    const key = JSON.stringify([cfg.mb_type, cfg.mb_ip, cfg.mb_port, cfg.mb_rtu_no, cfg.mb_baud, cfg.mb_slave_id, cfg.device_integration]);
+    const hit = this.drivers.get(cfg.device_id);
+    if (hit && hit.key === key) return hit.driver;
+    const profile = this.profiles.get(integrationName(cfg));
+    const driver = new DeviceDriver(this.buses.get(endpointForDevice(cfg, this.rtuPorts)), unitOf(cfg), profile);
+    this.drivers.set(cfg.device_id, { key, driver });
+    return driver;
+  }
+
+  /** A driver for a configuration that is not (yet) the device's own: pairing a candidate. */
+  candidate(cfg: DeviceConfig): DeviceDriver {
+    const profile = this.profiles.get(integrationName(cfg));
+    return new DeviceDriver(this.buses.get(endpointForDevice(cfg, this.rtuPorts)), unitOf(cfg), profile);
+  }
+
+  /** Keeps a paired candidate as the device's driver. */
+  adopt(cfg: DeviceConfig, driver: DeviceDriver): void {
+    const key = JSON.stringify([cfg.mb_type, cfg.mb_ip, cfg.mb_port, cfg.mb_rtu_no, cfg.mb_baud, cfg.mb_slave_id, cfg.device_integration]);
+    this.drivers.set(cfg.device_id, { key, driver });
+  }
+
+  forget(deviceId: string): void {
+    this.drivers.delete(deviceId);
+  }
+}

@@ -1,0 +1,226 @@
+// One physical bus (a serial line or one TCP endpoint): owns the transport and the only
+// queue of requests to it, because RS-485 is half-duplex with one master and most TCP
+// devices answer one request at a time. Control writes go before pairing, pairing before
+// polling; a per-bus gap and per-device delays space the requests; a lost connection is
+// reopened with backoff. Reads of a transient failure (not a timeout) are retried once.
+import { setTimeout as sleep } from "node:timers/promises";
+import { SitegateError } from "../errors.js";
+import type { Logger } from "../log.js";
+import { bitsPerChar, endpointKey, type Endpoint } from "./endpoint.js";
+import type { Table } from "./planner.js";
+import { ModbusSerialTransport, mapModbusError, type Transport } from "./transport.js";
+
+export const PRIORITY = { control: 0, pairing: 1, poll: 2 } as const;
+export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
+
+interface Job {
+  unit: number;
+  priority: Priority;
+  run: (t: Transport) => Promise<unknown>;
+  retries: number;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface BusStats {
+  requests: number;
+  failures: number;
+  timeouts: number;
+  reconnects: number;
+  queued: number;
+  busy_ms: number;
+}
+
+const MAX_QUEUE = 10_000;
+const RECONNECT_MIN_MS = 1000;
+const RECONNECT_MAX_MS = 30_000;
+
+export class Bus {
+  readonly key: string;
+  readonly stats: BusStats = { requests: 0, failures: 0, timeouts: 0, reconnects: 0, queued: 0, busy_ms: 0 };
+  private readonly queues: Job[][] = [[], [], []];
+  private readonly deviceDelay = new Map<number, number>();
+  private readonly lastEnd = new Map<number, number>();
+  private lastAnyEnd = 0;
+  private running = false;
+  private wakeTimer: NodeJS.Timeout | null = null;
+  private nextConnectAt = 0;
+  private reconnectDelay = RECONNECT_MIN_MS;
+  private closed = false;
+  /** Silence kept after every request: 3.5 characters on a serial line (1.75 ms above 19200 baud). */
+  readonly gapMs: number;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    private readonly log: Logger,
+    private readonly transport: Transport = new ModbusSerialTransport(endpoint),
+  ) {
+    this.key = endpointKey(endpoint);
+    this.gapMs = endpoint.kind === "rtu" ? (endpoint.baud > 19200 ? 1.75 : (3.5 * bitsPerChar(endpoint) * 1000) / endpoint.baud) : 0;
+  }
+
+  /** Minimum time between the end of one request to this unit and the next (slow devices want 25-50 ms). */
+  setDeviceDelay(unit: number, ms: number): void {
+    if (ms > 0) this.deviceDelay.set(unit, ms);
+    else this.deviceDelay.delete(unit);
+  }
+
+  read(unit: number, table: Table, address: number, count: number, opts: { priority?: Priority; timeoutMs?: number; retries?: number } = {}): Promise<number[]> {
+    const timeout = opts.timeoutMs ?? 1000;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, (t) => t.read(unit, table, address, count, timeout)) as Promise<number[]>;
+  }
+
+  writeRegisters(unit: number, address: number, values: number[], opts: { priority?: Priority; timeoutMs?: number; fn?: 6 | 16 } = {}): Promise<void> {
+    const timeout = opts.timeoutMs ?? 1000;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, (t) => t.writeRegisters(unit, address, values, timeout, opts.fn)) as Promise<void>;
+  }
+
+  writeCoils(unit: number, address: number, values: boolean[], opts: { priority?: Priority; timeoutMs?: number } = {}): Promise<void> {
+    const timeout = opts.timeoutMs ?? 1000;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, (t) => t.writeCoils(unit, address, values, timeout)) as Promise<void>;
+  }
+
+  /** Requests waiting, all priorities. */
+  get queued(): number {
+    return this.queues[0].length + this.queues[1].length + this.queues[2].length;
+  }
+
+  private enqueue(unit: number, priority: Priority, retries: number, run: (t: Transport) => Promise<unknown>): Promise<unknown> {
+    if (this.closed) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
+    if (this.queued >= MAX_QUEUE) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} queue is full`, { transient: true }));
+    return new Promise((resolve, reject) => {
+      this.queues[priority].push({ unit, priority, run, retries, resolve, reject });
+      this.stats.queued = this.queued;
+      this.pump();
+    });
+  }
+
+  /** The next job whose device is ready, by priority; or how long until one is. */
+  private pick(now: number): { job: Job } | { waitMs: number } | null {
+    let wait = Infinity;
+    for (const q of this.queues) {
+      for (let i = 0; i < q.length; i++) {
+        const job = q[i];
+        const ready = Math.max(this.lastAnyEnd + this.gapMs, (this.lastEnd.get(job.unit) ?? 0) + (this.deviceDelay.get(job.unit) ?? 0));
+        if (ready <= now) {
+          q.splice(i, 1);
+          return { job };
+        }
+        wait = Math.min(wait, ready - now);
+      }
+    }
+    return wait === Infinity ? null : { waitMs: wait };
+  }
+
+  private pump(): void {
+    if (this.running || this.closed) return;
+    const next = this.pick(performance.now());
+    if (!next) return;
+    if ("waitMs" in next) {
+      if (!this.wakeTimer) {
+        this.wakeTimer = setTimeout(() => {
+          this.wakeTimer = null;
+          this.pump();
+        }, Math.max(1, Math.ceil(next.waitMs)));
+      }
+      return;
+    }
+    this.running = true;
+    void this.execute(next.job).finally(() => {
+      this.running = false;
+      this.stats.queued = this.queued;
+      this.pump();
+    });
+  }
+
+  private async ensureOpen(): Promise<void> {
+    if (this.transport.isOpen) return;
+    const now = Date.now();
+    if (now < this.nextConnectAt) {
+      throw new SitegateError("MODBUS_DISCONNECTED", `${this.key} is not connected; next attempt in ${this.nextConnectAt - now} ms`, { transient: true });
+    }
+    try {
+      await this.transport.open();
+      this.stats.reconnects++;
+      this.reconnectDelay = RECONNECT_MIN_MS;
+      this.nextConnectAt = 0;
+      this.log.debug({ bus: this.key }, "connected");
+    } catch (e) {
+      this.nextConnectAt = Date.now() + this.reconnectDelay;
+      this.log.warn({ bus: this.key, retry_in_ms: this.reconnectDelay, err: (e as Error).message }, "cannot connect");
+      this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
+      throw mapModbusError(e, `connect ${this.key}`);
+    }
+  }
+
+  private async execute(job: Job): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const start = performance.now();
+      try {
+        await this.ensureOpen();
+        this.stats.requests++;
+        const v = await job.run(this.transport);
+        this.finish(job.unit, start);
+        job.resolve(v);
+        return;
+      } catch (e) {
+        this.finish(job.unit, start);
+        const err = mapModbusError(e, `${this.key} unit ${job.unit}`);
+        this.stats.failures++;
+        if (err.code === "MODBUS_TIMEOUT") {
+          this.stats.timeouts++;
+          // A late answer must not be taken for the next request's: let the line go quiet.
+          if (this.endpoint.kind === "rtu") await sleep(20);
+        }
+        if (err.code === "MODBUS_DISCONNECTED" && this.transport.isOpen) await this.transport.close();
+        // A dropped TCP peer is reopened at once on the retry; after that, with backoff.
+        const retryable = err.transient && err.code !== "MODBUS_TIMEOUT" && !(err.code === "MODBUS_DISCONNECTED" && Date.now() < this.nextConnectAt);
+        if (attempt < job.retries && retryable && !this.closed) continue;
+        job.reject(err);
+        return;
+      }
+    }
+  }
+
+  private finish(unit: number, start: number): void {
+    const end = performance.now();
+    this.stats.busy_ms += end - start;
+    this.lastEnd.set(unit, end);
+    this.lastAnyEnd = end;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    for (const q of this.queues) {
+      for (const j of q.splice(0)) j.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
+    }
+    while (this.running) await sleep(5);
+    await this.transport.close();
+  }
+}
+
+/** Every bus of the gateway by key; devices hold (bus, unit) handles, never a socket. */
+export class BusManager {
+  private readonly buses = new Map<string, Bus>();
+  constructor(private readonly log: Logger) {}
+
+  get(endpoint: Endpoint): Bus {
+    const key = endpointKey(endpoint);
+    let bus = this.buses.get(key);
+    if (!bus) {
+      bus = new Bus(endpoint, this.log.child({ bus: key }));
+      this.buses.set(key, bus);
+    }
+    return bus;
+  }
+
+  all(): Bus[] {
+    return [...this.buses.values()];
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.all().map((b) => b.close()));
+    this.buses.clear();
+  }
+}

@@ -1,0 +1,39 @@
+// Where a bus is: tcp://HOST:PORT, rtu:/dev/ttyX?baud=9600[&parity=none&stop=1],
+// rtu-tcp://HOST:PORT (RTU framing over a TCP serial server). One endpoint = one
+// physical bus = one Bus object.
+import { SitegateError } from "../errors.js";
+
+export type Endpoint =
+  | { kind: "tcp"; host: string; port: number }
+  | { kind: "rtu-tcp"; host: string; port: number }
+  | { kind: "rtu"; path: string; baud: number; parity: "none" | "even" | "odd"; stopBits: 1 | 2 };
+
+export function endpointKey(e: Endpoint): string {
+  return e.kind === "rtu" ? `rtu:${e.path}` : `${e.kind}://${e.host}:${e.port}`;
+}
+
+/** Bits per character on the wire: start + 8 data + parity + stop bits. */
+export function bitsPerChar(e: Endpoint): number {
+  return e.kind === "rtu" ? 1 + 8 + (e.parity === "none" ? 0 : 1) + e.stopBits : 10;
+}
+
+export function parseEndpoint(text: string): Endpoint {
+  const bad = (why: string) => new SitegateError("INVALID_REQUEST", `bad endpoint "${text}": ${why}`);
+  if (text.startsWith("rtu:")) {
+    const [path, query = ""] = text.slice(4).split("?");
+    if (!path) throw bad("no serial device path");
+    const q = new URLSearchParams(query);
+    const baud = Number(q.get("baud") ?? 9600);
+    if (!Number.isInteger(baud) || baud < 300 || baud > 921600) throw bad("baud must be 300..921600");
+    const parity = (q.get("parity") ?? "none") as "none" | "even" | "odd";
+    if (!["none", "even", "odd"].includes(parity)) throw bad("parity must be none, even or odd");
+    const stopBits = Number(q.get("stop") ?? 1) as 1 | 2;
+    if (stopBits !== 1 && stopBits !== 2) throw bad("stop must be 1 or 2");
+    return { kind: "rtu", path, baud, parity, stopBits };
+  }
+  const m = /^(tcp|rtu-tcp):\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text);
+  if (!m) throw bad("use tcp://HOST:PORT, rtu-tcp://HOST:PORT or rtu:/dev/ttyX?baud=9600");
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) throw bad("port must be 1..65535");
+  return { kind: m[1] as "tcp" | "rtu-tcp", host: m[2].replace(/^\[|\]$/g, ""), port };
+}

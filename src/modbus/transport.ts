@@ -1,0 +1,122 @@
+// One transport interface for Modbus TCP, RTU on a serial port, and RTU over TCP, all on
+// modbus-serial. It speaks to one unit at a time and turns modbus-serial's errors into
+// SitegateErrors with stable codes. Nothing above modbus/ sees framing.
+import ModbusRTU from "modbus-serial";
+import { SitegateError } from "../errors.js";
+import type { Endpoint } from "./endpoint.js";
+import type { Table } from "./planner.js";
+
+export interface Transport {
+  readonly isOpen: boolean;
+  open(): Promise<void>;
+  close(): Promise<void>;
+  read(unit: number, table: Table, address: number, count: number, timeoutMs: number): Promise<number[]>;
+  /** fn 6 for one register, fn 16 for several; fn 5 / 15 for coils. */
+  writeRegisters(unit: number, address: number, values: number[], timeoutMs: number, fn?: 6 | 16): Promise<void>;
+  writeCoils(unit: number, address: number, values: boolean[], timeoutMs: number): Promise<void>;
+}
+
+const EXCEPTIONS: Record<number, string> = {
+  1: "illegal function", 2: "illegal data address", 3: "illegal data value", 4: "slave device failure",
+  5: "acknowledge", 6: "slave device busy", 10: "gateway path unavailable", 11: "gateway target failed to respond",
+};
+
+export function mapModbusError(e: unknown, what: string): SitegateError {
+  if (e instanceof SitegateError) return e;
+  const err = e as { message?: string; modbusCode?: number; errno?: string; code?: string; name?: string };
+  const msg = err?.message ?? String(e);
+  if (typeof err?.modbusCode === "number") {
+    const code = err.modbusCode;
+    // 5 (acknowledge), 6 (busy) and 11 (gateway target did not answer) are worth retrying.
+    return new SitegateError("MODBUS_EXCEPTION", `${what}: exception ${code} (${EXCEPTIONS[code] ?? "unknown"})`, {
+      transient: code === 5 || code === 6 || code === 11,
+      details: [{ path: "exception_code", message: String(code) }],
+      cause: e,
+    });
+  }
+  if (err?.errno === "ETIMEDOUT" || err?.name === "TransactionTimedOutError" || /timed out/i.test(msg)) {
+    return new SitegateError("MODBUS_TIMEOUT", `${what}: no answer (timeout)`, { transient: true, cause: e });
+  }
+  if (/CRC/i.test(msg)) return new SitegateError("MODBUS_CRC", `${what}: bad CRC`, { transient: true, cause: e });
+  if (/Port Not Open|ECONNREFUSED|ECONNRESET|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOENT|EACCES|closed|socket/i.test(msg + (err?.code ?? "") + (err?.errno ?? ""))) {
+    return new SitegateError("MODBUS_DISCONNECTED", `${what}: ${msg}`, { transient: true, cause: e });
+  }
+  return new SitegateError("MODBUS_BAD_RESPONSE", `${what}: ${msg}`, { transient: true, cause: e });
+}
+
+export class ModbusSerialTransport implements Transport {
+  private client = new ModbusRTU.default();
+
+  constructor(private readonly endpoint: Endpoint, private readonly connectTimeoutMs = 3000) {}
+
+  get isOpen(): boolean {
+    return this.client.isOpen;
+  }
+
+  async open(): Promise<void> {
+    // A fresh client per connection: modbus-serial keeps per-port state we do not want to reuse.
+    this.client = new ModbusRTU.default();
+    this.client.setTimeout(this.connectTimeoutMs);
+    const e = this.endpoint;
+    const what = e.kind === "rtu" ? e.path : `${e.host}:${e.port}`;
+    try {
+      if (e.kind === "tcp") await this.client.connectTCP(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
+      else if (e.kind === "rtu-tcp") await this.client.connectTcpRTUBuffered(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
+      else await this.client.connectRTUBuffered(e.path, { baudRate: e.baud, parity: e.parity, stopBits: e.stopBits, dataBits: 8 });
+    } catch (err) {
+      throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.client.isOpen) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 1000);
+      this.client.close(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  async read(unit: number, table: Table, address: number, count: number, timeoutMs: number): Promise<number[]> {
+    const c = this.client;
+    c.setID(unit);
+    c.setTimeout(timeoutMs);
+    const what = `read unit ${unit} ${table} ${address}+${count}`;
+    try {
+      switch (table) {
+        case "holding": return (await c.readHoldingRegisters(address, count)).data;
+        case "input": return (await c.readInputRegisters(address, count)).data;
+        case "coil": return (await c.readCoils(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
+        case "discrete": return (await c.readDiscreteInputs(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
+      }
+    } catch (e) {
+      throw mapModbusError(e, what);
+    }
+  }
+
+  async writeRegisters(unit: number, address: number, values: number[], timeoutMs: number, fn: 6 | 16 = values.length === 1 ? 6 : 16): Promise<void> {
+    const c = this.client;
+    c.setID(unit);
+    c.setTimeout(timeoutMs);
+    try {
+      if (fn === 6) await c.writeRegister(address, values[0]);
+      else await c.writeRegisters(address, values);
+    } catch (e) {
+      throw mapModbusError(e, `write unit ${unit} register ${address}`);
+    }
+  }
+
+  async writeCoils(unit: number, address: number, values: boolean[], timeoutMs: number): Promise<void> {
+    const c = this.client;
+    c.setID(unit);
+    c.setTimeout(timeoutMs);
+    try {
+      if (values.length === 1) await c.writeCoil(address, values[0]);
+      else await c.writeCoils(address, values);
+    } catch (e) {
+      throw mapModbusError(e, `write unit ${unit} coil ${address}`);
+    }
+  }
+}

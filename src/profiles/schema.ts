@@ -1,0 +1,105 @@
+// The device profile schema: device knowledge as data. A profile says how to pair a
+// device (identity registers, or SunSpec discovery), which registers hold which canonical
+// metric and how to decode them, what device sync publishes (device_type, max power,
+// capabilities), and how the device executes charge / discharge / shed / restore /
+// curtail (register writes). Adding a device model is adding a file.
+import { z } from "zod";
+
+const valueType = z.enum(["u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64", "string", "bitfield16", "bitfield32", "acc32", "acc64", "sunssf"]);
+const table = z.enum(["holding", "input", "coil", "discrete"]);
+const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake_case with a unit suffix (power_w)");
+const capability = z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"]);
+const pointClass = z.enum(["fast", "slow"]).default("fast");
+const register = z.number().int().min(0).max(65535);
+
+/** A register write of a control action. `value` is a number or a parameter of the action. */
+const writeStep = z.strictObject({
+  table: z.enum(["holding", "coil"]).default("holding"),
+  address: register.optional(),
+  /** SunSpec profiles: the model and offset from the model id register. */
+  model: z.number().int().optional(),
+  offset: z.number().int().min(0).optional(),
+  type: valueType.default("u16"),
+  value: z.union([z.number(), z.enum(["$pct", "$watts", "$on", "$off"])]),
+});
+
+const fixedPoint = z.strictObject({
+  metric: metricName,
+  table: table.default("holding"),
+  address: register,
+  type: valueType.default("u16"),
+  length: z.number().int().min(1).max(64).optional(),
+  word_order: z.enum(["big", "little"]).default("big"),
+  /** Multiplier applied after decoding (e.g. 1000 for kWh -> Wh). */
+  scale: z.number().default(1),
+  /** Register holding a signed power-of-ten scale factor for this value. */
+  sf_address: register.optional(),
+  /** The value uses SunSpec "not implemented" sentinels. */
+  sunspec_na: z.boolean().default(false),
+  class: pointClass,
+  /** Coils: a bit mask of `length` coils starting at address, as one number. */
+  bitmask: z.boolean().default(false),
+});
+
+const identityRegister = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9_]*$/),
+  table: table.default("holding"),
+  address: register,
+  type: valueType.default("u16"),
+  length: z.number().int().min(1).max(64).optional(),
+  word_order: z.enum(["big", "little"]).default("big"),
+});
+
+const common = {
+  name: z.string().regex(/^[A-Za-z0-9._-]+$/),
+  description: z.string().default(""),
+  capabilities: z.array(capability).default(["telemetry"]),
+  /** Registers per read this device accepts (some meters refuse more than 50-80). */
+  max_read_regs: z.number().int().min(1).max(125).default(125),
+  /** Minimum milliseconds between two requests to this device. */
+  delay_ms: z.number().int().min(0).max(1000).default(0),
+  timeout_ms: z.number().int().min(50).max(10000).default(1000),
+  slow_interval_ms: z.number().int().min(1000).default(60_000),
+  actions: z.partialRecord(z.enum(["charge", "discharge", "shed", "restore", "curtail"]), z.array(writeStep).min(1)).default({}),
+};
+
+export const fixedProfileSchema = z.strictObject({
+  ...common,
+  kind: z.literal("fixed"),
+  device_type: z.number().int().min(0).max(99),
+  max_power_w: z.number().positive().optional(),
+  identity: z.array(identityRegister).default([]),
+  points: z.array(fixedPoint).min(1),
+  unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
+});
+
+const sunspecPoint = z.strictObject({
+  metric: metricName,
+  offset: z.number().int().min(2),
+  type: valueType,
+  length: z.number().int().min(1).max(64).optional(),
+  sf_offset: z.number().int().min(2).optional(),
+  scale: z.number().default(1),
+  class: pointClass,
+});
+
+export const sunspecProfileSchema = z.strictObject({
+  ...common,
+  kind: z.literal("sunspec"),
+  /** Base addresses probed for the "SunS" marker, in order. */
+  bases: z.array(register).min(1).default([40000, 0, 50000]),
+  /** Identity strings from the common model (offset, length in registers). */
+  identity: z.array(z.strictObject({ name: z.string(), offset: z.number().int().min(2), length: z.number().int().min(1) })),
+  /** Metric points per model id; a device is polled for the models it has. */
+  models: z.record(z.string().regex(/^\d+$/), z.array(sunspecPoint)),
+  /** Where the rated power is: the first model present wins. */
+  max_power: z.array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() })).default([]),
+  /** device_type and capabilities by the models found: the first rule whose models are all present wins. */
+  device_types: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), device_type: z.number().int(), capabilities: z.array(capability) })).min(1),
+});
+
+export const profileSchema = z.discriminatedUnion("kind", [fixedProfileSchema, sunspecProfileSchema]);
+export type Profile = z.infer<typeof profileSchema>;
+export type FixedProfile = z.infer<typeof fixedProfileSchema>;
+export type SunSpecProfile = z.infer<typeof sunspecProfileSchema>;
+export type WriteStep = z.infer<typeof writeStep>;
