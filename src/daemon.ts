@@ -7,10 +7,19 @@ import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
+import { Poller } from "./telemetry/poller.js";
+import { ModbusEngine } from "./modbus/part.js";
+import { ModbusConnector } from "./devices/connector.js";
+import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
+import { configureDevices } from "./devices/configure.js";
+import { errorMessage } from "./errors.js";
+import { ApiServer } from "./api/server.js";
+import { AUTH_MIGRATIONS } from "./api/auth.js";
+import type { MetricsSource } from "./api/ops.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -22,7 +31,12 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-export function buildDaemon(config: Config, log: Logger): Daemon {
+export interface DaemonOptions {
+  /** Clock for token expiry (tests move it forward). */
+  now?: () => number;
+}
+
+export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Daemon {
   const life = new Lifecycle(log);
   const parts = new Map<string, Part>();
   const add = <T extends Part>(p: T): T => {
@@ -32,19 +46,69 @@ export function buildDaemon(config: Config, log: Logger): Daemon {
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
 
   // == modbus engine (buses, transports) ==
+  const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
+  const connector = new ModbusConnector(modbus.pool);
 
   // == device registry (persisted; applies config.devices at start) ==
+  const registry = add(new DeviceRegistry(storage));
 
   // == sample store + uplink (outbox, data push) ==
   const samples = add(
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
-  void uplink;
 
   // == telemetry poller ==
+  const poller = add(new Poller(registry, samples, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+
+  // Devices listed in the config file are configured at start, like a configure request,
+  // in the background: a device that does not answer does not hold up the gateway.
+  let applying: Promise<unknown> = Promise.resolve();
+  add({
+    name: "config-devices",
+    start() {
+      if (config.devices.length === 0) return;
+      const dlog = log.child({ part: "config-devices" });
+      applying = configureDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: dlog }).then(
+        (results) => {
+          for (const r of results) {
+            if (r.status === "accepted") dlog.info({ device_id: r.device_id }, r.message);
+            else dlog.warn({ device_id: r.device_id, code: r.code }, r.message);
+          }
+        },
+        (e) => dlog.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"),
+      );
+    },
+    async stop() {
+      await applying;
+    },
+  });
 
   // == partner API (last: it answers only once everything behind it runs) ==
+  const metrics: MetricsSource = {
+    gauges() {
+      const devs = registry.list();
+      const h = (id: string) => poller.health(id);
+      const st = samples.stats();
+      const lanes = uplink.stats();
+      const buses = modbus.buses.all();
+      return [
+        { name: "sitegate_device_online", help: "1 when the last read of the device succeeded", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.online ? 1 : 0 })) },
+        { name: "sitegate_device_consecutive_failures", help: "failed reads in a row", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.consecutive_failures ?? 0 })) },
+        { name: "sitegate_poll_snapshots_total", help: "poll-cycle snapshots stored", type: "counter", values: [{ value: poller.stats.snapshots }] },
+        { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: poller.stats.reads_ok }, { labels: { result: "failed" }, value: poller.stats.reads_failed }] },
+        { name: "sitegate_bus_requests_total", help: "Modbus requests sent", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.requests })) },
+        { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.timeouts })) },
+        { name: "sitegate_bus_queued", help: "requests waiting for the bus", type: "gauge", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.queued })) },
+        { name: "sitegate_samples_pending_snapshots", help: "snapshots not yet accepted by the partner", type: "gauge", values: [{ value: st.pending_snapshots }] },
+        { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
+        { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
+        { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
+        { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+      ];
+    },
+  };
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, log: log.child({ part: "api" }), now: opts.now }));
 
   return {
     config,

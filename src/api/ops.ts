@@ -1,0 +1,96 @@
+// Operations routes: GET /healthz, GET /metrics (Prometheus text), both for the addresses
+// in http.metrics_allow (loopback by default); GET /openapi.json, generated from the same
+// zod schemas that validate the requests.
+import { BlockList } from "node:net";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { VERSION } from "../version.js";
+import type { ApiContext } from "./server.js";
+import { addCidr, ipInList } from "./auth.js";
+import { forbidden } from "./errors.js";
+import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
+
+/** What /metrics and /healthz report; each part contributes its counters. */
+export interface MetricsSource {
+  gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
+}
+
+function prometheus(src: MetricsSource): string {
+  const lines: string[] = [];
+  for (const g of src.gauges()) {
+    lines.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} ${g.type}`);
+    for (const v of g.values) {
+      const labels = v.labels ? `{${Object.entries(v.labels).map(([k, x]) => `${k}="${x.replace(/["\\\n]/g, "_")}"`).join(",")}}` : "";
+      lines.push(`${g.name}${labels} ${Number.isFinite(v.value) ? v.value : 0}`);
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+export function openApi(ctx: ApiContext): Record<string, unknown> {
+  const js = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" });
+  const json = (s: z.ZodType) => ({ content: { "application/json": { schema: js(s) } } });
+  const errors = { "400": { description: "invalid request", ...json(errorBody) }, "401": { description: "unauthorized", ...json(errorBody) }, "403": { description: "forbidden", ...json(errorBody) }, "404": { description: "not found", ...json(errorBody) }, "413": { description: "body over 256 KiB", ...json(errorBody) }, "415": { description: "wrong content type", ...json(errorBody) }, "429": { description: "rate limited", ...json(errorBody) }, "503": { description: "storage cannot commit", ...json(errorBody) } };
+  const v = ctx.config.api_version;
+  return {
+    openapi: "3.1.0",
+    info: { title: "sitegate partner interface", version: VERSION },
+    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" } } },
+    paths: {
+      "/connect/token": {
+        post: {
+          summary: "Obtain a token (OAuth 2.0 password grant)",
+          requestBody: { content: { "application/x-www-form-urlencoded": { schema: js(tokenForm) } } },
+          responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) } },
+        },
+      },
+      [`/${v}/api/gateway/{site_id}/devicesync`]: {
+        get: { summary: "Device sync", security: [{ apiKey: [] }], parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "devices", ...json(deviceSyncResponse) }, ...errors } },
+      },
+      "/gateway/admin/device/configure": {
+        put: {
+          summary: "Pair and configure devices",
+          security: [{ bearer: [] }],
+          parameters: [{ name: "organizationId", in: "query", required: true, schema: { type: "string" } }, { name: "moleculeId", in: "query", required: true, schema: { type: "string" } }],
+          requestBody: json(configureBody),
+          responses: { "200": { description: "per-device results", ...json(configureResponse) }, ...errors },
+        },
+      },
+    },
+  };
+}
+
+export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
+  const allow = new BlockList();
+  for (const c of ctx.config.http.metrics_allow) addCidr(allow, c);
+  const guard = async (req: FastifyRequest) => {
+    if (!ipInList(allow, req.ip)) throw forbidden(`source address ${req.ip} may not read ${req.url}`);
+  };
+  const started = Date.now();
+  return async (app) => {
+    app.get("/healthz", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {
+      let storage = "ok";
+      try {
+        ctx.storage.db.prepare("SELECT 1").get();
+      } catch {
+        storage = "unavailable";
+      }
+      const devices = ctx.registry.list();
+      const online = devices.filter((d) => ctx.health.health(d.config.device_id)?.online).length;
+      const ok = storage === "ok";
+      return reply.code(ok ? 200 : 503).send({
+        status: ok ? "ok" : "unavailable",
+        version: VERSION,
+        site_id: ctx.config.site_id,
+        uptime_s: Math.round((Date.now() - started) / 1000),
+        storage,
+        devices: { configured: devices.length, online },
+      });
+    });
+    app.get("/metrics", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {
+      return reply.type("text/plain; version=0.0.4").send(prometheus(ctx.metrics));
+    });
+    const doc = openApi(ctx);
+    app.get("/openapi.json", async () => doc);
+  };
+}

@@ -1,0 +1,134 @@
+// The HTTPS API as a lifecycle part: fastify with the TLS files of the config, a 256 KiB
+// body limit, JSON and form bodies only, a per-source rate limit, one error body for
+// every failure, and the feature routes (token, gateway, admin, ops) as plugins.
+import { readFileSync } from "node:fs";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
+import rateLimit from "@fastify/rate-limit";
+import type { Config } from "../config/schema.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import { SitegateError } from "../errors.js";
+import { isStorageUnavailable } from "../storage/db.js";
+import type { StoragePart } from "../storage/part.js";
+import type { DeviceRegistry } from "../devices/registry.js";
+import type { DeviceConnector, HealthView } from "../devices/types.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import { HttpError, fromSitegateError } from "./errors.js";
+import { Credentials, TokenStore } from "./auth.js";
+import { tokenRoutes } from "./token.js";
+import { gatewayRoutes } from "./gateway.js";
+import { adminRoutes } from "./admin.js";
+import { opsRoutes, type MetricsSource } from "./ops.js";
+
+export const BODY_LIMIT = 256 * 1024;
+
+export interface ApiDeps {
+  config: Config;
+  storage: StoragePart;
+  registry: DeviceRegistry;
+  connector: DeviceConnector;
+  health: HealthView;
+  profiles: ProfileRegistry;
+  metrics: MetricsSource;
+  log: Logger;
+  /** Clock for token expiry; tests move it. */
+  now?: () => number;
+}
+
+export interface ApiContext extends ApiDeps {
+  credentials: Credentials;
+  tokens: TokenStore;
+}
+
+function splitListen(s: string): { host: string; port: number } {
+  const i = s.lastIndexOf(":");
+  return { host: s.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(s.slice(i + 1)) };
+}
+
+export function isTokenRoute(req: FastifyRequest): boolean {
+  return req.url.split("?")[0] === "/connect/token";
+}
+
+export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import("node:https").Server>> {
+  const { config } = ctx;
+  const app = Fastify({
+    https: { key: readFileSync(config.http.tls.key), cert: readFileSync(config.http.tls.cert) },
+    bodyLimit: BODY_LIMIT,
+    loggerInstance: ctx.log as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    return503OnClosing: true,
+  });
+  app.removeContentTypeParser("text/plain");
+  app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+  await app.register(rateLimit, {
+    max: config.http.rate_limit_per_min,
+    timeWindow: 60_000,
+    errorResponseBuilder: (_req, c) => new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    let h: HttpError;
+    const e = err as Error & { code?: string; statusCode?: number };
+    if (err instanceof HttpError) h = err;
+    else if (err instanceof SitegateError) h = fromSitegateError(err);
+    else if (isStorageUnavailable(err)) h = new HttpError(503, "unavailable", "storage cannot commit now; nothing was stored");
+    else if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") h = new HttpError(413, "payload_too_large", `the body is over ${BODY_LIMIT / 1024} KiB`);
+    else if (e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") h = new HttpError(415, "unsupported_media_type", `content type ${req.headers["content-type"] ?? "(none)"} is not accepted here`);
+    else if (e.statusCode === 429) h = new HttpError(429, "rate_limited", e.message);
+    else if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) h = new HttpError(e.statusCode, "invalid_request", e.message);
+    else {
+      req.log.error({ err }, "request failed");
+      h = new HttpError(500, "internal", "internal error");
+    }
+    reply.code(h.status).headers(h.headers);
+    if (isTokenRoute(req) && h.status !== 429 && h.status < 500) {
+      return reply.send({ error: "invalid_request", error_description: h.message });
+    }
+    return reply.send(h.body());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send(new HttpError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`).body());
+  });
+
+  await app.register(tokenRoutes(ctx));
+  await app.register(gatewayRoutes(ctx));
+  await app.register(adminRoutes(ctx));
+  await app.register(opsRoutes(ctx));
+  return app;
+}
+
+export class ApiServer implements Part {
+  readonly name = "api";
+  private app: FastifyInstance<import("node:https").Server> | null = null;
+  port = 0;
+
+  constructor(private readonly deps: ApiDeps) {}
+
+  async start(): Promise<void> {
+    const db = this.deps.storage.db;
+    const ctx: ApiContext = {
+      ...this.deps,
+      credentials: new Credentials(this.deps.config),
+      tokens: new TokenStore(db, this.deps.config.auth.token_ttl_s, this.deps.now),
+    };
+    const app = await buildApp(ctx);
+    const { host, port } = splitListen(this.deps.config.http.listen);
+    await app.listen({ host, port });
+    const addr = app.server.address();
+    this.port = typeof addr === "object" && addr ? addr.port : port;
+    this.app = app;
+    this.deps.log.info({ url: `https://${host.includes(":") ? `[${host}]` : host}:${this.port}` }, "api listening");
+  }
+
+  get url(): string {
+    const { host } = splitListen(this.deps.config.http.listen);
+    return `https://${host.includes(":") ? `[${host}]` : host}:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await this.app?.close();
+    this.app = null;
+  }
+}

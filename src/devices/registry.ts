@@ -1,0 +1,88 @@
+// The persisted device registry: one row per device_id (replace, never duplicate), its
+// configuration as submitted, what pairing found, and whether the check writes passed.
+// The poller and device sync read it; listeners hear of every change.
+import type { DeviceConfig } from "../config/device-schema.js";
+import type { Part } from "../lifecycle.js";
+import type { Db, ModuleMigrations } from "../storage/db.js";
+import type { StoragePart } from "../storage/part.js";
+import type { DeviceDescriptor, DeviceSource, RegisteredDevice } from "./types.js";
+
+export const REGISTRY_MIGRATIONS: ModuleMigrations = {
+  module: "devices",
+  migrations: [
+    {
+      version: 1,
+      sql: `CREATE TABLE dv_device (
+        device_id TEXT PRIMARY KEY,
+        config TEXT NOT NULL,
+        descriptor TEXT,
+        fully_configured INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+      ) WITHOUT ROWID`,
+    },
+  ],
+};
+
+export class DeviceRegistry implements DeviceSource, Part {
+  readonly name = "registry";
+  private db!: Db;
+  private cache = new Map<string, RegisteredDevice>();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly storage: StoragePart) {}
+
+  start(): void {
+    this.db = this.storage.db;
+    this.cache.clear();
+    const rows = this.db.prepare("SELECT device_id, config, descriptor, fully_configured, updated_at FROM dv_device ORDER BY device_id").all() as Array<{
+      device_id: string; config: string; descriptor: string | null; fully_configured: number; updated_at: string;
+    }>;
+    for (const r of rows) {
+      this.cache.set(r.device_id, {
+        config: JSON.parse(r.config) as DeviceConfig,
+        descriptor: r.descriptor ? (JSON.parse(r.descriptor) as DeviceDescriptor) : null,
+        fully_configured: r.fully_configured === 1,
+        updated_at: r.updated_at,
+      });
+    }
+  }
+
+  stop(): void {
+    this.listeners.clear();
+  }
+
+  list(): RegisteredDevice[] {
+    return [...this.cache.values()];
+  }
+
+  get(deviceId: string): RegisteredDevice | undefined {
+    return this.cache.get(deviceId);
+  }
+
+  /** Commits the device (replacing any with the same device_id), then tells the listeners. */
+  put(config: DeviceConfig, descriptor: DeviceDescriptor | null, fullyConfigured: boolean): RegisteredDevice {
+    const updated_at = new Date().toISOString();
+    this.db
+      .prepare(
+        `INSERT INTO dv_device (device_id, config, descriptor, fully_configured, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (device_id) DO UPDATE SET config = excluded.config, descriptor = excluded.descriptor,
+           fully_configured = excluded.fully_configured, updated_at = excluded.updated_at`,
+      )
+      .run(config.device_id, JSON.stringify(config), descriptor ? JSON.stringify(descriptor) : null, fullyConfigured ? 1 : 0, updated_at);
+    const dev: RegisteredDevice = { config, descriptor, fully_configured: fullyConfigured, updated_at };
+    this.cache.set(config.device_id, dev);
+    for (const l of this.listeners) {
+      try {
+        l();
+      } catch {
+        /* a listener's failure is its own */
+      }
+    }
+    return dev;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}

@@ -1,0 +1,76 @@
+// withGateway: the real daemon (every part) in this process, on a free HTTPS port,
+// with an HTTPS client that trusts the test certificate.
+import { Agent, request } from "undici";
+import { buildDaemon, type Daemon } from "../../src/daemon.js";
+import { silentLogger } from "../../src/log.js";
+import type { ConfigInput } from "../../src/config/schema.js";
+import type { ApiServer } from "../../src/api/server.js";
+import { testConfig, TEST_API_KEY, TEST_ORG, TEST_PASSWORD } from "./config.js";
+import { testCert } from "./tls.js";
+
+export interface Gateway {
+  daemon: Daemon;
+  url: string;
+  call(method: string, path: string, opts?: { body?: unknown; form?: Record<string, string>; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: any; text: string }>;
+  token(): Promise<string>;
+  apiKeyHeaders: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+let agent: Agent | null = null;
+function httpsAgent(): Agent {
+  agent ??= new Agent({ connect: { ca: testCert().cert }, keepAliveTimeout: 1000 });
+  return agent;
+}
+
+export async function startGateway(dataDir: string, over: Partial<ConfigInput> = {}, opts: { now?: () => number } = {}): Promise<Gateway> {
+  const config = testConfig(dataDir, over);
+  const daemon = buildDaemon(config, silentLogger(), opts);
+  await daemon.start();
+  const api = daemon.part<ApiServer>("api");
+  const url = api.url;
+  const call: Gateway["call"] = async (method, path, o = {}) => {
+    let body: string | undefined;
+    const headers: Record<string, string> = { ...(o.headers ?? {}) };
+    if (o.raw !== undefined) body = o.raw;
+    else if (o.form) {
+      body = new URLSearchParams(o.form).toString();
+      headers["content-type"] ??= "application/x-www-form-urlencoded";
+    } else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await request(url + path, { method: method as "GET", body, headers, dispatcher: httpsAgent() });
+    const text = await res.body.text();
+    let json: unknown = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    return { status: res.statusCode, headers: res.headers, json, text };
+  };
+  return {
+    daemon,
+    url,
+    call,
+    apiKeyHeaders: { "x-api-key": TEST_API_KEY },
+    async token() {
+      const r = await call("POST", "/connect/token", { form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD } });
+      if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
+      return r.json.access_token as string;
+    },
+    stop: () => daemon.stop(),
+  };
+}
+
+export const configurePath = (org = TEST_ORG, site = "site-001") => `/gateway/admin/device/configure?organizationId=${org}&moleculeId=${site}`;
+
+/** A configure-request device on the simulator's TCP port. */
+export function tcpDevice(id: string, port: number, unit: number, integration = "sunspec", extra: Record<string, unknown> = {}) {
+  return { device_id: id, device_type: "modbus", device_name: id, device_integration: `${TEST_ORG}/${integration}`, mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: port, mb_slave_id: unit, ...extra };
+}
+
+export function rtuDevice(id: string, unit: number, integration: string, extra: Record<string, unknown> = {}) {
+  return { device_id: id, device_type: "modbus", device_name: id, device_integration: `${TEST_ORG}/${integration}`, mb_type: 1, mb_device_type: 99, mb_slave_id: unit, mb_baud: 9600, mb_rtu_no: 1, ...extra };
+}
