@@ -86,8 +86,16 @@ export class Credentials {
     return ok;
   }
 
+  private readonly ipCache = new Map<string, boolean>();
+
   ipAllowed(ip: string): boolean {
-    return ipInList(this.allow, ip);
+    let ok = this.ipCache.get(ip);
+    if (ok === undefined) {
+      ok = ipInList(this.allow, ip);
+      if (this.ipCache.size >= 1024) this.ipCache.clear(); // bounded: many sources just start over
+      this.ipCache.set(ip, ok);
+    }
+    return ok;
   }
 }
 

@@ -1,0 +1,71 @@
+// Device sync throughput over HTTPS (keep-alive, 4 concurrent clients) against a bare
+// fastify HTTPS route that returns the same JSON, measured in the same run.
+import { Agent, request } from "undici";
+import Fastify from "fastify";
+import type { BenchFn } from "./types.js";
+import { startGateway, tcpDevice } from "../support/gateway.js";
+import { testCert } from "../support/tls.js";
+import { startSim } from "../../hw-sim/sim.js";
+
+async function hammer(url: string, headers: Record<string, string>, ms: number, clients = 4): Promise<number> {
+  const agent = new Agent({ connect: { ca: testCert().cert }, connections: clients, pipelining: 1 });
+  let n = 0;
+  const end = performance.now() + ms;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < end) {
+        const r = await request(url, { headers, dispatcher: agent });
+        await r.body.text();
+        if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}`);
+        n++;
+      }
+    }),
+  );
+  const rate = (n * 1000) / (performance.now() - t0);
+  await agent.close();
+  return rate;
+}
+
+const bench: BenchFn = async (ctx) => {
+  const ms = ctx.quick ? 1000 : 5000;
+  const sim = await startSim({
+    seed: 1,
+    control: { listen: "127.0.0.1:0" },
+    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [
+      { unit: 1, model: "sunspec-storage", name: "b" }, { unit: 2, model: "sunspec-pv", name: "p" }, { unit: 3, model: "sunspec-meter", name: "m" },
+    ] }],
+  });
+  const gw = await startGateway(ctx.dir, { http: { listen: "127.0.0.1:0", tls: { cert: testCert().certFile, key: testCert().keyFile }, rate_limit_per_min: 100_000_000 } });
+  try {
+    const token = await gw.token();
+    const devices = [1, 2, 3].map((u) => tcpDevice(`dev-${u}`, sim.tcpPorts[0], u));
+    await gw.call("PUT", `/gateway/admin/device/configure?organizationId=6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f&moleculeId=site-001`, { headers: { authorization: `Bearer ${token}` }, body: { devices } });
+    const path = "/v1/api/gateway/site-001/devicesync";
+    const sample = (await gw.call("GET", path, { headers: gw.apiKeyHeaders })).text;
+    const bare = Fastify({ https: { key: testCert().key, cert: testCert().cert } });
+    bare.get(path, async (_req, reply) => reply.type("application/json").send(sample));
+    await bare.listen({ host: "127.0.0.1", port: 0 });
+    const barePort = (bare.server.address() as { port: number }).port;
+    try {
+      // Warm both up, then alternate and keep each one's best round: the order must not decide.
+      const oursRun = () => hammer(gw.url + path, gw.apiKeyHeaders, ms);
+      const refRun = () => hammer(`https://127.0.0.1:${barePort}${path}`, {}, ms);
+      await oursRun();
+      await refRun();
+      let ours = 0;
+      let ref = 0;
+      for (let i = 0; i < 2; i++) {
+        ours = Math.max(ours, await oursRun());
+        ref = Math.max(ref, await refRun());
+      }
+      return [{ name: "devicesync throughput", value: ours, unit: "req/s", reference: ref, ratio: ours / ref, note: "bare fastify HTTPS route, same JSON" }];
+    } finally {
+      await bare.close();
+    }
+  } finally {
+    await gw.stop();
+    await sim.stop();
+  }
+};
+export default bench;
