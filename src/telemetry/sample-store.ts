@@ -17,7 +17,9 @@ export const SAMPLE_MIGRATIONS: ModuleMigrations = {
       version: 1,
       sql: `
         CREATE TABLE tm_series (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, metric TEXT NOT NULL, UNIQUE (device_id, metric));
-        CREATE TABLE tm_snapshot (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
+        -- AUTOINCREMENT: ids are never reused after the sent rows are deleted (the push cursor and
+        -- the Idempotency-Keys are derived from them).
+        CREATE TABLE tm_snapshot (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
         CREATE TABLE tm_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         INSERT INTO tm_state (key, value) VALUES ('push_cursor', 0), ('dropped_samples', 0), ('dropped_snapshots', 0);
       `,

@@ -169,3 +169,26 @@ test("a full buffer drops the oldest unsent samples, counts them, and keeps the 
     await sink.stop();
   }
 });
+
+test("snapshot ids are never reused after the sent ones are deleted", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      const rig = await startUplink(dir, sink);
+      try {
+        rig.samples.append(snapshot(0));
+        await sink.waitFor(() => sink.accepted().length === 1);
+        await sleep(50);
+        rig.samples.persistCursor(); // deletes the sent row: the table is empty now
+        rig.samples.append(snapshot(1));
+        await sink.waitFor(() => sink.accepted().length === 2, 5000, "the second snapshot");
+        assert.notEqual(sink.accepted()[0].headers["idempotency-key"], sink.accepted()[1].headers["idempotency-key"]);
+        assert.equal(seqOf(sink.accepted()[1]), 1);
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});

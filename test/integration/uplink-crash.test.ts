@@ -1,0 +1,80 @@
+// kill -9 of `sitegate run` mid-stream and a restart lose no committed sample: every
+// snapshot in the database when the process died reaches the partner afterwards.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import Database from "better-sqlite3";
+import { withTmpDir } from "../support/tmp.js";
+import { withSite, tcpScenario } from "../support/site.js";
+import { startSink } from "../support/uplink-harness.js";
+import { testConfigInput } from "../support/config.js";
+import { tcpDevice } from "../support/gateway.js";
+import { testCert } from "../support/tls.js";
+import { until } from "../support/wait.js";
+
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+
+function startDaemon(configFile: string): ChildProcess {
+  return spawn(process.execPath, [CLI, "run", "--config", configFile], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+}
+
+test("kill -9 mid-stream and a restart lose no committed sample", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(tcpScenario(), async (site) => {
+      await withTmpDir(async (dir) => {
+        const port = site.tcpPorts[0];
+        const cfg = {
+          ...testConfigInput(join(dir, "data")),
+          log_level: "warn",
+          partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile, timeout_ms: 1000 },
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
+        };
+        const file = join(dir, "config.yaml");
+        writeFileSync(file, stringify(cfg));
+        let child = startDaemon(file);
+        try {
+          await until(() => sink.accepted().length >= 5, "live pushes", 20000);
+          await sink.refuse(); // the partner goes away; the backlog builds up in SQLite
+          const dbFile = join(dir, "data", "sitegate.db");
+          const count = () => {
+            const db = new Database(dbFile, { readonly: true });
+            try {
+              return db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
+            } finally {
+              db.close();
+            }
+          };
+          await until(() => count() >= 15, "a backlog of snapshots", 20000);
+          child.kill("SIGKILL");
+          await new Promise((r) => child.once("exit", r));
+          const db = new Database(dbFile, { readonly: true });
+          const committed = (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString());
+          const dbg = { cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(), rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all() };
+          db.close();
+          const before = new Set(sink.accepted().map((r) => r.body.timestamp as string));
+          await sink.accept();
+          child = startDaemon(file);
+          const received = () => new Set(sink.accepted().map((r) => r.body.timestamp as string));
+          await until(() => committed.every((ts) => received().has(ts) || before.has(ts)), "every committed snapshot at the partner", 30000).catch((e) => {
+            const missing = committed.filter((ts) => !received().has(ts) && !before.has(ts));
+            throw new Error(`${(e as Error).message}: ${missing.length} of ${committed.length} missing, e.g. ${missing.slice(0, 3)}; sink got ${sink.requests.length} requests, last ${sink.requests.at(-1)?.body?.timestamp}; db ${JSON.stringify(dbg)}; sink statuses ${sink.requests.map((r) => r.status + ":" + r.body?.timestamp?.slice(17, 23)).join(" ")}`);
+          });
+          // Order: the backlog arrives oldest first.
+          const after = sink.accepted().map((r) => r.body.timestamp as string).filter((ts) => committed.includes(ts) && !before.has(ts));
+          const firstSeen = [...new Set(after)];
+          assert.deepEqual(firstSeen, [...firstSeen].sort(), "oldest first");
+        } finally {
+          child.kill("SIGKILL");
+        }
+      });
+    });
+  } finally {
+    await sink.stop();
+  }
+});
