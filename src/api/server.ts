@@ -2,7 +2,7 @@
 // body limit, JSON and form bodies only, a per-source rate limit, one error body for
 // every failure, and the feature routes (token, gateway, admin, ops) as plugins.
 import { readFileSync } from "node:fs";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import type { Config } from "../config/schema.js";
 import type { Part } from "../lifecycle.js";
@@ -55,7 +55,8 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
     https: { key: readFileSync(config.http.tls.key), cert: readFileSync(config.http.tls.cert) },
     bodyLimit: BODY_LIMIT,
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // One line per request would wear the SD card; errors are logged by the error handler.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
   });
   app.removeContentTypeParser("text/plain");
