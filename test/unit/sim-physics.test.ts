@@ -1,0 +1,93 @@
+// The simulator's site physics on a controlled clock: state of charge, its bounds, the
+// revert timeout, curtailment, the meter's sum, determinism with the seed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SiteModel } from "../../hw-sim/site-model.js";
+import { PvInverter, StorageInverter, SunSpecMeter } from "../../hw-sim/models/sunspec-devices.js";
+import { Relay } from "../../hw-sim/models/relay.js";
+import { handlePdu } from "../../hw-sim/modbus-pdu.js";
+
+function site(seed = 7, irradiance = 0.5) {
+  let now = Date.UTC(2026, 5, 1, 12);
+  const s = new SiteModel({ base_load_w: 2000, load_noise_pct: 0, pv_irradiance: irradiance, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, seed, () => now);
+  return { s, advance: (ms: number) => { now += ms; s.advance(); } };
+}
+
+const M124 = 40176;
+const write = (dev: StorageInverter, address: number, value: number) => {
+  const pdu = Buffer.alloc(5);
+  pdu[0] = 6;
+  pdu.writeUInt16BE(address, 1);
+  pdu.writeUInt16BE(value & 0xffff, 3);
+  const r = handlePdu(dev, pdu, () => {});
+  assert.equal(r[0], 6, `write ${address}=${value} answered exception ${r[1]}`);
+};
+
+test("a discharging battery loses charge at its power over its capacity, and stops when empty", () => {
+  const { s, advance } = site();
+  const bat = new StorageInverter({ name: "b", unit: 1, max_power_w: 5000, capacity_wh: 10000, soc_pct: 10 }, s);
+  write(bat, M124 + 12, 50); // OutWRte 50 %
+  write(bat, M124 + 5, 2); // discharge
+  assert.equal(bat.acPowerW(), 2500);
+  advance(3600_000 / 10); // 6 min at 2.5 kW = 250 Wh = 2.5 %
+  assert.ok(Math.abs(bat.soc - 7.5) < 0.01, `soc ${bat.soc}`);
+  advance(3600_000); // far past empty
+  assert.equal(bat.soc, 0);
+  assert.equal(bat.acPowerW(), 0, "an empty battery discharges no more");
+});
+
+test("a full battery charges no more; the revert timeout returns it to idle", () => {
+  const { s, advance } = site();
+  const bat = new StorageInverter({ name: "b", unit: 1, max_power_w: 5000, capacity_wh: 10000, soc_pct: 99.9 }, s);
+  write(bat, M124 + 15, 30); // InOutWRte_RvrtTms 30 s
+  write(bat, M124 + 13, 100); // InWRte 100 %
+  write(bat, M124 + 5, 1); // charge
+  assert.equal(bat.acPowerW(), -5000);
+  advance(10_000);
+  assert.equal(bat.soc, 100);
+  assert.equal(bat.acPowerW(), 0, "full: no more charge");
+  assert.equal(bat.commandedW(), -5000, "the command stands until it reverts");
+  advance(25_000);
+  assert.equal(bat.ctl, 0, "reverted after 30 s without a rewrite");
+});
+
+test("out-of-range control values are refused with exception 3 and change nothing", () => {
+  const { s } = site();
+  const bat = new StorageInverter({ name: "b", unit: 1, max_power_w: 5000, capacity_wh: 10000, soc_pct: 50 }, s);
+  const pdu = Buffer.from([6, 0, 0, 0, 9]);
+  pdu.writeUInt16BE(M124 + 5, 1);
+  assert.deepEqual([...handlePdu(bat, pdu, () => {})], [0x86, 3]);
+  assert.equal(bat.ctl, 0);
+});
+
+test("curtailment caps PV; the meter reads load + relays - PV - battery, import positive", () => {
+  const { s } = site(7, 0.8);
+  const pv = new PvInverter({ name: "pv", unit: 2, max_power_w: 6000 }, s);
+  const meter = new SunSpecMeter({ name: "m", unit: 3 }, s);
+  const relay = new Relay({ name: "r", unit: 4, coils: 4, load_per_coil_w: 500 }, s);
+  const avail = pv.availableW();
+  assert.ok(Math.abs(avail - 4800) <= 48);
+  assert.ok(Math.abs(meter.view().power_w - (2000 + 2000 - avail)) < 1);
+  pv.ctl123.limPct = 25;
+  pv.ctl123.limEna = 1;
+  assert.equal(pv.acPowerW(), 1500);
+  relay.writeCoils(0, [false, false, false, false]);
+  assert.ok(Math.abs(meter.view().power_w - (2000 - 1500)) < 1);
+});
+
+test("the same seed gives the same site; another seed another one", () => {
+  const serial = (seed: number) => {
+    const { s } = site(seed);
+    const b = new StorageInverter({ name: "battery", unit: 1, max_power_w: 5000, capacity_wh: 10000, soc_pct: 50 }, s);
+    return b.readHolding(40052, 16).join(",");
+  };
+  assert.equal(serial(7), serial(7));
+  assert.notEqual(serial(7), serial(8));
+  const noisy = (seed: number) => {
+    let now = Date.UTC(2026, 5, 1, 12);
+    const s = new SiteModel({ base_load_w: 2000, load_noise_pct: 10, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, seed, () => now);
+    return Array.from({ length: 5 }, () => ((now += 1000), s.baseLoadW()));
+  };
+  assert.deepEqual(noisy(3), noisy(3));
+  assert.notDeepEqual(noisy(3), noisy(4));
+});
