@@ -140,3 +140,39 @@ export function crc16(buf: Buffer, end = buf.length): number {
   for (let i = 0; i < end; i++) crc = (crc >>> 8) ^ CRC_TABLE[(crc ^ buf[i]) & 0xff];
   return crc;
 }
+
+/**
+ * Splits RTU frames (unit, PDU, CRC) off the front of a byte stream. Frames with a bad
+ * CRC or an unknown function are dropped and counted, as a device ignores them.
+ */
+export function takeRtuFrames(buf: Buffer): { frames: Buffer[]; rest: Buffer; bad: number } {
+  const frames: Buffer[] = [];
+  let bad = 0;
+  for (;;) {
+    if (buf.length < 2) break;
+    const len = requestPduLength(buf, 1);
+    if (len === 0) break;
+    if (len < 0) {
+      bad++;
+      buf = Buffer.alloc(0);
+      break;
+    }
+    const total = 1 + len + 2;
+    if (buf.length < total) break;
+    const frame = buf.subarray(0, total);
+    buf = buf.subarray(total);
+    if (crc16(frame, total - 2) !== frame.readUInt16LE(total - 2)) bad++;
+    else frames.push(frame);
+  }
+  return { frames, rest: buf, bad };
+}
+
+/** An RTU response frame: unit, PDU, CRC (corrupted on request, for the crc fault). */
+export function rtuFrame(unit: number, pdu: Buffer, corrupt = false): Buffer {
+  const out = Buffer.alloc(1 + pdu.length + 2);
+  out[0] = unit;
+  pdu.copy(out, 1);
+  const crc = crc16(out, out.length - 2);
+  out.writeUInt16LE(corrupt ? crc ^ 0xa5a5 : crc, out.length - 2);
+  return out;
+}

@@ -7,7 +7,7 @@ import { closeSync, constants, existsSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SerialPort } from "serialport";
 import type { Endpoint } from "./faults.js";
-import { crc16, requestPduLength } from "./modbus-pdu.js";
+import { rtuFrame, takeRtuFrames } from "./modbus-pdu.js";
 import type { RtuPortSpec } from "./scenario.js";
 
 const RESYNC_MS = 50;
@@ -62,26 +62,11 @@ export class RtuServer {
   private onData(chunk: Buffer): void {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     if (this.resync) clearTimeout(this.resync);
-    for (;;) {
-      if (this.buf.length < 2) break;
-      const len = requestPduLength(this.buf, 1);
-      if (len === 0) break;
-      if (len < 0) {
-        this.badFrames++;
-        this.buf = Buffer.alloc(0); // unknown function: wait for the next frame
-        break;
-      }
-      const total = 1 + len + 2;
-      if (this.buf.length < total) break;
-      const frame = this.buf.subarray(0, total);
-      this.buf = this.buf.subarray(total);
-      if (crc16(frame, total - 2) !== frame.readUInt16LE(total - 2)) {
-        this.badFrames++;
-        continue;
-      }
-      const arrived = performance.now();
-      this.chain = this.chain.then(() => this.answer(frame, arrived)).catch(() => {});
-    }
+    const { frames, rest, bad } = takeRtuFrames(this.buf);
+    this.buf = rest;
+    this.badFrames += bad;
+    const arrived = performance.now();
+    for (const frame of frames) this.chain = this.chain.then(() => this.answer(frame, arrived)).catch(() => {});
     // A partial frame followed by silence is line noise: drop it.
     if (this.buf.length) this.resync = setTimeout(() => (this.buf = Buffer.alloc(0)), RESYNC_MS);
   }
@@ -98,11 +83,7 @@ export class RtuServer {
       this.busyUntil = requestEnd;
       return;
     }
-    const out = Buffer.alloc(1 + decision.pdu.length + 2);
-    out[0] = unit;
-    decision.pdu.copy(out, 1);
-    const crc = crc16(out, out.length - 2);
-    out.writeUInt16LE(decision.corrupt ? crc ^ 0xa5a5 : crc, out.length - 2);
+    const out = rtuFrame(unit, decision.pdu, decision.corrupt);
     const done = requestEnd + (timing ? this.spec.turnaround_ms + out.length * this.charMs : 0) + decision.delayMs;
     this.busyUntil = done + (timing ? this.silenceMs : 0);
     const wait = done - performance.now();

@@ -29,6 +29,8 @@ export const deviceSchema = z.discriminatedUnion("model", [
 ]);
 
 const tcpPort = z.strictObject({ kind: z.literal("tcp"), listen, devices: z.array(deviceSchema).min(1) });
+/** RTU frames over TCP, as behind a serial-to-Ethernet converter (no line timing). */
+const rtuTcpPort = z.strictObject({ kind: z.literal("rtu-tcp"), listen, devices: z.array(deviceSchema).min(1) });
 const rtuPort = z.strictObject({
   kind: z.literal("rtu"),
   path: z.string().min(1),
@@ -59,7 +61,7 @@ export const scenarioSchema = z.strictObject({
       frequency_hz: z.number().positive().default(50),
     })
     .default({ base_load_w: 2000, load_noise_pct: 2, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }),
-  ports: z.array(z.discriminatedUnion("kind", [tcpPort, rtuPort])).min(1),
+  ports: z.array(z.discriminatedUnion("kind", [tcpPort, rtuTcpPort, rtuPort])).min(1),
 });
 
 export type ScenarioInput = z.input<typeof scenarioSchema>;

@@ -26,7 +26,7 @@ export interface SimState {
 export interface SimHandle {
   /** "http://127.0.0.1:PORT" */
   controlUrl: string;
-  /** Bound port per `kind: tcp` port, in scenario order. */
+  /** Bound port per `kind: tcp` or `kind: rtu-tcp` port, in scenario order. */
   tcpPorts: number[];
   /** Absolute path the gateway opens, per `kind: rtu` port, in scenario order. */
   rtuPeers: string[];
@@ -80,19 +80,19 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
   try {
     for (const p of sc.ports) {
       const endpoint = new Endpoint();
-      const label = p.kind === "tcp" ? `tcp ${p.listen}` : `rtu ${p.peer}`;
+      const label = p.kind === "rtu" ? `rtu ${p.peer}` : `${p.kind} ${p.listen}`;
       for (const d of p.devices) {
         const slot = new DeviceSlot(buildDevice(d, site));
         if (d.max_read_regs) slot.device.maxReadRegs = d.max_read_regs;
         endpoint.add(slot);
         slots.set(d.name, { slot, port: label });
       }
-      if (p.kind === "tcp") {
+      if (p.kind === "tcp" || p.kind === "rtu-tcp") {
         const { host, port } = splitListen(p.listen);
-        const srv = new TcpServer(endpoint, host, port);
+        const srv = new TcpServer(endpoint, host, port, p.kind === "rtu-tcp" ? "rtu" : "mbap");
         tcpServers.push(srv);
         await srv.start();
-        log.info({ port: srv.port, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus tcp listening");
+        log.info({ port: srv.port, framing: p.kind, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus tcp listening");
       } else {
         const abs = (x: string) => (isAbsolute(x) ? x : resolve(baseDir, x));
         const srv = new RtuServer(endpoint, { ...p, path: abs(p.path), peer: abs(p.peer) });

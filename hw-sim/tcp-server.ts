@@ -2,7 +2,7 @@
 // requests on one connection answered in order, one at a time, as most devices do.
 import { createServer, type Server, type Socket } from "node:net";
 import type { Endpoint } from "./faults.js";
-import { requestPduLength } from "./modbus-pdu.js";
+import { requestPduLength, rtuFrame, takeRtuFrames } from "./modbus-pdu.js";
 
 const MAX_BUFFER = 64 * 1024;
 
@@ -11,10 +11,11 @@ export class TcpServer {
   private readonly sockets = new Set<Socket>();
   port = 0;
 
-  constructor(private readonly endpoint: Endpoint, private readonly host: string, private readonly wantPort: number) {}
+  /** `framing: "rtu"` serves RTU frames over TCP, as a serial-to-Ethernet converter does. */
+  constructor(private readonly endpoint: Endpoint, private readonly host: string, private readonly wantPort: number, private readonly framing: "mbap" | "rtu" = "mbap") {}
 
   async start(): Promise<void> {
-    const server = createServer((s) => this.serve(s));
+    const server = createServer((s) => (this.framing === "rtu" ? this.serveRtu(s) : this.serve(s)));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -79,6 +80,30 @@ export class TcpServer {
       }
       if (buf.length > MAX_BUFFER) sock.destroy();
       void pump();
+    });
+    sock.on("error", () => sock.destroy());
+    sock.on("close", () => this.sockets.delete(sock));
+  }
+
+  private serveRtu(sock: Socket): void {
+    this.sockets.add(sock);
+    sock.setNoDelay(true);
+    let buf: Buffer = Buffer.alloc(0);
+    let chain: Promise<void> = Promise.resolve();
+    sock.on("data", (chunk) => {
+      const got = takeRtuFrames(buf.length ? Buffer.concat([buf, chunk]) : chunk);
+      buf = got.rest;
+      if (buf.length > MAX_BUFFER) return void sock.destroy();
+      for (const frame of got.frames) {
+        chain = chain.then(async () => {
+          const unit = frame[0];
+          const d = this.endpoint.decide(unit, frame.subarray(1, frame.length - 2), "silent");
+          if (d.kind === "silent") return;
+          if (d.kind === "drop") return void sock.destroy();
+          if (d.delayMs > 0) await new Promise((r) => setTimeout(r, d.delayMs));
+          if (!sock.destroyed) sock.write(rtuFrame(unit, d.pdu, d.corrupt));
+        });
+      }
     });
     sock.on("error", () => sock.destroy());
     sock.on("close", () => this.sockets.delete(sock));

@@ -61,7 +61,8 @@ export class ModbusSerialTransport implements Transport {
     const what = e.kind === "rtu" ? e.path : `${e.host}:${e.port}`;
     try {
       if (e.kind === "tcp") await this.client.connectTCP(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
-      else if (e.kind === "rtu-tcp") await this.client.connectTcpRTUBuffered(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
+      // modbus-serial's "telnet" port is raw RTU frames over TCP (its "TcpRTUBuffered" speaks MBAP).
+      else if (e.kind === "rtu-tcp") await this.client.connectTelnet(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
       else await this.client.connectRTUBuffered(e.path, { baudRate: e.baud, parity: e.parity, stopBits: e.stopBits, dataBits: 8 });
     } catch (err) {
       throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
