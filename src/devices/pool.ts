@@ -15,6 +15,11 @@ export function endpointForDevice(cfg: DeviceConfig, rtuPorts: Record<string, st
   return { kind: "rtu", path, baud: cfg.mb_baud, parity: "none", stopBits: 1 };
 }
 
+/** What makes a driver: where the device is and which profile speaks to it. */
+function driverKey(cfg: DeviceConfig): string {
+  return JSON.stringify([cfg.mb_type, cfg.mb_ip, cfg.mb_port, cfg.mb_rtu_no, cfg.mb_baud, cfg.mb_slave_id, cfg.device_integration]);
+}
+
 export function unitOf(cfg: DeviceConfig): number {
   return cfg.mb_slave_id;
 }
@@ -30,7 +35,7 @@ export class DriverPool {
 
   /** The driver for this configuration: the cached one if the configuration is unchanged. */
   driverFor(cfg: DeviceConfig): DeviceDriver {
-    const key = JSON.stringify([cfg.mb_type, cfg.mb_ip, cfg.mb_port, cfg.mb_rtu_no, cfg.mb_baud, cfg.mb_slave_id, cfg.device_integration]);
+    const key = driverKey(cfg);
     const hit = this.drivers.get(cfg.device_id);
     if (hit && hit.key === key) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
@@ -39,16 +44,20 @@ export class DriverPool {
     return driver;
   }
 
-  /** A driver for a configuration that is not (yet) the device's own: pairing a candidate. */
+  /**
+   * A driver to pair this configuration with: the device's own when the configuration is
+   * unchanged, else a new one that replaces it only once pairing succeeds (adopt).
+   */
   candidate(cfg: DeviceConfig): DeviceDriver {
+    const hit = this.drivers.get(cfg.device_id);
+    if (hit && hit.key === driverKey(cfg)) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
     return new DeviceDriver(this.buses.get(endpointForDevice(cfg, this.rtuPorts)), unitOf(cfg), profile);
   }
 
   /** Keeps a paired candidate as the device's driver. */
   adopt(cfg: DeviceConfig, driver: DeviceDriver): void {
-    const key = JSON.stringify([cfg.mb_type, cfg.mb_ip, cfg.mb_port, cfg.mb_rtu_no, cfg.mb_baud, cfg.mb_slave_id, cfg.device_integration]);
-    this.drivers.set(cfg.device_id, { key, driver });
+    this.drivers.set(cfg.device_id, { key: driverKey(cfg), driver });
   }
 
   forget(deviceId: string): void {
