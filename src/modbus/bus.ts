@@ -102,7 +102,9 @@ export class Bus {
       for (let i = 0; i < q.length; i++) {
         const job = q[i];
         const ready = Math.max(this.lastAnyEnd + this.gapMs, (this.lastEnd.get(job.unit) ?? 0) + (this.deviceDelay.get(job.unit) ?? 0));
-        if (ready <= now) {
+        // The silence counts from when the answer was parsed, which is after its last byte
+        // arrived; less than a millisecond to go (the timer resolution) is not waited.
+        if (ready - now < 1) {
           q.splice(i, 1);
           return { job };
         }
@@ -117,11 +119,13 @@ export class Bus {
     const next = this.pick(performance.now());
     if (!next) return;
     if ("waitMs" in next) {
+      // Timers have millisecond resolution and fire late rather than early: wait the whole
+      // milliseconds and let the next pass take the job once less than one is left.
       if (!this.wakeTimer) {
         this.wakeTimer = setTimeout(() => {
           this.wakeTimer = null;
           this.pump();
-        }, Math.max(1, Math.ceil(next.waitMs)));
+        }, Math.max(1, Math.floor(next.waitMs)));
       }
       return;
     }
