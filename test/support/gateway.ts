@@ -74,3 +74,31 @@ export function tcpDevice(id: string, port: number, unit: number, integration = 
 export function rtuDevice(id: string, unit: number, integration: string, extra: Record<string, unknown> = {}) {
   return { device_id: id, device_type: "modbus", device_name: id, device_integration: `${TEST_ORG}/${integration}`, mb_type: 1, mb_device_type: 99, mb_slave_id: unit, mb_baud: 9600, mb_rtu_no: 1, ...extra };
 }
+
+/**
+ * A simulated site and a gateway on it for one test, both always stopped; `over` may
+ * depend on the site (its ports and pty paths).
+ */
+export async function withSiteGateway(
+  scenario: import("./site.js").ScenarioInput,
+  over: (site: import("./site.js").SimHandle) => Partial<ConfigInput>,
+  fn: (site: import("./site.js").SimHandle, gw: Gateway, dir: string) => Promise<void>,
+): Promise<void> {
+  const { withSite } = await import("./site.js");
+  const { withTmpDir } = await import("./tmp.js");
+  await withSite(scenario, (site) =>
+    withTmpDir(async (dir) => {
+      const gw = await startGateway(dir, over(site));
+      try {
+        await fn(site, gw, dir);
+      } finally {
+        await gw.stop();
+      }
+    }),
+  );
+}
+
+/** Authorization header with a fresh token. */
+export async function bearer(gw: Gateway): Promise<Record<string, string>> {
+  return { authorization: `Bearer ${await gw.token()}` };
+}
