@@ -49,6 +49,7 @@ bench: setup build
 	node dist/test/bench/run.js
 
 sim: setup build
+	mkdir -p var
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
 
 clean:
