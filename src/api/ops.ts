@@ -78,13 +78,24 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
       const devices = ctx.registry.list();
       const online = devices.filter((d) => ctx.health.health(d.config.device_id)?.online).length;
       const ok = storage === "ok";
+      const detail = devices.map((d) => {
+        const h = ctx.health.health(d.config.device_id);
+        return {
+          device_id: d.config.device_id,
+          fully_configured: d.fully_configured,
+          online: h?.online ?? false,
+          last_ok_at: h?.last_ok_at ?? null,
+          last_error: h?.last_error ?? null,
+          consecutive_failures: h?.consecutive_failures ?? 0,
+        };
+      });
       return reply.code(ok ? 200 : 503).send({
         status: ok ? "ok" : "unavailable",
         version: VERSION,
         site_id: ctx.config.site_id,
         uptime_s: Math.round((Date.now() - started) / 1000),
         storage,
-        devices: { configured: devices.length, online },
+        devices: { configured: devices.length, online, detail },
       });
     });
     app.get("/metrics", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {

@@ -36,6 +36,10 @@ test("the poller reads every device, follows the site, and survives every fault"
         assert.equal(poller.latest("battery")?.soc_pct, 50);
         assert.equal(poller.latest("relay")?.state, 15);
 
+        const health = await gw.call("GET", "/healthz");
+        assert.equal(health.json.devices.online, 5);
+        assert.deepEqual(health.json.devices.detail.map((d: { device_id: string }) => d.device_id).sort(), [...all].sort());
+
         // The site changes; the metrics follow.
         await fetch(`${site.controlUrl}/site`, { method: "POST", body: JSON.stringify({ base_load_w: 3500 }) });
         await fetch(`${site.controlUrl}/devices/relay`, { method: "POST", body: JSON.stringify({ coils: [false, false, true, true] }) });
@@ -55,6 +59,9 @@ test("the poller reads every device, follows the site, and survives every fault"
           const before = new Map(others.map((d) => [d, poller.health(d)!.last_ok_at]));
           await until(() => others.every((d) => poller.health(d)!.last_ok_at !== before.get(d)), `the others polled during ${f.fault} on ${f.device}`);
           assert.ok(others.every(online), `others online during ${f.fault}: ${others.filter((d) => !online(d))}`);
+          const h = (await gw.call("GET", "/healthz")).json.devices.detail.find((d: { device_id: string }) => d.device_id === f.device);
+          assert.equal(h.online, false);
+          assert.ok(h.consecutive_failures >= 1 && typeof h.last_error === "string", JSON.stringify(h));
           site.clearFaults();
           await until(() => online(f.device), `${f.device} back after ${f.fault}`, 20000);
         }
