@@ -50,6 +50,9 @@ export class SampleStore implements SnapshotSink, Part {
   private series = new Map<string, Map<string, number>>(); // device -> metric -> id
   private names = new Map<number, { device_id: string; metric: string }>();
   private bytes = 0;
+  private rows = 0;
+  /** Ids are AUTOINCREMENT and only the oldest rows are deleted, so pending = lastId - cursor. */
+  private lastId = 0;
   private cursor = 0;
   private cursorPersisted = 0;
   private storedTotal = 0;
@@ -73,8 +76,9 @@ export class SampleStore implements SnapshotSink, Part {
       setState: db.prepare("UPDATE tm_state SET value = ? WHERE key = ?"),
       addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
       getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
-      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot"),
-      pendingCount: db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck(),
+      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last FROM tm_snapshot"),
+      countThrough: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id <= ?"),
+      lastId: db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck(),
     };
   }
 
@@ -82,14 +86,19 @@ export class SampleStore implements SnapshotSink, Part {
     this.db = this.storage.db;
     this.stmts = this.prepare();
     this.reloadSeries();
-    const c = this.stmts.count.get() as { n: number; bytes: number };
+    // The one full scan, at start; from then on the counters are kept in memory.
+    const c = this.stmts.count.get() as { n: number; bytes: number; last: number };
+    this.rows = c.n;
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
+    this.lastId = Math.max(c.last, this.stmts.lastId.get() as number);
     this.cursor = this.cursorPersisted = this.stmts.getState.get("push_cursor") as number;
     type Fresh = { index: number; device_id: string; metric: string };
     const write = (ts: number, samples: PackedSample[], fresh: Fresh[]): void => {
       for (const f of fresh) samples[f.index].series = this.seriesId(f.device_id, f.metric);
       const data = packSamples(samples);
-      this.stmts.insertSnap.run(ts, samples.length, data);
+      const r = this.stmts.insertSnap.run(ts, samples.length, data);
+      this.lastId = Number(r.lastInsertRowid);
+      this.rows++;
       this.bytes += data.length + ROW_OVERHEAD;
     };
     const writeTx = this.db.transaction(write);
@@ -112,7 +121,7 @@ export class SampleStore implements SnapshotSink, Part {
       else write(snap.ts, samples, fresh);
       return samples.length;
     };
-    this.opts.log.info({ snapshots: c.n, pending: this.stmts.pendingCount.get(this.cursor), bytes: this.bytes }, "sample store open");
+    this.opts.log.info({ snapshots: c.n, pending: this.pendingSnapshots(), bytes: this.bytes }, "sample store open");
   }
 
   stop(): void {
@@ -203,14 +212,14 @@ export class SampleStore implements SnapshotSink, Part {
     if (this.cursor === this.cursorPersisted) return;
     const cursor = this.cursor;
     const freed = this.db.transaction(() => {
-      const before = this.stmts.count.get() as { n: number; bytes: number };
+      const gone = this.stmts.countThrough.get(cursor) as { n: number; bytes: number };
       this.stmts.setState.run(cursor, "push_cursor");
       this.stmts.deleteThrough.run(cursor);
-      const after = this.stmts.count.get() as { n: number; bytes: number };
-      return before.bytes - after.bytes + (before.n - after.n) * ROW_OVERHEAD;
+      return gone;
     })();
     this.cursorPersisted = cursor;
-    this.bytes -= freed;
+    this.rows -= freed.n;
+    this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
     this.db.pragma("incremental_vacuum(256)");
   }
 
@@ -227,7 +236,7 @@ export class SampleStore implements SnapshotSink, Part {
     while (bytes > target) {
       const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; n: number; len: number }>;
       // Never the newest: keep at least the last snapshot.
-      const usable = rows.length && rows[rows.length - 1].id === this.newestId() ? rows.slice(0, -1) : rows;
+      const usable = rows.length && rows[rows.length - 1].id === this.lastId ? rows.slice(0, -1) : rows;
       if (usable.length === 0) break;
       for (const r of usable) {
         if (bytes <= target) break;
@@ -238,15 +247,17 @@ export class SampleStore implements SnapshotSink, Part {
       }
     }
     if (dropSnaps === 0) return;
-    this.db.transaction(() => {
+    const gone = this.db.transaction(() => {
+      const g = this.stmts.countThrough.get(through) as { n: number; bytes: number };
       this.stmts.deleteThrough.run(through);
       this.stmts.addState.run(dropSamples, "dropped_samples");
       this.stmts.addState.run(dropSnaps, "dropped_snapshots");
       this.stmts.setState.run(through, "push_cursor");
+      return g;
     })();
     this.cursor = this.cursorPersisted = through;
-    const c = this.stmts.count.get() as { n: number; bytes: number };
-    this.bytes = c.bytes + c.n * ROW_OVERHEAD;
+    this.rows -= gone.n;
+    this.bytes -= gone.bytes + gone.n * ROW_OVERHEAD;
     this.db.pragma("incremental_vacuum");
     this.opts.log.warn(
       { dropped_snapshots: dropSnaps, dropped_samples: dropSamples, retention_bytes: this.opts.retentionBytes, dropped_samples_total: this.stmts.getState.get("dropped_samples") },
@@ -254,19 +265,19 @@ export class SampleStore implements SnapshotSink, Part {
     );
   }
 
-  private newestId(): number {
-    return (this.db.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number) ?? 0;
+  private pendingSnapshots(): number {
+    return Math.max(0, this.lastId - this.cursor);
   }
 
   get pushCursor(): number {
     return this.cursor;
   }
 
+  /** Counters kept in memory: cheap enough for every /metrics scrape. */
   stats(): SampleStoreStats {
-    const c = this.stmts.count.get() as { n: number; bytes: number };
     return {
-      snapshots: c.n,
-      pending_snapshots: this.stmts.pendingCount.get(this.cursor) as number,
+      snapshots: this.rows,
+      pending_snapshots: this.pendingSnapshots(),
       bytes: this.bytes,
       dropped_samples: this.stmts.getState.get("dropped_samples") as number,
       dropped_snapshots: this.stmts.getState.get("dropped_snapshots") as number,

@@ -158,6 +158,10 @@ test("a full buffer drops the oldest unsent samples, counts them, and keeps the 
         const kept = rig.samples.pending(1000);
         assert.equal(kept.at(-1)!.devices[0].metrics.power_w, 3990, "the newest snapshot is kept");
         assert.equal(kept[0].id, kept.at(-1)!.id - kept.length + 1, "what is kept is contiguous: only the oldest went");
+        const counted = rig.storage.db.prepare("SELECT count(*) AS n, sum(length(data)) AS b FROM tm_snapshot").get() as { n: number; b: number };
+        assert.equal(st.snapshots, counted.n, "the in-memory row count matches the table");
+        assert.equal(st.pending_snapshots, kept.length);
+        assert.ok(st.bytes >= counted.b && st.bytes <= counted.b + 64 * counted.n, "the size estimate follows the table");
         await sink.accept();
         await sink.waitFor(() => sink.accepted().length >= kept.length, 20000, "the kept backlog");
         assert.equal(seqOf(sink.accepted()[0]), kept[0].devices[0].metrics.power_w / 10);
