@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { dirname, resolve } from "node:path";
 import { pino } from "pino";
 import { startSim } from "./sim.js";
+import { untilSignal } from "../src/util/process.js";
 
 const usage = "usage: sitegate-sim --scenario FILE [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).";
 
@@ -33,12 +34,7 @@ async function main(): Promise<number> {
     return /scenario is invalid|ENOENT/.test((e as Error).message) ? 2 : 1;
   }
   log.info({ control: sim.controlUrl, tcp: sim.tcpPorts, rtu: sim.rtuPeers, scenario: dirname(values.scenario) }, "simulator running");
-  const keepAlive = setInterval(() => {}, 1 << 30);
-  await new Promise<void>((r) => {
-    process.once("SIGINT", () => r());
-    process.once("SIGTERM", () => r());
-  });
-  clearInterval(keepAlive);
+  await untilSignal();
   await sim.stop();
   log.info("simulator stopped");
   return 0;

@@ -13,6 +13,7 @@ import { Sdm630 } from "./models/sdm630.js";
 import { Relay } from "./models/relay.js";
 import { TcpServer } from "./tcp-server.js";
 import { RtuServer } from "./rtu-server.js";
+import { splitHostPort, urlHost } from "../src/util/process.js";
 
 export type { ScenarioInput, Scenario } from "./scenario.js";
 export type { FaultSpec } from "./faults.js";
@@ -49,11 +50,6 @@ function buildDevice(spec: DeviceSpec, site: SiteModel): SimDevice {
   }
 }
 
-function splitListen(s: string): { host: string; port: number } {
-  const i = s.lastIndexOf(":");
-  return { host: s.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(s.slice(i + 1)) };
-}
-
 export async function startSim(scenario: ScenarioInput | string, opts: { baseDir?: string; log?: Logger } = {}): Promise<SimHandle> {
   const sc = typeof scenario === "string" ? loadScenario(scenario) : parseScenario(scenario);
   const baseDir = opts.baseDir ?? (typeof scenario === "string" ? process.cwd() : process.cwd());
@@ -88,7 +84,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         slots.set(d.name, { slot, port: label });
       }
       if (p.kind === "tcp" || p.kind === "rtu-tcp") {
-        const { host, port } = splitListen(p.listen);
+        const { host, port } = splitHostPort(p.listen);
         const srv = new TcpServer(endpoint, host, port, p.kind === "rtu-tcp" ? "rtu" : "mbap");
         tcpServers.push(srv);
         await srv.start();
@@ -152,7 +148,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
     else for (const { slot } of slots.values()) slot.faults.clear();
   };
 
-  const { host, port } = splitListen(sc.control.listen);
+  const { host, port } = splitHostPort(sc.control.listen);
   control = createServer((req, res) => {
     void handleControl(req, res, { state, setFault, clearFaults, getSlot, site }).catch((e) => reply(res, 500, { error: String(e) }));
   });
@@ -165,7 +161,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
     throw e;
   });
   const addr = ctl.address();
-  const controlUrl = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
+  const controlUrl = `http://${urlHost(host)}:${typeof addr === "object" && addr ? addr.port : port}`;
   log.info({ url: controlUrl }, "control api listening");
 
   return {

@@ -14,6 +14,7 @@ import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import { HttpError, fromSitegateError } from "./errors.js";
+import { splitHostPort, urlHost } from "../util/process.js";
 import { Credentials, TokenStore } from "./auth.js";
 import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
@@ -38,11 +39,6 @@ export interface ApiDeps {
 export interface ApiContext extends ApiDeps {
   credentials: Credentials;
   tokens: TokenStore;
-}
-
-function splitListen(s: string): { host: string; port: number } {
-  const i = s.lastIndexOf(":");
-  return { host: s.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(s.slice(i + 1)) };
 }
 
 export function isTokenRoute(req: FastifyRequest): boolean {
@@ -115,17 +111,16 @@ export class ApiServer implements Part {
       tokens: new TokenStore(db, this.deps.config.auth.token_ttl_s, this.deps.now),
     };
     const app = await buildApp(ctx);
-    const { host, port } = splitListen(this.deps.config.http.listen);
+    const { host, port } = splitHostPort(this.deps.config.http.listen);
     await app.listen({ host, port });
     const addr = app.server.address();
     this.port = typeof addr === "object" && addr ? addr.port : port;
     this.app = app;
-    this.deps.log.info({ url: `https://${host.includes(":") ? `[${host}]` : host}:${this.port}` }, "api listening");
+    this.deps.log.info({ url: this.url }, "api listening");
   }
 
   get url(): string {
-    const { host } = splitListen(this.deps.config.http.listen);
-    return `https://${host.includes(":") ? `[${host}]` : host}:${this.port}`;
+    return `https://${urlHost(splitHostPort(this.deps.config.http.listen).host)}:${this.port}`;
   }
 
   async stop(): Promise<void> {

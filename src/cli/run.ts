@@ -3,6 +3,7 @@ import { EXIT_FAILURE, EXIT_OK, UsageError } from "../cli.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
+import { untilSignal } from "../util/process.js";
 
 const command: Command = {
   summary: "Start the gateway daemon.",
@@ -21,12 +22,7 @@ const command: Command = {
       return EXIT_FAILURE;
     }
     log.info({ site_id: config.site_id }, "gateway running");
-    // The daemon runs until a signal, even if no part holds the event loop open.
-    const keepAlive = setInterval(() => {}, 1 << 30);
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once("SIGTERM", () => resolve("SIGTERM"));
-      process.once("SIGINT", () => resolve("SIGINT"));
-    });
+    const signal = await untilSignal();
     log.info({ signal }, "stopping");
     const hardStop = setTimeout(() => {
       log.error("stop took longer than 5 s; exiting");
@@ -34,7 +30,6 @@ const command: Command = {
     }, 5000);
     hardStop.unref();
     await daemon.stop();
-    clearInterval(keepAlive);
     log.info("stopped");
     return EXIT_OK;
   },

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { untilSignal } from "../../src/util/process.js";
 
 export interface SinkRequest {
   method: string;
@@ -145,12 +146,7 @@ async function main(): Promise<void> {
       process.stdout.write(`POST ${r.path} ${b?.event_id ?? ""} ${b?.status ?? ""} ${r.raw.slice(0, 200)}\n`);
     }
   };
-  const keep = setInterval(() => {}, 1 << 30);
-  await new Promise<void>((r) => {
-    process.once("SIGINT", () => r());
-    process.once("SIGTERM", () => r());
-  });
-  clearInterval(keep);
+  await untilSignal();
   await sink.stop();
 }
 
