@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { z } from "zod";
+import { issuesToDetails } from "../src/config/load.js";
 
 const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 const unit = z.number().int().min(1).max(247);
@@ -72,7 +73,7 @@ export type RtuPortSpec = z.output<typeof rtuPort>;
 export function parseScenario(raw: unknown): Scenario {
   const r = scenarioSchema.safeParse(raw);
   if (!r.success) {
-    const lines = r.error.issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`);
+    const lines = issuesToDetails(r.error.issues).map((d) => `  ${d.path || "(root)"}: ${d.message}`);
     throw new Error(`scenario is invalid:\n${lines.join("\n")}`);
   }
   const names = new Set<string>();
