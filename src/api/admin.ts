@@ -3,7 +3,7 @@
 // check writes per device, results per device in one 200.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { integrationName, type DeviceConfig } from "../config/device-schema.js";
-import { issuesToDetails } from "../config/load.js";
+import { issuesToDetails } from "../config/issues.js";
 import { configureDevices } from "../devices/configure.js";
 import type { ErrorDetail } from "../errors.js";
 import type { ApiContext } from "./server.js";

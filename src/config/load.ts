@@ -1,41 +1,12 @@
 // Loads the YAML config file, validates it, and reports every problem at once by path.
-import { readFileSync } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
-import type { z } from "zod";
 import { configSchema, type Config } from "./schema.js";
+import { integrationName } from "./device-schema.js";
+import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
-
-/** `a.b[0].c` from a zod path. */
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = "";
-  for (const p of path) {
-    if (typeof p === "number") out += `[${p}]`;
-    else out += out === "" ? String(p) : `.${String(p)}`;
-  }
-  return out;
-}
-
-/** Turns zod issues into path-precise, human lines; one per problem. */
-export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = []): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  for (const issue of issues) {
-    const path = [...prefix, ...issue.path];
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: "unknown key" });
-    } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
-      out.push({ path: formatPath(path), message: "required" });
-    } else if (issue.code === "invalid_union" && issue.errors.some((branch) => branch.some((i) => i.path.length > 0))) {
-      // An object union: report the branch that got furthest rather than "invalid input".
-      const best = issue.errors.reduce((a, b) => (a.length <= b.length ? a : b));
-      const nested = issuesToDetails(best, path);
-      out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));
-    } else {
-      out.push({ path: formatPath(path), message: issue.message });
-    }
-  }
-  return out;
-}
+import { issuesToDetails } from "./issues.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -44,7 +15,10 @@ function resolveFrom(base: string, p: string): string {
 /** Cross-field rules the schema alone cannot state. */
 function crossChecks(cfg: Config): ErrorDetail[] {
   const out: ErrorDetail[] = [];
+  const profiles = builtinProfiles();
   cfg.devices.forEach((d, i) => {
+    const name = integrationName(d);
+    if (!profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${profiles.names().join(", ")})` });
     if (d.mb_type === 1 && !(String(d.mb_rtu_no) in cfg.rtu_ports)) {
       out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports` });
     }
@@ -82,6 +56,19 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
     const p = cfg.rtu_ports[k];
     if (p.startsWith("./") || p.startsWith("../")) cfg.rtu_ports[k] = resolveFrom(baseDir, p);
   }
+  // Files the gateway cannot start without. Serial ports are not checked: a USB adapter
+  // may appear after the gateway starts, and the bus reconnects when it does.
+  const files: Array<[string, string | undefined]> = [["http.tls.cert", cfg.http.tls.cert], ["http.tls.key", cfg.http.tls.key], ["partner.ca_file", cfg.partner.ca_file]];
+  const missing = files.flatMap(([path, file]) => {
+    if (!file) return [];
+    try {
+      accessSync(file, constants.R_OK);
+      return [];
+    } catch {
+      return [{ path, message: `cannot read ${file}` }];
+    }
+  });
+  if (missing.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: missing });
   return cfg;
 }
 

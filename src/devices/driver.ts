@@ -78,7 +78,7 @@ export class DeviceDriver {
       const words = await this.readRegs(r.table, r.address, typeRegs(r.type, r.length), priority);
       identity[r.name] = String(decodeRaw(r.type, words, r.word_order));
     }
-    this.points = p.points.map((pt) => ({
+    const points: ResolvedPoint[] = p.points.map((pt) => ({
       metric: pt.metric, table: pt.table, address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
       type: pt.type, word_order: pt.word_order, scale: pt.scale, sf_address: pt.sf_address, sunspec_na: pt.sunspec_na,
@@ -86,9 +86,10 @@ export class DeviceDriver {
     }));
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
-      const first = this.points[0];
+      const first = points[0];
       await this.readRegs(first.table, first.address, first.count, priority);
     }
+    this.points = points;
     return { device_type: p.device_type, max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
@@ -120,7 +121,6 @@ export class DeviceDriver {
       models.push({ id, address: addr, length: len });
       addr += 2 + len;
     }
-    this.models = models;
     const common = models.find((m) => m.id === 1);
     const identity: Record<string, string> = {};
     if (common) {
@@ -141,9 +141,6 @@ export class DeviceDriver {
         });
       }
     }
-    // A metric found in two models (soc in 124 and 802): keep the first.
-    const seen = new Set<string>();
-    this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
     const has = new Set(models.map((m) => m.id));
     const rule = p.device_types.find((r) => r.models.every((id) => has.has(id)));
     if (!rule) throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no device type in profile ${p.name}`);
@@ -162,6 +159,10 @@ export class DeviceDriver {
       max_power_w = scaleValue(regs[0], sf);
       break;
     }
+    // Only a complete pairing changes what the driver polls.
+    this.models = models;
+    const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
+    this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
     return { device_type: rule.device_type, max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
   }
 

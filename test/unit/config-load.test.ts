@@ -115,3 +115,13 @@ test("JSON is accepted as YAML", async () => {
     assert.equal(cfg.data_dir, join(dir, "data"));
   });
 });
+
+test("an unknown integration in devices and an unreadable TLS file are config errors", () => {
+  const input = testConfigInput("/tmp/x", {
+    devices: [{ device_id: "d", device_type: "modbus", device_integration: "org/warp-drive", mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 }],
+  });
+  has(problems(() => parseConfig(input, "/")), "devices[0].device_integration", /unknown integration "warp-drive"/);
+  const noCert = testConfigInput("/tmp/x");
+  noCert.http.tls.cert = "/nonexistent/cert.pem";
+  has(problems(() => parseConfig(noCert, "/")), "http.tls.cert", /cannot read \/nonexistent\/cert.pem/);
+});

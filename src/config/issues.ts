@@ -1,0 +1,35 @@
+// zod issues as path-precise, human lines: `auth.users[0].password_hash: required`.
+// Shared by the config loader, the API, the profile loader and the simulator.
+import type { z } from "zod";
+import type { ErrorDetail } from "../errors.js";
+
+/** `a.b[0].c` from a zod path. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const p of path) {
+    if (typeof p === "number") out += `[${p}]`;
+    else out += out === "" ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}
+
+/** Turns zod issues into path-precise, human lines; one per problem. */
+export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = []): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: "unknown key" });
+    } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
+      out.push({ path: formatPath(path), message: "required" });
+    } else if (issue.code === "invalid_union" && issue.errors.some((branch) => branch.some((i) => i.path.length > 0))) {
+      // An object union: report the branch that got furthest rather than "invalid input".
+      const best = issue.errors.reduce((a, b) => (a.length <= b.length ? a : b));
+      const nested = issuesToDetails(best, path);
+      out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));
+    } else {
+      out.push({ path: formatPath(path), message: issue.message });
+    }
+  }
+  return out;
+}
