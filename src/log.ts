@@ -9,8 +9,10 @@ const REDACT = [
   "*.password",
   "password_hash",
   "*.password_hash",
+  "*.users[*].password_hash",
   "key_hash",
   "*.key_hash",
+  "*.api_keys[*].key_hash",
   "*.headers[*].value",
   "headers[*].value",
   "access_token",
@@ -19,18 +21,19 @@ const REDACT = [
   'req.headers["x-api-key"]',
 ];
 
-export function createLogger(opts: { level?: string; pretty?: boolean } = {}): Logger {
+export function createLogger(opts: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
   const level = (process.env.LOG_LEVEL ?? opts.level ?? "info") as LevelWithSilent;
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && process.env.LOG_FORMAT !== "json");
-  return pino({
+  const options = {
     level,
     base: { name: "sitegate" },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: REDACT, censor: "[redacted]" },
-    ...(pretty
+    ...(pretty && !opts.destination
       ? { transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } }
       : {}),
-  });
+  };
+  return opts.destination ? pino(options, opts.destination) : pino(options);
 }
 
 /** A logger that writes nothing: for unit tests and CLI tools. */
