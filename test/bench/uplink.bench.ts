@@ -40,37 +40,50 @@ const bench: BenchFn = async (ctx) => {
   const data = Array.from({ length: snaps }, (_, i) => snapshot(i, devices));
 
   // Reference: a bare loop, one naive row per sample, 5000 rows per transaction.
-  const naiveDir = join(ctx.dir, "naive");
   const { mkdirSync } = await import("node:fs");
-  mkdirSync(naiveDir, { recursive: true });
-  const ndb = new Database(join(naiveDir, "naive.db"));
-  ndb.pragma("journal_mode = WAL");
-  ndb.pragma("synchronous = NORMAL");
-  ndb.exec("CREATE TABLE s (ts INTEGER, device TEXT, metric TEXT, value REAL)");
-  const ins = ndb.prepare("INSERT INTO s VALUES (?, ?, ?, ?)");
   const flat: Array<[number, string, string, number]> = [];
   for (const s of data) for (const d of s.devices) for (const [m, v] of Object.entries(d.metrics)) flat.push([s.ts, d.device_id, m, v]);
-  const tx = ndb.transaction((batch: typeof flat) => { for (const r of batch) ins.run(...r); });
-  let t0 = performance.now();
-  for (let i = 0; i < flat.length; i += 5000) tx(flat.slice(i, i + 5000));
-  const naiveRate = samples / ((performance.now() - t0) / 1000);
-  ndb.pragma("wal_checkpoint(TRUNCATE)");
-  ndb.close();
-  const naiveBytes = dirBytes(naiveDir, "naive.db") / samples;
+  const naiveRun = (dir: string): { rate: number; bytes: number } => {
+    mkdirSync(dir, { recursive: true });
+    const ndb = new Database(join(dir, "naive.db"));
+    ndb.pragma("journal_mode = WAL");
+    ndb.pragma("synchronous = NORMAL");
+    ndb.exec("CREATE TABLE s (ts INTEGER, device TEXT, metric TEXT, value REAL)");
+    const ins = ndb.prepare("INSERT INTO s VALUES (?, ?, ?, ?)");
+    const tx = ndb.transaction((batch: typeof flat) => { for (const r of batch) ins.run(...r); });
+    const t0 = performance.now();
+    for (let i = 0; i < flat.length; i += 5000) tx(flat.slice(i, i + 5000));
+    const rate = samples / ((performance.now() - t0) / 1000);
+    ndb.pragma("wal_checkpoint(TRUNCATE)");
+    ndb.close();
+    return { rate, bytes: dirBytes(dir, "naive.db") / samples };
+  };
 
-  // Ours: one transaction per poll-cycle snapshot (what the poller does), partner away.
+  // Ours: one commit per poll-cycle snapshot (what the poller does), partner away.
   const sink = await startSink();
   await sink.refuse();
-  const ourDir = join(ctx.dir, "ours");
-  const rig = await startUplink(ourDir, sink, { backoff: () => 60_000 });
-  t0 = performance.now();
-  for (const s of data) rig.samples.append(s);
-  const ourRate = samples / ((performance.now() - t0) / 1000);
-  rig.storage.db.pragma("wal_checkpoint(TRUNCATE)");
-  const ourBytes = dirBytes(ourDir, "sitegate.db") / samples;
-  rows.push({ name: "sample-store ingest", value: ourRate, unit: "samples/s", reference: naiveRate, ratio: ourRate / naiveRate, note: "bare better-sqlite3 loop, naive rows" });
-  rows.push({ name: "bytes on disk per sample", value: ourBytes, unit: "B", reference: naiveBytes, ratio: naiveBytes / ourBytes, note: "naive row (ts, device, metric, value)" });
-  await rig.stop();
+  const ourRun = async (dir: string): Promise<{ rate: number; bytes: number }> => {
+    const rig = await startUplink(dir, sink, { backoff: () => 60_000 });
+    const t0 = performance.now();
+    for (const s of data) rig.samples.append(s);
+    const rate = samples / ((performance.now() - t0) / 1000);
+    rig.storage.db.pragma("wal_checkpoint(TRUNCATE)");
+    const bytes = dirBytes(dir, "sitegate.db") / samples;
+    await rig.stop();
+    return { rate, bytes };
+  };
+  // Alternate the two, three rounds each on fresh files, and keep each one's best: warm-up
+  // and machine noise must not decide the ratio.
+  let naive = { rate: 0, bytes: 0 };
+  let ours = { rate: 0, bytes: 0 };
+  for (let round = 0; round < 3; round++) {
+    const n = naiveRun(join(ctx.dir, `naive-${round}`));
+    const o = await ourRun(join(ctx.dir, `ours-${round}`));
+    if (n.rate > naive.rate) naive = n;
+    if (o.rate > ours.rate) ours = o;
+  }
+  rows.push({ name: "sample-store ingest", value: ours.rate, unit: "samples/s", reference: naive.rate, ratio: ours.rate / naive.rate, note: "bare better-sqlite3 loop, naive rows" });
+  rows.push({ name: "bytes on disk per sample", value: ours.bytes, unit: "B", reference: naive.bytes, ratio: naive.bytes / ours.bytes, note: "naive row (ts, device, metric, value)" });
 
   // Backlog drain: restart the uplink with the partner back; time until all is settled.
   await sink.accept();
@@ -80,7 +93,7 @@ const bench: BenchFn = async (ctx) => {
   for (let i = 0; i < drainN; i++) rig2.samples.append(snapshot(i, DEMO_DEVICES));
   await rig2.stop();
   const before = sink.requests.length;
-  t0 = performance.now();
+  const t0 = performance.now();
   const rig3 = await startUplink(join(ctx.dir, "drain"), sink);
   await sink.waitFor(() => sink.requests.length - before >= drainN, 120_000, "drain");
   const drainRate = drainN / ((performance.now() - t0) / 1000);
