@@ -71,28 +71,12 @@ async function rtuRate(bus: Bus, ms: number): Promise<number> {
   return (n * 125 * 1000) / (performance.now() - t0);
 }
 
-/** 125-register reads back to back over TCP with modbus-serial alone (no queue, no decoding). */
-async function bareTcpRate(port: number, ms: number): Promise<number> {
-  const c = new ModbusRTU.default();
-  await c.connectTCP("127.0.0.1", { port });
-  c.setID(1);
-  c.setTimeout(2000);
-  await c.readHoldingRegisters(40000, 125);
-  let n = 0;
-  const t0 = performance.now();
-  while (performance.now() - t0 < ms) {
-    await c.readHoldingRegisters(40000, 125);
-    n++;
-  }
-  const rate = (n * 125 * 1000) / (performance.now() - t0);
-  await new Promise<void>((r) => c.close(() => r()));
-  return rate;
-}
+type Client = InstanceType<typeof ModbusRTU.default>;
 
-/** 125-register reads back to back with modbus-serial alone (no queue, no gap). */
-async function bareRtuRate(path: string, baud: number, ms: number): Promise<number> {
+/** 125-register reads back to back with modbus-serial alone (no queue, no gap, no decoding). */
+async function bareRate(connect: (c: Client) => Promise<void>, ms: number): Promise<number> {
   const c = new ModbusRTU.default();
-  await c.connectRTUBuffered(path, { baudRate: baud });
+  await connect(c);
   c.setID(1);
   c.setTimeout(2000);
   await c.readHoldingRegisters(40000, 125);
@@ -131,7 +115,7 @@ const bench: BenchFn = async (ctx) => {
     // mbpoll cannot poll faster than every 11 ms, so it says little about the engine itself.
     // The poll path above reads only the 52 registers the profile needs (two requests), so
     // compare the bus with a bare modbus-serial loop on the same request shape: 125 registers.
-    const bare = await bareTcpRate(sim.tcpPorts[0], ms);
+    const bare = await bareRate((c) => c.connectTCP("127.0.0.1", { port: sim.tcpPorts[0] }), ms);
     const bus125 = new Bus({ kind: "tcp", host: "127.0.0.1", port: sim.tcpPorts[0] }, silentLogger());
     await bus125.read(1, "holding", 40000, 125);
     let n = 0;
@@ -173,7 +157,7 @@ const bench: BenchFn = async (ctx) => {
       if (baud === 115200) {
         // What a bare modbus-serial loop gets over the same pty: the part of the gap to the
         // line rate that is the pty and the event loops, not our bus.
-        const bare = await bareRtuRate(join(dir, "gw"), baud, ms);
+        const bare = await bareRate((c) => c.connectRTUBuffered(join(dir, "gw"), { baudRate: baud }), ms);
         rows.push({ name: `RTU ${baud} baud, bus vs bare client`, value: got, unit: "registers/s", reference: bare, ratio: got / bare, note: "bare modbus-serial read loop, same pty" });
       }
     } finally {
