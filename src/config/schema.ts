@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
+import { scheduleSchema } from "./schedule-schema.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -72,6 +73,17 @@ export const configSchema = z.strictObject({
     })
     .default({ poll_interval_ms: 1000, retention_max_mb: 512 }),
   devices: z.array(deviceConfigSchema).default([]),
+  /** Local recurring dispatch events (DESIGN B4), at priority 100 below every partner event. */
+  schedules: z
+    .array(scheduleSchema)
+    .default([])
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((s, i) => {
+        if (seen.has(s.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: `schedule name "${s.name}" appears twice` });
+        seen.add(s.name);
+      });
+    }),
 });
 
 export type Config = z.infer<typeof configSchema>;
