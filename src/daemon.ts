@@ -11,7 +11,7 @@ import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { configureDevices } from "./devices/configure.js";
+import { ConfigDevices } from "./devices/config-devices.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
@@ -59,7 +59,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
   const connector = new ModbusConnector(modbus.pool);
 
-  // == device registry (persisted; applies config.devices at start) ==
+  // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
   // == sample store + uplink (outbox, data push) ==
@@ -83,28 +83,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   };
   const poller = add(new Poller(registry, sink, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
-  // Devices listed in the config file are configured at start, like a configure request,
-  // in the background: a device that does not answer does not hold up the gateway.
-  let applying: Promise<unknown> = Promise.resolve();
-  add({
-    name: "config-devices",
-    start() {
-      if (config.devices.length === 0) return;
-      const dlog = log.child({ part: "config-devices" });
-      applying = configureDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: dlog }).then(
-        (results) => {
-          for (const r of results) {
-            if (r.status === "accepted") dlog.info({ device_id: r.device_id }, r.message);
-            else dlog.warn({ device_id: r.device_id, code: r.code }, r.message);
-          }
-        },
-        (e) => dlog.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"),
-      );
-    },
-    async stop() {
-      await applying;
-    },
-  });
+  // Devices listed in the config file: applied at start when changed since last applied,
+  // in the background (a device that does not answer does not hold up the gateway).
+  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: log.child({ part: "config-devices" }) }));
 
   // == dispatch: the durable timeline, execution through the profiles, execution responses ==
   let execKeyNs = "";
