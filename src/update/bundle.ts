@@ -30,6 +30,8 @@ export function stageRelease(o: StageOptions): void {
   if (!existsSync(join(dist, "cli.js"))) throw new Error(`${dist}/cli.js is missing; build first (tsc)`);
   mkdirSync(join(o.stageDir, "dist"), { recursive: true });
   cpSync(dist, join(o.stageDir, "dist", "src"), { recursive: true });
+  // data files the code reads from the source tree (every non-TypeScript file under src/: the built-in profiles)
+  cpSync(join(o.projectDir, "src"), join(o.stageDir, "src"), { recursive: true, filter: (p) => !p.endsWith(".ts") });
   const pkg = JSON.parse(readFileSync(join(o.projectDir, "package.json"), "utf8")) as Record<string, unknown>;
   pkg.version = o.version;
   delete pkg.devDependencies;
