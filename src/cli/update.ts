@@ -101,7 +101,7 @@ const command: Command = {
             const p = s.pending;
             say(
               p
-                ? `pending:  ${p.version} ${p.phase === "rollback" ? `rolling back (${p.reason})` : `${p.healthy ? "healthy, kept at the next check" : "waiting for health"}; start ${p.starts} of ${p.max_starts}; deadline ${p.deadline_at}`}`
+                ? `pending:  ${p.version} ${p.phase === "rollback" ? `rolling back (${p.reason})` : `${p.phase === "installing" ? "being installed" : p.healthy ? "healthy, kept at the next check" : "waiting for health"}; start ${p.starts} of ${p.max_starts}; deadline ${p.deadline_at}`}`
                 : "pending:  none",
             );
             if (s.last) say(`last:     ${s.last.version} ${s.last.result} at ${s.last.at}${s.last.reason ? ` (${s.last.reason})` : ""}`);

@@ -11,6 +11,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { tmpdir } from "node:os";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys, openBundle, sha256OfRange, type Manifest } from "./bundle-format.js";
@@ -28,10 +29,14 @@ export interface Pending {
   data_dir: string;
   applied_at: string;
   deadline_at: string;
+  /** each start of the pending release must bring the marker within this many seconds */
+  health_timeout_s: number;
   starts: number;
   max_starts: number;
-  /** gating: waiting for the marker; rollback: the next check switches back */
-  phase: "gating" | "rollback";
+  /** installing: apply has not switched yet; gating: waiting for the marker; rollback: the next check switches back */
+  phase: "installing" | "gating" | "rollback";
+  /** the apply process (pid and kernel boot id) while installing */
+  installer?: { pid: number; boot_id: string };
   reason?: string;
   backup_checked: boolean;
   backup: string | null;
@@ -100,7 +105,7 @@ function restart(ctl: ServiceControl, say: Say): void {
 }
 
 /** Test hook: SITEGATE_UPDATE_HOOK=<point> makes apply write SITEGATE_UPDATE_HOOK_FILE at that point and wait forever (to be killed). */
-async function hook(point: "unpack" | "unpacked" | "switched", ready: () => boolean = () => true): Promise<void> {
+async function hook(point: "unpack" | "unpacked" | "pending" | "switched", ready: () => boolean = () => true): Promise<void> {
   if (process.env.SITEGATE_UPDATE_HOOK !== point) return;
   while (!ready()) await new Promise((r) => setTimeout(r, 10));
   writeFileSync(process.env.SITEGATE_UPDATE_HOOK_FILE ?? "/dev/stderr", point + "\n");
@@ -127,7 +132,8 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
   let downloaded: string | null = null;
   if (/^[a-z]+:\/\//i.test(source)) {
     if (!source.startsWith("https://")) throw new BundleRefused(`refused: only https:// URLs are fetched (${source})`);
-    downloaded = join(l.releases, `.download-${randomBytes(4).toString("hex")}`);
+    // outside <root>: a refused download leaves the install untouched
+    downloaded = join(tmpdir(), `sitegate-download-${randomBytes(4).toString("hex")}.bundle`);
     await download(source, downloaded);
     file = downloaded;
   }
@@ -159,8 +165,16 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
   if (m.payload_size !== b.payloadSize || (await sha256OfRange(file, b.payloadOffset, b.payloadSize)) !== m.payload_sha256) {
     throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
   }
-  const st = readState(l);
-  if (st.pending) throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${st.pending.phase === "gating" ? "waiting for its health check" : "being rolled back"}; see \`sitegate update status\``);
+  let st = readState(l);
+  if (st.pending?.phase === "installing") {
+    // an apply that died before its switch leaves this; the check drops it (or keeps waiting while that apply runs)
+    await checkUpdate({ root: o.root, timer: true, restartCmd: "", say: o.say });
+    st = readState(l);
+  }
+  if (st.pending) {
+    const what = { installing: "being installed by another apply", gating: "waiting for its health check", rollback: "being rolled back" }[st.pending.phase];
+    throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${what}; see \`sitegate update status\``);
+  }
   const cur = linkedVersion(l.current);
   if (cur !== null) {
     const cmp = compareVersions(m.version, cur);
@@ -194,6 +208,7 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
   await hook("unpacked");
 
   removeHealthMarker(o.dataDir, m.version);
+  removeOldBackups(o.dataDir);
   const target = `releases/${m.version}`;
   if (cur === null) {
     // first install: nothing to fall back to, so no gate
@@ -201,23 +216,29 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
     symlinkAtomic(target, l.current);
   } else {
     const now = Date.now();
-    writeState(l, {
-      pending: {
-        version: m.version,
-        previous: cur,
-        data_dir: o.dataDir,
-        applied_at: new Date(now).toISOString(),
-        deadline_at: new Date(now + o.healthTimeoutS * 1000).toISOString(),
-        starts: 0,
-        max_starts: o.maxStarts,
-        phase: "gating",
-        backup_checked: false,
-        backup: null,
-      },
-      last: st.last,
-    });
+    const pending: Pending = {
+      version: m.version,
+      previous: cur,
+      data_dir: o.dataDir,
+      applied_at: new Date(now).toISOString(),
+      deadline_at: new Date(now + o.healthTimeoutS * 1000).toISOString(),
+      health_timeout_s: o.healthTimeoutS,
+      starts: 0,
+      max_starts: o.maxStarts,
+      phase: "installing",
+      installer: { pid: process.pid, boot_id: bootId() },
+      backup_checked: false,
+      backup: null,
+    };
+    // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
+    // after a power cut here (current still the old release) drops it
+    writeState(l, { pending, last: st.last });
+    await hook("pending");
     symlinkAtomic(`releases/${cur}`, l.previous);
     symlinkAtomic(target, l.current);
+    pending.phase = "gating";
+    delete pending.installer;
+    writeState(l, { pending, last: st.last });
   }
   o.say(`installed ${dest}; current -> ${target}`);
   await hook("switched");
@@ -272,7 +293,11 @@ export async function checkUpdate(o: CheckOptions): Promise<CheckResult> {
   if (!p) return "idle";
   const now = o.now ?? Date.now();
   const cur = linkedVersion(l.current);
-  if (p.phase === "gating" && cur !== p.version) {
+  if (p.phase === "installing") {
+    if (cur === p.version) p.phase = "gating"; // apply died right after its switch
+    else if (p.installer && p.installer.boot_id === bootId() && alive(p.installer.pid)) return "gating";
+  }
+  if (p.phase === "installing" || (p.phase === "gating" && cur !== p.version)) {
     // the switch never happened (power cut during apply) or someone switched by hand
     writeState(l, { pending: null, last: outcome(p, "abandoned", `current is ${cur}, not ${p.version}`, now) });
     o.say(`update to ${p.version} abandoned: current is ${cur}`);
@@ -310,9 +335,35 @@ export async function checkUpdate(o: CheckOptions): Promise<CheckResult> {
     if (p.backup) o.say(`database backed up to ${p.backup} (release ${p.version} brings new migrations)`);
   }
   p.starts++;
+  // the window is per start: a reboot or a long outage in between does not eat it
+  p.deadline_at = new Date(now + (p.health_timeout_s ?? 300) * 1000).toISOString();
   writeState(l, st);
   o.say(`release ${p.version}: start ${p.starts} of ${p.max_starts}, healthy by ${p.deadline_at} or rolled back`);
   return "gating";
+}
+
+function bootId(): string {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Backups belong to the update they were taken for; a new update makes them stale. */
+function removeOldBackups(dataDir: string): void {
+  const dir = join(dataDir, "update");
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
 }
 
 function outcome(p: Pending, result: Outcome["result"], reason: string | undefined, now: number): Outcome {
@@ -415,6 +466,7 @@ export async function requestRollback(o: ServiceControl & { root: string; say: S
         data_dir: last?.data_dir ?? "",
         applied_at: new Date().toISOString(),
         deadline_at: new Date().toISOString(),
+        health_timeout_s: 0,
         starts: 0,
         max_starts: 0,
         phase: "rollback",

@@ -16,6 +16,9 @@ import { FakeService, fakeBundle, makeKeys, serving, snapshotTree, startsOf, sta
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { testConfigInput } from "../support/config.js";
+import { testCert } from "../support/tls.js";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
 
 const OTHER_ARCH = process.arch === "x64" ? "arm64" : "x64";
 
@@ -141,7 +144,9 @@ function assertStartable(env: UpdateEnv): string {
   return r.stdout.trim();
 }
 
-for (const point of ["unpack", "unpacked", "switched"] as const) {
+// unpack: half-way through tar; unpacked: release renamed into place; pending: state written,
+// symlinks not yet switched; switched: current points at the new release, before the restart
+for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
   test(`kill -9 during apply at "${point}" leaves a release that starts`, async () => {
     await withInstalled(async (env, dir) => {
       const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "new.bundle"), padFiles: point === "unpack" ? 200 : 0 });
@@ -173,6 +178,7 @@ for (const point of ["unpack", "unpacked", "switched"] as const) {
         } else {
           // the interrupted install can simply be done again
           assert.equal(status(env).pending, null);
+          if (point === "pending") assert.equal(status(env).last?.result, "abandoned", "the half-made update was dropped at the next start");
           const r = update(env, ["apply", b]);
           assert.equal(r.status, 0, r.stderr);
           assert.deepEqual(readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".")), [], "no half-unpacked leftovers");
@@ -222,6 +228,45 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
       assert.equal(status(env).last.result, "rolled back");
     } finally {
       await svc.stop();
+    }
+  });
+});
+
+test("apply fetches a bundle over https and refuses plain http", async () => {
+  await withInstalled(async (env, dir) => {
+    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "net.bundle") });
+    const cert = testCert();
+    const server = createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+      if (req.url === "/sitegate-0.2.0.bundle") res.end(readFileSync(b));
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as AddressInfo).port;
+    // the server runs in this process, so the CLI must run without blocking it
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((res) => {
+        const c = spawn(process.execPath, [CLI, "update", ...args], {
+          env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", NODE_EXTRA_CA_CERTS: cert.certFile },
+        });
+        let out = "";
+        c.stdout.on("data", (d) => (out += d));
+        c.stderr.on("data", (d) => (out += d));
+        c.once("exit", (code) => res({ code, out }));
+      });
+    try {
+      const before = snapshotTree(env.root);
+      let r = await run(["apply", `http://127.0.0.1:${port}/sitegate-0.2.0.bundle`]);
+      assert.equal(r.code, 2, r.out);
+      assert.match(r.out, /only https:\/\//);
+      r = await run(["apply", `https://127.0.0.1:${port}/missing.bundle`]);
+      assert.equal(r.code, 1, r.out);
+      assert.match(r.out, /HTTP 404/);
+      assert.equal(snapshotTree(env.root), before, "failed downloads leave nothing behind");
+      r = await run(["apply", `https://127.0.0.1:${port}/sitegate-0.2.0.bundle`]);
+      assert.equal(r.code, 0, r.out);
+      assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0");
+    } finally {
+      server.close();
     }
   });
 });
