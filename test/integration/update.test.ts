@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import { stringify } from "yaml";
@@ -269,4 +270,14 @@ test("apply fetches a bundle over https and refuses plain http", async () => {
       server.close();
     }
   });
+});
+
+test("the units run the current release, gate it from the previous one before every start, and time the deadline", () => {
+  const dir = join(fileURLToPath(import.meta.url), "../../../../systemd");
+  const unit = readFileSync(join(dir, "sitegate.service"), "utf8").split("\n");
+  const pre = unit.filter((l) => l.startsWith("ExecStartPre="));
+  assert.match(pre[0] ?? "", /^ExecStartPre=-\+\/usr\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/, "the gate runs first, as root, from the previous release, never blocking the start");
+  assert.ok(unit.some((l) => /^ExecStart=\/usr\/bin\/node \/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)));
+  assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
+  assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
 });
