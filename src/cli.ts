@@ -27,6 +27,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
   update: async () => (await import("./cli/update.js")).default,
+  events: async () => (await import("./cli/events.js")).default,
 };
 
 function help(): string {

@@ -20,6 +20,7 @@ import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
 import { opsRoutes, type MetricsSource } from "./ops.js";
+import { drRoutes, type DispatchApi } from "./dr.js";
 
 export const BODY_LIMIT = 256 * 1024;
 
@@ -31,6 +32,7 @@ export interface ApiDeps {
   health: HealthView;
   profiles: ProfileRegistry;
   metrics: MetricsSource;
+  dispatch: DispatchApi;
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;
@@ -91,6 +93,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
 
   await app.register(tokenRoutes(ctx));
   await app.register(gatewayRoutes(ctx));
+  await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
   return app;
