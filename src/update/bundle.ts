@@ -67,6 +67,8 @@ function keep(rel: string, native: boolean, arch: string): boolean {
   const parts = rel.split(sep);
   if (parts[0] === "node_modules") return false;
   if (parts.some((p) => p === ".github" || p === "test" || p === "tests")) return false;
+  // types, source maps and docs are not run (about a third of the tree)
+  if (/\.(d\.[mc]?ts|[mc]?ts|map|md|markdown)$/i.test(parts[parts.length - 1])) return false;
   const pb = parts.indexOf("prebuilds");
   if (pb >= 0 && parts.length > pb + 1 && !parts[pb + 1].startsWith(`linux-${arch}`)) return false;
   if (native) {
