@@ -6,8 +6,8 @@
 //   <root>/state/update.json                the pending release and the last outcome
 // A pending release must write its health marker (<data_dir>/update/healthy-<version>)
 // within the deadline and within max_starts starts; otherwise the next `update check`
-// switches `current` back, restores the database backup taken before the new release's
-// first start, and the previous release runs again.
+// switches `current` back, restores the database backup that apply took (when the new
+// release brings migrations), and the previous release runs again.
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -38,7 +38,7 @@ export interface Pending {
   /** the apply process (pid and kernel boot id) while installing */
   installer?: { pid: number; boot_id: string };
   reason?: string;
-  backup_checked: boolean;
+  /** VACUUM INTO copy taken by apply when the new release brings migrations */
   backup: string | null;
 }
 
@@ -209,6 +209,11 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
 
   removeHealthMarker(o.dataDir, m.version);
   removeOldBackups(o.dataDir);
+  // Taken here, not at the first start: a large database on an SD card can take longer
+  // than systemd grants a start. Rows written by the old release from now until the
+  // restart are not in it.
+  const backup = cur === null ? null : await backupIfMigrating(o.dataDir, m);
+  if (backup) o.say(`database backed up to ${backup} (release ${m.version} brings new migrations)`);
   const target = `releases/${m.version}`;
   if (cur === null) {
     // first install: nothing to fall back to, so no gate
@@ -227,8 +232,7 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
       max_starts: o.maxStarts,
       phase: "installing",
       installer: { pid: process.pid, boot_id: bootId() },
-      backup_checked: false,
-      backup: null,
+      backup,
     };
     // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
     // after a power cut here (current still the old release) drops it
@@ -328,12 +332,6 @@ export async function checkUpdate(o: CheckOptions): Promise<CheckResult> {
     await rollbackNow(l, st, now, o.say);
     return "rolled back";
   }
-  // a start of the pending release: back up the database before it can migrate
-  if (!p.backup_checked) {
-    p.backup = await backupIfMigrating(p, join(l.releases, p.version, "manifest.json"));
-    p.backup_checked = true;
-    if (p.backup) o.say(`database backed up to ${p.backup} (release ${p.version} brings new migrations)`);
-  }
   p.starts++;
   // the window is per start: a reboot or a long outage in between does not eat it
   p.deadline_at = new Date(now + (p.health_timeout_s ?? 300) * 1000).toISOString();
@@ -390,10 +388,9 @@ async function rollbackNow(l: Layout, st: UpdateState, now: number, say: Say): P
 }
 
 /** VACUUM INTO a backup when the new release's manifest lists migrations the database has not run. */
-async function backupIfMigrating(p: Pending, manifestFile: string): Promise<string | null> {
-  const db = join(p.data_dir, DB_FILE);
-  if (!existsSync(db) || !existsSync(manifestFile)) return null;
-  const m = JSON.parse(readFileSync(manifestFile, "utf8")) as Manifest;
+async function backupIfMigrating(dataDir: string, m: Manifest): Promise<string | null> {
+  const db = join(dataDir, DB_FILE);
+  if (!existsSync(db)) return null;
   const { default: Database } = await import("better-sqlite3");
   const conn = new Database(db, { fileMustExist: true });
   try {
@@ -405,9 +402,9 @@ async function backupIfMigrating(p: Pending, manifestFile: string): Promise<stri
       /* no schema_migrations yet: every migration is new */
     }
     if (!Object.entries(m.migrations ?? {}).some(([mod, v]) => v > (have[mod] ?? 0))) return null;
-    const dir = join(p.data_dir, "update");
+    const dir = join(dataDir, "update");
     mkdirSync(dir, { recursive: true });
-    const out = join(dir, `backup-before-${p.version}.db`);
+    const out = join(dir, `backup-before-${m.version}.db`);
     const tmp = out + ".tmp";
     rmSync(tmp, { force: true });
     conn.prepare("VACUUM INTO ?").run(tmp);
@@ -417,7 +414,7 @@ async function backupIfMigrating(p: Pending, manifestFile: string): Promise<stri
     return out;
   } finally {
     conn.close();
-    matchOwner(p.data_dir, [join(p.data_dir, "update"), db, db + "-wal", db + "-shm", join(p.data_dir, "update", `backup-before-${p.version}.db`)]);
+    matchOwner(dataDir, [join(dataDir, "update"), db, db + "-wal", db + "-shm", join(dataDir, "update", `backup-before-${m.version}.db`)]);
   }
 }
 
@@ -471,7 +468,6 @@ export async function requestRollback(o: ServiceControl & { root: string; say: S
         max_starts: 0,
         phase: "rollback",
         reason: "rollback requested by the operator",
-        backup_checked: true,
         backup: last?.backup ?? null,
       },
       last: st.last,
