@@ -127,7 +127,6 @@ export interface ApplyOptions extends ServiceControl {
 /** Verifies a bundle (signature, arch, Node.js, payload hash, version) and installs it. Throws BundleRefused before changing anything. */
 export async function applyBundle(source: string, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
   const l = layout(o.root);
-  mkdirSync(l.releases, { recursive: true });
   let file = source;
   let downloaded: string | null = null;
   if (/^[a-z]+:\/\//i.test(source)) {
@@ -184,6 +183,7 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
 
   // Nothing has changed so far. From here on every step leaves `current` at a complete release.
+  mkdirSync(l.releases, { recursive: true });
   pruneReleases(l);
   const tmp = join(l.releases, `.tmp-${m.version}-${randomBytes(4).toString("hex")}`);
   mkdirSync(tmp);
