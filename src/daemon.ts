@@ -15,7 +15,7 @@ import { configureDevices } from "./devices/configure.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
-import type { MetricsSource } from "./api/ops.js";
+import type { MetricsSource } from "./api/context.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */

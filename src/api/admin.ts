@@ -6,7 +6,7 @@ import { integrationName, type DeviceConfig } from "../config/device-schema.js";
 import { issuesToDetails } from "../config/issues.js";
 import { configureDevices } from "../devices/configure.js";
 import type { ErrorDetail } from "../errors.js";
-import type { ApiContext } from "./server.js";
+import type { ApiContext } from "./context.js";
 import { badRequest, forbidden, HttpError, notFound, unauthorized } from "./errors.js";
 import { configureBody, configureQuery } from "./schemas.js";
 

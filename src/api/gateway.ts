@@ -2,7 +2,7 @@
 // (403), X-API-Key (401), then the site (404). Device sync lives here; dispatch (/dr)
 // plugs in beside it with the same guard.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import type { ApiContext } from "./server.js";
+import type { ApiContext } from "./context.js";
 import type { RegisteredDevice } from "../devices/types.js";
 import { forbidden, notFound, unauthorized } from "./errors.js";
 

@@ -5,15 +5,10 @@ import { BlockList } from "node:net";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { VERSION } from "../version.js";
-import type { ApiContext } from "./server.js";
+import type { ApiContext, MetricsSource } from "./context.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
-
-/** What /metrics and /healthz report; each part contributes its counters. */
-export interface MetricsSource {
-  gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
-}
 
 function prometheus(src: MetricsSource): string {
   const lines: string[] = [];

@@ -4,42 +4,19 @@
 import { readFileSync } from "node:fs";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
-import type { Config } from "../config/schema.js";
 import type { Part } from "../lifecycle.js";
-import type { Logger } from "../log.js";
 import { SitegateError } from "../errors.js";
 import { isStorageUnavailable } from "../storage/db.js";
-import type { StoragePart } from "../storage/part.js";
-import type { DeviceRegistry } from "../devices/registry.js";
-import type { DeviceConnector, HealthView } from "../devices/types.js";
-import type { ProfileRegistry } from "../profiles/registry.js";
 import { HttpError, fromSitegateError } from "./errors.js";
 import { splitHostPort, urlHost } from "../util/process.js";
 import { Credentials, TokenStore } from "./auth.js";
 import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
-import { opsRoutes, type MetricsSource } from "./ops.js";
+import { opsRoutes } from "./ops.js";
+import type { ApiContext, ApiDeps } from "./context.js";
 
 export const BODY_LIMIT = 256 * 1024;
-
-export interface ApiDeps {
-  config: Config;
-  storage: StoragePart;
-  registry: DeviceRegistry;
-  connector: DeviceConnector;
-  health: HealthView;
-  profiles: ProfileRegistry;
-  metrics: MetricsSource;
-  log: Logger;
-  /** Clock for token expiry; tests move it. */
-  now?: () => number;
-}
-
-export interface ApiContext extends ApiDeps {
-  credentials: Credentials;
-  tokens: TokenStore;
-}
 
 export function isTokenRoute(req: FastifyRequest): boolean {
   return req.url.split("?")[0] === "/connect/token";

@@ -2,7 +2,7 @@
 // section 4.3), answered per RFC 6749 5.1 / 5.2.
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { isStorageUnavailable } from "../storage/db.js";
-import type { ApiContext } from "./server.js";
+import type { ApiContext } from "./context.js";
 import { HttpError } from "./errors.js";
 import { tokenForm } from "./schemas.js";
 
