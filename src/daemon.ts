@@ -10,6 +10,8 @@ import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
+import { DriverPool } from "./devices/pool.js";
+import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { configureDevices } from "./devices/configure.js";
 import { errorMessage } from "./errors.js";
@@ -45,9 +47,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   };
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
 
-  // == modbus engine (buses, transports) ==
-  const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
-  const connector = new ModbusConnector(modbus.pool);
+  // == modbus engine (buses, transports); device drivers on its buses, by profile ==
+  const modbus = add(new ModbusEngine(log.child({ part: "modbus" })));
+  const profiles = builtinProfiles();
+  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
+  const connector = new ModbusConnector(pool);
 
   // == device registry (persisted; applies config.devices at start) ==
   const registry = add(new DeviceRegistry(storage));
@@ -59,7 +63,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
 
   // == telemetry poller ==
-  const poller = add(new Poller(registry, samples, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  const poller = add(new Poller(registry, samples, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
   // Devices listed in the config file are configured at start, like a configure request,
   // in the background: a device that does not answer does not hold up the gateway.
@@ -108,7 +112,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, log: log.child({ part: "api" }), now: opts.now }));
 
   return {
     config,
