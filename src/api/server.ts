@@ -1,6 +1,7 @@
 // The HTTPS API as a lifecycle part: fastify with the TLS files of the config, a 256 KiB
 // body limit, JSON and form bodies only, a per-source rate limit, one error body for
-// every failure, and the feature routes (token, gateway, admin, ops) as plugins.
+// every failure, authentication before any body is read (guard.ts), and the feature
+// routes (token, gateway, admin, ops) as plugins.
 import { readFileSync } from "node:fs";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
@@ -10,6 +11,7 @@ import { isStorageUnavailable } from "../storage/db.js";
 import { HttpError, fromSitegateError } from "./errors.js";
 import { splitHostPort, urlHost } from "../util/process.js";
 import { Credentials, TokenStore } from "./auth.js";
+import { installGuards } from "./guard.js";
 import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
@@ -41,6 +43,9 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
     timeWindow: 60_000,
     errorResponseBuilder: (_req, c) => new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });
+
+  // After the rate limit (its onRoute hook runs first), before every route.
+  installGuards(app, ctx);
 
   app.setErrorHandler((err, req, reply) => {
     let h: HttpError;
