@@ -1,11 +1,12 @@
 // Authentication before parsing (src/api/guard.ts): whatever body an unauthenticated caller
 // sends, huge, malformed or of the wrong type, the answer is 401 or 403, never 400, 413 or
-// 415. The real daemon over real HTTPS.
+// 415; and the token endpoint's client_id by HTTP Basic (RFC 6749 2.3.1). The real daemon
+// over real HTTPS.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, configurePath, type Gateway } from "../support/gateway.js";
-import { testConfigInput } from "../support/config.js";
+import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
 async function withGateway(fn: (gw: Gateway) => Promise<void>, over: (dir: string) => Parameters<typeof startGateway>[1] = () => ({})): Promise<void> {
   await withTmpDir(async (dir) => {
@@ -85,4 +86,38 @@ test("webhook route: a source off the allowlist gets 403 for a huge or malformed
     },
     (dir) => ({ auth: { ...testConfigInput(dir).auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } }),
   );
+});
+
+test("token: client_id by HTTP Basic with an empty secret; a mismatch with the form or a secret is invalid_client", async () => {
+  await withGateway(async (gw) => {
+    const basic = (user: string, secret = "") => ({ authorization: `Basic ${Buffer.from(`${encodeURIComponent(user)}:${secret}`).toString("base64")}` });
+    const creds = { grant_type: "password", username: "partner", password: TEST_PASSWORD };
+    const token = async (headers: Record<string, string>, form: Record<string, string>) => gw.call("POST", "/connect/token", { headers, form });
+
+    const viaBasic = await token(basic("partner-portal"), creds);
+    assert.equal(viaBasic.status, 200, viaBasic.text);
+    assert.equal(viaBasic.json.token_type, "Bearer");
+    const works = await gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${viaBasic.json.access_token}` }, body: { devices: [] } });
+    assert.equal(works.status, 400, "the token is accepted (the empty body is what is refused)");
+    assert.equal((await token(basic("partner-portal"), { ...creds, client_id: "partner-portal" })).status, 200, "the same client_id in both places");
+
+    const refused: Array<[string, Record<string, string>, Record<string, string>]> = [
+      ["Basic and form client_id differ", basic("partner-portal"), { ...creds, client_id: "someone-else" }],
+      ["Basic names another client", basic("someone-else"), creds],
+      ["Basic carries a secret", basic("partner-portal", "s3cret"), creds],
+      ["Basic is not base64", { authorization: "Basic %%%" }, { ...creds, client_id: "partner-portal" }],
+      ["Basic has no colon", { authorization: `Basic ${Buffer.from("partner-portal").toString("base64")}` }, creds],
+    ];
+    for (const [what, headers, form] of refused) {
+      const r = await token(headers, form);
+      assert.equal(r.status, 401, `${what}: ${r.text}`);
+      assert.equal(r.json.error, "invalid_client", what);
+      assert.match(String(r.headers["www-authenticate"]), /^Basic/, what);
+      assert.equal(r.headers["cache-control"], "no-store", what);
+    }
+    const neither = await token({}, creds);
+    assert.equal(neither.status, 400);
+    assert.equal(neither.json.error, "invalid_request");
+    assert.match(neither.json.error_description, /client_id/);
+  });
 });
