@@ -7,11 +7,18 @@ import type { StoragePart } from "../storage/part.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
+import type { DispatchRequest } from "../dispatch/request.js";
+import type { Receipt } from "../dispatch/dispatcher.js";
 import type { Credentials, TokenStore } from "./auth.js";
 
 /** What /metrics and /healthz report; each part contributes its counters. */
 export interface MetricsSource {
   gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
+}
+
+/** What the /dr route needs of dispatch: the same call the MQTT command will use. */
+export interface DispatchApi {
+  submit(req: DispatchRequest): Receipt[];
 }
 
 export interface ApiDeps {
@@ -22,6 +29,7 @@ export interface ApiDeps {
   health: HealthView;
   profiles: ProfileRegistry;
   metrics: MetricsSource;
+  dispatch: DispatchApi;
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;

@@ -16,6 +16,7 @@ import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
 import { opsRoutes } from "./ops.js";
+import { drRoutes } from "./dr.js";
 import type { ApiContext, ApiDeps } from "./context.js";
 
 export const BODY_LIMIT = 256 * 1024;
@@ -73,6 +74,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
 
   await app.register(tokenRoutes(ctx));
   await app.register(gatewayRoutes(ctx));
+  await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
   return app;
