@@ -66,6 +66,7 @@ test("webhook routes: an unauthenticated huge or malformed body to /dr or to any
     const elsewhere = await gw.call("POST", "/v1/api/gateway/site-999/dr", { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: HUGE });
     assertError(elsewhere, 404, "not_found", "10 MiB JSON, valid key, another site");
     assertError(await gw.call("POST", DR, { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: HUGE }), 413, "payload_too_large", "10 MiB JSON, valid key");
+    assertError(await gw.call("POST", DR, { headers: gw.apiKeyHeaders, body: {} }), 400, "invalid_request", "the /dr route itself validates an authenticated body");
     // A path under the prefix that no route serves is guarded the same way, then 404.
     const nowhere = "/v1/api/gateway/site-001/no-such-route";
     assertError(await gw.call("POST", nowhere, { headers: JSON_TYPE, raw: HUGE }), 401, "unauthorized", "no route, 10 MiB JSON, no key");
