@@ -4,8 +4,7 @@
 // event rejects it, with a path per problem), then receipts that are committed before the
 // answer.
 import type { FastifyPluginAsync } from "fastify";
-import { issuesToDetails } from "../config/issues.js";
-import { dispatchRequest } from "../dispatch/request.js";
+import { validateDispatch } from "../dispatch/request.js";
 import type { ApiContext } from "./context.js";
 import { requireJson } from "./admin.js";
 import { badRequest } from "./errors.js";
@@ -14,9 +13,9 @@ export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, async (req) => {
       requireJson(req);
-      const parsed = dispatchRequest.safeParse(req.body);
-      if (!parsed.success) throw badRequest("the dispatch request is invalid; nothing was stored", issuesToDetails(parsed.error.issues));
-      return ctx.dispatch.submit(parsed.data);
+      const v = validateDispatch(req.body);
+      if (!v.ok) throw badRequest("the dispatch request is invalid; nothing was stored", v.details);
+      return ctx.dispatch.submit(v.data);
     });
   };
 }
