@@ -7,6 +7,7 @@
 //   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/    (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
+//   update        update/: signed release bundles, install, rollback, the health marker (files only)
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs
 //   profiles      profiles/: profile schema and registry (formats issues with config/)
 //   config-load   config/load.ts: reads a config file and checks its devices against the profiles
@@ -30,6 +31,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
+  ["update", ["update/"]],
   ["modbus", ["modbus/"]],
   ["profiles", ["profiles/"]],
   ["config-load", ["config/load.ts"]],
