@@ -18,7 +18,7 @@
 //   webhook  source IP (403), X-API-Key (401), API version and site_id (404)
 //   admin    bearer token (401), organizationId and moleculeId present (400),
 //            organizationId (403), moleculeId (404)
-// then, once authenticated, fastify parses the body: size (413), content type (415), and
+// then, once authenticated, fastify parses the body: content type (415), size (413), and
 // the route validates it (400).
 import type { Server } from "node:https";
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from "fastify";
