@@ -19,6 +19,7 @@ import type { BenchFn, BenchRow } from "./types.js";
 import { startSim } from "../../hw-sim/sim.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
+import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { startGateway } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { POLL_MS, rigConfig, siteScenario, startSink, waitPaired } from "../support/dispatch.js";
@@ -160,7 +161,11 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     const seen: Array<{ at: number; ts: number; power_w: number }> = [];
     let plan: Planned[] = [];
     try {
-      await waitPaired(gw, 4);
+      await waitPaired(gw, 4).catch((e: Error) => {
+        const reg = gw.daemon.part<DeviceRegistry>("registry").list().map((d) => `${d.config.device_id}:${d.fully_configured}`);
+        const reqs = Object.entries(site.state().devices).map(([k, v]) => `${k}:${v.requests}`);
+        throw new Error(`${e.message}; registry [${reg.join(" ")}]; simulator requests [${reqs.join(" ")}]`);
+      });
       const dispatch = gw.daemon.part<Dispatcher>("dispatch");
       const observe = dispatch.observe.bind(dispatch);
       dispatch.observe = (s: Snapshot) => {
