@@ -3,8 +3,7 @@
 // request (one bad event rejects it, with a path per problem), then receipts that are
 // committed before the answer.
 import type { FastifyPluginAsync } from "fastify";
-import { issuesToDetails } from "../config/issues.js";
-import { dispatchRequest, type DispatchRequest } from "../dispatch/request.js";
+import { validateDispatch, type DispatchRequest } from "../dispatch/request.js";
 import type { Receipt } from "../dispatch/dispatcher.js";
 import type { ApiContext } from "./server.js";
 import { webhookGuard } from "./gateway.js";
@@ -21,9 +20,9 @@ export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
     const guard = webhookGuard(ctx);
     app.post<{ Params: { version: string; site: string } }>("/:version/api/gateway/:site/dr", { preHandler: guard }, async (req) => {
       requireJson(req);
-      const parsed = dispatchRequest.safeParse(req.body);
-      if (!parsed.success) throw badRequest("the dispatch request is invalid; nothing was stored", issuesToDetails(parsed.error.issues));
-      return ctx.dispatch.submit(parsed.data);
+      const v = validateDispatch(req.body);
+      if (!v.ok) throw badRequest("the dispatch request is invalid; nothing was stored", v.details);
+      return ctx.dispatch.submit(v.data);
     });
   };
 }
