@@ -199,6 +199,8 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
       await gw.stop();
     }
 
+    // performance.now() against the wall clock after the run: 0..1 ms (Date.now() truncates) means no drift.
+    ctx.log(`clock check after the run: aligned clock - Date.now() = ${(wall() - Date.now()).toFixed(2)} ms`);
     const late: number[] = [];
     const simAt: number[] = [];
     const deliver: number[] = [];
