@@ -25,6 +25,7 @@ import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./dispatch/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
+import { UiPart } from "./ui/part.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS];
@@ -70,10 +71,12 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
+  let ui: UiPart | null = null;
   const dlog = log.child({ part: "dispatch" });
   const sink = {
     append(s: Snapshot) {
       samples.append(s);
+      ui?.observe(s);
       try {
         dispatcher?.observe(s);
       } catch (e) {
@@ -151,7 +154,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+  // == local status page (issue 12): on the API listener, or its own after the API ==
+  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles: modbus.profiles, dispatch, uplink, samples, db: () => storage.db });
+  ui = uiPart;
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(uiPart);
 
   return {
     config,

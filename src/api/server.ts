@@ -36,6 +36,8 @@ export interface ApiDeps {
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;
+  /** More route plugins on this listener (the status page when it shares it). */
+  plugins?: () => import("fastify").FastifyPluginAsync[];
 }
 
 export interface ApiContext extends ApiDeps {
@@ -96,6 +98,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
   await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
+  for (const p of ctx.plugins?.() ?? []) await app.register(p);
   return app;
 }
 
