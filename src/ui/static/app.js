@@ -267,7 +267,7 @@ function commissioningPage() {
     h("div", { class: "row" }, h("label", {}, "From unit", h("input", { name: "from", id: "scan-from", value: "1", inputmode: "numeric" })), h("label", {}, "To unit", h("input", { name: "to", id: "scan-to", value: "247", inputmode: "numeric" })), h("label", {}, "Timeout ms", h("input", { name: "timeout_ms", id: "scan-timeout", value: "300", inputmode: "numeric" }))),
     h("button", { type: "submit", id: "scan-submit", text: "Scan" }));
   const readForm = h("form", { class: "stack", id: "read-form" }, ep("read-endpoint"),
-    h("div", { class: "row" }, h("label", {}, "Unit", h("input", { name: "unit", id: "read-unit", value: "1", inputmode: "numeric" })), h("label", {}, "Profile", h("select", { name: "profile", id: "read-profile" }, (session?.profiles ?? []).map((p) => h("option", { value: p, text: p }))))),
+    h("div", { class: "row" }, h("label", {}, "Unit", h("input", { name: "unit", id: "read-unit", value: "1", inputmode: "numeric" })), h("label", {}, "Profile", h("select", { name: "profile", id: "read-profile" }, (session?.profiles ?? []).map((p) => h("option", { value: p, selected: p === "sunspec", text: p }))))),
     h("button", { type: "submit", id: "read-submit", text: "Read device" }));
   view().append(h("h2", { text: "Commissioning" }),
     h("div", { class: "grid" }, h("section", { class: "card" }, h("h3", { text: "Scan a port" }), scanForm), h("section", { class: "card" }, h("h3", { text: "Read one device" }), readForm)),
