@@ -110,6 +110,8 @@ describe("status page in a browser", () => {
     assert.ok(Math.abs(load - (grid + pv + bat)) <= 2, `load ${load} = grid ${grid} + pv ${pv} + battery ${bat}`);
     assert.ok(pv > 0, "pv produces");
     assert.match(await page.textContent("#flow-soc") ?? "", /SoC \d/);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "overview-discharging-desktop.png") });
     await rig.dr({ mode: "live", event_slots: [{ ...ev, cancelled: true }] });
   });
 
