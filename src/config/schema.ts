@@ -21,6 +21,23 @@ const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block li
 /** Who may open the status page by default: loopback and the private LAN ranges (an installer on site). */
 export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "fc00::/7", "fe80::/10"];
 
+/**
+ * An RTU port: its device path, or the path with its line settings. The plain string
+ * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
+ * devices of one port share one baud (their mb_baud).
+ */
+const rtuPortObject = z.strictObject({
+  path: z.string().min(1),
+  baud: z.number().int().min(300).max(921600).default(9600),
+  parity: z.enum(["none", "even", "odd"]).default("none"),
+  stop_bits: z.union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" }).default(1),
+});
+export type RtuPortConfig = z.output<typeof rtuPortObject>;
+const rtuPort = z.union(
+  [z.string().min(1).transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })), rtuPortObject],
+  { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
+);
+
 export const configSchema = z.strictObject({
   site_id: z.string().min(1).max(128),
   organization_id: z.uuid(),
@@ -51,7 +68,7 @@ export const configSchema = z.strictObject({
     // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
     ca_file: z.string().optional(),
   }),
-  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), z.string().min(1)).default({}),
+  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort).default({}),
   telemetry: z
     .strictObject({
       poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),
