@@ -201,14 +201,14 @@ function devicesPage() {
 function busesPage() {
   const body = h("tbody");
   view().append(h("h2", { text: "Buses" }), h("div", { class: "card table-wrap" }, h("table", { id: "bus-table" },
-    h("thead", {}, h("tr", {}, ["Bus", "Utilisation", "Queue", "Requests", "Timeouts", "Failures", "Reconnects"].map((t, i) => h("th", { class: i >= 5 ? "opt" : null, text: t })))), body)),
+    h("thead", {}, h("tr", {}, ["Bus", "Utilisation", "Queue", "Requests", "Timeouts", "Failures", "Reconnects"].map((t, i) => h("th", { class: i === 3 || i >= 5 ? "opt" : null, text: t })))), body)),
     h("p", { class: "muted small", text: "Utilisation: share of wall time the bus was busy with a request since the previous look." }));
   every(2000, async () => {
     const { buses } = await api("buses");
     body.replaceChildren(...(buses.length ? buses.map((b) => h("tr", { "data-bus": b.bus },
       h("td", { text: b.bus }),
       h("td", {}, b.utilisation === null ? "–" : h("span", {}, h("progress", { class: "util", max: 100, value: Math.round(b.utilisation * 100) }), ` ${Math.round(b.utilisation * 100)} %`)),
-      h("td", { class: "num", text: b.queued }), h("td", { class: "num", text: b.requests }), h("td", { class: "num", text: b.timeouts }),
+      h("td", { class: "num", text: b.queued }), h("td", { class: "num opt", text: b.requests }), h("td", { class: "num", text: b.timeouts }),
       h("td", { class: "num opt", text: b.failures }), h("td", { class: "num opt", text: b.reconnects }))) : [h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no bus open yet" }))]));
   });
 }
