@@ -29,6 +29,7 @@ import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./dispatch/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
+import { UiPart } from "./ui/part.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS];
@@ -76,10 +77,12 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
+  let ui: UiPart | null = null;
   const dlog = log.child({ part: "dispatch" });
   const sink = {
     append(s: Snapshot) {
       samples.append(s);
+      ui?.observe(s);
       try {
         dispatcher?.observe(s);
       } catch (e) {
@@ -138,7 +141,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+  // == local status page (issue 12): on the API listener, or its own after the API ==
+  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
+  ui = uiPart;
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
   const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });

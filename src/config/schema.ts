@@ -18,6 +18,9 @@ const listenAddr = z
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
 
+/** Who may open the status page by default: loopback and the private LAN ranges (an installer on site). */
+export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "fc00::/7", "fe80::/10"];
+
 /**
  * An RTU port: its device path, or the path with its line settings. The plain string
  * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
@@ -84,6 +87,15 @@ export const configSchema = z.strictObject({
         seen.add(s.name);
       });
     }),
+  /** Local status page (issue 12): absent or enabled: false = not served. */
+  ui: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      listen: listenAddr.optional(),
+      allow: z.array(cidr).default(UI_DEFAULT_ALLOW),
+      session_ttl_s: z.number().int().min(300).max(7 * 86400).default(43200),
+    })
+    .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
 });
 
 export type Config = z.infer<typeof configSchema>;
