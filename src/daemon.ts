@@ -25,9 +25,11 @@ import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./dispatch/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
+import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -67,6 +69,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
+  // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
+  const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
+  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
@@ -117,7 +122,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       pollIntervalMs: config.telemetry.poll_interval_ms,
       respond: (spec, body) => {
         execKeyNs ||= instanceId(storage.db);
-        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey: nameKey(execKeyNs, `execution:${spec.event_id}`) });
+        const idempotencyKey = nameKey(execKeyNs, `execution:${spec.event_id}`);
+        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
+        fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
       },
     }),
   );
@@ -152,6 +159,13 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     },
   };
   add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+
+  // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
+  if (config.fleet && fleetQueue) {
+    const flog = log.child({ part: "fleet" });
+    let fleetNs = "";
+    add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles: modbus.profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
+  }
 
   return {
     config,

@@ -3,27 +3,18 @@
 // request (one bad event rejects it, with a path per problem), then receipts that are
 // committed before the answer.
 import type { FastifyPluginAsync } from "fastify";
-import { issuesToDetails } from "../config/issues.js";
-import { dispatchRequest, type DispatchRequest } from "../dispatch/request.js";
-import type { Receipt } from "../dispatch/dispatcher.js";
+import { submitDispatch, type DispatchApi } from "../dispatch/submit.js";
 import type { ApiContext } from "./server.js";
 import { webhookGuard } from "./gateway.js";
 import { requireJson } from "./admin.js";
-import { badRequest } from "./errors.js";
-
-/** What the route needs of dispatch: the same call the MQTT command will use. */
-export interface DispatchApi {
-  submit(req: DispatchRequest): Receipt[];
-}
+export type { DispatchApi };
 
 export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     const guard = webhookGuard(ctx);
     app.post<{ Params: { version: string; site: string } }>("/:version/api/gateway/:site/dr", { preHandler: guard }, async (req) => {
       requireJson(req);
-      const parsed = dispatchRequest.safeParse(req.body);
-      if (!parsed.success) throw badRequest("the dispatch request is invalid; nothing was stored", issuesToDetails(parsed.error.issues));
-      return ctx.dispatch.submit(parsed.data);
+      return submitDispatch(ctx.dispatch, req.body); // shared with the MQTT `dr` command
     });
   };
 }
