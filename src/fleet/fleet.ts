@@ -51,6 +51,8 @@ export interface FleetStats {
   telemetry: Pipe["stats"];
   events: Pipe["stats"];
   telemetry_cursor: number;
+  /** Telemetry messages in flight at most on this connection. */
+  telemetry_window: number;
 }
 
 export class Fleet implements Part {
@@ -72,6 +74,7 @@ export class Fleet implements Part {
   /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
   private inflight = 0;
   private receiveMaximum = 65535;
+  private telemetryWindow = TELEMETRY_WINDOW;
   private readonly waiting: Array<() => void> = [];
   private stopping = false;
   /** Connections that lasted under 30 s in a row: the reconnect delay grows with them. */
@@ -160,7 +163,7 @@ export class Fleet implements Part {
       this.connects++;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW));
+      const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
       deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
       this.publishState(true);
       this.events?.resume(EVENTS_WINDOW);
@@ -318,6 +321,7 @@ export class Fleet implements Part {
       telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
       events: { ...(this.events?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
       telemetry_cursor: this.cursor,
+      telemetry_window: this.telemetryWindow,
     };
   }
 

@@ -1,0 +1,129 @@
+// Fleet uplink (MQTT v5) figures against bare MQTT.js loops on the same mosquitto in the
+// same run: QoS 1 telemetry drained from the sample store through the fleet pipe vs a
+// bare QoS 1 publish loop with the same in-flight window and payloads; commands answered
+// per second vs a bare MQTT.js echo responder; bytes per telemetry message.
+import { join } from "node:path";
+import { connectAsync, type MqttClient } from "mqtt";
+import type { BenchFn, BenchRow } from "./types.js";
+import { StoragePart } from "../../src/storage/part.js";
+import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
+import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/outbox.js";
+import { buildPayloads } from "../../src/uplink/data-push.js";
+import { FLEET_MIGRATIONS, FleetQueue } from "../../src/fleet/queue.js";
+import { Fleet } from "../../src/fleet/fleet.js";
+import { silentLogger } from "../../src/log.js";
+import { testConfig } from "../support/config.js";
+import { snapshot } from "../support/uplink-harness.js";
+import { startBroker, FLEET_USER, FLEET_PASSWORD, GATEWAY_PASSWORD, type Broker } from "../support/mosquitto.js";
+
+const DEVICES = 5; // the demo site
+
+async function bareClient(broker: Broker, user = FLEET_USER, password = FLEET_PASSWORD): Promise<MqttClient> {
+  return connectAsync(broker.url, { protocolVersion: 5, username: user, password, reconnectPeriod: 0, clientId: `bench-${Math.random().toString(16).slice(2, 8)}` });
+}
+
+/** Bare reference: QoS 1 publishes with at most `window` in flight. */
+async function bareLoop(client: MqttClient, topic: string, payloads: string[], window: number): Promise<number> {
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    let next = 0;
+    let acked = 0;
+    const send = () => {
+      const i = next++;
+      client.publish(topic, payloads[i], { qos: 1, properties: { userProperties: { "idempotency-key": `k-${i}` } } }, (err) => {
+        if (err) return reject(err);
+        if (++acked === payloads.length) return resolve();
+        if (next < payloads.length) send();
+      });
+    };
+    for (let i = 0; i < Math.min(window, payloads.length); i++) send();
+  });
+  return payloads.length / ((performance.now() - t0) / 1000);
+}
+
+/** Requests with up to `concurrency` outstanding; answers matched by correlation data. */
+async function requestLoop(client: MqttClient, cmdTopic: string, replyTopic: string, n: number, concurrency: number): Promise<number> {
+  await client.subscribeAsync(replyTopic, { qos: 1 });
+  const t0 = performance.now();
+  await new Promise<void>((resolve) => {
+    let sent = 0;
+    let answered = 0;
+    const send = () => {
+      const id = sent++;
+      client.publish(cmdTopic, "{}", { qos: 1, properties: { responseTopic: replyTopic, correlationData: Buffer.from(String(id)) } });
+    };
+    client.on("message", (topic) => {
+      if (topic !== replyTopic) return;
+      if (++answered === n) return resolve();
+      if (sent < n) send();
+    });
+    for (let i = 0; i < Math.min(concurrency, n); i++) send();
+  });
+  return n / ((performance.now() - t0) / 1000);
+}
+
+const bench: BenchFn = async (ctx) => {
+  const rows: BenchRow[] = [];
+  const n = ctx.quick ? 3000 : 30000;
+  const broker = await startBroker(join(ctx.dir, "broker"), { tls: false });
+  const log = silentLogger();
+  const config = testConfig(join(ctx.dir, "gw"), { fleet: { url: broker.url, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 30 } });
+  const storage = new StoragePart(config.data_dir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, FLEET_MIGRATIONS], log);
+  const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log });
+  storage.start();
+  samples.start();
+  const queue = new FleetQueue(storage);
+  samples.hold(() => queue.telemetryCursor());
+  const snaps = Array.from({ length: n }, (_, i) => snapshot(i, DEVICES));
+  for (const s of snaps) samples.append(s);
+  const ns = instanceId(storage.db);
+  const stored = samples.pending(n, 0);
+  const payloads = stored.map((s) => buildPayloads(s, config.site_id, ns)[0].body);
+  const bytes = payloads.reduce((a, p) => a + p.length, 0) / payloads.length;
+
+  const stub = { list: () => [], onChange: () => () => {} };
+  const fleet = new Fleet({
+    config, fleet: config.fleet!, queue, samples, registry: stub as never, health: { health: () => undefined },
+    dispatch: { submit: () => [], list: () => [], running: () => 0 }, connector: {} as never, profiles: { has: () => false, names: () => [] }, instance: () => ns, log,
+  });
+  try {
+    // Ours: the backlog of n snapshots from the store, QoS 1, settled on PUBACK.
+    const t0 = performance.now();
+    fleet.start();
+    const last = stored[stored.length - 1].id;
+    while (fleet.stats().telemetry_cursor < last) await new Promise((r) => setTimeout(r, 5));
+    const ours = n / ((performance.now() - t0) / 1000);
+    // Reference: bare MQTT.js, same payloads, same window, same broker.
+    const bare = await bareClient(broker);
+    const window = fleet.stats().telemetry_window;
+    const ref = await bareLoop(bare, "sitegate/bench/telemetry", payloads, window);
+    ctx.log(`window ${window} in flight`);
+    rows.push({ name: "fleet: telemetry QoS 1 from the store (demo snapshots)", value: ours, unit: "msgs/s", reference: ref, ratio: ours / ref, note: "bare MQTT.js QoS 1 loop, same window" });
+    rows.push({ name: "fleet: telemetry message size (5 devices)", value: bytes, unit: "bytes", reference: null, ratio: null });
+    ctx.log(`telemetry ${Math.round(ours)} msgs/s vs bare ${Math.round(ref)} msgs/s; ${Math.round(bytes)} B/msg`);
+
+    // Commands: ping answered through the fleet part vs a bare echo responder.
+    const m = ctx.quick ? 500 : 5000;
+    const req = await bareClient(broker);
+    const oursCmd = await requestLoop(req, "sitegate/site-001/cmd/ping", "sitegate/site-001/reply/bench", m, 8);
+    const echo = await bareClient(broker);
+    await echo.subscribeAsync("sitegate/echo/cmd/#", { qos: 1 });
+    echo.on("message", (_t, payload, packet) => {
+      const rt = packet.properties?.responseTopic;
+      if (rt) echo.publish(rt, payload, { qos: 1, properties: { correlationData: packet.properties?.correlationData } });
+    });
+    const req2 = await bareClient(broker);
+    const refCmd = await requestLoop(req2, "sitegate/echo/cmd/ping", "sitegate/echo/reply/bench", m, 8);
+    rows.push({ name: "fleet: commands answered (ping, 8 outstanding)", value: oursCmd, unit: "cmds/s", reference: refCmd, ratio: oursCmd / refCmd, note: "bare MQTT.js echo responder" });
+    ctx.log(`commands ${Math.round(oursCmd)}/s vs echo ${Math.round(refCmd)}/s`);
+    await Promise.all([bare.endAsync(), req.endAsync(), echo.endAsync(), req2.endAsync()]);
+  } finally {
+    await fleet.stop();
+    samples.stop();
+    storage.stop();
+    await broker.stop();
+  }
+  return rows;
+};
+
+export default bench;

@@ -1,0 +1,239 @@
+// The MQTT v5 fleet uplink against a real mosquitto (TLS, password file, the README's ACL)
+// and real MQTT.js clients: birth and Last Will, retained status and device view,
+// telemetry in order with the original timestamps, a broker outage that loses nothing,
+// commands answered with the correlation data echoed, and bad commands refused while the
+// connection stays up.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { stringify } from "yaml";
+import { withTmpDir } from "../support/tmp.js";
+import { withSite, tcpScenario } from "../support/site.js";
+import { startGateway, tcpDevice } from "../support/gateway.js";
+import { testConfigInput, TEST_ORG } from "../support/config.js";
+import { until } from "../support/wait.js";
+import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
+import type { Fleet } from "../../src/fleet/fleet.js";
+import { instanceId } from "../../src/uplink/outbox.js";
+import { nameKey } from "../../src/uplink/idempotency.js";
+
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+const T = "sitegate/site-001";
+const tel = (got: Received[]) => got.filter((m) => m.topic === `${T}/telemetry`);
+
+test("birth, retained status and device view, telemetry oldest first with the original timestamps and stable keys", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const sub = await fleetClient(broker);
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/#`, { qos: 1 });
+        const port = site.tcpPorts[0];
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+        });
+        try {
+          await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "online"), "birth message");
+          const birth = got.find((m) => m.topic === `${T}/status`)!.json;
+          assert.equal(birth.site_id, "site-001");
+          assert.equal(typeof birth.version, "string");
+          assert.equal(typeof birth.uptime_s, "number");
+          assert.equal(typeof birth.running_events, "number");
+          await until(() => got.some((m) => m.topic === `${T}/devices` && m.json?.devices?.length === 2), "device view with both devices");
+          await until(() => tel(got).length >= 15, "15 telemetry messages");
+
+          // A subscriber that comes later gets the retained status and device view.
+          const late = await fleetClient(broker);
+          const lg = record(late);
+          await late.subscribeAsync(`${T}/+`, { qos: 1 });
+          await until(() => lg.some((m) => m.topic === `${T}/status` && m.retain) && lg.some((m) => m.topic === `${T}/devices` && m.retain), "retained status and devices");
+          const st = lg.find((m) => m.topic === `${T}/status`)!;
+          assert.equal(st.json.state, "online");
+          assert.equal(st.json.devices, 2);
+          const dv = lg.find((m) => m.topic === `${T}/devices`)!;
+          assert.deepEqual(dv.json.devices.map((d: any) => d.device_id), ["battery", "grid"]);
+          const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+          assert.deepEqual(dv.json, sync.json, "the device view is the device sync answer");
+          await late.endAsync();
+
+          // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
+          // still in the store), oldest first, each with its read time and its data-push key.
+          const db = gw.daemon.storage.db;
+          const rows = db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>;
+          const msgs = tel(got);
+          assert.ok(rows.length >= msgs.length);
+          const ns = instanceId(db);
+          msgs.forEach((m, i) => {
+            assert.equal(m.json.timestamp, new Date(rows[i].ts).toISOString(), `message ${i} carries snapshot ${rows[i].id}'s time`);
+            assert.equal(m.json.site_id, "site-001");
+            assert.ok(m.json.devices.length >= 1);
+            assert.equal(m.key, nameKey(ns, `data_push:${rows[i].id}:0`));
+          });
+        } finally {
+          await gw.stop();
+          await sub.endAsync();
+        }
+      }),
+    ),
+  );
+});
+
+test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline status", async () => {
+  await withTmpDir((dir) =>
+    withBroker(dir, async (broker) => {
+      const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", fleet: fleetConfig(broker) };
+      const file = join(dir, "config.yaml");
+      writeFileSync(file, stringify(cfg));
+      const sub = await fleetClient(broker);
+      const got = record(sub);
+      await sub.subscribeAsync(`${T}/status`, { qos: 1 });
+      const child = spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+      try {
+        await until(() => got.some((m) => m.json?.state === "online"), "birth of the child process", 20_000);
+        assert.ok(!got.some((m) => m.json?.state === "offline" && !m.retain), "no offline before the kill");
+        child.kill("SIGKILL");
+        await new Promise((r) => child.once("exit", r));
+        await until(() => got.some((m) => m.json?.state === "offline"), "Last Will", 20_000);
+        // Retained: a new subscriber sees the gateway offline.
+        const late = await fleetClient(broker);
+        const lg = record(late);
+        await late.subscribeAsync(`${T}/status`, { qos: 1 });
+        await until(() => lg.length > 0, "retained status");
+        assert.equal(lg[0].json.state, "offline");
+        assert.equal(lg[0].retain, true);
+        await late.endAsync();
+      } finally {
+        if (child.exitCode === null) child.kill("SIGKILL");
+        await sub.endAsync();
+      }
+    }),
+  );
+});
+
+test("broker stopped for ~20 s and started again: telemetry complete, in order, no key reused for other content; polling and the API go on", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        // A persistent session: the broker keeps what arrives before this subscriber is back.
+        const sub = await fleetClient(broker, { clean: false, clientId: "fleet-outage", properties: { sessionExpiryInterval: 3600 } });
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
+        const port = site.tcpPorts[0];
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+        });
+        const fleet = gw.daemon.part<Fleet>("fleet");
+        const db = gw.daemon.storage.db;
+        const count = () => db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
+        try {
+          await until(() => tel(got).length >= 5, "live telemetry");
+          await broker.stop();
+          const atStop = count();
+          await until(() => !fleet.connected, "the gateway notices");
+          await sleep(20_000); // the outage
+          assert.ok(count() >= atStop + 20, `polling went on (${atStop} -> ${count()} snapshots)`);
+          const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+          assert.equal(api.status, 200, "the API answers during the outage");
+          const last = db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number;
+          await broker.start();
+          await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
+          const rows = db.prepare("SELECT id, ts FROM tm_snapshot WHERE id <= ? ORDER BY id").all(last) as Array<{ id: number; ts: number }>;
+          await until(() => new Set(tel(got).map((m) => m.key)).size >= rows.length, "every snapshot at the subscriber", 30_000);
+          // Each key always with the same content; dedup by key gives every snapshot once, in order.
+          const byKey = new Map<string, string>();
+          const order: string[] = [];
+          for (const m of tel(got)) {
+            const seen = byKey.get(m.key!);
+            if (seen === undefined) {
+              byKey.set(m.key!, m.payload);
+              order.push(m.json.timestamp);
+            } else assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+          }
+          const expected = rows.map((r) => new Date(r.ts).toISOString());
+          assert.deepEqual(order.slice(0, expected.length), expected, "every stored snapshot once, oldest first");
+          assert.equal(fleet.stats().telemetry.rejected, 0);
+        } finally {
+          await gw.stop();
+          await sub.endAsync();
+        }
+      }),
+    ),
+  );
+});
+
+test("commands: ping, devicesync, events, configure, dr answered with the correlation data; bad ones refused 4xx and the connection stays up", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+        const fleet = gw.daemon.part<Fleet>("fleet");
+        const cl = await fleetClient(broker);
+        try {
+          await until(() => fleet.connected, "gateway connected");
+          await sleep(300); // its subscription is in place (SUBACK follows CONNACK)
+          const ping = await command(cl, "site-001", "ping", undefined);
+          assert.equal(ping.json.status, 200);
+          assert.equal(ping.json.data.pong, true);
+          assert.equal(ping.props?.userProperties?.status, "200");
+
+          // configure: the same service as PUT /gateway/admin/device/configure.
+          const port = site.tcpPorts[0];
+          const conf = await command(cl, "site-001", "configure", { devices: [tcpDevice("battery", port, 1)] });
+          assert.equal(conf.json.status, 200, JSON.stringify(conf.json));
+          assert.deepEqual(conf.json.data.devices.map((d: any) => [d.device_id, d.status]), [["battery", "accepted"]]);
+          const badOrg = await command(cl, "site-001", "configure", { devices: [{ ...tcpDevice("x", port, 1), device_integration: "00000000-0000-4000-8000-000000000000/sunspec" }] });
+          assert.equal(badOrg.json.status, 400);
+          assert.equal(badOrg.json.error, "invalid_request");
+          assert.equal(badOrg.json.details[0].path, "devices[0].device_integration");
+
+          const sync = await command(cl, "site-001", "devicesync", undefined);
+          const http = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+          assert.deepEqual(sync.json.data, http.json);
+
+          // dr: the same validation as POST .../dr.
+          const start = Date.now() + 60_000;
+          const ev = { event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 60_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+          const dr = await command(cl, "site-001", "dr", { mode: "test", event_slots: [ev] });
+          assert.deepEqual(dr.json, { status: 200, data: [{ event_id: ev.event_id, status: "accepted" }] });
+          const badDr = { mode: "live", event_slots: [{ ...ev, priority: 0 }] };
+          const viaMqtt = await command(cl, "site-001", "dr", badDr);
+          const viaHttps = await gw.call("POST", "/v1/api/gateway/site-001/dr", { body: badDr, headers: gw.apiKeyHeaders });
+          assert.equal(viaHttps.status, 400);
+          assert.deepEqual(viaMqtt.json, { status: 400, ...viaHttps.json }, "same error body as the HTTPS route");
+          const events = await command(cl, "site-001", "events", { limit: 10 });
+          assert.equal(events.json.status, 200);
+          assert.deepEqual(events.json.data.events.map((e: any) => [e.event_id, e.state]), [[ev.event_id, "scheduled"]]);
+
+          // Bad commands: answered 4xx where there is a response topic; the connection stays up.
+          const notJson = await command(cl, "site-001", "dr", "{not json");
+          assert.equal(notJson.json.status, 400);
+          assert.equal(notJson.json.error, "invalid_request");
+          assert.deepEqual(Object.keys(notJson.json).sort(), ["details", "error", "message", "status"]);
+          const unknown = await command(cl, "site-001", "reboot", {});
+          assert.equal(unknown.json.status, 404);
+          assert.equal(unknown.json.error, "not_found");
+          const badLimit = await command(cl, "site-001", "events", { limit: "all" });
+          assert.equal(badLimit.json.status, 400);
+          await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1 }); // no response topic: logged, ignored
+          await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1, properties: { responseTopic: `${T}/reply/#` } }); // invalid response topic
+          const after = await command(cl, "site-001", "ping", {});
+          assert.equal(after.json.status, 200);
+          assert.equal(fleet.connected, true);
+          assert.equal(fleet.stats().connects, 1, "never reconnected");
+          assert.ok(TEST_ORG);
+        } finally {
+          await cl.endAsync();
+          await gw.stop();
+        }
+      }),
+    ),
+  );
+});
