@@ -237,3 +237,67 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
     ),
   );
 });
+
+test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a restart every stored snapshot reaches the broker once per key", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const port = site.tcpPorts[0];
+        const cfg = {
+          ...testConfigInput(join(dir, "data")),
+          log_level: "warn",
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
+        };
+        const file = join(dir, "config.yaml");
+        writeFileSync(file, stringify(cfg));
+        const sub = await fleetClient(broker, { clean: false, clientId: "fleet-crash", properties: { sessionExpiryInterval: 3600 } });
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
+        const run = () => spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+        let child = run();
+        const dbFile = join(dir, "data", "sitegate.db");
+        const { default: Database } = await import("better-sqlite3");
+        const read = <T>(fn: (db: import("better-sqlite3").Database) => T): T => {
+          const db = new Database(dbFile, { readonly: true });
+          try {
+            return fn(db);
+          } finally {
+            db.close();
+          }
+        };
+        try {
+          await until(() => tel(got).length >= 5, "live telemetry", 20_000);
+          await broker.stop();
+          const atStop = read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number);
+          await until(() => read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number) >= atStop + 15, "a backlog while the broker is down", 20_000);
+          child.kill("SIGKILL");
+          await new Promise((r) => child.once("exit", r));
+          const rows = read((db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>);
+          await broker.start();
+          child = run();
+          const want = rows.map((r) => new Date(r.ts).toISOString());
+          const distinct = () => {
+            const byKey = new Map<string, string>();
+            for (const m of tel(got)) {
+              const seen = byKey.get(m.key!);
+              if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+              else byKey.set(m.key!, m.payload);
+            }
+            return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+          };
+          await until(() => want.every((t) => distinct().includes(t)), "every snapshot committed before the kill", 60_000);
+          const order = distinct();
+          assert.deepEqual(order.slice(0, want.length), want, "oldest first, each once");
+        } finally {
+          if (child.exitCode === null) {
+            child.kill("SIGTERM");
+            await new Promise((r) => child.once("exit", r));
+          }
+          await sub.endAsync();
+        }
+      }),
+    ),
+  );
+});
