@@ -50,8 +50,12 @@ function eventView(r: EventRow) {
   };
 }
 
-/** Runs one command on an already parsed JSON payload (undefined when the payload was empty). */
-export async function runCommand(name: string, payload: unknown, deps: CommandDeps): Promise<CommandAnswer> {
+/**
+ * Runs one command on an already parsed JSON payload (undefined when the payload was
+ * empty). Synchronous where the operation is (the answer then leaves in the same write as
+ * the command's PUBACK); `configure` talks to devices and answers later.
+ */
+export function runCommand(name: string, payload: unknown, deps: CommandDeps): CommandAnswer | Promise<CommandAnswer> {
   try {
     switch (name) {
       case "ping":
@@ -59,7 +63,7 @@ export async function runCommand(name: string, payload: unknown, deps: CommandDe
       case "dr":
         return ok(submitDispatch(deps.dispatch, payload));
       case "configure":
-        return ok(await configureService(payload, deps));
+        return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":
         return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry), deps.health));
       case "events": {
@@ -73,12 +77,17 @@ export async function runCommand(name: string, payload: unknown, deps: CommandDe
         return errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
     }
   } catch (e) {
-    if (e instanceof SitegateError) {
-      const h = fromSitegateError(e);
-      return errorAnswer(h.status, h.code, h.message, h.details);
-    }
-    if (isStorageUnavailable(e)) return errorAnswer(503, "unavailable", "storage cannot commit now; nothing was stored");
-    deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
-    return errorAnswer(500, "internal", "internal error");
+    return failure(name, e, deps);
   }
+}
+
+/** The B3 error body for a failed command, with the status the HTTPS route would answer. */
+function failure(name: string, e: unknown, deps: CommandDeps): CommandAnswer {
+  if (e instanceof SitegateError) {
+    const h = fromSitegateError(e);
+    return errorAnswer(h.status, h.code, h.message, h.details);
+  }
+  if (isStorageUnavailable(e)) return errorAnswer(503, "unavailable", "storage cannot commit now; nothing was stored");
+  deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
+  return errorAnswer(500, "internal", "internal error");
 }

@@ -81,8 +81,11 @@ export class Fleet implements Part {
   private flaps = 0;
   private connectedAt = 0;
 
+  private readonly commandDeps: CommandDeps;
+
   constructor(private readonly deps: FleetDeps) {
     this.base = `${deps.fleet.topic_prefix}/${deps.config.site_id}`;
+    this.commandDeps = { ...deps, startedAt: this.startedAt };
   }
 
   topic(sub: string): string {
@@ -160,6 +163,9 @@ export class Fleet implements Part {
     const client = connect(f.url, opts);
     this.client = client;
     client.on("connect", (connack) => {
+      // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
+      // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
+      (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
       this.connects++;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
@@ -307,10 +313,10 @@ export class Fleet implements Part {
     }
     if (!(COMMANDS as readonly string[]).includes(name)) return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
     if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
+    const r = runCommand(name, body, this.commandDeps);
+    if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;
-    runCommand(name, body, { ...this.deps, startedAt: this.startedAt })
-      .then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e))))
-      .finally(() => this.busyCommands--);
+    r.then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e)))).finally(() => this.busyCommands--);
   }
 
   stats(): FleetStats {

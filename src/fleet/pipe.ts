@@ -42,6 +42,10 @@ export interface PipeStats {
 export class Pipe {
   private readonly slots: Slot[] = [];
   private readSeq: number;
+  /** Read from the source, not yet sent (at most one window). */
+  private ahead: PipeMessage[] = [];
+  private aheadAt = 0;
+  private refill = false;
   private open = false;
   private stopped = false;
   private pumping = false;
@@ -96,14 +100,18 @@ export class Pipe {
     this.pumping = true;
     try {
       while (this.open && this.slots.length < this.window) {
-        const batch = this.source.read(this.readSeq, this.window - this.slots.length);
-        if (batch.length === 0) break;
-        for (const msg of batch) {
-          const slot: Slot = { msg, done: false, failed: false };
-          this.slots.push(slot);
-          this.readSeq = msg.seq;
-          this.send(slot);
+        // Read ahead a window's worth at a time: one query per window, not per PUBACK.
+        if (this.ahead.length === 0) {
+          this.ahead = this.source.read(this.readSeq, this.window);
+          this.aheadAt = 0;
+          if (this.ahead.length === 0) break;
+          this.readSeq = this.ahead[this.ahead.length - 1].seq;
         }
+        const msg = this.ahead[this.aheadAt++];
+        if (this.aheadAt >= this.ahead.length) this.ahead = [];
+        const slot: Slot = { msg, done: false, failed: false };
+        this.slots.push(slot);
+        this.send(slot);
       }
     } finally {
       this.pumping = false;
@@ -144,7 +152,15 @@ export class Pipe {
     }
     this.stats.in_flight = this.slots.length;
     if (through !== null) this.source.settled(through);
-    this.pump();
+    // The PUBACKs of one read from the socket come in one go: refill once after all of them,
+    // so the next publishes leave in one write (MQTT.js corks the writes of one tick).
+    if (!this.refill) {
+      this.refill = true;
+      setImmediate(() => {
+        this.refill = false;
+        this.pump();
+      });
+    }
   }
 
   /** Everything read so far has been acknowledged. */
