@@ -46,6 +46,7 @@ export class Pipe {
   private ahead: PipeMessage[] = [];
   private aheadAt = 0;
   private refill = false;
+  private prefetching = false;
   private open = false;
   private stopped = false;
   private pumping = false;
@@ -100,16 +101,8 @@ export class Pipe {
     this.pumping = true;
     try {
       while (this.open && this.slots.length < this.window) {
-        // Read ahead a window's worth at a time: one query per window, not per PUBACK.
-        if (this.ahead.length === 0) {
-          this.ahead = this.source.read(this.readSeq, this.window);
-          this.aheadAt = 0;
-          if (this.ahead.length === 0) break;
-          this.readSeq = this.ahead[this.ahead.length - 1].seq;
-        }
-        const msg = this.ahead[this.aheadAt++];
-        if (this.aheadAt >= this.ahead.length) this.ahead = [];
-        const slot: Slot = { msg, done: false, failed: false };
+        if (this.aheadAt >= this.ahead.length && !this.readAhead()) break;
+        const slot: Slot = { msg: this.ahead[this.aheadAt++], done: false, failed: false };
         this.slots.push(slot);
         this.send(slot);
       }
@@ -117,6 +110,24 @@ export class Pipe {
       this.pumping = false;
       this.stats.in_flight = this.slots.length;
     }
+    // Read and build the next window while this one is on the wire (after the writes of
+    // this tick went out), so that a PUBACK finds the next message ready.
+    if (this.open && this.aheadAt >= this.ahead.length && !this.prefetching) {
+      this.prefetching = true;
+      setImmediate(() => {
+        this.prefetching = false;
+        if (this.open && this.aheadAt >= this.ahead.length) this.readAhead();
+      });
+    }
+  }
+
+  /** Reads a window's worth from the source (one query per window, not per PUBACK). */
+  private readAhead(): boolean {
+    this.ahead = this.source.read(this.readSeq, this.window);
+    this.aheadAt = 0;
+    if (this.ahead.length === 0) return false;
+    this.readSeq = this.ahead[this.ahead.length - 1].seq;
+    return true;
   }
 
   private send(slot: Slot): void {
