@@ -10,13 +10,17 @@ import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
+import { DriverPool } from "./devices/pool.js";
+import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { configureDevices } from "./devices/configure.js";
+import { ConfigDevices } from "./devices/config-devices.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
-import type { MetricsSource } from "./api/ops.js";
+import type { MetricsSource } from "./api/context.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { daemonHealthProbe, ReleaseHealthPart } from "./update/health-marker.js";
+import { VERSION } from "./version.js";
 import { instanceId } from "./uplink/outbox.js";
 import { nameKey } from "./uplink/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
@@ -57,11 +61,13 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   };
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
 
-  // == modbus engine (buses, transports) ==
-  const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
-  const connector = new ModbusConnector(modbus.pool);
+  // == modbus engine (buses, transports); device drivers on its buses, by profile ==
+  const modbus = add(new ModbusEngine(log.child({ part: "modbus" })));
+  const profiles = builtinProfiles();
+  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
+  const connector = new ModbusConnector(pool);
 
-  // == device registry (persisted; applies config.devices at start) ==
+  // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
   // == sample store + uplink (outbox, data push) ==
@@ -86,37 +92,18 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       }
     },
   };
-  const poller = add(new Poller(registry, sink, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
-  // Devices listed in the config file are configured at start, like a configure request,
-  // in the background: a device that does not answer does not hold up the gateway.
-  let applying: Promise<unknown> = Promise.resolve();
-  add({
-    name: "config-devices",
-    start() {
-      if (config.devices.length === 0) return;
-      const dlog = log.child({ part: "config-devices" });
-      applying = configureDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: dlog }).then(
-        (results) => {
-          for (const r of results) {
-            if (r.status === "accepted") dlog.info({ device_id: r.device_id }, r.message);
-            else dlog.warn({ device_id: r.device_id, code: r.code }, r.message);
-          }
-        },
-        (e) => dlog.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"),
-      );
-    },
-    async stop() {
-      await applying;
-    },
-  });
+  // Devices listed in the config file: applied at start when changed since last applied,
+  // in the background (a device that does not answer does not hold up the gateway).
+  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: log.child({ part: "config-devices" }) }));
 
   // == dispatch: the durable timeline, execution through the profiles, execution responses ==
   let execKeyNs = "";
   dispatcher = add(
     new Dispatcher({
       db: () => storage.db,
-      control: new ModbusDeviceControl(registry, poller, modbus.pool),
+      control: new ModbusDeviceControl(registry, poller, pool),
       clock: opts.clock ?? systemClock,
       log: dlog,
       pollIntervalMs: config.telemetry.poll_interval_ms,
@@ -158,13 +145,17 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+
+  // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
+  const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });
+  add(new ReleaseHealthPart(config.data_dir, VERSION, probe, log.child({ part: "release-health" })));
 
   // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
   if (config.fleet && fleetQueue) {
     const flog = log.child({ part: "fleet" });
     let fleetNs = "";
-    add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles: modbus.profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
+    add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
   }
 
   return {

@@ -47,6 +47,22 @@ export const fleetSchema = z
   });
 
 export type FleetConfig = z.infer<typeof fleetSchema>;
+/**
+ * An RTU port: its device path, or the path with its line settings. The plain string
+ * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
+ * devices of one port share one baud (their mb_baud).
+ */
+const rtuPortObject = z.strictObject({
+  path: z.string().min(1),
+  baud: z.number().int().min(300).max(921600).default(9600),
+  parity: z.enum(["none", "even", "odd"]).default("none"),
+  stop_bits: z.union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" }).default(1),
+});
+export type RtuPortConfig = z.output<typeof rtuPortObject>;
+const rtuPort = z.union(
+  [z.string().min(1).transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })), rtuPortObject],
+  { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
+);
 
 export const configSchema = z.strictObject({
   site_id: z.string().min(1).max(128),
@@ -78,7 +94,7 @@ export const configSchema = z.strictObject({
     // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
     ca_file: z.string().optional(),
   }),
-  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), z.string().min(1)).default({}),
+  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort).default({}),
   telemetry: z
     .strictObject({
       poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),

@@ -3,6 +3,8 @@
 // decides whether a repeated event_id is "the same command".
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { issuesToDetails } from "../config/issues.js";
+import type { ErrorDetail } from "../errors.js";
 
 export const MAX_EVENTS_PER_REQUEST = 100;
 import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
@@ -47,6 +49,29 @@ export const dispatchRequest = z
   });
 
 export type DispatchRequest = z.infer<typeof dispatchRequest>;
+
+/**
+ * The whole request's problems at once, one path each: zod's own, plus repeated
+ * event_ids (which zod's refinement skips when an event also has other problems).
+ */
+export function validateDispatch(body: unknown): { ok: true; data: DispatchRequest } | { ok: false; details: ErrorDetail[] } {
+  const r = dispatchRequest.safeParse(body);
+  if (r.success) return { ok: true, data: r.data };
+  const details = issuesToDetails(r.error.issues);
+  const slots = (body as { event_slots?: unknown } | null)?.event_slots;
+  if (Array.isArray(slots)) {
+    const seen = new Map<string, number>();
+    slots.forEach((e, i) => {
+      const id = (e as { event_id?: unknown } | null)?.event_id;
+      if (typeof id !== "string") return;
+      const first = seen.get(id.toLowerCase());
+      const path = `event_slots[${i}].event_id`;
+      if (first !== undefined && !details.some((d) => d.path === path)) details.push({ path, message: `repeats event_slots[${first}].event_id` });
+      else if (first === undefined) seen.set(id.toLowerCase(), i);
+    });
+  }
+  return { ok: false, details };
+}
 export type DispatchEventInput = z.infer<typeof dispatchEvent>;
 
 export const receiptSchema = z.array(z.object({ event_id: z.string(), status: z.enum(["accepted", "cancelled"]) }));

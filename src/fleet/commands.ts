@@ -5,14 +5,14 @@
 import { SitegateError, errorMessage } from "../errors.js";
 import { fromSitegateError } from "../api/errors.js";
 import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../api/services.js";
-import { submitDispatch, type DispatchApi } from "../dispatch/submit.js";
+import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
 import type { HealthView } from "../devices/types.js";
 import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
 
 export interface CommandDeps extends ConfigureDeps {
-  dispatch: DispatchApi & { list(limit?: number): EventRow[] };
+  dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
   health: HealthView;
   startedAt: number;
 }
