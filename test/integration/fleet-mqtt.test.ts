@@ -16,6 +16,8 @@ import { withSite, tcpScenario } from "../support/site.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testConfigInput, TEST_ORG } from "../support/config.js";
 import { until } from "../support/wait.js";
+import { startSink } from "../support/uplink-harness.js";
+import { testCert } from "../support/tls.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import type { Fleet } from "../../src/fleet/fleet.js";
 import { instanceId } from "../../src/uplink/outbox.js";
@@ -116,57 +118,68 @@ test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline s
   );
 });
 
-test("broker stopped for ~20 s and started again: telemetry complete, in order, no key reused for other content; polling and the API go on", async () => {
-  await withSite(tcpScenario(), (site) =>
-    withTmpDir((dir) =>
-      withBroker(dir, async (broker) => {
-        // A persistent session: the broker keeps what arrives before this subscriber is back.
-        const sub = await fleetClient(broker, { clean: false, clientId: "fleet-outage", properties: { sessionExpiryInterval: 3600 } });
-        const got = record(sub);
-        await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
-        const port = site.tcpPorts[0];
-        const gw = await startGateway(join(dir, "gw"), {
-          fleet: fleetConfig(broker),
-          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
-          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
-        });
-        const fleet = gw.daemon.part<Fleet>("fleet");
-        const db = gw.daemon.storage.db;
-        const count = () => db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
-        try {
-          await until(() => tel(got).length >= 5, "live telemetry");
-          await broker.stop();
-          const atStop = count();
-          await until(() => !fleet.connected, "the gateway notices");
-          await sleep(20_000); // the outage
-          assert.ok(count() >= atStop + 20, `polling went on (${atStop} -> ${count()} snapshots)`);
-          const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-          assert.equal(api.status, 200, "the API answers during the outage");
-          const last = db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number;
-          await broker.start();
-          await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
-          const rows = db.prepare("SELECT id, ts FROM tm_snapshot WHERE id <= ? ORDER BY id").all(last) as Array<{ id: number; ts: number }>;
-          await until(() => new Set(tel(got).map((m) => m.key)).size >= rows.length, "every snapshot at the subscriber", 30_000);
-          // Each key always with the same content; dedup by key gives every snapshot once, in order.
-          const byKey = new Map<string, string>();
-          const order: string[] = [];
-          for (const m of tel(got)) {
-            const seen = byKey.get(m.key!);
-            if (seen === undefined) {
-              byKey.set(m.key!, m.payload);
-              order.push(m.json.timestamp);
-            } else assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+test("broker stopped for ~20 s and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per key; polling and the API go on", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(tcpScenario(), (site) =>
+      withTmpDir((dir) =>
+        withBroker(dir, async (broker) => {
+          // A persistent session: the broker keeps what arrives before this subscriber is back.
+          const sub = await fleetClient(broker, { clean: false, clientId: "fleet-outage", properties: { sessionExpiryInterval: 3600 } });
+          const got = record(sub);
+          await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
+          const port = site.tcpPorts[0];
+          const gw = await startGateway(join(dir, "gw"), {
+            // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
+            // and the store must keep what MQTT has not had.
+            partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+            fleet: fleetConfig(broker),
+            telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+            devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+          });
+          const fleet = gw.daemon.part<Fleet>("fleet");
+          const db = gw.daemon.storage.db;
+          const lastId = () => db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck().get() as number;
+          try {
+            await until(() => tel(got).length >= 5, "live telemetry");
+            await broker.stop();
+            const atStop = lastId();
+            await until(() => !fleet.connected, "the gateway notices");
+            await sleep(20_000); // the outage
+            assert.ok(lastId() >= atStop + 20, `polling went on (${atStop} -> ${lastId()} snapshots)`);
+            const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+            assert.equal(api.status, 200, "the API answers during the outage");
+            const httpsNow = new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string));
+            const mqttNow = new Set(tel(got).map((m) => m.json.timestamp as string));
+            assert.ok([...httpsNow].filter((t) => !mqttNow.has(t)).length >= 20, "HTTPS went on without MQTT");
+            const last = lastId();
+            await broker.start();
+            await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
+            // Everything HTTPS accepted up to `last` (every snapshot) must have reached MQTT.
+            await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too", 30_000);
+            const want = [...new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string))].sort().slice(0, last);
+            const distinct = () => {
+              const byKey = new Map<string, string>();
+              for (const m of tel(got)) {
+                const seen = byKey.get(m.key!);
+                if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+                else byKey.set(m.key!, m.payload);
+              }
+              return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+            };
+            await until(() => distinct().length >= want.length, "every snapshot at the subscriber", 30_000);
+            assert.deepEqual(distinct().slice(0, want.length), want, "every snapshot once, oldest first");
+            assert.equal(fleet.stats().telemetry.rejected, 0);
+          } finally {
+            await gw.stop();
+            await sub.endAsync();
           }
-          const expected = rows.map((r) => new Date(r.ts).toISOString());
-          assert.deepEqual(order.slice(0, expected.length), expected, "every stored snapshot once, oldest first");
-          assert.equal(fleet.stats().telemetry.rejected, 0);
-        } finally {
-          await gw.stop();
-          await sub.endAsync();
-        }
-      }),
-    ),
-  );
+        }),
+      ),
+    );
+  } finally {
+    await sink.stop();
+  }
 });
 
 test("commands: ping, devicesync, events, configure, dr answered with the correlation data; bad ones refused 4xx and the connection stays up", async () => {
