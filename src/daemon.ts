@@ -78,6 +78,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
   const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
   if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
+  let fleet: Fleet | null = null;
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
@@ -142,6 +143,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: [{ labels: { result: "ok" }, value: dispatch.stats.writes_ok }, { labels: { result: "failed" }, value: dispatch.stats.writes_failed }] },
         { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+        ...(fleet?.gauges() ?? []),
       ];
     },
   };
@@ -155,7 +157,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   if (config.fleet && fleetQueue) {
     const flog = log.child({ part: "fleet" });
     let fleetNs = "";
-    add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
+    fleet = add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
   }
 
   return {

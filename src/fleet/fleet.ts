@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
+import type { MetricsSource } from "../api/context.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
@@ -329,6 +330,26 @@ export class Fleet implements Part {
       telemetry_cursor: this.cursor,
       telemetry_window: this.telemetryWindow,
     };
+  }
+
+  /** Prometheus figures for /metrics. */
+  gauges(): ReturnType<MetricsSource["gauges"]> {
+    const st = this.stats();
+    const streams = [["telemetry", st.telemetry], ["events", st.events]] as const;
+    return [
+      { name: "sitegate_fleet_connected", help: "1 while the fleet broker connection is up", type: "gauge", values: [{ value: st.connected ? 1 : 0 }] },
+      { name: "sitegate_fleet_connects_total", help: "connections made to the fleet broker", type: "counter", values: [{ value: st.connects }] },
+      { name: "sitegate_fleet_acked_total", help: "fleet messages acknowledged by the broker (PUBACK)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })) },
+      { name: "sitegate_fleet_rejected_total", help: "fleet messages the broker refused (retried)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })) },
+      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: Math.max(0, this.lastSnapshotId() - st.telemetry_cursor) }] },
+      { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
+    ];
+  }
+
+  /** The newest stored snapshot id (the store counts pending from the HTTPS cursor). */
+  private lastSnapshotId(): number {
+    const s = this.deps.samples.stats();
+    return s.push_cursor + s.pending_snapshots;
   }
 
   async stop(): Promise<void> {

@@ -63,6 +63,9 @@ test("birth, retained status and device view, telemetry oldest first with the or
           const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
           assert.deepEqual(dv.json, sync.json, "the device view is the device sync answer");
           await late.endAsync();
+          const metrics = await gw.call("GET", "/metrics");
+          assert.match(metrics.text, /sitegate_fleet_connected 1/);
+          assert.match(metrics.text, /sitegate_fleet_acked_total\{stream="telemetry"\} [1-9]/);
 
           // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
           // still in the store), oldest first, each with its read time and its data-push key.
