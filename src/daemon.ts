@@ -114,6 +114,12 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
         fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
       },
+      onState: (spec, state, at) => {
+        if (!fleetQueue) return;
+        execKeyNs ||= instanceId(storage.db);
+        const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
+        fleetQueue.enqueue("events", "event_state", body, nameKey(execKeyNs, `event_state:${spec.event_id}:${state}:${at}`));
+      },
     }),
   );
   const dispatch = dispatcher;

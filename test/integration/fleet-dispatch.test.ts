@@ -1,6 +1,7 @@
 // A dispatch request over MQTT runs on the simulated site exactly like one over HTTPS:
 // the battery follows, one measured execution response goes to the partner, and the
-// same response (same Idempotency-Key) is published on the fleet `events` topic.
+// same response (same Idempotency-Key) is published on the fleet `events` topic, after
+// the event's state changes (scheduled, running, done).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
 import { command, fleetClient, fleetConfig, record, withBroker } from "../support/mosquitto.js";
 
-test("dr over MQTT: the battery discharges, one execution response to the partner and the same on the events topic", async () => {
+test("dr over MQTT: the battery discharges, one execution response to the partner and the same on the events topic, with the state changes", async () => {
   const sink = await startSink();
   try {
     await withSite(siteScenario(), (site) =>
@@ -31,12 +32,17 @@ test("dr over MQTT: the battery discharges, one execution response to the partne
             const body = await rig.waitResponse(ev.event_id);
             assert.equal(body.status, "completed", JSON.stringify(body));
             assert.ok(Math.abs(body.details.delivered_quantity - 3) < 0.15, `delivered ${body.details.delivered_quantity}`);
-            await until(() => got.some((m) => m.json?.event_id === ev.event_id), "execution response on the events topic");
-            const m = got.find((x) => x.json?.event_id === ev.event_id)!;
+            const isResponse = (x: (typeof got)[number]) => x.props?.userProperties?.kind === "execution_response" && x.json?.event_id === ev.event_id;
+            await until(() => got.some(isResponse), "execution response on the events topic");
+            const m = got.find(isResponse)!;
             assert.deepEqual(m.json, body, "the same execution response as the HTTPS callback");
             const httpKey = rig.responses().find((x) => x.body.event_id === ev.event_id)!.headers["idempotency-key"];
             assert.equal(m.key, httpKey, "the same Idempotency-Key on both uplinks");
             assert.equal(m.props?.userProperties?.kind, "execution_response");
+            // Event state changes on the same topic, in the order they were committed.
+            const states = got.filter((x) => x.props?.userProperties?.kind === "event_state" && x.json.event_id === ev.event_id);
+            assert.deepEqual(states.map((x) => x.json.state), ["scheduled", "running", "done"]);
+            assert.ok(states.every((x) => x.json.source === "partner" && x.json.mode === "live" && typeof x.json.at === "string"));
             // Settled on PUBACK: the fleet outbox is empty again.
             await until(() => (gw.daemon.storage.db.prepare("SELECT count(*) FROM fl_outbox").pluck().get() as number) === 0, "fleet outbox settled");
           } finally {
