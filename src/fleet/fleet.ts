@@ -163,11 +163,14 @@ export class Fleet implements Part {
     };
     const client = connect(f.url, opts);
     this.client = client;
+    // One warning per outage; the retries' errors (every few seconds) at debug.
+    let warned = false;
     client.on("connect", (connack) => {
       // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
       // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
       (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
       this.connects++;
+      warned = false;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
       const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
@@ -188,7 +191,11 @@ export class Fleet implements Part {
       client.options.reconnectPeriod = this.reconnectDelay();
       deps.log.warn({ retry_every_ms: client.options.reconnectPeriod }, "fleet broker unreachable; telemetry waits in the store");
     });
-    client.on("error", (e) => deps.log.warn({ err: errorMessage(e) }, "fleet connection error"));
+    client.on("error", (e) => {
+      if (warned) deps.log.debug({ err: errorMessage(e) }, "fleet connection error");
+      else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
+      warned = true;
+    });
     client.on("message", (topic, payload, packet) => this.onCommand(topic, payload, packet));
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
