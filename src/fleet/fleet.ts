@@ -128,8 +128,12 @@ export class Fleet implements Part {
         deps.queue.after(after, max).map((m) => ({ seq: m.id, last: true, topic: this.topic(m.topic), payload: m.body, key: m.idempotency_key, kind: m.kind })),
       settled: (seq) => deps.queue.settleThrough(seq),
     };
+    // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
-      this.qos1(msg.topic, msg.payload, { retain: msg.retain ?? false, properties: { userProperties: { "idempotency-key": msg.key, kind: msg.kind }, contentType: "application/json" } }, done);
+      this.qos1(msg.topic, msg.payload, {
+        retain: msg.retain ?? false,
+        properties: { userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind }, contentType: "application/json" },
+      }, done);
     const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
     const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
       deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
@@ -305,7 +309,7 @@ export class Fleet implements Part {
       else log.debug({ command: name }, "command answered");
       this.qos1(responseTopic, JSON.stringify(a.body), {
         retain: false,
-        properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json", userProperties: { status: String(a.status) } },
+        properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json" },
       }, (err) => {
         if (err) log.warn({ command: name, response_topic: responseTopic, err: errorMessage(err) }, "command answer not accepted by the broker");
       });
