@@ -30,9 +30,11 @@ import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./dispatch/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
 import { UiPart } from "./ui/part.js";
+import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -74,6 +76,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
+  // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
+  const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
+  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
+  let fleet: Fleet | null = null;
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
@@ -107,7 +113,15 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       pollIntervalMs: config.telemetry.poll_interval_ms,
       respond: (spec, body) => {
         execKeyNs ||= instanceId(storage.db);
-        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey: nameKey(execKeyNs, `execution:${spec.event_id}`) });
+        const idempotencyKey = nameKey(execKeyNs, `execution:${spec.event_id}`);
+        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
+        fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
+      },
+      onState: (spec, state, at) => {
+        if (!fleetQueue) return;
+        execKeyNs ||= instanceId(storage.db);
+        const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
+        fleetQueue.enqueue("events", "event_state", body, nameKey(execKeyNs, `event_state:${spec.event_id}:${state}:${at}`));
       },
     }),
   );
@@ -138,6 +152,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: [{ labels: { result: "ok" }, value: dispatch.stats.writes_ok }, { labels: { result: "failed" }, value: dispatch.stats.writes_failed }] },
         { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+        ...(fleet?.gauges() ?? []),
       ];
     },
   };
@@ -150,6 +165,13 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
   const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });
   add(new ReleaseHealthPart(config.data_dir, VERSION, probe, log.child({ part: "release-health" })));
+
+  // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
+  if (config.fleet && fleetQueue) {
+    const flog = log.child({ part: "fleet" });
+    let fleetNs = "";
+    fleet = add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
+  }
 
   return {
     config,

@@ -44,6 +44,8 @@ export interface DispatcherDeps {
   pollIntervalMs: number;
   /** Commits the execution response to the outbox; called inside the transaction that ends the event. */
   respond: (event: EventSpec, body: ExecutionResponse) => void;
+  /** Told of every state an event enters, inside the transaction that commits it (the fleet uplink's `events`). */
+  onState?: (event: EventSpec, state: EventRow["state"], at: number) => void;
 }
 
 export interface ExecutionResponse {
@@ -158,6 +160,7 @@ export class Dispatcher implements Part {
         if (!old) {
           const row = newRow(spec, hash, now);
           this.store.put(row);
+          this.deps.onState?.(row.spec, row.state, now);
           touched.push(row);
           receipts.push({ event_id: input.event_id, status: row.receipt });
           return;
@@ -167,6 +170,7 @@ export class Dispatcher implements Part {
           if (old.state === "scheduled" || (old.state === "cancelled" && old.started_at === null)) {
             const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
             this.store.put(row);
+            this.deps.onState?.(row.spec, row.state, now);
             touched.push(row);
           } else if (old.state === "running") {
             const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
@@ -187,6 +191,7 @@ export class Dispatcher implements Part {
         }
         const row = newRow(spec, hash, now, old.created_at);
         this.store.put(row);
+        this.deps.onState?.(row.spec, row.state, now);
         touched.push(row);
         receipts.push({ event_id: input.event_id, status: "accepted" });
       });
@@ -259,7 +264,10 @@ export class Dispatcher implements Part {
       row.progress.meter_id = meter.device_id;
       row.progress.baseline_w = this.meters.get(meter.device_id)?.mean(row.spec.start_ms) ?? meter.metrics.power_w;
     }
-    this.store.put(row); // committed before the first write
+    this.store.db.transaction(() => {
+      this.store.put(row); // committed before the first write
+      this.deps.onState?.(row.spec, row.state, now);
+    })();
     this.stats.started++;
     this.deps.log.info({ event_id: row.spec.event_id, type: row.spec.event_type, quantity_w: row.spec.quantity_w, mode: row.spec.mode, late_ms: now - row.spec.start_ms }, "event started");
     if (row.spec.event_type === "shed") this.stepShed(row, now);
@@ -292,6 +300,7 @@ export class Dispatcher implements Part {
     row.result = body as unknown as Record<string, unknown>;
     const tx = this.store.db.transaction(() => {
       this.store.put(row);
+      this.deps.onState?.(row.spec, state, now);
       if (row.spec.source === "partner") this.deps.respond(row.spec, body);
     });
     withFullSync(this.store.db, tx);
