@@ -19,6 +19,7 @@ export interface MetricsSource {
 /** What the /dr route needs of dispatch: the same call the MQTT command will use. */
 export interface DispatchApi {
   submit(req: DispatchRequest): Receipt[];
+  submitBatched(req: DispatchRequest): Promise<Receipt[]>;
 }
 
 export interface ApiDeps {

@@ -4,7 +4,7 @@
 // event rejects it, with a path per problem), then receipts that are committed before the
 // answer.
 import type { FastifyPluginAsync } from "fastify";
-import { submitDispatch } from "../dispatch/submit.js";
+import { submitDispatchBatched } from "../dispatch/submit.js";
 import type { ApiContext } from "./context.js";
 import { requireJson } from "./admin.js";
 
@@ -12,7 +12,7 @@ export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, async (req) => {
       requireJson(req);
-      return submitDispatch(ctx.dispatch, req.body); // shared with the MQTT `dr` command
+      return submitDispatchBatched(ctx.dispatch, req.body); // the same validation as the MQTT `dr` command
     });
   };
 }

@@ -55,6 +55,12 @@ export interface ExecutionResponse {
   details: Record<string, unknown>;
 }
 
+interface Staged {
+  receipts: Receipt[];
+  touched: EventRow[];
+  stopRunning: EventRow[];
+}
+
 interface Applied {
   event_id: string;
   key: string;
@@ -79,6 +85,7 @@ export class Dispatcher implements Part {
   private readonly seenAt = new Map<string, number>();
   /** device_id -> event_id of the last assignment. */
   private assigned = new Map<string, string>();
+  private batch: Array<{ req: DispatchRequest; resolve: (r: Receipt[]) => void; reject: (e: unknown) => void }> = [];
   private timer: unknown = null;
   private watch: unknown = null;
   private offset = 0;
@@ -133,75 +140,132 @@ export class Dispatcher implements Part {
   // ---- receipts ----
 
   /**
-   * Validated request -> receipts, all committed in one transaction before the answer.
+   * Validated request -> receipts, committed (synchronous=FULL) before they are returned.
    * Throws INVALID_REQUEST (end_time in the past for a new or changed event) or CONFLICT
-   * (a change after start); then nothing is stored.
+   * (a change after start); then nothing of the request is stored.
    */
   submit(req: DispatchRequest): Receipt[] {
     const now = this.deps.clock.now();
+    let staged!: Staged;
+    withFullSync(this.store.db, this.store.db.transaction(() => (staged = this.stage(req, now))));
+    this.applyStaged(staged, now);
+    this.replan();
+    return staged.receipts;
+  }
+
+  /**
+   * The same as submit(), with group commit: the requests that arrive in one turn of the
+   * event loop share one transaction and one fsync, each in a savepoint of its own, so
+   * one request's 409 or 400 never touches another's receipts.
+   */
+  submitBatched(req: DispatchRequest): Promise<Receipt[]> {
+    return new Promise((resolve, reject) => {
+      this.batch.push({ req, resolve, reject });
+      if (this.batch.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length === 0) return;
+    const now = this.deps.clock.now();
     const db = this.store.db;
-    const receipts: Receipt[] = [];
-    const touched: EventRow[] = [];
-    const stopRunning: EventRow[] = [];
-    const tx = db.transaction(() => {
-      req.event_slots.forEach((input, i) => {
-        const spec = toSpec(input, req.mode);
-        const hash = contentHash(spec);
-        const old = this.open.get(spec.event_id) ?? this.store.get(spec.event_id);
-        if (old && old.content_hash === hash) {
-          receipts.push({ event_id: input.event_id, status: old.receipt });
-          return;
-        }
-        if (spec.end_ms <= now && !(old && spec.cancelled)) {
-          throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was stored", {
-            details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
-          });
-        }
-        if (!old) {
-          const row = newRow(spec, hash, now);
-          this.store.put(row);
-          this.deps.onState?.(row.spec, row.state, now);
-          touched.push(row);
-          receipts.push({ event_id: input.event_id, status: row.receipt });
-          return;
-        }
-        const started = old.state !== "scheduled" && !(old.state === "cancelled" && old.started_at === null);
-        if (spec.cancelled) {
-          if (old.state === "scheduled" || (old.state === "cancelled" && old.started_at === null)) {
-            const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
-            this.store.put(row);
-            this.deps.onState?.(row.spec, row.state, now);
-            touched.push(row);
-          } else if (old.state === "running") {
-            const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
-            this.store.put(row);
-            stopRunning.push(row);
-          } else {
-            throw new SitegateError("CONFLICT", `event ${spec.event_id} already ended (${old.state}); it cannot be cancelled`, {
-              details: [{ path: `event_slots[${i}].cancelled`, message: `event already ${old.state}` }],
-            });
+    const out: Array<{ staged?: Staged; error?: unknown }> = [];
+    const inner = db.transaction((req: DispatchRequest) => this.stage(req, now));
+    try {
+      withFullSync(db, db.transaction(() => {
+        out.length = 0;
+        for (const b of batch) {
+          try {
+            out.push({ staged: inner(b.req) });
+          } catch (e) {
+            out.push({ error: e });
           }
-          receipts.push({ event_id: input.event_id, status: "cancelled" });
-          return;
         }
-        if (started || old.spec.start_ms <= now) {
-          throw new SitegateError("CONFLICT", `event ${spec.event_id} has started; it can no longer be changed, only cancelled`, {
-            details: [{ path: `event_slots[${i}]`, message: `event ${old.state === "scheduled" ? "is starting" : `is ${old.state}`}; changes after start are refused` }],
-          });
-        }
-        const row = newRow(spec, hash, now, old.created_at);
+      }));
+    } catch (e) {
+      for (const b of batch) b.reject(e); // the commit failed: nothing was acknowledged
+      return;
+    }
+    batch.forEach((b, i) => {
+      const r = out[i];
+      if (r.staged) {
+        this.applyStaged(r.staged, now);
+        b.resolve(r.staged.receipts);
+      } else b.reject(r.error);
+    });
+    this.replan();
+  }
+
+  /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
+  private stage(req: DispatchRequest, now: number): Staged {
+    const staged: Staged = { receipts: [], touched: [], stopRunning: [] };
+    req.event_slots.forEach((input, i) => {
+      const spec = toSpec(input, req.mode);
+      const hash = contentHash(spec);
+      // The database, not memory: an earlier request of the same batch may have changed it.
+      const old = this.store.get(spec.event_id);
+      if (old && old.content_hash === hash) {
+        staged.receipts.push({ event_id: input.event_id, status: old.receipt });
+        return;
+      }
+      // A cancelled event stays cancelled: a late retry of the original request must not revive it.
+      if (old && old.state === "cancelled") {
+        staged.receipts.push({ event_id: input.event_id, status: "cancelled" });
+        return;
+      }
+      if (spec.end_ms <= now && !(old && spec.cancelled)) {
+        throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was stored", {
+          details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
+        });
+      }
+      if (!old) {
+        const row = newRow(spec, hash, now);
         this.store.put(row);
         this.deps.onState?.(row.spec, row.state, now);
-        touched.push(row);
-        receipts.push({ event_id: input.event_id, status: "accepted" });
-      });
+        staged.touched.push(row);
+        staged.receipts.push({ event_id: input.event_id, status: row.receipt });
+        return;
+      }
+      if (spec.cancelled) {
+        if (old.state === "scheduled") {
+          const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
+          this.store.put(row);
+          this.deps.onState?.(row.spec, row.state, now);
+          staged.touched.push(row);
+        } else if (old.state === "running") {
+          const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
+          this.store.put(row);
+          staged.stopRunning.push(row);
+        } else {
+          throw new SitegateError("CONFLICT", `event ${spec.event_id} already ended (${old.state}); it cannot be cancelled`, {
+            details: [{ path: `event_slots[${i}].cancelled`, message: `event already ${old.state}` }],
+          });
+        }
+        staged.receipts.push({ event_id: input.event_id, status: "cancelled" });
+        return;
+      }
+      if (old.state !== "scheduled" || old.spec.start_ms <= now) {
+        throw new SitegateError("CONFLICT", `event ${spec.event_id} has started; it can no longer be changed, only cancelled`, {
+          details: [{ path: `event_slots[${i}]`, message: `event ${old.state === "scheduled" ? "is starting" : `is ${old.state}`}; changes after start are refused` }],
+        });
+      }
+      const row = newRow(spec, hash, now, old.created_at);
+      this.store.put(row);
+      this.deps.onState?.(row.spec, row.state, now);
+      staged.touched.push(row);
+      staged.receipts.push({ event_id: input.event_id, status: "accepted" });
     });
-    withFullSync(db, tx);
-    for (const row of touched) {
+    return staged;
+  }
+
+  private applyStaged(staged: Staged, now: number): void {
+    for (const row of staged.touched) {
       if (row.state === "scheduled") this.open.put(row);
       else this.open.remove(row.spec.event_id);
     }
-    for (const row of stopRunning) {
+    for (const row of staged.stopRunning) {
       const live = this.open.get(row.spec.event_id);
       if (live) {
         live.spec = row.spec;
@@ -210,8 +274,6 @@ export class Dispatcher implements Part {
         this.finish(live, now, true);
       }
     }
-    this.replan();
-    return receipts;
   }
 
   /** A local schedule's occurrence (config `schedules`): priority 100, no partner response. */

@@ -8,6 +8,8 @@ import type { Receipt } from "./dispatcher.js";
 /** What a front end needs of dispatch. */
 export interface DispatchSubmit {
   submit(req: DispatchRequest): Receipt[];
+  /** Group commit: concurrent requests share one fsync (the HTTPS route). */
+  submitBatched(req: DispatchRequest): Promise<Receipt[]>;
 }
 
 /** Validates the whole request (one bad event rejects it) and returns the committed receipts. */
@@ -15,4 +17,11 @@ export function submitDispatch(dispatch: DispatchSubmit, body: unknown): Receipt
   const v = validateDispatch(body);
   if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
   return dispatch.submit(v.data);
+}
+
+/** submitDispatch with group commit: the receipts once the shared transaction committed. */
+export async function submitDispatchBatched(dispatch: DispatchSubmit, body: unknown): Promise<Receipt[]> {
+  const v = validateDispatch(body);
+  if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
+  return dispatch.submitBatched(v.data);
 }

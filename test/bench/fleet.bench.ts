@@ -92,7 +92,7 @@ const bench: BenchFn = async (ctx) => {
   const stub = { list: () => [], onChange: () => () => {} };
   const fleet = new Fleet({
     config, fleet: config.fleet!, queue, samples, registry: stub as never, health: { health: () => undefined },
-    dispatch: { submit: () => [], list: () => [], running: () => 0 }, connector: {} as never, profiles: { has: () => false, names: () => [] }, instance: () => ns, log,
+    dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 }, connector: {} as never, profiles: { has: () => false, names: () => [] }, instance: () => ns, log,
   });
   const clients: MqttClient[] = [];
   try {

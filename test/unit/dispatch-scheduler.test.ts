@@ -304,3 +304,31 @@ test("request validation: one path per problem", () => {
   const paths = r.error!.issues.map((i) => i.path.join("."));
   for (const p of ["event_id", "start_time", "event_type", "event_quantity", "event_unit", "priority", "mandatory"]) assert.ok(paths.includes(`event_slots.0.${p}`), `${p} in ${paths}`);
 });
+
+test("group commit: requests of one turn share a transaction, a conflicting one fails alone; a cancelled event stays cancelled", async () => {
+  const r = rig([battery("b1", 5000)]);
+  try {
+    const first = req([{}]);
+    r.d.submit(first);
+    r.clock.advance(10_000); // started
+    await flush();
+    const conflicting = { ...first, event_slots: [{ ...first.event_slots[0], event_quantity: 1 }] };
+    const other = req([{ start_time: new Date(T0 + 100_000).toISOString(), end_time: new Date(T0 + 110_000).toISOString() }]);
+    const [a, b] = await Promise.allSettled([r.d.submitBatched(conflicting), r.d.submitBatched(other)]);
+    assert.equal(a.status, "rejected");
+    assert.ok(isSitegateError((a as PromiseRejectedResult).reason, "CONFLICT"));
+    assert.deepEqual((b as PromiseFulfilledResult<unknown>).value, [{ event_id: other.event_slots[0].event_id, status: "accepted" }]);
+    assert.equal(r.d.list().find((e) => e.spec.event_id === other.event_slots[0].event_id)?.state, "scheduled", "committed");
+    assert.equal(r.d.list().find((e) => e.spec.event_id === first.event_slots[0].event_id)?.spec.quantity, 4, "the conflicting change stored nothing");
+    // Cancel the scheduled one, then a late retry of the original request: still cancelled.
+    const cancel = { ...other, event_slots: [{ ...other.event_slots[0], cancelled: true }] };
+    assert.deepEqual(await r.d.submitBatched(cancel), [{ event_id: other.event_slots[0].event_id, status: "cancelled" }]);
+    assert.deepEqual(await r.d.submitBatched(other), [{ event_id: other.event_slots[0].event_id, status: "cancelled" }]);
+    r.clock.advance(120_000);
+    await flush();
+    assert.equal(r.d.stats.started, 1, "only the first event ever started: the cancelled one was never revived");
+    assert.equal(r.d.list().find((e) => e.spec.event_id === other.event_slots[0].event_id)?.state, "cancelled");
+  } finally {
+    r.cleanup();
+  }
+});
