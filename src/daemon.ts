@@ -150,6 +150,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
         { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: dispatch.running() }, { labels: { state: "scheduled" }, value: dispatch.scheduled() }] },
         { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: [{ labels: { result: "ok" }, value: dispatch.stats.writes_ok }, { labels: { result: "failed" }, value: dispatch.stats.writes_failed }] },
+        { name: "sitegate_dispatch_receipt_commits_total", help: "transactions that committed /dr receipts (group commit: several requests each)", type: "counter", values: [{ labels: { kind: "commits" }, value: dispatch.stats.receipt_commits }, { labels: { kind: "requests" }, value: dispatch.stats.receipt_requests }] },
         { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
         ...(fleet?.gauges() ?? []),

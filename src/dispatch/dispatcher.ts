@@ -91,7 +91,7 @@ export class Dispatcher implements Part {
   private offset = 0;
   private stopped = true;
   private lastSave = 0;
-  readonly stats = { writes_ok: 0, writes_failed: 0, started: 0, finished: 0, missed: 0, clock_steps: 0 };
+  readonly stats = { writes_ok: 0, writes_failed: 0, started: 0, finished: 0, missed: 0, clock_steps: 0, receipt_commits: 0, receipt_requests: 0 };
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -171,6 +171,8 @@ export class Dispatcher implements Part {
     if (batch.length === 0) return;
     const now = this.deps.clock.now();
     const db = this.store.db;
+    this.stats.receipt_commits++;
+    this.stats.receipt_requests += batch.length;
     const out: Array<{ staged?: Staged; error?: unknown }> = [];
     const inner = db.transaction((req: DispatchRequest) => this.stage(req, now));
     try {
