@@ -105,10 +105,12 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+        { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: uplink.deadLetterCount() }] },
+        { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, uplink, log: log.child({ part: "api" }), now: opts.now }));
 
   return {
     config,

@@ -31,6 +31,8 @@ export interface ApiDeps {
   health: HealthView;
   profiles: ProfileRegistry;
   metrics: MetricsSource;
+  /** Callback health for /healthz (lanes held because the partner rejects our credentials). */
+  uplink?: { health(): { warnings: unknown[] } };
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;
