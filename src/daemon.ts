@@ -96,6 +96,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_device_online", help: "1 when the last read of the device succeeded", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.online ? 1 : 0 })) },
         { name: "sitegate_device_consecutive_failures", help: "failed reads in a row", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.consecutive_failures ?? 0 })) },
         { name: "sitegate_poll_snapshots_total", help: "poll-cycle snapshots stored", type: "counter", values: [{ value: poller.stats.snapshots }] },
+        { name: "sitegate_poll_late_snapshots_total", help: "snapshots of a bus that finished after its tick's deadline (stored on their own with the tick's time)", type: "counter", values: [{ value: poller.stats.late_snapshots }] },
         { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: poller.stats.reads_ok }, { labels: { result: "failed" }, value: poller.stats.reads_failed }] },
         { name: "sitegate_bus_requests_total", help: "Modbus requests sent", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.requests })) },
         { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.timeouts })) },

@@ -52,9 +52,15 @@ export class PartnerSink {
       let raw = "";
       req.setEncoding("utf8");
       req.on("data", (d) => (raw += d));
+      // In flight from its arrival until its answer is written (or the connection drops).
       this.inFlight++;
       this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-      res.on("close", () => this.inFlight--);
+      let done = false;
+      const finish = () => {
+        if (!done) this.inFlight--;
+        done = true;
+      };
+      res.on("close", finish);
       req.on("end", () => {
         const mode = this.mode;
         if (mode.kind === "hang") return; // never answer: the client's timeout fires
@@ -72,6 +78,7 @@ export class PartnerSink {
           this.requests.push(r);
           this.onRequest?.(r);
           const ok = status >= 200 && status < 300;
+          finish();
           res.writeHead(status, { "content-type": "application/json", ...(answer.headers ?? {}) }).end(status === 204 ? undefined : ok ? '{"ok":true}' : '{"error":"sink told to fail"}');
           for (const l of this.listeners) l();
         };
