@@ -120,7 +120,7 @@ export class Outbox {
     if (opts.idempotencyKey !== undefined && !KEY_RE.test(opts.idempotencyKey)) {
       throw new TypeError("outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
     }
-    const text = typeof body === "string" ? body : JSON.stringify(body);
+    const text = JSON.stringify(body);
     if (text === undefined) throw new TypeError("outbox: the body cannot be serialized as JSON");
     const key = opts.idempotencyKey ?? newKey();
     const r = this.stmts.insert.run(laneOf(kind), kind, url, text, key, new Date().toISOString());

@@ -238,6 +238,7 @@ export class Uplink implements Part {
   private _outbox: Outbox | null = null;
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: Required<UplinkOptions>;
+  private stopping = false;
 
   constructor(
     private readonly config: Config,
@@ -270,7 +271,8 @@ export class Uplink implements Part {
   enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
     if (kind === DATA_PUSH_LANE) throw new TypeError("outbox: data pushes come from the sample store, not enqueue()");
     const r = this.outbox.enqueue(kind, url, body, opts);
-    this.laneFor(laneOf(kind)).wake();
+    // Committed either way; while stopping, the next start sends it.
+    if (!this.stopping) this.laneFor(laneOf(kind)).wake();
     return r;
   }
 
@@ -296,6 +298,7 @@ export class Uplink implements Part {
   }
 
   start(): void {
+    this.stopping = false;
     const db = this.storage.db;
     const p = this.config.partner;
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
@@ -314,6 +317,7 @@ export class Uplink implements Part {
 
   private discoverLanes(): void {
     try {
+      if (this.stopping) return;
       for (const name of this.outbox.lanes()) if (!this.lanes.has(name)) this.laneFor(name);
     } catch (e) {
       this.log.warn({ err: e }, "cannot list the outbox lanes");
@@ -340,6 +344,7 @@ export class Uplink implements Part {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     this.unsubscribe?.();
     if (this.discover) clearInterval(this.discover);
     await Promise.all([...this.lanes.values()].map((l) => l.stop()));
