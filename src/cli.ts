@@ -25,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
   outbox: async () => (await import("./cli/outbox.js")).default,
+  events: async () => (await import("./cli/events.js")).default,
 };
 
 function help(): string {

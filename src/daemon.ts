@@ -11,15 +11,23 @@ import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { configureDevices } from "./devices/configure.js";
+import { ConfigDevices } from "./devices/config-devices.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import type { MetricsSource } from "./api/ops.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { instanceId } from "./uplink/outbox.js";
+import { nameKey } from "./uplink/idempotency.js";
+import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
+import { Dispatcher } from "./dispatch/dispatcher.js";
+import { ModbusDeviceControl } from "./dispatch/device-control.js";
+import { LocalSchedules } from "./dispatch/local-schedules.js";
+import { systemClock, type Clock } from "./dispatch/clock.js";
+import type { Snapshot } from "./telemetry/types.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -34,6 +42,8 @@ export interface Daemon {
 export interface DaemonOptions {
   /** Clock for token expiry (tests move it forward). */
   now?: () => number;
+  /** Clock of the dispatch scheduler. */
+  clock?: Clock;
 }
 
 export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Daemon {
@@ -49,7 +59,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
   const connector = new ModbusConnector(modbus.pool);
 
-  // == device registry (persisted; applies config.devices at start) ==
+  // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
   // == sample store + uplink (outbox, data push) ==
@@ -58,31 +68,42 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
 
-  // == telemetry poller ==
-  const poller = add(new Poller(registry, samples, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
+  let dispatcher: Dispatcher | null = null;
+  const dlog = log.child({ part: "dispatch" });
+  const sink = {
+    append(s: Snapshot) {
+      samples.append(s);
+      try {
+        dispatcher?.observe(s);
+      } catch (e) {
+        dlog.error({ err: errorMessage(e) }, "dispatch could not take a snapshot");
+      }
+    },
+  };
+  const poller = add(new Poller(registry, sink, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
-  // Devices listed in the config file are configured at start, like a configure request,
-  // in the background: a device that does not answer does not hold up the gateway.
-  let applying: Promise<unknown> = Promise.resolve();
-  add({
-    name: "config-devices",
-    start() {
-      if (config.devices.length === 0) return;
-      const dlog = log.child({ part: "config-devices" });
-      applying = configureDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: dlog }).then(
-        (results) => {
-          for (const r of results) {
-            if (r.status === "accepted") dlog.info({ device_id: r.device_id }, r.message);
-            else dlog.warn({ device_id: r.device_id, code: r.code }, r.message);
-          }
-        },
-        (e) => dlog.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"),
-      );
-    },
-    async stop() {
-      await applying;
-    },
-  });
+  // Devices listed in the config file: applied at start when changed since last applied,
+  // in the background (a device that does not answer does not hold up the gateway).
+  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: log.child({ part: "config-devices" }) }));
+
+  // == dispatch: the durable timeline, execution through the profiles, execution responses ==
+  let execKeyNs = "";
+  dispatcher = add(
+    new Dispatcher({
+      db: () => storage.db,
+      control: new ModbusDeviceControl(registry, poller, modbus.pool),
+      clock: opts.clock ?? systemClock,
+      log: dlog,
+      pollIntervalMs: config.telemetry.poll_interval_ms,
+      respond: (spec, body) => {
+        execKeyNs ||= instanceId(storage.db);
+        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey: nameKey(execKeyNs, `execution:${spec.event_id}`) });
+      },
+    }),
+  );
+  const dispatch = dispatcher;
+  add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
 
   // == partner API (last: it answers only once everything behind it runs) ==
   const metrics: MetricsSource = {
@@ -105,13 +126,16 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
+        { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: dispatch.running() }, { labels: { state: "scheduled" }, value: dispatch.scheduled() }] },
+        { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: [{ labels: { result: "ok" }, value: dispatch.stats.writes_ok }, { labels: { result: "failed" }, value: dispatch.stats.writes_failed }] },
+        { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
         { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: uplink.deadLetterCount() }] },
         { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, uplink, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now }));
 
   return {
     config,

@@ -20,6 +20,7 @@ import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
 import { opsRoutes, type MetricsSource } from "./ops.js";
+import { drRoutes, type DispatchApi } from "./dr.js";
 
 export const BODY_LIMIT = 256 * 1024;
 
@@ -33,6 +34,7 @@ export interface ApiDeps {
   metrics: MetricsSource;
   /** Callback health for /healthz (lanes held because the partner rejects our credentials). */
   uplink?: { health(): { warnings: unknown[] } };
+  dispatch: DispatchApi;
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;
@@ -93,6 +95,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
 
   await app.register(tokenRoutes(ctx));
   await app.register(gatewayRoutes(ctx));
+  await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
   return app;
