@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
 import { VERSION } from "./version.js";
@@ -25,6 +27,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
   outbox: async () => (await import("./cli/outbox.js")).default,
+  update: async () => (await import("./cli/update.js")).default,
   events: async () => (await import("./cli/events.js")).default,
 };
 
@@ -84,8 +87,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+function isEntryPoint(): boolean {
+  const argv1 = process.argv[1];
+  if (!argv1) return false;
+  if (import.meta.url === `file://${argv1}` || argv1.endsWith("/sitegate")) return true;
+  try {
+    return realpathSync(argv1) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
 // Run only when executed, not when imported by tests.
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/sitegate")) {
+// Through a symlink too (/opt/sitegate/current/dist/src/cli.js runs a release directory).
+if (isEntryPoint()) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

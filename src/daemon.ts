@@ -17,6 +17,8 @@ import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import type { MetricsSource } from "./api/ops.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { daemonHealthProbe, ReleaseHealthPart } from "./update/health-marker.js";
+import { VERSION } from "./version.js";
 import { instanceId } from "./uplink/outbox.js";
 import { nameKey } from "./uplink/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
@@ -136,6 +138,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     },
   };
   add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+
+  // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
+  const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });
+  add(new ReleaseHealthPart(config.data_dir, VERSION, probe, log.child({ part: "release-health" })));
 
   return {
     config,

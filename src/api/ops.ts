@@ -8,6 +8,7 @@ import { VERSION } from "../version.js";
 import type { ApiContext } from "./server.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
+import { dispatchRequest, receiptSchema } from "../dispatch/request.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
 
 /** What /metrics and /healthz report; each part contributes its counters. */
@@ -46,6 +47,15 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
       },
       [`/${v}/api/gateway/{site_id}/devicesync`]: {
         get: { summary: "Device sync", security: [{ apiKey: [] }], parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "devices", ...json(deviceSyncResponse) }, ...errors } },
+      },
+      [`/${v}/api/gateway/{site_id}/dr`]: {
+        post: {
+          summary: "Submit dispatch events (receipts committed before the answer)",
+          security: [{ apiKey: [] }],
+          parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: json(dispatchRequest),
+          responses: { "200": { description: "one receipt per event, in request order", ...json(receiptSchema) }, "409": { description: "event changed after its start", ...json(errorBody) }, ...errors },
+        },
       },
       "/gateway/admin/device/configure": {
         put: {

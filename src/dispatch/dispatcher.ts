@@ -85,8 +85,12 @@ export class Dispatcher implements Part {
 
   constructor(private readonly deps: DispatcherDeps) {}
 
+  /**
+   * How long a sample stands for its device: two poll intervals, and at least 5 s, since a
+   * bus that waits out another device's timeout polls late without anything being wrong.
+   */
   private get hold(): number {
-    return 2 * this.deps.pollIntervalMs;
+    return Math.max(2 * this.deps.pollIntervalMs, 5000);
   }
 
   start(): void {

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { event, withDispatchRig } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
+import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 
 const writesOf = (d: Record<string, any>) => (d.writes as unknown[]).length;
 
@@ -40,13 +41,19 @@ test("discharge moves the battery and the grid meter by about the requested powe
   });
 });
 
-test("charge makes the battery absorb the requested power and the grid import rise", async () => {
+test("charge makes the battery absorb the requested power and the grid import rise; a partner that is down gets the response later", async () => {
   await withDispatchRig({}, async (rig) => {
     const gridBefore = rig.simDevice("grid").power_w as number;
     const ev = event({ event_type: "charge", event_quantity: 2000, event_unit: "w" }, 1000, 3000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
+    await rig.sink.refuse();
     await until(() => Math.abs((rig.simDevice("battery").power_w as number) + 2000) < 150, "battery charging at 2 kW");
     assert.ok(Math.abs((rig.simDevice("grid").power_w as number) - gridBefore - 2000) < 300, "grid import rises by about 2 kW");
+    const dispatcher = rig.gw.daemon.part<Dispatcher>("dispatch");
+    await until(() => dispatcher.list().some((e) => e.spec.event_id === ev.event_id && e.state === "done"), "event done while the partner is down");
+    await sleep(1500);
+    assert.equal(rig.responses().length, 0);
+    await rig.sink.accept();
     const body = await rig.waitResponse(ev.event_id);
     assert.equal(body.status, "completed", JSON.stringify(body));
     assert.ok(Math.abs(body.details.delivered_quantity - 2000) < 100);
