@@ -26,6 +26,8 @@ export const DATA_PUSH_LANE = "data_push";
 export const DATA_PUSH_IN_FLIGHT = 4;
 export const REJECT_WINDOW_MS = 3_600_000;
 const IDLE_RECHECK_MS = 2000;
+/** Snapshots the data push may have handed out past the oldest one not yet settled. */
+const MAX_AHEAD = 64;
 
 interface LaneItem {
   /** Unique within its lane while it is queued. */
@@ -154,15 +156,18 @@ class Lane {
 
   private dispatch(item: LaneItem): void {
     if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
-    const p = this.sender
-      .post(item.url, item.body, item.key)
-      .then((r) => this.onResult(item, r))
-      .catch((e) => this.log.error({ err: e, lane: this.name, ...item.describe }, "callback bookkeeping failed"))
-      .finally(() => {
-        this.inflight.delete(item.ref);
-        this.stats.in_flight = this.inflight.size;
-        this.wake();
-      });
+    // The in-flight entry goes in the same step as the result is booked: a retry
+    // dispatched right after (a Retry-After of 0) must not lose its own entry.
+    const p = this.sender.post(item.url, item.body, item.key).then((r) => {
+      this.inflight.delete(item.ref);
+      try {
+        this.onResult(item, r);
+      } catch (e) {
+        this.log.error({ err: e, lane: this.name, ...item.describe }, "callback bookkeeping failed");
+      }
+      this.stats.in_flight = this.inflight.size;
+      this.wake();
+    });
     this.inflight.set(item.ref, p);
     this.stats.in_flight = this.inflight.size;
   }
@@ -396,7 +401,8 @@ class PushSource implements LaneSource {
     if (this.fetchedThrough < cursor) this.fetchedThrough = cursor;
     if (this.buffer.length && this.buffer[0].snapshotId <= cursor) this.buffer = this.buffer.filter((p) => p.snapshotId > cursor);
     while (this.open.length && this.open[0].id <= cursor) this.open.shift();
-    if (this.buffer.length === 0) {
+    // A slow failure (a timeout) lets newer pushes pass it; bound how far they run ahead.
+    if (this.buffer.length === 0 && this.open.length < MAX_AHEAD) {
       for (const s of this.samples.pending(DATA_PUSH_IN_FLIGHT, this.fetchedThrough)) {
         const parts = buildPayloads(s, this.siteId, this.instance);
         this.fetchedThrough = s.id;
