@@ -107,9 +107,11 @@ export class Poller implements Part, HealthView {
     if (this.stopped) return;
     const now = Date.now();
     const iv = this.opts.intervalMs;
-    // A wall-clock step (NTP) or an overrun: go on from the next tick after now, not from
-    // a stale schedule (no burst of catch-up ticks, no long wait after a step back).
-    if (this.nextTickAt <= now - iv || this.nextTickAt > now + iv) this.nextTickAt = Math.ceil(now / iv) * iv;
+    // A wall-clock step (NTP) or a stall over a whole interval: go on from the next tick
+    // after now, not from a stale schedule (no burst of catch-up ticks, no long wait after
+    // a step back). Timers may fire a little early against Date.now(), so the next tick
+    // may be up to one interval plus that much ahead: only more than that is a step.
+    if (this.nextTickAt <= now - iv || this.nextTickAt > now + 2 * iv) this.nextTickAt = Math.ceil(now / iv) * iv;
     this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextTickAt - now));
   }
 
