@@ -2,22 +2,10 @@
 // `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { parseArgs } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
 import { VERSION } from "./version.js";
-
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-
-export class UsageError extends Error {}
-
-export interface Command {
-  summary: string;
-  usage: string;
-  options: NonNullable<ParseArgsConfig["options"]>;
-  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
-}
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
 const COMMANDS: Record<string, () => Promise<Command>> = {

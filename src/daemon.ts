@@ -10,12 +10,14 @@ import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
+import { DriverPool } from "./devices/pool.js";
+import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ConfigDevices } from "./devices/config-devices.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
-import type { MetricsSource } from "./api/ops.js";
+import type { MetricsSource } from "./api/context.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 import { daemonHealthProbe, ReleaseHealthPart } from "./update/health-marker.js";
 import { VERSION } from "./version.js";
@@ -57,9 +59,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   };
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
 
-  // == modbus engine (buses, transports) ==
-  const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
-  const connector = new ModbusConnector(modbus.pool);
+  // == modbus engine (buses, transports); device drivers on its buses, by profile ==
+  const modbus = add(new ModbusEngine(log.child({ part: "modbus" })));
+  const profiles = builtinProfiles();
+  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
+  const connector = new ModbusConnector(pool);
 
   // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
@@ -83,7 +87,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       }
     },
   };
-  const poller = add(new Poller(registry, sink, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
   // Devices listed in the config file: applied at start when changed since last applied,
   // in the background (a device that does not answer does not hold up the gateway).
@@ -94,7 +98,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   dispatcher = add(
     new Dispatcher({
       db: () => storage.db,
-      control: new ModbusDeviceControl(registry, poller, modbus.pool),
+      control: new ModbusDeviceControl(registry, poller, pool),
       clock: opts.clock ?? systemClock,
       log: dlog,
       pollIntervalMs: config.telemetry.poll_interval_ms,
@@ -137,7 +141,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now }));
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
   const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });

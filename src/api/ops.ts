@@ -5,16 +5,11 @@ import { BlockList } from "node:net";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { VERSION } from "../version.js";
-import type { ApiContext } from "./server.js";
+import type { ApiContext, MetricsSource } from "./context.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
 import { dispatchRequest, receiptSchema } from "../dispatch/request.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
-
-/** What /metrics and /healthz report; each part contributes its counters. */
-export interface MetricsSource {
-  gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
-}
 
 function prometheus(src: MetricsSource): string {
   const lines: string[] = [];
@@ -36,11 +31,12 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
   return {
     openapi: "3.1.0",
     info: { title: "sitegate partner interface", version: VERSION },
-    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" } } },
+    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" }, clientBasic: { type: "http", scheme: "basic", description: "client_id with an empty client_secret (RFC 6749 2.3.1), instead of the form field" } } },
     paths: {
       "/connect/token": {
         post: {
           summary: "Obtain a token (OAuth 2.0 password grant)",
+          security: [{}, { clientBasic: [] }],
           requestBody: { content: { "application/x-www-form-urlencoded": { schema: js(tokenForm) } } },
           responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) } },
         },

@@ -1,5 +1,4 @@
-import type { Command } from "../cli.js";
-import { UsageError, EXIT_OK } from "../cli.js";
+import { UsageError, EXIT_OK, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {

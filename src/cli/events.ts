@@ -3,8 +3,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import type { Command } from "../cli.js";
-import { EXIT_FAILURE, EXIT_OK, UsageError } from "../cli.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE } from "../storage/db.js";
 import { EventStore, type EventRow } from "../dispatch/store.js";

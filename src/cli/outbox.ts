@@ -4,8 +4,7 @@
 // SQLite database (WAL), and the daemon's lanes re-check their queues every few seconds.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Command } from "../cli.js";
-import { EXIT_FAILURE, EXIT_OK, UsageError } from "../cli.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";

@@ -3,8 +3,7 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Command } from "../cli.js";
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from "../cli.js";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
 import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_RESTART_CMD, DEFAULT_ROOT, requestRollback, updateStatus } from "../update/install.js";
 

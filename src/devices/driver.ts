@@ -7,8 +7,7 @@ import { decodeRaw, isSunSpecNotImplemented, scaleValue, typeRegs, type ValueTyp
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
 import type { Endpoint } from "../modbus/endpoint.js";
 import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
-import type { Metrics } from "../telemetry/types.js";
-import type { DeviceDescriptor } from "./types.js";
+import type { DeviceDescriptor, Metrics } from "./types.js";
 
 export type PointClass = "fast" | "slow";
 

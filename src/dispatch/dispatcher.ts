@@ -552,6 +552,8 @@ export class Dispatcher implements Part {
       devices.push(entry);
       if (s.event_type === "charge" || s.event_type === "discharge" || test) delivered += Math.max(0, dw);
     }
+    // A test shed plans every step at once, each for what was still missing: cap the sum.
+    if (test && s.event_type === "shed") delivered = Math.min(delivered, s.quantity_w);
     if (!test && s.event_type === "shed") {
       if (p.meter_id && p.baseline_w !== undefined && p.grid) delivered = Math.max(0, p.baseline_w - (meanUntil(p.grid, until, hold, p.window_from) ?? p.baseline_w));
       else delivered = devices.reduce((a, d) => a + (d.delivered_w as number), 0);
