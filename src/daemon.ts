@@ -140,6 +140,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_device_online", help: "1 when the last read of the device succeeded", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.online ? 1 : 0 })) },
         { name: "sitegate_device_consecutive_failures", help: "failed reads in a row", type: "gauge", values: devs.map((d) => ({ labels: { device_id: d.config.device_id }, value: h(d.config.device_id)?.consecutive_failures ?? 0 })) },
         { name: "sitegate_poll_snapshots_total", help: "poll-cycle snapshots stored", type: "counter", values: [{ value: poller.stats.snapshots }] },
+        { name: "sitegate_poll_late_snapshots_total", help: "snapshots of a bus that finished after its tick's deadline (stored on their own with the tick's time)", type: "counter", values: [{ value: poller.stats.late_snapshots }] },
         { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: poller.stats.reads_ok }, { labels: { result: "failed" }, value: poller.stats.reads_failed }] },
         { name: "sitegate_bus_requests_total", help: "Modbus requests sent", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.requests })) },
         { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.timeouts })) },
@@ -153,6 +154,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_dispatch_receipt_commits_total", help: "transactions that committed /dr receipts (group commit: several requests each)", type: "counter", values: [{ labels: { kind: "commits" }, value: dispatch.stats.receipt_commits }, { labels: { kind: "requests" }, value: dispatch.stats.receipt_requests }] },
         { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+        { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: uplink.deadLetterCount() }] },
+        { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
         ...(fleet?.gauges() ?? []),
       ];
     },
@@ -160,7 +163,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == local status page (issue 12): on the API listener, or its own after the API ==
   const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
   ui = uiPart;
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
   add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==

@@ -30,6 +30,8 @@ export interface ApiDeps {
   health: HealthView;
   profiles: ProfileRegistry;
   metrics: MetricsSource;
+  /** Callback health for /healthz (lanes held because the partner rejects our credentials). */
+  uplink?: { health(): { warnings: unknown[] } };
   dispatch: DispatchApi;
   log: Logger;
   /** Clock for token expiry; tests move it. */

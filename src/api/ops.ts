@@ -84,6 +84,7 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
       const devices = ctx.registry.list();
       const online = devices.filter((d) => ctx.health.health(d.config.device_id)?.online).length;
       const ok = storage === "ok";
+      const uplink = ctx.uplink?.health() ?? { warnings: [] };
       const detail = devices.map((d) => {
         const h = ctx.health.health(d.config.device_id);
         return {
@@ -102,6 +103,7 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
         uptime_s: Math.round((Date.now() - started) / 1000),
         storage,
         devices: { configured: devices.length, online, detail },
+        uplink,
       });
     });
     app.get("/metrics", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {

@@ -1,16 +1,22 @@
-// The poller: one loop per bus, each on the poll interval, reading every due device of
-// that bus (power-class points every tick, energy counters every slow interval) and
-// handing the tick's readings to the sample store as one snapshot stamped with the read
-// time. A failed read gives no sample; a device that keeps failing is backed off
-// (1 tick, 2, 4 ... up to 60 s) so it costs the others at most one timeout per cycle;
-// one device's error never stops the others. Per-device health feeds device sync.
+// The poller: every bus polls on one shared site clock. At each tick (a multiple of the
+// poll interval on the UTC clock) each bus reads its due devices (power-class points every
+// tick, energy counters every slow interval), all buses at once, and the readings of that
+// tick from every bus form ONE snapshot stamped with the tick time. The snapshot is
+// committed when every bus finished the tick, or at the next tick (the deadline) with what
+// has arrived; a bus still busy then skips ticks until it is done, and its late readings
+// are committed as their own snapshot with their tick's time, so a slow bus never delays
+// the others and nothing read is thrown away. A failed read gives no sample; a device
+// that keeps failing is backed off (1 tick, 2, 4 ... up to 60 s) so it costs the others at
+// most one timeout per cycle; one device's error never stops the others. Per-device health
+// feeds device sync. Devices not fully configured (REGISTRY_WRITE_FAILED) are polled for
+// their health and latest values but left out of the snapshots (never pushed).
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../errors.js";
 import type { DeviceDriver, PointClass } from "../devices/driver.js";
 import type { DriverPool } from "../devices/pool.js";
 import type { DeviceHealth, DeviceSource, HealthView, OpMode, RegisteredDevice } from "../devices/types.js";
-import type { Metrics, SnapshotSink } from "./types.js";
+import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
 
 const MAX_BACKOFF_MS = 60_000;
 
@@ -21,6 +27,8 @@ interface Polled {
   lastSlowAt: number;
   nextTryAt: number;
   latest: Metrics;
+  /** Tick time of the latest successful reading. */
+  latestAt: number | undefined;
 }
 
 export interface PollerOptions {
@@ -39,14 +47,26 @@ export function opModeFromState(state: number | undefined, online: boolean): OpM
   }
 }
 
+interface Tick {
+  ts: number;
+  /** Buses that started this tick and have not finished it. */
+  waiting: Set<string>;
+  devices: Array<{ device_id: string; metrics: Metrics }>;
+  committed: boolean;
+}
+
 export class Poller implements Part, HealthView {
   readonly name = "poller";
   private devices = new Map<string, Polled>();
-  private loops = new Map<string, { timer: NodeJS.Timeout | null; running: boolean }>();
+  /** Buses in the middle of a tick (they skip the ticks that come while they are busy). */
+  private busy = new Map<string, Promise<void>>();
+  private open: Tick[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private nextTickAt = 0;
   private unsubscribe: (() => void) | null = null;
   private stopped = true;
   private remote = new Set<string>();
-  readonly stats = { ticks: 0, snapshots: 0, reads_ok: 0, reads_failed: 0, store_errors: 0 };
+  readonly stats = { ticks: 0, snapshots: 0, late_snapshots: 0, skipped_bus_ticks: 0, reads_ok: 0, reads_failed: 0, store_errors: 0 };
 
   constructor(
     private readonly source: DeviceSource,
@@ -59,9 +79,11 @@ export class Poller implements Part, HealthView {
     this.stopped = false;
     this.unsubscribe = this.source.onChange(() => this.sync());
     this.sync();
+    this.nextTickAt = Math.ceil(Date.now() / this.opts.intervalMs) * this.opts.intervalMs;
+    this.arm();
   }
 
-  /** Rebuilds the device set from the registry; starts a loop for each new bus. */
+  /** Rebuilds the device set from the registry; the next tick polls what it holds. */
   private sync(): void {
     const next = new Map<string, Polled>();
     for (const device of this.source.list()) {
@@ -75,56 +97,95 @@ export class Poller implements Part, HealthView {
       const old = this.devices.get(device.config.device_id);
       next.set(device.config.device_id, old && old.driver === driver
         ? { ...old, device }
-        : { device, driver, health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 0 }, lastSlowAt: -Infinity, nextTryAt: 0, latest: {} });
+        : { device, driver, health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 0 }, lastSlowAt: -Infinity, nextTryAt: 0, latest: {}, latestAt: undefined });
     }
     this.devices = next;
-    for (const p of next.values()) {
-      if (!this.loops.has(p.driver.bus.key)) {
-        const loop = { timer: null, running: false };
-        this.loops.set(p.driver.bus.key, loop);
-        this.schedule(p.driver.bus.key, 0);
-      }
-    }
   }
 
-  private schedule(busKey: string, delayMs: number): void {
-    const loop = this.loops.get(busKey);
-    if (!loop || this.stopped) return;
-    loop.timer = setTimeout(() => void this.tick(busKey), Math.max(0, delayMs));
+  /** Sets the timer for the next tick of the site clock (a multiple of the interval). */
+  private arm(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const iv = this.opts.intervalMs;
+    // A wall-clock step (NTP) or a stall over a whole interval: go on from the next tick
+    // after now, not from a stale schedule (no burst of catch-up ticks, no long wait after
+    // a step back). Timers may fire a little early against Date.now(), so the next tick
+    // may be up to one interval plus that much ahead: only more than that is a step.
+    if (this.nextTickAt <= now - iv || this.nextTickAt > now + 2 * iv) this.nextTickAt = Math.ceil(now / iv) * iv;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextTickAt - now));
   }
 
-  private async tick(busKey: string): Promise<void> {
-    const loop = this.loops.get(busKey);
-    if (!loop || this.stopped) return;
-    const started = performance.now();
-    const ts = Date.now();
-    loop.running = true;
+  private tick(): void {
+    if (this.stopped) return;
+    const ts = this.nextTickAt;
+    this.nextTickAt = ts + this.opts.intervalMs;
     this.stats.ticks++;
-    const members = [...this.devices.values()].filter((p) => p.driver.bus.key === busKey);
-    if (members.length === 0) {
-      this.loops.delete(busKey);
-      loop.running = false;
-      return;
+    // The deadline of every earlier tick is this one: commit them with what arrived.
+    for (const t of this.open) this.commit(t);
+    this.open = [];
+    const started = performance.now();
+    const byBus = new Map<string, Polled[]>();
+    for (const p of this.devices.values()) {
+      const k = p.driver.bus.key;
+      let list = byBus.get(k);
+      if (!list) byBus.set(k, (list = []));
+      list.push(p);
     }
-    // All reads go into the bus queue at once; the bus serializes them.
-    const results = await Promise.all(members.map((p) => this.pollOne(p, started)));
-    const devices = results.filter((r): r is { device_id: string; metrics: Metrics } => r !== null && Object.keys(r.metrics).length > 0);
-    if (devices.length && !this.stopped) {
-      try {
-        this.sink.append({ ts, devices });
-        this.stats.snapshots++;
-      } catch (e) {
-        this.stats.store_errors++;
-        this.opts.log.error({ err: errorMessage(e), bus: busKey }, "cannot store samples");
+    const tick: Tick = { ts, waiting: new Set(), devices: [], committed: false };
+    for (const [bus, members] of byBus) {
+      if (this.busy.has(bus)) {
+        this.stats.skipped_bus_ticks++;
+        continue;
       }
+      tick.waiting.add(bus);
+      const run = this.pollBus(members, started, ts).then((devices) => {
+        this.busy.delete(bus);
+        if (tick.committed && this.stopped) return; // the store may be closed already
+        if (tick.committed) {
+          // Finished after its tick's deadline: its readings keep their tick's time.
+          if (devices.length) this.store({ ts, devices }, bus, true);
+          return;
+        }
+        tick.devices.push(...devices);
+        tick.waiting.delete(bus);
+        if (tick.waiting.size === 0) this.commit(tick);
+      });
+      this.busy.set(bus, run);
     }
-    loop.running = false;
-    const elapsed = performance.now() - started;
-    // The next tick starts one interval after this one started; an overrun starts it at once.
-    this.schedule(busKey, this.opts.intervalMs - elapsed);
+    if (tick.waiting.size > 0) this.open.push(tick);
+    else this.commit(tick);
+    this.arm();
   }
 
-  private async pollOne(p: Polled, now: number): Promise<{ device_id: string; metrics: Metrics } | null> {
+  private commit(t: Tick): void {
+    if (t.committed) return;
+    t.committed = true;
+    if (t.devices.length) this.store({ ts: t.ts, devices: t.devices }, undefined, false);
+  }
+
+  private store(snap: Snapshot, bus: string | undefined, late: boolean): void {
+    try {
+      this.sink.append(snap);
+      this.stats.snapshots++;
+      if (late) this.stats.late_snapshots++;
+    } catch (e) {
+      this.stats.store_errors++;
+      this.opts.log.error({ err: errorMessage(e), ...(bus ? { bus } : {}) }, "cannot store samples");
+    }
+  }
+
+  /** One bus's reads of one tick; resolves with the devices that go into the snapshot. */
+  private async pollBus(members: Polled[], started: number, ts: number): Promise<Array<{ device_id: string; metrics: Metrics }>> {
+    // All reads go into the bus queue at once; the bus serializes them.
+    const results = await Promise.all(members.map((p) => this.pollOne(p, started, ts)));
+    const out: Array<{ device_id: string; metrics: Metrics }> = [];
+    results.forEach((r, i) => {
+      if (r && Object.keys(r.metrics).length > 0 && members[i].device.fully_configured !== false) out.push(r);
+    });
+    return out;
+  }
+
+  private async pollOne(p: Polled, now: number, ts: number): Promise<{ device_id: string; metrics: Metrics } | null> {
     if (now < p.nextTryAt) return null;
     const id = p.device.config.device_id;
     const slowDue = now - p.lastSlowAt >= p.driver.profile.slow_interval_ms;
@@ -140,6 +201,7 @@ export class Poller implements Part, HealthView {
       };
       p.nextTryAt = 0;
       p.latest = { ...p.latest, ...metrics };
+      p.latestAt = ts;
       this.stats.reads_ok++;
       if (wasOffline) this.opts.log.info({ device_id: id }, "device online");
       return { device_id: id, metrics };
@@ -163,6 +225,11 @@ export class Poller implements Part, HealthView {
     return this.devices.get(deviceId)?.latest;
   }
 
+  /** The tick time (UTC ms) of the latest successful reading of a device. */
+  latestAt(deviceId: string): number | undefined {
+    return this.devices.get(deviceId)?.latestAt;
+  }
+
   /** Marks a device as under remote dispatch (device_op_mode 2) or not. */
   setRemote(deviceId: string, remote: boolean): void {
     if (remote) this.remote.add(deviceId);
@@ -172,9 +239,13 @@ export class Poller implements Part, HealthView {
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
-    for (const loop of this.loops.values()) if (loop.timer) clearTimeout(loop.timer);
-    // Let ticks in flight finish (their reads fail fast once the buses close).
-    for (let i = 0; i < 200 && [...this.loops.values()].some((l) => l.running); i++) await new Promise((r) => setTimeout(r, 10));
-    this.loops.clear();
+    if (this.timer) clearTimeout(this.timer);
+    // Let ticks in flight finish (their reads fail fast once the buses close), within 2 s.
+    const settle = Promise.allSettled([...this.busy.values()]);
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([settle, new Promise((r) => (t = setTimeout(r, 2000)))]);
+    clearTimeout(t);
+    for (const tk of this.open) this.commit(tk);
+    this.open = [];
   }
 }

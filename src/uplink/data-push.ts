@@ -8,6 +8,8 @@ export const MAX_PAYLOAD_BYTES = 128 * 1024;
 
 export interface DataPushPayload {
   snapshotId: number;
+  /** The snapshot's tick time (UTC ms). */
+  ts: number;
   part: number;
   parts: number;
   body: string;
@@ -33,6 +35,7 @@ export function buildPayloads(snap: StoredSnapshot, siteId: string, instance: st
   if (cur.length) groups.push(cur);
   return groups.map((g, part) => ({
     snapshotId: snap.id,
+    ts: snap.ts,
     part,
     parts: groups.length,
     body: `${head}${g.join(",")}]}`,

@@ -1,6 +1,7 @@
 // POSTs JSON callbacks to the partner over HTTPS with the configured headers,
-// User-Agent, Idempotency-Key and a request timeout. Only a 200 settles a message;
-// the answer to anything else is a failure with a reason to log.
+// User-Agent, Idempotency-Key and a request timeout. Any 2xx settles a message; a
+// redirect is followed once, to https only. The answer is classified here, once, so the
+// lanes decide retries from one table (classify()).
 import { rootCertificates } from "node:tls";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "undici";
@@ -10,6 +11,34 @@ export interface SendResult {
   ok: boolean;
   status?: number;
   error?: string;
+  /** From a 429's or 503's Retry-After header (seconds or an HTTP date), in ms. */
+  retryAfterMs?: number;
+}
+
+/**
+ * What a lane does with an answer: `ok` settles; `transient` (408, 429, 5xx, timeout,
+ * network) is retried for as long as it takes; `auth` (401, 403) holds the lane with a
+ * health warning; `rejected` (any other answer) is retried for a bounded window, then
+ * dead-lettered.
+ */
+export type Outcome = "ok" | "transient" | "auth" | "rejected";
+
+export function classify(r: SendResult): Outcome {
+  if (r.ok) return "ok";
+  const s = r.status;
+  if (s === undefined) return "transient";
+  if (s === 408 || s === 429 || s >= 500) return "transient";
+  if (s === 401 || s === 403) return "auth";
+  return "rejected";
+}
+
+/** Retry-After: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(v: string | string[] | undefined, now = Date.now()): number | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (!s) return undefined;
+  if (/^\s*\d+\s*$/.test(s)) return Number(s) * 1000;
+  const t = Date.parse(s);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
 }
 
 export interface SenderOptions {
@@ -19,18 +48,37 @@ export interface SenderOptions {
   caFile?: string;
 }
 
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
 export class HttpSender {
   private readonly agent: Agent;
   private readonly headers: Record<string, string>;
 
   constructor(private readonly opts: SenderOptions) {
     const ca = opts.caFile ? [...rootCertificates, readFileSync(opts.caFile, "utf8")] : undefined;
-    this.agent = new Agent({ connect: { ...(ca ? { ca } : {}), timeout: opts.timeoutMs }, keepAliveTimeout: 30_000, connections: 4 });
+    // Up to 4 data pushes in flight plus the outbox lanes: 8 connections per origin.
+    this.agent = new Agent({ connect: { ...(ca ? { ca } : {}), timeout: opts.timeoutMs }, keepAliveTimeout: 30_000, connections: 8 });
     this.headers = {};
     for (const h of opts.headers) this.headers[h.name] = h.value;
   }
 
   async post(url: string, body: string, idempotencyKey: string): Promise<SendResult> {
+    const first = await this.once(url, body, idempotencyKey);
+    if (!first.location) return first.result;
+    // One redirect, POSTed again with the same body and key (a callback is never a GET).
+    let next: URL;
+    try {
+      next = new URL(first.location, url);
+    } catch {
+      return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to an unreadable location` };
+    }
+    if (next.protocol !== "https:") return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to ${next.protocol} refused (https only)` };
+    const second = await this.once(next.href, body, idempotencyKey);
+    if (second.location) return { ok: false, status: second.result.status, error: `HTTP ${second.result.status}: a second redirect is not followed` };
+    return second.result;
+  }
+
+  private async once(url: string, body: string, idempotencyKey: string): Promise<{ result: SendResult; location?: string }> {
     try {
       const res = await request(url, {
         method: "POST",
@@ -47,10 +95,19 @@ export class HttpSender {
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
       await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
-      return res.statusCode === 200 ? { ok: true, status: 200 } : { ok: false, status: res.statusCode, error: `HTTP ${res.statusCode}` };
+      const status = res.statusCode;
+      if (status >= 200 && status < 300) return { result: { ok: true, status } };
+      const result: SendResult = { ok: false, status, error: `HTTP ${status}` };
+      if (status === 429 || status === 503) {
+        const ra = parseRetryAfter(res.headers["retry-after"]);
+        if (ra !== undefined) result.retryAfterMs = ra;
+      }
+      const loc = res.headers.location;
+      if (REDIRECTS.has(status) && loc) return { result, location: Array.isArray(loc) ? loc[0] : loc };
+      return { result };
     } catch (e) {
       const err = e as Error & { code?: string; cause?: { code?: string } };
-      return { ok: false, error: err.code ?? err.cause?.code ?? err.name ?? String(e) };
+      return { result: { ok: false, error: err.code ?? err.cause?.code ?? err.name ?? String(e) } };
     }
   }
 

@@ -65,10 +65,11 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
             const missing = committed.filter((ts) => !received().has(ts) && !before.has(ts));
             throw new Error(`${(e as Error).message}: ${missing.length} of ${committed.length} missing, e.g. ${missing.slice(0, 3)}; sink got ${sink.requests.length} requests, last ${sink.requests.at(-1)?.body?.timestamp}; db ${JSON.stringify(dbg)}; sink statuses ${sink.requests.map((r) => r.status + ":" + r.body?.timestamp?.slice(17, 23)).join(" ")}`);
           });
-          // Order: the backlog arrives oldest first.
+          // Order: the backlog arrives oldest first, give or take the 4 pushes in flight.
           const after = sink.accepted().map((r) => r.body.timestamp as string).filter((ts) => committed.includes(ts) && !before.has(ts));
           const firstSeen = [...new Set(after)];
-          assert.deepEqual(firstSeen, [...firstSeen].sort(), "oldest first");
+          const sorted = [...firstSeen].sort();
+          firstSeen.forEach((ts, i) => assert.ok(Math.abs(sorted.indexOf(ts) - i) < 4, `${ts} arrived as number ${i}, not oldest first`));
         } finally {
           child.kill("SIGKILL");
         }

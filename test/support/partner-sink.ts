@@ -1,6 +1,8 @@
 // A real HTTPS partner for tests and the demo: records every callback (path, headers,
 // parsed body) and can be told to fail: answer a status, hang past the client's timeout,
-// or refuse connections (stop listening) until told to accept again.
+// or refuse connections (stop listening) until told to accept again. `decide` answers
+// per request (e.g. 400 to one message only), `delayMs` answers late (a slow partner),
+// and `maxInFlight` records how many requests it held at once.
 //   node dist/test/support/partner-sink.js --port 18443 --cert C --key K
 import { createServer, type Server } from "node:https";
 import type { IncomingHttpHeaders } from "node:http";
@@ -21,7 +23,14 @@ export interface SinkRequest {
   at: number;
 }
 
-export type SinkMode = { kind: "ok" } | { kind: "status"; status: number } | { kind: "hang" };
+export type SinkMode = { kind: "ok" } | { kind: "status"; status: number; headers?: Record<string, string> } | { kind: "hang" };
+
+export interface SinkAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  /** Answer only once this settles (a request held in flight). */
+  wait?: Promise<void>;
+}
 
 export class PartnerSink {
   readonly requests: SinkRequest[] = [];
@@ -31,27 +40,51 @@ export class PartnerSink {
   private readonly sockets = new Set<Socket>();
   private listeners = new Set<() => void>();
   onRequest: ((r: SinkRequest) => void) | null = null;
+  /** Answers one request (before `mode`); undefined falls through to `mode`. */
+  decide: ((r: { path: string; headers: IncomingHttpHeaders; body: any }) => SinkAnswer | undefined) | null = null;
+  /** Every answer waits this long (a slow partner). */
+  delayMs = 0;
+  inFlight = 0;
+  maxInFlight = 0;
 
   private constructor(cert: string, key: string) {
     this.server = createServer({ cert, key }, (req, res) => {
       let raw = "";
       req.setEncoding("utf8");
       req.on("data", (d) => (raw += d));
+      // In flight from its arrival until its answer is written (or the connection drops).
+      this.inFlight++;
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+      let done = false;
+      const finish = () => {
+        if (!done) this.inFlight--;
+        done = true;
+      };
+      res.on("close", finish);
       req.on("end", () => {
         const mode = this.mode;
         if (mode.kind === "hang") return; // never answer: the client's timeout fires
-        const status = mode.kind === "status" ? mode.status : 200;
         let body: unknown = null;
         try {
           body = JSON.parse(raw);
         } catch {
           body = null;
         }
-        const r: SinkRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, raw, status, at: Date.now() };
-        this.requests.push(r);
-        this.onRequest?.(r);
-        res.writeHead(status, { "content-type": "application/json" }).end(status === 200 ? '{"ok":true}' : '{"error":"sink told to fail"}');
-        for (const l of this.listeners) l();
+        const path = req.url ?? "";
+        const answer: SinkAnswer = this.decide?.({ path, headers: req.headers, body }) ?? (mode.kind === "status" ? { status: mode.status, headers: mode.headers } : { status: 200 });
+        const reply = () => {
+          const status = answer.status;
+          const r: SinkRequest = { method: req.method ?? "", path, headers: req.headers, body, raw, status, at: Date.now() };
+          this.requests.push(r);
+          this.onRequest?.(r);
+          const ok = status >= 200 && status < 300;
+          finish();
+          res.writeHead(status, { "content-type": "application/json", ...(answer.headers ?? {}) }).end(status === 204 ? undefined : ok ? '{"ok":true}' : '{"error":"sink told to fail"}');
+          for (const l of this.listeners) l();
+        };
+        if (answer.wait) void answer.wait.then(reply);
+        else if (this.delayMs > 0) setTimeout(reply, this.delayMs);
+        else reply();
       });
     });
     this.server.on("connection", (s: Socket) => {
@@ -82,9 +115,9 @@ export class PartnerSink {
     return `https://127.0.0.1:${this.port}`;
   }
 
-  /** Requests that were answered 200, in arrival order. */
+  /** Requests that were answered 2xx, in arrival order. */
   accepted(path?: string): SinkRequest[] {
-    return this.requests.filter((r) => r.status === 200 && (path === undefined || r.path === path));
+    return this.requests.filter((r) => r.status >= 200 && r.status < 300 && (path === undefined || r.path === path));
   }
 
   /** Stops listening and drops open connections: clients get "connection refused". */

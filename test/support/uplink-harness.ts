@@ -21,7 +21,7 @@ export async function startSink(): Promise<PartnerSink> {
   return PartnerSink.start({ cert: c.cert, key: c.key });
 }
 
-export async function startUplink(dataDir: string, sink: PartnerSink, over: { retentionBytes?: number; timeoutMs?: number; backoff?: (n: number) => number } = {}): Promise<UplinkRig> {
+export async function startUplink(dataDir: string, sink: PartnerSink, over: { retentionBytes?: number; timeoutMs?: number; backoff?: (n: number) => number; rejectWindowMs?: number; idleRecheckMs?: number } = {}): Promise<UplinkRig> {
   const config = testConfig(dataDir, {
     partner: {
       headers: [{ name: "X-Partner-Key", value: "k-123" }, { name: "X-Trace", value: "bench" }],
@@ -35,7 +35,7 @@ export async function startUplink(dataDir: string, sink: PartnerSink, over: { re
   const log = silentLogger();
   const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS], log);
   const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log });
-  const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))));
+  const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), { rejectWindowMs: over.rejectWindowMs, idleRecheckMs: over.idleRecheckMs });
   storage.start();
   samples.start();
   uplink.start();

@@ -1,0 +1,90 @@
+// `sitegate outbox`: lists the callbacks waiting for the partner (outbox lanes, the
+// data-push backlog) and the dead letters; `sitegate outbox retry ID...|--all` puts dead
+// letters back at the end of their lanes. Works while the daemon runs: it opens the same
+// SQLite database (WAL), and the daemon's lanes re-check their queues every few seconds.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
+import { loadConfig } from "../config/load.js";
+import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
+import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
+
+function openOutbox(configFile: string): { db: Db; outbox: Outbox } {
+  const cfg = loadConfig(configFile);
+  const path = join(cfg.data_dir, DB_FILE);
+  if (!existsSync(path)) throw new Error(`no database at ${path}: the gateway has not run with this config yet`);
+  const db = openDatabase(cfg.data_dir);
+  migrate(db, [OUTBOX_MIGRATIONS]);
+  return { db, outbox: new Outbox(db) };
+}
+
+function dataPushBacklog(db: Db): number {
+  try {
+    const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
+    return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
+  } catch {
+    return 0; // no telemetry tables yet
+  }
+}
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  return [line(head), ...rows.map(line)].join("\n");
+}
+
+const short = (s: string | null, n = 60) => (s === null ? "" : s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+const command: Command = {
+  summary: "List pending callbacks and dead letters; `outbox retry ID...|--all` puts dead letters back in their lanes.",
+  usage: "sitegate outbox --config FILE [--json] | sitegate outbox retry ID...|--all --config FILE",
+  options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, all: { type: "boolean" } },
+  async run(values, positionals) {
+    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    const [sub, ...args] = positionals;
+    if (sub !== undefined && sub !== "retry" && sub !== "list") throw new UsageError(`unknown subcommand "${sub}" (list or retry)`);
+    if (sub === "retry") {
+      if (values.all && args.length) throw new UsageError("give dead-letter ids or --all, not both");
+      if (!values.all && args.length === 0) throw new UsageError("retry needs dead-letter ids (see `sitegate outbox`) or --all");
+      const ids = args.map((a) => {
+        if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
+        return Number(a);
+      });
+      const { db, outbox } = openOutbox(values.config);
+      try {
+        const missing = ids.filter((id) => !outbox.getDeadLetter(id));
+        if (missing.length) {
+          process.stderr.write(`sitegate outbox: no dead letter with id ${missing.join(", ")} (see \`sitegate outbox\`)\n`);
+          return EXIT_FAILURE;
+        }
+        const n = outbox.retry(values.all ? "all" : ids);
+        const result = { requeued: n };
+        process.stdout.write(values.json ? JSON.stringify(result) + "\n" : `put ${n} dead letter(s) back in their lanes; the running gateway sends them within a few seconds\n`);
+        return EXIT_OK;
+      } finally {
+        db.close();
+      }
+    }
+    if (values.all || args.length) throw new UsageError("--all and ids belong to `sitegate outbox retry`");
+    const { db, outbox } = openOutbox(values.config);
+    try {
+      const pending = outbox.pending();
+      const dead = outbox.deadLetters();
+      const backlog = dataPushBacklog(db);
+      if (values.json) {
+        const view = (m: (typeof pending)[number]) => ({ id: m.id, lane: m.lane, kind: m.kind, url: m.url, idempotency_key: m.idempotency_key, created_at: m.created_at, attempts: m.attempts, last_error: m.last_error, body: m.body });
+        process.stdout.write(JSON.stringify({ data_push_backlog: backlog, pending: pending.map(view), dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })) }) + "\n");
+        return EXIT_OK;
+      }
+      const out = [`data push backlog: ${backlog} snapshot(s)`, "", `pending: ${pending.length}`];
+      if (pending.length) out.push(table(["id", "lane", "kind", "created_at", "attempts", "last_error"], pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)])));
+      out.push("", `dead letters: ${dead.length}${dead.length ? " (sitegate outbox retry ID|--all)" : ""}`);
+      if (dead.length) out.push(table(["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"], dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)])));
+      process.stdout.write(out.join("\n") + "\n");
+      return EXIT_OK;
+    } finally {
+      db.close();
+    }
+  },
+};
+export default command;

@@ -1,0 +1,275 @@
+// Callbacks never stall a lane: 2xx settles, a redirect is followed once, Retry-After is
+// honoured, a message the partner keeps rejecting becomes a dead letter (listed and
+// retried by `sitegate outbox`) while the lane goes on, 401/403 hold the lane with a
+// health warning and lose nothing, execution responses have a lane of their own, and
+// the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { withTmpDir } from "../support/tmp.js";
+import { snapshot, startSink, startUplink, type UplinkRig } from "../support/uplink-harness.js";
+import { testConfigInput } from "../support/config.js";
+import { startGateway } from "../support/gateway.js";
+import { testCert } from "../support/tls.js";
+import { until } from "../support/wait.js";
+import type { PartnerSink } from "../support/partner-sink.js";
+import type { Uplink } from "../../src/uplink/uplink.js";
+
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+const run = promisify(execFile);
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, LOG_LEVEL: "warn" } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+/** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
+async function withRig(over: Parameters<typeof startUplink>[2], fn: (sink: PartnerSink, rig: UplinkRig, dir: string) => Promise<void>): Promise<void> {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      const rig = await startUplink(dir, sink, over);
+      try {
+        await fn(sink, rig, dir);
+      } finally {
+        await rig.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+}
+
+const keys = (rs: Array<{ headers: Record<string, unknown> }>) => rs.map((r) => r.headers["idempotency-key"] as string);
+
+test("a partner answering 204 or 202 has the message: settled once, never sent again", async () => {
+  await withRig({}, async (sink, rig) => {
+    sink.decide = (r) => ({ status: r.path === "/exec" ? 202 : 204 });
+    for (let i = 0; i < 3; i++) rig.samples.append(snapshot(i));
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
+    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "every message settled");
+    rig.samples.append(snapshot(3));
+    await until(() => rig.samples.stats().pending_snapshots === 0, "the next push settled");
+    assert.equal(sink.requests.length, 5, "each message sent once");
+    assert.equal(new Set(keys(sink.requests)).size, 5);
+  });
+});
+
+test("a redirect is followed once, to https only", async () => {
+  await withRig({ rejectWindowMs: 60_000 }, async (sink, rig) => {
+    sink.decide = (r) =>
+      r.path === "/old" ? { status: 308, headers: { location: `${sink.url}/new` } }
+      : r.path === "/plain" ? { status: 307, headers: { location: `http://127.0.0.1:${sink.port}/new` } }
+      : undefined;
+    rig.uplink.enqueue("notice", `${sink.url}/plain`, { n: 0 });
+    rig.uplink.enqueue("execution_response", `${sink.url}/old`, { event_id: "e-r" });
+    await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
+    const [moved] = sink.accepted("/new");
+    assert.deepEqual(moved.body, { event_id: "e-r" });
+    assert.equal(moved.headers["idempotency-key"], sink.requests.find((r) => r.path === "/old")!.headers["idempotency-key"]);
+    await until(() => rig.uplink.outbox.heads("execution", 1).length === 0, "the redirected message settled");
+    // The redirect to http:// is not followed: the message stays queued, failing.
+    await until(() => sink.requests.filter((r) => r.path === "/plain").length >= 2, "the http redirect retried");
+    assert.equal(sink.accepted("/new").length, 1, "nothing reached the target of the http redirect");
+    assert.match(rig.uplink.outbox.heads("notice", 1)[0].last_error ?? "", /https only/);
+  });
+});
+
+test("429 with Retry-After waits as told, then delivers", async () => {
+  await withRig({}, async (sink, rig) => {
+    let first = true;
+    sink.decide = () => {
+      if (!first) return undefined;
+      first = false;
+      return { status: 429, headers: { "retry-after": "1" } };
+    };
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-429" });
+    await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
+    const [a, b] = sink.requests;
+    assert.equal(a.status, 429);
+    assert.ok(b.at - a.at >= 950, `retried ${b.at - a.at} ms after a Retry-After of 1 s`);
+  });
+});
+
+test("execution responses travel in their own lane: a failing kind never holds them back", async () => {
+  await withRig({}, async (sink, rig) => {
+    sink.decide = (r) => (r.path === "/other" ? { status: 503 } : undefined);
+    rig.uplink.enqueue("device_report", `${sink.url}/other`, { n: 1 });
+    await sink.waitFor(() => sink.requests.some((r) => r.path === "/other"), 5000, "the failing kind tried");
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-2" });
+    await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the execution response");
+    assert.equal(rig.uplink.outbox.heads("device_report", 5).length, 1, "the other kind still waits");
+    await until(() => rig.uplink.stats().execution.sent === 1, "the execution lane's bookkeeping");
+    assert.ok(rig.uplink.stats().device_report.failures >= 1);
+  });
+});
+
+test("enqueue: a caller's idempotency key is kept and never queued twice; bad input is refused", async () => {
+  await withRig({}, async (sink, rig) => {
+    await sink.refuse();
+    const a = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-3" }, { idempotencyKey: "evt-e-3-final" });
+    const b = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-3" }, { idempotencyKey: "evt-e-3-final" });
+    assert.deepEqual(a, b);
+    assert.equal(a.idempotency_key, "evt-e-3-final");
+    assert.equal(rig.uplink.outbox.size(), 1);
+    assert.throws(() => rig.uplink.enqueue("execution_response", "http://partner.example/exec", {}), /https:\/\/ URLs only/);
+    assert.throws(() => rig.uplink.enqueue("Execution Response", `${sink.url}/exec`, {}), /snake_case/);
+    assert.throws(() => rig.uplink.enqueue("execution_response", `${sink.url}/exec`, {}, { idempotencyKey: "" }), /idempotencyKey/);
+    await sink.accept();
+    await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the message");
+    assert.equal(sink.accepted("/exec")[0].headers["idempotency-key"], "evt-e-3-final");
+  });
+});
+
+test("a message the partner keeps rejecting (400) is dead-lettered, the lane goes on, and `sitegate outbox retry` sends it", async () => {
+  await withRig({ rejectWindowMs: 600, idleRecheckMs: 200 }, async (sink, rig, dir) => {
+    let reject = true;
+    sink.decide = (r) => (reject && r.body?.event_id === "e-bad" ? { status: 400 } : undefined);
+    const bad = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-next" });
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-last" });
+    await sink.waitFor(() => sink.accepted("/exec").length === 2, 15000, "the later messages");
+    assert.deepEqual(sink.accepted("/exec").map((r) => r.body.event_id), ["e-next", "e-last"], "in order, after the dead letter");
+    assert.ok(sink.requests.filter((r) => r.body?.event_id === "e-bad").length >= 2, "retried within the window first");
+    await until(() => rig.uplink.outbox.size() === 0, "the lane empty");
+    assert.equal(rig.uplink.deadLetterCount(), 1);
+
+    const configFile = join(dir, "config.yaml");
+    writeFileSync(configFile, stringify(testConfigInput(dir)));
+    const listed = await cli("outbox", "--config", configFile, "--json");
+    assert.equal(listed.code, 0, listed.stderr);
+    const view = JSON.parse(listed.stdout);
+    assert.equal(view.pending.length, 0);
+    assert.equal(view.dead_letters.length, 1);
+    const dl = view.dead_letters[0];
+    assert.equal(dl.lane, "execution");
+    assert.equal(dl.kind, "execution_response");
+    assert.equal(dl.idempotency_key, bad.idempotency_key);
+    assert.deepEqual(JSON.parse(dl.body), { event_id: "e-bad" });
+    assert.match(dl.last_error, /HTTP 400/);
+    const text = await cli("outbox", "--config", configFile);
+    assert.match(text.stdout, /dead letters: 1/);
+
+    const wrong = await cli("outbox", "retry", "999", "--config", configFile);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.stderr, /no dead letter with id 999/);
+    assert.equal((await cli("outbox", "retry", "--config", configFile)).code, 2, "retry without ids or --all is a usage error");
+
+    reject = false;
+    const retried = await cli("outbox", "retry", String(dl.id), "--config", configFile);
+    assert.equal(retried.code, 0, retried.stderr);
+    await sink.waitFor(() => sink.accepted("/exec").some((r) => r.body.event_id === "e-bad"), 15000, "the retried dead letter");
+    assert.equal(sink.accepted("/exec").find((r) => r.body.event_id === "e-bad")!.headers["idempotency-key"], bad.idempotency_key, "same key as before");
+    await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.outbox.size() === 0, "nothing left");
+  });
+});
+
+test("a data push the partner rejects is dead-lettered with its payload, the cursor moves on, and a retry sends it", async () => {
+  await withRig({ rejectWindowMs: 600, idleRecheckMs: 200 }, async (sink, rig, dir) => {
+    let reject = true;
+    sink.decide = (r) => (reject && r.body?.devices?.[0]?.metrics?.energy_import_wh === 100002 ? { status: 422 } : undefined);
+    for (let i = 0; i < 6; i++) rig.samples.append(snapshot(i));
+    await until(() => rig.samples.stats().pending_snapshots === 0, "the cursor past the rejected snapshot");
+    const seqs = new Set(sink.accepted().map((r) => r.body.devices[0].metrics.energy_import_wh - 100000));
+    assert.deepEqual([...seqs].sort(), [0, 1, 3, 4, 5]);
+    const [dead] = rig.uplink.outbox.deadLetters();
+    assert.equal(dead.lane, "data_push");
+    assert.equal(JSON.parse(dead.body).timestamp, new Date(snapshot(2).ts).toISOString(), "the snapshot's payload, as it was");
+    rig.samples.append(snapshot(6));
+    await sink.waitFor(() => sink.accepted().some((r) => r.body.devices[0].metrics.energy_import_wh === 100006), 10000, "later pushes");
+
+    reject = false;
+    const configFile = join(dir, "config.yaml");
+    writeFileSync(configFile, stringify(testConfigInput(dir)));
+    const r = await cli("outbox", "retry", "--all", "--config", configFile);
+    assert.equal(r.code, 0, r.stderr);
+    await sink.waitFor(() => sink.accepted().some((x) => x.body.devices[0].metrics.energy_import_wh === 100002), 15000, "the retried push");
+    assert.equal(sink.accepted().find((x) => x.body.devices[0].metrics.energy_import_wh === 100002)!.headers["idempotency-key"], dead.idempotency_key);
+  });
+});
+
+test("401 holds every lane with a health warning and loses nothing; it drains once the partner accepts again", async () => {
+  await withRig({ rejectWindowMs: 300 }, async (sink, rig) => {
+    sink.mode = { kind: "status", status: 401 };
+    for (let i = 0; i < 5; i++) rig.samples.append(snapshot(i));
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-4" });
+    await until(() => rig.uplink.health().warnings.length === 2, "warnings for both lanes");
+    const w = rig.uplink.health().warnings.find((x) => x.lane === "data_push")!;
+    assert.equal(w.status, 401);
+    assert.match(w.message, /partner.headers/);
+    // Well past the reject window: still nothing dropped, nothing dead-lettered.
+    await until(() => sink.requests.filter((r) => r.path === "/exec").length >= 4, "the held lane keeps probing");
+    assert.equal(rig.uplink.deadLetterCount(), 0);
+    assert.equal(rig.uplink.outbox.size(), 1);
+    assert.equal(rig.samples.stats().pending_snapshots, 5);
+    const tried = sink.requests.filter((r) => r.path === "/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w as number);
+    assert.ok(tried.every((p) => p < 40), "nothing new is sent while the lane is held (the first window only)");
+    assert.ok(tried.filter((p) => p === 0).length >= 2, "the held lane probes with its oldest message");
+    sink.mode = { kind: "ok" };
+    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "the backlog drained");
+    assert.equal(new Set(sink.accepted("/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w)).size, 5);
+    assert.deepEqual(rig.uplink.health().warnings, []);
+  });
+});
+
+test("/healthz shows a held lane and /metrics counts dead letters", async () => {
+  const sink = await startSink();
+  try {
+    await withTmpDir(async (dir) => {
+      sink.mode = { kind: "status", status: 403 };
+      const gw = await startGateway(dir, { partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile } });
+      try {
+        const uplink = gw.daemon.part<Uplink>("uplink");
+        uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+        await until(async () => (await gw.call("GET", "/healthz")).json.uplink.warnings.length === 1, "the warning in /healthz");
+        const h = (await gw.call("GET", "/healthz")).json;
+        assert.equal(h.uplink.warnings[0].lane, "execution");
+        assert.equal(h.uplink.warnings[0].status, 403);
+        uplink.outbox.addDeadLetter({ lane: "execution", kind: "execution_response", url: `${sink.url}/exec`, body: "{}", idempotency_key: "k-dead", created_at: new Date().toISOString(), attempts: 3, error: "HTTP 400" });
+        const m = (await gw.call("GET", "/metrics")).text;
+        assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
+        assert.match(m, /^sitegate_uplink_lane_held\{lane="execution"\} 1$/m);
+      } finally {
+        await gw.stop();
+      }
+    });
+  } finally {
+    await sink.stop();
+  }
+});
+
+test("a slow partner gets up to 4 data pushes at once, each with its own key, and the cursor follows the settled prefix", async () => {
+  await withRig({}, async (sink, rig) => {
+    sink.delayMs = 250;
+    for (let i = 0; i < 24; i++) rig.samples.append(snapshot(i));
+    await until(() => rig.samples.stats().pending_snapshots === 0, "the backlog drained", 30000);
+    assert.equal(sink.maxInFlight, 4, "four requests in flight, never more");
+    assert.equal(new Set(keys(sink.accepted())).size, 24);
+    assert.equal(sink.accepted().length, 24, "nothing sent twice");
+  });
+});
+
+test("the cursor never moves over a snapshot still in flight", async () => {
+  await withRig({}, async (sink, rig) => {
+    let release: () => void = () => {};
+    const late = new Promise<void>((r) => (release = r));
+    sink.decide = (r) => (r.body?.devices?.[0]?.metrics?.power_w === 0 ? { status: 200, wait: late } : undefined);
+    for (let i = 0; i < 4; i++) rig.samples.append(snapshot(i));
+    await sink.waitFor(() => sink.accepted().length === 3, 10000, "snapshots 1..3 while 0 is in flight");
+    assert.equal(rig.samples.pushCursor, 0, "the cursor waits for the oldest");
+    assert.equal(rig.samples.stats().pending_snapshots, 4);
+    release();
+    await until(() => rig.samples.stats().pending_snapshots === 0, "the cursor over all four once 0 settled");
+    assert.equal(sink.accepted().length, 4);
+  });
+});
