@@ -41,6 +41,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],
   ["api", ["api/"]],
+  ["ui", ["ui/"]],
   ["fleet", ["fleet/"]],
   ["daemon", ["daemon.ts"]],
   ["cli", ["cli.ts", "cli/"]],
