@@ -17,9 +17,13 @@ import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import type { MetricsSource } from "./api/ops.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { HEALTH_MIGRATIONS, HealthMonitor } from "./health.js";
+import { SystemdNotifier } from "./systemd/notify.js";
+import { RuntimeMetrics } from "./runtime-metrics.js";
+import { Maintenance } from "./maintenance.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, HEALTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -27,6 +31,8 @@ export interface Daemon {
   /** Every part by name, for tests and the health endpoint. */
   readonly parts: ReadonlyMap<string, Part>;
   part<T extends Part>(name: string): T;
+  /** Watchdog checks, systemd notifications, and onHealthy() for the updater. */
+  readonly health: HealthMonitor;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -34,6 +40,8 @@ export interface Daemon {
 export interface DaemonOptions {
   /** Clock for token expiry (tests move it forward). */
   now?: () => number;
+  /** How many dispatch events run now, for STATUS= (also settable later: health.setEventsRunning). */
+  eventsRunning?: () => number;
 }
 
 export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Daemon {
@@ -84,8 +92,30 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     },
   });
 
+  // == recurring maintenance (node-cron): nightly checkpoint, retention sweep, certificate expiry ==
+  const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
+
+  // == health: watchdog checks and systemd notifications; READY=1 once every part started ==
+  const health = new HealthMonitor(
+    {
+      storage,
+      buses: () => modbus.buses.all(),
+      devices: () => {
+        const devs = registry.list();
+        return { configured: devs.length, online: devs.filter((d) => poller.health(d.config.device_id)?.online).length };
+      },
+      readsOk: () => poller.stats.reads_ok,
+      backlog: () => ({ outbox: uplink.outboxDepth(), snapshots: samples.stats().pending_snapshots }),
+    },
+    new SystemdNotifier(log.child({ part: "systemd" })),
+    log.child({ part: "health" }),
+  );
+  if (opts.eventsRunning) health.setEventsRunning(opts.eventsRunning);
+  const runtime = new RuntimeMetrics();
+
   // == partner API (last: it answers only once everything behind it runs) ==
   const metrics: MetricsSource = {
+    warnings: () => maintenance.warnings(),
     gauges() {
       const devs = registry.list();
       const h = (id: string) => poller.health(id);
@@ -105,6 +135,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+        { name: "sitegate_uplink_oldest_age_seconds", help: "age of the oldest message not yet accepted by the partner (0 when none)", type: "gauge", values: uplink.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })) },
+        { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: health.stats.pings }] },
+        { name: "sitegate_watchdog_withheld_total", help: "health ticks whose checks failed (ping withheld)", type: "counter", values: [{ value: health.stats.withheld }] },
+        ...runtime.families(buses),
       ];
     },
   };
@@ -119,7 +153,21 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       if (!p) throw new Error(`no part named ${name}`);
       return p as T;
     },
-    start: () => life.start(),
-    stop: () => life.stop(),
+    health,
+    async start() {
+      runtime.start();
+      try {
+        await life.start();
+      } catch (e) {
+        runtime.stop();
+        throw e;
+      }
+      health.start();
+    },
+    async stop() {
+      await health.stop();
+      await life.stop();
+      runtime.stop();
+    },
   };
 }

@@ -10,9 +10,23 @@ import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
 
+export interface MetricFamily {
+  name: string;
+  help: string;
+  type: "gauge" | "counter";
+  values: Array<{ labels?: Record<string, string>; value: number }>;
+}
+
+/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
+export interface HealthWarning {
+  code: string;
+  message: string;
+}
+
 /** What /metrics and /healthz report; each part contributes its counters. */
 export interface MetricsSource {
-  gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
+  gauges(): MetricFamily[];
+  warnings?(): HealthWarning[];
 }
 
 function prometheus(src: MetricsSource): string {
@@ -95,13 +109,16 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
         site_id: ctx.config.site_id,
         uptime_s: Math.round((Date.now() - started) / 1000),
         storage,
+        warnings: ctx.metrics.warnings?.() ?? [],
         devices: { configured: devices.length, online, detail },
       });
     });
     app.get("/metrics", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {
       return reply.type("text/plain; version=0.0.4").send(prometheus(ctx.metrics));
     });
-    const doc = openApi(ctx);
-    app.get("/openapi.json", async () => doc);
+    // Built on first request: the JSON Schema conversion is code and garbage the daemon
+    // would otherwise carry from start-up for a document that is rarely fetched.
+    let doc: Record<string, unknown> | null = null;
+    app.get("/openapi.json", async () => (doc ??= openApi(ctx)));
   };
 }

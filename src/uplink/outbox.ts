@@ -46,6 +46,7 @@ export class Outbox {
       remove: db.prepare("DELETE FROM ul_outbox WHERE id = ?"),
       fail: db.prepare("UPDATE ul_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?"),
       count: db.prepare("SELECT count(*) FROM ul_outbox").pluck(),
+      oldest: db.prepare("SELECT created_at FROM ul_outbox ORDER BY id LIMIT 1").pluck(),
     };
   }
 
@@ -70,6 +71,12 @@ export class Outbox {
 
   size(): number {
     return this.stmts.count.get() as number;
+  }
+
+  /** When the oldest unsettled message was committed (ms since the epoch), or null. */
+  oldestCreatedAt(): number | null {
+    const at = this.stmts.oldest.get() as string | undefined;
+    return at ? Date.parse(at) : null;
   }
 }
 

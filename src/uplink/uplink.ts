@@ -207,6 +207,20 @@ export class Uplink implements Part {
     this.log.info({ data_push_url: url, pending_snapshots: samples.stats().pending_snapshots, outbox: outbox.size() }, "uplink started");
   }
 
+  /** Messages in the outbox (0 before start). */
+  outboxDepth(): number {
+    return this._outbox?.size() ?? 0;
+  }
+
+  /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
+  oldestAges(now = Date.now()): Array<{ lane: string; age_s: number }> {
+    if (!this._outbox) return [];
+    const oldestOutbox = this._outbox.oldestCreatedAt();
+    const [snap] = this.samples.pending(1);
+    const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
+    return [{ lane: "outbox", age_s: age(oldestOutbox) }, { lane: "data_push", age_s: age(snap?.ts) }];
+  }
+
   stats(): Record<string, LaneStats> {
     return Object.fromEntries(this.lanes.map((l) => [l.name, { ...l.stats }]));
   }
