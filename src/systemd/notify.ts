@@ -25,13 +25,15 @@ export class SystemdNotifier {
   private chain: Promise<void> = Promise.resolve();
   private queued = 0;
   private pingQueued = false;
+  private readonly socket: string;
 
   constructor(
     private readonly log: Logger,
     env: NodeJS.ProcessEnv = process.env,
     private readonly command = env.SITEGATE_SYSTEMD_NOTIFY ?? "systemd-notify",
   ) {
-    this.enabled = Boolean(env.NOTIFY_SOCKET);
+    this.socket = env.NOTIFY_SOCKET ?? "";
+    this.enabled = this.socket !== "";
     const usec = Number(env.WATCHDOG_USEC ?? 0);
     // WATCHDOG_PID, when set, names the process the watchdog is meant for.
     const forUs = !env.WATCHDOG_PID || Number(env.WATCHDOG_PID) === process.pid;
@@ -62,7 +64,7 @@ export class SystemdNotifier {
   private run(args: string[]): Promise<void> {
     const started = performance.now();
     return new Promise((resolve) => {
-      execFile(this.command, args, { timeout: 5000 }, (err, _stdout, stderr) => {
+      execFile(this.command, args, { timeout: 5000, env: { ...process.env, NOTIFY_SOCKET: this.socket } }, (err, _stdout, stderr) => {
         const ms = performance.now() - started;
         this.queued--;
         this.stats.last_ms = ms;
