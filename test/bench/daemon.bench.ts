@@ -3,7 +3,8 @@
 // an idle Node.js process measured in the same run (lower is better, so the ratio is
 // idle / ours). Steady = the median of the samples after the first third of the run;
 // peak = the kernel's high-water mark (VmHWM), start-up included.
-// BENCH_NODE_ARGS="--flag ..." measures other flags than the unit's (for exploring).
+// BENCH_NODE_ARGS="--flag ..." and BENCH_ENV="K=V ..." measure other flags or environment
+// than the unit's (for exploring).
 import { spawn } from "node:child_process";
 import type { BenchFn } from "./types.js";
 import { rssKb, startSite50, unitCommand } from "../support/site50.js";
@@ -15,7 +16,9 @@ const bench: BenchFn = async (ctx) => {
   const unit = unitCommand();
   const nodeArgs = process.env.BENCH_NODE_ARGS !== undefined ? process.env.BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : unit.nodeArgs;
   ctx.log(`node ${nodeArgs.join(" ")} (env ${Object.entries(unit.env).map(([k, v]) => `${k}=${v}`).join(" ")})`);
-  const site = await startSite50(ctx.dir, { nodeArgs });
+  const extraEnv = Object.fromEntries((process.env.BENCH_ENV ?? "").split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  if (Object.keys(extraEnv).length) ctx.log(`extra env ${JSON.stringify(extraEnv)}`);
+  const site = await startSite50(ctx.dir, { nodeArgs, extraEnv });
   const idle = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
   try {
     const samples: number[] = [];
