@@ -6,7 +6,7 @@ APT_TOOLS := socat mosquitto mbpoll openssl
 NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
 
-.PHONY: help setup deps build run test unit integration bench soak sim clean
+.PHONY: help setup deps build run test unit integration bench soak sim clean bundle
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
 	@echo "make sim    start the bench simulator with the demo scenario"
+	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make clean  remove build output and var/"
 
 # Debian tools the tests and the demo use; installed when missing and running as root.
@@ -58,6 +59,17 @@ soak: setup build
 sim: setup build
 	mkdir -p var
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
+
+# A signed over-the-air release bundle: dist/src + production node_modules for one arch.
+# Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
+BUNDLE_KEY ?= var/update-keys/sitegate-update.key
+BUNDLE_ARCH ?= $(shell node -p process.arch)
+BUNDLE_VERSION ?= $(shell node -p 'require("./package.json").version')
+BUNDLE_OUT ?= var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$(BUNDLE_ARCH).bundle
+
+bundle: build
+	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
+	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) $(if $(BUNDLE_NODE_MODULES),--node-modules $(BUNDLE_NODE_MODULES))
 
 clean:
 	rm -rf dist var

@@ -1,14 +1,15 @@
 // Modbus RTU on a pseudo-terminal pair made with socat, standing in for an RS-485 bus.
 // The simulator owns one end (`path`); the gateway opens the other (`peer`). A pty moves
-// bytes instantly whatever the baud rate, so the line timing of a real bus is emulated
-// here: character time, the 3.5-character silence, the device's turnaround.
+// bytes instantly whatever the baud rate and carries no parity, so the line timing of a
+// real bus is emulated here from the port's baud, parity and stop bits: character time,
+// the 3.5-character silence, the device's turnaround.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, constants, existsSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SerialPort } from "serialport";
 import type { Endpoint } from "./faults.js";
 import { rtuFrame, takeRtuFrames } from "./modbus-pdu.js";
-import type { RtuPortSpec } from "./scenario.js";
+import { rtuBitsPerChar, type RtuPortSpec } from "./scenario.js";
 
 const RESYNC_MS = 50;
 
@@ -26,9 +27,9 @@ export class RtuServer {
 
   constructor(private readonly endpoint: Endpoint, private readonly spec: RtuPortSpec & { path: string; peer: string }) {}
 
-  /** Milliseconds one character takes on the wire. */
+  /** Milliseconds one character takes on the wire, from the port's framing (11 bits at 8E1). */
   get charMs(): number {
-    return (this.spec.bits_per_char * 1000) / this.spec.baud;
+    return (rtuBitsPerChar(this.spec) * 1000) / this.spec.baud;
   }
 
   /** Inter-frame silence: 3.5 characters, fixed 1.75 ms above 19200 baud. */
@@ -52,7 +53,7 @@ export class RtuServer {
     // Hold the gateway's end open so that socat keeps running when the gateway closes
     // and reopens the port (a pty master sees EIO once no slave descriptor is open).
     this.holdFd = openSync(peer, constants.O_RDWR | constants.O_NOCTTY | constants.O_NONBLOCK);
-    const port = new SerialPort({ path, baudRate: this.spec.baud, autoOpen: false });
+    const port = new SerialPort({ path, baudRate: this.spec.baud, dataBits: 8, parity: this.spec.parity, stopBits: this.spec.stop_bits, autoOpen: false });
     await new Promise<void>((resolve, reject) => port.open((e) => (e ? reject(e) : resolve())));
     port.on("data", (d: Buffer) => this.onData(d));
     port.on("error", () => {});

@@ -20,6 +20,8 @@ export const deviceSchema = z.discriminatedUnion("model", [
   }),
   z.strictObject({ ...common, model: z.literal("sunspec-pv"), max_power_w: z.number().positive().default(6000), serial: z.string().optional() }),
   z.strictObject({ ...common, model: z.literal("sunspec-meter"), serial: z.string().optional() }),
+  /** Only the common model 1: a SunSpec device that does not tell what it is. */
+  z.strictObject({ ...common, model: z.literal("sunspec-common"), serial: z.string().optional() }),
   z.strictObject({ ...common, model: z.literal("sdm630"), serial: z.number().int().min(0).max(0xffffffff).optional() }),
   z.strictObject({
     ...common,
@@ -37,8 +39,9 @@ const rtuPort = z.strictObject({
   path: z.string().min(1),
   peer: z.string().min(1),
   baud: z.number().int().min(300).max(921600).default(9600),
-  /** Bits per character on the wire: 10 for 8N1, 11 for 8E1 / 8N2. */
-  bits_per_char: z.union([z.literal(10), z.literal(11)]).default(10),
+  /** Line framing, the same keys as the gateway's rtu_ports: 8 data bits, this parity and stop bits. */
+  parity: z.enum(["none", "even", "odd"]).default("none"),
+  stop_bits: z.union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" }).default(1),
   /** Emulate the wire's speed (character time, 3.5-char silence); off = as fast as the pty. */
   line_timing: z.boolean().default(true),
   /** Time a device takes to start answering after the request's silence. */
@@ -87,6 +90,11 @@ export function parseScenario(raw: unknown): Scenario {
     }
   }
   return r.data;
+}
+
+/** Bits per character on an RTU port's wire: start, 8 data, parity if any, stop bits (11 at 8E1). */
+export function rtuBitsPerChar(p: Pick<RtuPortSpec, "parity" | "stop_bits">): number {
+  return 1 + 8 + (p.parity === "none" ? 0 : 1) + p.stop_bits;
 }
 
 export function loadScenario(file: string): Scenario {

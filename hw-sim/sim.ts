@@ -8,7 +8,7 @@ import { loadScenario, parseScenario, type DeviceSpec, type Scenario, type Scena
 import { SiteModel } from "./site-model.js";
 import { DeviceSlot, Endpoint, faultSchema, type FaultSpec } from "./faults.js";
 import type { SimDevice } from "./models/device.js";
-import { PvInverter, StorageInverter, SunSpecMeter, round1 } from "./models/sunspec-devices.js";
+import { PvInverter, StorageInverter, SunSpecCommonOnly, SunSpecMeter, round1 } from "./models/sunspec-devices.js";
 import { Sdm630 } from "./models/sdm630.js";
 import { Relay } from "./models/relay.js";
 import { TcpServer } from "./tcp-server.js";
@@ -45,6 +45,7 @@ function buildDevice(spec: DeviceSpec, site: SiteModel): SimDevice {
     case "sunspec-storage": return new StorageInverter(spec, site);
     case "sunspec-pv": return new PvInverter(spec, site);
     case "sunspec-meter": return new SunSpecMeter(spec, site);
+    case "sunspec-common": return new SunSpecCommonOnly(spec, site);
     case "sdm630": return new Sdm630(spec, site);
     case "relay": return new Relay(spec, site);
   }
@@ -95,7 +96,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         rtuServers.push(srv);
         await srv.start();
         rtuPeers.push(abs(p.peer));
-        log.info({ peer: abs(p.peer), baud: p.baud, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus rtu on pty");
+        log.info({ peer: abs(p.peer), baud: p.baud, parity: p.parity, stop_bits: p.stop_bits, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus rtu on pty");
       }
     }
   } catch (e) {

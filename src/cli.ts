@@ -1,21 +1,11 @@
 #!/usr/bin/env node
 // `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
 import { VERSION } from "./version.js";
-
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-
-export class UsageError extends Error {}
-
-export interface Command {
-  summary: string;
-  usage: string;
-  options: NonNullable<ParseArgsConfig["options"]>;
-  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
-}
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
@@ -24,6 +14,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
+  update: async () => (await import("./cli/update.js")).default,
+  events: async () => (await import("./cli/events.js")).default,
 };
 
 function help(): string {
@@ -82,8 +74,20 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+function isEntryPoint(): boolean {
+  const argv1 = process.argv[1];
+  if (!argv1) return false;
+  if (import.meta.url === `file://${argv1}` || argv1.endsWith("/sitegate")) return true;
+  try {
+    return realpathSync(argv1) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
 // Run only when executed, not when imported by tests.
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/sitegate")) {
+// Through a symlink too (/opt/sitegate/current/dist/src/cli.js runs a release directory).
+if (isEntryPoint()) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

@@ -10,20 +10,32 @@ import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { ModbusConnector } from "./devices/connector.js";
+import { DriverPool } from "./devices/pool.js";
+import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { configureDevices } from "./devices/configure.js";
+import { ConfigDevices } from "./devices/config-devices.js";
 import { errorMessage } from "./errors.js";
 import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
-import type { MetricsSource } from "./api/ops.js";
+import type { MetricsSource } from "./api/context.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { ReleaseHealthPart } from "./update/health-marker.js";
 import { HEALTH_MIGRATIONS, HealthMonitor } from "./health.js";
 import { SystemdNotifier } from "./systemd/notify.js";
 import { RuntimeMetrics } from "./runtime-metrics.js";
 import { Maintenance } from "./maintenance.js";
+import { VERSION } from "./version.js";
+import { instanceId } from "./uplink/outbox.js";
+import { nameKey } from "./uplink/idempotency.js";
+import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
+import { Dispatcher } from "./dispatch/dispatcher.js";
+import { ModbusDeviceControl } from "./dispatch/device-control.js";
+import { LocalSchedules } from "./dispatch/local-schedules.js";
+import { systemClock, type Clock } from "./dispatch/clock.js";
+import type { Snapshot } from "./telemetry/types.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, HEALTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, HEALTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -40,8 +52,8 @@ export interface Daemon {
 export interface DaemonOptions {
   /** Clock for token expiry (tests move it forward). */
   now?: () => number;
-  /** How many dispatch events run now, for STATUS= (also settable later: health.setEventsRunning). */
-  eventsRunning?: () => number;
+  /** Clock of the dispatch scheduler. */
+  clock?: Clock;
 }
 
 export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Daemon {
@@ -53,11 +65,13 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   };
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, log.child({ part: "storage" })));
 
-  // == modbus engine (buses, transports) ==
-  const modbus = add(new ModbusEngine(config, log.child({ part: "modbus" })));
-  const connector = new ModbusConnector(modbus.pool);
+  // == modbus engine (buses, transports); device drivers on its buses, by profile ==
+  const modbus = add(new ModbusEngine(log.child({ part: "modbus" })));
+  const profiles = builtinProfiles();
+  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
+  const connector = new ModbusConnector(pool);
 
-  // == device registry (persisted; applies config.devices at start) ==
+  // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
   // == sample store + uplink (outbox, data push) ==
@@ -66,31 +80,42 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
 
-  // == telemetry poller ==
-  const poller = add(new Poller(registry, samples, modbus.pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
+  let dispatcher: Dispatcher | null = null;
+  const dlog = log.child({ part: "dispatch" });
+  const sink = {
+    append(s: Snapshot) {
+      samples.append(s);
+      try {
+        dispatcher?.observe(s);
+      } catch (e) {
+        dlog.error({ err: errorMessage(e) }, "dispatch could not take a snapshot");
+      }
+    },
+  };
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
 
-  // Devices listed in the config file are configured at start, like a configure request,
-  // in the background: a device that does not answer does not hold up the gateway.
-  let applying: Promise<unknown> = Promise.resolve();
-  add({
-    name: "config-devices",
-    start() {
-      if (config.devices.length === 0) return;
-      const dlog = log.child({ part: "config-devices" });
-      applying = configureDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: dlog }).then(
-        (results) => {
-          for (const r of results) {
-            if (r.status === "accepted") dlog.info({ device_id: r.device_id }, r.message);
-            else dlog.warn({ device_id: r.device_id, code: r.code }, r.message);
-          }
-        },
-        (e) => dlog.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"),
-      );
-    },
-    async stop() {
-      await applying;
-    },
-  });
+  // Devices listed in the config file: applied at start when changed since last applied,
+  // in the background (a device that does not answer does not hold up the gateway).
+  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: log.child({ part: "config-devices" }) }));
+
+  // == dispatch: the durable timeline, execution through the profiles, execution responses ==
+  let execKeyNs = "";
+  dispatcher = add(
+    new Dispatcher({
+      db: () => storage.db,
+      control: new ModbusDeviceControl(registry, poller, pool),
+      clock: opts.clock ?? systemClock,
+      log: dlog,
+      pollIntervalMs: config.telemetry.poll_interval_ms,
+      respond: (spec, body) => {
+        execKeyNs ||= instanceId(storage.db);
+        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey: nameKey(execKeyNs, `execution:${spec.event_id}`) });
+      },
+    }),
+  );
+  const dispatch = dispatcher;
+  add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
 
   // == recurring maintenance (node-cron): nightly checkpoint, retention sweep, certificate expiry ==
   const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
@@ -110,7 +135,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     new SystemdNotifier(log.child({ part: "systemd" })),
     log.child({ part: "health" }),
   );
-  if (opts.eventsRunning) health.setEventsRunning(opts.eventsRunning);
+  health.setEventsRunning(() => dispatch.running());
   const runtime = new RuntimeMetrics();
 
   // == partner API (last: it answers only once everything behind it runs) ==
@@ -134,6 +159,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
+        { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: dispatch.running() }, { labels: { state: "scheduled" }, value: dispatch.scheduled() }] },
+        { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: [{ labels: { result: "ok" }, value: dispatch.stats.writes_ok }, { labels: { result: "failed" }, value: dispatch.stats.writes_failed }] },
+        { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: dispatch.stats.clock_steps }] },
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
         { name: "sitegate_uplink_oldest_age_seconds", help: "age of the oldest message not yet accepted by the partner (0 when none)", type: "gauge", values: uplink.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })) },
         { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: health.stats.pings }] },
@@ -142,7 +170,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles: modbus.profiles, metrics, log: log.child({ part: "api" }), now: opts.now }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+
+  // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
+  // The probe is the health monitor's: READY sent, a database commit, a first poll where devices exist.
+  add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, log.child({ part: "release-health" })));
 
   return {
     config,

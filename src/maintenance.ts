@@ -14,7 +14,7 @@ import type { Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
-import type { HealthWarning } from "./api/ops.js";
+import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
 
 export const SCHEDULE = {

@@ -4,7 +4,7 @@
 // per bus the busy time and its fraction of wall time since the previous scrape.
 // Everything is read from counters the runtime keeps anyway; a scrape costs microseconds.
 import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from "node:perf_hooks";
-import type { MetricFamily } from "./api/ops.js";
+import type { MetricFamily } from "./api/context.js";
 
 const GC_KIND: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",

@@ -1,5 +1,6 @@
 // SunSpec devices of the simulator: a storage inverter (models 1, 103, 120, 123, 124),
-// a PV inverter (1, 103, 120, 123) and a wye meter (1, 203), all at base 40000.
+// a PV inverter (1, 103, 120, 123), a wye meter (1, 203), and a device with only the
+// common model 1 (it does not say what it is), all at base 40000.
 // A few optional points answer "not implemented", as real devices do.
 import { DeviceBase, type DeviceView } from "./device.js";
 import { SunSpecImage, commonModel, checkRange, type ModelDef, type PointDef } from "./sunspec-image.js";
@@ -390,6 +391,20 @@ export class SunSpecMeter extends SunSpecDevice {
 
   view(): DeviceView {
     return { power_w: round1(this.site.grid()), energy_import_wh: round1(this.site.importWh), energy_export_wh: round1(this.site.exportWh) };
+  }
+}
+
+/** A SunSpec device with only the common model: discovery cannot tell its type. */
+export class SunSpecCommonOnly extends SunSpecDevice {
+  readonly model = "sunspec-common";
+
+  constructor(spec: { name: string; unit: number; serial?: string }, site: SiteModel) {
+    super(spec.name, spec.unit, site);
+    this.image = new SunSpecImage(SUNSPEC_BASE, [commonModel("SimEnergy", "SimBox 1", "1.0.0", serialFor(spec.name, site.seed, "CB", spec.serial))]);
+  }
+
+  view(): DeviceView {
+    return { power_w: 0 };
   }
 }
 

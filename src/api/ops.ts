@@ -5,29 +5,11 @@ import { BlockList } from "node:net";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { VERSION } from "../version.js";
-import type { ApiContext } from "./server.js";
+import type { ApiContext, MetricsSource } from "./context.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
+import { dispatchRequest, receiptSchema } from "../dispatch/request.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
-
-export interface MetricFamily {
-  name: string;
-  help: string;
-  type: "gauge" | "counter";
-  values: Array<{ labels?: Record<string, string>; value: number }>;
-}
-
-/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
-export interface HealthWarning {
-  code: string;
-  message: string;
-}
-
-/** What /metrics and /healthz report; each part contributes its counters. */
-export interface MetricsSource {
-  gauges(): MetricFamily[];
-  warnings?(): HealthWarning[];
-}
 
 function prometheus(src: MetricsSource): string {
   const lines: string[] = [];
@@ -49,17 +31,27 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
   return {
     openapi: "3.1.0",
     info: { title: "sitegate partner interface", version: VERSION },
-    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" } } },
+    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" }, clientBasic: { type: "http", scheme: "basic", description: "client_id with an empty client_secret (RFC 6749 2.3.1), instead of the form field" } } },
     paths: {
       "/connect/token": {
         post: {
           summary: "Obtain a token (OAuth 2.0 password grant)",
+          security: [{}, { clientBasic: [] }],
           requestBody: { content: { "application/x-www-form-urlencoded": { schema: js(tokenForm) } } },
           responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) } },
         },
       },
       [`/${v}/api/gateway/{site_id}/devicesync`]: {
         get: { summary: "Device sync", security: [{ apiKey: [] }], parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "devices", ...json(deviceSyncResponse) }, ...errors } },
+      },
+      [`/${v}/api/gateway/{site_id}/dr`]: {
+        post: {
+          summary: "Submit dispatch events (receipts committed before the answer)",
+          security: [{ apiKey: [] }],
+          parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: json(dispatchRequest),
+          responses: { "200": { description: "one receipt per event, in request order", ...json(receiptSchema) }, "409": { description: "event changed after its start", ...json(errorBody) }, ...errors },
+        },
       },
       "/gateway/admin/device/configure": {
         put: {

@@ -5,7 +5,7 @@ import { deviceConfigSchema } from "../config/device-schema.js";
 
 export const tokenForm = z.object({
   grant_type: z.string({ error: "required" }),
-  client_id: z.string({ error: "required" }),
+  client_id: z.string().optional().describe("required unless the client sends it by HTTP Basic (RFC 6749 2.3.1), with an empty secret"),
   username: z.string({ error: "required" }),
   password: z.string({ error: "required" }),
 });

@@ -1,45 +1,25 @@
 // The HTTPS API as a lifecycle part: fastify with the TLS files of the config, a 256 KiB
 // body limit, JSON and form bodies only, a per-source rate limit, one error body for
-// every failure, and the feature routes (token, gateway, admin, ops) as plugins.
+// every failure, authentication before any body is read (guard.ts), and the feature
+// routes (token, gateway, admin, ops) as plugins.
 import { readFileSync } from "node:fs";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
-import type { Config } from "../config/schema.js";
 import type { Part } from "../lifecycle.js";
-import type { Logger } from "../log.js";
 import { SitegateError } from "../errors.js";
 import { isStorageUnavailable } from "../storage/db.js";
-import type { StoragePart } from "../storage/part.js";
-import type { DeviceRegistry } from "../devices/registry.js";
-import type { DeviceConnector, HealthView } from "../devices/types.js";
-import type { ProfileRegistry } from "../profiles/registry.js";
 import { HttpError, fromSitegateError } from "./errors.js";
 import { splitHostPort, urlHost } from "../util/process.js";
 import { Credentials, TokenStore } from "./auth.js";
+import { installGuards } from "./guard.js";
 import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
 import { adminRoutes } from "./admin.js";
-import { opsRoutes, type MetricsSource } from "./ops.js";
+import { opsRoutes } from "./ops.js";
+import { drRoutes } from "./dr.js";
+import type { ApiContext, ApiDeps } from "./context.js";
 
 export const BODY_LIMIT = 256 * 1024;
-
-export interface ApiDeps {
-  config: Config;
-  storage: StoragePart;
-  registry: DeviceRegistry;
-  connector: DeviceConnector;
-  health: HealthView;
-  profiles: ProfileRegistry;
-  metrics: MetricsSource;
-  log: Logger;
-  /** Clock for token expiry; tests move it. */
-  now?: () => number;
-}
-
-export interface ApiContext extends ApiDeps {
-  credentials: Credentials;
-  tokens: TokenStore;
-}
 
 export function isTokenRoute(req: FastifyRequest): boolean {
   return req.url.split("?")[0] === "/connect/token";
@@ -64,6 +44,9 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
     timeWindow: 60_000,
     errorResponseBuilder: (_req, c) => new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });
+
+  // After the rate limit (its onRoute hook runs first), before every route.
+  installGuards(app, ctx);
 
   app.setErrorHandler((err, req, reply) => {
     let h: HttpError;
@@ -91,6 +74,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
 
   await app.register(tokenRoutes(ctx));
   await app.register(gatewayRoutes(ctx));
+  await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
   return app;

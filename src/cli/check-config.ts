@@ -1,5 +1,4 @@
-import type { Command } from "../cli.js";
-import { UsageError, EXIT_OK } from "../cli.js";
+import { UsageError, EXIT_OK, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {
@@ -19,7 +18,7 @@ const command: Command = {
       `  users:           ${cfg.auth.users.length}, api keys: ${cfg.auth.api_keys.length}, allowlist: ${cfg.auth.ip_allowlist.join(", ")}`,
       `  execution_url:   ${cfg.partner.execution_url}`,
       `  data push:       ${cfg.partner.data_push_url.replace(/\/$/, "")}/${cfg.api_version}/${cfg.partner.data_push_path}`,
-      `  rtu_ports:       ${Object.entries(cfg.rtu_ports).map(([k, v]) => `${k}=${v}`).join(", ") || "(none)"}`,
+      `  rtu_ports:       ${Object.entries(cfg.rtu_ports).map(([k, v]) => `${k}=${v.path} ${v.baud} 8${v.parity[0].toUpperCase()}${v.stop_bits}`).join(", ") || "(none)"}`,
       `  poll interval:   ${cfg.telemetry.poll_interval_ms} ms, retention ${cfg.telemetry.retention_max_mb} MB`,
       `  devices:         ${cfg.devices.length}`,
     ];

@@ -1,5 +1,4 @@
-import type { Command } from "../cli.js";
-import { EXIT_OK, UsageError } from "../cli.js";
+import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { hashSecret } from "../util/secret-hash.js";
 
 async function readStdin(): Promise<string> {

@@ -1,5 +1,4 @@
-import type { Command } from "../cli.js";
-import { EXIT_FAILURE, EXIT_OK, UsageError } from "../cli.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";

@@ -1,5 +1,4 @@
-import type { Command } from "../cli.js";
-import { EXIT_OK, UsageError } from "../cli.js";
+import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus, PRIORITY } from "../modbus/bus.js";

@@ -49,3 +49,8 @@ export type CheckWrite = z.infer<typeof checkWriteSchema>;
 export function integrationName(d: Pick<DeviceConfig, "device_integration">): string {
   return d.device_integration.slice(d.device_integration.indexOf("/") + 1);
 }
+
+/** Organization of a device: the part of device_integration before the "/". */
+export function organizationOf(d: Pick<DeviceConfig, "device_integration">): string {
+  return d.device_integration.slice(0, d.device_integration.indexOf("/"));
+}

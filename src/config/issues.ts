@@ -23,8 +23,10 @@ export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix:
     } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
       out.push({ path: formatPath(path), message: "required" });
     } else if (issue.code === "invalid_union" && issue.errors.some((branch) => branch.some((i) => i.path.length > 0))) {
-      // An object union: report the branch that got furthest rather than "invalid input".
-      const best = issue.errors.reduce((a, b) => (a.length <= b.length ? a : b));
+      // An object union: report the branch that got furthest rather than "invalid input":
+      // one that failed inside the value (a nested path), then the one with fewest problems.
+      const depth = (branch: ReadonlyArray<z.core.$ZodIssue>) => (branch.some((i) => i.path.length > 0) ? 0 : 1);
+      const best = issue.errors.reduce((a, b) => (depth(a) < depth(b) || (depth(a) === depth(b) && a.length <= b.length) ? a : b));
       const nested = issuesToDetails(best, path);
       out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));
     } else {

@@ -3,7 +3,7 @@ import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
-import { integrationName } from "./device-schema.js";
+import { integrationName, organizationOf } from "./device-schema.js";
 import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
@@ -16,11 +16,25 @@ function resolveFrom(base: string, p: string): string {
 function crossChecks(cfg: Config): ErrorDetail[] {
   const out: ErrorDetail[] = [];
   const profiles = builtinProfiles();
+  // The devices of one RTU port share its baud: the first device on a port sets it.
+  const portBaud = new Map<string, { baud: number; index: number }>();
   cfg.devices.forEach((d, i) => {
+    // The same rule as the configure endpoint: a device of another organization is not ours.
+    const org = organizationOf(d);
+    if (org !== cfg.organization_id) {
+      out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's (organization_id ${cfg.organization_id})` });
+    }
     const name = integrationName(d);
     if (!profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${profiles.names().join(", ")})` });
     if (d.mb_type === 1 && !(String(d.mb_rtu_no) in cfg.rtu_ports)) {
       out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports` });
+    } else if (d.mb_type === 1) {
+      const path = cfg.rtu_ports[String(d.mb_rtu_no)].path;
+      const first = portBaud.get(path);
+      if (!first) portBaud.set(path, { baud: d.mb_baud, index: i });
+      else if (first.baud !== d.mb_baud) {
+        out.push({ path: `devices[${i}].mb_baud`, message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${path}); the devices of one port share its baud` });
+      }
     }
   });
   const seen = new Set<string>();
@@ -52,9 +66,8 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
   cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
-  for (const k of Object.keys(cfg.rtu_ports)) {
-    const p = cfg.rtu_ports[k];
-    if (p.startsWith("./") || p.startsWith("../")) cfg.rtu_ports[k] = resolveFrom(baseDir, p);
+  for (const port of Object.values(cfg.rtu_ports)) {
+    if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }
   // Files the gateway cannot start without. Serial ports are not checked: a USB adapter
   // may appear after the gateway starts, and the bus reconnects when it does.

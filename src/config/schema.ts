@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
+import { scheduleSchema } from "./schedule-schema.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -16,6 +17,23 @@ const listenAddr = z
   .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
+
+/**
+ * An RTU port: its device path, or the path with its line settings. The plain string
+ * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
+ * devices of one port share one baud (their mb_baud).
+ */
+const rtuPortObject = z.strictObject({
+  path: z.string().min(1),
+  baud: z.number().int().min(300).max(921600).default(9600),
+  parity: z.enum(["none", "even", "odd"]).default("none"),
+  stop_bits: z.union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" }).default(1),
+});
+export type RtuPortConfig = z.output<typeof rtuPortObject>;
+const rtuPort = z.union(
+  [z.string().min(1).transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })), rtuPortObject],
+  { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
+);
 
 export const configSchema = z.strictObject({
   site_id: z.string().min(1).max(128),
@@ -47,7 +65,7 @@ export const configSchema = z.strictObject({
     // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
     ca_file: z.string().optional(),
   }),
-  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), z.string().min(1)).default({}),
+  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort).default({}),
   telemetry: z
     .strictObject({
       poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),
@@ -55,6 +73,17 @@ export const configSchema = z.strictObject({
     })
     .default({ poll_interval_ms: 1000, retention_max_mb: 512 }),
   devices: z.array(deviceConfigSchema).default([]),
+  /** Local recurring dispatch events (DESIGN B4), at priority 100 below every partner event. */
+  schedules: z
+    .array(scheduleSchema)
+    .default([])
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((s, i) => {
+        if (seen.has(s.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: `schedule name "${s.name}" appears twice` });
+        seen.add(s.name);
+      });
+    }),
 });
 
 export type Config = z.infer<typeof configSchema>;

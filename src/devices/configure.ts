@@ -2,6 +2,7 @@
 // then run its mb_check_write writes; store the result. Devices on different buses are
 // handled in parallel, devices on one bus one after another.
 import type { DeviceConfig } from "../config/device-schema.js";
+import type { RtuPortConfig } from "../config/schema.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { endpointKey } from "../modbus/endpoint.js";
@@ -16,10 +17,14 @@ export interface ConfigureResult {
   message: string;
 }
 
-export async function configureDevices(
-  devices: DeviceConfig[],
-  deps: { connector: DeviceConnector; registry: DeviceRegistry; rtuPorts: Record<string, string>; log: Logger },
-): Promise<ConfigureResult[]> {
+interface Deps {
+  connector: DeviceConnector;
+  registry: DeviceRegistry;
+  rtuPorts: Record<string, RtuPortConfig>;
+  log: Logger;
+}
+
+export async function configureDevices(devices: DeviceConfig[], deps: Deps): Promise<ConfigureResult[]> {
   const byBus = new Map<string, number[]>();
   devices.forEach((d, i) => {
     const key = endpointKey(endpointForDevice(d, deps.rtuPorts));
@@ -34,11 +39,60 @@ export async function configureDevices(
   return results;
 }
 
-async function configureOne(
-  config: DeviceConfig,
-  deps: { connector: DeviceConnector; registry: DeviceRegistry; log: Logger },
-): Promise<ConfigureResult> {
+/**
+ * The devices of one RTU port share its baud. A device asking for another baud while
+ * other devices use the port is refused (reopening the port would cut them off); the
+ * port's only device may change it, and the port is reopened at the new baud.
+ */
+export function baudConflict(config: DeviceConfig, deps: Pick<Deps, "registry" | "rtuPorts">): string | null {
+  if (config.mb_type !== 1) return null;
+  const port = deps.rtuPorts[String(config.mb_rtu_no)];
+  if (!port) return null;
+  const others = deps.registry.list().filter((d) => {
+    const c = d.config;
+    return c.device_id !== config.device_id && c.mb_type === 1 && deps.rtuPorts[String(c.mb_rtu_no)]?.path === port.path;
+  });
+  const clash = others.filter((d) => d.config.mb_baud !== config.mb_baud);
+  if (!clash.length) return null;
+  const portBaud = clash[0].config.mb_baud as number;
+  const users = others.map((d) => d.config.device_id).sort();
+  const shown = users.length > 5 ? `${users.slice(0, 5).join(", ")} and ${users.length - 5} more` : users.join(", ");
+  return `mb_baud ${config.mb_baud} differs from the ${portBaud} baud of RTU port ${config.mb_rtu_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
+}
+
+const DECLARED_TYPE: Record<number, number> = { 1: 12, 2: 11, 3: 10 };
+const TYPE_NAME: Record<number, string> = { 10: "storage inverter", 11: "solar inverter", 12: "meter", 14: "on/off switch" };
+const MB_TYPE_NAME: Record<number, string> = { 1: "meter", 2: "solar inverter", 3: "storage inverter", 99: "others" };
+
+/**
+ * The device_type published for a device: what discovery found, or, where discovery
+ * cannot tell (device_type 0, e.g. a SunSpec device with only the common model), the
+ * partner's mb_device_type (1 meter → 12, 2 solar inverter → 11, 3 storage inverter → 10).
+ * When the two disagree, discovery wins (it read the device) and a note says so.
+ */
+export function resolveDeviceType(declared: number, discovered: number): { device_type: number; note?: string } {
+  const mapped = DECLARED_TYPE[declared];
+  const said = `mb_device_type ${declared} (${MB_TYPE_NAME[declared] ?? "unknown"})`;
+  if (discovered === 0) {
+    if (mapped === undefined) return { device_type: 0 };
+    return { device_type: mapped, note: `device_type ${mapped} from ${said}: the device does not tell its type` };
+  }
+  // 99 "others" agrees with anything that is not a meter or an inverter.
+  const agrees = mapped === undefined ? !Object.values(DECLARED_TYPE).includes(discovered) : mapped === discovered;
+  if (agrees) return { device_type: discovered };
+  return {
+    device_type: discovered,
+    note: `${said} disagrees with the device, which reports itself as ${TYPE_NAME[discovered] ?? "type " + discovered}; device_type ${discovered} is used`,
+  };
+}
+
+async function configureOne(config: DeviceConfig, deps: Deps): Promise<ConfigureResult> {
   const id = config.device_id;
+  const conflict = baudConflict(config, deps);
+  if (conflict) {
+    deps.log.warn({ device_id: id }, conflict);
+    return { device_id: id, status: "error", code: "PAIRING_FAILED", message: conflict };
+  }
   let descriptor;
   try {
     descriptor = await deps.connector.pair(config);
@@ -47,15 +101,18 @@ async function configureOne(
     deps.log.warn({ device_id: id, err: errorMessage(e) }, "pairing failed");
     return { device_id: id, status: "error", code: "PAIRING_FAILED", message: errorMessage(e) };
   }
+  const type = resolveDeviceType(config.mb_device_type, descriptor.device_type);
+  descriptor = { ...descriptor, device_type: type.device_type };
+  const note = type.note ? `; ${type.note}` : "";
   try {
     if (config.mb_check_write?.length) await deps.connector.checkWrites(config, config.mb_check_write);
   } catch (e) {
     if (!isSitegateError(e, "REGISTRY_WRITE_FAILED")) throw e;
     deps.registry.put(config, descriptor, false);
     deps.log.warn({ device_id: id, err: errorMessage(e) }, "check write failed; device stored, not fully configured");
-    return { device_id: id, status: "error", code: "REGISTRY_WRITE_FAILED", message: `${errorMessage(e)}; the configuration is stored but the device is not fully configured` };
+    return { device_id: id, status: "error", code: "REGISTRY_WRITE_FAILED", message: `${errorMessage(e)}; the configuration is stored but the device is not fully configured${note}` };
   }
   deps.registry.put(config, descriptor, true);
   const what = [descriptor.identity.manufacturer, descriptor.identity.model, descriptor.identity.serial].filter(Boolean).join(" ");
-  return { device_id: id, status: "accepted", message: `paired${what ? ` with ${what}` : ""} (profile ${descriptor.profile}, device_type ${descriptor.device_type})${config.mb_check_write?.length ? `; ${config.mb_check_write.length} check write(s) verified` : ""}` };
+  return { device_id: id, status: "accepted", message: `paired${what ? ` with ${what}` : ""} (profile ${descriptor.profile}, device_type ${descriptor.device_type})${config.mb_check_write?.length ? `; ${config.mb_check_write.length} check write(s) verified` : ""}${note}` };
 }

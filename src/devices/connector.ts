@@ -22,6 +22,7 @@ export class ModbusConnector implements DeviceConnector {
       this.pool.adopt(config, driver);
       return d;
     } catch (e) {
+      this.pool.reject(config, driver);
       throw new SitegateError("PAIRING_FAILED", `device did not respond as ${driver.profile.name}: ${errorMessage(e)}`, { cause: e });
     }
   }

@@ -4,11 +4,10 @@
 import { SitegateError } from "../errors.js";
 import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
 import { decodeRaw, isSunSpecNotImplemented, scaleValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
-import { planBlocks, rtuGapRegs, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
-import { bitsPerChar } from "../modbus/endpoint.js";
+import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
+import type { Endpoint } from "../modbus/endpoint.js";
 import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
-import type { Metrics } from "../telemetry/types.js";
-import type { DeviceDescriptor } from "./types.js";
+import type { DeviceDescriptor, Metrics } from "./types.js";
 
 export type PointClass = "fast" | "slow";
 
@@ -39,11 +38,16 @@ export class DeviceDriver {
   private readonly plans = new Map<string, { blocks: Block[]; ranges: Range[] }>();
   descriptor: DeviceDescriptor | null = null;
 
+  /** The framing this device wants of its bus (by default the bus's as it was made). */
+  readonly endpoint: Endpoint;
+
   constructor(
     readonly bus: Bus,
     readonly unit: number,
     readonly profile: Profile,
+    endpoint?: Endpoint,
   ) {
+    this.endpoint = endpoint ?? bus.endpoint;
     bus.setDeviceDelay(unit, profile.delay_ms);
   }
 
@@ -174,15 +178,15 @@ export class DeviceDriver {
     return { table: step.table, address: m.address + step.offset };
   }
 
-  private gapRegs(): number {
-    const e = this.bus.endpoint;
-    return e.kind === "rtu" ? rtuGapRegs(e.baud, bitsPerChar(e)) : TCP_GAP_REGS;
+  /** Unneeded registers the planner reads through: from the bus's line timing (its framing), or the TCP figure. */
+  get maxGap(): number {
+    return this.bus.timing?.gapRegs ?? TCP_GAP_REGS;
   }
 
-  /** The blocks a poll of these point classes reads (planned once, then reused). */
+  /** The blocks a poll of these point classes reads (planned once per line timing, then reused). */
   plan(classes: readonly PointClass[]): { blocks: Block[]; ranges: Range[] } {
     if (!this.points) throw new Error("device is not paired");
-    const key = [...classes].sort().join(",");
+    const key = `${[...classes].sort().join(",")}/${this.maxGap}`;
     let plan = this.plans.get(key);
     if (!plan) {
       const ranges: Range[] = [];
@@ -192,7 +196,7 @@ export class DeviceDriver {
         if (pt.sf_address !== undefined) ranges.push({ table: "holding", address: pt.sf_address, count: 1 });
       }
       const unreadable = this.profile.kind === "fixed" ? this.profile.unreadable : [];
-      plan = { blocks: planBlocks(ranges, { maxRegs: this.profile.max_read_regs, maxGap: this.gapRegs(), unreadable }), ranges };
+      plan = { blocks: planBlocks(ranges, { maxRegs: this.profile.max_read_regs, maxGap: this.maxGap, unreadable }), ranges };
       this.plans.set(key, plan);
     }
     return plan;

@@ -1,6 +1,7 @@
 // Drivers by device_id, shared by pairing, polling and (later) dispatch, so a device is
 // discovered once. A configuration change replaces the driver.
 import type { DeviceConfig } from "../config/device-schema.js";
+import type { RtuPortConfig } from "../config/schema.js";
 import { integrationName } from "../config/device-schema.js";
 import { SitegateError } from "../errors.js";
 import type { BusManager } from "../modbus/bus.js";
@@ -8,11 +9,12 @@ import type { Endpoint } from "../modbus/endpoint.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import { DeviceDriver } from "./driver.js";
 
-export function endpointForDevice(cfg: DeviceConfig, rtuPorts: Record<string, string>): Endpoint {
+/** Where a device is: its TCP address, or its RTU port's path and framing at the device's baud. */
+export function endpointForDevice(cfg: DeviceConfig, rtuPorts: Record<string, RtuPortConfig>): Endpoint {
   if (cfg.mb_type === 2) return { kind: "tcp", host: cfg.mb_ip, port: cfg.mb_port };
-  const path = rtuPorts[String(cfg.mb_rtu_no)];
-  if (!path) throw new SitegateError("INVALID_REQUEST", `RTU port ${cfg.mb_rtu_no} is not configured (rtu_ports)`);
-  return { kind: "rtu", path, baud: cfg.mb_baud, parity: "none", stopBits: 1 };
+  const port = rtuPorts[String(cfg.mb_rtu_no)];
+  if (!port) throw new SitegateError("INVALID_REQUEST", `RTU port ${cfg.mb_rtu_no} is not configured (rtu_ports)`);
+  return { kind: "rtu", path: port.path, baud: cfg.mb_baud, parity: port.parity, stopBits: port.stop_bits };
 }
 
 /** What makes a driver: where the device is and which profile speaks to it. */
@@ -30,7 +32,7 @@ export class DriverPool {
   constructor(
     private readonly buses: BusManager,
     private readonly profiles: ProfileRegistry,
-    private readonly rtuPorts: Record<string, string>,
+    private readonly rtuPorts: Record<string, RtuPortConfig>,
   ) {}
 
   /** The driver for this configuration: the cached one if the configuration is unchanged. */
@@ -39,7 +41,8 @@ export class DriverPool {
     const hit = this.drivers.get(cfg.device_id);
     if (hit && hit.key === key) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
-    const driver = new DeviceDriver(this.buses.get(endpointForDevice(cfg, this.rtuPorts)), unitOf(cfg), profile);
+    const endpoint = endpointForDevice(cfg, this.rtuPorts);
+    const driver = new DeviceDriver(this.buses.get(endpoint), unitOf(cfg), profile, endpoint);
     this.drivers.set(cfg.device_id, { key, driver });
     return driver;
   }
@@ -52,12 +55,22 @@ export class DriverPool {
     const hit = this.drivers.get(cfg.device_id);
     if (hit && hit.key === driverKey(cfg)) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
-    return new DeviceDriver(this.buses.get(endpointForDevice(cfg, this.rtuPorts)), unitOf(cfg), profile);
+    const endpoint = endpointForDevice(cfg, this.rtuPorts);
+    return new DeviceDriver(this.buses.get(endpoint), unitOf(cfg), profile, endpoint);
   }
 
   /** Keeps a paired candidate as the device's driver. */
   adopt(cfg: DeviceConfig, driver: DeviceDriver): void {
     this.drivers.set(cfg.device_id, { key: driverKey(cfg), driver });
+  }
+
+  /**
+   * After a candidate failed to pair: its bus goes back to the line settings of the
+   * device's driver in force, if the candidate had changed them (another baud).
+   */
+  reject(cfg: DeviceConfig, candidate: DeviceDriver): void {
+    const kept = this.drivers.get(cfg.device_id)?.driver;
+    if (kept && kept !== candidate && kept.bus === candidate.bus) kept.bus.reframe(kept.endpoint);
   }
 
   forget(deviceId: string): void {

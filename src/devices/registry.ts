@@ -1,5 +1,6 @@
 // The persisted device registry: one row per device_id (replace, never duplicate), its
-// configuration as submitted, what pairing found, and whether the check writes passed.
+// configuration as submitted, what pairing found, and whether the check writes passed;
+// and which config-file entry was last applied to each device (dv_config_applied).
 // The poller and device sync read it; listeners hear of every change.
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { Part } from "../lifecycle.js";
@@ -18,6 +19,15 @@ export const REGISTRY_MIGRATIONS: ModuleMigrations = {
         descriptor TEXT,
         fully_configured INTEGER NOT NULL,
         updated_at TEXT NOT NULL
+      ) WITHOUT ROWID`,
+    },
+    {
+      // Which content of a config-file device entry was last applied (config-devices.ts).
+      version: 2,
+      sql: `CREATE TABLE dv_config_applied (
+        device_id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL,
+        applied_at TEXT NOT NULL
       ) WITHOUT ROWID`,
     },
   ],
@@ -79,6 +89,22 @@ export class DeviceRegistry implements DeviceSource, Part {
       }
     }
     return dev;
+  }
+
+  /** Hash of the config-file entry last applied to this device_id, if any. */
+  appliedConfigHash(deviceId: string): string | undefined {
+    const row = this.db.prepare("SELECT hash FROM dv_config_applied WHERE device_id = ?").get(deviceId) as { hash: string } | undefined;
+    return row?.hash;
+  }
+
+  /** Records that the config file's entry with this hash was applied to the device. */
+  markConfigApplied(deviceId: string, hash: string): void {
+    this.db
+      .prepare(
+        `INSERT INTO dv_config_applied (device_id, hash, applied_at) VALUES (?, ?, ?)
+         ON CONFLICT (device_id) DO UPDATE SET hash = excluded.hash, applied_at = excluded.applied_at`,
+      )
+      .run(deviceId, hash, new Date().toISOString());
   }
 
   onChange(listener: () => void): () => void {

@@ -2,6 +2,9 @@
 // polling) and device sync. Owned here so no module imports another's internals.
 import type { DeviceConfig, CheckWrite } from "../config/device-schema.js";
 
+/** A device's decoded readings; canonical metric values are numbers (B6 names: power_w, soc_pct, state, ...). */
+export type Metrics = Record<string, number>;
+
 /** What device sync (B5) publishes about a device; comes from the profile and discovery. */
 export interface DeviceDescriptor {
   device_type: number; // 10 storage inverter, 11 PV inverter, 12 meter, 14 on/off switch, ...

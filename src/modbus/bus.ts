@@ -3,10 +3,12 @@
 // devices answer one request at a time. Control writes go before pairing, pairing before
 // polling; a per-bus gap and per-device delays space the requests; a lost connection is
 // reopened with backoff. Reads of a transient failure (not a timeout) are retried once.
+// A serial bus can be reframed (new baud, parity or stop bits): the port is closed and
+// reopened with the new settings between two requests, and its silences follow.
 import { setTimeout as sleep } from "node:timers/promises";
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { bitsPerChar, endpointKey, type Endpoint } from "./endpoint.js";
+import { endpointKey, lineTiming, sameFraming, type Endpoint, type LineTiming } from "./endpoint.js";
 import type { Table } from "./planner.js";
 import { ModbusSerialTransport, mapModbusError, type Transport } from "./transport.js";
 
@@ -47,16 +49,59 @@ export class Bus {
   private nextConnectAt = 0;
   private reconnectDelay = RECONNECT_MIN_MS;
   private closed = false;
-  /** Silence kept after every request: 3.5 characters on a serial line (1.75 ms above 19200 baud). */
-  readonly gapMs: number;
+  private current: Endpoint;
+  private line: LineTiming | null;
+  private conn: Transport;
+  private readonly makeTransport: (e: Endpoint) => Transport;
+  /** Set by reframe(): the transport is replaced before the next request. */
+  private reopenWanted = false;
 
   constructor(
-    readonly endpoint: Endpoint,
+    endpoint: Endpoint,
     private readonly log: Logger,
-    private readonly transport: Transport = new ModbusSerialTransport(endpoint),
+    /** A transport, or how to make one for a framing (the bus reframes through it). */
+    transport: Transport | ((e: Endpoint) => Transport) = (e) => new ModbusSerialTransport(e),
   ) {
     this.key = endpointKey(endpoint);
-    this.gapMs = endpoint.kind === "rtu" ? (endpoint.baud > 19200 ? 1.75 : (3.5 * bitsPerChar(endpoint) * 1000) / endpoint.baud) : 0;
+    this.current = endpoint;
+    this.line = endpoint.kind === "rtu" ? lineTiming(endpoint) : null;
+    this.makeTransport = typeof transport === "function" ? transport : () => transport;
+    this.conn = this.makeTransport(endpoint);
+  }
+
+  /** Where the bus is and, on a serial line, its present framing. */
+  get endpoint(): Endpoint {
+    return this.current;
+  }
+
+  /** The transport in use (its open options, for tests and diagnostics). */
+  get transport(): Transport {
+    return this.conn;
+  }
+
+  /** Wire timing of a serial line (null over TCP). */
+  get timing(): LineTiming | null {
+    return this.line;
+  }
+
+  /** Silence kept after every request: 3.5 characters on a serial line (1.75 ms above 19200 baud). */
+  get gapMs(): number {
+    return this.line?.silenceMs ?? 0;
+  }
+
+  /**
+   * Changes the line settings of this bus (same path, other baud, parity or stop bits):
+   * the port is closed and reopened with them before the next request. False when
+   * nothing changes.
+   */
+  reframe(endpoint: Endpoint): boolean {
+    if (endpointKey(endpoint) !== this.key) throw new Error(`bus ${this.key} cannot become ${endpointKey(endpoint)}`);
+    if (sameFraming(endpoint, this.current)) return false;
+    this.log.info({ bus: this.key, from: describeFraming(this.current), to: describeFraming(endpoint) }, "line settings change; the port is reopened");
+    this.current = endpoint;
+    this.line = endpoint.kind === "rtu" ? lineTiming(endpoint) : null;
+    this.reopenWanted = true;
+    return true;
   }
 
   /** Minimum time between the end of one request to this unit and the next (slow devices want 25-50 ms). */
@@ -143,13 +188,20 @@ export class Bus {
   }
 
   private async ensureOpen(): Promise<void> {
-    if (this.transport.isOpen) return;
+    if (this.reopenWanted) {
+      this.reopenWanted = false;
+      await this.conn.close();
+      this.conn = this.makeTransport(this.current);
+      this.nextConnectAt = 0;
+      this.reconnectDelay = RECONNECT_MIN_MS;
+    }
+    if (this.conn.isOpen) return;
     const now = Date.now();
     if (now < this.nextConnectAt) {
       throw new SitegateError("MODBUS_DISCONNECTED", `${this.key} is not connected; next attempt in ${this.nextConnectAt - now} ms`, { transient: true });
     }
     try {
-      await this.transport.open();
+      await this.conn.open();
       this.stats.reconnects++;
       this.reconnectDelay = RECONNECT_MIN_MS;
       this.nextConnectAt = 0;
@@ -168,7 +220,7 @@ export class Bus {
       try {
         await this.ensureOpen();
         this.stats.requests++;
-        const v = await job.run(this.transport);
+        const v = await job.run(this.conn);
         this.finish(job.unit, start);
         job.resolve(v);
         return;
@@ -181,7 +233,7 @@ export class Bus {
           // A late answer must not be taken for the next request's: let the line go quiet.
           if (this.endpoint.kind === "rtu") await sleep(20);
         }
-        if (err.code === "MODBUS_DISCONNECTED" && this.transport.isOpen) await this.transport.close();
+        if (err.code === "MODBUS_DISCONNECTED" && this.conn.isOpen) await this.conn.close();
         // A dropped TCP peer is reopened at once on the retry; after that, with backoff.
         const retryable = err.transient && err.code !== "MODBUS_TIMEOUT" && !(err.code === "MODBUS_DISCONNECTED" && Date.now() < this.nextConnectAt);
         if (attempt < job.retries && retryable && !this.closed) continue;
@@ -205,8 +257,12 @@ export class Bus {
       for (const j of q.splice(0)) j.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
     }
     while (this.running) await sleep(5);
-    await this.transport.close();
+    await this.conn.close();
   }
+}
+
+function describeFraming(e: Endpoint): string {
+  return e.kind === "rtu" ? `${e.baud} 8${e.parity[0].toUpperCase()}${e.stopBits}` : e.kind;
 }
 
 /** Every bus of the gateway by key; devices hold (bus, unit) handles, never a socket. */
@@ -214,14 +270,25 @@ export class BusManager {
   private readonly buses = new Map<string, Bus>();
   constructor(private readonly log: Logger) {}
 
+  /**
+   * The bus of this endpoint, made on first use. A serial endpoint with other line
+   * settings than the bus has reframes it: the configure flow makes sure that the
+   * devices of one port agree on them.
+   */
   get(endpoint: Endpoint): Bus {
     const key = endpointKey(endpoint);
     let bus = this.buses.get(key);
     if (!bus) {
       bus = new Bus(endpoint, this.log.child({ bus: key }));
       this.buses.set(key, bus);
+    } else {
+      bus.reframe(endpoint);
     }
     return bus;
+  }
+
+  find(key: string): Bus | undefined {
+    return this.buses.get(key);
   }
 
   all(): Bus[] {

@@ -2,11 +2,14 @@
 // rtu-tcp://HOST:PORT (RTU framing over a TCP serial server). One endpoint = one
 // physical bus = one Bus object.
 import { SitegateError } from "../errors.js";
+import { rtuGapRegs } from "./planner.js";
 
+export type Parity = "none" | "even" | "odd";
+export type RtuEndpoint = { kind: "rtu"; path: string; baud: number; parity: Parity; stopBits: 1 | 2 };
 export type Endpoint =
   | { kind: "tcp"; host: string; port: number }
   | { kind: "rtu-tcp"; host: string; port: number }
-  | { kind: "rtu"; path: string; baud: number; parity: "none" | "even" | "odd"; stopBits: 1 | 2 };
+  | RtuEndpoint;
 
 export function endpointKey(e: Endpoint): string {
   return e.kind === "rtu" ? `rtu:${e.path}` : `${e.kind}://${e.host}:${e.port}`;
@@ -15,6 +18,41 @@ export function endpointKey(e: Endpoint): string {
 /** Bits per character on the wire: start + 8 data + parity + stop bits. */
 export function bitsPerChar(e: Endpoint): number {
   return e.kind === "rtu" ? 1 + 8 + (e.parity === "none" ? 0 : 1) + e.stopBits : 10;
+}
+
+/** True when two endpoints of one bus differ in line settings (baud, parity, stop bits). */
+export function sameFraming(a: Endpoint, b: Endpoint): boolean {
+  if (a.kind !== "rtu" || b.kind !== "rtu") return a.kind === b.kind;
+  return a.baud === b.baud && a.parity === b.parity && a.stopBits === b.stopBits;
+}
+
+/** What the serial port is opened with (serialport's options, through modbus-serial). */
+export interface SerialOpenOptions {
+  baudRate: number;
+  dataBits: 8;
+  parity: Parity;
+  stopBits: 1 | 2;
+}
+
+export function serialOpenOptions(e: RtuEndpoint): SerialOpenOptions {
+  return { baudRate: e.baud, dataBits: 8, parity: e.parity, stopBits: e.stopBits };
+}
+
+/** The wire timing of a serial line, from its framing: the bus's silences and the planner's gap follow it. */
+export interface LineTiming {
+  bitsPerChar: number;
+  /** One character on the wire. */
+  charMs: number;
+  /** Inter-frame silence: 3.5 characters; a fixed 1.75 ms above 19200 baud (Modbus over serial line, 2.5.1.1). */
+  silenceMs: number;
+  /** Unneeded registers worth reading through to save one request. */
+  gapRegs: number;
+}
+
+export function lineTiming(e: RtuEndpoint): LineTiming {
+  const bits = bitsPerChar(e);
+  const charMs = (bits * 1000) / e.baud;
+  return { bitsPerChar: bits, charMs, silenceMs: e.baud > 19200 ? 1.75 : 3.5 * charMs, gapRegs: rtuGapRegs(e.baud, bits) };
 }
 
 export function parseEndpoint(text: string): Endpoint {

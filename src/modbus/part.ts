@@ -1,22 +1,16 @@
-// The Modbus engine as a lifecycle part: the buses, the profiles and the driver pool.
-// Buses open lazily on their first request; stop() closes every one.
-import type { Config } from "../config/schema.js";
+// The Modbus engine as a lifecycle part: the buses. Buses open lazily on their first
+// request; stop() closes every one. The drivers that use them (devices/pool.ts) are
+// built by the composition root, one layer up.
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { DriverPool } from "../devices/pool.js";
-import { builtinProfiles, type ProfileRegistry } from "../profiles/registry.js";
 import { BusManager } from "./bus.js";
 
 export class ModbusEngine implements Part {
   readonly name = "modbus";
   readonly buses: BusManager;
-  readonly profiles: ProfileRegistry;
-  readonly pool: DriverPool;
 
-  constructor(config: Config, log: Logger, profiles: ProfileRegistry = builtinProfiles()) {
+  constructor(log: Logger) {
     this.buses = new BusManager(log);
-    this.profiles = profiles;
-    this.pool = new DriverPool(this.buses, profiles, config.rtu_ports);
   }
 
   start(): void {}

@@ -3,7 +3,7 @@
 // SitegateErrors with stable codes. Nothing above modbus/ sees framing.
 import ModbusRTU from "modbus-serial";
 import { SitegateError } from "../errors.js";
-import type { Endpoint } from "./endpoint.js";
+import { serialOpenOptions, type Endpoint, type SerialOpenOptions } from "./endpoint.js";
 import type { Table } from "./planner.js";
 
 export interface Transport {
@@ -46,8 +46,10 @@ export function mapModbusError(e: unknown, what: string): SitegateError {
 
 export class ModbusSerialTransport implements Transport {
   private client = new ModbusRTU.default();
+  /** The options the serial port was last opened with (null before, or for TCP); tests read them. */
+  openedWith: SerialOpenOptions | null = null;
 
-  constructor(private readonly endpoint: Endpoint, private readonly connectTimeoutMs = 3000) {}
+  constructor(readonly endpoint: Endpoint, private readonly connectTimeoutMs = 3000) {}
 
   get isOpen(): boolean {
     return this.client.isOpen;
@@ -63,7 +65,11 @@ export class ModbusSerialTransport implements Transport {
       if (e.kind === "tcp") await this.client.connectTCP(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
       // modbus-serial's "telnet" port is raw RTU frames over TCP (its "TcpRTUBuffered" speaks MBAP).
       else if (e.kind === "rtu-tcp") await this.client.connectTelnet(e.host, { port: e.port, timeout: this.connectTimeoutMs } as never);
-      else await this.client.connectRTUBuffered(e.path, { baudRate: e.baud, parity: e.parity, stopBits: e.stopBits, dataBits: 8 });
+      else {
+        const options = serialOpenOptions(e);
+        await this.client.connectRTUBuffered(e.path, { ...options });
+        this.openedWith = options;
+      }
     } catch (err) {
       throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
     }

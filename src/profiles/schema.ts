@@ -11,6 +11,9 @@ const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake
 const capability = z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"]);
 const pointClass = z.enum(["fast", "slow"]).default("fast");
 const register = z.number().int().min(0).max(65535);
+export const ACTION_NAMES = ["charge", "discharge", "shed", "restore", "curtail", "release"] as const;
+const actionName = z.enum(ACTION_NAMES);
+export type ActionName = (typeof ACTION_NAMES)[number];
 
 /** A register write of a control action. `value` is a number or a parameter of the action. */
 const writeStep = z.strictObject({
@@ -60,7 +63,17 @@ const common = {
   delay_ms: z.number().int().min(0).max(1000).default(0),
   timeout_ms: z.number().int().min(50).max(10000).default(1000),
   slow_interval_ms: z.number().int().min(1000).default(60_000),
-  actions: z.partialRecord(z.enum(["charge", "discharge", "shed", "restore", "curtail"]), z.array(writeStep).min(1)).default({}),
+  /**
+   * Control actions as register writes. `release` hands the device back to its own
+   * automatic mode at the end of an event; a SunSpec step whose model the device lacks
+   * is skipped (one profile serves storage and PV inverters).
+   */
+  actions: z.partialRecord(actionName, z.array(writeStep).min(1)).default({}),
+  /**
+   * Seconds between rewrites of an active setpoint, below the revert timeout the action
+   * writes to the device (SunSpec RvrtTms); 0: the device holds what it was told.
+   */
+  refresh_s: z.number().int().min(0).max(3600).default(0),
 };
 
 export const fixedProfileSchema = z.strictObject({

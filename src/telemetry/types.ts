@@ -1,7 +1,8 @@
 // Contract between the poller (producer) and the sample store / uplink (consumer).
+import type { Metrics } from "../devices/types.js";
 
-/** Canonical metric values are numbers (B6 names: power_w, soc_pct, state, ...). */
-export type Metrics = Record<string, number>;
+/** A driver's readings, as the devices layer defines them. */
+export type { Metrics };
 
 /**
  * One poll cycle: every device read on the same tick, stamped with the time the

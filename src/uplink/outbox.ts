@@ -50,9 +50,9 @@ export class Outbox {
     };
   }
 
-  /** Commits a message; returns its id and Idempotency-Key. */
-  enqueue(kind: string, url: string, body: unknown): { id: number; idempotency_key: string } {
-    const key = newKey();
+  /** Commits a message; returns its id and Idempotency-Key (the caller's, or a new random one). */
+  enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
+    const key = opts.idempotencyKey ?? newKey();
     const r = this.stmts.insert.run(kind, url, JSON.stringify(body), key, new Date().toISOString());
     return { id: Number(r.lastInsertRowid), idempotency_key: key };
   }

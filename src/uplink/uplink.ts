@@ -144,8 +144,8 @@ export class Uplink implements Part {
   }
 
   /** Commits a callback to the outbox and wakes its lane. Throws if SQLite cannot commit. */
-  enqueue(kind: string, url: string, body: unknown): { id: number; idempotency_key: string } {
-    const r = this.outbox.enqueue(kind, url, body);
+  enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
+    const r = this.outbox.enqueue(kind, url, body, opts);
     this.lanes.find((l) => l.name === "outbox")?.wake();
     return r;
   }

@@ -28,7 +28,8 @@ export function table(rows: BenchRow[]): string {
 
 async function main(): Promise<number> {
   const quick = process.env.BENCH_QUICK === "1";
-  const only = process.argv.slice(2);
+  // Names on the command line or BENCH_ONLY=dispatch,api select benchmarks by prefix.
+  const only = [...process.argv.slice(2), ...(process.env.BENCH_ONLY ?? "").split(",").filter(Boolean)];
   const files = readdirSync(here)
     .filter((f) => f.endsWith(".bench.js"))
     .filter((f) => only.length === 0 || only.some((o) => f.startsWith(o)))

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, parseConfig } from "../../src/config/load.js";
 import { isSitegateError, type SitegateError } from "../../src/errors.js";
-import { testConfigInput } from "../support/config.js";
+import { testConfigInput, TEST_ORG } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
 
 function problems(fn: () => unknown): Array<{ path: string; message: string }> {
@@ -124,4 +124,31 @@ test("an unknown integration in devices and an unreadable TLS file are config er
   const noCert = testConfigInput("/tmp/x");
   noCert.http.tls.cert = "/nonexistent/cert.pem";
   has(problems(() => parseConfig(noCert, "/")), "http.tls.cert", /cannot read \/nonexistent\/cert.pem/);
+});
+
+test("a device of another organization in devices is refused, as the configure endpoint does", () => {
+  const input = testConfigInput("/tmp/x", {
+    devices: [
+      { device_id: "ok", device_type: "modbus", device_integration: `${TEST_ORG}/sunspec`, mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 },
+      { device_id: "alien", device_type: "modbus", device_integration: "0b0b0b0b-1111-4222-8333-444455556666/sunspec", mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 },
+    ],
+  });
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "devices[1].device_integration", /organization "0b0b0b0b-1111-4222-8333-444455556666" is not this gateway's/);
+  assert.equal(list.length, 1, JSON.stringify(list));
+});
+
+test("an RTU port's framing is checked by path, and devices of one port must agree on its baud", () => {
+  const bad = testConfigInput("/tmp/x", { rtu_ports: { "1": { path: "/dev/ttyS0", parity: "mark" as never, stop_bits: 3 as never }, "2": 42 as never, "3": { baud: 9600 } as never } });
+  const list = problems(() => parseConfig(bad, "/"));
+  has(list, "rtu_ports.1.parity", /none|even|odd/);
+  has(list, "rtu_ports.1.stop_bits", /1 or 2/);
+  has(list, "rtu_ports.2", /serial device path or \{ path, baud, parity, stop_bits \}/);
+  has(list, "rtu_ports.3.path", /^required$/);
+  const rtu = { device_type: "modbus", device_integration: `${TEST_ORG}/sdm630`, mb_type: 1, mb_device_type: 1, mb_rtu_no: 1 } as const;
+  const input = testConfigInput("/tmp/x", {
+    rtu_ports: { "1": "/dev/ttyUSB0" },
+    devices: [{ ...rtu, device_id: "a", mb_slave_id: 10, mb_baud: 9600 }, { ...rtu, device_id: "b", mb_slave_id: 11, mb_baud: 19200 }],
+  });
+  has(problems(() => parseConfig(input, "/")), "devices[1].mb_baud", /19200 differs from 9600 of devices\[0\] on the same RTU port/);
 });

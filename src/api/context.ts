@@ -1,0 +1,56 @@
+// What the API's route plugins are given: the parts behind the API (ApiDeps, from the
+// composition root) plus the credentials the server builds at start. Its own module so
+// server.ts and the route files it registers do not import each other.
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../log.js";
+import type { StoragePart } from "../storage/part.js";
+import type { DeviceRegistry } from "../devices/registry.js";
+import type { DeviceConnector, HealthView } from "../devices/types.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import type { DispatchRequest } from "../dispatch/request.js";
+import type { Receipt } from "../dispatch/dispatcher.js";
+import type { Credentials, TokenStore } from "./auth.js";
+
+/** One Prometheus metric family. */
+export interface MetricFamily {
+  name: string;
+  help: string;
+  type: "gauge" | "counter";
+  values: Array<{ labels?: Record<string, string>; value: number }>;
+}
+
+/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
+export interface HealthWarning {
+  code: string;
+  message: string;
+}
+
+/** What /metrics and /healthz report; each part contributes its counters. */
+export interface MetricsSource {
+  gauges(): MetricFamily[];
+  warnings?(): HealthWarning[];
+}
+
+/** What the /dr route needs of dispatch: the same call the MQTT command will use. */
+export interface DispatchApi {
+  submit(req: DispatchRequest): Receipt[];
+}
+
+export interface ApiDeps {
+  config: Config;
+  storage: StoragePart;
+  registry: DeviceRegistry;
+  connector: DeviceConnector;
+  health: HealthView;
+  profiles: ProfileRegistry;
+  metrics: MetricsSource;
+  dispatch: DispatchApi;
+  log: Logger;
+  /** Clock for token expiry; tests move it. */
+  now?: () => number;
+}
+
+export interface ApiContext extends ApiDeps {
+  credentials: Credentials;
+  tokens: TokenStore;
+}

@@ -1,0 +1,21 @@
+// POST /{api_version}/api/gateway/{site_id}/dr (spec 4.3, DESIGN B4): the webhook guard
+// (allowlist, X-API-Key, version and site: `config: { auth: "webhook" }`, checked before the
+// body is read, src/api/guard.ts), JSON only, then validation of the whole request (one bad
+// event rejects it, with a path per problem), then receipts that are committed before the
+// answer.
+import type { FastifyPluginAsync } from "fastify";
+import { validateDispatch } from "../dispatch/request.js";
+import type { ApiContext } from "./context.js";
+import { requireJson } from "./admin.js";
+import { badRequest } from "./errors.js";
+
+export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
+  return async (app) => {
+    app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, async (req) => {
+      requireJson(req);
+      const v = validateDispatch(req.body);
+      if (!v.ok) throw badRequest("the dispatch request is invalid; nothing was stored", v.details);
+      return ctx.dispatch.submit(v.data);
+    });
+  };
+}

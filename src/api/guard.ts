@@ -1,0 +1,110 @@
+// Authentication before parsing. Who may call a route is checked in an onRequest hook,
+// before fastify reads a byte of the body: an unauthenticated caller gets 401 or 403
+// whatever it sends (never 400, 413 or 415) and costs no parsing.
+//
+// The pattern: a route file opts in with one route option,
+//
+//     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, handler);
+//
+// and installGuards(app, ctx), called by server.ts after the rate limit and before the
+// route plugins, turns the option into the route's last onRequest hook (after the rate
+// limit, so a flood of wrong keys is limited before scrypt is paid for each). A route under
+// /{api_version}/api/gateway/{site_id}/ that does not declare "webhook", or under
+// /gateway/admin/ that does not declare "admin", fails registration: nothing there can be
+// left open by forgetting the option. A path under the webhook prefix that no route serves
+// is authenticated too, then answered 404.
+//
+// Check order (README, "Decisions"):
+//   webhook  source IP (403), X-API-Key (401), API version and site_id (404)
+//   admin    bearer token (401), organizationId and moleculeId present (400),
+//            organizationId (403), moleculeId (404)
+// then, once authenticated, fastify parses the body: content type (415), size (413), and
+// the route validates it (400).
+import type { Server } from "node:https";
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from "fastify";
+import { issuesToDetails } from "../config/issues.js";
+import type { ApiContext } from "./context.js";
+import { badRequest, forbidden, notFound, unauthorized } from "./errors.js";
+import { configureQuery } from "./schemas.js";
+
+export type AuthKind = "webhook" | "admin";
+type Guard = onRequestHookHandler<Server>;
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Who may call the route: see src/api/guard.ts. */
+    auth?: AuthKind;
+  }
+}
+
+/** /{api_version}/api/gateway/{site_id}/..., as a route pattern or a literal path. */
+const WEBHOOK_PATH = /^\/([^/]+)\/api\/gateway\/([^/]+)\//;
+const ADMIN_PATH = /^\/gateway\/admin\//;
+
+/** The auth a route's path demands, if any. */
+export function requiredAuth(url: string): AuthKind | undefined {
+  if (WEBHOOK_PATH.test(url)) return "webhook";
+  if (ADMIN_PATH.test(url)) return "admin";
+  return undefined;
+}
+
+/** A path segment's value in this request: a `:param` of the route, or the literal segment. */
+function segment(req: FastifyRequest, seg: string): string {
+  return seg.startsWith(":") ? String((req.params as Record<string, unknown>)[seg.slice(1)] ?? "") : seg;
+}
+
+/** X-API-Key and the source-IP allowlist; for routes under the webhook path also the version and site. */
+export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
+  const site = WEBHOOK_PATH.exec(routeUrl);
+  return async (req) => {
+    if (!ctx.credentials.ipAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the allowlist`);
+    const key = req.headers["x-api-key"];
+    if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
+    if (!ctx.credentials.checkApiKey(key)) throw unauthorized("X-API-Key is not valid");
+    if (!site) return;
+    const version = segment(req, site[1]);
+    if (version !== ctx.config.api_version) throw notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
+    const siteId = segment(req, site[2]);
+    if (siteId !== ctx.config.site_id) throw notFound(`site "${siteId}" is not this gateway's`);
+  };
+}
+
+/** A bearer token from POST /connect/token, then this gateway's organizationId and moleculeId. */
+export function adminGuard(ctx: ApiContext): Guard {
+  return async (req) => {
+    const h = req.headers.authorization;
+    const m = typeof h === "string" ? /^Bearer\s+(\S+)$/i.exec(h) : null;
+    if (!m) throw unauthorized("a Bearer token is required (POST /connect/token)", { "www-authenticate": 'Bearer realm="sitegate"' });
+    const state = ctx.tokens.check(m[1]);
+    if (state === "expired") throw unauthorized("the token has expired", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token has expired"' });
+    if (state !== "ok") throw unauthorized("the token is not valid", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token"' });
+    const q = configureQuery.safeParse(req.query ?? {});
+    if (!q.success) throw badRequest("organizationId and moleculeId are required", issuesToDetails(q.error.issues));
+    if (q.data.organizationId !== ctx.config.organization_id) throw forbidden(`organization "${q.data.organizationId}" is not this gateway's`);
+    if (q.data.moleculeId !== ctx.config.site_id) throw notFound(`site "${q.data.moleculeId}" is not this gateway's`);
+  };
+}
+
+/**
+ * Gives every route registered after this call the guard its `config.auth` names, and
+ * guards unknown paths under the webhook prefix.
+ */
+export function installGuards(app: FastifyInstance<Server>, ctx: ApiContext): void {
+  const admin = adminGuard(ctx);
+  app.addHook("onRoute", (route) => {
+    const auth = route.config?.auth;
+    const required = requiredAuth(route.url ?? "");
+    if (required && auth !== required) {
+      throw new Error(`${String(route.method)} ${route.url} must declare config: { auth: "${required}" } (see src/api/guard.ts)`);
+    }
+    if (!auth) return;
+    const guard = auth === "admin" ? admin : webhookGuard(ctx, route.url ?? "");
+    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [...own, guard];
+  });
+  // The webhook prefix is the partner's space as a whole: a path under it that no route
+  // serves is authenticated like one (401/403 before its body is read, then 404).
+  app.all("/:version/api/gateway/:site/*", { config: { auth: "webhook" } }, async (req) => {
+    throw notFound(`no route ${req.method} ${req.url.split("?")[0]}`);
+  });
+}

@@ -1,0 +1,18 @@
+// What a `sitegate` subcommand is, and the exit codes and usage error they share. Its own
+// module so src/cli.ts (which loads the commands) and src/cli/*.ts (the commands) do not
+// import each other.
+import type { ParseArgsConfig } from "node:util";
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** Bad usage: printed with the command's usage line, exit 2. */
+export class UsageError extends Error {}
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig["options"]>;
+  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
+}

@@ -1,0 +1,71 @@
+// `sitegate events`: the dispatch timeline from the database, also while the daemon runs
+// (a read-only connection beside the daemon's; WAL lets both work).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
+import { loadConfig } from "../config/load.js";
+import { DB_FILE } from "../storage/db.js";
+import { EventStore, type EventRow } from "../dispatch/store.js";
+
+export function eventView(r: EventRow) {
+  const s = r.spec;
+  const res = r.result as { status?: string; details?: { delivered_quantity?: number; reason?: string } } | null;
+  return {
+    event_id: s.event_id,
+    source: s.source,
+    mode: s.mode,
+    type: s.event_type,
+    quantity: s.quantity,
+    unit: s.unit,
+    priority: s.priority,
+    start_time: new Date(s.start_ms).toISOString(),
+    end_time: new Date(s.end_ms).toISOString(),
+    state: r.state,
+    result: res?.status ?? null,
+    delivered_quantity: res?.details?.delivered_quantity ?? null,
+    ...(res?.details?.reason ? { reason: res.details.reason } : {}),
+  };
+}
+
+const command: Command = {
+  summary: "List dispatch events (partner and local schedules) with their state and result.",
+  usage: "sitegate events --config FILE [--json] [--limit N]",
+  options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, limit: { type: "string" } },
+  async run(values) {
+    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    const limit = Number(values.limit ?? 200);
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a positive integer");
+    const config = loadConfig(values.config);
+    const file = join(config.data_dir, DB_FILE);
+    if (!existsSync(file)) {
+      process.stderr.write(`sitegate: no database at ${file} (has the gateway run with this config?)\n`);
+      return EXIT_FAILURE;
+    }
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    let rows: EventRow[];
+    try {
+      db.pragma("busy_timeout = 2000");
+      const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dp_event'").get();
+      rows = has ? new EventStore(db).list(limit) : [];
+    } finally {
+      db.close();
+    }
+    const view = rows.map(eventView);
+    if (values.json) {
+      process.stdout.write(JSON.stringify(view, null, 2) + "\n");
+      return EXIT_OK;
+    }
+    if (view.length === 0) {
+      process.stdout.write("no events\n");
+      return EXIT_OK;
+    }
+    const head = ["event_id", "source", "type", "quantity", "start_time", "end_time", "state", "result"];
+    const lines = view.map((v) => [v.event_id, v.source, v.mode === "test" ? `${v.type} (test)` : v.type, `${v.quantity} ${v.unit}`, v.start_time, v.end_time, v.state, v.result ?? "-"]);
+    const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
+    const fmt = (cols: string[]) => cols.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
+    process.stdout.write([fmt(head), ...lines.map((l) => fmt(l.map(String)))].join("\n") + "\n");
+    return EXIT_OK;
+  },
+};
+export default command;

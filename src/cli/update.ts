@@ -1,0 +1,172 @@
+// `sitegate update keygen|bundle|apply|check|status|rollback`: signed over-the-air releases.
+// Exit codes: 0 ok, 1 runtime failure, 2 bad usage or a refused bundle.
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
+import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
+import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_RESTART_CMD, DEFAULT_ROOT, requestRollback, updateStatus } from "../update/install.js";
+
+const USAGE = [
+  "sitegate update keygen --out DIR [--name NAME]",
+  "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR]",
+  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
+  "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
+  "       sitegate update status [--json] [--root DIR]",
+  "       sitegate update rollback [--root DIR] [--restart-cmd CMD]",
+].join("\n");
+
+const say = (line: string) => process.stdout.write(line + "\n");
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+
+function root(values: Record<string, unknown>): string {
+  return resolve(str(values.root) ?? process.env.SITEGATE_ROOT ?? DEFAULT_ROOT);
+}
+function restartCmd(values: Record<string, unknown>): string {
+  return str(values["restart-cmd"]) ?? process.env.SITEGATE_RESTART_CMD ?? DEFAULT_RESTART_CMD;
+}
+function positiveInt(v: unknown, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+async function dataDir(values: Record<string, unknown>): Promise<string> {
+  const dir = str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR;
+  if (dir) return resolve(dir);
+  const file = str(values.config) ?? process.env.SITEGATE_CONFIG ?? "/etc/sitegate/config.yaml";
+  if (!existsSync(file)) throw new UsageError(`cannot find the data_dir: no config at ${file} (--config FILE or --data-dir DIR)`);
+  const { loadConfig } = await import("../config/load.js");
+  return loadConfig(file).data_dir;
+}
+
+const command: Command = {
+  summary: "Over-the-air update: make keys and signed bundles, apply a bundle, gate it on health, roll back.",
+  usage: USAGE,
+  options: {
+    out: { type: "string" },
+    name: { type: "string" },
+    key: { type: "string" },
+    arch: { type: "string" },
+    version: { type: "string" },
+    "node-modules": { type: "string" },
+    root: { type: "string" },
+    keys: { type: "string" },
+    config: { type: "string", short: "c" },
+    "data-dir": { type: "string" },
+    "allow-downgrade": { type: "boolean" },
+    "health-timeout": { type: "string" },
+    "max-starts": { type: "string" },
+    "restart-cmd": { type: "string" },
+    timer: { type: "boolean" },
+    json: { type: "boolean" },
+  },
+  async run(values, positionals) {
+    const [sub, ...args] = positionals;
+    try {
+      switch (sub) {
+        case "keygen":
+          return keygen(values);
+        case "bundle":
+          return await bundle(values);
+        case "apply": {
+          if (args.length !== 1) throw new UsageError("apply takes one FILE or https:// URL");
+          const r = await applyBundle(args[0], {
+            root: root(values),
+            keysDir: resolve(str(values.keys) ?? process.env.SITEGATE_UPDATE_KEYS ?? DEFAULT_KEYS_DIR),
+            dataDir: await dataDir(values),
+            allowDowngrade: values["allow-downgrade"] === true,
+            healthTimeoutS: positiveInt(values["health-timeout"], "health-timeout", 300),
+            maxStarts: positiveInt(values["max-starts"], "max-starts", 3),
+            restartCmd: restartCmd(values),
+            say,
+          });
+          say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
+          return EXIT_OK;
+        }
+        case "check": {
+          const r = await checkUpdate({ root: root(values), timer: values.timer === true, restartCmd: restartCmd(values), say });
+          if (r === "idle" && values.json) say(JSON.stringify({ result: r }));
+          return EXIT_OK;
+        }
+        case "status": {
+          const s = updateStatus(root(values));
+          if (values.json) say(JSON.stringify(s));
+          else {
+            say(`current:  ${s.current ?? "(none)"}`);
+            say(`previous: ${s.previous ?? "(none)"}`);
+            say(`releases: ${s.releases.join(" ") || "(none)"}`);
+            const p = s.pending;
+            say(
+              p
+                ? `pending:  ${p.version} ${p.phase === "rollback" ? `rolling back (${p.reason})` : `${p.phase === "installing" ? "being installed" : p.healthy ? "healthy, kept at the next check" : "waiting for health"}; start ${p.starts} of ${p.max_starts}; deadline ${p.deadline_at}`}`
+                : "pending:  none",
+            );
+            if (s.last) say(`last:     ${s.last.version} ${s.last.result} at ${s.last.at}${s.last.reason ? ` (${s.last.reason})` : ""}`);
+          }
+          return EXIT_OK;
+        }
+        case "rollback":
+          await requestRollback({ root: root(values), restartCmd: restartCmd(values), say });
+          return EXIT_OK;
+        default:
+          throw new UsageError(sub ? `unknown update command "${sub}"` : "which update command?");
+      }
+    } catch (e) {
+      if (e instanceof BundleRefused) {
+        process.stderr.write(`sitegate update ${sub}: ${e.message}\n`);
+        return EXIT_USAGE;
+      }
+      throw e;
+    }
+  },
+};
+export default command;
+
+function keygen(values: Record<string, unknown>): number {
+  const out = str(values.out);
+  if (!out) throw new UsageError("keygen needs --out DIR");
+  const name = str(values.name) ?? "sitegate-update";
+  const priv = join(out, `${name}.key`);
+  const pub = join(out, `${name}.pub`);
+  if (existsSync(priv) || existsSync(pub)) {
+    process.stderr.write(`sitegate update keygen: ${priv} or ${pub} exists; not overwriting a key\n`);
+    return EXIT_FAILURE;
+  }
+  mkdirSync(out, { recursive: true, mode: 0o700 });
+  const { publicPem, privatePem } = generateKeyPair();
+  writeFileSync(priv, privatePem, { mode: 0o600 });
+  chmodSync(priv, 0o600);
+  writeFileSync(pub, publicPem, { mode: 0o644 });
+  say(`private key (signs bundles; keep it off the controllers): ${priv}`);
+  say(`public key (copy to /etc/sitegate/update-keys/ on each controller): ${pub}`);
+  return EXIT_OK;
+}
+
+async function bundle(values: Record<string, unknown>): Promise<number> {
+  const keyFile = str(values.key);
+  const out = str(values.out);
+  if (!keyFile || !out) throw new UsageError("bundle needs --key FILE and --out FILE");
+  const { loadPrivateKey } = await import("../update/bundle-format.js");
+  const { stageRelease, packBundle, nodeMinFromEngines } = await import("../update/bundle.js");
+  const { ALL_MIGRATIONS } = await import("../daemon.js");
+  const { readFileSync, mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  // the project this command was built from: dist/src/cli/update.js -> ../../..
+  const projectDir = resolve(fileURLToPath(import.meta.url), "../../../..");
+  const pkg = JSON.parse(readFileSync(join(projectDir, "package.json"), "utf8")) as { version: string; engines?: { node?: string } };
+  const version = str(values.version) ?? pkg.version;
+  if (!isValidVersion(version)) throw new UsageError(`--version ${version} is not x.y.z[-pre]`);
+  const arch = str(values.arch) ?? process.arch;
+  const stageDir = mkdtempSync(join(tmpdir(), "sitegate-stage-"));
+  try {
+    stageRelease({ projectDir, stageDir, arch, version, nodeModulesDir: str(values["node-modules"]) });
+    const migrations = Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, Math.max(0, ...m.migrations.map((x) => x.version))]));
+    const r = await packBundle({ stageDir, version, arch, nodeMin: nodeMinFromEngines(pkg.engines?.node), migrations, privateKey: loadPrivateKey(keyFile), out: resolve(out) });
+    say(`${r.file}: sitegate ${version} for linux-${arch}, ${(r.size / 1048576).toFixed(1)} MiB, payload sha256 ${r.manifest.payload_sha256}`);
+    return EXIT_OK;
+  } finally {
+    rmSync(stageDir, { recursive: true, force: true });
+  }
+}

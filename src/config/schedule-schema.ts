@@ -1,0 +1,30 @@
+// The config's local dispatch schedules (DESIGN B4): node-cron syntax in an IANA time zone.
+// The dispatch vocabulary (event types, units) lives here, below both config and dispatch.
+import cron from "node-cron";
+import { z } from "zod";
+
+export const EVENT_TYPES = ["charge", "discharge", "shed", "restore"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const UNITS = { w: 1, kW: 1000, MW: 1_000_000 } as const;
+export type EventUnit = keyof typeof UNITS;
+
+function validZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const scheduleSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]+$/, "letters, digits, dot, dash and underscore only"),
+  cron: z.string().refine((c) => cron.validate(c), { error: "is not a valid cron expression (node-cron syntax, e.g. \"0 1 * * *\")" }),
+  timezone: z.string().default("UTC").refine(validZone, { error: "is not an IANA time zone (e.g. Europe/Berlin)" }),
+  duration_s: z.number().int().min(1).max(7 * 86400),
+  event_type: z.enum(EVENT_TYPES),
+  event_quantity: z.number().nonnegative(),
+  event_unit: z.enum(Object.keys(UNITS) as [EventUnit, ...EventUnit[]]),
+});
+
+export type Schedule = z.infer<typeof scheduleSchema>;

@@ -1,0 +1,70 @@
+// The `devices` of the config file, as a lifecycle part. The API owns device
+// configuration: an entry is applied at start (like a configure request, in the
+// background) only when its content changed since it was last applied, so an unchanged
+// config never overwrites what the partner configured and check writes do not run on
+// every boot. The hash of each applied entry is kept in the registry's database.
+import { createHash } from "node:crypto";
+import type { DeviceConfig } from "../config/device-schema.js";
+import type { RtuPortConfig } from "../config/schema.js";
+import { errorMessage } from "../errors.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import { configureDevices } from "./configure.js";
+import type { DeviceRegistry } from "./registry.js";
+import type { DeviceConnector } from "./types.js";
+
+/** Content hash of a device entry: stable across key order. */
+export function deviceConfigHash(d: DeviceConfig): string {
+  const canon = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canon) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
+  return createHash("sha256").update(JSON.stringify(canon(d))).digest("hex");
+}
+
+export class ConfigDevices implements Part {
+  readonly name = "config-devices";
+  private applying: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly devices: DeviceConfig[],
+    private readonly deps: { connector: DeviceConnector; registry: DeviceRegistry; rtuPorts: Record<string, RtuPortConfig>; log: Logger },
+  ) {}
+
+  /** Resolves once this start's applying is over (whatever its results). */
+  get settled(): Promise<void> {
+    return this.applying;
+  }
+
+  start(): void {
+    const { registry, log } = this.deps;
+    const due: Array<{ device: DeviceConfig; hash: string }> = [];
+    for (const device of this.devices) {
+      const hash = deviceConfigHash(device);
+      if (registry.appliedConfigHash(device.device_id) === hash) {
+        log.debug({ device_id: device.device_id }, "config entry unchanged since applied; the registry's configuration stays");
+        continue;
+      }
+      const held = registry.get(device.device_id);
+      if (held && deviceConfigHash(held.config) === hash) {
+        // Already configured exactly so (e.g. by a start before this table existed).
+        registry.markConfigApplied(device.device_id, hash);
+        continue;
+      }
+      due.push({ device, hash });
+    }
+    if (!due.length) return;
+    this.applying = configureDevices(due.map((d) => d.device), this.deps)
+      .then((results) => {
+        results.forEach((r, i) => {
+          // Stored (accepted, or check writes failed): applied. Not paired: tried again next start.
+          if (r.status === "accepted" || r.code === "REGISTRY_WRITE_FAILED") registry.markConfigApplied(r.device_id, due[i].hash);
+          if (r.status === "accepted") log.info({ device_id: r.device_id }, r.message);
+          else log.warn({ device_id: r.device_id, code: r.code }, r.message);
+        });
+      })
+      .catch((e) => log.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"));
+  }
+
+  async stop(): Promise<void> {
+    await this.applying;
+  }
+}

@@ -1,0 +1,139 @@
+// Pure dispatch planning: which running event drives which device (the B4 overlap rule),
+// how a charge or discharge is split across batteries, and the status thresholds.
+// No I/O here: the dispatcher feeds it the devices as telemetry sees them.
+import type { EventSpec, EventType } from "./request.js";
+
+export type Capability = "telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail";
+
+/** A device as the dispatcher sees it (registry + health + latest telemetry). */
+export interface DispatchDevice {
+  device_id: string;
+  device_type: number;
+  capabilities: readonly Capability[];
+  max_power_w?: number;
+  fully_configured: boolean;
+  online: boolean;
+  metrics: Record<string, number>;
+  /** Time of the tick of the latest successful reading. */
+  metrics_at?: number;
+}
+
+/** Device types whose power is a load switched by shed (on/off switches). */
+export const SWITCH_TYPES = new Set([14, 30, 41]);
+export const METER_TYPE = 12;
+
+/** Whether an event of this type can drive this device at all. */
+export function canDrive(type: EventType, d: DispatchDevice): boolean {
+  const c = d.capabilities;
+  switch (type) {
+    case "charge":
+    case "discharge":
+      return c.includes(type);
+    case "shed":
+      return c.includes("curtail") || (c.includes("shed") && SWITCH_TYPES.has(d.device_type));
+    case "restore":
+      return c.includes("restore");
+  }
+}
+
+/**
+ * B4 overlap rule, with live before test: for each device, the running event with the
+ * lowest priority number wins; ties go to mandatory, then the earlier start_time (then the
+ * event_id, so the answer never depends on the order events were loaded in).
+ */
+export function compareEvents(a: EventSpec, b: EventSpec): number {
+  return (
+    (a.mode === "live" ? 0 : 1) - (b.mode === "live" ? 0 : 1) ||
+    a.priority - b.priority ||
+    (a.mandatory ? 0 : 1) - (b.mandatory ? 0 : 1) ||
+    a.start_ms - b.start_ms ||
+    a.event_id.localeCompare(b.event_id)
+  );
+}
+
+/** device_id -> the event that drives it, among the running events. */
+export function assignDevices(events: readonly EventSpec[], devices: readonly DispatchDevice[]): Map<string, EventSpec> {
+  const sorted = [...events].sort(compareEvents);
+  const out = new Map<string, EventSpec>();
+  for (const d of devices) {
+    const winner = sorted.find((e) => canDrive(e.event_type, d));
+    if (winner) out.set(d.device_id, winner);
+  }
+  return out;
+}
+
+export interface Share {
+  device_id: string;
+  watts: number;
+  /** Why the device gets nothing (offline, empty, full, not fully configured, no share left). */
+  skipped?: string;
+}
+
+/** A battery's state of charge says it can take no more of this direction. */
+export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevice): string | undefined {
+  if (!d.fully_configured) return "not fully configured (REGISTRY_WRITE_FAILED)";
+  if (!d.online) return "offline";
+  if (!d.max_power_w || d.max_power_w <= 0) return "no maximum power known";
+  const soc = d.metrics.soc_pct;
+  if (soc !== undefined && type === "discharge" && soc <= 0.5) return `empty (soc ${soc} %)`;
+  if (soc !== undefined && type === "charge" && soc >= 99.5) return `full (soc ${soc} %)`;
+  return undefined;
+}
+
+/**
+ * Splits `watts` across batteries in proportion to their maximum power, each capped at
+ * its maximum; a battery that cannot take a share gives it to the others. The result
+ * lists every device in input order.
+ */
+export function allocateProportional(type: "charge" | "discharge", watts: number, devices: readonly DispatchDevice[]): Share[] {
+  const shares = new Map<string, Share>();
+  const open: DispatchDevice[] = [];
+  for (const d of devices) {
+    const why = batteryUnavailable(type, d);
+    if (why) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: why });
+    else {
+      shares.set(d.device_id, { device_id: d.device_id, watts: 0 });
+      open.push(d);
+    }
+  }
+  let left = Math.max(0, watts);
+  // Water-filling: split what is left in proportion among the batteries not yet at their
+  // cap; those that hit it drop out and the rest is split again.
+  while (left > 1e-9 && open.length > 0) {
+    const total = open.reduce((s, d) => s + d.max_power_w!, 0);
+    let capped = false;
+    for (let i = open.length - 1; i >= 0; i--) {
+      const d = open[i];
+      const s = shares.get(d.device_id)!;
+      const want = (left * d.max_power_w!) / total;
+      if (s.watts + want >= d.max_power_w!) {
+        left -= d.max_power_w! - s.watts;
+        s.watts = d.max_power_w!;
+        open.splice(i, 1);
+        capped = true;
+      }
+    }
+    if (capped) continue;
+    for (const d of open) shares.get(d.device_id)!.watts += (left * d.max_power_w!) / total;
+    left = 0;
+  }
+  for (const s of shares.values()) if (!s.skipped && s.watts <= 0) s.skipped = "no share left";
+  return devices.map((d) => shares.get(d.device_id)!);
+}
+
+export type ResultStatus = "completed" | "partial" | "failed";
+
+/** B4 thresholds: completed at >= 95 % of the request, failed below 5 %, partial between. */
+export function statusFor(delivered: number, requested: number): ResultStatus {
+  if (requested <= 0) return "completed";
+  const r = delivered / requested;
+  if (r >= 0.95) return "completed";
+  if (r < 0.05) return "failed";
+  return "partial";
+}
+
+/** Percent of a device's maximum power for a setpoint, as a SunSpec rate register wants it. */
+export function pctOf(watts: number, maxW: number): number {
+  if (maxW <= 0) return 0;
+  return Math.max(0, Math.min(100, Math.round((watts / maxW) * 100)));
+}

@@ -1,0 +1,133 @@
+// The dispatcher's view of the device layer: registered devices with their capabilities,
+// health and latest metrics, and the profile's control actions written through the
+// device's bus in the control lane (ahead of polling). A new device model needs a
+// profile file, not code here.
+import { SitegateError } from "../errors.js";
+import { PRIORITY } from "../modbus/bus.js";
+import { encodeValue } from "../modbus/codec.js";
+import type { DriverPool } from "../devices/pool.js";
+import type { DeviceDriver } from "../devices/driver.js";
+import type { DeviceSource, HealthView } from "../devices/types.js";
+import type { ActionName, WriteStep } from "../profiles/schema.js";
+import type { DispatchDevice } from "./allocate.js";
+import type { DeviceControl } from "./dispatcher.js";
+
+export interface TelemetryView extends HealthView {
+  latest(deviceId: string): Record<string, number> | undefined;
+  setRemote(deviceId: string, remote: boolean): void;
+}
+
+interface Write {
+  table: "holding" | "coil";
+  address: number;
+  words: number[];
+  coils: boolean[];
+}
+
+/** Resolves an action's steps to register and coil writes; steps of models the device lacks are skipped. */
+export function planWrites(driver: DeviceDriver, steps: readonly WriteStep[], params: { pct?: number; watts?: number }): Write[] {
+  const out: Write[] = [];
+  for (const step of steps) {
+    let where: { table: "holding" | "coil"; address: number };
+    try {
+      where = driver.resolveWrite(step);
+    } catch (e) {
+      if (e instanceof SitegateError && e.code === "DEVICE_NOT_FOUND") continue;
+      throw e;
+    }
+    let value: number | boolean;
+    switch (step.value) {
+      case "$pct":
+        value = params.pct ?? 0;
+        break;
+      case "$watts":
+        value = Math.round(params.watts ?? 0);
+        break;
+      case "$on":
+        value = true;
+        break;
+      case "$off":
+        value = false;
+        break;
+      default:
+        value = step.value;
+    }
+    if (where.table === "coil") {
+      const on = typeof value === "boolean" ? value : value !== 0;
+      const last = out[out.length - 1];
+      // Neighbouring coils go out as one write-multiple-coils request.
+      if (last && last.table === "coil" && last.address + last.coils.length === where.address) last.coils.push(on);
+      else out.push({ table: "coil", address: where.address, words: [], coils: [on] });
+    } else {
+      const n = typeof value === "boolean" ? (value ? 1 : 0) : value;
+      out.push({ table: "holding", address: where.address, words: encodeValue(step.type, n), coils: [] });
+    }
+  }
+  return out;
+}
+
+export class ModbusDeviceControl implements DeviceControl {
+  constructor(
+    private readonly source: DeviceSource,
+    private readonly telemetry: TelemetryView,
+    private readonly pool: DriverPool,
+  ) {}
+
+  devices(): DispatchDevice[] {
+    const out: DispatchDevice[] = [];
+    for (const d of this.source.list()) {
+      if (!d.descriptor) continue;
+      const h = this.telemetry.health(d.config.device_id);
+      out.push({
+        device_id: d.config.device_id,
+        device_type: d.descriptor.device_type,
+        capabilities: d.descriptor.capabilities,
+        max_power_w: d.descriptor.max_power_w,
+        fully_configured: d.fully_configured,
+        online: h?.online ?? false,
+        metrics: this.telemetry.latest(d.config.device_id) ?? {},
+      });
+    }
+    return out;
+  }
+
+  private driver(deviceId: string): DeviceDriver {
+    const d = this.source.list().find((x) => x.config.device_id === deviceId);
+    if (!d) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} is not configured`);
+    return this.pool.driverFor(d.config);
+  }
+
+  hasAction(deviceId: string, action: ActionName): boolean {
+    try {
+      return (this.driver(deviceId).profile.actions[action]?.length ?? 0) > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  refreshMs(deviceId: string): number {
+    try {
+      return this.driver(deviceId).profile.refresh_s * 1000;
+    } catch {
+      return 0;
+    }
+  }
+
+  async apply(deviceId: string, action: ActionName, params: { pct?: number; watts?: number }): Promise<void> {
+    const driver = this.driver(deviceId);
+    const steps = driver.profile.actions[action];
+    if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
+    if (!driver.paired) await driver.pair(PRIORITY.control);
+    const writes = planWrites(driver, steps, params);
+    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
+    const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
+    for (const w of writes) {
+      if (w.table === "coil") await driver.bus.writeCoils(driver.unit, w.address, w.coils, opts);
+      else await driver.bus.writeRegisters(driver.unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+    }
+  }
+
+  setRemote(deviceId: string, remote: boolean): void {
+    this.telemetry.setRemote(deviceId, remote);
+  }
+}

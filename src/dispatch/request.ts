@@ -1,0 +1,125 @@
+// The dispatch request (spec 2.3, DESIGN B4) as one zod schema, and the normal form an
+// event is stored and compared in: watts, epoch milliseconds, and a content hash that
+// decides whether a repeated event_id is "the same command".
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { issuesToDetails } from "../config/issues.js";
+import type { ErrorDetail } from "../errors.js";
+
+export const MAX_EVENTS_PER_REQUEST = 100;
+import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
+export { EVENT_TYPES, UNITS, type EventType, type EventUnit };
+
+/** ISO 8601 in UTC: `Z` or `+00:00` (B4). */
+const utcTime = z
+  .string({ error: "required" })
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/, "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)")
+  .refine((s) => Number.isFinite(Date.parse(s)), "is not a valid date");
+
+export const dispatchEvent = z.strictObject({
+  event_id: z.uuid({ error: "must be a UUID" }),
+  start_time: utcTime,
+  end_time: utcTime,
+  event_type: z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` }),
+  event_quantity: z.number({ error: "must be a number" }).finite().nonnegative("must not be negative").max(1e9, "is too large"),
+  event_unit: z.enum(Object.keys(UNITS) as [EventUnit, ...EventUnit[]], { error: "must be one of w, kW, MW" }),
+  priority: z.number({ error: "must be an integer 1..99" }).int("must be an integer 1..99").min(1, "must be 1..99").max(99, "must be 1..99"),
+  mandatory: z.boolean({ error: "must be true or false" }),
+  cancelled: z.boolean({ error: "must be true or false" }),
+});
+
+export const dispatchRequest = z
+  .strictObject({
+    mode: z.enum(["test", "live"], { error: "must be test or live" }),
+    event_slots: z
+      .array(dispatchEvent, { error: "must be an array of events" })
+      .min(1, "must hold at least one event")
+      .max(MAX_EVENTS_PER_REQUEST, `at most ${MAX_EVENTS_PER_REQUEST} events per request`),
+  })
+  .superRefine((req, ctx) => {
+    const seen = new Map<string, number>();
+    req.event_slots.forEach((e, i) => {
+      if (Date.parse(e.end_time) <= Date.parse(e.start_time)) {
+        ctx.addIssue({ code: "custom", path: ["event_slots", i, "end_time"], message: "must be later than start_time" });
+      }
+      const first = seen.get(e.event_id.toLowerCase());
+      if (first !== undefined) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_id"], message: `repeats event_slots[${first}].event_id` });
+      else seen.set(e.event_id.toLowerCase(), i);
+    });
+  });
+
+export type DispatchRequest = z.infer<typeof dispatchRequest>;
+
+/**
+ * The whole request's problems at once, one path each: zod's own, plus repeated
+ * event_ids (which zod's refinement skips when an event also has other problems).
+ */
+export function validateDispatch(body: unknown): { ok: true; data: DispatchRequest } | { ok: false; details: ErrorDetail[] } {
+  const r = dispatchRequest.safeParse(body);
+  if (r.success) return { ok: true, data: r.data };
+  const details = issuesToDetails(r.error.issues);
+  const slots = (body as { event_slots?: unknown } | null)?.event_slots;
+  if (Array.isArray(slots)) {
+    const seen = new Map<string, number>();
+    slots.forEach((e, i) => {
+      const id = (e as { event_id?: unknown } | null)?.event_id;
+      if (typeof id !== "string") return;
+      const first = seen.get(id.toLowerCase());
+      const path = `event_slots[${i}].event_id`;
+      if (first !== undefined && !details.some((d) => d.path === path)) details.push({ path, message: `repeats event_slots[${first}].event_id` });
+      else if (first === undefined) seen.set(id.toLowerCase(), i);
+    });
+  }
+  return { ok: false, details };
+}
+export type DispatchEventInput = z.infer<typeof dispatchEvent>;
+
+export const receiptSchema = z.array(z.object({ event_id: z.string(), status: z.enum(["accepted", "cancelled"]) }));
+
+/** An event as the scheduler sees it. */
+export interface EventSpec {
+  event_id: string;
+  /** "partner", or "local:<schedule name>" for config schedules. */
+  source: string;
+  mode: "test" | "live";
+  event_type: EventType;
+  quantity: number;
+  unit: EventUnit;
+  quantity_w: number;
+  start_ms: number;
+  end_ms: number;
+  priority: number;
+  mandatory: boolean;
+  cancelled: boolean;
+}
+
+export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "partner"): EventSpec {
+  return {
+    event_id: e.event_id.toLowerCase(),
+    source,
+    mode,
+    event_type: e.event_type,
+    quantity: e.event_quantity,
+    unit: e.event_unit,
+    quantity_w: e.event_quantity * UNITS[e.event_unit],
+    start_ms: Date.parse(e.start_time),
+    end_ms: Date.parse(e.end_time),
+    priority: e.priority,
+    mandatory: e.mandatory,
+    cancelled: e.cancelled,
+  };
+}
+
+/**
+ * What makes two submissions "the same command": everything but the spelling of the
+ * times and the case of the id. A change of `cancelled` alone is a cancellation.
+ */
+export function contentHash(s: EventSpec): string {
+  const { event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled } = s;
+  return createHash("sha256").update(JSON.stringify([event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled])).digest("hex").slice(0, 32);
+}
+
+/** Watts back into the event's unit, rounded to what a partner reads (1 mW). */
+export function fromWatts(w: number, unit: EventUnit): number {
+  return Math.round((w / UNITS[unit]) * 1e6) / 1e6;
+}

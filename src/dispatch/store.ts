@@ -1,0 +1,181 @@
+// The durable timeline: one row per event_id with its spec, state and measurement
+// progress. Receipts, state changes and the execution response (through the outbox, in
+// the same transaction) are committed before they are answered or acted on.
+import type { Db, ModuleMigrations } from "../storage/db.js";
+import type { MeanState } from "./measure.js";
+import type { EventSpec } from "./request.js";
+
+export const DISPATCH_MIGRATIONS: ModuleMigrations = {
+  module: "dispatch",
+  migrations: [
+    {
+      version: 1,
+      sql: `
+        CREATE TABLE dp_event (
+          event_id TEXT PRIMARY KEY,
+          spec TEXT NOT NULL,
+          content_hash TEXT NOT NULL,
+          source TEXT NOT NULL,
+          start_ms INTEGER NOT NULL,
+          end_ms INTEGER NOT NULL,
+          state TEXT NOT NULL,
+          receipt TEXT NOT NULL,
+          started_at INTEGER,
+          ended_at INTEGER,
+          progress TEXT,
+          result TEXT,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX dp_event_state ON dp_event (state, start_ms);
+      `,
+    },
+  ],
+};
+
+export type EventState = "scheduled" | "running" | "done" | "cancelled" | "missed";
+export const OPEN_STATES: readonly EventState[] = ["scheduled", "running"];
+
+export interface DeviceProgress {
+  requested_w: number;
+  skipped?: string;
+  error?: string;
+  writes_ok: number;
+  writes_failed: number;
+  /** Measured power in the event's direction (W), time-weighted. */
+  mean?: MeanState;
+  /** shed: the device's own power when it was shed (curtailed PV), and the measured drop it brought. */
+  before_w?: number;
+  drop_w?: number;
+  stepped_at?: number;
+  /** shed: the curtailment limit written, percent of the device's maximum. */
+  pct?: number;
+}
+
+export interface Progress {
+  first_write_at?: number;
+  /** Time of the first poll after the first write: where the measured window starts. */
+  window_from?: number;
+  /** shed: the grid meter used, its mean import in the 60 s before start, and its measured import since. */
+  meter_id?: string;
+  baseline_w?: number;
+  grid?: MeanState;
+  /** shed: devices in the order they were shed; and the measured drop before the last step. */
+  shed_steps: string[];
+  drop_before_step?: number;
+  devices: Record<string, DeviceProgress>;
+}
+
+export interface EventRow {
+  spec: EventSpec;
+  content_hash: string;
+  state: EventState;
+  receipt: "accepted" | "cancelled";
+  started_at: number | null;
+  ended_at: number | null;
+  progress: Progress;
+  result: Record<string, unknown> | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface RawRow {
+  event_id: string;
+  spec: string;
+  content_hash: string;
+  state: EventState;
+  receipt: "accepted" | "cancelled";
+  started_at: number | null;
+  ended_at: number | null;
+  progress: string | null;
+  result: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export function emptyProgress(): Progress {
+  return { shed_steps: [], devices: {} };
+}
+
+function fromRaw(r: RawRow): EventRow {
+  return {
+    spec: JSON.parse(r.spec) as EventSpec,
+    content_hash: r.content_hash,
+    state: r.state,
+    receipt: r.receipt,
+    started_at: r.started_at,
+    ended_at: r.ended_at,
+    progress: r.progress ? (JSON.parse(r.progress) as Progress) : emptyProgress(),
+    result: r.result ? (JSON.parse(r.result) as Record<string, unknown>) : null,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+const COLS = "event_id, spec, content_hash, state, receipt, started_at, ended_at, progress, result, created_at, updated_at";
+
+export class EventStore {
+  private readonly stmts;
+
+  constructor(readonly db: Db) {
+    this.stmts = {
+      get: db.prepare(`SELECT ${COLS} FROM dp_event WHERE event_id = ?`),
+      upsert: db.prepare(
+        `INSERT INTO dp_event (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at)
+         VALUES (@event_id, @spec, @content_hash, @source, @start_ms, @end_ms, @state, @receipt, @started_at, @ended_at, @progress, @result, @created_at, @updated_at)
+         ON CONFLICT (event_id) DO UPDATE SET spec = excluded.spec, content_hash = excluded.content_hash, source = excluded.source,
+           start_ms = excluded.start_ms, end_ms = excluded.end_ms, state = excluded.state, receipt = excluded.receipt,
+           started_at = excluded.started_at, ended_at = excluded.ended_at, progress = excluded.progress, result = excluded.result,
+           updated_at = excluded.updated_at`,
+      ),
+      open: db.prepare(`SELECT ${COLS} FROM dp_event WHERE state IN ('scheduled', 'running') ORDER BY start_ms, event_id`),
+      list: db.prepare(`SELECT ${COLS} FROM dp_event ORDER BY start_ms DESC, event_id LIMIT ?`),
+      progress: db.prepare("UPDATE dp_event SET progress = ?, updated_at = ? WHERE event_id = ?"),
+      sweep: db.prepare("DELETE FROM dp_event WHERE state NOT IN ('scheduled', 'running') AND end_ms < ?"),
+    };
+  }
+
+  get(eventId: string): EventRow | undefined {
+    const r = this.stmts.get.get(eventId.toLowerCase()) as RawRow | undefined;
+    return r && fromRaw(r);
+  }
+
+  put(row: EventRow): void {
+    const s = row.spec;
+    this.stmts.upsert.run({
+      event_id: s.event_id,
+      spec: JSON.stringify(s),
+      content_hash: row.content_hash,
+      source: s.source,
+      start_ms: s.start_ms,
+      end_ms: s.end_ms,
+      state: row.state,
+      receipt: row.receipt,
+      started_at: row.started_at,
+      ended_at: row.ended_at,
+      progress: JSON.stringify(row.progress),
+      result: row.result ? JSON.stringify(row.result) : null,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+    });
+  }
+
+  saveProgress(row: EventRow, now: number): void {
+    row.updated_at = now;
+    this.stmts.progress.run(JSON.stringify(row.progress), now, row.spec.event_id);
+  }
+
+  /** Scheduled and running events, oldest start first. */
+  open(): EventRow[] {
+    return (this.stmts.open.all() as RawRow[]).map(fromRaw);
+  }
+
+  list(limit = 500): EventRow[] {
+    return (this.stmts.list.all(limit) as RawRow[]).map(fromRaw);
+  }
+
+  /** Forgets finished events that ended before `before` (bounded history). */
+  sweep(before: number): number {
+    return this.stmts.sweep.run(before).changes;
+  }
+}

@@ -1,0 +1,171 @@
+// Builds a release bundle: the built code (dist/src), the production node_modules for one
+// architecture, a manifest, all signed with ed25519. Runs on the build machine (`make bundle`).
+// node_modules are copied from an existing install (the production closure from
+// package-lock.json), never downloaded: for another architecture pass --node-modules with
+// an install made on (or for) that architecture; native modules are checked by their ELF header.
+import { spawnSync } from "node:child_process";
+import { chmodSync, closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative, sep } from "node:path";
+import type { KeyObject } from "node:crypto";
+import { encodeBundleHeader, sha256OfRange, type Manifest } from "./bundle-format.js";
+import { fsyncPath } from "./fsx.js";
+
+/** ELF e_machine of each Node.js architecture a controller may have. */
+const ELF_MACHINE: Record<string, number> = { x64: 62, arm64: 183, arm: 40, ia32: 3 };
+
+export interface StageOptions {
+  /** the project: package.json, package-lock.json, dist/src */
+  projectDir: string;
+  stageDir: string;
+  arch: string;
+  version: string;
+  /** where the production packages are copied from (default projectDir/node_modules) */
+  nodeModulesDir?: string;
+}
+
+/** Lays out a release directory: dist/src, package.json (with `version`), README, systemd/, node_modules. */
+export function stageRelease(o: StageOptions): void {
+  const dist = join(o.projectDir, "dist", "src");
+  if (!existsSync(join(dist, "cli.js"))) throw new Error(`${dist}/cli.js is missing; build first (tsc)`);
+  mkdirSync(join(o.stageDir, "dist"), { recursive: true });
+  cpSync(dist, join(o.stageDir, "dist", "src"), { recursive: true });
+  // data files the code reads from the source tree (every non-TypeScript file under src/: the built-in profiles)
+  cpSync(join(o.projectDir, "src"), join(o.stageDir, "src"), { recursive: true, filter: (p) => !p.endsWith(".ts") });
+  const pkg = JSON.parse(readFileSync(join(o.projectDir, "package.json"), "utf8")) as Record<string, unknown>;
+  pkg.version = o.version;
+  delete pkg.devDependencies;
+  delete pkg.scripts;
+  pkg.bin = { sitegate: "dist/src/cli.js" };
+  writeFileSync(join(o.stageDir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
+  for (const f of ["README.md", "systemd"]) {
+    if (existsSync(join(o.projectDir, f))) cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true });
+  }
+  copyProductionModules(o.projectDir, o.nodeModulesDir ?? join(o.projectDir, "node_modules"), join(o.stageDir, "node_modules"), o.arch);
+}
+
+function copyProductionModules(projectDir: string, from: string, to: string, arch: string): void {
+  const lock = JSON.parse(readFileSync(join(projectDir, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
+  for (const [path, info] of Object.entries(lock.packages)) {
+    if (!path.startsWith("node_modules/") || info.dev || info.devOptional) continue;
+    const src = join(from, path.slice("node_modules/".length));
+    if (!existsSync(src)) continue; // an optional dependency not installed on this platform
+    const dst = join(to, path.slice("node_modules/".length));
+    const native = existsSync(join(src, "binding.gyp"));
+    cpSync(src, dst, {
+      recursive: true,
+      dereference: true,
+      filter: (p) => keep(relative(src, p), native, arch),
+    });
+  }
+  checkNativeModules(to, arch);
+}
+
+/** What a package keeps: not its nested node_modules (own lock entries), no build leftovers, only this arch's prebuilds. */
+function keep(rel: string, native: boolean, arch: string): boolean {
+  if (rel === "") return true;
+  const parts = rel.split(sep);
+  if (parts[0] === "node_modules") return false;
+  if (parts.some((p) => p === ".github" || p === "test" || p === "tests")) return false;
+  // types, source maps and docs are not run (about a third of the tree)
+  if (/\.(d\.[mc]?ts|[mc]?ts|map|md|markdown)$/i.test(parts[parts.length - 1])) return false;
+  const pb = parts.indexOf("prebuilds");
+  if (pb >= 0 && parts.length > pb + 1 && !parts[pb + 1].startsWith(`linux-${arch}`)) return false;
+  if (native) {
+    if (parts[0] === "src" || parts[0] === "deps") return false;
+    if (parts[0] === "build") {
+      // keep build/ and build/Release/, and only the addon itself inside
+      if (parts.length === 1) return true;
+      if (parts[1] !== "Release") return false;
+      if (parts.length === 2) return true;
+      return parts.length === 3 && parts[2].endsWith(".node") && !parts[2].includes("test");
+    }
+  }
+  return true;
+}
+
+/** Refuses a bundle whose native addons were built for another CPU. */
+function checkNativeModules(dir: string, arch: string): void {
+  const want = ELF_MACHINE[arch];
+  if (want === undefined) throw new Error(`unknown architecture ${arch} (one of ${Object.keys(ELF_MACHINE).join(", ")})`);
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && e.name.endsWith(".node")) {
+        const fd = openSync(p, "r");
+        const h = Buffer.alloc(20);
+        readSync(fd, h, 0, 20, 0);
+        closeSync(fd);
+        const machine = h.readUInt16LE(18);
+        if (h.readUInt32BE(0) !== 0x7f454c46 || machine !== want) {
+          throw new Error(`${relative(dir, p)} is not a Linux ${arch} addon; install node_modules for ${arch} and pass --node-modules DIR`);
+        }
+      }
+    }
+  };
+  walk(dir);
+}
+
+export interface PackOptions {
+  stageDir: string;
+  version: string;
+  arch: string;
+  nodeMin: string;
+  migrations: Record<string, number>;
+  privateKey: KeyObject;
+  out: string;
+}
+
+/** Packs a staged release into a signed bundle file (temp name, fsync, rename). */
+export async function packBundle(o: PackOptions): Promise<{ file: string; manifest: Manifest; size: number }> {
+  const work = mkdtempSync(join(tmpdir(), "sitegate-bundle-"));
+  try {
+    const payload = join(work, "payload.tar.gz");
+    chmodSync(o.stageDir, 0o755);
+    const tar = spawnSync("tar", ["-C", o.stageDir, "--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf", payload, "."], { encoding: "utf8" });
+    if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr.trim()}`);
+    const payloadSize = statSync(payload).size;
+    const manifest: Manifest = {
+      format: 1,
+      name: "sitegate",
+      version: o.version,
+      arch: o.arch,
+      platform: "linux",
+      node_min: o.nodeMin,
+      created_at: new Date().toISOString(),
+      payload_size: payloadSize,
+      payload_sha256: await sha256OfRange(payload, 0, payloadSize),
+      migrations: o.migrations,
+    };
+    const header = encodeBundleHeader(manifest, o.privateKey);
+    mkdirSync(dirname(o.out), { recursive: true });
+    const tmp = join(dirname(o.out), `.${basename(o.out)}.tmp`);
+    const fd = openSync(tmp, "w", 0o644);
+    try {
+      writeSync(fd, header);
+      const src = openSync(payload, "r");
+      const buf = Buffer.alloc(1 << 20);
+      for (;;) {
+        const n = readSync(src, buf, 0, buf.length, null);
+        if (n === 0) break;
+        writeSync(fd, buf, 0, n);
+      }
+      closeSync(src);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, o.out);
+    fsyncPath(dirname(o.out));
+    return { file: o.out, manifest, size: header.length + payloadSize };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** "20" or ">=20.3" from package.json engines to "20.0.0" / "20.3.0". */
+export function nodeMinFromEngines(range: string | undefined): string {
+  const m = /(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(range ?? "");
+  return m ? `${m[1]}.${m[2] ?? 0}.${m[3] ?? 0}` : "20.0.0";
+}

@@ -1,0 +1,503 @@
+// Installs, gates and rolls back releases under <root> (default /opt/sitegate):
+//   <root>/releases/<version>/   complete releases (unpacked under .tmp-*, fsynced, renamed)
+//   <root>/current  -> releases/<version>   what systemd runs (switched by symlink + rename)
+//   <root>/previous -> releases/<version>   the last release known to start; its code runs
+//                                           `update check` before every start (ExecStartPre)
+//   <root>/state/update.json                the pending release and the last outcome
+// A pending release must write its health marker (<data_dir>/update/healthy-<version>)
+// within the deadline and within max_starts starts; otherwise the next `update check`
+// switches `current` back, restores the database backup that apply took (when the new
+// release brings migrations), and the previous release runs again.
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, chownSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { tmpdir } from "node:os";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys, openBundle, sha256OfRange, type Manifest } from "./bundle-format.js";
+import { exists, fsyncPath, fsyncTree, readLinkOrNull, removeTree, symlinkAtomic, writeFileAtomic } from "./fsx.js";
+import { hasHealthMarker, removeHealthMarker } from "./health-marker.js";
+
+export const DEFAULT_ROOT = "/opt/sitegate";
+export const DEFAULT_KEYS_DIR = "/etc/sitegate/update-keys";
+export const DEFAULT_RESTART_CMD = "systemctl reset-failed sitegate.service 2>/dev/null; systemctl restart sitegate.service";
+export const DB_FILE = "sitegate.db";
+
+export interface Pending {
+  version: string;
+  previous: string;
+  data_dir: string;
+  applied_at: string;
+  deadline_at: string;
+  /** each start of the pending release must bring the marker within this many seconds */
+  health_timeout_s: number;
+  starts: number;
+  max_starts: number;
+  /** installing: apply has not switched yet; gating: waiting for the marker; rollback: the next check switches back */
+  phase: "installing" | "gating" | "rollback";
+  /** the apply process (pid and kernel boot id) while installing */
+  installer?: { pid: number; boot_id: string };
+  reason?: string;
+  /** VACUUM INTO copy taken by apply when the new release brings migrations */
+  backup: string | null;
+}
+
+export interface Outcome {
+  version: string;
+  previous: string;
+  result: "healthy" | "rolled back" | "abandoned";
+  reason?: string;
+  at: string;
+  data_dir: string;
+  backup: string | null;
+}
+
+export interface UpdateState {
+  pending: Pending | null;
+  last: Outcome | null;
+}
+
+export interface Layout {
+  root: string;
+  releases: string;
+  current: string;
+  previous: string;
+  stateFile: string;
+}
+
+export function layout(root: string): Layout {
+  return { root, releases: join(root, "releases"), current: join(root, "current"), previous: join(root, "previous"), stateFile: join(root, "state", "update.json") };
+}
+
+export function readState(l: Layout): UpdateState {
+  try {
+    return JSON.parse(readFileSync(l.stateFile, "utf8")) as UpdateState;
+  } catch {
+    return { pending: null, last: null };
+  }
+}
+
+function writeState(l: Layout, s: UpdateState): void {
+  mkdirSync(join(l.root, "state"), { recursive: true });
+  writeFileAtomic(l.stateFile, JSON.stringify(s, null, 2) + "\n");
+}
+
+/** The version a release symlink points at, or null. */
+export function linkedVersion(link: string): string | null {
+  const t = readLinkOrNull(link);
+  return t === null ? null : basename(t);
+}
+
+type Say = (line: string) => void;
+
+export interface ServiceControl {
+  /** shell command that restarts the service; "" skips it */
+  restartCmd: string;
+}
+
+function restart(ctl: ServiceControl, say: Say): void {
+  if (ctl.restartCmd.trim() === "") {
+    say("restart skipped (no restart command)");
+    return;
+  }
+  const r = spawnSync("/bin/sh", ["-c", ctl.restartCmd], { stdio: "inherit" });
+  if (r.status !== 0) throw new Error(`restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
+}
+
+/** Test hook: SITEGATE_UPDATE_HOOK=<point> makes apply write SITEGATE_UPDATE_HOOK_FILE at that point and wait forever (to be killed). */
+async function hook(point: "unpack" | "unpacked" | "pending" | "switched", ready: () => boolean = () => true): Promise<void> {
+  if (process.env.SITEGATE_UPDATE_HOOK !== point) return;
+  while (!ready()) await new Promise((r) => setTimeout(r, 10));
+  writeFileSync(process.env.SITEGATE_UPDATE_HOOK_FILE ?? "/dev/stderr", point + "\n");
+  await new Promise(() => setInterval(() => {}, 1 << 30));
+}
+
+// == apply ==
+
+export interface ApplyOptions extends ServiceControl {
+  root: string;
+  keysDir: string;
+  dataDir: string;
+  allowDowngrade: boolean;
+  healthTimeoutS: number;
+  maxStarts: number;
+  say: Say;
+}
+
+/** Verifies a bundle (signature, arch, Node.js, payload hash, version) and installs it. Throws BundleRefused before changing anything. */
+export async function applyBundle(source: string, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
+  const l = layout(o.root);
+  let file = source;
+  let downloaded: string | null = null;
+  if (/^[a-z]+:\/\//i.test(source)) {
+    if (!source.startsWith("https://")) throw new BundleRefused(`refused: only https:// URLs are fetched (${source})`);
+    // outside <root>: a refused download leaves the install untouched
+    downloaded = join(tmpdir(), `sitegate-download-${randomBytes(4).toString("hex")}.bundle`);
+    await download(source, downloaded);
+    file = downloaded;
+  }
+  try {
+    return await install(file, l, o);
+  } finally {
+    if (downloaded) rmSync(downloaded, { force: true });
+  }
+}
+
+async function download(url: string, to: string): Promise<void> {
+  const res = await fetch(url, { redirect: "follow" });
+  if (!res.ok || !res.body) throw new Error(`download ${url}: HTTP ${res.status}`);
+  const { Writable } = await import("node:stream");
+  const { createWriteStream } = await import("node:fs");
+  await res.body.pipeTo(Writable.toWeb(createWriteStream(to)) as WritableStream<Uint8Array>);
+}
+
+async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
+  if (!existsSync(file)) throw new Error(`${file}: no such file`);
+  const b = openBundle(file);
+  const m = b.manifest;
+  const signer = checkSignature(b, loadTrustedKeys(o.keysDir));
+  if (m.format !== 1 || m.name !== "sitegate" || typeof m.version !== "string" || !isValidVersion(m.version)) throw new BundleRefused("refused: the manifest is not a sitegate release manifest");
+  if (m.arch !== process.arch || (m.platform ?? "linux") !== process.platform) {
+    throw new BundleRefused(`refused: the bundle is for ${m.platform}-${m.arch}, this controller is ${process.platform}-${process.arch}`);
+  }
+  if (compareVersions(process.versions.node, m.node_min) < 0) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
+  if (m.payload_size !== b.payloadSize || (await sha256OfRange(file, b.payloadOffset, b.payloadSize)) !== m.payload_sha256) {
+    throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
+  }
+  let st = readState(l);
+  if (st.pending?.phase === "installing") {
+    // an apply that died before its switch leaves this; the check drops it (or keeps waiting while that apply runs)
+    await checkUpdate({ root: o.root, timer: true, restartCmd: "", say: o.say });
+    st = readState(l);
+  }
+  if (st.pending) {
+    const what = { installing: "being installed by another apply", gating: "waiting for its health check", rollback: "being rolled back" }[st.pending.phase];
+    throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${what}; see \`sitegate update status\``);
+  }
+  const cur = linkedVersion(l.current);
+  if (cur !== null) {
+    const cmp = compareVersions(m.version, cur);
+    if (cmp === 0) throw new BundleRefused(`refused: ${m.version} is already the current release`);
+    if (cmp < 0 && !o.allowDowngrade) throw new BundleRefused(`refused: ${m.version} is older than the current release ${cur} (--allow-downgrade installs it)`);
+  }
+  o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
+
+  // Nothing has changed so far. From here on every step leaves `current` at a complete release.
+  mkdirSync(l.releases, { recursive: true });
+  pruneReleases(l);
+  const tmp = join(l.releases, `.tmp-${m.version}-${randomBytes(4).toString("hex")}`);
+  mkdirSync(tmp);
+  await unpack(b.file, b.payloadOffset, b.payloadSize, tmp);
+  const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
+  if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js"))) {
+    removeTree(tmp);
+    throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
+  }
+  writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n");
+  chmodSync(tmp, 0o755); // the daemon's user reads the code; only root writes it
+  fsyncTree(tmp);
+  const dest = join(l.releases, m.version);
+  if (exists(dest)) {
+    // a release of this version left from before (e.g. rolled back): replace it whole
+    const aside = join(l.releases, `.tmp-old-${m.version}-${randomBytes(4).toString("hex")}`);
+    renameSync(dest, aside);
+    removeTree(aside);
+  }
+  renameSync(tmp, dest);
+  fsyncPath(l.releases);
+  await hook("unpacked");
+
+  removeHealthMarker(o.dataDir, m.version);
+  removeOldBackups(o.dataDir);
+  // Taken here, not at the first start: a large database on an SD card can take longer
+  // than systemd grants a start. Rows written by the old release from now until the
+  // restart are not in it.
+  const backup = cur === null ? null : await backupIfMigrating(o.dataDir, m);
+  if (backup) o.say(`database backed up to ${backup} (release ${m.version} brings new migrations)`);
+  const target = `releases/${m.version}`;
+  if (cur === null) {
+    // first install: nothing to fall back to, so no gate
+    symlinkAtomic(target, l.previous);
+    symlinkAtomic(target, l.current);
+  } else {
+    const now = Date.now();
+    const pending: Pending = {
+      version: m.version,
+      previous: cur,
+      data_dir: o.dataDir,
+      applied_at: new Date(now).toISOString(),
+      deadline_at: new Date(now + o.healthTimeoutS * 1000).toISOString(),
+      health_timeout_s: o.healthTimeoutS,
+      starts: 0,
+      max_starts: o.maxStarts,
+      phase: "installing",
+      installer: { pid: process.pid, boot_id: bootId() },
+      backup,
+    };
+    // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
+    // after a power cut here (current still the old release) drops it
+    writeState(l, { pending, last: st.last });
+    await hook("pending");
+    symlinkAtomic(`releases/${cur}`, l.previous);
+    symlinkAtomic(target, l.current);
+    pending.phase = "gating";
+    delete pending.installer;
+    writeState(l, { pending, last: st.last });
+  }
+  o.say(`installed ${dest}; current -> ${target}`);
+  await hook("switched");
+  restart(o, o.say);
+  return { version: m.version, previous: cur };
+}
+
+/** Streams the payload into `tar -xz` (system tar; gzip) in `dir`. */
+async function unpack(file: string, offset: number, size: number, dir: string): Promise<void> {
+  const tar = spawn("tar", ["-xzf", "-", "-C", dir, "--no-same-owner"], { stdio: ["pipe", "ignore", "pipe"] });
+  let err = "";
+  tar.stderr.on("data", (d) => (err += d));
+  const exited = once(tar, "exit") as Promise<[number | null]>;
+  let sent = 0;
+  try {
+    for await (const chunk of createReadStream(file, { start: offset, end: offset + size - 1, highWaterMark: 64 * 1024 })) {
+      if (!tar.stdin.write(chunk)) await once(tar.stdin, "drain");
+      sent += (chunk as Buffer).length;
+      if (sent >= size / 2 && sent - (chunk as Buffer).length < size / 2) await hook("unpack", () => readdirSync(dir).length > 0);
+    }
+  } finally {
+    tar.stdin.end();
+  }
+  const [code] = await exited;
+  if (code !== 0) throw new Error(`tar could not unpack the payload: ${err.trim()}`);
+}
+
+/** Removes unfinished unpacks and every release but `current` and `previous`. */
+function pruneReleases(l: Layout): void {
+  const keep = new Set([linkedVersion(l.current), linkedVersion(l.previous)]);
+  for (const name of readdirSync(l.releases)) {
+    if (name.startsWith(".tmp-") || (!name.startsWith(".") && !keep.has(name))) removeTree(join(l.releases, name));
+  }
+}
+
+// == check (before every start, and from a timer) ==
+
+export interface CheckOptions extends ServiceControl {
+  root: string;
+  /** timer mode: never touches files of a running service; restarts it when the gate failed */
+  timer: boolean;
+  now?: number;
+  say: Say;
+}
+
+export type CheckResult = "idle" | "abandoned" | "healthy" | "gating" | "rollback requested" | "rolled back";
+
+export async function checkUpdate(o: CheckOptions): Promise<CheckResult> {
+  const l = layout(o.root);
+  const st = readState(l);
+  const p = st.pending;
+  if (!p) return "idle";
+  const now = o.now ?? Date.now();
+  const cur = linkedVersion(l.current);
+  if (p.phase === "installing") {
+    if (cur === p.version) p.phase = "gating"; // apply died right after its switch
+    else if (p.installer && p.installer.boot_id === bootId() && alive(p.installer.pid)) return "gating";
+  }
+  if (p.phase === "installing" || (p.phase === "gating" && cur !== p.version)) {
+    // the switch never happened (power cut during apply) or someone switched by hand
+    writeState(l, { pending: null, last: outcome(p, "abandoned", `current is ${cur}, not ${p.version}`, now) });
+    o.say(`update to ${p.version} abandoned: current is ${cur}`);
+    return "abandoned";
+  }
+  if (p.phase === "gating" && hasHealthMarker(p.data_dir, p.version)) {
+    writeState(l, { pending: null, last: outcome(p, "healthy", undefined, now) });
+    o.say(`release ${p.version} is healthy; kept`);
+    return "healthy";
+  }
+  if (p.phase === "gating") {
+    if (now > Date.parse(p.deadline_at)) {
+      p.phase = "rollback";
+      p.reason = `not healthy by ${p.deadline_at}`;
+    } else if (!o.timer && p.starts >= p.max_starts) {
+      p.phase = "rollback";
+      p.reason = `started ${p.starts} times without becoming healthy`;
+    }
+    if (p.phase === "rollback") writeState(l, st);
+  }
+  if (o.timer) {
+    if (p.phase !== "rollback") return "gating";
+    o.say(`release ${p.version}: ${p.reason}; restarting to roll back to ${p.previous}`);
+    restart(o, o.say);
+    return "rollback requested";
+  }
+  if (p.phase === "rollback") {
+    await rollbackNow(l, st, now, o.say);
+    return "rolled back";
+  }
+  p.starts++;
+  // the window is per start: a reboot or a long outage in between does not eat it
+  p.deadline_at = new Date(now + (p.health_timeout_s ?? 300) * 1000).toISOString();
+  writeState(l, st);
+  o.say(`release ${p.version}: start ${p.starts} of ${p.max_starts}, healthy by ${p.deadline_at} or rolled back`);
+  return "gating";
+}
+
+function bootId(): string {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Backups belong to the update they were taken for; a new update makes them stale. */
+function removeOldBackups(dataDir: string): void {
+  const dir = join(dataDir, "update");
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
+}
+
+function outcome(p: Pending, result: Outcome["result"], reason: string | undefined, now: number): Outcome {
+  return { version: p.version, previous: p.previous, result, reason, at: new Date(now).toISOString(), data_dir: p.data_dir, backup: p.backup };
+}
+
+/** Switches back and restores the database. Idempotent: a power cut half-way is finished by the next check. */
+async function rollbackNow(l: Layout, st: UpdateState, now: number, say: Say): Promise<void> {
+  const p = st.pending!;
+  if (!exists(join(l.releases, p.previous, "dist", "src", "cli.js"))) {
+    writeState(l, { pending: null, last: outcome(p, "abandoned", `cannot roll back: release ${p.previous} is gone`, now) });
+    say(`cannot roll back ${p.version}: release ${p.previous} is gone`);
+    return;
+  }
+  symlinkAtomic(`releases/${p.previous}`, l.current);
+  symlinkAtomic(`releases/${p.previous}`, l.previous);
+  if (p.backup && existsSync(p.backup)) {
+    restoreDatabase(p.data_dir, p.backup);
+    say(`database restored from ${p.backup}`);
+  }
+  if (p.data_dir) removeHealthMarker(p.data_dir, p.version);
+  writeState(l, { pending: null, last: { ...outcome(p, "rolled back", p.reason, now), backup: null } });
+  say(`rolled back from ${p.version} to ${p.previous}: ${p.reason}`);
+}
+
+/** VACUUM INTO a backup when the new release's manifest lists migrations the database has not run. */
+async function backupIfMigrating(dataDir: string, m: Manifest): Promise<string | null> {
+  const db = join(dataDir, DB_FILE);
+  if (!existsSync(db)) return null;
+  const { default: Database } = await import("better-sqlite3");
+  const conn = new Database(db, { fileMustExist: true });
+  try {
+    let have: Record<string, number> = {};
+    try {
+      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as { module: string; v: number }[];
+      have = Object.fromEntries(rows.map((r) => [r.module, r.v]));
+    } catch {
+      /* no schema_migrations yet: every migration is new */
+    }
+    if (!Object.entries(m.migrations ?? {}).some(([mod, v]) => v > (have[mod] ?? 0))) return null;
+    const dir = join(dataDir, "update");
+    mkdirSync(dir, { recursive: true });
+    const out = join(dir, `backup-before-${m.version}.db`);
+    const tmp = out + ".tmp";
+    rmSync(tmp, { force: true });
+    conn.prepare("VACUUM INTO ?").run(tmp);
+    fsyncPath(tmp);
+    renameSync(tmp, out);
+    fsyncPath(dir);
+    return out;
+  } finally {
+    conn.close();
+    matchOwner(dataDir, [join(dataDir, "update"), db, db + "-wal", db + "-shm", join(dataDir, "update", `backup-before-${m.version}.db`)]);
+  }
+}
+
+/** When run as root (ExecStartPre=+), files made here must stay the daemon's: give them data_dir's owner. */
+function matchOwner(dataDir: string, paths: string[]): void {
+  if (typeof process.getuid !== "function" || process.getuid() !== 0) return;
+  const { uid, gid } = statSync(dataDir);
+  for (const p of paths) {
+    try {
+      chownSync(p, uid, gid);
+    } catch {
+      /* absent */
+    }
+  }
+}
+
+function restoreDatabase(dataDir: string, backup: string): void {
+  const db = join(dataDir, DB_FILE);
+  // the WAL belongs to the database being replaced; it must not be replayed onto the backup
+  rmSync(db + "-wal", { force: true });
+  rmSync(db + "-shm", { force: true });
+  renameSync(backup, db);
+  fsyncPath(dataDir);
+}
+
+// == rollback (operator) ==
+
+export async function requestRollback(o: ServiceControl & { root: string; say: Say }): Promise<void> {
+  const l = layout(o.root);
+  const st = readState(l);
+  if (st.pending) {
+    if (st.pending.phase === "gating") {
+      st.pending.phase = "rollback";
+      st.pending.reason = "rollback requested by the operator";
+      writeState(l, st);
+    }
+  } else {
+    const cur = linkedVersion(l.current);
+    const prev = linkedVersion(l.previous);
+    if (!cur || !prev || prev === cur) throw new BundleRefused("refused: there is no previous release to roll back to");
+    const last = st.last?.version === cur && st.last.result === "healthy" ? st.last : null;
+    writeState(l, {
+      pending: {
+        version: cur,
+        previous: prev,
+        data_dir: last?.data_dir ?? "",
+        applied_at: new Date().toISOString(),
+        deadline_at: new Date().toISOString(),
+        health_timeout_s: 0,
+        starts: 0,
+        max_starts: 0,
+        phase: "rollback",
+        reason: "rollback requested by the operator",
+        backup: last?.backup ?? null,
+      },
+      last: st.last,
+    });
+  }
+  o.say("rollback requested; it happens at the next start (`sitegate update check` before the daemon starts)");
+  restart(o, o.say);
+}
+
+// == status ==
+
+export interface Status {
+  root: string;
+  current: string | null;
+  previous: string | null;
+  releases: string[];
+  pending: (Pending & { healthy: boolean }) | null;
+  last: Outcome | null;
+}
+
+export function updateStatus(root: string): Status {
+  const l = layout(root);
+  const st = readState(l);
+  const releases = existsSync(l.releases) ? readdirSync(l.releases).filter(isValidVersion).sort(compareVersions) : [];
+  return {
+    root,
+    current: linkedVersion(l.current),
+    previous: linkedVersion(l.previous),
+    releases,
+    pending: st.pending ? { ...st.pending, healthy: st.pending.data_dir !== "" && hasHealthMarker(st.pending.data_dir, st.pending.version) } : null,
+    last: st.last,
+  };
+}

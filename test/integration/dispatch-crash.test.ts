@@ -1,0 +1,114 @@
+// The daemon as a child process: kill -9 mid-event and a restart resume the event and
+// send exactly one execution response; an event that ended while the daemon was down is
+// reported missed and never run; `sitegate events` lists both from the database.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { stringify } from "yaml";
+import { withTmpDir } from "../support/tmp.js";
+import { withSite } from "../support/site.js";
+import { testConfigInput, TEST_API_KEY } from "../support/config.js";
+import { event, rigConfig, siteScenario, startSink } from "../support/dispatch.js";
+import { testCert } from "../support/tls.js";
+import { until } from "../support/wait.js";
+import { Agent, request } from "undici";
+
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+
+function startDaemon(configFile: string): ChildProcess {
+  return spawn(process.execPath, [CLI, "run", "--config", configFile], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+}
+
+async function post(port: number, body: unknown): Promise<{ status: number; json: any }> {
+  const agent = new Agent({ connect: { ca: testCert().cert } });
+  try {
+    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/dr`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", "x-api-key": TEST_API_KEY }, dispatcher: agent });
+    return { status: r.statusCode, json: await r.body.json() };
+  } finally {
+    await agent.close();
+  }
+}
+
+async function devicesync(port: number): Promise<unknown[]> {
+  const agent = new Agent({ connect: { ca: testCert().cert } });
+  try {
+    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/devicesync`, { headers: { "x-api-key": TEST_API_KEY }, dispatcher: agent });
+    return ((await r.body.json()) as { devices: unknown[] }).devices;
+  } finally {
+    await agent.close();
+  }
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((res) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+}
+
+test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one execution response; a missed event is reported missed", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(siteScenario(), async (site) => {
+      await withTmpDir(async (dir) => {
+        const port = await freePort();
+        const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", http: { listen: `127.0.0.1:${port}`, tls: { cert: testCert().certFile, key: testCert().keyFile } }, ...rigConfig(site, sink) };
+        const file = join(dir, "config.yaml");
+        writeFileSync(file, stringify(cfg));
+        let child = startDaemon(file);
+        try {
+          await until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 20_000);
+          await until(async () => (await devicesync(port)).length === 4, "devices paired", 20_000);
+          const running = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 2500, 9000);
+          assert.equal((await post(port, { mode: "live", event_slots: [running] })).status, 200);
+          await until(() => Math.abs((site.state().devices.battery.power_w as number) - 2000) < 100, "event running", 20_000);
+          child.kill("SIGKILL");
+          await new Promise((r) => child.once("exit", r));
+          child = startDaemon(file);
+          // The battery keeps its setpoint (revert timeout 60 s); the restarted daemon takes the event up again.
+          const body = await until(() => sink.accepted("/exec").some((r) => r.body.event_id === running.event_id), "execution response after the restart", 30_000)
+            .then(() => sink.accepted("/exec").find((r) => r.body.event_id === running.event_id)!.body as any);
+          assert.equal(body.status, "completed", JSON.stringify(body));
+          await until(() => site.state().devices.battery.power_w === 0, "released at the end");
+          await sleep(1500);
+          const keys = new Set(sink.requests.filter((r) => r.path === "/exec" && (r.body as any).event_id === running.event_id).map((r) => r.headers["idempotency-key"]));
+          assert.equal(sink.accepted("/exec").filter((r) => r.body.event_id === running.event_id).length, 1, "exactly one execution response");
+          assert.equal(keys.size, 1);
+
+          // Stopped before an event and started after its end: missed, never run.
+          const missed = event({ event_type: "charge", event_quantity: 1, event_unit: "kW" }, 1500, 1500);
+          assert.equal((await post(port, { mode: "live", event_slots: [missed] })).status, 200);
+          child.kill("SIGTERM");
+          await new Promise((r) => child.once("exit", r));
+          const writesBefore = (site.state().devices.battery.writes as unknown[]).length;
+          await sleep(3500);
+          child = startDaemon(file);
+          await until(() => sink.accepted("/exec").some((r) => r.body.event_id === missed.event_id), "missed response", 20_000);
+          const mb = sink.accepted("/exec").find((r) => r.body.event_id === missed.event_id)!.body as any;
+          assert.equal(mb.status, "failed");
+          assert.equal(mb.details.reason, "missed");
+          assert.equal((site.state().devices.battery.writes as unknown[]).length, writesBefore, "the missed event wrote nothing");
+
+          const ev = spawnSync(process.execPath, [CLI, "events", "--config", file, "--json"], { encoding: "utf8" });
+          assert.equal(ev.status, 0, ev.stderr);
+          const list = JSON.parse(ev.stdout) as Array<{ event_id: string; state: string; result: string | null; source: string }>;
+          assert.equal(list.find((e) => e.event_id === running.event_id)?.state, "done");
+          assert.equal(list.find((e) => e.event_id === missed.event_id)?.state, "missed");
+          const table = spawnSync(process.execPath, [CLI, "events", "--config", file], { encoding: "utf8" });
+          assert.match(table.stdout, /missed\s+failed/);
+        } finally {
+          child.kill("SIGKILL");
+        }
+      });
+    });
+  } finally {
+    await sink.stop();
+  }
+});

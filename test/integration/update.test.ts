@@ -1,0 +1,284 @@
+// Over-the-air update: refused bundles change nothing; a release that fails its health gate
+// (crash loop or deadline) is rolled back with its database; kill -9 at three points of an
+// apply leaves a release that starts; a real bundle of dist/ installs, runs and rolls back.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { spawnSync } from "node:child_process";
+import Database from "better-sqlite3";
+import { stringify } from "yaml";
+import { withTmpDir } from "../support/tmp.js";
+import { until } from "../support/wait.js";
+import { FakeService, fakeBundle, makeKeys, serving, snapshotTree, startsOf, status, update, updateEnv, CLI, type UpdateEnv } from "../support/ota.js";
+import { openDatabase, migrate } from "../../src/storage/db.js";
+import { ALL_MIGRATIONS } from "../../src/daemon.js";
+import { testConfigInput } from "../support/config.js";
+import { testCert } from "../support/tls.js";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
+
+const OTHER_ARCH = process.arch === "x64" ? "arm64" : "x64";
+
+/** A root with fake release 0.1.0 installed (the first install has no gate). */
+async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise<void>): Promise<void> {
+  await withTmpDir(async (dir) => {
+    const env = updateEnv(dir, makeKeys(dir));
+    const b = await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v010.bundle") });
+    const r = update(env, ["apply", b]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.1.0");
+    await fn(env, dir);
+  });
+}
+
+test("bad signature, wrong arch, tampered payload and a lower version are refused, exit 2, and nothing changes", async () => {
+  await withInstalled(async (env, dir) => {
+    const before = snapshotTree(env.root);
+    const stranger = makeKeys(dir, "stranger");
+    const cases: [string, string, RegExp][] = [
+      ["untrusted key", await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "unsigned.bundle") }), /refused: bad signature/],
+      ["wrong arch", await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "arch.bundle"), arch: OTHER_ARCH }), new RegExp(`refused: the bundle is for linux-${OTHER_ARCH}`)],
+      ["lower version", await fakeBundle({ version: "0.0.9", mode: "healthy", key: env.keys.privateKey, out: join(dir, "old.bundle") }), /refused: 0\.0\.9 is older than the current release 0\.1\.0 \(--allow-downgrade/],
+      ["same version", await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "same.bundle") }), /refused: 0\.1\.0 is already the current release/],
+    ];
+    // tampered: a good bundle with one payload byte flipped after signing
+    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "tampered.bundle") });
+    const bytes = readFileSync(good);
+    bytes[bytes.length - 100] ^= 0xff;
+    writeFileSync(good, bytes);
+    cases.push(["tampered payload", good, /refused: the payload does not match the sha256/]);
+    // a bit flipped in the signed manifest fails the signature
+    const manifestHit = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "manifest.bundle") });
+    const mb = readFileSync(manifestHit);
+    const at = mb.indexOf(Buffer.from('"0.2.0"'));
+    mb[at + 1] = "9".charCodeAt(0);
+    writeFileSync(manifestHit, mb);
+    cases.push(["edited manifest", manifestHit, /refused: bad signature/]);
+
+    for (const [what, file, message] of cases) {
+      const r = update(env, ["apply", file]);
+      assert.equal(r.status, 2, `${what}: exit ${r.status} ${r.stdout} ${r.stderr}`);
+      assert.match(r.stderr, message, what);
+      assert.equal(r.stderr.trim().split("\n").length, 1, `${what}: one line`);
+      assert.equal(snapshotTree(env.root), before, `${what}: the root changed`);
+    }
+    // the downgrade goes through when asked for
+    const r = update(env, ["apply", "--allow-downgrade", cases[2][1]]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.0.9");
+  });
+});
+
+test("a release that crash-loops is rolled back after 3 starts and its database restored; the old release serves again", async () => {
+  await withInstalled(async (env, dir) => {
+    // the old release's database: every shipped migration and one row of its data
+    const db = openDatabase(env.dataDir);
+    migrate(db, ALL_MIGRATIONS);
+    db.exec("CREATE TABLE old_data (v TEXT); INSERT INTO old_data VALUES ('before')");
+    db.close();
+    const svc = new FakeService(env, ["run"], { FAKE_SQLITE: createRequire(import.meta.url).resolve("better-sqlite3") });
+    svc.start();
+    try {
+      await until(() => existsSync(join(env.dataDir, "update", "healthy-0.1.0")), "0.1.0 healthy");
+      const migrations = { ...Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, m.migrations.length])), zz_new: 1 };
+      const b = await fakeBundle({ version: "0.2.0", mode: "crash", key: env.keys.privateKey, out: join(dir, "crash.bundle"), migrations });
+      const r = update(env, ["apply", b]);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /database backed up to .*backup-before-0\.2\.0\.db/, "new migrations: a backup first");
+      await until(() => status(env).last?.result === "rolled back", "the rollback", 60000);
+      await until(() => serving(env) === "0.1.0", "0.1.0 serving again");
+      const s = status(env);
+      assert.equal(s.current, "0.1.0");
+      assert.equal(s.pending, null);
+      assert.match(s.last.reason, /started 3 times/);
+      assert.equal(startsOf(env, "0.2.0"), 3, svc.log.join("\n"));
+
+    } finally {
+      await svc.stop();
+    }
+    const after = new Database(join(env.dataDir, "sitegate.db"), { readonly: true });
+    assert.equal(after.prepare("SELECT v FROM old_data").pluck().get(), "before", "the old release's data is back");
+    assert.equal(after.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'added_by_new'").pluck().get(), 0);
+    assert.equal(after.prepare("SELECT count(*) FROM schema_migrations WHERE module = 'zz_new'").pluck().get(), 0);
+    after.close();
+  });
+});
+
+test("a release that never becomes healthy is rolled back at its deadline by the timer check", async () => {
+  await withInstalled(async (env, dir) => {
+    const svc = new FakeService(env);
+    svc.start();
+    try {
+      await until(() => serving(env) === "0.1.0", "0.1.0 serving");
+      const b = await fakeBundle({ version: "0.2.0", mode: "hang", key: env.keys.privateKey, out: join(dir, "hang.bundle") });
+      const r = update(env, ["apply", b, "--health-timeout", "2"]);
+      assert.equal(r.status, 0, r.stderr);
+      await until(() => serving(env) === "0.2.0", "0.2.0 started");
+      assert.equal(status(env).pending.phase, "gating");
+      // what sitegate-update-check.timer runs; before the deadline it leaves the release alone
+      await until(() => {
+        update(env, ["check", "--timer"]);
+        return status(env).last?.result === "rolled back";
+      }, "the timer check to roll back", 60000);
+      await until(() => serving(env) === "0.1.0", "0.1.0 serving again");
+      const s = status(env);
+      assert.equal(s.current, "0.1.0");
+      assert.match(s.last.reason, /not healthy by/);
+      assert.equal(startsOf(env, "0.2.0"), 1, "the hanging release was not restarted before its deadline");
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
+/** `current` points at a complete release whose entry runs. */
+function assertStartable(env: UpdateEnv): string {
+  const target = readlinkSync(join(env.root, "current"));
+  const dir = join(env.root, target);
+  assert.ok(existsSync(join(dir, "manifest.json")), `${target} is complete`);
+  const r = spawnSync(process.execPath, [join(env.root, "current", "dist", "src", "cli.js"), "--version"], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), target.replace("releases/", ""));
+  return r.stdout.trim();
+}
+
+// unpack: half-way through tar; unpacked: release renamed into place; pending: state written,
+// symlinks not yet switched; switched: current points at the new release, before the restart
+for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
+  test(`kill -9 during apply at "${point}" leaves a release that starts`, async () => {
+    await withInstalled(async (env, dir) => {
+      const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "new.bundle"), padFiles: point === "unpack" ? 200 : 0 });
+      const hookFile = join(dir, "hook");
+      const child = spawn(process.execPath, [CLI, "update", "apply", b], {
+        stdio: "ignore",
+        env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", SITEGATE_UPDATE_HOOK: point, SITEGATE_UPDATE_HOOK_FILE: hookFile },
+      });
+      const exited = new Promise((r) => child.once("exit", r));
+      await until(() => existsSync(hookFile), `apply to reach ${point}`, 60000);
+      if (point === "unpack") {
+        const tmp = readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".tmp-"));
+        assert.equal(tmp.length, 1, "caught half-way through the unpack");
+        assert.ok(!existsSync(join(env.root, "releases", tmp[0], "manifest.json")));
+      }
+      child.kill("SIGKILL");
+      await exited;
+
+      const running = assertStartable(env);
+      assert.equal(running, point === "switched" ? "0.2.0" : "0.1.0");
+      // what the next boot does: the pre-start check, then the service
+      const svc = new FakeService(env);
+      svc.start();
+      try {
+        await until(() => serving(env) === running, `${running} serving`);
+        if (point === "switched") {
+          await until(() => update(env, ["check", "--timer"]).stdout.includes("healthy"), "0.2.0 kept as healthy");
+          assert.equal(status(env).last.result, "healthy");
+        } else {
+          // the interrupted install can simply be done again
+          assert.equal(status(env).pending, null);
+          if (point === "pending") assert.equal(status(env).last?.result, "abandoned", "the half-made update was dropped at the next start");
+          const r = update(env, ["apply", b]);
+          assert.equal(r.status, 0, r.stderr);
+          assert.deepEqual(readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".")), [], "no half-unpacked leftovers");
+          await until(() => serving(env) === "0.2.0", "0.2.0 serving");
+        }
+      } finally {
+        await svc.stop();
+      }
+    });
+  });
+}
+
+test("a real bundle of dist/ installs, the daemon marks itself healthy, and `update rollback` brings the old release back", async () => {
+  await withTmpDir(async (dir) => {
+    const keysDir = join(dir, "keys");
+    let r = spawnSync(process.execPath, [CLI, "update", "keygen", "--out", keysDir], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const bundleFile = join(dir, "real.bundle");
+    r = spawnSync(process.execPath, [CLI, "update", "bundle", "--key", join(keysDir, "sitegate-update.key"), "--out", bundleFile, "--version", "0.2.0"], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const env = updateEnv(dir, { privateKey: null as never, trustDir: keysDir });
+    // the old release: a fake 0.1.0 signed with the same key
+    const { createPrivateKey } = await import("node:crypto");
+    const key = createPrivateKey(readFileSync(join(keysDir, "sitegate-update.key")));
+    const old = await fakeBundle({ version: "0.1.0", mode: "healthy", key, out: join(dir, "old.bundle") });
+    assert.equal(update(env, ["apply", old]).status, 0);
+    const config = join(dir, "config.yaml");
+    writeFileSync(config, stringify(testConfigInput(env.dataDir)));
+    const svc = new FakeService(env, ["run", "--config", config]);
+    svc.start();
+    try {
+      await until(() => serving(env) === "0.1.0", "0.1.0 serving");
+      r = update(env, ["apply", bundleFile]);
+      assert.equal(r.status, 0, r.stderr);
+      const release = realpathSync(join(env.root, "current"));
+      assert.ok(existsSync(join(release, "node_modules", "better-sqlite3")), "production modules are in the release");
+      assert.ok(!existsSync(join(release, "node_modules", "typescript")), "dev modules are not");
+      await until(() => existsSync(join(env.dataDir, "update", "healthy-0.2.0")), "the real daemon to write its health marker", 60000);
+      r = update(env, ["check", "--timer"]);
+      assert.match(r.stdout, /0\.2\.0 is healthy/);
+      assert.equal(status(env).current, "0.2.0");
+      // the operator goes back
+      rmSync(join(env.dataDir, "serving"));
+      r = update(env, ["rollback"]);
+      assert.equal(r.status, 0, r.stderr);
+      await until(() => serving(env) === "0.1.0" && status(env).current === "0.1.0", "0.1.0 serving after the rollback");
+      assert.equal(status(env).last.result, "rolled back");
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
+test("apply fetches a bundle over https and refuses plain http", async () => {
+  await withInstalled(async (env, dir) => {
+    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "net.bundle") });
+    const cert = testCert();
+    const server = createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+      if (req.url === "/sitegate-0.2.0.bundle") res.end(readFileSync(b));
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as AddressInfo).port;
+    // the server runs in this process, so the CLI must run without blocking it
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((res) => {
+        const c = spawn(process.execPath, [CLI, "update", ...args], {
+          env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", NODE_EXTRA_CA_CERTS: cert.certFile },
+        });
+        let out = "";
+        c.stdout.on("data", (d) => (out += d));
+        c.stderr.on("data", (d) => (out += d));
+        c.once("exit", (code) => res({ code, out }));
+      });
+    try {
+      const before = snapshotTree(env.root);
+      let r = await run(["apply", `http://127.0.0.1:${port}/sitegate-0.2.0.bundle`]);
+      assert.equal(r.code, 2, r.out);
+      assert.match(r.out, /only https:\/\//);
+      r = await run(["apply", `https://127.0.0.1:${port}/missing.bundle`]);
+      assert.equal(r.code, 1, r.out);
+      assert.match(r.out, /HTTP 404/);
+      assert.equal(snapshotTree(env.root), before, "failed downloads leave nothing behind");
+      r = await run(["apply", `https://127.0.0.1:${port}/sitegate-0.2.0.bundle`]);
+      assert.equal(r.code, 0, r.out);
+      assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0");
+    } finally {
+      server.close();
+    }
+  });
+});
+
+test("the units run the current release, gate it from the previous one before every start, and time the deadline", () => {
+  const dir = join(fileURLToPath(import.meta.url), "../../../../systemd");
+  const unit = readFileSync(join(dir, "sitegate.service"), "utf8").split("\n");
+  const pre = unit.filter((l) => l.startsWith("ExecStartPre="));
+  assert.match(pre[0] ?? "", /^ExecStartPre=-\+\/usr\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/, "the gate runs first, as root, from the previous release, never blocking the start");
+  assert.ok(unit.some((l) => /^ExecStart=\/usr\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release (node flags may come first)");
+  assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
+  assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
+});

@@ -1,0 +1,132 @@
+// Dispatch test rig: a simulated site (battery, PV, grid meter, relay over TCP), a
+// partner sink for execution responses, and the gateway configured with those devices.
+import { randomUUID } from "node:crypto";
+import type { ConfigInput } from "../../src/config/schema.js";
+import { PartnerSink } from "./partner-sink.js";
+import { testCert } from "./tls.js";
+import { TEST_ORG } from "./config.js";
+import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
+import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
+import { withTmpDir } from "./tmp.js";
+import { until } from "./wait.js";
+
+export const POLL_MS = 250;
+
+export function siteScenario(extra: { batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>; irradiance?: number } = {}): ScenarioInput {
+  const batteries = extra.batteries ?? [{ name: "battery", max_power_w: 5000 }];
+  return {
+    seed: 7,
+    control: { listen: "127.0.0.1:0" },
+    site: { base_load_w: 3000, load_noise_pct: 0, pv_irradiance: extra.irradiance ?? 0 },
+    ports: [
+      {
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          ...batteries.map((b, i) => ({ unit: 1 + i, model: "sunspec-storage" as const, name: b.name, max_power_w: b.max_power_w, capacity_wh: b.capacity_wh ?? 20000, soc_pct: b.soc_pct ?? 50 })),
+          { unit: 10, model: "sunspec-pv" as const, name: "pv", max_power_w: 6000 },
+          { unit: 11, model: "sunspec-meter" as const, name: "grid" },
+          { unit: 12, model: "relay" as const, name: "relay", coils: 4, load_per_coil_w: 400 },
+        ],
+      },
+    ],
+  };
+}
+
+export interface DispatchRig {
+  site: SimHandle;
+  gw: Gateway;
+  sink: PartnerSink;
+  dir: string;
+  dr(body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any }>;
+  /** Execution responses received (accepted by the sink). */
+  responses(): Array<{ body: any; headers: Record<string, unknown> }>;
+  waitResponse(eventId: string, timeoutMs?: number): Promise<any>;
+  simDevice(name: string): Record<string, any>;
+}
+
+export function siteDevices(port: number, batteries: string[] = ["battery"]) {
+  return [
+    ...batteries.map((b, i) => tcpDevice(b, port, 1 + i, "sunspec", { mb_device_type: 3 })),
+    tcpDevice("pv", port, 10, "sunspec", { mb_device_type: 2 }),
+    tcpDevice("grid", port, 11, "sunspec", { mb_device_type: 1 }),
+    tcpDevice("relay", port, 12, "relay-coils"),
+  ];
+}
+
+export async function startSink(): Promise<PartnerSink> {
+  const c = testCert();
+  return PartnerSink.start({ cert: c.cert, key: c.key });
+}
+
+export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[]): Partial<ConfigInput> {
+  return {
+    partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+    telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64 },
+    devices: siteDevices(site.tcpPorts[0], batteries) as ConfigInput["devices"],
+  };
+}
+
+export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: string): DispatchRig {
+  const responses = () => sink.accepted("/exec").map((r) => ({ body: r.body as any, headers: r.headers as Record<string, unknown> }));
+  return {
+    site, gw, sink, dir,
+    async dr(body, headers = {}) {
+      const r = await gw.call("POST", "/v1/api/gateway/site-001/dr", { body, headers: { ...gw.apiKeyHeaders, ...headers } });
+      return { status: r.status, json: r.json };
+    },
+    responses,
+    async waitResponse(eventId, timeoutMs = 30_000) {
+      await until(() => responses().some((r) => r.body.event_id === eventId), `execution response for ${eventId}`, timeoutMs);
+      return responses().find((r) => r.body.event_id === eventId)!.body;
+    },
+    simDevice: (name) => site.state().devices[name] as Record<string, any>,
+  };
+}
+
+/** Waits until device sync lists `n` devices (pairing of the config's devices is done). */
+export async function waitPaired(gw: Gateway, n: number): Promise<void> {
+  await until(async () => {
+    const r = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    return r.status === 200 && r.json.devices.length >= n;
+  }, `${n} devices paired`, 20_000);
+}
+
+export async function withDispatchRig(opts: { batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>; irradiance?: number }, fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
+  const sink = await startSink();
+  try {
+    await withSite(siteScenario(opts), (site) =>
+      withTmpDir(async (dir) => {
+        const names = (opts.batteries ?? [{ name: "battery" }]).map((b) => b.name);
+        const gw = await startGateway(dir, rigConfig(site, sink, names));
+        try {
+          await waitPaired(gw, names.length + 3);
+          await fn(makeRig(site, gw, sink, dir));
+        } finally {
+          await gw.stop();
+        }
+      }),
+    );
+  } finally {
+    await sink.stop();
+  }
+}
+
+/** One event; starts `startInMs` from now and lasts `durationMs`. */
+export function event(over: Record<string, unknown> = {}, startInMs = 1500, durationMs = 4000) {
+  const start = Date.now() + startInMs;
+  return {
+    event_id: randomUUID(),
+    start_time: new Date(start).toISOString(),
+    end_time: new Date(start + durationMs).toISOString(),
+    event_type: "discharge",
+    event_quantity: 3,
+    event_unit: "kW",
+    priority: 10,
+    mandatory: false,
+    cancelled: false,
+    ...over,
+  };
+}
+
+export const ORG = TEST_ORG;

@@ -1,0 +1,207 @@
+// The import graph of src/: no cycles, and no module imports from a layer above its own.
+//
+// Layers, lowest first (a file may import its own layer and any layer below; the most
+// specific path wins, so config/load.ts sits above profiles while the rest of config/
+// sits below them). Derived from the code as it is:
+//
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/    (no project imports but base)
+//   config        config/: the config and configure-body schemas, zod issue lines
+//   storage       storage/: the database, migrations
+//   update        update/: signed release bundles, install, rollback, the health marker (files only)
+//   modbus        modbus/: endpoints, transports, buses, planner, codecs
+//   profiles      profiles/: profile schema and registry (formats issues with config/)
+//   config-load   config/load.ts: reads a config file and checks its devices against the profiles
+//   devices       devices/: driver, driver pool, connector, registry, configure
+//   telemetry     telemetry/: poller (drives device drivers), sample store
+//   uplink        uplink/: outbox, data push from the sample store
+//   dispatch      dispatch/: events on devices and telemetry, execution responses via uplink
+//   api           api/: the HTTPS server and its routes
+//   daemon        daemon.ts: the composition root
+//   cli           cli.ts, cli/: the sitegate command
+//
+// Type-only imports and dynamic import() count: a cycle of types is still a cycle for a
+// reader, and a lazy import is still a dependency.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { join, posix, relative, resolve } from "node:path";
+
+export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/"]],
+  ["config", ["config/"]],
+  ["storage", ["storage/"]],
+  ["update", ["update/"]],
+  ["modbus", ["modbus/"]],
+  ["profiles", ["profiles/"]],
+  ["config-load", ["config/load.ts"]],
+  ["devices", ["devices/"]],
+  ["telemetry", ["telemetry/"]],
+  ["uplink", ["uplink/"]],
+  ["dispatch", ["dispatch/"]],
+  ["api", ["api/"]],
+  ["daemon", ["daemon.ts"]],
+  ["cli", ["cli.ts", "cli/"]],
+];
+
+type Kind = "import" | "import type" | "import()";
+interface Edge {
+  from: string;
+  to: string;
+  kind: Kind;
+}
+
+/** Relative specifiers a TypeScript source imports or re-exports, with how. */
+export function importsOf(source: string): Array<{ spec: string; kind: Kind }> {
+  const out: Array<{ spec: string; kind: Kind }> = [];
+  // Static import/export ... from "x": at a line start (so comment lines never match);
+  // the clause may span lines but never crosses a quote or a semicolon.
+  for (const m of source.matchAll(/^[ \t]*(import|export)(\s+type\b)?[^;'"`]*?\bfrom\s*(["'])([^"'\n]+)\3/gm)) {
+    out.push({ spec: m[4], kind: m[2] ? "import type" : "import" });
+  }
+  for (const m of source.matchAll(/^[ \t]*import\s*(["'])([^"'\n]+)\1/gm)) out.push({ spec: m[2], kind: "import" });
+  for (const m of source.matchAll(/\bimport\(\s*(["'])([^"'\n]+)\1\s*\)/g)) out.push({ spec: m[2], kind: "import()" });
+  return out.filter((i) => i.spec.startsWith("."));
+}
+
+export function layerOf(file: string): number {
+  let best = -1;
+  let bestLen = -1;
+  LAYERS.forEach(([, prefixes], i) => {
+    for (const p of prefixes) {
+      const hit = p.endsWith("/") ? file.startsWith(p) : file === p;
+      if (hit && p.length > bestLen) {
+        best = i;
+        bestLen = p.length;
+      }
+    }
+  });
+  return best;
+}
+
+export interface Findings {
+  unplaced: string[];
+  unresolved: string[];
+  upward: string[];
+  cycles: string[][];
+}
+
+/** Checks a set of files (path relative to src/ -> source text). */
+export function analyze(files: ReadonlyMap<string, string>): Findings {
+  const f: Findings = { unplaced: [], unresolved: [], upward: [], cycles: [] };
+  const edges = new Map<string, Edge[]>();
+  for (const [file, source] of files) {
+    if (layerOf(file) < 0) f.unplaced.push(file);
+    const list: Edge[] = [];
+    for (const { spec, kind } of importsOf(source)) {
+      const to = posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, ".ts");
+      if (!files.has(to)) {
+        f.unresolved.push(`${file}: ${kind} "${spec}" is not a file in src/`);
+        continue;
+      }
+      list.push({ from: file, to, kind });
+    }
+    edges.set(file, list);
+  }
+  for (const list of edges.values()) {
+    for (const e of list) {
+      const a = layerOf(e.from);
+      const b = layerOf(e.to);
+      if (a >= 0 && b > a) f.upward.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a layer above it`);
+    }
+  }
+  // Cycles: depth-first search; a back edge to a file on the current path closes one.
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    state.set(file, "open");
+    path.push(file);
+    for (const e of edges.get(file) ?? []) {
+      const s = state.get(e.to);
+      if (s === "open") {
+        const cycle = [...path.slice(path.indexOf(e.to)), e.to];
+        const key = [...cycle.slice(0, -1)].sort().join(" ");
+        if (!seen.has(key)) {
+          seen.add(key);
+          f.cycles.push(cycle);
+        }
+      } else if (s === undefined) visit(e.to);
+    }
+    path.pop();
+    state.set(file, "done");
+  };
+  for (const file of [...files.keys()].sort()) if (!state.has(file)) visit(file);
+  return f;
+}
+
+function srcFiles(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (dir: string): void => {
+    for (const ent of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, ent.name);
+      if (ent.isDirectory()) walk(p);
+      else if (ent.name.endsWith(".ts") && !ent.name.endsWith(".d.ts")) out.set(relative(root, p).split("\\").join("/"), readFileSync(p, "utf8"));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+const SRC = resolve(fileURLToPath(import.meta.url), "../../../../src");
+
+test("src/: every file has a layer, every import resolves, no upward import, no cycle", () => {
+  const files = srcFiles(SRC);
+  assert.ok(files.size > 40 && files.has("daemon.ts"), `read ${files.size} files from ${SRC}`);
+  const f = analyze(files);
+  assert.deepEqual(f.unplaced, [], "files in no layer: add them to LAYERS at the top of this test");
+  assert.deepEqual(f.unresolved, []);
+  assert.deepEqual(f.upward, [], "move the shared piece down a layer, or build the composition one layer up");
+  assert.deepEqual(f.cycles.map((c) => c.join(" -> ")), []);
+});
+
+test("the checker finds what it should: import forms, upward imports, cycles, unplaced files", () => {
+  const found = importsOf(
+    [
+      `// import { no } from "./commented.js";`,
+      ` * import { neither } from "./doc-comment.js";`,
+      `import {`,
+      `  a,`,
+      `  type B,`,
+      `} from "./multi-line.js";`,
+      `import type { C } from '../single-quoted.js';`,
+      `export { d } from "./re-export.js";`,
+      `export type { E } from "./re-export-type.js";`,
+      `import "./side-effect.js";`,
+      `import { readFileSync } from "node:fs";`,
+      `const x = Array.from("abc"); const lazy = () => import("./lazy.js");`,
+    ].join("\n"),
+  );
+  assert.deepEqual(found, [
+    { spec: "./multi-line.js", kind: "import" },
+    { spec: "../single-quoted.js", kind: "import type" },
+    { spec: "./re-export.js", kind: "import" },
+    { spec: "./re-export-type.js", kind: "import type" },
+    { spec: "./side-effect.js", kind: "import" },
+    { spec: "./lazy.js", kind: "import()" },
+  ]);
+
+  const f = analyze(
+    new Map([
+      ["modbus/part.ts", `import { DriverPool } from "../devices/pool.js";`],
+      ["devices/pool.ts", `import { Bus } from "../modbus/bus.js";`],
+      ["modbus/bus.ts", ``],
+      ["api/server.ts", `import { routes } from "./gateway.js";`],
+      ["api/gateway.ts", `import type { ApiContext } from "./server.js";`],
+      ["cli.ts", `const run = () => import("./cli/run.js");`],
+      ["cli/run.ts", `import type { Command } from "../cli.js";\nimport { gone } from "./gone.js";`],
+      ["somewhere/new.ts", ``],
+    ]),
+  );
+  assert.deepEqual(f.upward, ["modbus/part.ts (modbus) -> devices/pool.ts (devices) by import: a layer above it"]);
+  assert.deepEqual(f.cycles.map((c) => c.join(" -> ")).sort(), ["api/gateway.ts -> api/server.ts -> api/gateway.ts", "cli.ts -> cli/run.ts -> cli.ts"]);
+  assert.deepEqual(f.unplaced, ["somewhere/new.ts"]);
+  assert.deepEqual(f.unresolved, ['cli/run.ts: import "./gone.js" is not a file in src/']);
+  assert.equal(LAYERS[layerOf("config/load.ts")][0], "config-load", "the most specific prefix wins");
+  assert.equal(LAYERS[layerOf("config/schema.ts")][0], "config");
+});
