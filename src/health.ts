@@ -223,7 +223,12 @@ export class HealthMonitor {
     this.timer = this.healthyTimer = null;
     this.delay?.disable();
     process.off("SIGUSR2", this.blockForTest);
-    if (this.ready) await this.notifier.send({ STOPPING: 1, STATUS: "stopping" });
+    // Not waited for longer than a second: the parts must stop within the 5 s the daemon allows.
+    if (this.ready) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.notifier.send({ STOPPING: 1, STATUS: "stopping" }), new Promise((r) => (timer = setTimeout(r, 1000)))]);
+      clearTimeout(timer);
+    }
     this.ready = false;
   }
 }
