@@ -74,14 +74,16 @@ async function main(): Promise<number> {
   const minutes = Number(process.env.SOAK_MIN ?? 60);
   const { dir, cleanup } = makeTmpDir();
   const port = await freePort();
-  const site = await startSite50(dir, { listen: `127.0.0.1:${port}` });
+  // SOAK_NODE_ARGS="--flag ..." soaks other node flags than the unit's (for exploring).
+  const nodeArgs = process.env.SOAK_NODE_ARGS !== undefined ? process.env.SOAK_NODE_ARGS.split(/\s+/).filter(Boolean) : unitCommand().nodeArgs;
+  const site = await startSite50(dir, { listen: `127.0.0.1:${port}`, nodeArgs });
   const url = `https://127.0.0.1:${port}`;
   const agent = new Agent({ connect: { ca: testCert().cert } });
   const rss: Array<{ t: number; v: number }> = [];
   const heap: Array<{ t: number; v: number }> = [];
   const start = Date.now();
   const end = start + minutes * 60_000;
-  process.stderr.write(`soak: ${minutes} min, 50 devices, node ${unitCommand().nodeArgs.join(" ")}\n`);
+  process.stderr.write(`soak: ${minutes} min, 50 devices, node ${nodeArgs.join(" ")}\n`);
   try {
     while (Date.now() < end) {
       await new Promise((r) => setTimeout(r, Math.min(10_000, Math.max(0, end - Date.now()))));
