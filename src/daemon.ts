@@ -33,9 +33,12 @@ import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./dispatch/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
+import { UiPart } from "./ui/part.js";
+import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, HEALTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS, HEALTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -79,13 +82,19 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
+  // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
+  const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
+  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
+  let fleet: Fleet | null = null;
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
   let dispatcher: Dispatcher | null = null;
+  let ui: UiPart | null = null;
   const dlog = log.child({ part: "dispatch" });
   const sink = {
     append(s: Snapshot) {
       samples.append(s);
+      ui?.observe(s);
       try {
         dispatcher?.observe(s);
       } catch (e) {
@@ -110,7 +119,15 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       pollIntervalMs: config.telemetry.poll_interval_ms,
       respond: (spec, body) => {
         execKeyNs ||= instanceId(storage.db);
-        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey: nameKey(execKeyNs, `execution:${spec.event_id}`) });
+        const idempotencyKey = nameKey(execKeyNs, `execution:${spec.event_id}`);
+        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
+        fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
+      },
+      onState: (spec, state, at) => {
+        if (!fleetQueue) return;
+        execKeyNs ||= instanceId(storage.db);
+        const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
+        fleetQueue.enqueue("events", "event_state", body, nameKey(execKeyNs, `event_state:${spec.event_id}:${state}:${at}`));
       },
     }),
   );
@@ -167,14 +184,26 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: health.stats.pings }] },
         { name: "sitegate_watchdog_withheld_total", help: "health ticks whose checks failed (ping withheld)", type: "counter", values: [{ value: health.stats.withheld }] },
         ...runtime.families(buses),
+        ...(fleet?.gauges() ?? []),
       ];
     },
   };
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now }));
+  // == local status page (issue 12): on the API listener, or its own after the API ==
+  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
+  ui = uiPart;
+  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
   // The probe is the health monitor's: READY sent, a database commit, a first poll where devices exist.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, log.child({ part: "release-health" })));
+
+  // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
+  if (config.fleet && fleetQueue) {
+    const flog = log.child({ part: "fleet" });
+    let fleetNs = "";
+    fleet = add(new Fleet({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog }));
+  }
 
   return {
     config,

@@ -48,6 +48,8 @@ export interface ApiDeps {
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;
+  /** More route plugins on this listener (the status page when it shares it). */
+  plugins?: () => import("fastify").FastifyPluginAsync[];
 }
 
 export interface ApiContext extends ApiDeps {

@@ -4,18 +4,15 @@
 // event rejects it, with a path per problem), then receipts that are committed before the
 // answer.
 import type { FastifyPluginAsync } from "fastify";
-import { validateDispatch } from "../dispatch/request.js";
+import { submitDispatch } from "../dispatch/submit.js";
 import type { ApiContext } from "./context.js";
 import { requireJson } from "./admin.js";
-import { badRequest } from "./errors.js";
 
 export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, async (req) => {
       requireJson(req);
-      const v = validateDispatch(req.body);
-      if (!v.ok) throw badRequest("the dispatch request is invalid; nothing was stored", v.details);
-      return ctx.dispatch.submit(v.data);
+      return submitDispatch(ctx.dispatch, req.body); // shared with the MQTT `dr` command
     });
   };
 }

@@ -77,6 +77,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
   await app.register(drRoutes(ctx));
   await app.register(adminRoutes(ctx));
   await app.register(opsRoutes(ctx));
+  for (const p of ctx.plugins?.() ?? []) await app.register(p);
   return app;
 }
 

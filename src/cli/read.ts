@@ -2,15 +2,17 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
-import { parseEndpoint } from "../modbus/endpoint.js";
-import { DeviceDriver } from "../devices/driver.js";
 import { builtinProfiles } from "../profiles/registry.js";
+import { ProbeInputError, checkEndpoint, checkUnit, readDevice } from "../devices/commission.js";
 
 /** Parses --unit: 0..255 (0 and 248+ only make sense behind TCP gateways). */
 export function parseUnit(v: unknown): number {
-  const n = Number(v);
-  if (typeof v !== "string" || !Number.isInteger(n) || n < 0 || n > 255) throw new UsageError("--unit must be a number 0..255");
-  return n;
+  if (typeof v !== "string") throw new UsageError("--unit must be a number 0..255");
+  try {
+    return checkUnit(v);
+  } catch {
+    throw new UsageError("--unit must be a number 0..255");
+  }
 }
 
 const command: Command = {
@@ -23,23 +25,21 @@ const command: Command = {
     const unit = parseUnit(values.unit);
     let endpoint;
     try {
-      endpoint = parseEndpoint(values.endpoint);
+      endpoint = checkEndpoint(values.endpoint);
     } catch (e) {
-      throw new UsageError(errorMessage(e));
+      throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
     }
     if (!builtinProfiles().has(values.profile)) throw new UsageError(`unknown profile "${values.profile}" (known: ${builtinProfiles().names().join(", ")})`);
     const bus = new Bus(endpoint, silentLogger());
     try {
-      const driver = new DeviceDriver(bus, unit, builtinProfiles().get(values.profile));
-      let descriptor, metrics;
+      let got;
       try {
-        descriptor = await driver.pair();
-        metrics = await driver.read(["fast", "slow"]);
+        got = await readDevice(bus, values.endpoint, unit, builtinProfiles(), values.profile);
       } catch (e) {
-        process.stderr.write(`sitegate read: unit ${unit} at ${values.endpoint} did not answer as ${values.profile}: ${errorMessage(e)}\n`);
+        process.stderr.write(`sitegate read: ${errorMessage(e)}\n`);
         return EXIT_FAILURE;
       }
-      const device = { endpoint: values.endpoint, unit, profile: descriptor.profile, device_type: descriptor.device_type, ...(descriptor.max_power_w !== undefined ? { max_power_w: descriptor.max_power_w } : {}), ...descriptor.identity };
+      const { device, metrics } = got;
       if (values.json) {
         process.stdout.write(JSON.stringify({ device, metrics }) + "\n");
       } else {

@@ -18,6 +18,38 @@ const listenAddr = z
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
 
+/** Who may open the status page by default: loopback and the private LAN ranges (an installer on site). */
+export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "fc00::/7", "fe80::/10"];
+
+/** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
+
+/** Optional MQTT v5 fleet uplink (DESIGN B2, issue 11); absent = the gateway has no MQTT at all. */
+export const fleetSchema = z
+  .strictObject({
+    url: z.url({ error: "must be a URL" }).refine(
+      (u) => {
+        const x = new URL(u);
+        return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
+      },
+      { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
+    ),
+    ca_file: z.string().min(1).optional(),
+    cert_file: z.string().min(1).optional(),
+    key_file: z.string().min(1).optional(),
+    username: z.string().min(1).optional(),
+    password: z.string().optional(),
+    topic_prefix: z.string().regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)").default("sitegate"),
+    keepalive_s: z.number().int().min(5).max(3600).default(60),
+    client_id: z.string().min(1).max(128).optional(),
+  })
+  .superRefine((f, ctx) => {
+    if ((f.cert_file === undefined) !== (f.key_file === undefined)) ctx.addIssue({ code: "custom", path: [f.cert_file ? "key_file" : "cert_file"], message: "cert_file and key_file go together" });
+    if (f.password !== undefined && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
+    if (f.cert_file === undefined && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "a client certificate (cert_file + key_file) or username + password is required" });
+  });
+
+export type FleetConfig = z.infer<typeof fleetSchema>;
 /**
  * An RTU port: its device path, or the path with its line settings. The plain string
  * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
@@ -84,6 +116,16 @@ export const configSchema = z.strictObject({
         seen.add(s.name);
       });
     }),
+  /** Local status page (issue 12): absent or enabled: false = not served. */
+  ui: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      listen: listenAddr.optional(),
+      allow: z.array(cidr).default(UI_DEFAULT_ALLOW),
+      session_ttl_s: z.number().int().min(300).max(7 * 86400).default(43200),
+    })
+    .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
+  fleet: fleetSchema.optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -17,6 +17,7 @@ import type { Clock } from "./clock.js";
 import { RollingWindow, addSample, meanUntil } from "./measure.js";
 import { contentHash, fromWatts, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, emptyProgress, type DeviceProgress, type EventRow } from "./store.js";
+import { Timeline } from "./timeline.js";
 
 /** What the dispatcher needs of the device layer (capabilities, not models). */
 export interface DeviceControl {
@@ -43,6 +44,8 @@ export interface DispatcherDeps {
   pollIntervalMs: number;
   /** Commits the execution response to the outbox; called inside the transaction that ends the event. */
   respond: (event: EventSpec, body: ExecutionResponse) => void;
+  /** Told of every state an event enters, inside the transaction that commits it (the fleet uplink's `events`). */
+  onState?: (event: EventSpec, state: EventRow["state"], at: number) => void;
 }
 
 export interface ExecutionResponse {
@@ -69,7 +72,7 @@ const HISTORY_DAYS = 30;
 export class Dispatcher implements Part {
   readonly name = "dispatch";
   private store!: EventStore;
-  private readonly open = new Map<string, EventRow>();
+  private readonly open = new Timeline();
   private readonly applied = new Map<string, Applied>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly meters = new Map<string, RollingWindow>();
@@ -98,7 +101,7 @@ export class Dispatcher implements Part {
     this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
-    for (const row of this.store.open()) this.open.set(row.spec.event_id, row);
+    for (const row of this.store.open()) this.open.put(row);
     this.offset = now - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;
@@ -123,7 +126,7 @@ export class Dispatcher implements Part {
     this.timer = this.watch = null;
     // Setpoints stay with the device until its own revert timeout; a restart resumes.
     const now = this.deps.clock.now();
-    for (const row of this.open.values()) if (row.state === "running") this.store.saveProgress(row, now);
+    for (const row of this.open.running.values()) this.store.saveProgress(row, now);
     await Promise.allSettled([...this.chains.values()]);
   }
 
@@ -157,6 +160,7 @@ export class Dispatcher implements Part {
         if (!old) {
           const row = newRow(spec, hash, now);
           this.store.put(row);
+          this.deps.onState?.(row.spec, row.state, now);
           touched.push(row);
           receipts.push({ event_id: input.event_id, status: row.receipt });
           return;
@@ -166,6 +170,7 @@ export class Dispatcher implements Part {
           if (old.state === "scheduled" || (old.state === "cancelled" && old.started_at === null)) {
             const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
             this.store.put(row);
+            this.deps.onState?.(row.spec, row.state, now);
             touched.push(row);
           } else if (old.state === "running") {
             const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
@@ -186,14 +191,15 @@ export class Dispatcher implements Part {
         }
         const row = newRow(spec, hash, now, old.created_at);
         this.store.put(row);
+        this.deps.onState?.(row.spec, row.state, now);
         touched.push(row);
         receipts.push({ event_id: input.event_id, status: "accepted" });
       });
     });
     withFullSync(db, tx);
     for (const row of touched) {
-      if (row.state === "scheduled") this.open.set(row.spec.event_id, row);
-      else this.open.delete(row.spec.event_id);
+      if (row.state === "scheduled") this.open.put(row);
+      else this.open.remove(row.spec.event_id);
     }
     for (const row of stopRunning) {
       const live = this.open.get(row.spec.event_id);
@@ -215,7 +221,7 @@ export class Dispatcher implements Part {
     if (spec.end_ms <= now) return false;
     const row = newRow(spec, contentHash(spec), now);
     this.store.put(row);
-    this.open.set(spec.event_id, row);
+    this.open.put(row);
     this.replan();
     return true;
   }
@@ -228,15 +234,14 @@ export class Dispatcher implements Part {
     if (this.timer !== null) this.deps.clock.clearTimer(this.timer);
     this.timer = null;
     const now = this.deps.clock.now();
-    for (const row of [...this.open.values()]) {
-      const s = row.spec;
-      if (row.state === "scheduled" && s.end_ms <= now) this.miss(row, now);
-      else if (row.state === "scheduled" && s.start_ms <= now) this.begin(row, now);
-      else if (row.state === "running" && s.end_ms <= now) this.finish(row, now, false);
+    for (const row of this.open.due(now)) {
+      if (row.spec.end_ms <= now) this.miss(row, now);
+      else this.begin(row, now);
     }
+    for (const row of [...this.open.running.values()]) if (row.spec.end_ms <= now) this.finish(row, now, false);
     this.reconcile(now);
-    let next = Infinity;
-    for (const row of this.open.values()) next = Math.min(next, row.state === "scheduled" ? row.spec.start_ms : row.spec.end_ms);
+    let next = this.open.nextStart();
+    for (const row of this.open.running.values()) next = Math.min(next, row.spec.end_ms);
     for (const [id, a] of this.applied) {
       const r = this.deps.control.refreshMs(id);
       if (a.failed) next = Math.min(next, a.at + RETRY_FAILED_WRITE_MS);
@@ -253,12 +258,16 @@ export class Dispatcher implements Part {
     row.state = "running";
     row.started_at = now;
     row.updated_at = now;
+    this.open.put(row);
     const meter = this.gridMeter();
     if (row.spec.event_type === "shed" && meter) {
       row.progress.meter_id = meter.device_id;
       row.progress.baseline_w = this.meters.get(meter.device_id)?.mean(row.spec.start_ms) ?? meter.metrics.power_w;
     }
-    this.store.put(row); // committed before the first write
+    this.store.db.transaction(() => {
+      this.store.put(row); // committed before the first write
+      this.deps.onState?.(row.spec, row.state, now);
+    })();
     this.stats.started++;
     this.deps.log.info({ event_id: row.spec.event_id, type: row.spec.event_type, quantity_w: row.spec.quantity_w, mode: row.spec.mode, late_ms: now - row.spec.start_ms }, "event started");
     if (row.spec.event_type === "shed") this.stepShed(row, now);
@@ -291,17 +300,18 @@ export class Dispatcher implements Part {
     row.result = body as unknown as Record<string, unknown>;
     const tx = this.store.db.transaction(() => {
       this.store.put(row);
+      this.deps.onState?.(row.spec, state, now);
       if (row.spec.source === "partner") this.deps.respond(row.spec, body);
     });
     withFullSync(this.store.db, tx);
-    this.open.delete(row.spec.event_id);
+    this.open.remove(row.spec.event_id);
   }
 
   // ---- execution ----
 
   /** Which event drives which device, what each is told, and the writes that follow. */
   private reconcile(now: number): void {
-    const running = [...this.open.values()].filter((r) => r.state === "running");
+    const running = [...this.open.running.values()];
     const all = this.deps.control.devices();
     const usable = all.filter((d) => d.fully_configured);
     const assignment = assignDevices(running.map((r) => r.spec), usable);
@@ -451,7 +461,7 @@ export class Dispatcher implements Part {
   private assignedTo(id: string, row: EventRow, devs: DispatchDevice[]): boolean {
     if (this.assigned.get(id) === row.spec.event_id) return true;
     // Before the first reconcile of this event: compute its assignment now.
-    const running = [...this.open.values()].filter((r) => r.state === "running").map((r) => r.spec);
+    const running = [...this.open.running.values()].map((r) => r.spec);
     return assignDevices(running, devs.filter((d) => d.fully_configured)).get(id)?.event_id === row.spec.event_id;
   }
 
@@ -487,8 +497,8 @@ export class Dispatcher implements Part {
       w.add(ts, m.power_w);
     }
     let running = false;
-    for (const row of this.open.values()) {
-      if (row.state !== "running" || row.spec.mode === "test") continue;
+    for (const row of this.open.running.values()) {
+      if (row.spec.mode === "test") continue;
       running = true;
       const p = row.progress;
       if (p.first_write_at === undefined || ts <= p.first_write_at) continue;
@@ -510,10 +520,10 @@ export class Dispatcher implements Part {
       if (p.window_from === undefined) p.window_from = ts;
     }
     const now = this.deps.clock.now();
-    for (const row of this.open.values()) if (row.state === "running" && row.spec.event_type === "shed") this.stepShed(row, now);
+    for (const row of this.open.running.values()) if (row.spec.event_type === "shed") this.stepShed(row, now);
     if (running && now - this.lastSave >= PROGRESS_SAVE_MS) {
       this.lastSave = now;
-      for (const row of this.open.values()) if (row.state === "running") this.store.saveProgress(row, now);
+      for (const row of this.open.running.values()) this.store.saveProgress(row, now);
     }
     this.reconcile(now);
   }
@@ -589,15 +599,11 @@ export class Dispatcher implements Part {
   }
 
   running(): number {
-    let n = 0;
-    for (const r of this.open.values()) if (r.state === "running") n++;
-    return n;
+    return this.open.running.size;
   }
 
   scheduled(): number {
-    let n = 0;
-    for (const r of this.open.values()) if (r.state === "scheduled") n++;
-    return n;
+    return this.open.scheduledCount;
   }
 }
 

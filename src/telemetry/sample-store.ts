@@ -55,6 +55,10 @@ export class SampleStore implements SnapshotSink, Part {
   private lastId = 0;
   private cursor = 0;
   private cursorPersisted = 0;
+  /** Rows are deleted through here: the push cursor, or less while another reader holds them. */
+  private deletedThrough = 0;
+  /** Other readers of the buffer (the MQTT fleet uplink): each returns its own persisted cursor. */
+  private readonly holds = new Set<() => number>();
   private storedTotal = 0;
   private readonly listeners = new Set<() => void>();
   private stmts!: ReturnType<SampleStore["prepare"]>;
@@ -92,6 +96,7 @@ export class SampleStore implements SnapshotSink, Part {
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
     this.lastId = Math.max(c.last, this.stmts.lastId.get() as number);
     this.cursor = this.cursorPersisted = this.stmts.getState.get("push_cursor") as number;
+    this.deletedThrough = 0;
     type Fresh = { index: number; device_id: string; metric: string };
     const write = (ts: number, samples: PackedSample[], fresh: Fresh[]): void => {
       for (const f of fresh) samples[f.index].series = this.seriesId(f.device_id, f.metric);
@@ -206,17 +211,35 @@ export class SampleStore implements SnapshotSink, Part {
 
   private lastPersist = 0;
 
-  /** Writes the cursor and deletes what the partner has; gives freed pages back to the file. */
+  /**
+   * A second reader of the buffer with its own cursor (persisted by that reader): rows
+   * after `cursor()` are kept until it has them too. Returns a release function.
+   */
+  hold(cursor: () => number): () => void {
+    this.holds.add(cursor);
+    return () => this.holds.delete(cursor);
+  }
+
+  /** Through where rows may go: what every reader has. */
+  private deleteFloor(): number {
+    let floor = this.cursor;
+    for (const h of this.holds) floor = Math.min(floor, h());
+    return floor;
+  }
+
+  /** Writes the cursor and deletes what every reader has; gives freed pages back to the file. */
   persistCursor(): void {
     this.lastPersist = Date.now();
-    if (this.cursor === this.cursorPersisted) return;
+    const floor = this.deleteFloor();
+    if (this.cursor === this.cursorPersisted && floor <= this.deletedThrough) return;
     const cursor = this.cursor;
     const freed = this.db.transaction(() => {
-      const gone = this.stmts.countThrough.get(cursor) as { n: number; bytes: number };
+      const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
       this.stmts.setState.run(cursor, "push_cursor");
-      this.stmts.deleteThrough.run(cursor);
+      this.stmts.deleteThrough.run(floor);
       return gone;
     })();
+    this.deletedThrough = Math.max(this.deletedThrough, floor);
     this.cursorPersisted = cursor;
     this.rows -= freed.n;
     this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
@@ -228,10 +251,11 @@ export class SampleStore implements SnapshotSink, Part {
     const target = this.opts.retentionBytes * 0.9; // free a little more than needed, not once per append
     let dropSnaps = 0;
     let dropSamples = 0;
-    let through = this.cursor;
     let bytes = this.bytes;
     // Settled-but-not-yet-deleted rows go first; they are not losses.
     this.persistCursor();
+    // Oldest first, whichever reader still wanted them (what remains is after the floor).
+    let through = this.deleteFloor();
     bytes = this.bytes;
     while (bytes > target) {
       const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; n: number; len: number }>;
@@ -252,10 +276,11 @@ export class SampleStore implements SnapshotSink, Part {
       this.stmts.deleteThrough.run(through);
       this.stmts.addState.run(dropSamples, "dropped_samples");
       this.stmts.addState.run(dropSnaps, "dropped_snapshots");
-      this.stmts.setState.run(through, "push_cursor");
+      this.stmts.setState.run(Math.max(through, this.cursor), "push_cursor");
       return g;
     })();
-    this.cursor = this.cursorPersisted = through;
+    this.cursor = this.cursorPersisted = Math.max(through, this.cursor);
+    this.deletedThrough = Math.max(this.deletedThrough, through);
     this.rows -= gone.n;
     this.bytes -= gone.bytes + gone.n * ROW_OVERHEAD;
     this.db.pragma("incremental_vacuum");

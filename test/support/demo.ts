@@ -89,6 +89,7 @@ async function main(): Promise<void> {
       { ...rtu, device_id: "sdm", device_name: "SDM630 meter", device_integration: `${ORG}/sdm630`, mb_device_type: 1, mb_slave_id: 10 },
       { ...rtu, device_id: "relay", device_name: "Relay", device_integration: `${ORG}/relay-coils`, mb_device_type: 99, mb_slave_id: 11 },
     ],
+    ui: { enabled: true },
   };
   const configFile = join(varDir, "config.yaml");
   writeFileSync(configFile, stringify(config));
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
       "sitegate demo",
       `  simulator control:  http://127.0.0.1:15080/state`,
       `  gateway API:        https://127.0.0.1:${API_PORT}  (user partner / ${PASSWORD}, X-API-Key: ${API_KEY})`,
+      `  status page:        https://127.0.0.1:${API_PORT}/ui/  (user partner / ${PASSWORD})`,
       `  partner sink:       https://127.0.0.1:${SINK_PORT}`,
       `  config:             ${configFile}`,
       "  Ctrl-C stops everything.",

@@ -16,6 +16,7 @@
 //   uplink        uplink/: outbox, data push from the sample store
 //   dispatch      dispatch/: events on devices and telemetry, execution responses via uplink
 //   api           api/: the HTTPS server and its routes
+//   fleet         fleet/: the MQTT fleet uplink (the partner operations through api/services.ts)
 //   daemon        daemon.ts: the composition root
 //   cli           cli.ts, cli/: the sitegate command
 //
@@ -40,6 +41,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],
   ["api", ["api/"]],
+  ["fleet", ["fleet/"]],
   ["daemon", ["daemon.ts"]],
   ["cli", ["cli.ts", "cli/"]],
 ];

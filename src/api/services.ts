@@ -1,0 +1,79 @@
+// The partner operations that more than one front end offers (HTTPS routes here in api/,
+// MQTT commands in fleet/): the configure request with its cross-checks, and the device
+// sync view. No HTTP in here: failures are SitegateErrors (INVALID_REQUEST -> 400).
+import { integrationName, type DeviceConfig } from "../config/device-schema.js";
+import type { Config } from "../config/schema.js";
+import { issuesToDetails } from "../config/issues.js";
+import { configureDevices } from "../devices/configure.js";
+import type { DeviceRegistry } from "../devices/registry.js";
+import type { DeviceConnector, HealthView, RegisteredDevice } from "../devices/types.js";
+import { SitegateError, type ErrorDetail } from "../errors.js";
+import type { Logger } from "../log.js";
+import { configureBody } from "./schemas.js";
+
+export interface ConfigureDeps {
+  config: Config;
+  profiles: { has(name: string): boolean; names(): string[] };
+  connector: DeviceConnector;
+  registry: DeviceRegistry;
+  log: Logger;
+}
+
+/** Rules beyond the schema: known profiles, our organization, configured RTU ports, unique ids. */
+export function configureCrossCheck(devices: DeviceConfig[], deps: Pick<ConfigureDeps, "config" | "profiles">): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  const seen = new Set<string>();
+  devices.forEach((d, i) => {
+    const org = d.device_integration.slice(0, d.device_integration.indexOf("/"));
+    if (org !== deps.config.organization_id) out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's` });
+    const name = integrationName(d);
+    if (!deps.profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${deps.profiles.names().join(", ")})` });
+    if (d.mb_type === 1 && !(String(d.mb_rtu_no) in deps.config.rtu_ports)) {
+      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not configured on this gateway (${Object.keys(deps.config.rtu_ports).join(", ") || "none"})` });
+    }
+    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `device_id "${d.device_id}" appears twice in the request` });
+    seen.add(d.device_id);
+  });
+  return out;
+}
+
+export interface ConfigureAnswer {
+  devices: Array<{ device_id: string; status: "accepted" | "error"; code?: string; message: string }>;
+}
+
+/** Validates a configure body (spec 2.7) as a whole, then pairs and check-writes each device. */
+export async function configureService(body: unknown, deps: ConfigureDeps): Promise<ConfigureAnswer> {
+  const parsed = configureBody.safeParse(body);
+  if (!parsed.success) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: issuesToDetails(parsed.error.issues) });
+  const cross = configureCrossCheck(parsed.data.devices, deps);
+  if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
+  const results = await configureDevices(parsed.data.devices, { connector: deps.connector, registry: deps.registry, rtuPorts: deps.config.rtu_ports, log: deps.log });
+  return { devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })) };
+}
+
+/** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */
+const INVERTER_TYPES = new Set([10, 11]);
+
+/** The devices device sync lists: fully configured, with what pairing found. */
+export function syncedDevices(registry: Pick<DeviceRegistry, "list">): RegisteredDevice[] {
+  return registry.list().filter((d) => d.fully_configured && d.descriptor);
+}
+
+/** The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. */
+export function deviceSyncView(siteId: string, listed: RegisteredDevice[], health: HealthView) {
+  const devices = [...listed]
+    .sort((a, b) => a.config.device_id.localeCompare(b.config.device_id))
+    .map((d) => {
+      const desc = d.descriptor!;
+      const inverter = INVERTER_TYPES.has(desc.device_type);
+      return {
+        device_id: d.config.device_id,
+        device_type: desc.device_type,
+        ...(desc.max_power_w !== undefined ? { device_max_power: Math.round(desc.max_power_w) } : {}),
+        ...(inverter ? { device_op_mode: health.health(d.config.device_id)?.op_mode ?? 0 } : {}),
+        ...(d.config.device_name ? { name: d.config.device_name } : {}),
+        capabilities: desc.capabilities,
+      };
+    });
+  return { site_id: siteId, devices };
+}

@@ -1,0 +1,93 @@
+// Commands the fleet broker may send on {prefix}/{site_id}/cmd/{name}: the partner
+// operations through the same service functions as the HTTPS routes (so both accept and
+// reject the same requests), plus devicesync, events and ping. Each answer is
+// {status, data} or {status, error, message, details} (the B3 error body with a status).
+import { SitegateError, errorMessage } from "../errors.js";
+import { fromSitegateError } from "../api/errors.js";
+import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../api/services.js";
+import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
+import type { EventRow } from "../dispatch/store.js";
+import type { HealthView } from "../devices/types.js";
+import { isStorageUnavailable } from "../storage/db.js";
+import { VERSION } from "../version.js";
+
+export interface CommandDeps extends ConfigureDeps {
+  dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
+  health: HealthView;
+  startedAt: number;
+}
+
+export interface CommandAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping"] as const;
+
+export function errorAnswer(status: number, error: string, message: string, details: Array<{ path: string; message: string }> = []): CommandAnswer {
+  return { status, body: { status, error, message, details } };
+}
+
+const ok = (data: unknown): CommandAnswer => ({ status: 200, body: { status: 200, data } });
+
+/** The event list of `sitegate events`: newest first. */
+function eventView(r: EventRow) {
+  const s = r.spec;
+  return {
+    event_id: s.event_id,
+    source: s.source,
+    mode: s.mode,
+    event_type: s.event_type,
+    event_quantity: s.quantity,
+    event_unit: s.unit,
+    start_time: new Date(s.start_ms).toISOString(),
+    end_time: new Date(s.end_ms).toISOString(),
+    priority: s.priority,
+    mandatory: s.mandatory,
+    state: r.state,
+    receipt: r.receipt,
+    result: r.result,
+  };
+}
+
+/**
+ * Runs one command on an already parsed JSON payload (undefined when the payload was
+ * empty). Synchronous where the operation is (the answer then leaves in the same write as
+ * the command's PUBACK); `configure` talks to devices and answers later.
+ */
+export function runCommand(name: string, payload: unknown, deps: CommandDeps): CommandAnswer | Promise<CommandAnswer> {
+  try {
+    switch (name) {
+      case "ping":
+        return ok({ pong: true, version: VERSION, uptime_s: Math.round((Date.now() - deps.startedAt) / 1000), at: new Date().toISOString() });
+      case "dr":
+        return ok(submitDispatch(deps.dispatch, payload));
+      case "configure":
+        return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
+      case "devicesync":
+        return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry), deps.health));
+      case "events": {
+        const limit = (payload as { limit?: unknown } | undefined)?.limit;
+        if (limit !== undefined && !(Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= 1000)) {
+          return errorAnswer(400, "invalid_request", "the events command takes an optional limit 1..1000", [{ path: "limit", message: "must be an integer 1..1000" }]);
+        }
+        return ok({ events: deps.dispatch.list((limit as number | undefined) ?? 100).map(eventView) });
+      }
+      default:
+        return errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
+    }
+  } catch (e) {
+    return failure(name, e, deps);
+  }
+}
+
+/** The B3 error body for a failed command, with the status the HTTPS route would answer. */
+function failure(name: string, e: unknown, deps: CommandDeps): CommandAnswer {
+  if (e instanceof SitegateError) {
+    const h = fromSitegateError(e);
+    return errorAnswer(h.status, h.code, h.message, h.details);
+  }
+  if (isStorageUnavailable(e)) return errorAnswer(503, "unavailable", "storage cannot commit now; nothing was stored");
+  deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
+  return errorAnswer(500, "internal", "internal error");
+}

@@ -1,0 +1,387 @@
+// The fleet uplink (issue 11): one MQTT v5 connection to the fleet broker. It publishes
+// under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
+// `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
+// its own), `events` (execution responses from the fleet outbox) and `devices` (the
+// retained device sync view, republished on change); and it answers commands on
+// `cmd/{name}` through MQTT v5 response topic + correlation data. Telemetry and events are
+// QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
+// that is the same on every resend. A broker that is down costs the rest of the gateway
+// nothing: publishing is asynchronous and at most a window of messages is in memory.
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
+import type { Config, FleetConfig } from "../config/schema.js";
+import type { MetricsSource } from "../api/context.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import type { SampleStore } from "../telemetry/sample-store.js";
+import { buildPayloads } from "../uplink/data-push.js";
+import { backoffMs } from "../uplink/backoff.js";
+import { deviceSyncView, syncedDevices } from "../api/services.js";
+import { errorMessage } from "../errors.js";
+import { VERSION } from "../version.js";
+import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
+import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
+import type { FleetQueue } from "./queue.js";
+
+/** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
+export const TELEMETRY_WINDOW = 32;
+const EVENTS_WINDOW = 4;
+/** Publishes the connection keeps free for status, devices and command answers. */
+const RESERVED_INFLIGHT = 4;
+const MAX_CONCURRENT_COMMANDS = 8;
+const MAX_COMMAND_BYTES = 256 * 1024;
+const CURSOR_PERSIST_MS = 1000;
+
+export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
+  config: Config;
+  fleet: FleetConfig;
+  queue: FleetQueue;
+  samples: SampleStore;
+  dispatch: CommandDeps["dispatch"] & { running(): number };
+  /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
+  instance: () => string;
+  /** Tests shorten the retry schedule of refused messages. */
+  backoff?: (attempt: number) => number;
+}
+
+export interface FleetStats {
+  connected: boolean;
+  connects: number;
+  commands: number;
+  telemetry: Pipe["stats"];
+  events: Pipe["stats"];
+  telemetry_cursor: number;
+  /** Telemetry messages in flight at most on this connection. */
+  telemetry_window: number;
+}
+
+export class Fleet implements Part {
+  readonly name = "fleet";
+  private client: MqttClient | null = null;
+  private telemetry: Pipe | null = null;
+  private events: Pipe | null = null;
+  private readonly unsubscribe: Array<() => void> = [];
+  private readonly base: string;
+  private readonly startedAt = Date.now();
+  private connects = 0;
+  private commands = 0;
+  private busyCommands = 0;
+  private cursor = 0;
+  private cursorTimer: NodeJS.Timeout | null = null;
+  private lastCursorSave = 0;
+  private lastStatus = "";
+  private lastDevices = "";
+  /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
+  private inflight = 0;
+  private receiveMaximum = 65535;
+  private telemetryWindow = TELEMETRY_WINDOW;
+  private readonly waiting: Array<() => void> = [];
+  private stopping = false;
+  /** Connections that lasted under 30 s in a row: the reconnect delay grows with them. */
+  private flaps = 0;
+  private connectedAt = 0;
+
+  private readonly commandDeps: CommandDeps;
+
+  constructor(private readonly deps: FleetDeps) {
+    this.base = `${deps.fleet.topic_prefix}/${deps.config.site_id}`;
+    this.commandDeps = { ...deps, startedAt: this.startedAt };
+  }
+
+  topic(sub: string): string {
+    return `${this.base}/${sub}`;
+  }
+
+  get connected(): boolean {
+    return this.client?.connected === true;
+  }
+
+  start(): void {
+    const { deps } = this;
+    const f = deps.fleet;
+    this.cursor = deps.queue.telemetryCursor();
+    const site = deps.config.site_id;
+    const samples = deps.samples;
+    const teleTopic = this.topic("telemetry");
+
+    // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
+    const teleSource: PipeSource = {
+      read: (after, max) => {
+        const out: PipeMessage[] = [];
+        let from = after;
+        while (out.length === 0) {
+          const snaps = samples.pending(Math.max(1, max), from);
+          if (snaps.length === 0) break;
+          for (const snap of snaps) {
+            const parts = buildPayloads(snap, site, deps.instance());
+            parts.forEach((p, i) => out.push({ seq: snap.id, last: i === parts.length - 1, topic: teleTopic, payload: p.body, key: p.idempotencyKey, kind: "telemetry" }));
+          }
+          from = snaps[snaps.length - 1].id;
+        }
+        return out;
+      },
+      settled: (seq) => this.settleTelemetry(seq),
+    };
+    const eventsSource: PipeSource = {
+      read: (after, max) =>
+        deps.queue.after(after, max).map((m) => ({ seq: m.id, last: true, topic: this.topic(m.topic), payload: m.body, key: m.idempotency_key, kind: m.kind })),
+      settled: (seq) => deps.queue.settleThrough(seq),
+    };
+    // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
+    const publish: Publish = (msg, done) =>
+      this.qos1(msg.topic, msg.payload, {
+        retain: msg.retain ?? false,
+        properties: { userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind }, contentType: "application/json" },
+      }, done);
+    const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
+    const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
+      deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
+    this.telemetry = new Pipe("telemetry", teleSource, publish, this.cursor, TELEMETRY_WINDOW, refused("telemetry"), backoff);
+    this.events = new Pipe("events", eventsSource, publish, 0, EVENTS_WINDOW, refused("events"), backoff);
+
+    this.unsubscribe.push(
+      samples.onAppend(() => {
+        this.telemetry?.pump();
+        this.publishState(false);
+      }),
+      deps.queue.onEnqueue(() => this.events?.pump()),
+      deps.registry.onChange(() => this.publishState(false)),
+    );
+
+    const opts: IClientOptions = {
+      protocolVersion: 5,
+      clientId: f.client_id ?? `sitegate-${site}`,
+      keepalive: f.keepalive_s,
+      clean: true,
+      reconnectPeriod: this.reconnectDelay(),
+      connectTimeout: 15_000,
+      resubscribe: true,
+      ...(f.username !== undefined ? { username: f.username } : {}),
+      ...(f.password !== undefined ? { password: f.password } : {}),
+      ...(f.ca_file ? { ca: [...rootCertificates, readFileSync(f.ca_file, "utf8")] } : {}),
+      ...(f.cert_file && f.key_file ? { cert: readFileSync(f.cert_file), key: readFileSync(f.key_file) } : {}),
+      rejectUnauthorized: true,
+      will: { topic: this.topic("status"), payload: Buffer.from(JSON.stringify({ state: "offline", site_id: site })), qos: 1, retain: true },
+      log: () => {},
+    };
+    const client = connect(f.url, opts);
+    this.client = client;
+    // One warning per outage; the retries' errors (every few seconds) at debug.
+    let warned = false;
+    client.on("connect", (connack) => {
+      // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
+      // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
+      (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
+      this.connects++;
+      warned = false;
+      this.connectedAt = Date.now();
+      this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
+      const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
+      deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
+      this.publishState(true);
+      this.events?.resume(EVENTS_WINDOW);
+      this.telemetry?.resume(window);
+      this.drainWaiting();
+    });
+    client.on("close", () => {
+      this.telemetry?.pause();
+      this.events?.pause();
+    });
+    client.on("offline", () => {
+      if (this.stopping) return;
+      this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
+      // Read by MQTT.js right after `offline` for this outage's retry period.
+      client.options.reconnectPeriod = this.reconnectDelay();
+      deps.log.warn({ retry_every_ms: client.options.reconnectPeriod }, "fleet broker unreachable; telemetry waits in the store");
+    });
+    client.on("error", (e) => {
+      if (warned) deps.log.debug({ err: errorMessage(e) }, "fleet connection error");
+      else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
+      warned = true;
+    });
+    client.on("message", (topic, payload, packet) => this.onCommand(topic, payload, packet));
+    client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
+      if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
+    });
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.queue.size() }, "fleet uplink started");
+  }
+
+  /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
+  private reconnectDelay(): number {
+    return Math.round(Math.min(60_000, 2000 * 2 ** this.flaps) * (0.5 + Math.random()));
+  }
+
+  /** A QoS 1 publish within the broker's Receive Maximum (a publish beyond it would cost the connection). */
+  private qos1(topic: string, payload: string, opts: IClientPublishOptions, done: (err?: Error) => void): void {
+    const go = () => {
+      const client = this.client;
+      if (!client) return done(new Error("fleet uplink stopped"));
+      this.inflight++;
+      client.publish(topic, payload, { ...opts, qos: 1 }, (err) => {
+        this.inflight--;
+        this.drainWaiting();
+        done(err ?? undefined);
+      });
+    };
+    if (this.inflight < this.receiveMaximum) go();
+    else this.waiting.push(go);
+  }
+
+  private drainWaiting(): void {
+    while (this.waiting.length && this.inflight < this.receiveMaximum && this.connected) this.waiting.shift()!();
+  }
+
+  private settleTelemetry(seq: number): void {
+    this.cursor = seq;
+    const now = Date.now();
+    // Persisted at most once a second (a drain does not write per message); after a crash
+    // at most that much is sent again, with the same keys.
+    if (now - this.lastCursorSave >= CURSOR_PERSIST_MS) this.saveCursor();
+    else this.cursorTimer ??= setTimeout(() => this.saveCursor(), CURSOR_PERSIST_MS);
+  }
+
+  private saveCursor(): void {
+    if (this.cursorTimer) clearTimeout(this.cursorTimer);
+    this.cursorTimer = null;
+    this.lastCursorSave = Date.now();
+    try {
+      this.deps.queue.saveTelemetryCursor(this.cursor);
+    } catch (e) {
+      this.deps.log.error({ err: errorMessage(e) }, "cannot save the fleet telemetry cursor");
+    }
+  }
+
+  /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
+  private publishState(force: boolean): void {
+    if (!this.connected) return;
+    const { deps } = this;
+    const listed = syncedDevices(deps.registry);
+    const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed, deps.health));
+    const running = deps.dispatch.running();
+    const statusKey = `${listed.length}/${running}`;
+    if (force || statusKey !== this.lastStatus) {
+      this.lastStatus = statusKey;
+      const status = {
+        state: "online",
+        site_id: deps.config.site_id,
+        version: VERSION,
+        started_at: new Date(this.startedAt).toISOString(),
+        uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
+        devices: listed.length,
+        running_events: running,
+        at: new Date().toISOString(),
+      };
+      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true, properties: { contentType: "application/json" } }, (err) => {
+        if (err) deps.log.warn({ err: errorMessage(err) }, "status not accepted by the broker");
+      });
+    }
+    if (force || devices !== this.lastDevices) {
+      this.lastDevices = devices;
+      this.qos1(this.topic("devices"), devices, { retain: true, properties: { contentType: "application/json" } }, (err) => {
+        if (err) deps.log.warn({ err: errorMessage(err) }, "device view not accepted by the broker");
+      });
+    }
+  }
+
+  private onCommand(topic: string, payload: Buffer, packet: IPublishPacket): void {
+    const { log } = this.deps;
+    const prefix = this.topic("cmd/");
+    const name = topic.startsWith(prefix) ? topic.slice(prefix.length) : topic;
+    const responseTopic = packet.properties?.responseTopic;
+    const correlationData = packet.properties?.correlationData;
+    if (packet.retain) {
+      // A retained command would run again at every reconnect.
+      log.warn({ topic }, "retained command ignored (commands must not be retained)");
+      return;
+    }
+    if (!responseTopic) {
+      log.warn({ topic }, "command without a response topic ignored");
+      return;
+    }
+    if (/[+#]/.test(responseTopic) || responseTopic.length === 0) {
+      log.warn({ topic, response_topic: responseTopic }, "command with an invalid response topic ignored");
+      return;
+    }
+    this.commands++;
+    const answer = (a: CommandAnswer) => {
+      if (a.status >= 400) log.warn({ command: name, status: a.status, error: a.body.error, message: a.body.message }, "command refused");
+      else log.debug({ command: name }, "command answered");
+      this.qos1(responseTopic, JSON.stringify(a.body), {
+        retain: false,
+        properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json" },
+      }, (err) => {
+        if (err) log.warn({ command: name, response_topic: responseTopic, err: errorMessage(err) }, "command answer not accepted by the broker");
+      });
+    };
+    if (payload.length > MAX_COMMAND_BYTES) return answer(errorAnswer(413, "payload_too_large", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
+    let body: unknown;
+    if (payload.length > 0) {
+      try {
+        body = JSON.parse(payload.toString("utf8"));
+      } catch {
+        return answer(errorAnswer(400, "invalid_request", "the payload is not JSON"));
+      }
+    }
+    if (!(COMMANDS as readonly string[]).includes(name)) return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
+    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
+    const r = runCommand(name, body, this.commandDeps);
+    if (!(r instanceof Promise)) return answer(r);
+    this.busyCommands++;
+    r.then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e)))).finally(() => this.busyCommands--);
+  }
+
+  stats(): FleetStats {
+    return {
+      connected: this.connected,
+      connects: this.connects,
+      commands: this.commands,
+      telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
+      events: { ...(this.events?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
+      telemetry_cursor: this.cursor,
+      telemetry_window: this.telemetryWindow,
+    };
+  }
+
+  /** Prometheus figures for /metrics. */
+  gauges(): ReturnType<MetricsSource["gauges"]> {
+    const st = this.stats();
+    const streams = [["telemetry", st.telemetry], ["events", st.events]] as const;
+    return [
+      { name: "sitegate_fleet_connected", help: "1 while the fleet broker connection is up", type: "gauge", values: [{ value: st.connected ? 1 : 0 }] },
+      { name: "sitegate_fleet_connects_total", help: "connections made to the fleet broker", type: "counter", values: [{ value: st.connects }] },
+      { name: "sitegate_fleet_acked_total", help: "fleet messages acknowledged by the broker (PUBACK)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })) },
+      { name: "sitegate_fleet_rejected_total", help: "fleet messages the broker refused (retried)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })) },
+      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: Math.max(0, this.lastSnapshotId() - st.telemetry_cursor) }] },
+      { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
+    ];
+  }
+
+  /** The newest stored snapshot id (the store counts pending from the HTTPS cursor). */
+  private lastSnapshotId(): number {
+    const s = this.deps.samples.stats();
+    return s.push_cursor + s.pending_snapshots;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const u of this.unsubscribe.splice(0)) u();
+    this.telemetry?.stop();
+    this.events?.stop();
+    const client = this.client;
+    if (client) {
+      // A clean stop says so itself (the Last Will is only for a gateway that vanished).
+      if (client.connected) {
+        const offline = JSON.stringify({ state: "offline", site_id: this.deps.config.site_id, at: new Date().toISOString() });
+        await Promise.race([
+          client.publishAsync(this.topic("status"), offline, { qos: 1, retain: true }).catch(() => {}),
+          new Promise((r) => setTimeout(r, 1000)),
+        ]);
+      }
+      await client.endAsync(true).catch(() => {});
+      this.client = null;
+    }
+    this.waiting.length = 0;
+    this.saveCursor();
+  }
+}

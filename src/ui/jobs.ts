@@ -1,0 +1,95 @@
+// Commissioning from the status page: one scan or read at a time, run in the background
+// with the same code as `sitegate scan` / `sitegate read`; the page polls its progress.
+// An endpoint the daemon already polls goes through the daemon's own bus (its queue, at
+// pairing priority, so a serial port is never opened twice); any other gets a bus of its
+// own, closed when the job ends.
+import { randomUUID } from "node:crypto";
+import { errorMessage } from "../errors.js";
+import { Bus, type BusManager } from "../modbus/bus.js";
+import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import type { Logger } from "../log.js";
+import { checkEndpoint, checkProfile, checkScanRange, checkUnit, readDevice, scanUnits, type ReadResult, type ScanHit } from "../devices/commission.js";
+
+export interface Job {
+  id: string;
+  kind: "scan" | "read";
+  endpoint: string;
+  state: "running" | "done" | "failed";
+  probed: number;
+  total: number;
+  found: ScanHit[];
+  result: ReadResult | null;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export class BusyError extends Error {}
+
+export class Jobs {
+  private current: Job | null = null;
+  private readonly abort = new AbortController();
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly buses: BusManager, private readonly profiles: ProfileRegistry, private readonly log: Logger) {}
+
+  get(): Job | null {
+    return this.current;
+  }
+
+  /** Validates (throws ProbeInputError with a message for the page) and starts a scan. */
+  scan(input: { endpoint?: unknown; from?: unknown; to?: unknown; timeout_ms?: unknown }): Job {
+    const ep = checkEndpoint(input.endpoint);
+    const range = checkScanRange(input.from, input.to, input.timeout_ms);
+    const job = this.begin("scan", String(input.endpoint).trim(), range.to - range.from + 1);
+    this.run(job, ep, async (bus) => {
+      job.found = await scanUnits(bus, range, (p) => {
+        job.probed = p.probed;
+        job.found = [...p.found];
+      }, this.abort.signal);
+    });
+    return job;
+  }
+
+  read(input: { endpoint?: unknown; unit?: unknown; profile?: unknown }): Job {
+    const ep = checkEndpoint(input.endpoint);
+    const unit = checkUnit(input.unit);
+    const profile = checkProfile(this.profiles, input.profile);
+    const job = this.begin("read", String(input.endpoint).trim(), 1);
+    this.run(job, ep, async (bus) => {
+      job.result = await readDevice(bus, job.endpoint, unit, this.profiles, profile);
+      job.probed = 1;
+    });
+    return job;
+  }
+
+  private begin(kind: Job["kind"], endpoint: string, total: number): Job {
+    if (this.current?.state === "running") throw new BusyError("a scan or read is already running; wait for it to finish");
+    this.current = { id: randomUUID(), kind, endpoint, state: "running", probed: 0, total, found: [], result: null, error: null, started_at: new Date().toISOString(), finished_at: null };
+    return this.current;
+  }
+
+  private run(job: Job, ep: Endpoint, work: (bus: Bus) => Promise<void>): void {
+    const shared = this.buses.all().find((b) => b.key === endpointKey(ep));
+    const bus = shared ?? new Bus(ep, this.log.child({ bus: endpointKey(ep), commissioning: true }));
+    this.running = (async () => {
+      try {
+        await work(bus);
+        job.state = "done";
+      } catch (e) {
+        job.state = "failed";
+        job.error = errorMessage(e);
+      } finally {
+        job.finished_at = new Date().toISOString();
+        if (!shared) await bus.close().catch(() => undefined);
+        this.log.info({ kind: job.kind, endpoint: job.endpoint, state: job.state, found: job.found.length }, "commissioning job finished");
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+  }
+}

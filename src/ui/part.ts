@@ -1,0 +1,73 @@
+// The status page as a lifecycle part. Without ui.listen its routes ride on the API
+// listener (ApiServer registers `apiPlugins()`); with ui.listen it runs a second HTTPS
+// listener of its own with the same TLS files. Either way the history of the 24 h charts
+// is fed from the poller's snapshots (observe()).
+import { readFileSync } from "node:fs";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import type { Part } from "../lifecycle.js";
+import type { Snapshot } from "../telemetry/types.js";
+import { splitHostPort, urlHost } from "../util/process.js";
+import { MinuteHistory } from "./history.js";
+import { uiPlugin, type UiPlugin } from "./plugin.js";
+import type { UiDeps } from "./views.js";
+
+export class UiPart implements Part {
+  readonly name = "ui";
+  readonly history = new MinuteHistory();
+  private ui: UiPlugin | null = null;
+  private app: FastifyInstance<import("node:https").Server> | null = null;
+  port = 0;
+
+  constructor(private readonly deps: Omit<UiDeps, "history">) {}
+
+  get enabled(): boolean {
+    return this.deps.config.ui.enabled;
+  }
+
+  /** Fed with every poll snapshot (cheap: a few float adds per metric). */
+  observe(s: Snapshot): void {
+    if (this.enabled) this.history.observe(s);
+  }
+
+  private plugin(): UiPlugin {
+    this.ui ??= uiPlugin({ ...this.deps, history: this.history });
+    return this.ui;
+  }
+
+  /** Plugins for the API listener: the UI routes when the UI shares it. */
+  apiPlugins(): FastifyPluginAsync[] {
+    if (!this.enabled || this.deps.config.ui.listen) return [];
+    return [this.plugin().plugin];
+  }
+
+  async start(): Promise<void> {
+    const { config } = this.deps;
+    if (!config.ui.enabled || !config.ui.listen) return;
+    const app = Fastify({
+      https: { key: readFileSync(config.http.tls.key), cert: readFileSync(config.http.tls.cert) },
+      bodyLimit: 64 * 1024,
+      loggerInstance: this.deps.log as unknown as FastifyBaseLogger,
+      logController: new LogController({ disableRequestLogging: true }),
+      return503OnClosing: true,
+    });
+    app.removeContentTypeParser("text/plain");
+    await app.register(this.plugin().plugin);
+    app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());
+    const { host, port } = splitHostPort(config.ui.listen);
+    await app.listen({ host, port });
+    const addr = app.server.address();
+    this.port = typeof addr === "object" && addr ? addr.port : port;
+    this.app = app;
+    this.deps.log.info({ url: `${this.url}/ui/` }, "status page listening");
+  }
+
+  get url(): string {
+    return `https://${urlHost(splitHostPort(this.deps.config.ui.listen ?? "127.0.0.1:0").host)}:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await this.ui?.jobs.stop();
+    await this.app?.close();
+    this.app = null;
+  }
+}

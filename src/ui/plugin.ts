@@ -1,0 +1,200 @@
+// The local status page (issue 12) as a fastify plugin under /ui/: a login with
+// auth.users (the token endpoint's scrypt check), an HttpOnly; Secure; SameSite=Strict
+// session cookie, a CSRF token on every state-changing request, failed logins throttled
+// per source, the ui.allow address list, and security headers on every answer.
+// Pages are one static shell + app.js (no inline script or style: the CSP forbids them);
+// the data comes from the JSON under /ui/api/.
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BlockList } from "node:net";
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { Credentials, addCidr, ipInList } from "../api/auth.js";
+import { VERSION } from "../version.js";
+import { ProbeInputError } from "../devices/commission.js";
+import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
+import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
+import { BusyError, Jobs } from "./jobs.js";
+
+export const UI_PREFIX = "/ui";
+const SESSION_COOKIE = "sg_session";
+const LOGIN_COOKIE = "sg_login";
+const PAGES = ["", "devices", "buses", "events", "uplink", "commissioning"];
+
+export const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-resource-policy": "same-origin",
+  "permissions-policy": "camera=(), microphone=(), geolocation=()",
+  "strict-transport-security": "max-age=31536000",
+  "cache-control": "no-store",
+};
+
+/** Assets live in src/ui/static (served from the source tree; tsc copies no non-TS files). */
+export function staticDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const d of [join(here, "../../../src/ui/static"), join(here, "static")]) if (existsSync(join(d, "app.js"))) return d;
+  throw new Error(`status page assets not found next to ${here}`);
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    uiSession?: Session;
+  }
+}
+
+export interface UiPlugin {
+  plugin: FastifyPluginAsync;
+  jobs: Jobs;
+}
+
+export function uiPlugin(deps: UiDeps): UiPlugin {
+  const dir = staticDir();
+  const asset = (f: string) => readFileSync(join(dir, f));
+  const assets: Record<string, { body: Buffer; type: string }> = {
+    "app.js": { body: asset("app.js"), type: "text/javascript; charset=utf-8" },
+    "app.css": { body: asset("app.css"), type: "text/css; charset=utf-8" },
+  };
+  const shell = asset("app.html");
+  const loginTpl = asset("login.html").toString("utf8");
+  const credentials = new Credentials(deps.config);
+  const sessions = new Sessions(deps.config.ui.session_ttl_s * 1000);
+  const throttle = new LoginThrottle();
+  const allow = new BlockList();
+  for (const c of deps.config.ui.allow) addCidr(allow, c);
+  const busView = new BusView(deps);
+  const uplinkView = new UplinkView(deps);
+  const jobs = new Jobs(deps.buses, deps.profiles, deps.log.child({ part: "ui" }));
+  const cookieAttrs = `Path=${UI_PREFIX}; HttpOnly; Secure; SameSite=Strict`;
+
+  const loginPage = (reply: FastifyReply, status: number, message: string) => {
+    const token = randomBytes(24).toString("base64url");
+    reply
+      .code(status)
+      .header("set-cookie", `${LOGIN_COOKIE}=${token}; ${cookieAttrs}; Max-Age=900`)
+      .type("text/html; charset=utf-8")
+      .send(loginTpl.replace("{{csrf}}", token).replace("{{site}}", esc(deps.config.site_id)).replace("{{message}}", message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : ""));
+  };
+
+  const inner: FastifyPluginAsync = async (app: FastifyInstance) => {
+    if (!app.hasContentTypeParser("application/x-www-form-urlencoded")) {
+      app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_req, body, done) => {
+        done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      });
+    }
+    app.addHook("onRequest", async (req, reply) => {
+      if (!ipInList(allow, req.ip)) return reply.code(403).type("text/plain; charset=utf-8").send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
+      req.uiSession = sessions.get(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
+    });
+    app.addHook("onSend", async (_req, reply, payload) => {
+      reply.headers(SECURITY_HEADERS);
+      return payload;
+    });
+    app.setErrorHandler((err, req, reply) => {
+      const e = err as Error & { statusCode?: number };
+      const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
+      if (status === 500) req.log.error({ err }, "status page request failed");
+      return reply.code(status).send({ error: status === 500 ? "internal" : "invalid_request", message: status === 500 ? "internal error" : e.message });
+    });
+    /** Pages: redirect to the login without a session; JSON: 401. */
+    const needPage = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!req.uiSession) return reply.code(303).header("location", `${UI_PREFIX}/login`).send();
+    };
+    const needApi = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!req.uiSession) return reply.code(401).send({ error: "unauthorized", message: "log in first" });
+      if (req.method !== "GET" && !sameToken(req.headers["x-csrf-token"], req.uiSession.csrf)) {
+        return reply.code(403).send({ error: "forbidden", message: "missing or wrong CSRF token; reload the page" });
+      }
+    };
+    app.setNotFoundHandler({ preHandler: needPage }, (req, reply) => {
+      reply.code(404).type("text/plain; charset=utf-8").send(`no page ${req.url.split("?")[0]}\n`);
+    });
+
+    for (const p of PAGES) app.get(`/${p}`, { preHandler: needPage }, async (_req, reply) => reply.type("text/html; charset=utf-8").send(shell));
+
+    app.get("/login", async (req, reply) => {
+      if (req.uiSession) return reply.code(303).header("location", `${UI_PREFIX}/`).send();
+      return loginPage(reply, 200, "");
+    });
+    app.post("/login", async (req, reply) => {
+      const wait = throttle.retryAfterS(req.ip);
+      if (wait > 0) {
+        reply.header("retry-after", String(wait));
+        return loginPage(reply, 429, `Too many failed logins from ${req.ip}; try again in ${Math.ceil(wait / 60)} min.`);
+      }
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      const pre = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
+      if (!pre || !sameToken(body.csrf, pre)) return loginPage(reply, 403, "The login form expired; please try again.");
+      const user = typeof body.username === "string" ? body.username : "";
+      const password = typeof body.password === "string" ? body.password : "";
+      if (!user || !password || !credentials.checkPassword(user, password)) {
+        throttle.fail(req.ip);
+        deps.log.warn({ ip: req.ip, user }, "status page login refused");
+        return loginPage(reply, 401, "Wrong username or password.");
+      }
+      throttle.succeed(req.ip);
+      const { id } = sessions.create(user);
+      deps.log.info({ ip: req.ip, user }, "status page login");
+      return reply
+        .code(303)
+        .header("set-cookie", [`${SESSION_COOKIE}=${id}; ${cookieAttrs}; Max-Age=${deps.config.ui.session_ttl_s}`, `${LOGIN_COOKIE}=; ${cookieAttrs}; Max-Age=0`])
+        .header("location", `${UI_PREFIX}/`)
+        .send();
+    });
+    app.post("/logout", async (req, reply) => {
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      if (req.uiSession && sameToken(body.csrf, req.uiSession.csrf)) sessions.destroy(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
+      else if (req.uiSession) return reply.code(403).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
+      return reply.code(303).header("set-cookie", `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`).header("location", `${UI_PREFIX}/login`).send();
+    });
+
+    // The stylesheet is the only asset served without a session (the login page uses it).
+    app.get("/assets/app.css", async (_req, reply) => reply.type(assets["app.css"].type).send(assets["app.css"].body));
+    app.get("/assets/app.js", { preHandler: needPage }, async (_req, reply) => reply.type(assets["app.js"].type).send(assets["app.js"].body));
+
+    app.get("/api/session", { preHandler: needApi }, async (req) => ({
+      user: req.uiSession!.user,
+      csrf: req.uiSession!.csrf,
+      site_id: deps.config.site_id,
+      version: VERSION,
+      profiles: deps.profiles.names(),
+    }));
+    app.get("/api/overview", { preHandler: needApi, config: { rateLimit: false } }, async () => overview(deps));
+    app.get("/api/devices", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ devices: devices(deps) }));
+    app.get("/api/history", { preHandler: needApi }, async (req) => {
+      const q = req.query as { device?: string; metric?: string };
+      if (!q.device || !q.metric) throw Object.assign(new Error("device and metric are required"), { statusCode: 400 });
+      return { device: q.device, metric: q.metric, step_s: 60, points: deps.history.points(q.device, q.metric) };
+    });
+    app.get("/api/buses", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ buses: busView.list() }));
+    app.get("/api/events", { preHandler: needApi }, async () => ({ events: events(deps) }));
+    app.get("/api/uplink", { preHandler: needApi }, async () => uplinkView.get());
+    app.get("/api/commission", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ job: jobs.get() }));
+    const start = (fn: () => unknown) => async (_req: FastifyRequest, reply: FastifyReply) => {
+      try {
+        return reply.code(202).send({ job: fn() });
+      } catch (e) {
+        if (e instanceof ProbeInputError) return reply.code(400).send({ error: "invalid_request", message: e.message });
+        if (e instanceof BusyError) return reply.code(409).send({ error: "conflict", message: e.message });
+        throw e;
+      }
+    };
+    app.post("/api/commission/scan", { preHandler: needApi }, async (req, reply) => start(() => jobs.scan((req.body ?? {}) as Record<string, unknown>))(req, reply));
+    app.post("/api/commission/read", { preHandler: needApi }, async (req, reply) => start(() => jobs.read((req.body ?? {}) as Record<string, unknown>))(req, reply));
+  };
+
+  return {
+    jobs,
+    plugin: async (app) => {
+      await app.register(inner, { prefix: UI_PREFIX });
+    },
+  };
+}

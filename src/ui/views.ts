@@ -1,0 +1,168 @@
+// The JSON the status page polls: every view is read from the running parts (poller,
+// buses, dispatch, uplink), never from the partner-facing API.
+import type { Config } from "../config/schema.js";
+import type { Db } from "../storage/db.js";
+import type { BusManager } from "../modbus/bus.js";
+import type { DeviceHealth, RegisteredDevice } from "../devices/types.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import type { EventRow } from "../dispatch/store.js";
+import type { LaneStats } from "../uplink/uplink.js";
+import type { SampleStoreStats } from "../telemetry/sample-store.js";
+import type { Metrics } from "../telemetry/types.js";
+import type { Logger } from "../log.js";
+import type { MinuteHistory } from "./history.js";
+
+export interface UiDeps {
+  config: Config;
+  log: Logger;
+  registry: { list(): RegisteredDevice[] };
+  poller: { health(id: string): DeviceHealth | undefined; latest(id: string): Metrics | undefined };
+  buses: BusManager;
+  profiles: ProfileRegistry;
+  dispatch: { list(limit?: number): EventRow[] };
+  uplink: { stats(): Record<string, LaneStats> };
+  samples: { stats(): SampleStoreStats };
+  db: () => Db;
+  history: MinuteHistory;
+}
+
+const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inverter", 12: "meter", 14: "switch" };
+
+/** The grid meter: a meter named like "grid" first, else the first by id (as dispatch picks it). */
+function gridMeter(devs: RegisteredDevice[], latest: (id: string) => Metrics | undefined): RegisteredDevice | undefined {
+  const meters = devs.filter((d) => d.descriptor?.device_type === 12 && latest(d.config.device_id)?.power_w !== undefined);
+  meters.sort((a, b) => Number(!/grid/i.test(a.config.device_id)) - Number(!/grid/i.test(b.config.device_id)) || a.config.device_id.localeCompare(b.config.device_id));
+  return meters[0];
+}
+
+/** Power flow: PV and battery (+ = delivering), grid (+ = import), load = grid + pv + battery. */
+export function overview(d: UiDeps) {
+  const devs = d.registry.list();
+  const latest = (id: string) => (d.poller.health(id)?.online ? d.poller.latest(id) : undefined);
+  let pv: number | null = null;
+  let battery: number | null = null;
+  const socs: number[] = [];
+  for (const dev of devs) {
+    const m = latest(dev.config.device_id);
+    if (!m) continue;
+    const t = dev.descriptor?.device_type;
+    if (t === 11 && m.power_w !== undefined) pv = (pv ?? 0) + m.power_w;
+    if (t === 10) {
+      if (m.power_w !== undefined) battery = (battery ?? 0) + m.power_w;
+      if (m.soc_pct !== undefined) socs.push(m.soc_pct);
+    }
+  }
+  const meter = gridMeter(devs, latest);
+  const grid = meter ? (latest(meter.config.device_id)?.power_w ?? null) : null;
+  const load = grid === null && pv === null && battery === null ? null : (grid ?? 0) + (pv ?? 0) + (battery ?? 0);
+  const online = devs.filter((x) => d.poller.health(x.config.device_id)?.online).length;
+  return {
+    ts: new Date().toISOString(),
+    site_id: d.config.site_id,
+    pv_w: pv,
+    battery_w: battery,
+    soc_pct: socs.length ? Math.round((socs.reduce((a, b) => a + b, 0) / socs.length) * 10) / 10 : null,
+    grid_w: grid,
+    grid_meter: meter?.config.device_id ?? null,
+    load_w: load,
+    devices: { configured: devs.length, online },
+  };
+}
+
+export function devices(d: UiDeps) {
+  return d.registry
+    .list()
+    .slice()
+    .sort((a, b) => a.config.device_id.localeCompare(b.config.device_id))
+    .map((dev) => {
+      const id = dev.config.device_id;
+      const h = d.poller.health(id);
+      const c = dev.config as Record<string, unknown>;
+      return {
+        device_id: id,
+        name: (c.device_name as string | undefined) ?? id,
+        integration: c.device_integration,
+        address: c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
+        fully_configured: dev.fully_configured,
+        device_type: dev.descriptor?.device_type ?? null,
+        type_name: TYPE_NAMES[dev.descriptor?.device_type ?? 0] ?? "device",
+        max_power_w: dev.descriptor?.max_power_w ?? null,
+        identity: dev.descriptor?.identity ?? {},
+        online: h?.online ?? false,
+        op_mode: h?.op_mode ?? 0,
+        last_ok_at: h?.last_ok_at ?? null,
+        last_error: h?.last_error ?? null,
+        consecutive_failures: h?.consecutive_failures ?? 0,
+        metrics: d.poller.latest(id) ?? {},
+        updated_at: dev.updated_at,
+      };
+    });
+}
+
+/** Bus utilisation: busy time over wall time since the previous look (at least 1 s apart). */
+export class BusView {
+  private last = new Map<string, { at: number; busy: number; util: number | null }>();
+
+  constructor(private readonly d: UiDeps) {}
+
+  list() {
+    const now = performance.now();
+    return this.d.buses.all().map((b) => {
+      const prev = this.last.get(b.key);
+      let util = prev?.util ?? null;
+      if (!prev || now - prev.at >= 1000) {
+        if (prev) util = Math.min(1, Math.max(0, (b.stats.busy_ms - prev.busy) / (now - prev.at)));
+        this.last.set(b.key, { at: now, busy: b.stats.busy_ms, util });
+      }
+      return {
+        bus: b.key,
+        kind: b.endpoint.kind,
+        utilisation: util,
+        queued: b.queued,
+        requests: b.stats.requests,
+        failures: b.stats.failures,
+        timeouts: b.stats.timeouts,
+        reconnects: b.stats.reconnects,
+      };
+    });
+  }
+}
+
+export function events(d: UiDeps) {
+  return d.dispatch.list(200).map((r) => {
+    const res = r.result as { status?: string; delivered_quantity?: number; details?: { delivered_quantity?: number; reason?: string } } | null;
+    return {
+      event_id: r.spec.event_id,
+      source: r.spec.source,
+      mode: r.spec.mode,
+      type: r.spec.event_type,
+      quantity: r.spec.quantity,
+      unit: r.spec.unit,
+      priority: r.spec.priority,
+      start: new Date(r.spec.start_ms).toISOString(),
+      end: new Date(r.spec.end_ms).toISOString(),
+      state: r.state,
+      result: res?.status ?? null,
+      delivered: res?.details?.delivered_quantity ?? res?.delivered_quantity ?? null,
+      reason: res?.details?.reason ?? null,
+    };
+  });
+}
+
+export class UplinkView {
+  private stmt: { get(): unknown } | null = null;
+
+  constructor(private readonly d: UiDeps) {}
+
+  get() {
+    // Read-only look at the uplink's outbox table (owned by src/uplink): depth and oldest message.
+    this.stmt ??= this.d.db().prepare("SELECT count(*) AS n, min(created_at) AS oldest FROM ul_outbox");
+    const o = this.stmt.get() as { n: number; oldest: string | null };
+    const st = this.d.samples.stats();
+    return {
+      outbox: { depth: o.n, oldest_at: o.oldest, age_s: o.oldest ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest)) / 1000)) : null },
+      data_push: { pending_snapshots: st.pending_snapshots, buffer_bytes: st.bytes, dropped_samples: st.dropped_samples },
+      lanes: Object.entries(this.d.uplink.stats()).map(([lane, l]) => ({ lane, sent: l.sent, failures: l.failures, attempt: l.attempt, last_sent_at: l.last_sent_at, last_error: l.last_error })),
+    };
+  }
+}

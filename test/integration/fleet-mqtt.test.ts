@@ -1,0 +1,320 @@
+// The MQTT v5 fleet uplink against a real mosquitto (TLS, password file, the README's ACL)
+// and real MQTT.js clients: birth and Last Will, retained status and device view,
+// telemetry in order with the original timestamps, a broker outage that loses nothing,
+// commands answered with the correlation data echoed, and bad commands refused while the
+// connection stays up.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { stringify } from "yaml";
+import { withTmpDir } from "../support/tmp.js";
+import { withSite, tcpScenario } from "../support/site.js";
+import { startGateway, tcpDevice } from "../support/gateway.js";
+import { testConfigInput, TEST_ORG } from "../support/config.js";
+import { until } from "../support/wait.js";
+import { startSink } from "../support/uplink-harness.js";
+import { testCert } from "../support/tls.js";
+import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
+import type { Fleet } from "../../src/fleet/fleet.js";
+import { instanceId } from "../../src/uplink/outbox.js";
+import { nameKey } from "../../src/uplink/idempotency.js";
+
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+const T = "sitegate/site-001";
+const tel = (got: Received[]) => got.filter((m) => m.topic === `${T}/telemetry`);
+
+test("birth, retained status and device view, telemetry oldest first with the original timestamps and stable keys", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const sub = await fleetClient(broker);
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/#`, { qos: 1 });
+        const port = site.tcpPorts[0];
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+        });
+        try {
+          await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "online"), "birth message");
+          const birth = got.find((m) => m.topic === `${T}/status`)!.json;
+          assert.equal(birth.site_id, "site-001");
+          assert.equal(typeof birth.version, "string");
+          assert.equal(typeof birth.uptime_s, "number");
+          assert.equal(typeof birth.running_events, "number");
+          await until(() => got.some((m) => m.topic === `${T}/devices` && m.json?.devices?.length === 2), "device view with both devices");
+          await until(() => tel(got).length >= 15, "15 telemetry messages");
+
+          // A subscriber that comes later gets the retained status and device view.
+          const late = await fleetClient(broker);
+          const lg = record(late);
+          await late.subscribeAsync(`${T}/+`, { qos: 1 });
+          await until(() => lg.some((m) => m.topic === `${T}/status` && m.retain) && lg.some((m) => m.topic === `${T}/devices` && m.retain), "retained status and devices");
+          const st = lg.find((m) => m.topic === `${T}/status`)!;
+          assert.equal(st.json.state, "online");
+          assert.equal(st.json.devices, 2);
+          const dv = lg.find((m) => m.topic === `${T}/devices`)!;
+          assert.deepEqual(dv.json.devices.map((d: any) => d.device_id), ["battery", "grid"]);
+          const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+          assert.deepEqual(dv.json, sync.json, "the device view is the device sync answer");
+          await late.endAsync();
+          const metrics = await gw.call("GET", "/metrics");
+          assert.match(metrics.text, /sitegate_fleet_connected 1/);
+          assert.match(metrics.text, /sitegate_fleet_acked_total\{stream="telemetry"\} [1-9]/);
+
+          // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
+          // still in the store), oldest first, each with its read time and its data-push key.
+          const db = gw.daemon.storage.db;
+          const rows = db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>;
+          const msgs = tel(got);
+          assert.ok(rows.length >= msgs.length);
+          const ns = instanceId(db);
+          msgs.forEach((m, i) => {
+            assert.equal(m.json.timestamp, new Date(rows[i].ts).toISOString(), `message ${i} carries snapshot ${rows[i].id}'s time`);
+            assert.equal(m.json.site_id, "site-001");
+            assert.ok(m.json.devices.length >= 1);
+            assert.equal(m.key, nameKey(ns, `data_push:${rows[i].id}:0`));
+          });
+        } finally {
+          await gw.stop();
+          await sub.endAsync();
+        }
+      }),
+    ),
+  );
+});
+
+test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline status", async () => {
+  await withTmpDir((dir) =>
+    withBroker(dir, async (broker) => {
+      const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", fleet: fleetConfig(broker) };
+      const file = join(dir, "config.yaml");
+      writeFileSync(file, stringify(cfg));
+      const sub = await fleetClient(broker);
+      const got = record(sub);
+      await sub.subscribeAsync(`${T}/status`, { qos: 1 });
+      const child = spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+      try {
+        await until(() => got.some((m) => m.json?.state === "online"), "birth of the child process", 20_000);
+        assert.ok(!got.some((m) => m.json?.state === "offline" && !m.retain), "no offline before the kill");
+        child.kill("SIGKILL");
+        await new Promise((r) => child.once("exit", r));
+        await until(() => got.some((m) => m.json?.state === "offline"), "Last Will", 20_000);
+        // Retained: a new subscriber sees the gateway offline.
+        const late = await fleetClient(broker);
+        const lg = record(late);
+        await late.subscribeAsync(`${T}/status`, { qos: 1 });
+        await until(() => lg.length > 0, "retained status");
+        assert.equal(lg[0].json.state, "offline");
+        assert.equal(lg[0].retain, true);
+        await late.endAsync();
+      } finally {
+        if (child.exitCode === null) child.kill("SIGKILL");
+        await sub.endAsync();
+      }
+    }),
+  );
+});
+
+test("broker stopped for ~20 s and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per key; polling and the API go on", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(tcpScenario(), (site) =>
+      withTmpDir((dir) =>
+        withBroker(dir, async (broker) => {
+          // A persistent session: the broker keeps what arrives before this subscriber is back.
+          const sub = await fleetClient(broker, { clean: false, clientId: "fleet-outage", properties: { sessionExpiryInterval: 3600 } });
+          const got = record(sub);
+          await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
+          const port = site.tcpPorts[0];
+          const gw = await startGateway(join(dir, "gw"), {
+            // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
+            // and the store must keep what MQTT has not had.
+            partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+            fleet: fleetConfig(broker),
+            telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+            devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+          });
+          const fleet = gw.daemon.part<Fleet>("fleet");
+          const db = gw.daemon.storage.db;
+          const lastId = () => db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck().get() as number;
+          try {
+            await until(() => tel(got).length >= 5, "live telemetry");
+            await broker.stop();
+            const atStop = lastId();
+            await until(() => !fleet.connected, "the gateway notices");
+            await sleep(20_000); // the outage
+            assert.ok(lastId() >= atStop + 20, `polling went on (${atStop} -> ${lastId()} snapshots)`);
+            const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+            assert.equal(api.status, 200, "the API answers during the outage");
+            const httpsNow = new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string));
+            const mqttNow = new Set(tel(got).map((m) => m.json.timestamp as string));
+            assert.ok([...httpsNow].filter((t) => !mqttNow.has(t)).length >= 20, "HTTPS went on without MQTT");
+            const last = lastId();
+            await broker.start();
+            await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
+            // Everything HTTPS accepted up to `last` (every snapshot) must have reached MQTT.
+            await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too", 30_000);
+            const want = [...new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string))].sort().slice(0, last);
+            const distinct = () => {
+              const byKey = new Map<string, string>();
+              for (const m of tel(got)) {
+                const seen = byKey.get(m.key!);
+                if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+                else byKey.set(m.key!, m.payload);
+              }
+              return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+            };
+            await until(() => distinct().length >= want.length, "every snapshot at the subscriber", 30_000);
+            assert.deepEqual(distinct().slice(0, want.length), want, "every snapshot once, oldest first");
+            assert.equal(fleet.stats().telemetry.rejected, 0);
+          } finally {
+            await gw.stop();
+            await sub.endAsync();
+          }
+        }),
+      ),
+    );
+  } finally {
+    await sink.stop();
+  }
+});
+
+test("commands: ping, devicesync, events, configure, dr answered with the correlation data; bad ones refused 4xx and the connection stays up", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+        const fleet = gw.daemon.part<Fleet>("fleet");
+        const cl = await fleetClient(broker);
+        try {
+          await until(() => fleet.connected, "gateway connected");
+          // Its subscription follows the CONNACK: ping until it answers.
+          await until(async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "the gateway answers a ping");
+          const ping = await command(cl, "site-001", "ping", undefined);
+          assert.equal(ping.json.status, 200);
+          assert.equal(ping.json.data.pong, true);
+          assert.equal(ping.props?.contentType, "application/json");
+
+          // configure: the same service as PUT /gateway/admin/device/configure.
+          const port = site.tcpPorts[0];
+          const conf = await command(cl, "site-001", "configure", { devices: [tcpDevice("battery", port, 1)] });
+          assert.equal(conf.json.status, 200, JSON.stringify(conf.json));
+          assert.deepEqual(conf.json.data.devices.map((d: any) => [d.device_id, d.status]), [["battery", "accepted"]]);
+          const badOrg = await command(cl, "site-001", "configure", { devices: [{ ...tcpDevice("x", port, 1), device_integration: "00000000-0000-4000-8000-000000000000/sunspec" }] });
+          assert.equal(badOrg.json.status, 400);
+          assert.equal(badOrg.json.error, "invalid_request");
+          assert.equal(badOrg.json.details[0].path, "devices[0].device_integration");
+
+          const sync = await command(cl, "site-001", "devicesync", undefined);
+          const http = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+          assert.deepEqual(sync.json.data, http.json);
+
+          // dr: the same validation as POST .../dr.
+          const start = Date.now() + 60_000;
+          const ev = { event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 60_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+          const dr = await command(cl, "site-001", "dr", { mode: "test", event_slots: [ev] });
+          assert.deepEqual(dr.json, { status: 200, data: [{ event_id: ev.event_id, status: "accepted" }] });
+          const badDr = { mode: "live", event_slots: [{ ...ev, priority: 0 }] };
+          const viaMqtt = await command(cl, "site-001", "dr", badDr);
+          const viaHttps = await gw.call("POST", "/v1/api/gateway/site-001/dr", { body: badDr, headers: gw.apiKeyHeaders });
+          assert.equal(viaHttps.status, 400);
+          assert.deepEqual(viaMqtt.json, { status: 400, ...viaHttps.json }, "same error body as the HTTPS route");
+          const events = await command(cl, "site-001", "events", { limit: 10 });
+          assert.equal(events.json.status, 200);
+          assert.deepEqual(events.json.data.events.map((e: any) => [e.event_id, e.state]), [[ev.event_id, "scheduled"]]);
+
+          // Bad commands: answered 4xx where there is a response topic; the connection stays up.
+          const notJson = await command(cl, "site-001", "dr", "{not json");
+          assert.equal(notJson.json.status, 400);
+          assert.equal(notJson.json.error, "invalid_request");
+          assert.deepEqual(Object.keys(notJson.json).sort(), ["details", "error", "message", "status"]);
+          const unknown = await command(cl, "site-001", "reboot", {});
+          assert.equal(unknown.json.status, 404);
+          assert.equal(unknown.json.error, "not_found");
+          const badLimit = await command(cl, "site-001", "events", { limit: "all" });
+          assert.equal(badLimit.json.status, 400);
+          await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1 }); // no response topic: logged, ignored
+          await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1, properties: { responseTopic: `${T}/reply/#` } }); // invalid response topic
+          const after = await command(cl, "site-001", "ping", {});
+          assert.equal(after.json.status, 200);
+          assert.equal(fleet.connected, true);
+          assert.equal(fleet.stats().connects, 1, "never reconnected");
+          assert.ok(TEST_ORG);
+        } finally {
+          await cl.endAsync();
+          await gw.stop();
+        }
+      }),
+    ),
+  );
+});
+
+test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a restart every stored snapshot reaches the broker once per key", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const port = site.tcpPorts[0];
+        const cfg = {
+          ...testConfigInput(join(dir, "data")),
+          log_level: "warn",
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
+        };
+        const file = join(dir, "config.yaml");
+        writeFileSync(file, stringify(cfg));
+        const sub = await fleetClient(broker, { clean: false, clientId: "fleet-crash", properties: { sessionExpiryInterval: 3600 } });
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
+        const run = () => spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
+        let child = run();
+        const dbFile = join(dir, "data", "sitegate.db");
+        const { default: Database } = await import("better-sqlite3");
+        const read = <T>(fn: (db: import("better-sqlite3").Database) => T): T => {
+          const db = new Database(dbFile, { readonly: true });
+          try {
+            return fn(db);
+          } finally {
+            db.close();
+          }
+        };
+        try {
+          await until(() => tel(got).length >= 5, "live telemetry", 20_000);
+          await broker.stop();
+          const atStop = read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number);
+          await until(() => read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number) >= atStop + 15, "a backlog while the broker is down", 20_000);
+          child.kill("SIGKILL");
+          await new Promise((r) => child.once("exit", r));
+          const rows = read((db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>);
+          await broker.start();
+          child = run();
+          const want = rows.map((r) => new Date(r.ts).toISOString());
+          const distinct = () => {
+            const byKey = new Map<string, string>();
+            for (const m of tel(got)) {
+              const seen = byKey.get(m.key!);
+              if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+              else byKey.set(m.key!, m.payload);
+            }
+            return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+          };
+          await until(() => want.every((t) => distinct().includes(t)), "every snapshot committed before the kill", 60_000);
+          const order = distinct();
+          assert.deepEqual(order.slice(0, want.length), want, "oldest first, each once");
+        } finally {
+          if (child.exitCode === null) {
+            child.kill("SIGTERM");
+            await new Promise((r) => child.once("exit", r));
+          }
+          await sub.endAsync();
+        }
+      }),
+    ),
+  );
+});

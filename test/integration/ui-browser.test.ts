@@ -1,0 +1,236 @@
+// The local status page (issue 12) in real headless Chromium against the real daemon on a
+// simulated site (battery, PV, grid meter, relay over Modbus TCP).
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { event, makeRig, rigConfig, siteScenario, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
+import { startGateway } from "../support/gateway.js";
+import { startSim } from "../../hw-sim/sim.js";
+import { makeTmpDir } from "../support/tmp.js";
+import { TEST_PASSWORD } from "../support/config.js";
+import { DESKTOP, PHONE, launchBrowser } from "../support/browser.js";
+import { until } from "../support/wait.js";
+
+const SCREENSHOTS = resolve(fileURLToPath(import.meta.url), "../../../../var/screenshots");
+const PAGES = ["", "devices", "buses", "events", "uplink", "commissioning"];
+
+describe("status page in a browser", () => {
+  let rig: DispatchRig;
+  let browser: Browser;
+  let ctx: BrowserContext;
+  let page: Page;
+  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  const seen: Array<{ url: string; status: number; headers: Record<string, string> }> = [];
+
+  before(async () => {
+    const sink = await startSink();
+    cleanup.unshift(() => sink.stop());
+    const tmp = makeTmpDir();
+    cleanup.unshift(tmp.cleanup);
+    const site = await startSim(siteScenario({ irradiance: 0.4 }), { baseDir: tmp.dir });
+    cleanup.unshift(() => site.stop());
+    const gw = await startGateway(join(tmp.dir, "data"), { ...rigConfig(site, sink), ui: { enabled: true } });
+    cleanup.unshift(() => gw.stop());
+    await waitPaired(gw, 4);
+    rig = makeRig(site, gw, sink, tmp.dir);
+    browser = await launchBrowser();
+    cleanup.unshift(() => browser.close());
+    ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: DESKTOP });
+    page = await ctx.newPage();
+    page.on("response", (r) => {
+      if (new URL(r.url()).pathname.startsWith("/ui")) seen.push({ url: r.url(), status: r.status(), headers: r.headers() });
+    });
+  });
+
+  after(async () => {
+    for (const c of cleanup) await c();
+  });
+
+  const url = (p: string) => `${rig.gw.url}/ui/${p}`;
+
+  async function login(password: string): Promise<void> {
+    await page.goto(url("login"));
+    await page.fill("#username", "partner");
+    await page.fill("#password", password);
+    await Promise.all([page.waitForNavigation(), page.click("#login-submit")]);
+  }
+
+  test("nothing is reachable without a login; a wrong password is refused; the right one opens the overview", async () => {
+    const res = await page.goto(url(""));
+    assert.equal(new URL(page.url()).pathname, "/ui/login", "redirected to the login page");
+    assert.equal(res?.status(), 200);
+    for (const p of ["", "devices", "commissioning", "assets/app.js"]) {
+      const r = await rig.gw.call("GET", `/ui/${p}`);
+      assert.equal(r.status, 303, `/ui/${p} without a session`);
+      assert.equal(r.headers.location, "/ui/login");
+    }
+    for (const p of ["api/overview", "api/devices", "api/session", "api/uplink"]) {
+      assert.equal((await rig.gw.call("GET", `/ui/${p}`)).status, 401, `/ui/${p} without a session`);
+    }
+    assert.equal((await rig.gw.call("POST", "/ui/api/commission/scan", { body: { endpoint: "tcp://127.0.0.1:1" } })).status, 401);
+    // A forged session cookie is nobody.
+    assert.equal((await rig.gw.call("GET", "/ui/api/overview", { headers: { cookie: "sg_session=forged" } })).status, 401);
+    // A login post without the form's CSRF cookie is refused even with the right password.
+    const noCsrf = await rig.gw.call("POST", "/ui/login", { form: { username: "partner", password: TEST_PASSWORD, csrf: "x" } });
+    assert.equal(noCsrf.status, 403);
+    assert.equal(noCsrf.headers["set-cookie"]?.toString().includes("sg_session="), false);
+
+    await login("not-the-password");
+    assert.equal(new URL(page.url()).pathname, "/ui/login");
+    assert.match(await page.textContent("#login-error") ?? "", /wrong username or password/i);
+    assert.equal((await ctx.cookies()).some((c) => c.name === "sg_session"), false, "no session after a wrong password");
+
+    await login(TEST_PASSWORD);
+    assert.equal(new URL(page.url()).pathname, "/ui/");
+    const cookie = (await ctx.cookies()).find((c) => c.name === "sg_session");
+    assert.ok(cookie, "session cookie set");
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.secure, true);
+    assert.equal(cookie.sameSite, "Strict");
+    await page.waitForSelector("#flow-battery-w[data-value]");
+  });
+
+  test("the overview's battery power follows a discharge in the simulator within 3 s", async () => {
+    await page.goto(url(""));
+    await page.waitForSelector("#flow-battery-w[data-value]");
+    const shown = async (id: string) => Number(await page.getAttribute(id, "data-value"));
+    assert.ok(Math.abs(await shown("#flow-battery-w")) < 100, "battery idle at first");
+    const ev = event({ event_type: "discharge", event_quantity: 2.5, event_unit: "kW" }, 1000, 20_000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
+    await until(() => Math.abs((rig.simDevice("battery").power_w as number) - 2500) < 100, "simulated battery discharging at 2.5 kW");
+    const simW = rig.simDevice("battery").power_w as number;
+    // The functional bound of the issue: the page shows it within 3 s of the simulator.
+    await page.waitForFunction((w) => Math.abs(Number(document.querySelector("#flow-battery-w")?.getAttribute("data-value")) - w) < 150, simW, { timeout: 3000 });
+    assert.match(await page.textContent("#flow-battery-w") ?? "", /kW/);
+    // load = grid + pv + battery, from one reading of the page.
+    const [bat, grid, pv, load] = await Promise.all(["#flow-battery-w", "#flow-grid-w", "#flow-pv-w", "#flow-load-w"].map(shown));
+    assert.ok(Math.abs(load - (grid + pv + bat)) <= 2, `load ${load} = grid ${grid} + pv ${pv} + battery ${bat}`);
+    assert.ok(pv > 0, "pv produces");
+    assert.match(await page.textContent("#flow-soc") ?? "", /SoC \d/);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "overview-discharging-desktop.png") });
+    await rig.dr({ mode: "live", event_slots: [{ ...ev, cancelled: true }] });
+  });
+
+  test("the device list matches device sync, with identity, health and a 24 h chart", async () => {
+    const sync = await rig.gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: rig.gw.apiKeyHeaders });
+    const syncIds = (sync.json.devices as Array<{ device_id: string }>).map((d) => d.device_id).sort();
+    assert.deepEqual(syncIds, ["battery", "grid", "pv", "relay"]);
+    await page.goto(url("devices"));
+    await page.waitForSelector("[data-device-id] .chart");
+    const ids = (await page.$$eval("[data-device-id]", (els) => els.map((e) => e.getAttribute("data-device-id") ?? ""))).sort();
+    assert.deepEqual(ids, syncIds);
+    const battery = page.locator('[data-device-id="battery"]');
+    assert.match(await battery.textContent() ?? "", /online/);
+    assert.match(await battery.textContent() ?? "", /battery inverter \(10\)/);
+    assert.equal(await battery.locator('[data-field="last_error"]').textContent(), "none");
+    assert.ok(await battery.locator('tr[data-metric="soc_pct"]').count(), "live soc_pct");
+    // A click on a metric charts that metric.
+    await battery.locator('tr[data-metric="soc_pct"]').click();
+    await page.waitForSelector('[data-device-id="battery"] tr.selected[data-metric="soc_pct"]');
+    assert.match(await battery.locator(".chart").getAttribute("aria-label") ?? "", /soc_pct/);
+    assert.ok(await battery.locator(".chart polyline").count(), "a line of 1-minute means");
+  });
+
+  test("a scan from the commissioning form finds the simulator's units; a read shows one device; bad input gets a clear message", async () => {
+    await page.goto(url("commissioning"));
+    const endpoint = `tcp://127.0.0.1:${rig.site.tcpPorts[0]}`;
+    await page.fill("#scan-endpoint", endpoint);
+    await page.fill("#scan-to", "20");
+    await page.click("#scan-submit");
+    await page.waitForSelector("#commission-progress-text:has-text('done')", { timeout: 30_000 });
+    const units = await page.$$eval("#scan-found li", (els) => els.map((e) => Number(e.getAttribute("data-unit"))));
+    assert.deepEqual(units, [1, 10, 11, 12]);
+    assert.equal(await page.getAttribute("#commission-progress", "value"), "20");
+
+    await page.fill("#read-endpoint", endpoint);
+    await page.fill("#read-unit", "1");
+    await page.selectOption("#read-profile", "sunspec");
+    await page.click("#read-submit");
+    await page.waitForSelector('#read-result tr[data-key="soc_pct"]', { timeout: 30_000 });
+    assert.equal(await page.textContent('#read-result tr[data-key="device_type"] td:last-child'), "10");
+
+    await page.fill("#scan-to", "300");
+    await page.click("#scan-submit");
+    await page.waitForSelector("#commission-error:has-text('1..247')");
+    await page.fill("#scan-to", "20");
+    await page.fill("#scan-endpoint", "ftp://somewhere");
+    await page.click("#scan-submit");
+    await page.waitForFunction(() => (document.querySelector("#commission-error")?.textContent ?? "").length > 0 && !document.querySelector("#commission-error")!.textContent!.includes("1..247"));
+    assert.match(await page.textContent("#commission-error") ?? "", /endpoint|tcp:\/\/|rtu:/i);
+    await page.fill("#read-unit", "256");
+    await page.click("#read-submit");
+    await page.waitForSelector("#commission-error:has-text('unit must be a number 0..255')");
+    // Without the session's CSRF token a state-changing request is refused.
+    const cookies = (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    const r = await rig.gw.call("POST", "/ui/api/commission/scan", { body: { endpoint }, headers: { cookie: cookies } });
+    assert.equal(r.status, 403);
+    assert.match(r.json.message, /CSRF/);
+  });
+
+  test("every status page response carries the security headers", async () => {
+    for (const p of ["buses", "events", "uplink"]) {
+      await page.goto(url(p));
+      await page.waitForLoadState("networkidle");
+    }
+    const extra = await Promise.all([rig.gw.call("GET", "/ui/login"), rig.gw.call("GET", "/ui/nope"), rig.gw.call("GET", "/ui/api/overview"), rig.gw.call("GET", "/ui/assets/app.css")]);
+    const all = [...seen, ...extra.map((r, i) => ({ url: `extra ${i}`, status: r.status, headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)])) }))];
+    assert.ok(all.length > 20, `${all.length} responses seen`);
+    for (const r of all) {
+      const csp = r.headers["content-security-policy"] ?? "";
+      assert.match(csp, /frame-ancestors 'none'/, `${r.url} (${r.status}) CSP`);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, r.url);
+      assert.match(csp, /script-src 'self'/, r.url);
+      assert.equal(r.headers["x-frame-options"], "DENY", r.url);
+      assert.equal(r.headers["x-content-type-options"], "nosniff", r.url);
+    }
+    // The pages ran under that CSP without violations: every view rendered.
+    assert.ok(seen.some((r) => r.url.includes("/ui/api/uplink") && r.status === 200));
+  });
+
+  test("screenshots of every page at desktop and phone size", async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    for (const [size, vp] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
+      await page.setViewportSize(vp);
+      for (const p of PAGES) {
+        await page.goto(url(p));
+        await page.waitForSelector(p === "commissioning" ? "#commission-progress-text:not(:empty)" : "#status-line:has-text('updated')");
+        if (p === "devices") await page.waitForSelector("[data-device-id] .chart");
+        await page.screenshot({ path: join(SCREENSHOTS, `${p || "overview"}-${size}.png`), fullPage: true });
+      }
+    }
+    // On a phone the navigation wraps under the title instead of overflowing the page.
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= PHONE.width, `no horizontal scroll at phone width (${width})`);
+  });
+
+  test("failed logins are rate limited per source", async () => {
+    const ctx2 = await browser.newContext({ ignoreHTTPSErrors: true });
+    const p2 = await ctx2.newPage();
+    try {
+      let last = 0;
+      for (let i = 0; i < 6; i++) {
+        await p2.goto(url("login"));
+        await p2.fill("#username", "partner");
+        await p2.fill("#password", `wrong-${i}`);
+        const [resp] = await Promise.all([p2.waitForResponse((r) => r.request().method() === "POST"), p2.click("#login-submit")]);
+        last = resp.status();
+        if (i < 5) assert.equal(last, 401, `attempt ${i + 1}`);
+      }
+      assert.equal(last, 429);
+      assert.match(await p2.textContent("#login-error") ?? "", /too many failed logins/i);
+      // Even the right password waits now.
+      await p2.goto(url("login"));
+      await p2.fill("#username", "partner");
+      await p2.fill("#password", TEST_PASSWORD);
+      const [resp] = await Promise.all([p2.waitForResponse((r) => r.request().method() === "POST"), p2.click("#login-submit")]);
+      assert.equal(resp.status(), 429);
+      assert.ok(Number(resp.headers()["retry-after"]) > 0);
+    } finally {
+      await ctx2.close();
+    }
+  });
+});
