@@ -6,12 +6,13 @@ APT_TOOLS := socat mosquitto mbpoll openssl chromium
 NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
 
-.PHONY: help setup deps build run test unit integration bench sim clean bundle
+.PHONY: help setup deps build run test unit integration bench soak sim clean bundle
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
 	@echo "make test   install what is needed, build, run every test"
 	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
+	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make clean  remove build output and var/"
@@ -48,6 +49,12 @@ integration: setup build
 
 bench: setup build
 	node dist/test/bench/run.js
+
+# The 50-device site under the unit's node flags for SOAK_MIN minutes (default 60): prints
+# the RSS and heap slopes in MiB/hour (a leak shows as a number) and where the memory is.
+SOAK_MIN ?= 60
+soak: setup build
+	SOAK_MIN=$(SOAK_MIN) node dist/test/bench/soak.js
 
 sim: setup build
 	mkdir -p var

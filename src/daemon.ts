@@ -19,7 +19,11 @@ import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import type { MetricsSource } from "./api/context.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
-import { daemonHealthProbe, ReleaseHealthPart } from "./update/health-marker.js";
+import { ReleaseHealthPart } from "./update/health-marker.js";
+import { HEALTH_MIGRATIONS, HealthMonitor } from "./health.js";
+import { SystemdNotifier } from "./systemd/notify.js";
+import { RuntimeMetrics } from "./runtime-metrics.js";
+import { Maintenance } from "./maintenance.js";
 import { VERSION } from "./version.js";
 import { instanceId } from "./uplink/outbox.js";
 import { nameKey } from "./uplink/idempotency.js";
@@ -34,7 +38,7 @@ import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
 import { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS, HEALTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -42,6 +46,8 @@ export interface Daemon {
   /** Every part by name, for tests and the health endpoint. */
   readonly parts: ReadonlyMap<string, Part>;
   part<T extends Part>(name: string): T;
+  /** Watchdog checks, systemd notifications, and onHealthy() for the updater. */
+  readonly health: HealthMonitor;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -128,8 +134,30 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const dispatch = dispatcher;
   add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
 
+  // == recurring maintenance (node-cron): nightly checkpoint, retention sweep, certificate expiry ==
+  const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
+
+  // == health: watchdog checks and systemd notifications; READY=1 once every part started ==
+  const health = new HealthMonitor(
+    {
+      storage,
+      buses: () => modbus.buses.all(),
+      devices: () => {
+        const devs = registry.list();
+        return { configured: devs.length, online: devs.filter((d) => poller.health(d.config.device_id)?.online).length };
+      },
+      readsOk: () => poller.stats.reads_ok,
+      backlog: () => ({ outbox: uplink.outboxDepth(), snapshots: samples.stats().pending_snapshots }),
+    },
+    new SystemdNotifier(log.child({ part: "systemd" })),
+    log.child({ part: "health" }),
+  );
+  health.setEventsRunning(() => dispatch.running());
+  const runtime = new RuntimeMetrics();
+
   // == partner API (last: it answers only once everything behind it runs) ==
   const metrics: MetricsSource = {
+    warnings: () => maintenance.warnings(),
     gauges() {
       const devs = registry.list();
       const h = (id: string) => poller.health(id);
@@ -156,6 +184,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
         { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: uplink.deadLetterCount() }] },
         { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
+        { name: "sitegate_uplink_oldest_age_seconds", help: "age of the oldest message not yet accepted by the partner (0 when none)", type: "gauge", values: uplink.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })) },
+        { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: health.stats.pings }] },
+        { name: "sitegate_watchdog_withheld_total", help: "health ticks whose checks failed (ping withheld)", type: "counter", values: [{ value: health.stats.withheld }] },
+        ...runtime.families(buses),
         ...(fleet?.gauges() ?? []),
       ];
     },
@@ -167,8 +199,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
-  const probe = daemonHealthProbe({ dbCheck: () => storage.db.prepare("SELECT 1 FROM schema_migrations LIMIT 1").get(), deviceCount: () => registry.list().length, readsOk: () => poller.stats.reads_ok });
-  add(new ReleaseHealthPart(config.data_dir, VERSION, probe, log.child({ part: "release-health" })));
+  // The probe is the health monitor's: READY sent, a database commit, a first poll where devices exist.
+  add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, log.child({ part: "release-health" })));
 
   // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
   if (config.fleet && fleetQueue) {
@@ -186,7 +218,21 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       if (!p) throw new Error(`no part named ${name}`);
       return p as T;
     },
-    start: () => life.start(),
-    stop: () => life.stop(),
+    health,
+    async start() {
+      runtime.start();
+      try {
+        await life.start();
+      } catch (e) {
+        runtime.stop();
+        throw e;
+      }
+      health.start();
+    },
+    async stop() {
+      await health.stop();
+      await life.stop();
+      runtime.stop();
+    },
   };
 }

@@ -57,8 +57,14 @@ export class Credentials {
   private readonly keyHashes: string[];
   private readonly knownKeys = new Set<string>();
   private readonly allow = new BlockList();
-  /** Verifying an unknown user costs as much as a known one: no user enumeration by timing. */
-  private readonly dummyHash = hashSecret(randomBytes(16).toString("hex"));
+  /**
+   * Verifying an unknown user costs as much as a known one: no user enumeration by timing.
+   * Made on first use: scrypt's 16 MiB work buffer at every start was the daemon's peak.
+   */
+  private dummy: string | null = null;
+  private get dummyHash(): string {
+    return (this.dummy ??= hashSecret(randomBytes(16).toString("hex")));
+  }
 
   constructor(private readonly config: Config) {
     this.users = new Map(config.auth.users.map((u) => [u.username, u.password_hash]));

@@ -11,9 +11,24 @@ import type { DispatchRequest } from "../dispatch/request.js";
 import type { Receipt } from "../dispatch/dispatcher.js";
 import type { Credentials, TokenStore } from "./auth.js";
 
+/** One Prometheus metric family. */
+export interface MetricFamily {
+  name: string;
+  help: string;
+  type: "gauge" | "counter";
+  values: Array<{ labels?: Record<string, string>; value: number }>;
+}
+
+/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
+export interface HealthWarning {
+  code: string;
+  message: string;
+}
+
 /** What /metrics and /healthz report; each part contributes its counters. */
 export interface MetricsSource {
-  gauges(): Array<{ name: string; help: string; type: "gauge" | "counter"; values: Array<{ labels?: Record<string, string>; value: number }> }>;
+  gauges(): MetricFamily[];
+  warnings?(): HealthWarning[];
 }
 
 /** What the /dr route needs of dispatch: the same call the MQTT command will use. */

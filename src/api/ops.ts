@@ -102,6 +102,7 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
         site_id: ctx.config.site_id,
         uptime_s: Math.round((Date.now() - started) / 1000),
         storage,
+        warnings: ctx.metrics.warnings?.() ?? [],
         devices: { configured: devices.length, online, detail },
         uplink,
       });
@@ -109,7 +110,9 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
     app.get("/metrics", { preHandler: guard, config: { rateLimit: false } }, async (_req, reply) => {
       return reply.type("text/plain; version=0.0.4").send(prometheus(ctx.metrics));
     });
-    const doc = openApi(ctx);
-    app.get("/openapi.json", async () => doc);
+    // Built on first request: the JSON Schema conversion is code and garbage the daemon
+    // would otherwise carry from start-up for a document that is rarely fetched.
+    let doc: Record<string, unknown> | null = null;
+    app.get("/openapi.json", async () => (doc ??= openApi(ctx)));
   };
 }

@@ -6,7 +6,7 @@ import { PRIORITY, type Bus } from "../modbus/bus.js";
 import { parseEndpoint, type Endpoint } from "../modbus/endpoint.js";
 import { DeviceDriver } from "./driver.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
-import type { Metrics } from "../telemetry/types.js";
+import type { Metrics } from "./types.js";
 
 export interface ScanRange {
   from: number;

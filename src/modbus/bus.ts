@@ -125,6 +125,11 @@ export class Bus {
     return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, (t) => t.writeCoils(unit, address, values, timeout)) as Promise<void>;
   }
 
+  /** True while a request is on the wire (for the watchdog's stuck-bus check). */
+  get busy(): boolean {
+    return this.running;
+  }
+
   /** Requests waiting, all priorities. */
   get queued(): number {
     return this.queues[0].length + this.queues[1].length + this.queues[2].length;

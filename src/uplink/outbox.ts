@@ -100,6 +100,7 @@ export class Outbox {
       deadRemove: db.prepare("DELETE FROM ul_dead_letter WHERE id = ?"),
       deadCount: db.prepare("SELECT count(*) FROM ul_dead_letter").pluck(),
       requeue: db.prepare("INSERT INTO ul_outbox (lane, kind, url, body, idempotency_key, created_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (idempotency_key) DO NOTHING"),
+      oldest: db.prepare("SELECT lane, min(created_at) AS at FROM ul_outbox GROUP BY lane"),
     };
   }
 
@@ -196,6 +197,11 @@ export class Outbox {
 
   deadCount(): number {
     return this.stmts.deadCount.get() as number;
+  }
+
+  /** Per lane, when its oldest unsettled message was committed (ms since the epoch). */
+  oldestByLane(): Array<{ lane: string; at: number }> {
+    return (this.stmts.oldest.all() as Array<{ lane: string; at: string }>).map((r) => ({ lane: r.lane, at: Date.parse(r.at) }));
   }
 }
 

@@ -329,6 +329,22 @@ export class Uplink implements Part {
     }
   }
 
+  /** Messages in the outbox (0 before start). */
+  outboxDepth(): number {
+    return this._outbox?.size() ?? 0;
+  }
+
+  /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
+  oldestAges(now = Date.now()): Array<{ lane: string; age_s: number }> {
+    if (!this._outbox) return [];
+    const [snap] = this.samples.pending(1);
+    const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
+    const byLane = new Map(this._outbox.oldestByLane().map((r) => [r.lane, r.at]));
+    const lanes = new Set([...this.lanes.keys(), ...byLane.keys()]);
+    lanes.delete("data_push");
+    return [{ lane: "data_push", age_s: age(snap?.ts) }, ...[...lanes].sort().map((lane) => ({ lane, age_s: age(byLane.get(lane)) }))];
+  }
+
   stats(): Record<string, LaneStats> {
     return Object.fromEntries([...this.lanes].map(([name, l]) => [name, { ...l.stats }]));
   }

@@ -30,8 +30,10 @@ import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/"]],
+  ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
+  ["health", ["health.ts"]],
   ["update", ["update/"]],
   ["modbus", ["modbus/"]],
   ["profiles", ["profiles/"]],
@@ -42,6 +44,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["dispatch", ["dispatch/"]],
   ["api", ["api/"]],
   ["ui", ["ui/"]],
+  ["ops", ["maintenance.ts", "runtime-metrics.ts"]],
   ["fleet", ["fleet/"]],
   ["daemon", ["daemon.ts"]],
   ["cli", ["cli.ts", "cli/"]],

@@ -1,0 +1,109 @@
+// Recurring maintenance on node-cron, never in the hot path (times in UTC):
+//   03:30 daily    WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
+//                  back to zero while nothing else is busy, and the query planner's
+//                  statistics stay fresh.
+//   every 10 min   retention sweep: settled telemetry rows deleted, free pages given back
+//                  (incremental vacuum). The size bound itself is kept on every append.
+//   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
+//                  in the log and in /healthz (warnings[]), every day until it is replaced.
+import { readFileSync } from "node:fs";
+import { X509Certificate } from "node:crypto";
+import cron from "node-cron";
+import type { Config } from "./config/schema.js";
+import type { Part } from "./lifecycle.js";
+import type { Logger } from "./log.js";
+import type { StoragePart } from "./storage/part.js";
+import type { SampleStore } from "./telemetry/sample-store.js";
+import type { HealthWarning } from "./api/context.js";
+import { errorMessage } from "./errors.js";
+
+export const SCHEDULE = {
+  checkpoint: "30 3 * * *",
+  retention: "*/10 * * * *",
+  certificate: "0 6 * * *",
+} as const;
+
+export const CERT_WARN_DAYS = 14;
+const DAY_MS = 86_400_000;
+
+/** A warning when the certificate expires within `days` (or has expired); else null. */
+export function certificateWarning(pem: string | Buffer, file: string, now = Date.now(), days = CERT_WARN_DAYS): HealthWarning | null {
+  const cert = new X509Certificate(pem);
+  const expires = Date.parse(cert.validTo);
+  const left = (expires - now) / DAY_MS;
+  if (left >= days) return null;
+  const when = new Date(expires).toISOString();
+  return left <= 0
+    ? { code: "tls_cert_expired", message: `the HTTPS certificate ${file} expired at ${when}` }
+    : { code: "tls_cert_expiring", message: `the HTTPS certificate ${file} expires at ${when}, in ${Math.floor(left)} days` };
+}
+
+type Task = { stop(): void | Promise<void>; destroy(): void | Promise<void> };
+
+export class Maintenance implements Part {
+  readonly name = "maintenance";
+  private tasks: Task[] = [];
+  private certWarning: HealthWarning | null = null;
+
+  constructor(
+    private readonly config: Config,
+    private readonly storage: StoragePart,
+    private readonly samples: SampleStore,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.checkCertificate();
+    const job = (name: string, expr: string, fn: () => void) =>
+      cron.schedule(expr, () => {
+        try {
+          fn();
+        } catch (e) {
+          this.log.error({ job: name, err: errorMessage(e) }, "maintenance job failed");
+        }
+      }, { name, timezone: "UTC", noOverlap: true });
+    this.tasks = [
+      job("checkpoint", SCHEDULE.checkpoint, () => this.checkpoint()),
+      job("retention", SCHEDULE.retention, () => this.sweep()),
+      job("certificate", SCHEDULE.certificate, () => this.checkCertificate()),
+    ];
+    this.log.debug({ schedule: SCHEDULE }, "maintenance scheduled");
+  }
+
+  /** WAL checkpoint (TRUNCATE) and PRAGMA optimize. */
+  checkpoint(): void {
+    const db = this.storage.db;
+    const started = performance.now();
+    const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: number; log: number; checkpointed: number }>;
+    db.pragma("optimize");
+    this.log.info({ ...r, ms: Math.round(performance.now() - started) }, "nightly checkpoint and optimize");
+  }
+
+  /** Settled telemetry rows deleted, free pages returned to the file system. */
+  sweep(): void {
+    this.samples.persistCursor();
+    const free = this.storage.db.pragma("freelist_count", { simple: true }) as number;
+    if (free > 0) this.storage.db.pragma("incremental_vacuum");
+    this.log.debug({ freed_pages: free }, "retention sweep");
+  }
+
+  checkCertificate(now = Date.now()): HealthWarning | null {
+    const file = this.config.http.tls.cert;
+    try {
+      this.certWarning = certificateWarning(readFileSync(file), file, now);
+    } catch (e) {
+      this.certWarning = { code: "tls_cert_unreadable", message: `the HTTPS certificate ${file} cannot be read: ${errorMessage(e)}` };
+    }
+    if (this.certWarning) this.log.warn({ code: this.certWarning.code, cert: file }, this.certWarning.message);
+    return this.certWarning;
+  }
+
+  warnings(): HealthWarning[] {
+    return this.certWarning ? [this.certWarning] : [];
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.tasks) await t.destroy();
+    this.tasks = [];
+  }
+}

@@ -1,0 +1,136 @@
+// Operations: process and bus metrics in /metrics, the TLS certificate expiry warning in
+// /healthz, and the onHealthy() hook (fires only after a first successful poll).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import { withSite, type ScenarioInput } from "../support/site.js";
+import { withTmpDir } from "../support/tmp.js";
+import { startGateway } from "../support/gateway.js";
+import { tcpDevice } from "../support/gateway.js";
+import { until } from "../support/wait.js";
+import type { Poller } from "../../src/telemetry/poller.js";
+import type { ConfigInput } from "../../src/config/schema.js";
+
+const oneDevice: ScenarioInput = {
+  seed: 1,
+  control: { listen: "127.0.0.1:0" },
+  site: { pv_irradiance: 0.5 },
+  ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 1, model: "sunspec-meter", name: "grid" }] }],
+};
+
+function metricValues(text: string, name: string): Array<{ labels: string; value: number }> {
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name + " ") || l.startsWith(name + "{"))
+    .map((l) => ({ labels: l.slice(name.length, l.lastIndexOf(" ")), value: Number(l.slice(l.lastIndexOf(" ") + 1)) }));
+}
+
+test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async () => {
+  await withSite(oneDevice, (site) =>
+    withTmpDir(async (dir) => {
+      const gw = await startGateway(dir, { devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"] });
+      try {
+        const poller = gw.daemon.part<Poller>("poller");
+        await until(() => poller.stats.reads_ok >= 2, "two successful polls");
+        let junk: number[][] = [];
+        const scrape = async () => (await gw.call("GET", "/metrics")).text;
+        // Allocate until the GC observer has seen a collection (scavenges are certain to come).
+        await until(async () => {
+          junk = Array.from({ length: 2000 }, () => new Array(100).fill(Math.random()));
+          return metricValues(await scrape(), "sitegate_gc_seconds_total").length > 0;
+        }, "a garbage collection to be counted");
+        assert.ok(junk.length > 0);
+        const text = await scrape();
+        const one = (name: string) => {
+          const v = metricValues(text, name);
+          assert.ok(v.length > 0, `${name} missing`);
+          return v;
+        };
+        assert.ok(one("sitegate_process_resident_memory_bytes")[0].value > 10 * 1024 * 1024);
+        assert.ok(one("sitegate_process_heap_used_bytes")[0].value > 0);
+        assert.ok(one("sitegate_process_heap_total_bytes")[0].value >= one("sitegate_process_heap_used_bytes")[0].value);
+        assert.deepEqual(one("sitegate_process_cpu_seconds_total").map((v) => v.labels).sort(), ['{mode="system"}', '{mode="user"}']);
+        assert.ok(one("sitegate_process_cpu_seconds_total").some((v) => v.value > 0));
+        assert.ok(one("sitegate_event_loop_lag_seconds").some((v) => v.labels === '{quantile="0.99"}' && v.value >= 0));
+        assert.ok(one("sitegate_gc_runs_total").some((v) => v.value > 0));
+        const bus = `{bus="tcp://127.0.0.1:${site.tcpPorts[0]}"}`;
+        const busy = one("sitegate_bus_busy_seconds_total").find((v) => v.labels === bus);
+        assert.ok(busy && busy.value > 0, `bus busy time: ${text}`);
+        const util = one("sitegate_bus_utilisation").find((v) => v.labels === bus);
+        assert.ok(util && util.value >= 0 && util.value <= 1);
+        assert.ok(one("sitegate_bus_queue_depth").some((v) => v.labels === bus));
+        // The partner URL of the test config refuses connections: the push backlog ages.
+        const ages = one("sitegate_uplink_oldest_age_seconds");
+        assert.equal(ages.find((v) => v.labels === '{lane="outbox"}')?.value, 0);
+        assert.ok((ages.find((v) => v.labels === '{lane="data_push"}')?.value ?? 0) > 0, "the oldest unsent snapshot has an age");
+        // A certificate valid for ten years gives no warning.
+        assert.deepEqual((await gw.call("GET", "/healthz")).json.warnings, []);
+      } finally {
+        await gw.stop();
+      }
+    }),
+  );
+});
+
+test("/healthz warns when the HTTPS certificate expires within 14 days", async () => {
+  await withTmpDir(async (dir) => {
+    const cert = join(dir, "cert.pem");
+    const key = join(dir, "key.pem");
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "5", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], { stdio: "ignore" });
+    const gw = await startGateway(join(dir, "data"), { http: { listen: "127.0.0.1:0", tls: { cert, key } } });
+    const agent = new Agent({ connect: { ca: readFileSync(cert, "utf8") } });
+    try {
+      const res = await request(`${gw.url}/healthz`, { dispatcher: agent });
+      const body = (await res.body.json()) as { status: string; warnings: Array<{ code: string; message: string }> };
+      assert.equal(res.statusCode, 200, "an expiring certificate is a warning, not an outage");
+      assert.equal(body.status, "ok");
+      assert.equal(body.warnings.length, 1, JSON.stringify(body));
+      assert.equal(body.warnings[0].code, "tls_cert_expiring");
+      assert.match(body.warnings[0].message, /expires at \d{4}-\d\d-\d\dT.*in [45] days/);
+    } finally {
+      await agent.close();
+      await gw.stop();
+    }
+  });
+});
+
+test("onHealthy() fires only after a first successful poll of the configured devices", async () => {
+  await withSite(oneDevice, (site) =>
+    withTmpDir(async (dir) => {
+      // First run: pair the device, so the registry holds it.
+      const first = await startGateway(dir, { devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"] });
+      await until(() => first.daemon.part<Poller>("poller").stats.reads_ok > 0, "the device to be paired and polled");
+      await first.stop();
+      // Second run: the device does not answer.
+      site.setFault({ device: "grid", fault: "no_answer" });
+      const gw = await startGateway(dir, {});
+      try {
+        const poller = gw.daemon.part<Poller>("poller");
+        let calls = 0;
+        let readsOkAtCall = -1;
+        gw.daemon.health.onHealthy(() => {
+          calls++;
+          readsOkAtCall = poller.stats.reads_ok;
+        });
+        await until(() => poller.stats.reads_failed >= 2, "two failed polls");
+        assert.equal(calls, 0, "not healthy while no poll has succeeded");
+        assert.equal(gw.daemon.health.isHealthy, false);
+        site.clearFaults();
+        await until(() => calls > 0, "onHealthy to fire once the device answers");
+        assert.equal(calls, 1);
+        assert.ok(readsOkAtCall > 0);
+        // A late subscriber is called at once.
+        let late = false;
+        gw.daemon.health.onHealthy(() => {
+          late = true;
+        });
+        await until(() => late, "a late onHealthy subscriber to be called");
+      } finally {
+        await gw.stop();
+      }
+    }),
+  );
+});
