@@ -64,7 +64,7 @@ test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async (
         assert.ok(one("sitegate_bus_queue_depth").some((v) => v.labels === bus));
         // The partner URL of the test config refuses connections: the push backlog ages.
         const ages = one("sitegate_uplink_oldest_age_seconds");
-        assert.equal(ages.find((v) => v.labels === '{lane="outbox"}')?.value, 0);
+        assert.equal(ages.find((v) => v.labels === '{lane="execution"}')?.value, 0, "no execution response waits");
         assert.ok((ages.find((v) => v.labels === '{lane="data_push"}')?.value ?? 0) > 0, "the oldest unsent snapshot has an age");
         // A certificate valid for ten years gives no warning.
         assert.deepEqual((await gw.call("GET", "/healthz")).json.warnings, []);
