@@ -2,7 +2,10 @@
 // configuration: an entry is applied at start (like a configure request, in the
 // background) only when its content changed since it was last applied, so an unchanged
 // config never overwrites what the partner configured and check writes do not run on
-// every boot. The hash of each applied entry is kept in the registry's database.
+// every boot. The hash of each applied entry is kept in the registry's database. An entry
+// whose device does not answer yet (powered on after the gateway) is tried again, 5 s
+// doubling to 5 min, until it pairs, the partner configures that device_id through the
+// API, or the gateway stops.
 import { createHash } from "node:crypto";
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { RtuPortConfig } from "../config/schema.js";
@@ -20,21 +23,28 @@ export function deviceConfigHash(d: DeviceConfig): string {
   return createHash("sha256").update(JSON.stringify(canon(d))).digest("hex");
 }
 
+const RETRY_MIN_MS = 5000;
+const RETRY_MAX_MS = 300_000;
+
 export class ConfigDevices implements Part {
   readonly name = "config-devices";
   private applying: Promise<void> = Promise.resolve();
+  private first: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(
     private readonly devices: DeviceConfig[],
     private readonly deps: { connector: DeviceConnector; registry: DeviceRegistry; rtuPorts: Record<string, RtuPortConfig>; log: Logger },
   ) {}
 
-  /** Resolves once this start's applying is over (whatever its results). */
+  /** Resolves once this start's first applying is over (whatever its results). */
   get settled(): Promise<void> {
-    return this.applying;
+    return this.first;
   }
 
   start(): void {
+    this.stopped = false;
     const { registry, log } = this.deps;
     const due: Array<{ device: DeviceConfig; hash: string }> = [];
     for (const device of this.devices) {
@@ -52,19 +62,47 @@ export class ConfigDevices implements Part {
       due.push({ device, hash });
     }
     if (!due.length) return;
-    this.applying = configureDevices(due.map((d) => d.device), this.deps)
+    this.first = this.applying = this.apply(due, 0);
+  }
+
+  private apply(due: Array<{ device: DeviceConfig; hash: string }>, attempt: number): Promise<void> {
+    const { registry, log } = this.deps;
+    return configureDevices(due.map((d) => d.device), this.deps)
       .then((results) => {
+        const again: typeof due = [];
         results.forEach((r, i) => {
-          // Stored (accepted, or check writes failed): applied. Not paired: tried again next start.
+          // Stored (accepted, or check writes failed): applied. Not paired: tried again later.
           if (r.status === "accepted" || r.code === "REGISTRY_WRITE_FAILED") registry.markConfigApplied(r.device_id, due[i].hash);
+          else again.push(due[i]);
           if (r.status === "accepted") log.info({ device_id: r.device_id }, r.message);
           else log.warn({ device_id: r.device_id, code: r.code }, r.message);
         });
+        if (again.length && !this.stopped) this.retry(again, attempt);
       })
       .catch((e) => log.error({ err: errorMessage(e) }, "cannot apply the devices of the config file"));
   }
 
+  private retry(due: Array<{ device: DeviceConfig; hash: string }>, attempt: number): void {
+    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** attempt);
+    this.deps.log.info({ devices: due.map((d) => d.device.device_id), retry_in_ms: delay }, "config devices not paired yet; trying again");
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.stopped) return;
+      // The partner may have configured the device_id through the API meanwhile: that wins.
+      const still = due.filter((d) => {
+        const held = this.deps.registry.get(d.device.device_id);
+        if (!held) return true;
+        const h = deviceConfigHash(held.config);
+        return h === d.hash || h === this.deps.registry.appliedConfigHash(d.device.device_id);
+      });
+      if (still.length) this.applying = this.apply(still, attempt + 1);
+    }, delay);
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     await this.applying;
   }
 }

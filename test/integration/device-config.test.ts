@@ -98,3 +98,21 @@ test("mb_device_type decides the type of a SunSpec device with only model 1; a d
     assert.equal(devs["pv-1"].device_type, 11);
   });
 });
+
+test("a config-file device that does not answer at start is paired once it does, without a restart", async () => {
+  await withSite(tcpScenario(), async (site) => {
+    await withTmpDir(async (dir) => {
+      site.setFault({ device: "battery", fault: "no_answer" });
+      const gw = await startGateway(dir, { devices: [tcpDevice("bat", site.tcpPorts[0], 1, "sunspec", { mb_device_type: 3 }) as never] });
+      try {
+        await gw.daemon.part<ConfigDevices>("config-devices").settled;
+        assert.equal((await synced(gw)).bat, undefined, "not paired while it does not answer");
+        site.clearFaults("battery");
+        const { until } = await import("../support/wait.js");
+        await until(async () => (await synced(gw)).bat !== undefined, "paired on a retry", 30_000);
+      } finally {
+        await gw.stop();
+      }
+    });
+  });
+});

@@ -64,8 +64,8 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
         writeFileSync(file, stringify(cfg));
         let child = startDaemon(file);
         try {
-          await until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 20_000);
-          await until(async () => (await devicesync(port)).length === 4, "devices paired", 20_000);
+          await until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 45_000);
+          await until(async () => (await devicesync(port)).length === 4, "devices paired", 45_000);
           const running = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 2500, 9000);
           assert.equal((await post(port, { mode: "live", event_slots: [running] })).status, 200);
           await until(() => Math.abs((site.state().devices.battery.power_w as number) - 2000) < 100, "event running", 20_000);

@@ -89,7 +89,7 @@ export async function waitPaired(gw: Gateway, n: number): Promise<void> {
   await until(async () => {
     const r = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
     return r.status === 200 && r.json.devices.length >= n;
-  }, `${n} devices paired`, 20_000);
+  }, `${n} devices paired`, 45_000);
 }
 
 export async function withDispatchRig(opts: { batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>; irradiance?: number }, fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
