@@ -140,7 +140,7 @@ test("broker stopped for ~20 s and started again while HTTPS keeps pushing: MQTT
             telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
             devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
           });
-          const fleet = gw.daemon.part<Fleet>("fleet");
+          const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
           const db = gw.daemon.storage.db;
           const lastId = () => db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck().get() as number;
           try {
@@ -190,7 +190,7 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
         const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
-        const fleet = gw.daemon.part<Fleet>("fleet");
+        const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         const cl = await fleetClient(broker);
         try {
           await until(() => fleet.connected, "gateway connected");
