@@ -7,26 +7,8 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE } from "../storage/db.js";
 import { EventStore, type EventRow } from "../dispatch/store.js";
+import { eventView } from "../dispatch/view.js";
 
-export function eventView(r: EventRow) {
-  const s = r.spec;
-  const res = r.result as { status?: string; details?: { delivered_quantity?: number; reason?: string } } | null;
-  return {
-    event_id: s.event_id,
-    source: s.source,
-    mode: s.mode,
-    type: s.event_type,
-    quantity: s.quantity,
-    unit: s.unit,
-    priority: s.priority,
-    start_time: new Date(s.start_ms).toISOString(),
-    end_time: new Date(s.end_ms).toISOString(),
-    state: r.state,
-    result: res?.status ?? null,
-    delivered_quantity: res?.details?.delivered_quantity ?? null,
-    ...(res?.details?.reason ? { reason: res.details.reason } : {}),
-  };
-}
 
 const command: Command = {
   summary: "List dispatch events (partner and local schedules) with their state and result.",
@@ -61,7 +43,8 @@ const command: Command = {
       return EXIT_OK;
     }
     const head = ["event_id", "source", "type", "quantity", "start_time", "end_time", "state", "result"];
-    const lines = view.map((v) => [v.event_id, v.source, v.mode === "test" ? `${v.type} (test)` : v.type, `${v.quantity} ${v.unit}`, v.start_time, v.end_time, v.state, v.result ?? "-"]);
+    const status = (v: (typeof view)[number]) => String((v.result as { status?: string } | null)?.status ?? "-");
+    const lines = view.map((v) => [v.event_id, v.source, v.mode === "test" ? `${v.event_type} (test)` : v.event_type, `${v.event_quantity} ${v.event_unit}`, v.start_time, v.end_time, v.state, status(v)]);
     const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
     const fmt = (cols: string[]) => cols.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
     process.stdout.write([fmt(head), ...lines.map((l) => fmt(l.map(String)))].join("\n") + "\n");

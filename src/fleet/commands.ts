@@ -5,6 +5,7 @@
 import { SitegateError, errorMessage } from "../errors.js";
 import { fromSitegateError } from "../api/errors.js";
 import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../api/services.js";
+import { eventView } from "../dispatch/view.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
 import type { HealthView } from "../devices/types.js";
@@ -30,25 +31,6 @@ export function errorAnswer(status: number, error: string, message: string, deta
 
 const ok = (data: unknown): CommandAnswer => ({ status: 200, body: { status: 200, data } });
 
-/** The event list of `sitegate events`: newest first. */
-function eventView(r: EventRow) {
-  const s = r.spec;
-  return {
-    event_id: s.event_id,
-    source: s.source,
-    mode: s.mode,
-    event_type: s.event_type,
-    event_quantity: s.quantity,
-    event_unit: s.unit,
-    start_time: new Date(s.start_ms).toISOString(),
-    end_time: new Date(s.end_ms).toISOString(),
-    priority: s.priority,
-    mandatory: s.mandatory,
-    state: r.state,
-    receipt: r.receipt,
-    result: r.result,
-  };
-}
 
 /**
  * Runs one command on an already parsed JSON payload (undefined when the payload was

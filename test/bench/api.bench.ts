@@ -1,31 +1,13 @@
 // Device sync throughput over HTTPS (keep-alive, 4 concurrent clients) against a bare
 // fastify HTTPS route that returns the same JSON, measured in the same run.
-import { Agent, request } from "undici";
 import Fastify from "fastify";
 import type { BenchFn } from "./types.js";
+import { httpsLoad } from "./https-load.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { startSim } from "../../hw-sim/sim.js";
 
-async function hammer(url: string, headers: Record<string, string>, ms: number, clients = 4): Promise<number> {
-  const agent = new Agent({ connect: { ca: testCert().cert }, connections: clients, pipelining: 1 });
-  let n = 0;
-  const end = performance.now() + ms;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < end) {
-        const r = await request(url, { headers, dispatcher: agent });
-        await r.body.text();
-        if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}`);
-        n++;
-      }
-    }),
-  );
-  const rate = (n * 1000) / (performance.now() - t0);
-  await agent.close();
-  return rate;
-}
+const hammer = (url: string, headers: Record<string, string>, ms: number) => httpsLoad(url, { ms, headers });
 
 const bench: BenchFn = async (ctx) => {
   const ms = ctx.quick ? 1000 : 5000;
