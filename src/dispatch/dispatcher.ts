@@ -571,7 +571,9 @@ export class Dispatcher implements Part {
         for (const [id, dp] of Object.entries(p.devices)) {
           const m = byId.get(id);
           if (m?.power_w === undefined || (dp.requested_w <= 0 && !dp.mean)) continue;
-          dp.mean = addSample(dp.mean, ts, s.event_type === "discharge" ? m.power_w : -m.power_w, this.hold);
+          // A device another event has taken over delivers nothing for this one.
+          const mine = this.assigned.get(id) === s.event_id;
+          dp.mean = addSample(dp.mean, ts, mine ? (s.event_type === "discharge" ? m.power_w : -m.power_w) : 0, this.hold);
         }
       } else if (s.event_type === "shed") {
         const g = p.meter_id ? byId.get(p.meter_id)?.power_w : undefined;

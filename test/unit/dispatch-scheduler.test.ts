@@ -215,6 +215,31 @@ test("overlap: the lower priority number drives the device; when it ends, the ot
   }
 });
 
+test("overlap: an event is measured only while it drives the device", async () => {
+  const r = rig([battery("b1", 5000)]);
+  try {
+    const low = req([{ event_quantity: 1, priority: 50 }]).event_slots[0];
+    const high = req([{ event_quantity: 3, priority: 5, start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 50_000).toISOString() }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [low, high] });
+    r.clock.advance(10_000);
+    await flush();
+    // The battery delivers whatever it was last told; one poll a second.
+    for (let t = 0; t < 60; t++) {
+      r.clock.advance(POLL);
+      const last = [...r.dev.writes].reverse().find((w) => w.action === "discharge" || w.action === "release")!;
+      if (r.clock.now() < T0 + 70_000) poll(r, { b1: last.action === "discharge" ? (last.pct! / 100) * 5000 : 0 });
+      await flush();
+    }
+    const lr = r.responses.find((x) => x.event_id === low.event_id)!;
+    const hr = r.responses.find((x) => x.event_id === high.event_id)!;
+    assert.equal(hr.status, "completed");
+    assert.equal(lr.status, "partial", "the 20 s the priority-5 event held the battery do not count for the other");
+    assert.ok(Math.abs((lr.details.delivered_quantity as number) - 0.667) < 0.05, String(lr.details.delivered_quantity));
+  } finally {
+    r.cleanup();
+  }
+});
+
 test("test mode plans and reports like live but writes nothing", async () => {
   const r = rig([battery("b1", 5000), battery("b2", 3000)]);
   try {
