@@ -334,7 +334,7 @@ export class Dispatcher implements Part {
     })();
     this.stats.started++;
     this.deps.log.info({ event_id: row.spec.event_id, type: row.spec.event_type, quantity_w: row.spec.quantity_w, mode: row.spec.mode, late_ms: now - row.spec.start_ms }, "event started");
-    if (row.spec.event_type === "shed") this.stepShed(row, now);
+    if (row.spec.event_type === "shed") this.stepShed(row, now, this.deps.control.devices());
   }
 
   private miss(row: EventRow, now: number): void {
@@ -374,9 +374,8 @@ export class Dispatcher implements Part {
   // ---- execution ----
 
   /** Which event drives which device, what each is told, and the writes that follow. */
-  private reconcile(now: number): void {
+  private reconcile(now: number, all: DispatchDevice[] = this.deps.control.devices()): void {
     const running = [...this.open.running.values()];
-    const all = this.deps.control.devices();
     const usable = all.filter((d) => d.fully_configured);
     const assignment = assignDevices(running.map((r) => r.spec), usable);
     this.assigned = new Map([...assignment].map(([id, e]) => [id, e.event_id]));
@@ -484,10 +483,11 @@ export class Dispatcher implements Part {
    * by what is still missing; with a grid meter each step waits for a reading taken after
    * it, and stops once the measured drop meets the quantity.
    */
-  private stepShed(row: EventRow, now: number): void {
+  private stepShed(row: EventRow, now: number, devs: DispatchDevice[]): void {
     const p = row.progress;
-    const devs = this.deps.control.devices();
-    const won = devs.filter((d) => this.assignedTo(d.device_id, row, devs));
+    // Computed here, not taken from the last reconcile: a shed that just began has none yet.
+    const assignment = assignDevices([...this.open.running.values()].map((r) => r.spec), devs.filter((d) => d.fully_configured));
+    const won = devs.filter((d) => assignment.get(d.device_id)?.event_id === row.spec.event_id);
     const order = [...won.filter((d) => SWITCH_TYPES.has(d.device_type)), ...won.filter((d) => !SWITCH_TYPES.has(d.device_type))];
     const meter = p.meter_id ? devs.find((d) => d.device_id === p.meter_id) : undefined;
     for (;;) {
@@ -522,13 +522,6 @@ export class Dispatcher implements Part {
     }
   }
 
-  private assignedTo(id: string, row: EventRow, devs: DispatchDevice[]): boolean {
-    if (this.assigned.get(id) === row.spec.event_id) return true;
-    // Before the first reconcile of this event: compute its assignment now.
-    const running = [...this.open.running.values()].map((r) => r.spec);
-    return assignDevices(running, devs.filter((d) => d.fully_configured)).get(id)?.event_id === row.spec.event_id;
-  }
-
   /** shed's drop so far: grid meter against its baseline, or else curtailed PV's own drop. */
   private currentDrop(row: EventRow, devs: DispatchDevice[]): number {
     const p = row.progress;
@@ -549,15 +542,15 @@ export class Dispatcher implements Part {
   observe(snap: Snapshot): void {
     if (this.stopped) return;
     const ts = snap.ts;
+    const devs = this.deps.control.devices();
     const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));
-    for (const [id, m] of byId) {
-      this.seenAt.set(id, ts);
-      if (m.power_w === undefined) continue;
-      let w = this.meters.get(id);
-      if (!w) {
-        if (!this.isMeter(id)) continue;
-        this.meters.set(id, (w = new RollingWindow(60_000)));
-      }
+    for (const d of devs) {
+      const m = byId.get(d.device_id);
+      if (!m) continue;
+      this.seenAt.set(d.device_id, ts);
+      if (m.power_w === undefined || d.device_type !== METER_TYPE) continue;
+      let w = this.meters.get(d.device_id);
+      if (!w) this.meters.set(d.device_id, (w = new RollingWindow(60_000)));
       w.add(ts, m.power_w);
     }
     let running = false;
@@ -586,16 +579,12 @@ export class Dispatcher implements Part {
       if (p.window_from === undefined) p.window_from = ts;
     }
     const now = this.deps.clock.now();
-    for (const row of this.open.running.values()) if (row.spec.event_type === "shed") this.stepShed(row, now);
+    for (const row of this.open.running.values()) if (row.spec.event_type === "shed") this.stepShed(row, now, devs);
     if (running && now - this.lastSave >= PROGRESS_SAVE_MS) {
       this.lastSave = now;
       for (const row of this.open.running.values()) this.store.saveProgress(row, now);
     }
-    this.reconcile(now);
-  }
-
-  private isMeter(id: string): boolean {
-    return this.deps.control.devices().some((d) => d.device_id === id && d.device_type === METER_TYPE);
+    this.reconcile(now, devs);
   }
 
   // ---- results ----

@@ -32,14 +32,7 @@ export class Timeline {
       this.running.set(row.spec.event_id, row);
       return;
     }
-    let lo = 0;
-    let hi = this.queue.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (before(this.queue[mid], row)) lo = mid + 1;
-      else hi = mid;
-    }
-    this.queue.splice(lo, 0, row);
+    this.queue.splice(this.lowerBound(row), 0, row);
   }
 
   remove(eventId: string): void {
@@ -51,7 +44,8 @@ export class Timeline {
     if (i >= 0) this.queue.splice(i, 1);
   }
 
-  private indexOf(row: EventRow): number {
+  /** The first queue position whose event does not start before `row`. */
+  private lowerBound(row: EventRow): number {
     let lo = 0;
     let hi = this.queue.length;
     while (lo < hi) {
@@ -59,7 +53,11 @@ export class Timeline {
       if (before(this.queue[mid], row)) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.queue.length && this.queue[i].spec.start_ms === row.spec.start_ms; i++) if (this.queue[i] === row) return i;
+    return lo;
+  }
+
+  private indexOf(row: EventRow): number {
+    for (let i = this.lowerBound(row); i < this.queue.length && this.queue[i].spec.start_ms === row.spec.start_ms; i++) if (this.queue[i] === row) return i;
     return this.queue.indexOf(row);
   }
 
