@@ -5,7 +5,7 @@
 // how fast a 30 s outage's backlog drains against the tick rate.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
@@ -16,6 +16,7 @@ import { startSink } from "../support/uplink-harness.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
+import { freePort } from "../support/net.js";
 
 const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 const SIM = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
@@ -23,17 +24,6 @@ const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter", "sunspec-pv", 
 const HOSTS = 10;
 const PER_HOST = 5;
 const BACKLOG_LIMIT = 5;
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,11 +4,11 @@
 // start-up has settled), so a leak shows as a number. Ends with where the memory is
 // (/proc/PID/smaps by mapping kind, and the V8 heap). Exit 1 if the daemon died.
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { Agent, request } from "undici";
 import { makeTmpDir } from "../support/tmp.js";
 import { testCert } from "../support/tls.js";
 import { rssKb, startSite50, unitCommand } from "../support/site50.js";
+import { freePort } from "../support/net.js";
 
 const MiB = 1024 * 1024;
 
@@ -24,15 +24,6 @@ export function slopePerHour(points: Array<{ t: number; v: number }>): number {
     den += (p.t - mt) ** 2;
   }
   return den === 0 ? 0 : (num / den) * 3_600_000; // per ms -> per hour
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 }
 
 export async function scrape(url: string, agent: Agent): Promise<Map<string, number>> {

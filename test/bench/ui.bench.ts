@@ -3,8 +3,7 @@
 // daemon run without any page open, each a fresh process for the same time. The issue's
 // bound: within 10 MiB. Lower is better, so ratio = without / with.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
@@ -15,24 +14,10 @@ import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 import { siteDevices, siteScenario } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";
 import { launchBrowser } from "../support/browser.js";
+import { freePort } from "../support/net.js";
+import { rssKb } from "../support/site50.js";
 
 const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
-
-function rssKb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) : NaN;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => res(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
 
 const bench: BenchFn = async (ctx) => {
   const runMs = ctx.quick ? 8000 : 45000;
@@ -82,7 +67,7 @@ const bench: BenchFn = async (ctx) => {
           const samples: number[] = [];
           for (let t = 0; t < 6; t++) {
             await new Promise((r) => setTimeout(r, runMs / 6));
-            samples.push(rssKb(child.pid!));
+            samples.push(rssKb(child.pid!, "VmRSS"));
           }
           ctx.log(`${label}: RSS over time (MiB) ${samples.map((k) => (k / 1024).toFixed(1)).join(" ")}`);
           return samples[samples.length - 1];

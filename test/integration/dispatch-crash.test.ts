@@ -16,6 +16,7 @@ import { event, rigConfig, siteScenario, startSink } from "../support/dispatch.j
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
 import { Agent, request } from "undici";
+import { freePort } from "../support/net.js";
 
 const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 
@@ -41,16 +42,6 @@ async function devicesync(port: number): Promise<unknown[]> {
   } finally {
     await agent.close();
   }
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
 }
 
 test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one execution response; a missed event is reported missed", async () => {

@@ -27,6 +27,17 @@ const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 const T = "sitegate/site-001";
 const tel = (got: Received[]) => got.filter((m) => m.topic === `${T}/telemetry`);
 
+/** Telemetry timestamps, one per Idempotency-Key in arrival order; a resend must repeat its content exactly. */
+function distinctTimestamps(msgs: Received[]): string[] {
+  const byKey = new Map<string, string>();
+  for (const m of msgs) {
+    const seen = byKey.get(m.key!);
+    if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
+    else byKey.set(m.key!, m.payload);
+  }
+  return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+}
+
 test("birth, retained status and device view, telemetry oldest first with the original timestamps and stable keys", async () => {
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
@@ -161,15 +172,7 @@ test("broker stopped for ~20 s and started again while HTTPS keeps pushing: MQTT
             // Everything HTTPS accepted up to `last` (every snapshot) must have reached MQTT.
             await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too", 30_000);
             const want = [...new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string))].sort().slice(0, last);
-            const distinct = () => {
-              const byKey = new Map<string, string>();
-              for (const m of tel(got)) {
-                const seen = byKey.get(m.key!);
-                if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
-                else byKey.set(m.key!, m.payload);
-              }
-              return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
-            };
+            const distinct = () => distinctTimestamps(tel(got));
             await until(() => distinct().length >= want.length, "every snapshot at the subscriber", 30_000);
             assert.deepEqual(distinct().slice(0, want.length), want, "every snapshot once, oldest first");
             assert.equal(fleet.stats().telemetry.rejected, 0);
@@ -295,15 +298,7 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
           await broker.start();
           child = run();
           const want = rows.map((r) => new Date(r.ts).toISOString());
-          const distinct = () => {
-            const byKey = new Map<string, string>();
-            for (const m of tel(got)) {
-              const seen = byKey.get(m.key!);
-              if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
-              else byKey.set(m.key!, m.payload);
-            }
-            return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
-          };
+          const distinct = () => distinctTimestamps(tel(got));
           await until(() => want.every((t) => distinct().includes(t)), "every snapshot committed before the kill", 60_000);
           const order = distinct();
           assert.deepEqual(order.slice(0, want.length), want, "oldest first, each once");

@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -16,6 +15,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
 import { CLI, unitCommand } from "../support/site50.js";
+import { freePort } from "../support/net.js";
 
 const LISTENER = resolve(fileURLToPath(import.meta.url), "../../../../test/support/notify-listener.py");
 
@@ -43,15 +43,6 @@ async function startListener(path: string): Promise<Listener> {
     real: () => messages.filter((m) => !("BARRIER" in m)),
     stop: () => py.kill("SIGKILL"),
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => ok(typeof a === "object" && a ? a.port : 0));
-    });
-  });
 }
 
 async function startDaemon(dir: string, socket: string, watchdogUsec = 2_000_000): Promise<ChildProcess> {

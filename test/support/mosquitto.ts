@@ -4,11 +4,11 @@
 // that trust the test certificate. Stop and start it again on the same port to test outages.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { connectAsync, type IClientOptions, type IPublishPacket, type MqttClient } from "mqtt";
 import { testCert } from "./tls.js";
 import { until } from "./wait.js";
+import { freePort } from "./net.js";
 
 export const FLEET_USER = "fleet";
 export const FLEET_PASSWORD = "fleet-secret";
@@ -22,18 +22,6 @@ export interface Broker {
   log(): string;
   stop(): Promise<void>;
   start(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** The ACL of the README: each gateway (user = site_id) only its own topics; the fleet user all. */
