@@ -109,7 +109,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: log.child({ part: "config-devices" }) }));
 
   // == dispatch: the durable timeline, execution through the profiles, execution responses ==
-  let execKeyNs = "";
+  // The database's instance id, namespace of every derived Idempotency-Key (read once, after storage starts).
+  let instanceNs = "";
+  const instance = () => (instanceNs ||= instanceId(storage.db));
   dispatcher = add(
     new Dispatcher({
       db: () => storage.db,
@@ -118,16 +120,14 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       log: dlog,
       pollIntervalMs: config.telemetry.poll_interval_ms,
       respond: (spec, body) => {
-        execKeyNs ||= instanceId(storage.db);
-        const idempotencyKey = nameKey(execKeyNs, `execution:${spec.event_id}`);
+        const idempotencyKey = nameKey(instance(), `execution:${spec.event_id}`);
         uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
         fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
       },
       onState: (spec, state, at) => {
         if (!fleetQueue) return;
-        execKeyNs ||= instanceId(storage.db);
         const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
-        fleetQueue.enqueue("events", "event_state", body, nameKey(execKeyNs, `event_state:${spec.event_id}:${state}:${at}`));
+        fleetQueue.enqueue("events", "event_state", body, nameKey(instance(), `event_state:${spec.event_id}:${state}:${at}`));
       },
     }),
   );
@@ -205,7 +205,6 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
   if (config.fleet && fleetQueue) {
     const flog = log.child({ part: "fleet" });
-    let fleetNs = "";
     const fleetConfig = config.fleet;
     const queue = fleetQueue;
     // MQTT.js costs about 15 MiB of resident memory: loaded only when a fleet is configured.
@@ -213,7 +212,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       name: "fleet",
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
-        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, dispatch, connector, profiles, instance: () => (fleetNs ||= instanceId(storage.db)), log: flog });
+        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, dispatch, connector, profiles, instance, log: flog });
         await fleet.start();
       },
       async stop() {

@@ -177,7 +177,6 @@ export class Dispatcher implements Part {
     const inner = db.transaction((req: DispatchRequest) => this.stage(req, now));
     try {
       withFullSync(db, db.transaction(() => {
-        out.length = 0;
         for (const b of batch) {
           try {
             out.push({ staged: inner(b.req) });

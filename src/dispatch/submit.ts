@@ -12,16 +12,19 @@ export interface DispatchSubmit {
   submitBatched(req: DispatchRequest): Promise<Receipt[]>;
 }
 
-/** Validates the whole request (one bad event rejects it) and returns the committed receipts. */
-export function submitDispatch(dispatch: DispatchSubmit, body: unknown): Receipt[] {
+/** The request, or INVALID_REQUEST with a path per problem (one bad event rejects it all). */
+function validated(body: unknown): DispatchRequest {
   const v = validateDispatch(body);
   if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
-  return dispatch.submit(v.data);
+  return v.data;
+}
+
+/** Validates the whole request and returns the committed receipts. */
+export function submitDispatch(dispatch: DispatchSubmit, body: unknown): Receipt[] {
+  return dispatch.submit(validated(body));
 }
 
 /** submitDispatch with group commit: the receipts once the shared transaction committed. */
 export async function submitDispatchBatched(dispatch: DispatchSubmit, body: unknown): Promise<Receipt[]> {
-  const v = validateDispatch(body);
-  if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
-  return dispatch.submitBatched(v.data);
+  return dispatch.submitBatched(validated(body));
 }
