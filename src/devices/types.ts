@@ -27,6 +27,7 @@ export interface RegisteredDevice {
 /** The persisted registry as seen by the poller and the dispatcher. */
 export interface DeviceSource {
   list(): RegisteredDevice[];
+  get(deviceId: string): RegisteredDevice | undefined;
   /** Called after any add/replace/remove; returns an unsubscribe function. */
   onChange(listener: () => void): () => void;
 }

@@ -92,7 +92,7 @@ export class ModbusDeviceControl implements DeviceControl {
   }
 
   private driver(deviceId: string): DeviceDriver {
-    const d = this.source.list().find((x) => x.config.device_id === deviceId);
+    const d = this.source.get(deviceId);
     if (!d) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} is not configured`);
     return this.pool.driverFor(d.config);
   }
