@@ -134,7 +134,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const dispatch = dispatcher;
   add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
 
-  // == recurring maintenance (node-cron): nightly checkpoint, retention sweep, certificate expiry ==
+  // == recurring maintenance (UTC timers): nightly checkpoint, retention sweep, certificate expiry ==
   const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
 
   // == health: watchdog checks and systemd notifications; READY=1 once every part started ==

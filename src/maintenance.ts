@@ -1,4 +1,4 @@
-// Recurring maintenance on node-cron, never in the hot path (times in UTC):
+// Recurring maintenance on UTC timers (util/utc-schedule.ts), never in the hot path:
 //   03:30 daily    WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
 //                  back to zero while nothing else is busy, and the query planner's
 //                  statistics stay fresh.
@@ -8,7 +8,6 @@
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
 import { readFileSync } from "node:fs";
 import { X509Certificate } from "node:crypto";
-import cron from "node-cron";
 import type { Config } from "./config/schema.js";
 import type { Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
@@ -16,11 +15,12 @@ import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
 import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
+import { dailyUtc, everyMinutes, UtcJob, type TimerClock } from "./util/utc-schedule.js";
 
 export const SCHEDULE = {
-  checkpoint: "30 3 * * *",
-  retention: "*/10 * * * *",
-  certificate: "0 6 * * *",
+  checkpoint: dailyUtc("03:30"),
+  retention: everyMinutes(10),
+  certificate: dailyUtc("06:00"),
 } as const;
 
 export const CERT_WARN_DAYS = 14;
@@ -38,11 +38,9 @@ export function certificateWarning(pem: string | Buffer, file: string, now = Dat
     : { code: "tls_cert_expiring", message: `the HTTPS certificate ${file} expires at ${when}, in ${Math.floor(left)} days` };
 }
 
-type Task = { stop(): void | Promise<void>; destroy(): void | Promise<void> };
-
 export class Maintenance implements Part {
   readonly name = "maintenance";
-  private tasks: Task[] = [];
+  private jobs: UtcJob[] = [];
   private certWarning: HealthWarning | null = null;
 
   constructor(
@@ -50,24 +48,22 @@ export class Maintenance implements Part {
     private readonly storage: StoragePart,
     private readonly samples: SampleStore,
     private readonly log: Logger,
+    private readonly clock?: TimerClock,
   ) {}
 
   start(): void {
     this.checkCertificate();
-    const job = (name: string, expr: string, fn: () => void) =>
-      cron.schedule(expr, () => {
+    const job = (name: keyof typeof SCHEDULE, fn: () => void) =>
+      new UtcJob(SCHEDULE[name], () => {
         try {
           fn();
         } catch (e) {
           this.log.error({ job: name, err: errorMessage(e) }, "maintenance job failed");
         }
-      }, { name, timezone: "UTC", noOverlap: true });
-    this.tasks = [
-      job("checkpoint", SCHEDULE.checkpoint, () => this.checkpoint()),
-      job("retention", SCHEDULE.retention, () => this.sweep()),
-      job("certificate", SCHEDULE.certificate, () => this.checkCertificate()),
-    ];
-    this.log.debug({ schedule: SCHEDULE }, "maintenance scheduled");
+      }, this.clock);
+    this.jobs = [job("checkpoint", () => this.checkpoint()), job("retention", () => this.sweep()), job("certificate", () => this.checkCertificate())];
+    for (const j of this.jobs) j.start();
+    this.log.debug({ schedule: Object.fromEntries(Object.entries(SCHEDULE).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
   }
 
   /** WAL checkpoint (TRUNCATE) and PRAGMA optimize. */
@@ -102,8 +98,8 @@ export class Maintenance implements Part {
     return this.certWarning ? [this.certWarning] : [];
   }
 
-  async stop(): Promise<void> {
-    for (const t of this.tasks) await t.destroy();
-    this.tasks = [];
+  stop(): void {
+    for (const j of this.jobs) j.stop();
+    this.jobs = [];
   }
 }

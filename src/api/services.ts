@@ -10,6 +10,7 @@ import type { DeviceConnector, HealthView, RegisteredDevice } from "../devices/t
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import type { Logger } from "../log.js";
 import { configureBody } from "./schemas.js";
+import { byCodeUnit } from "../util/compare.js";
 
 export interface ConfigureDeps {
   config: Config;
@@ -62,7 +63,7 @@ export function syncedDevices(registry: Pick<DeviceRegistry, "list">): Registere
 /** The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. */
 export function deviceSyncView(siteId: string, listed: RegisteredDevice[], health: HealthView) {
   const devices = [...listed]
-    .sort((a, b) => a.config.device_id.localeCompare(b.config.device_id))
+    .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((d) => {
       const desc = d.descriptor!;
       const inverter = INVERTER_TYPES.has(desc.device_type);

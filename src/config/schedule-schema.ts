@@ -1,7 +1,7 @@
 // The config's local dispatch schedules (DESIGN B4): node-cron syntax in an IANA time zone.
 // The dispatch vocabulary (event types, units) lives here, below both config and dispatch.
-import cron from "node-cron";
 import { z } from "zod";
+import { nodeCron } from "../util/node-cron.js";
 
 export const EVENT_TYPES = ["charge", "discharge", "shed", "restore"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -19,7 +19,7 @@ function validZone(tz: string): boolean {
 
 export const scheduleSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/, "letters, digits, dot, dash and underscore only"),
-  cron: z.string().refine((c) => cron.validate(c), { error: "is not a valid cron expression (node-cron syntax, e.g. \"0 1 * * *\")" }),
+  cron: z.string().refine((c) => nodeCron().validate(c), { error: "is not a valid cron expression (node-cron syntax, e.g. \"0 1 * * *\")" }),
   timezone: z.string().default("UTC").refine(validZone, { error: "is not an IANA time zone (e.g. Europe/Berlin)" }),
   duration_s: z.number().int().min(1).max(7 * 86400),
   event_type: z.enum(EVENT_TYPES),

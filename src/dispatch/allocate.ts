@@ -2,6 +2,7 @@
 // how a charge or discharge is split across batteries, and the status thresholds.
 // No I/O here: the dispatcher feeds it the devices as telemetry sees them.
 import type { EventSpec, EventType } from "./request.js";
+import { byCodeUnit } from "../util/compare.js";
 
 export type Capability = "telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail";
 
@@ -47,7 +48,7 @@ export function compareEvents(a: EventSpec, b: EventSpec): number {
     a.priority - b.priority ||
     (a.mandatory ? 0 : 1) - (b.mandatory ? 0 : 1) ||
     a.start_ms - b.start_ms ||
-    a.event_id.localeCompare(b.event_id)
+    byCodeUnit(a.event_id, b.event_id)
   );
 }
 

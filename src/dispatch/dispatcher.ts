@@ -18,6 +18,7 @@ import { RollingWindow, addSample, meanUntil } from "./measure.js";
 import { contentHash, fromWatts, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, emptyProgress, type DeviceProgress, type EventRow } from "./store.js";
 import { Timeline } from "./timeline.js";
+import { byCodeUnit } from "../util/compare.js";
 
 /** What the dispatcher needs of the device layer (capabilities, not models). */
 export interface DeviceControl {
@@ -473,7 +474,7 @@ export class Dispatcher implements Part {
   /** The grid meter: a fully configured meter, one named "grid" first, else the first by id. */
   private gridMeter(): DispatchDevice | undefined {
     const meters = this.deps.control.devices().filter((d) => d.device_type === METER_TYPE && d.fully_configured && d.metrics.power_w !== undefined);
-    meters.sort((a, b) => Number(!/grid/i.test(a.device_id)) - Number(!/grid/i.test(b.device_id)) || a.device_id.localeCompare(b.device_id));
+    meters.sort((a, b) => Number(!/grid/i.test(a.device_id)) - Number(!/grid/i.test(b.device_id)) || byCodeUnit(a.device_id, b.device_id));
     return meters[0];
   }
 
@@ -597,7 +598,7 @@ export class Dispatcher implements Part {
     let delivered = 0;
     let anyFailed = false;
     const mean = (m: DeviceProgress["mean"]) => meanUntil(m, until, hold, p.window_from) ?? 0;
-    for (const [id, dp] of Object.entries(p.devices).sort(([a], [b]) => a.localeCompare(b))) {
+    for (const [id, dp] of Object.entries(p.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
       let dw = 0;
       if (test) dw = dp.skipped ? 0 : dp.requested_w;
       else if (s.event_type === "charge" || s.event_type === "discharge") dw = mean(dp.mean);

@@ -3,7 +3,8 @@
 // the schedule's name and the occurrence's time, so a restart or a clock step can never
 // add it twice. At start, an occurrence whose window is still open is taken up (checked
 // on whole minutes back over its duration).
-import cron, { type ScheduledTask } from "node-cron";
+import type { ScheduledTask } from "node-cron";
+import { nodeCron } from "../util/node-cron.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { nameKey } from "../uplink/idempotency.js";
@@ -44,7 +45,7 @@ export class LocalSchedules implements Part {
 
   start(): void {
     for (const s of this.schedules) {
-      const task = cron.schedule(s.cron, (ctx) => this.fire(s, ctx.date.getTime()), { timezone: s.timezone, name: `schedule:${s.name}`, noOverlap: true });
+      const task = nodeCron().schedule(s.cron, (ctx) => this.fire(s, ctx.date.getTime()), { timezone: s.timezone, name: `schedule:${s.name}`, noOverlap: true });
       this.tasks.push(task);
       const open = this.openOccurrence(s, task);
       if (open !== undefined) this.fire(s, open);

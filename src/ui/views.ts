@@ -11,6 +11,7 @@ import type { SampleStoreStats } from "../telemetry/sample-store.js";
 import type { Metrics } from "../telemetry/types.js";
 import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
+import { byCodeUnit } from "../util/compare.js";
 
 export interface UiDeps {
   config: Config;
@@ -31,7 +32,7 @@ const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inv
 /** The grid meter: a meter named like "grid" first, else the first by id (as dispatch picks it). */
 function gridMeter(devs: RegisteredDevice[], latest: (id: string) => Metrics | undefined): RegisteredDevice | undefined {
   const meters = devs.filter((d) => d.descriptor?.device_type === 12 && latest(d.config.device_id)?.power_w !== undefined);
-  meters.sort((a, b) => Number(!/grid/i.test(a.config.device_id)) - Number(!/grid/i.test(b.config.device_id)) || a.config.device_id.localeCompare(b.config.device_id));
+  meters.sort((a, b) => Number(!/grid/i.test(a.config.device_id)) - Number(!/grid/i.test(b.config.device_id)) || byCodeUnit(a.config.device_id, b.config.device_id));
   return meters[0];
 }
 
@@ -73,7 +74,7 @@ export function devices(d: UiDeps) {
   return d.registry
     .list()
     .slice()
-    .sort((a, b) => a.config.device_id.localeCompare(b.config.device_id))
+    .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((dev) => {
       const id = dev.config.device_id;
       const h = d.poller.health(id);

@@ -1,0 +1,67 @@
+// The maintenance timers (util/utc-schedule.ts) on an injected clock: occurrences at UTC
+// wall times, once per occurrence, across wall-clock steps, and nothing after stop().
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
+import { FakeClock } from "../../src/dispatch/clock.js";
+import { SCHEDULE } from "../../src/maintenance.js";
+
+const at = (iso: string) => Date.parse(iso);
+
+test("the next occurrence is the first UTC time strictly after now", () => {
+  const d = dailyUtc("03:30");
+  assert.equal(nextOccurrence(d, at("2026-11-23T01:00:00Z")), at("2026-11-23T03:30:00Z"));
+  assert.equal(nextOccurrence(d, at("2026-11-23T03:30:00Z")), at("2026-11-24T03:30:00Z"));
+  assert.equal(nextOccurrence(d, at("2026-11-23T23:59:59Z")), at("2026-11-24T03:30:00Z"));
+  assert.equal(nextOccurrence(everyMinutes(10), at("2026-11-23T10:07:12Z")), at("2026-11-23T10:10:00Z"));
+  assert.throws(() => dailyUtc("24:00"), /not a time of day/);
+  assert.throws(() => everyMinutes(7), /does not divide a day/);
+  assert.deepEqual(Object.fromEntries(Object.entries(SCHEDULE).map(([k, r]) => [k, r.text])), {
+    checkpoint: "daily 03:30 UTC",
+    retention: "every 10 min",
+    certificate: "daily 06:00 UTC",
+  });
+});
+
+test("a daily job runs at its wall time, once a day, and a 10-minute job six times an hour", () => {
+  const clock = new FakeClock(at("2026-11-23T00:00:05Z"));
+  const daily: number[] = [];
+  const often: number[] = [];
+  const a = new UtcJob(dailyUtc("03:30"), () => daily.push(clock.now()), clock);
+  const b = new UtcJob(everyMinutes(10), () => often.push(clock.now()), clock);
+  a.start();
+  b.start();
+  clock.advance(60 * 60_000);
+  assert.equal(often.length, 6);
+  assert.equal(often[0], at("2026-11-23T00:10:00Z"));
+  clock.advance(47 * 3600_000);
+  assert.deepEqual(daily, [at("2026-11-23T03:30:00Z"), at("2026-11-24T03:30:00Z")]);
+  assert.equal(a.next, at("2026-11-25T03:30:00Z"));
+  a.stop();
+  b.stop();
+  const n = often.length;
+  clock.advance(3 * 86_400_000);
+  assert.equal(daily.length, 2, "nothing runs after stop()");
+  assert.equal(often.length, n);
+  assert.equal(clock.pending, 0);
+});
+
+test("a wall-clock step forward over an occurrence runs the job once, within 10 min; a step back re-aims", () => {
+  const clock = new FakeClock(at("2026-11-23T01:00:00Z"));
+  const runs: number[] = [];
+  const job = new UtcJob(dailyUtc("03:30"), () => runs.push(clock.now()), clock);
+  job.start();
+  clock.step(3 * 86_400_000); // NTP after a boot without an RTC: three days later
+  clock.advance(10 * 60_000);
+  assert.equal(runs.length, 1, "three missed occurrences run once");
+  assert.equal(new Date(runs[0]).toISOString(), "2026-11-26T01:10:00.000Z");
+  assert.equal(new Date(job.next).toISOString(), "2026-11-26T03:30:00.000Z");
+  clock.step(-5 * 86_400_000); // and back by five days
+  clock.advance(10 * 60_000);
+  assert.equal(new Date(clock.now()).toISOString(), "2026-11-21T01:20:00.000Z");
+  assert.equal(new Date(job.next).toISOString(), "2026-11-21T03:30:00.000Z", "re-aimed at the next 03:30 from the new time");
+  clock.advance(3 * 3600_000);
+  assert.equal(runs.length, 2);
+  assert.equal(new Date(runs[1]).toISOString(), "2026-11-21T03:30:00.000Z");
+  job.stop();
+});
