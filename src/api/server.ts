@@ -2,8 +2,7 @@
 // body limit, JSON and form bodies only, a per-source rate limit, one error body for
 // every failure, authentication before any body is read (guard.ts), and the feature
 // routes (token, gateway, admin, ops) as plugins.
-import { readFileSync } from "node:fs";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import type { Part } from "../lifecycle.js";
 import { SitegateError } from "../errors.js";
@@ -18,6 +17,7 @@ import { adminRoutes } from "./admin.js";
 import { opsRoutes } from "./ops.js";
 import { drRoutes } from "./dr.js";
 import type { ApiContext, ApiDeps } from "./context.js";
+import { httpsOptions } from "./fastify-options.js";
 
 export const BODY_LIMIT = 256 * 1024;
 
@@ -27,14 +27,7 @@ export function isTokenRoute(req: FastifyRequest): boolean {
 
 export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import("node:https").Server>> {
   const { config } = ctx;
-  const app = Fastify({
-    https: { key: readFileSync(config.http.tls.key), cert: readFileSync(config.http.tls.cert) },
-    bodyLimit: BODY_LIMIT,
-    loggerInstance: ctx.log as unknown as FastifyBaseLogger,
-    // One line per request would wear the SD card; errors are logged by the error handler.
-    logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
-  });
+  const app = Fastify(httpsOptions(config.http.tls, ctx.log, BODY_LIMIT));
   app.removeContentTypeParser("text/plain");
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));

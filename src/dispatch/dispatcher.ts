@@ -418,7 +418,7 @@ export class Dispatcher implements Part {
     }
     // Test mode plans exactly like live but writes nothing.
     for (const [id, c] of desired) if (c.row.spec.mode === "test") desired.delete(id);
-    for (const [id, a] of [...this.applied]) {
+    for (const id of [...this.applied.keys()]) {
       if (desired.has(id)) continue;
       this.applied.delete(id);
       this.deps.control.setRemote(id, false);

@@ -13,7 +13,6 @@ import { connect, type IClientOptions, type IClientPublishOptions, type IPublish
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../api/context.js";
 import type { Part } from "../lifecycle.js";
-import type { Logger } from "../log.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../uplink/backoff.js";

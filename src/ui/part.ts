@@ -2,8 +2,8 @@
 // listener (ApiServer registers `apiPlugins()`); with ui.listen it runs a second HTTPS
 // listener of its own with the same TLS files. Either way the history of the 24 h charts
 // is fed from the poller's snapshots (observe()).
-import { readFileSync } from "node:fs";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import { httpsOptions } from "../api/fastify-options.js";
 import type { Part } from "../lifecycle.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { splitHostPort, urlHost } from "../util/process.js";
@@ -43,13 +43,7 @@ export class UiPart implements Part {
   async start(): Promise<void> {
     const { config } = this.deps;
     if (!config.ui.enabled || !config.ui.listen) return;
-    const app = Fastify({
-      https: { key: readFileSync(config.http.tls.key), cert: readFileSync(config.http.tls.cert) },
-      bodyLimit: 64 * 1024,
-      loggerInstance: this.deps.log as unknown as FastifyBaseLogger,
-      logController: new LogController({ disableRequestLogging: true }),
-      return503OnClosing: true,
-    });
+    const app = Fastify(httpsOptions(config.http.tls, this.deps.log, 64 * 1024));
     app.removeContentTypeParser("text/plain");
     await app.register(this.plugin().plugin);
     app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());

@@ -6,7 +6,6 @@ import { withSite, demoScenario, tcpScenario } from "../support/site.js";
 import { startGateway, configurePath, tcpDevice, rtuDevice, withSiteGateway } from "../support/gateway.js";
 
 const M124 = 40176; // storage model 124 in the simulator's battery
-const W_REG = 40084; // inverter model 103 W: read-only
 
 test("configure pairs devices, reports per device, and device sync lists the fully configured ones", async () => {
   await withSiteGateway(tcpScenario(), () => ({}), async (site, gw) => {

@@ -1,0 +1,30 @@
+// The options both HTTPS listeners (the API, and the status page's own listener) give
+// fastify: the config's TLS files, a body limit, the daemon's logger without a line per
+// request (that would wear the SD card; errors are logged by the error handlers), 503 while
+// closing, and no JSON-schema compilers. Bodies are checked with zod in the handlers, so
+// fastify's defaults (ajv and fast-json-stringify, ~0.5 MiB of source loaded when the
+// instance is built: README, Operating > Memory) would never run; a route that declares a
+// `schema` fails at registration instead of being checked by a second validator.
+import { readFileSync } from "node:fs";
+import { LogController, type FastifyBaseLogger, type FastifyHttpsOptions, type FastifyServerOptions } from "fastify";
+import type { Server } from "node:https";
+import type { Logger } from "../log.js";
+
+const noSchemas = (what: string) => () => () => {
+  throw new Error(`sitegate routes check bodies with zod; a route ${what} schema is not supported`);
+};
+
+export const ZOD_ONLY: FastifyServerOptions["schemaController"] = {
+  compilersFactory: { buildValidator: noSchemas("validation"), buildSerializer: noSchemas("response") },
+};
+
+export function httpsOptions(tls: { key: string; cert: string }, log: Logger, bodyLimit: number): FastifyHttpsOptions<Server> {
+  return {
+    https: { key: readFileSync(tls.key), cert: readFileSync(tls.cert) },
+    bodyLimit,
+    loggerInstance: log as unknown as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    schemaController: ZOD_ONLY,
+  };
+}
