@@ -3,11 +3,36 @@
 // an idle Node.js process measured in the same run (lower is better, so the ratio is
 // idle / ours). Steady = the median of the samples after the first third of the run;
 // peak = the kernel's high-water mark (VmHWM), start-up included.
+// What the unit's flags cost: device-sync requests/s from the same 50-device daemon
+// started with the unit's flags and with none (the flags trade burst speed for memory).
 // BENCH_NODE_ARGS="--flag ..." and BENCH_ENV="K=V ..." measure other flags or environment
 // than the unit's (for exploring).
 import { spawn } from "node:child_process";
-import type { BenchFn } from "./types.js";
+import type { BenchFn, BenchRow } from "./types.js";
 import { rssKb, startSite50, unitCommand } from "../support/site50.js";
+import { httpsLoad } from "./https-load.js";
+import { freePort } from "../support/net.js";
+import { TEST_API_KEY } from "../support/config.js";
+import { makeTmpDir } from "../support/tmp.js";
+
+/** Device sync requests/s against a fresh 50-device daemon started with `nodeArgs`. */
+async function syncRate(nodeArgs: string[], ms: number): Promise<number> {
+  const { dir, cleanup } = makeTmpDir();
+  const port = await freePort();
+  const site = await startSite50(dir, { nodeArgs, listen: `127.0.0.1:${port}`, rateLimitPerMin: 100_000_000 });
+  try {
+    const url = `https://127.0.0.1:${port}/v1/api/gateway/site-001/devicesync`;
+    const check = (status: number, text: string) => {
+      if (status !== 200 || !text.includes('"d4-9"')) throw new Error(`device sync: HTTP ${status}`);
+    };
+    await new Promise((r) => setTimeout(r, 3000)); // every device paired
+    await httpsLoad(url, { ms: 1000, headers: { "x-api-key": TEST_API_KEY }, check });
+    return await httpsLoad(url, { ms, headers: { "x-api-key": TEST_API_KEY }, check });
+  } finally {
+    await site.stop();
+    cleanup();
+  }
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -20,6 +45,7 @@ const bench: BenchFn = async (ctx) => {
   if (Object.keys(extraEnv).length) ctx.log(`extra env ${JSON.stringify(extraEnv)}`);
   const site = await startSite50(ctx.dir, { nodeArgs, extraEnv });
   const idle = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+  let memory: BenchRow[];
   try {
     const samples: number[] = [];
     const step = 1000;
@@ -34,7 +60,7 @@ const bench: BenchFn = async (ctx) => {
     const seen = site.devicesSeen();
     ctx.log(`${seen} devices reached the partner in ${site.sink.accepted().length} pushes`);
     if (seen < 50) throw new Error(`only ${seen} of 50 devices reached the partner`);
-    return [
+    memory = [
       { name: "resident memory, 50 devices, steady", value: steady, unit: "MiB", reference: ref, ratio: ref / steady, note: "idle node process (lower is better)" },
       { name: "resident memory, 50 devices, peak", value: peak, unit: "MiB", reference: ref, ratio: ref / peak, note: "idle node process (lower is better)" },
     ];
@@ -42,5 +68,13 @@ const bench: BenchFn = async (ctx) => {
     idle.kill("SIGKILL");
     await site.stop();
   }
+  const loadMs = ctx.quick ? 2000 : 6000;
+  const flagged = await syncRate(nodeArgs, loadMs);
+  const plain = await syncRate([], loadMs);
+  ctx.log(`device sync: ${flagged.toFixed(0)} req/s with ${nodeArgs.join(" ") || "no flags"}, ${plain.toFixed(0)} with none`);
+  return [
+    ...memory,
+    { name: "device sync, 50 devices, unit's node flags", value: flagged, unit: "req/s", reference: plain, ratio: flagged / plain, note: "same daemon, no node flags" },
+  ];
 };
 export default bench;
