@@ -31,7 +31,7 @@ import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
-import { systemClock, type Clock } from "./dispatch/clock.js";
+import { systemClock, type Clock } from "./util/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
 import { UiPart } from "./ui/part.js";
 import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";

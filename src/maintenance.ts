@@ -15,7 +15,7 @@ import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
 import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
-import { dailyUtc, everyMinutes, UtcJob, type TimerClock } from "./util/utc-schedule.js";
+import { dailyUtc, everyMinutes, UtcJob } from "./util/utc-schedule.js";
 
 export const SCHEDULE = {
   checkpoint: dailyUtc("03:30"),
@@ -48,7 +48,6 @@ export class Maintenance implements Part {
     private readonly storage: StoragePart,
     private readonly samples: SampleStore,
     private readonly log: Logger,
-    private readonly clock?: TimerClock,
   ) {}
 
   start(): void {
@@ -60,7 +59,7 @@ export class Maintenance implements Part {
         } catch (e) {
           this.log.error({ job: name, err: errorMessage(e) }, "maintenance job failed");
         }
-      }, this.clock);
+      });
     this.jobs = [job("checkpoint", () => this.checkpoint()), job("retention", () => this.sweep()), job("certificate", () => this.checkCertificate())];
     for (const j of this.jobs) j.start();
     this.log.debug({ schedule: Object.fromEntries(Object.entries(SCHEDULE).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");

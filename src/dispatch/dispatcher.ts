@@ -13,7 +13,7 @@ import {
   METER_TYPE, SWITCH_TYPES, allocateProportional, assignDevices, canDrive, pctOf, statusFor,
   type DispatchDevice, type ResultStatus,
 } from "./allocate.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../util/clock.js";
 import { RollingWindow, addSample, meanUntil } from "./measure.js";
 import { contentHash, fromWatts, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, emptyProgress, type DeviceProgress, type EventRow } from "./store.js";

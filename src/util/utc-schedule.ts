@@ -5,6 +5,7 @@
 // data the daemon otherwise never touches (README, Operating > Memory).
 // A timer wakes at least every 10 min and re-reads the wall clock, so a clock step delays
 // a job by at most that; a step over several occurrences runs the job once.
+import { systemClock, type Clock } from "./clock.js";
 
 export interface UtcRecurrence {
   everyMs: number;
@@ -34,18 +35,6 @@ export function nextOccurrence(r: UtcRecurrence, now: number): number {
   return r.atMs + (Math.floor((now - r.atMs) / r.everyMs) + 1) * r.everyMs;
 }
 
-export interface TimerClock {
-  now(): number;
-  setTimer(fn: () => void, ms: number): unknown;
-  clearTimer(handle: unknown): void;
-}
-
-const systemTimers: TimerClock = {
-  now: () => Date.now(),
-  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)).unref(),
-  clearTimer: (h) => clearTimeout(h as NodeJS.Timeout),
-};
-
 /** Runs `fn` at every occurrence of `r` until stopped. `fn` is synchronous, so runs never overlap. */
 export class UtcJob {
   private handle: unknown = null;
@@ -54,7 +43,7 @@ export class UtcJob {
   constructor(
     readonly recurrence: UtcRecurrence,
     private readonly fn: () => void,
-    private readonly clock: TimerClock = systemTimers,
+    private readonly clock: Pick<Clock, "now" | "setTimer" | "clearTimer"> = systemClock,
   ) {}
 
   start(): void {

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
-import { FakeClock } from "../../src/dispatch/clock.js";
+import { FakeClock } from "../../src/util/clock.js";
 import { SCHEDULE } from "../../src/maintenance.js";
 
 const at = (iso: string) => Date.parse(iso);

@@ -1,6 +1,7 @@
-// Time for the scheduler: the wall clock (what start_time means), the monotonic clock
-// (to notice when the wall clock steps, e.g. NTP after a boot without an RTC), and
-// timers. Unit tests inject a fake one and move it by hand.
+// Time for the dispatch scheduler and the maintenance timers: the wall clock (what
+// start_time and "03:30 UTC" mean), the monotonic clock (to notice when the wall clock
+// steps, e.g. NTP after a boot without an RTC), and timers. Unit tests inject a fake one
+// and move it by hand.
 
 export interface Clock {
   /** Wall clock, epoch ms. */
