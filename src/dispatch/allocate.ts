@@ -37,6 +37,12 @@ export function canDrive(type: EventType, d: DispatchDevice): boolean {
   }
 }
 
+/** Which meter is the grid meter: one whose id says "grid" first, then the first by id
+ * (the status page shows the meter dispatch measures against). */
+export function gridMeterOrder(a: string, b: string): number {
+  return Number(!/grid/i.test(a)) - Number(!/grid/i.test(b)) || byCodeUnit(a, b);
+}
+
 /**
  * B4 overlap rule, with live before test: for each device, the running event with the
  * lowest priority number wins; ties go to mandatory, then the earlier start_time (then the

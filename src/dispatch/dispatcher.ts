@@ -10,7 +10,7 @@ import type { Db } from "../storage/db.js";
 import type { ActionName } from "../profiles/schema.js";
 import type { Snapshot } from "../telemetry/types.js";
 import {
-  METER_TYPE, SWITCH_TYPES, allocateProportional, assignDevices, canDrive, pctOf, statusFor,
+  METER_TYPE, SWITCH_TYPES, allocateProportional, assignDevices, canDrive, gridMeterOrder, pctOf, statusFor,
   type DispatchDevice, type ResultStatus,
 } from "./allocate.js";
 import type { Clock } from "../util/clock.js";
@@ -474,7 +474,7 @@ export class Dispatcher implements Part {
   /** The grid meter: a fully configured meter, one named "grid" first, else the first by id. */
   private gridMeter(): DispatchDevice | undefined {
     const meters = this.deps.control.devices().filter((d) => d.device_type === METER_TYPE && d.fully_configured && d.metrics.power_w !== undefined);
-    meters.sort((a, b) => Number(!/grid/i.test(a.device_id)) - Number(!/grid/i.test(b.device_id)) || byCodeUnit(a.device_id, b.device_id));
+    meters.sort((a, b) => gridMeterOrder(a.device_id, b.device_id));
     return meters[0];
   }
 

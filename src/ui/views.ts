@@ -12,6 +12,7 @@ import type { Metrics } from "../telemetry/types.js";
 import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
+import { gridMeterOrder } from "../dispatch/allocate.js";
 
 export interface UiDeps {
   config: Config;
@@ -32,7 +33,7 @@ const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inv
 /** The grid meter: a meter named like "grid" first, else the first by id (as dispatch picks it). */
 function gridMeter(devs: RegisteredDevice[], latest: (id: string) => Metrics | undefined): RegisteredDevice | undefined {
   const meters = devs.filter((d) => d.descriptor?.device_type === 12 && latest(d.config.device_id)?.power_w !== undefined);
-  meters.sort((a, b) => Number(!/grid/i.test(a.config.device_id)) - Number(!/grid/i.test(b.config.device_id)) || byCodeUnit(a.config.device_id, b.config.device_id));
+  meters.sort((a, b) => gridMeterOrder(a.config.device_id, b.config.device_id));
   return meters[0];
 }
 
