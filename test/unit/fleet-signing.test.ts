@@ -129,3 +129,34 @@ test("nonces: a second claim is a replay, also after reopening the database; exp
     storage.stop();
   });
 });
+
+test("sitegate fleet sign: prints properties that verify, as JSON or as mosquitto_pub arguments; bad usage exits 2", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const { writeFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const cli = join(fileURLToPath(import.meta.url), "../../../src/cli.js");
+  await withTmpDir((dir) => {
+    writeFileSync(join(dir, "key.pem"), A.priv);
+    writeFileSync(join(dir, "body.json"), '{"limit":10}');
+    const run = (...args: string[]) => spawnSync(process.execPath, [cli, "fleet", ...args], { encoding: "utf8" });
+    const base = ["sign", "--key", join(dir, "key.pem"), "--site", "site-001", "--command", "events", "--body", join(dir, "body.json")];
+    const json = run(...base);
+    assert.equal(json.status, 0, json.stderr);
+    const props = JSON.parse(json.stdout) as Record<string, string>;
+    const v = new CommandVerifier([A.pub], 300);
+    assert.equal(v.check("site-001", "events", Buffer.from('{"limit":10}'), props, Date.now()).ok, true);
+    const mq = run(...base, "--format", "mosquitto");
+    assert.equal(mq.status, 0, mq.stderr);
+    const words = mq.stdout.trim().split(" ");
+    const fromArgs: Record<string, string> = {};
+    for (let i = 0; i < words.length; i += 5) {
+      assert.deepEqual(words.slice(i, i + 3), ["-D", "publish", "user-property"]);
+      fromArgs[words[i + 3]] = words[i + 4];
+    }
+    assert.equal(v.check("site-001", "events", Buffer.from('{"limit":10}'), fromArgs, Date.now()).ok, true);
+    assert.equal(run("sign", "--key", join(dir, "key.pem"), "--site", "site-001", "--command", "reboot").status, 2);
+    const notAKey = run("sign", "--key", join(dir, "body.json"), "--site", "site-001", "--command", "ping");
+    assert.equal(notAKey.status, 2);
+    assert.match(notAKey.stderr, /--key/);
+  });
+});
