@@ -2,7 +2,7 @@
 # Both install what they need on a fresh machine (npm ci; apt-get as root for the tools).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-APT_TOOLS := socat mosquitto mbpoll openssl chromium
+APT_TOOLS := socat mosquitto mbpoll openssl chromium systemd
 NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
 
@@ -19,7 +19,7 @@ help:
 
 # Debian tools the tests and the demo use; installed when missing and running as root.
 deps:
-	@missing=""; for t in socat mosquitto mbpoll openssl chromium; do command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
+	@missing=""; for t in socat mosquitto mbpoll openssl chromium systemd-analyze; do command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TOOLS) >/dev/null; \
 	  else echo "missing tools:$$missing (run as root or: sudo apt-get install $(APT_TOOLS))"; exit 1; fi; \

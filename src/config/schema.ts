@@ -1,4 +1,5 @@
 // The config file of DESIGN B2 as one zod schema: unknown keys are errors, defaults filled.
+import { createPublicKey } from "node:crypto";
 import { z } from "zod";
 import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
@@ -25,6 +26,16 @@ export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.1
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
 /** Optional MQTT v5 fleet uplink (DESIGN B2, issue 11); absent = the gateway has no MQTT at all. */
+function isEd25519PublicPem(pem: string): boolean {
+  // createPublicKey would also take a private key (and derive its public half).
+  if (!pem.includes("-----BEGIN PUBLIC KEY-----") || pem.includes("PRIVATE")) return false;
+  try {
+    return createPublicKey(pem).asymmetricKeyType === "ed25519";
+  } catch {
+    return false;
+  }
+}
+
 export const fleetSchema = z
   .strictObject({
     url: z.url({ error: "must be a URL" }).refine(
@@ -42,6 +53,10 @@ export const fleetSchema = z
     topic_prefix: z.string().regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)").default("sitegate"),
     keepalive_s: z.number().int().min(5).max(3600).default(60),
     client_id: z.string().min(1).max(128).optional(),
+    /** Ed25519 public keys (PEM) of who may send commands; set, every command must be signed (docs/fleet-security.md). */
+    command_keys: z.array(z.string().refine(isEd25519PublicPem, { error: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" })).min(1, { error: "list at least one key, or leave command_keys out" }).max(16).optional(),
+    /** Oldest signed command accepted, by its issued_at. */
+    command_max_age_s: z.number().int().min(10).max(86_400).default(300),
   })
   .superRefine((f, ctx) => {
     if ((f.cert_file === undefined) !== (f.key_file === undefined)) ctx.addIssue({ code: "custom", path: [f.cert_file ? "key_file" : "cert_file"], message: "cert_file and key_file go together" });

@@ -70,7 +70,8 @@ export async function scanUnits(bus: Bus, range: ScanRange, onProgress?: (p: Sca
   for (let unit = range.from; unit <= range.to; unit++) {
     if (signal?.aborted) break;
     try {
-      await bus.read(unit, "holding", 0, 1, { priority: PRIORITY.pairing, timeoutMs: range.timeoutMs, retries: 0 });
+      // Below polling: on a bus the daemon polls, a probe only takes the bus when no poll waits.
+      await bus.read(unit, "holding", 0, 1, { priority: PRIORITY.scan, timeoutMs: range.timeoutMs, retries: 0 });
       found.push({ unit, answer: "registers" });
     } catch (e) {
       if (isSitegateError(e, "MODBUS_EXCEPTION")) {

@@ -3,7 +3,8 @@
 // `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
 // its own), `events` (execution responses from the fleet outbox) and `devices` (the
 // retained device sync view, republished on change); and it answers commands on
-// `cmd/{name}` through MQTT v5 response topic + correlation data. Telemetry and events are
+// `cmd/{name}` through MQTT v5 response topic (below {prefix}/{site_id}/reply/ only) +
+// correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
 // QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
 // that is the same on every resend. A broker that is down costs the rest of the gateway
 // nothing: publishing is asynchronous and at most a window of messages is in memory.
@@ -22,6 +23,7 @@ import { VERSION } from "../version.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
 import type { FleetQueue } from "./queue.js";
+import { CommandVerifier, type Verdict } from "./signing.js";
 
 /** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
 export const TELEMETRY_WINDOW = 32;
@@ -82,10 +84,13 @@ export class Fleet implements Part {
   private connectedAt = 0;
 
   private readonly commandDeps: CommandDeps;
+  /** Set when fleet.command_keys is: then every command must be signed. */
+  private readonly verifier: CommandVerifier | null;
 
   constructor(private readonly deps: FleetDeps) {
     this.base = `${deps.fleet.topic_prefix}/${deps.config.site_id}`;
     this.commandDeps = { ...deps, startedAt: this.startedAt };
+    this.verifier = deps.fleet.command_keys ? new CommandVerifier(deps.fleet.command_keys, deps.fleet.command_max_age_s) : null;
   }
 
   topic(sub: string): string {
@@ -203,7 +208,7 @@ export class Fleet implements Part {
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.queue.size() }, "fleet uplink started");
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.queue.size(), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
   }
 
   /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
@@ -298,8 +303,11 @@ export class Fleet implements Part {
       log.warn({ topic }, "command without a response topic ignored");
       return;
     }
-    if (/[+#]/.test(responseTopic) || responseTopic.length === 0) {
-      log.warn({ topic, response_topic: responseTopic }, "command with an invalid response topic ignored");
+    // Answers go only below our own reply/ topic: a command must not make the gateway
+    // publish on its status, telemetry or events (or anywhere else the broker lets it).
+    const replyPrefix = this.topic("reply/");
+    if (/[+#]/.test(responseTopic) || !responseTopic.startsWith(replyPrefix) || responseTopic.length === replyPrefix.length) {
+      log.warn({ topic, response_topic: responseTopic, allowed: `${replyPrefix}...` }, "command with a response topic outside reply/ ignored");
       return;
     }
     this.commands++;
@@ -314,6 +322,12 @@ export class Fleet implements Part {
       });
     };
     if (payload.length > MAX_COMMAND_BYTES) return answer(errorAnswer(413, "payload_too_large", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
+    // Signed commands: signature and age before the payload is even parsed.
+    let verdict: Verdict | null = null;
+    if (this.verifier) {
+      verdict = this.verifier.check(this.deps.config.site_id, name, payload, packet.properties?.userProperties, Date.now());
+      if (!verdict.ok) return answer(errorAnswer(401, "unauthorized", verdict.message));
+    }
     let body: unknown;
     if (payload.length > 0) {
       try {
@@ -324,6 +338,18 @@ export class Fleet implements Part {
     }
     if (!(COMMANDS as readonly string[]).includes(name)) return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
     if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
+    if (verdict?.ok) {
+      // Committed before the command runs: a replay, even after a restart, finds it.
+      let claim;
+      try {
+        claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
+      } catch (e) {
+        log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
+        return answer(errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run"));
+      }
+      if (claim === "replayed") return answer(errorAnswer(409, "conflict", `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`));
+      if (claim === "full") return answer(errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later"));
+    }
     const r = runCommand(name, body, this.commandDeps);
     if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;

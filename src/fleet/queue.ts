@@ -25,8 +25,19 @@ export const FLEET_MIGRATIONS: ModuleMigrations = {
         INSERT INTO fl_state (key, value) VALUES ('telemetry_cursor', 0);
       `,
     },
+    {
+      version: 2,
+      sql: `
+        -- Nonces of signed commands, kept until the command would be too old anyway.
+        CREATE TABLE fl_nonce (nonce TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX fl_nonce_expiry ON fl_nonce (expires_at);
+      `,
+    },
   ],
 };
+
+/** Unexpired nonces kept at most: 10,000 in 300 s is 33 signed commands a second. */
+export const MAX_NONCES = 10_000;
 
 export interface FleetMessage {
   id: number;
@@ -53,6 +64,9 @@ export class FleetQueue {
       count: db.prepare("SELECT count(*) FROM fl_outbox").pluck(),
       getState: db.prepare("SELECT value FROM fl_state WHERE key = ?").pluck(),
       setState: db.prepare("UPDATE fl_state SET value = ? WHERE key = ?"),
+      pruneNonces: db.prepare("DELETE FROM fl_nonce WHERE expires_at < ?"),
+      countNonces: db.prepare("SELECT count(*) FROM fl_nonce").pluck(),
+      addNonce: db.prepare("INSERT OR IGNORE INTO fl_nonce (nonce, expires_at) VALUES (?, ?)"),
     };
   }
 
@@ -99,6 +113,20 @@ export class FleetQueue {
     if (id === this.persistedCursor) return;
     this.s.setState.run(id, "telemetry_cursor");
     this.persistedCursor = id;
+  }
+
+  /**
+   * Records a signed command's nonce, committed before the command runs. "replayed" when
+   * it was seen before; "full" when MAX_NONCES unexpired nonces are kept (bounded table).
+   * Throws if SQLite cannot commit (the command must not run then either).
+   */
+  claimNonce(nonce: string, expiresAt: number, now: number): "ok" | "replayed" | "full" {
+    const s = this.s;
+    return this.storage.db.transaction(() => {
+      s.pruneNonces.run(now);
+      if ((s.countNonces.get() as number) >= MAX_NONCES) return "full";
+      return s.addNonce.run(nonce, expiresAt).changes === 1 ? "ok" : "replayed";
+    }).immediate();
   }
 
   /** Forgets prepared statements (the database was closed). */

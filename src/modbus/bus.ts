@@ -1,7 +1,8 @@
 // One physical bus (a serial line or one TCP endpoint): owns the transport and the only
 // queue of requests to it, because RS-485 is half-duplex with one master and most TCP
 // devices answer one request at a time. Control writes go before pairing, pairing before
-// polling; a per-bus gap and per-device delays space the requests; a lost connection is
+// polling, polling before scan probes (a scan of a polled bus only fills the gaps, so the
+// configured devices keep their samples); a per-bus gap and per-device delays space the requests; a lost connection is
 // reopened with backoff. Reads of a transient failure (not a timeout) are retried once.
 // A serial bus can be reframed (new baud, parity or stop bits): the port is closed and
 // reopened with the new settings between two requests, and its silences follow.
@@ -12,7 +13,7 @@ import { endpointKey, lineTiming, sameFraming, type Endpoint, type LineTiming } 
 import type { Table } from "./planner.js";
 import { ModbusSerialTransport, mapModbusError, type Transport } from "./transport.js";
 
-export const PRIORITY = { control: 0, pairing: 1, poll: 2 } as const;
+export const PRIORITY = { control: 0, pairing: 1, poll: 2, scan: 3 } as const;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
 interface Job {
@@ -40,7 +41,7 @@ const RECONNECT_MAX_MS = 30_000;
 export class Bus {
   readonly key: string;
   readonly stats: BusStats = { requests: 0, failures: 0, timeouts: 0, reconnects: 0, queued: 0, busy_ms: 0 };
-  private readonly queues: Job[][] = [[], [], []];
+  private readonly queues: Job[][] = [[], [], [], []];
   private readonly deviceDelay = new Map<number, number>();
   private readonly lastEnd = new Map<number, number>();
   private lastAnyEnd = 0;
@@ -132,7 +133,7 @@ export class Bus {
 
   /** Requests waiting, all priorities. */
   get queued(): number {
-    return this.queues[0].length + this.queues[1].length + this.queues[2].length;
+    return this.queues.reduce((n, q) => n + q.length, 0);
   }
 
   private enqueue(unit: number, priority: Priority, retries: number, run: (t: Transport) => Promise<unknown>): Promise<unknown> {

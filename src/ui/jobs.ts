@@ -1,14 +1,16 @@
 // Commissioning from the status page: one scan or read at a time, run in the background
 // with the same code as `sitegate scan` / `sitegate read`; the page polls its progress.
-// An endpoint the daemon already polls goes through the daemon's own bus (its queue, at
-// pairing priority, so a serial port is never opened twice); any other gets a bus of its
-// own, closed when the job ends.
+// An endpoint the daemon already polls goes through the daemon's own bus (its queue, so a
+// serial port is never opened twice); any other gets a bus of its own, closed when the job
+// ends. Scan probes queue below polling, and on a polled bus each probe waits at most
+// SHARED_PROBE_TIMEOUT_MS, so polling goes on; every scan stops at a time cap.
 import { randomUUID } from "node:crypto";
 import { errorMessage } from "../errors.js";
 import { Bus, type BusManager } from "../modbus/bus.js";
 import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { Logger } from "../log.js";
+import { systemClock, type Clock } from "../util/clock.js";
 import { checkEndpoint, checkProfile, checkScanRange, checkUnit, readDevice, scanUnits, type ReadResult, type ScanHit } from "../devices/commission.js";
 
 export interface Job {
@@ -27,12 +29,27 @@ export interface Job {
 
 export class BusyError extends Error {}
 
+/** A status-page scan stops after this long (247 probes at 1 s plus the polls between them fit). */
+export const SCAN_CAP_MS = 5 * 60_000;
+/** On a bus the daemon polls, a probe holds the line at most this long (a poll waits behind it). */
+export const SHARED_PROBE_TIMEOUT_MS = 1000;
+
+export interface JobsOptions {
+  scanCapMs?: number;
+  clock?: Clock;
+}
+
 export class Jobs {
   private current: Job | null = null;
   private readonly abort = new AbortController();
   private running: Promise<void> = Promise.resolve();
+  private readonly scanCapMs: number;
+  private readonly clock: Clock;
 
-  constructor(private readonly buses: BusManager, private readonly profiles: ProfileRegistry, private readonly log: Logger) {}
+  constructor(private readonly buses: BusManager, private readonly profiles: ProfileRegistry, private readonly log: Logger, opts: JobsOptions = {}) {
+    this.scanCapMs = opts.scanCapMs ?? SCAN_CAP_MS;
+    this.clock = opts.clock ?? systemClock;
+  }
 
   get(): Job | null {
     return this.current;
@@ -41,14 +58,28 @@ export class Jobs {
   /** Validates (throws ProbeInputError with a message for the page) and starts a scan. */
   scan(input: { endpoint?: unknown; from?: unknown; to?: unknown; timeout_ms?: unknown }): Job {
     const ep = checkEndpoint(input.endpoint);
-    const range = checkScanRange(input.from, input.to, input.timeout_ms);
+    const asked = checkScanRange(input.from, input.to, input.timeout_ms);
+    const shared = this.sharedBus(ep) !== undefined;
+    const range = shared ? { ...asked, timeoutMs: Math.min(asked.timeoutMs, SHARED_PROBE_TIMEOUT_MS) } : asked;
     const job = this.begin("scan", String(input.endpoint).trim(), range.to - range.from + 1);
+    const cap = new AbortController();
+    const stop = () => cap.abort();
+    this.abort.signal.addEventListener("abort", stop);
+    const timer = this.clock.setTimer(stop, this.scanCapMs);
+    let capped = false;
     this.run(job, ep, async (bus) => {
-      job.found = await scanUnits(bus, range, (p) => {
-        job.probed = p.probed;
-        job.found = [...p.found];
-      }, this.abort.signal);
-    });
+      try {
+        job.found = await scanUnits(bus, range, (p) => {
+          job.probed = p.probed;
+          job.found = [...p.found];
+        }, cap.signal);
+        capped = cap.signal.aborted && !this.abort.signal.aborted && job.probed < job.total;
+        if (capped) job.error = `stopped at the ${Math.round(this.scanCapMs / 1000)} s time cap after ${job.probed} of ${job.total} unit ids; scan the rest with from ${range.from + job.probed}`;
+      } finally {
+        this.clock.clearTimer(timer);
+        this.abort.signal.removeEventListener("abort", stop);
+      }
+    }, () => ({ shared, timeout_ms: range.timeoutMs, capped }));
     return job;
   }
 
@@ -70,8 +101,12 @@ export class Jobs {
     return this.current;
   }
 
-  private run(job: Job, ep: Endpoint, work: (bus: Bus) => Promise<void>): void {
-    const shared = this.buses.all().find((b) => b.key === endpointKey(ep));
+  private sharedBus(ep: Endpoint): Bus | undefined {
+    return this.buses.all().find((b) => b.key === endpointKey(ep));
+  }
+
+  private run(job: Job, ep: Endpoint, work: (bus: Bus) => Promise<void>, extra: () => Record<string, unknown> = () => ({})): void {
+    const shared = this.sharedBus(ep);
     const bus = shared ?? new Bus(ep, this.log.child({ bus: endpointKey(ep), commissioning: true }));
     this.running = (async () => {
       try {
@@ -83,7 +118,7 @@ export class Jobs {
       } finally {
         job.finished_at = new Date().toISOString();
         if (!shared) await bus.close().catch(() => undefined);
-        this.log.info({ kind: job.kind, endpoint: job.endpoint, state: job.state, found: job.found.length }, "commissioning job finished");
+        this.log.info({ kind: job.kind, endpoint: job.endpoint, state: job.state, probed: job.probed, found: job.found.length, ...extra() }, "commissioning job finished");
       }
     })();
   }

@@ -52,6 +52,29 @@ test("requests run one at a time, control writes before pairing before polls", a
   await bus.close();
 });
 
+test("scan probes go after every poll: a scan keeps the bus only while no poll waits", async () => {
+  const t = new ScriptedTransport();
+  const bus = new Bus(tcp, silentLogger(), t);
+  const first = bus.read(1, "holding", 0, 1); // starts at once
+  // A scan probes one id at a time; a poll that arrives meanwhile goes before its next probe.
+  const scan = (async () => {
+    for (const unit of [20, 21, 22]) await bus.read(unit, "holding", 0, 1, { priority: PRIORITY.scan, retries: 0 });
+  })();
+  const polls = [bus.read(1, "holding", 10, 1), bus.read(2, "holding", 20, 1)];
+  await Promise.all([first, scan, ...polls]);
+  assert.deepEqual(t.log, ["r1@0", "r1@10", "r2@20", "r20@0", "r21@0", "r22@0"]);
+  t.log.length = 0;
+  // A poll queued while a probe is on the wire runs next, before the scan's next probe.
+  const scan2 = (async () => {
+    for (const unit of [30, 31]) await bus.read(unit, "holding", 0, 1, { priority: PRIORITY.scan, retries: 0 });
+  })();
+  await new Promise((r) => setImmediate(r));
+  const poll = bus.read(1, "holding", 10, 1);
+  await Promise.all([scan2, poll]);
+  assert.deepEqual(t.log, ["r30@0", "r1@10", "r31@0"]);
+  await bus.close();
+});
+
 test("a timeout is not retried; a transient error is retried once; writes are never retried", async () => {
   const t = new ScriptedTransport();
   const bus = new Bus(tcp, silentLogger(), t);
