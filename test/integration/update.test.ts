@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +13,7 @@ import Database from "better-sqlite3";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
-import { FakeService, fakeBundle, makeKeys, serving, snapshotTree, startsOf, status, update, updateEnv, CLI, type UpdateEnv } from "../support/ota.js";
+import { FakeService, fakeBundle, forgedBundle, makeKeys, serving, snapshotTree, startsOf, status, update, updateAsync, updateEnv, CLI, type UpdateEnv } from "../support/ota.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { testConfigInput } from "../support/config.js";
@@ -132,6 +132,27 @@ test("a release that never becomes healthy is rolled back at its deadline by the
     } finally {
       await svc.stop();
     }
+  });
+});
+
+test("a bundle swapped for unsigned code after its signature was checked is not what gets installed", async () => {
+  await withInstalled(async (env, dir) => {
+    // the folder the bundle is applied from is writable by someone other than root
+    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "incoming", "sitegate.bundle"), padFiles: 1 });
+    const stranger = makeKeys(dir, "stranger");
+    const evil = await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "evil.bundle"), extraFiles: { EVIL: "unsigned code\n" } });
+    const forged = forgedBundle(good, evil, join(dir, "incoming", ".forged"));
+    const fifo = join(dir, "resume");
+    assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
+    const hookFile = join(dir, "hook");
+    const run = updateAsync(env, ["apply", good], { SITEGATE_UPDATE_HOOK: "verified", SITEGATE_UPDATE_HOOK_FILE: hookFile, SITEGATE_UPDATE_HOOK_RESUME: fifo });
+    await until(() => existsSync(hookFile), "apply to have checked the signature");
+    renameSync(forged, good); // the swap, while apply waits between its checks and its unpack
+    writeFileSync(fifo, "go\n");
+    const r = await run;
+    assert.ok(!existsSync(join(env.root, "releases", "0.2.0", "EVIL")), `the swapped-in unsigned code was installed:\n${r.out}`);
+    assert.equal(r.code, 0, r.out);
+    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0", "the verified copy is installed");
   });
 });
 

@@ -9,6 +9,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 import { packBundle } from "../../src/update/bundle.js";
 
 export const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
@@ -34,7 +35,7 @@ export type FakeMode = "healthy" | "crash" | "hang";
  * health marker and runs, exits 1 (after changing the database when FAKE_SQLITE is set), or
  * runs without ever becoming healthy.
  */
-export function stageFakeRelease(dir: string, version: string, mode: FakeMode, padFiles = 0): void {
+export function stageFakeRelease(dir: string, version: string, mode: FakeMode, padFiles = 0, extraFiles: Record<string, string> = {}): void {
   mkdirSync(join(dir, "dist", "src"), { recursive: true });
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "sitegate", version, type: "module" }));
   writeFileSync(
@@ -65,6 +66,7 @@ process.on("SIGTERM", () => process.exit(0));
 setInterval(() => {}, 1 << 30);
 `,
   );
+  for (const [name, text] of Object.entries(extraFiles)) writeFileSync(join(dir, name), text);
   // incompressible padding, so that unpacking takes a while and can be caught half-way
   if (padFiles > 0) {
     mkdirSync(join(dir, "pad"));
@@ -80,13 +82,16 @@ export interface FakeBundleOptions {
   arch?: string;
   migrations?: Record<string, number>;
   padFiles?: number;
+  nodeMin?: string;
+  /** more files at the top of the release: name -> content */
+  extraFiles?: Record<string, string>;
 }
 
 export async function fakeBundle(o: FakeBundleOptions): Promise<string> {
   const stage = mkdtempSync(join(tmpdir(), "sitegate-fake-"));
   try {
-    stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0);
-    await packBundle({ stageDir: stage, version: o.version, arch: o.arch ?? process.arch, nodeMin: "20.0.0", migrations: o.migrations ?? {}, privateKey: o.key, out: o.out });
+    stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0, o.extraFiles);
+    await packBundle({ stageDir: stage, version: o.version, arch: o.arch ?? process.arch, nodeMin: o.nodeMin ?? "20.0.0", migrations: o.migrations ?? {}, privateKey: o.key, out: o.out });
     return o.out;
   } finally {
     rmSync(stage, { recursive: true, force: true });
@@ -195,4 +200,48 @@ export function status(env: UpdateEnv): any {
   const r = update(env, ["status", "--json"]);
   if (r.status !== 0) throw new Error(`status: ${r.stderr}`);
   return JSON.parse(r.stdout);
+}
+
+/** The header (magic, manifest, signature) and the payload of a bundle file. */
+export function splitBundle(file: string): { header: Buffer; payload: Buffer } {
+  const b = readFileSync(file);
+  let pos = 10;
+  pos += 4 + b.readUInt32BE(pos);
+  pos += 4 + b.readUInt32BE(pos);
+  return { header: b.subarray(0, pos), payload: b.subarray(pos) };
+}
+
+/**
+ * `good`'s header (signed, with good's payload size and hash) followed by `evil`'s payload,
+ * padded to good's payload size with a second gzip member of zeros (gzip allows members in a
+ * row; zeros after a tar's end are more end blocks). What an attacker who can write the
+ * bundle's folder would put there once the signature was checked.
+ */
+export function forgedBundle(good: string, evil: string, out: string): string {
+  const g = splitBundle(good);
+  const e = splitBundle(evil).payload;
+  const gap = g.payload.length - e.length;
+  if (gap < 64) throw new Error(`the evil payload (${e.length} bytes) must be smaller than the good one (${g.payload.length})`);
+  // a stored (level 0) gzip member of n zeros is n + 23 bytes while n < 64 KiB
+  let n = gap - 23;
+  let pad = gzipSync(Buffer.alloc(n), { level: 0 });
+  while (pad.length !== gap) {
+    n += gap - pad.length;
+    pad = gzipSync(Buffer.alloc(n), { level: 0 });
+  }
+  writeFileSync(out, Buffer.concat([g.header, e, pad]));
+  return out;
+}
+
+/** Runs `sitegate update <args>` without blocking this process (for servers that run in it). */
+export function updateAsync(env: UpdateEnv, args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((res) => {
+    const c = spawn(process.execPath, [CLI, "update", ...args], {
+      env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", ...extraEnv },
+    });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => (out += d));
+    c.once("exit", (code) => res({ code, out }));
+  });
 }
