@@ -267,6 +267,8 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
     delete pending.installer;
     writeState(l, { pending, last: st.last, highest });
   }
+  // the release before `previous` is no longer a rollback target: its space goes back now
+  pruneReleases(l);
   o.say(`installed ${dest}; current -> ${target}`);
   await hook("switched");
   restart(o, o.say);

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
-import { FakeService, currentVersion, fakeBundle, forgedBundle, makeKeys, serving, snapshotTree, startsOf, state, status, update, updateAsync, updateEnv, waitFor, CLI, type UpdateEnv } from "../support/ota.js";
+import { FakeService, withInstalled, currentVersion, fakeBundle, forgedBundle, makeKeys, serving, snapshotTree, startsOf, state, status, update, updateAsync, updateEnv, waitFor, CLI, type UpdateEnv } from "../support/ota.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { testConfigInput } from "../support/config.js";
@@ -21,18 +21,6 @@ import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
 
 const OTHER_ARCH = process.arch === "x64" ? "arm64" : "x64";
-
-/** A root with fake release 0.1.0 installed (the first install has no gate). */
-async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise<void>): Promise<void> {
-  await withTmpDir(async (dir) => {
-    const env = updateEnv(dir, makeKeys(dir));
-    const b = await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v010.bundle") });
-    const r = update(env, ["apply", b]);
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.1.0");
-    await fn(env, dir);
-  });
-}
 
 test("bad signature, wrong arch, tampered payload and a lower version are refused, exit 2, and nothing changes", async () => {
   await withInstalled(async (env, dir) => {
@@ -308,4 +296,47 @@ test("the units run the current release, gate it from the previous one before ev
   assert.ok(unit.some((l) => /^ExecStart=\/usr\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release (node flags may come first)");
   assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
   assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
+});
+
+test("apply keeps only the current and previous releases and drops unfinished unpacks", async () => {
+  await withInstalled(async (env, dir) => {
+    const key = env.keys.privateKey;
+    let r = update(env, ["apply", await fakeBundle({ version: "0.2.0", mode: "healthy", key, out: join(dir, "b2") })]);
+    assert.equal(r.status, 0, r.stderr);
+    // 0.2.0 proves healthy (what its daemon would write), and the timer check keeps it
+    mkdirSync(join(env.dataDir, "update"), { recursive: true });
+    writeFileSync(join(env.dataDir, "update", "healthy-0.2.0"), "{}");
+    assert.match(update(env, ["check", "--timer"]).stdout, /0\.2\.0 is healthy/);
+    mkdirSync(join(env.root, "releases", ".tmp-0.9.0-dead"));
+    r = update(env, ["apply", await fakeBundle({ version: "0.3.0", mode: "healthy", key, out: join(dir, "b3") })]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(readdirSync(join(env.root, "releases")).sort(), ["0.2.0", "0.3.0"], "0.1.0 and the dead unpack are gone");
+    assert.equal(readlinkSync(join(env.root, "previous")), "releases/0.2.0");
+    assert.equal(currentVersion(env), "0.3.0");
+  });
+});
+
+test("a second apply while an update waits for its health check is refused and changes nothing", async () => {
+  await withInstalled(async (env, dir) => {
+    const key = env.keys.privateKey;
+    let r = update(env, ["apply", await fakeBundle({ version: "0.2.0", mode: "healthy", key, out: join(dir, "b2") })]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(state(env).pending.phase, "gating");
+    const before = snapshotTree(env.root);
+    r = update(env, ["apply", await fakeBundle({ version: "0.3.0", mode: "healthy", key, out: join(dir, "b3") })]);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, /refused: the update to 0\.2\.0 is still waiting for its health check/);
+    assert.equal(snapshotTree(env.root), before);
+  });
+});
+
+test("a release that needs a newer Node.js than this controller has is refused", async () => {
+  await withInstalled(async (env, dir) => {
+    const before = snapshotTree(env.root);
+    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "b2"), nodeMin: "999.0.0" });
+    const r = update(env, ["apply", b]);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`refused: the release needs Node\\.js >= 999\\.0\\.0, this controller has ${process.versions.node.replace(/\./g, "\\.")}`));
+    assert.equal(snapshotTree(env.root), before);
+  });
 });

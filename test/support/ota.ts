@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { packBundle } from "../../src/update/bundle.js";
+import { withTmpDir } from "./tmp.js";
 import { encodeBundleHeader, type Manifest } from "../../src/update/bundle-format.js";
 
 export const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
@@ -380,4 +381,15 @@ export function signedBundle(payload: Buffer, version: string, key: KeyObject, o
   } as unknown as Manifest;
   writeFileSync(out, Buffer.concat([encodeBundleHeader(m, key), payload]));
   return out;
+}
+
+/** A root with fake release 0.1.0 installed (the first install has no gate), in a fresh temp dir. */
+export async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise<void>): Promise<void> {
+  await withTmpDir(async (dir) => {
+    const env = updateEnv(dir, makeKeys(dir));
+    const b = await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v010.bundle") });
+    const r = update(env, ["apply", b]);
+    if (r.status !== 0 || currentVersion(env) !== "0.1.0") throw new Error(`installing 0.1.0: ${r.stdout}${r.stderr}`);
+    await fn(env, dir);
+  });
 }
