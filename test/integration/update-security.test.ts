@@ -134,10 +134,10 @@ test("a symlinked update/ folder or database file in the data dir makes apply re
     for (const [what, link, target] of cases) {
       symlinkSync(target, link);
       const r = update(env, ["apply", b]);
-      assert.equal(r.status, 2, `${what}: exit ${r.status}\n${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, new RegExp(`refused: ${link.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} is a symbolic link`), what);
       assert.deepEqual(owners(), ["0:0", "0:0"], `${what}: a file outside the data dir changed owner`);
       assert.deepEqual(readdirSync(victim), ["site.key"], `${what}: something was written outside the data dir`);
+      assert.equal(r.status, 2, `${what}: exit ${r.status}\n${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`refused: ${link.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} is a symbolic link`), what);
       assert.equal(snapshotTree(env.root), before, `${what}: the root changed`);
       spawnSync("rm", ["-f", link]);
     }
@@ -162,13 +162,13 @@ test("the highest release ever installed is the floor: after a rollback an older
     assert.equal(update(env, ["rollback"], { SITEGATE_RESTART_CMD: "" }).status, 0);
     update(env, ["check"]);
     assert.equal(currentVersion(env), "0.1.0");
-    assert.equal(state(env).highest, "0.2.0-rc.10");
     const rc9 = await fakeBundle({ version: "0.2.0-rc.9", mode: "healthy", key, out: join(dir, "rc9") });
     const before = snapshotTree(env.root);
     r = update(env, ["apply", rc9]);
     assert.equal(r.status, 2, r.stdout + r.stderr);
     assert.match(r.stderr, /refused: 0\.2\.0-rc\.9 is older than 0\.2\.0-rc\.10, the highest release installed here \(--allow-downgrade installs it\)/);
     assert.equal(snapshotTree(env.root), before);
+    assert.equal(state(env).highest, "0.2.0-rc.10");
     r = update(env, ["apply", "--allow-downgrade", rc9]);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(currentVersion(env), "0.2.0-rc.9");
@@ -203,9 +203,9 @@ test("downloads are capped and stay on https through redirects", async () => {
       const before = snapshotTree(env.root);
       const cap = String(bytes.length - 1);
       for (const [args, message] of [
+        [["apply", `${base}/to-http`], new RegExp(`refused: ${base}/to-http redirects to http://127\\.0\\.0\\.1:${plainPort}/b; only https:// is followed`)],
         [["apply", "--max-size", cap, `${base}/b`], new RegExp(`refused: ${base}/b is ${bytes.length} bytes, more than ${cap} \\(--max-size\\)`)],
         [["apply", "--max-size", cap, `${base}/chunked`], new RegExp(`refused: ${base}/chunked is larger than ${cap} bytes \\(--max-size\\)`)],
-        [["apply", `${base}/to-http`], new RegExp(`refused: ${base}/to-http redirects to http://127\\.0\\.0\\.1:${plainPort}/b; only https:// is followed`)],
         [["apply", `${base}/loop`], /refused: more than 5 redirects/],
       ] as [string[], RegExp][]) {
         const r = await run(args);
