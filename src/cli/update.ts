@@ -1,16 +1,16 @@
 // `sitegate update keygen|bundle|apply|check|status|rollback`: signed over-the-air releases.
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or a refused bundle.
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
-import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_RESTART_CMD, DEFAULT_ROOT, requestRollback, updateStatus } from "../update/install.js";
+import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_RESTART_CMD, DEFAULT_ROOT, requestRollback, updateStatus } from "../update/install.js";
 
 const USAGE = [
   "sitegate update keygen --out DIR [--name NAME]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR]",
-  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
+  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
   "       sitegate update rollback [--root DIR] [--restart-cmd CMD]",
@@ -56,6 +56,7 @@ const command: Command = {
     config: { type: "string", short: "c" },
     "data-dir": { type: "string" },
     "allow-downgrade": { type: "boolean" },
+    "max-size": { type: "string" },
     "health-timeout": { type: "string" },
     "max-starts": { type: "string" },
     "restart-cmd": { type: "string" },
@@ -79,6 +80,7 @@ const command: Command = {
             allowDowngrade: values["allow-downgrade"] === true,
             healthTimeoutS: positiveInt(values["health-timeout"], "health-timeout", 300),
             maxStarts: positiveInt(values["max-starts"], "max-starts", 3),
+            maxBytes: positiveInt(values["max-size"], "max-size", DEFAULT_MAX_BUNDLE_BYTES),
             restartCmd: restartCmd(values),
             say,
           });
@@ -128,17 +130,43 @@ function keygen(values: Record<string, unknown>): number {
   const out = str(values.out);
   if (!out) throw new UsageError("keygen needs --out DIR");
   const name = str(values.name) ?? "sitegate-update";
+  if (!/^[A-Za-z0-9._-]+$/.test(name) || name.startsWith(".")) throw new UsageError(`--name ${name}: letters, digits, ".", "_" and "-" only`);
   const priv = join(out, `${name}.key`);
   const pub = join(out, `${name}.pub`);
-  if (existsSync(priv) || existsSync(pub)) {
-    process.stderr.write(`sitegate update keygen: ${priv} or ${pub} exists; not overwriting a key\n`);
-    return EXIT_FAILURE;
-  }
   mkdirSync(out, { recursive: true, mode: 0o700 });
+  if (!lstatSync(out).isDirectory()) throw new UsageError(`--out ${out} is not a folder`);
   const { publicPem, privatePem } = generateKeyPair();
-  writeFileSync(priv, privatePem, { mode: 0o600 });
-  chmodSync(priv, 0o600);
-  writeFileSync(pub, publicPem, { mode: 0o644 });
+  // O_EXCL|O_NOFOLLOW: never overwrite a key, never write through a symlink, dangling or not
+  const created: string[] = [];
+  try {
+    for (const [file, pem, mode] of [[priv, privatePem, 0o600], [pub, publicPem, 0o644]] as const) {
+      let fd: number;
+      try {
+        fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === "EEXIST" || code === "ELOOP") {
+          const what = lstatSync(file).isSymbolicLink() ? "is a symbolic link" : "exists";
+          process.stderr.write(`sitegate update keygen: ${file} ${what}; not overwriting a key\n`);
+          for (const f of created) unlinkSync(f);
+          return EXIT_FAILURE;
+        }
+        throw e;
+      }
+      created.push(file);
+      try {
+        fchmodSync(fd, mode); // whatever the umask
+        const buf = Buffer.from(pem);
+        let off = 0;
+        while (off < buf.length) off += writeSync(fd, buf, off);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  } catch (e) {
+    for (const f of created) unlinkSync(f);
+    throw e;
+  }
   say(`private key (signs bundles; keep it off the controllers): ${priv}`);
   say(`public key (copy to /etc/sitegate/update-keys/ on each controller): ${pub}`);
   return EXIT_OK;

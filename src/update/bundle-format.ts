@@ -3,7 +3,7 @@
 // The manifest carries the payload's size and sha256, so one signature covers everything,
 // and the whole file is checked before a single byte of the payload is unpacked.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
-import { closeSync, createReadStream, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { createReadStream, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export const MAGIC = Buffer.from("SGBUNDLE1\n");
@@ -20,6 +20,8 @@ export interface Manifest {
   created_at: string;
   payload_size: number;
   payload_sha256: string;
+  /** bytes the payload unpacks to (file contents); checked against free space before unpacking, and enforced while unpacking */
+  unpacked_size: number;
   /** highest migration version per module; a database behind any of them is backed up first */
   migrations: Record<string, number>;
 }
@@ -32,50 +34,52 @@ export class BundleRefused extends Error {
   }
 }
 
-export interface OpenedBundle {
+export interface BundleHeader {
   manifest: Manifest;
   manifestBytes: Buffer;
   signature: Buffer;
+  /** where the payload starts in the bundle file */
   payloadOffset: number;
-  payloadSize: number;
-  file: string;
 }
 
-/** Reads the header of a bundle file (no checks beyond its shape). */
-export function openBundle(file: string): OpenedBundle {
-  const size = statSync(file).size;
-  const fd = openSync(file, "r");
+/** The most a header can take: magic, two lengths, a manifest of at most 1 MiB, a signature of at most 1 KiB. */
+export const MAX_HEADER = MAGIC.length + 8 + (1 << 20) + 1024;
+
+/**
+ * Parses the header at the start of `buf` (no checks beyond its shape): null while `buf` is too
+ * short to hold it, a BundleRefused when it is not a bundle. `name` is for the messages.
+ */
+export function parseHeader(buf: Buffer, name: string): BundleHeader | null {
+  const have = (n: number) => buf.length >= n;
+  if (!have(MAGIC.length)) return MAGIC.subarray(0, buf.length).equals(buf) ? null : notABundle(name, "");
+  if (!buf.subarray(0, MAGIC.length).equals(MAGIC)) return notABundle(name, "");
+  let pos = MAGIC.length;
+  if (!have(pos + 4)) return null;
+  const mlen = buf.readUInt32BE(pos);
+  if (mlen > 1 << 20) return notABundle(name, " (manifest too large)");
+  if (!have(pos + 4 + mlen + 4)) return null;
+  const manifestBytes = Buffer.from(buf.subarray(pos + 4, pos + 4 + mlen));
+  pos += 4 + mlen;
+  const slen = buf.readUInt32BE(pos);
+  if (slen > 1024) return notABundle(name, " (signature too large)");
+  if (!have(pos + 4 + slen)) return null;
+  const signature = Buffer.from(buf.subarray(pos + 4, pos + 4 + slen));
+  pos += 4 + slen;
+  let manifest: Manifest;
   try {
-    const read = (pos: number, len: number): Buffer => {
-      if (pos + len > size) throw new BundleRefused(`${file} is not a sitegate bundle (truncated)`);
-      const b = Buffer.alloc(len);
-      readSync(fd, b, 0, len, pos);
-      return b;
-    };
-    if (!read(0, MAGIC.length).equals(MAGIC)) throw new BundleRefused(`${file} is not a sitegate bundle`);
-    let pos = MAGIC.length;
-    const mlen = read(pos, 4).readUInt32BE(0);
-    if (mlen > 1 << 20) throw new BundleRefused(`${file} is not a sitegate bundle (manifest too large)`);
-    const manifestBytes = read(pos + 4, mlen);
-    pos += 4 + mlen;
-    const slen = read(pos, 4).readUInt32BE(0);
-    if (slen > 1024) throw new BundleRefused(`${file} is not a sitegate bundle (signature too large)`);
-    const signature = read(pos + 4, slen);
-    pos += 4 + slen;
-    let manifest: Manifest;
-    try {
-      manifest = JSON.parse(manifestBytes.toString("utf8")) as Manifest;
-    } catch {
-      throw new BundleRefused(`${file}: the manifest is not JSON`);
-    }
-    return { manifest, manifestBytes, signature, payloadOffset: pos, payloadSize: size - pos, file };
-  } finally {
-    closeSync(fd);
+    manifest = JSON.parse(manifestBytes.toString("utf8")) as Manifest;
+  } catch {
+    throw new BundleRefused(`${name}: the manifest is not JSON`);
   }
+  return { manifest, manifestBytes, signature, payloadOffset: pos };
+}
+
+function notABundle(name: string, why: string): never {
+  throw new BundleRefused(`${name} is not a sitegate bundle${why}`);
 }
 
 /** The name of the trusted key that signed the manifest, or a BundleRefused. */
-export function checkSignature(b: OpenedBundle, keys: TrustedKey[]): string {
+export function checkSignature(b: BundleHeader, keys: TrustedKey[]): string {
   if (keys.length === 0) throw new BundleRefused("refused: no trusted update keys (see --keys)");
   for (const k of keys) {
     if (verify(null, b.manifestBytes, k.key, b.signature)) return k.name;
@@ -139,26 +143,39 @@ export function generateKeyPair(): { publicPem: string; privatePem: string } {
 
 // == versions ==
 
-/** Compares x.y.z[-pre] versions: negative when a < b. A pre-release sorts before its release. */
+const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+
+/**
+ * Compares two versions by semver 2.0 precedence: negative when a < b. A pre-release sorts
+ * before its release; pre-release identifiers compare one by one, numeric ones as numbers
+ * (rc.9 < rc.10) and below alphanumeric ones, and a shorter list first when all else is equal.
+ * Build metadata (+...) is ignored. Anything else is a BundleRefused.
+ */
 export function compareVersions(a: string, b: string): number {
-  const [ma, pa] = splitPre(a);
-  const [mb, pb] = splitPre(b);
-  for (let i = 0; i < Math.max(ma.length, mb.length); i++) {
-    const d = (ma[i] ?? 0) - (mb[i] ?? 0);
-    if (d !== 0) return Math.sign(d);
+  const va = parseVersion(a);
+  const vb = parseVersion(b);
+  for (let i = 0; i < 3; i++) if (va.core[i] !== vb.core[i]) return va.core[i] < vb.core[i] ? -1 : 1;
+  if (va.pre.length === 0 || vb.pre.length === 0) return va.pre.length === vb.pre.length ? 0 : va.pre.length === 0 ? 1 : -1;
+  for (let i = 0; i < Math.min(va.pre.length, vb.pre.length); i++) {
+    const x = va.pre[i];
+    const y = vb.pre[i];
+    if (x === y) continue;
+    const nx = /^\d+$/.test(x);
+    const ny = /^\d+$/.test(y);
+    if (nx && ny) return BigInt(x) < BigInt(y) ? -1 : 1;
+    if (nx !== ny) return nx ? -1 : 1;
+    return x < y ? -1 : 1;
   }
-  if (pa === pb) return 0;
-  if (pa === "") return 1;
-  if (pb === "") return -1;
-  return pa < pb ? -1 : 1;
+  return Math.sign(va.pre.length - vb.pre.length);
 }
 
-function splitPre(v: string): [number[], string] {
-  const m = /^v?(\d+(?:\.\d+)*)(?:-([0-9A-Za-z.-]+))?(?:\+.*)?$/.exec(v.trim());
-  if (!m) throw new BundleRefused(`refused: "${v}" is not a version`);
-  return [m[1].split(".").map(Number), m[2] ?? ""];
+function parseVersion(v: string): { core: [bigint, bigint, bigint]; pre: string[] } {
+  const m = SEMVER.exec(v.trim());
+  if (!m) throw new BundleRefused(`refused: "${v}" is not a version (x.y.z[-pre])`);
+  return { core: [BigInt(m[1]), BigInt(m[2]), BigInt(m[3])], pre: m[4] === undefined ? [] : m[4].split(".") };
 }
 
+/** A release version as bundles and release folders spell it: x.y.z[-pre], no "v", no build metadata. */
 export function isValidVersion(v: string): boolean {
-  return /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/.test(v);
+  return !v.startsWith("v") && !v.includes("+") && SEMVER.test(v);
 }

@@ -10,6 +10,7 @@ import { basename, dirname, join, relative, sep } from "node:path";
 import type { KeyObject } from "node:crypto";
 import { encodeBundleHeader, sha256OfRange, type Manifest } from "./bundle-format.js";
 import { fsyncPath } from "./fsx.js";
+import { unpackedSize } from "./untar.js";
 
 /** ELF e_machine of each Node.js architecture a controller may have. */
 const ELF_MACHINE: Record<string, number> = { x64: 62, arm64: 183, arm: 40, ia32: 3 };
@@ -136,6 +137,7 @@ export async function packBundle(o: PackOptions): Promise<{ file: string; manife
       created_at: new Date().toISOString(),
       payload_size: payloadSize,
       payload_sha256: await sha256OfRange(payload, 0, payloadSize),
+      unpacked_size: treeSize(o.stageDir),
       migrations: o.migrations,
     };
     const header = encodeBundleHeader(manifest, o.privateKey);
@@ -162,6 +164,22 @@ export async function packBundle(o: PackOptions): Promise<{ file: string; manife
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** What the staged tree unpacks to, as the unpack counts it (file bytes plus a cost per entry). */
+function treeSize(root: string): number {
+  let bytes = 0;
+  let entries = 1; // the top folder itself
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      entries++;
+      if (e.isDirectory()) walk(p);
+      else bytes += statSync(p).size;
+    }
+  };
+  walk(root);
+  return unpackedSize(bytes, entries);
 }
 
 /** "20" or ">=20.3" from package.json engines to "20.0.0" / "20.3.0". */

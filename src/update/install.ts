@@ -8,20 +8,26 @@
 // within the deadline and within max_starts starts; otherwise the next `update check`
 // switches `current` back, restores the database backup that apply took (when the new
 // release brings migrations), and the previous release runs again.
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, writeFileSync } from "node:fs";
+import { pipeline } from "node:stream/promises";
+import { createGunzip } from "node:zlib";
 import { basename, join } from "node:path";
-import { tmpdir } from "node:os";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys, openBundle, sha256OfRange, type Manifest } from "./bundle-format.js";
+import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys } from "./bundle-format.js";
+import { checkDataDir, prepareDataDir, restoreDataDir } from "./data-dir.js";
 import { exists, fsyncPath, fsyncTree, readLinkOrNull, removeTree, symlinkAtomic, writeFileAtomic } from "./fsx.js";
-import { hasHealthMarker, removeHealthMarker } from "./health-marker.js";
+import { hasHealthMarker } from "./health-marker.js";
+import { DEFAULT_MAX_BUNDLE_BYTES, Incoming, receiveFile, receiveUrl, removeStaleIncoming, type ReceivedBundle } from "./receive.js";
+import { SafeUntar } from "./untar.js";
 
 export const DEFAULT_ROOT = "/opt/sitegate";
 export const DEFAULT_KEYS_DIR = "/etc/sitegate/update-keys";
 export const DEFAULT_RESTART_CMD = "systemctl reset-failed sitegate.service 2>/dev/null; systemctl restart sitegate.service";
-export const DB_FILE = "sitegate.db";
+export { DB_FILE } from "./data-dir.js";
+export { DEFAULT_MAX_BUNDLE_BYTES } from "./receive.js";
+/** Free space kept on top of a release's unpacked_size. */
+const SPACE_HEADROOM = 16 * 1024 * 1024;
 
 export interface Pending {
   version: string;
@@ -55,6 +61,8 @@ export interface Outcome {
 export interface UpdateState {
   pending: Pending | null;
   last: Outcome | null;
+  /** the highest release ever switched in here: the floor for apply without --allow-downgrade */
+  highest?: string;
 }
 
 export interface Layout {
@@ -104,11 +112,20 @@ function restart(ctl: ServiceControl, say: Say): void {
   if (r.status !== 0) throw new Error(`restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
 }
 
-/** Test hook: SITEGATE_UPDATE_HOOK=<point> makes apply write SITEGATE_UPDATE_HOOK_FILE at that point and wait forever (to be killed). */
-async function hook(point: "unpack" | "unpacked" | "pending" | "switched", ready: () => boolean = () => true): Promise<void> {
+/**
+ * Test hook: SITEGATE_UPDATE_HOOK=<point> makes apply write SITEGATE_UPDATE_HOOK_FILE at that point,
+ * then wait forever (to be killed), or, with SITEGATE_UPDATE_HOOK_RESUME naming a FIFO, until the
+ * test writes to that FIFO.
+ */
+async function hook(point: "verified" | "unpack" | "unpacked" | "pending" | "switched", ready: () => boolean = () => true): Promise<void> {
   if (process.env.SITEGATE_UPDATE_HOOK !== point) return;
   while (!ready()) await new Promise((r) => setTimeout(r, 10));
   writeFileSync(process.env.SITEGATE_UPDATE_HOOK_FILE ?? "/dev/stderr", point + "\n");
+  const resume = process.env.SITEGATE_UPDATE_HOOK_RESUME;
+  if (resume) {
+    readFileSync(resume); // blocks until the test opens the FIFO for writing and closes it
+    return;
+  }
   await new Promise(() => setInterval(() => {}, 1 << 30));
 }
 
@@ -121,49 +138,45 @@ export interface ApplyOptions extends ServiceControl {
   allowDowngrade: boolean;
   healthTimeoutS: number;
   maxStarts: number;
+  /** the largest bundle (file or download) taken in */
+  maxBytes?: number;
   say: Say;
 }
 
-/** Verifies a bundle (signature, arch, Node.js, payload hash, version) and installs it. Throws BundleRefused before changing anything. */
+/**
+ * Takes the bundle into a private copy, verifies that copy (signature, manifest, arch, Node.js,
+ * payload hash, version floor, data dir, free space) and installs from it. Throws BundleRefused
+ * before changing anything; a failure after that removes what it unpacked.
+ */
 export async function applyBundle(source: string, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
   const l = layout(o.root);
-  let file = source;
-  let downloaded: string | null = null;
-  if (/^[a-z]+:\/\//i.test(source)) {
-    if (!source.startsWith("https://")) throw new BundleRefused(`refused: only https:// URLs are fetched (${source})`);
-    // outside <root>: a refused download leaves the install untouched
-    downloaded = join(tmpdir(), `sitegate-download-${randomBytes(4).toString("hex")}.bundle`);
-    await download(source, downloaded);
-    file = downloaded;
-  }
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(source);
+  if (url && !/^https:\/\//i.test(source)) throw new BundleRefused(`refused: only https:// URLs are fetched (${source})`);
+  const maxBytes = o.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
+  removeStaleIncoming(l.root, alive);
+  const incoming = new Incoming(l.root, source, maxBytes);
   try {
-    return await install(file, l, o);
+    if (url) await receiveUrl(source, incoming, maxBytes);
+    else receiveFile(source, incoming);
+    return await install(incoming.finish(), l, o);
   } finally {
-    if (downloaded) rmSync(downloaded, { force: true });
+    incoming.discard();
   }
 }
 
-async function download(url: string, to: string): Promise<void> {
-  const res = await fetch(url, { redirect: "follow" });
-  if (!res.ok || !res.body) throw new Error(`download ${url}: HTTP ${res.status}`);
-  const { Writable } = await import("node:stream");
-  const { createWriteStream } = await import("node:fs");
-  await res.body.pipeTo(Writable.toWeb(createWriteStream(to)) as WritableStream<Uint8Array>);
-}
-
-async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
-  if (!existsSync(file)) throw new Error(`${file}: no such file`);
-  const b = openBundle(file);
+async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
   const m = b.manifest;
   const signer = checkSignature(b, loadTrustedKeys(o.keysDir));
-  if (m.format !== 1 || m.name !== "sitegate" || typeof m.version !== "string" || !isValidVersion(m.version)) throw new BundleRefused("refused: the manifest is not a sitegate release manifest");
+  if (m === null || typeof m !== "object" || m.format !== 1 || m.name !== "sitegate" || typeof m.version !== "string" || !isValidVersion(m.version)) throw new BundleRefused("refused: the manifest is not a sitegate release manifest");
+  if (!Number.isSafeInteger(m.unpacked_size) || m.unpacked_size < 0) throw new BundleRefused("refused: the manifest has no unpacked_size (a bundle from an older `sitegate update bundle`?)");
   if (m.arch !== process.arch || (m.platform ?? "linux") !== process.platform) {
     throw new BundleRefused(`refused: the bundle is for ${m.platform}-${m.arch}, this controller is ${process.platform}-${process.arch}`);
   }
-  if (compareVersions(process.versions.node, m.node_min) < 0) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
-  if (m.payload_size !== b.payloadSize || (await sha256OfRange(file, b.payloadOffset, b.payloadSize)) !== m.payload_sha256) {
+  if (typeof m.node_min !== "string" || compareVersions(process.versions.node, m.node_min) < 0) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
+  if (m.payload_size !== b.payloadSize || b.payloadSha256 !== m.payload_sha256) {
     throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
   }
+  checkDataDir(o.dataDir);
   let st = readState(l);
   if (st.pending?.phase === "installing") {
     // an apply that died before its switch leaves this; the check drops it (or keeps waiting while that apply runs)
@@ -175,27 +188,37 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
     throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${what}; see \`sitegate update status\``);
   }
   const cur = linkedVersion(l.current);
-  if (cur !== null) {
-    const cmp = compareVersions(m.version, cur);
-    if (cmp === 0) throw new BundleRefused(`refused: ${m.version} is already the current release`);
-    if (cmp < 0 && !o.allowDowngrade) throw new BundleRefused(`refused: ${m.version} is older than the current release ${cur} (--allow-downgrade installs it)`);
+  const floor = [st.highest, cur].filter((v): v is string => typeof v === "string" && isValidVersion(v)).sort(compareVersions).pop() ?? null;
+  if (cur !== null && compareVersions(m.version, cur) === 0) throw new BundleRefused(`refused: ${m.version} is already the current release`);
+  if (floor !== null && compareVersions(m.version, floor) < 0 && !o.allowDowngrade) {
+    const what = floor === cur ? `the current release ${cur}` : `${floor}, the highest release installed here`;
+    throw new BundleRefused(`refused: ${m.version} is older than ${what} (--allow-downgrade installs it)`);
+  }
+  const free = freeBytes(l.root);
+  if (free < m.unpacked_size + SPACE_HEADROOM) {
+    throw new BundleRefused(`refused: the release unpacks to ${mib(m.unpacked_size)} and needs ${mib(SPACE_HEADROOM)} to spare; ${l.root} has ${mib(free)} free`);
   }
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
+  await hook("verified");
 
   // Nothing has changed so far. From here on every step leaves `current` at a complete release.
   mkdirSync(l.releases, { recursive: true });
   pruneReleases(l);
   const tmp = join(l.releases, `.tmp-${m.version}-${randomBytes(4).toString("hex")}`);
-  mkdirSync(tmp);
-  await unpack(b.file, b.payloadOffset, b.payloadSize, tmp);
-  const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
-  if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js"))) {
+  mkdirSync(tmp, { mode: 0o700 });
+  try {
+    await unpack(b.file, b.payloadOffset, b.payloadSize, tmp, m.unpacked_size);
+    const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
+    if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js"))) {
+      throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
+    }
+    writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n", { mode: 0o644 });
+    chmodSync(tmp, 0o755); // the daemon's user reads the code; only root writes it
+    fsyncTree(tmp);
+  } catch (e) {
     removeTree(tmp);
-    throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
+    throw e;
   }
-  writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n");
-  chmodSync(tmp, 0o755); // the daemon's user reads the code; only root writes it
-  fsyncTree(tmp);
   const dest = join(l.releases, m.version);
   if (exists(dest)) {
     // a release of this version left from before (e.g. rolled back): replace it whole
@@ -207,18 +230,18 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
   fsyncPath(l.releases);
   await hook("unpacked");
 
-  removeHealthMarker(o.dataDir, m.version);
-  removeOldBackups(o.dataDir);
   // Taken here, not at the first start: a large database on an SD card can take longer
   // than systemd grants a start. Rows written by the old release from now until the
   // restart are not in it.
-  const backup = cur === null ? null : await backupIfMigrating(o.dataDir, m);
+  const backup = prepareDataDir(o.dataDir, { version: m.version, migrations: cur === null ? null : (m.migrations ?? {}) });
   if (backup) o.say(`database backed up to ${backup} (release ${m.version} brings new migrations)`);
   const target = `releases/${m.version}`;
+  const highest = floor !== null && compareVersions(floor, m.version) > 0 ? floor : m.version;
   if (cur === null) {
     // first install: nothing to fall back to, so no gate
     symlinkAtomic(target, l.previous);
     symlinkAtomic(target, l.current);
+    writeState(l, { pending: null, last: st.last, highest });
   } else {
     const now = Date.now();
     const pending: Pending = {
@@ -236,38 +259,56 @@ async function install(file: string, l: Layout, o: ApplyOptions): Promise<{ vers
     };
     // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
     // after a power cut here (current still the old release) drops it
-    writeState(l, { pending, last: st.last });
+    writeState(l, { pending, last: st.last, highest: st.highest });
     await hook("pending");
     symlinkAtomic(`releases/${cur}`, l.previous);
     symlinkAtomic(target, l.current);
     pending.phase = "gating";
     delete pending.installer;
-    writeState(l, { pending, last: st.last });
+    writeState(l, { pending, last: st.last, highest });
   }
+  // the release before `previous` is no longer a rollback target: its space goes back now
+  pruneReleases(l);
   o.say(`installed ${dest}; current -> ${target}`);
   await hook("switched");
   restart(o, o.say);
   return { version: m.version, previous: cur };
 }
 
-/** Streams the payload into `tar -xz` (system tar; gzip) in `dir`. */
-async function unpack(file: string, offset: number, size: number, dir: string): Promise<void> {
-  const tar = spawn("tar", ["-xzf", "-", "-C", dir, "--no-same-owner"], { stdio: ["pipe", "ignore", "pipe"] });
-  let err = "";
-  tar.stderr.on("data", (d) => (err += d));
-  const exited = once(tar, "exit") as Promise<[number | null]>;
+function freeBytes(path: string): number {
+  const s = statfsSync(path);
+  return s.bavail * s.bsize;
+}
+
+function mib(n: number): string {
+  return `${(n / 1048576).toFixed(1)} MiB`;
+}
+
+/** Streams the payload of the private copy through gunzip into the safe tar reader, in `dir`. */
+async function unpack(file: string, offset: number, size: number, dir: string, limit: number): Promise<void> {
+  const untar = new SafeUntar(dir, limit);
   let sent = 0;
   try {
-    for await (const chunk of createReadStream(file, { start: offset, end: offset + size - 1, highWaterMark: 64 * 1024 })) {
-      if (!tar.stdin.write(chunk)) await once(tar.stdin, "drain");
-      sent += (chunk as Buffer).length;
-      if (sent >= size / 2 && sent - (chunk as Buffer).length < size / 2) await hook("unpack", () => readdirSync(dir).length > 0);
-    }
-  } finally {
-    tar.stdin.end();
+    await pipeline(
+      createReadStream(file, { start: offset, end: offset + size - 1, highWaterMark: 64 * 1024 }),
+      async function* (src: AsyncIterable<Buffer>) {
+        for await (const chunk of src) {
+          sent += chunk.length;
+          yield chunk;
+          if (sent >= size / 2 && sent - chunk.length < size / 2) await hook("unpack", () => readdirSync(dir).length > 0);
+        }
+      },
+      createGunzip(),
+      async function (src: AsyncIterable<Buffer>) {
+        for await (const chunk of src) untar.push(chunk);
+      },
+    );
+    untar.finish();
+  } catch (e) {
+    untar.abort();
+    if (e instanceof BundleRefused) throw e;
+    throw new BundleRefused(`refused: the payload cannot be unpacked: ${(e as Error).message}`);
   }
-  const [code] = await exited;
-  if (code !== 0) throw new Error(`tar could not unpack the payload: ${err.trim()}`);
 }
 
 /** Removes unfinished unpacks and every release but `current` and `previous`. */
@@ -303,12 +344,12 @@ export async function checkUpdate(o: CheckOptions): Promise<CheckResult> {
   }
   if (p.phase === "installing" || (p.phase === "gating" && cur !== p.version)) {
     // the switch never happened (power cut during apply) or someone switched by hand
-    writeState(l, { pending: null, last: outcome(p, "abandoned", `current is ${cur}, not ${p.version}`, now) });
+    writeState(l, { ...st, pending: null, last: outcome(p, "abandoned", `current is ${cur}, not ${p.version}`, now) });
     o.say(`update to ${p.version} abandoned: current is ${cur}`);
     return "abandoned";
   }
   if (p.phase === "gating" && hasHealthMarker(p.data_dir, p.version)) {
-    writeState(l, { pending: null, last: outcome(p, "healthy", undefined, now) });
+    writeState(l, { ...st, pending: null, last: outcome(p, "healthy", undefined, now) });
     o.say(`release ${p.version} is healthy; kept`);
     return "healthy";
   }
@@ -357,13 +398,6 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Backups belong to the update they were taken for; a new update makes them stale. */
-function removeOldBackups(dataDir: string): void {
-  const dir = join(dataDir, "update");
-  if (!existsSync(dir)) return;
-  for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
-}
-
 function outcome(p: Pending, result: Outcome["result"], reason: string | undefined, now: number): Outcome {
   return { version: p.version, previous: p.previous, result, reason, at: new Date(now).toISOString(), data_dir: p.data_dir, backup: p.backup };
 }
@@ -372,72 +406,22 @@ function outcome(p: Pending, result: Outcome["result"], reason: string | undefin
 async function rollbackNow(l: Layout, st: UpdateState, now: number, say: Say): Promise<void> {
   const p = st.pending!;
   if (!exists(join(l.releases, p.previous, "dist", "src", "cli.js"))) {
-    writeState(l, { pending: null, last: outcome(p, "abandoned", `cannot roll back: release ${p.previous} is gone`, now) });
+    writeState(l, { ...st, pending: null, last: outcome(p, "abandoned", `cannot roll back: release ${p.previous} is gone`, now) });
     say(`cannot roll back ${p.version}: release ${p.previous} is gone`);
     return;
   }
   symlinkAtomic(`releases/${p.previous}`, l.current);
   symlinkAtomic(`releases/${p.previous}`, l.previous);
-  if (p.backup && existsSync(p.backup)) {
-    restoreDatabase(p.data_dir, p.backup);
-    say(`database restored from ${p.backup}`);
+  if (p.data_dir) {
+    // a data dir the daemon has turned into links is left alone: the code still rolls back
+    try {
+      if (restoreDataDir(p.data_dir, p.backup, p.version)) say(`database restored from ${p.backup}`);
+    } catch (e) {
+      say(`database not restored: ${(e as Error).message}`);
+    }
   }
-  if (p.data_dir) removeHealthMarker(p.data_dir, p.version);
-  writeState(l, { pending: null, last: { ...outcome(p, "rolled back", p.reason, now), backup: null } });
+  writeState(l, { ...st, pending: null, last: { ...outcome(p, "rolled back", p.reason, now), backup: null } });
   say(`rolled back from ${p.version} to ${p.previous}: ${p.reason}`);
-}
-
-/** VACUUM INTO a backup when the new release's manifest lists migrations the database has not run. */
-async function backupIfMigrating(dataDir: string, m: Manifest): Promise<string | null> {
-  const db = join(dataDir, DB_FILE);
-  if (!existsSync(db)) return null;
-  const { default: Database } = await import("better-sqlite3");
-  const conn = new Database(db, { fileMustExist: true });
-  try {
-    let have: Record<string, number> = {};
-    try {
-      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as { module: string; v: number }[];
-      have = Object.fromEntries(rows.map((r) => [r.module, r.v]));
-    } catch {
-      /* no schema_migrations yet: every migration is new */
-    }
-    if (!Object.entries(m.migrations ?? {}).some(([mod, v]) => v > (have[mod] ?? 0))) return null;
-    const dir = join(dataDir, "update");
-    mkdirSync(dir, { recursive: true });
-    const out = join(dir, `backup-before-${m.version}.db`);
-    const tmp = out + ".tmp";
-    rmSync(tmp, { force: true });
-    conn.prepare("VACUUM INTO ?").run(tmp);
-    fsyncPath(tmp);
-    renameSync(tmp, out);
-    fsyncPath(dir);
-    return out;
-  } finally {
-    conn.close();
-    matchOwner(dataDir, [join(dataDir, "update"), db, db + "-wal", db + "-shm", join(dataDir, "update", `backup-before-${m.version}.db`)]);
-  }
-}
-
-/** When run as root (ExecStartPre=+), files made here must stay the daemon's: give them data_dir's owner. */
-function matchOwner(dataDir: string, paths: string[]): void {
-  if (typeof process.getuid !== "function" || process.getuid() !== 0) return;
-  const { uid, gid } = statSync(dataDir);
-  for (const p of paths) {
-    try {
-      chownSync(p, uid, gid);
-    } catch {
-      /* absent */
-    }
-  }
-}
-
-function restoreDatabase(dataDir: string, backup: string): void {
-  const db = join(dataDir, DB_FILE);
-  // the WAL belongs to the database being replaced; it must not be replayed onto the backup
-  rmSync(db + "-wal", { force: true });
-  rmSync(db + "-shm", { force: true });
-  renameSync(backup, db);
-  fsyncPath(dataDir);
 }
 
 // == rollback (operator) ==
@@ -471,6 +455,7 @@ export async function requestRollback(o: ServiceControl & { root: string; say: S
         backup: last?.backup ?? null,
       },
       last: st.last,
+      highest: st.highest,
     });
   }
   o.say("rollback requested; it happens at the next start (`sitegate update check` before the daemon starts)");

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,8 +12,7 @@ import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
-import { until } from "../support/wait.js";
-import { FakeService, fakeBundle, makeKeys, serving, snapshotTree, startsOf, status, update, updateEnv, CLI, type UpdateEnv } from "../support/ota.js";
+import { FakeService, withInstalled, currentVersion, fakeBundle, forgedBundle, makeKeys, serving, snapshotTree, startsOf, state, status, update, updateAsync, updateEnv, waitFor, CLI, type UpdateEnv } from "../support/ota.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { testConfigInput } from "../support/config.js";
@@ -22,18 +21,6 @@ import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
 
 const OTHER_ARCH = process.arch === "x64" ? "arm64" : "x64";
-
-/** A root with fake release 0.1.0 installed (the first install has no gate). */
-async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise<void>): Promise<void> {
-  await withTmpDir(async (dir) => {
-    const env = updateEnv(dir, makeKeys(dir));
-    const b = await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v010.bundle") });
-    const r = update(env, ["apply", b]);
-    assert.equal(r.status, 0, r.stderr);
-    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.1.0");
-    await fn(env, dir);
-  });
-}
 
 test("bad signature, wrong arch, tampered payload and a lower version are refused, exit 2, and nothing changes", async () => {
   await withInstalled(async (env, dir) => {
@@ -83,14 +70,13 @@ test("a release that crash-loops is rolled back after 3 starts and its database 
     const svc = new FakeService(env, ["run"], { FAKE_SQLITE: createRequire(import.meta.url).resolve("better-sqlite3") });
     svc.start();
     try {
-      await until(() => existsSync(join(env.dataDir, "update", "healthy-0.1.0")), "0.1.0 healthy");
+      await waitFor(env, () => existsSync(join(env.dataDir, "update", "healthy-0.1.0")), "0.1.0 healthy");
       const migrations = { ...Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, m.migrations.length])), zz_new: 1 };
       const b = await fakeBundle({ version: "0.2.0", mode: "crash", key: env.keys.privateKey, out: join(dir, "crash.bundle"), migrations });
       const r = update(env, ["apply", b]);
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, /database backed up to .*backup-before-0\.2\.0\.db/, "new migrations: a backup first");
-      await until(() => status(env).last?.result === "rolled back", "the rollback", 60000);
-      await until(() => serving(env) === "0.1.0", "0.1.0 serving again");
+      await waitFor(env, () => state(env).last?.result === "rolled back" && serving(env) === "0.1.0", "the rollback and 0.1.0 serving again");
       const s = status(env);
       assert.equal(s.current, "0.1.0");
       assert.equal(s.pending, null);
@@ -113,18 +99,25 @@ test("a release that never becomes healthy is rolled back at its deadline by the
     const svc = new FakeService(env);
     svc.start();
     try {
-      await until(() => serving(env) === "0.1.0", "0.1.0 serving");
+      await waitFor(env, () => serving(env) === "0.1.0", "0.1.0 serving");
       const b = await fakeBundle({ version: "0.2.0", mode: "hang", key: env.keys.privateKey, out: join(dir, "hang.bundle") });
       const r = update(env, ["apply", b, "--health-timeout", "2"]);
       assert.equal(r.status, 0, r.stderr);
-      await until(() => serving(env) === "0.2.0", "0.2.0 started");
-      assert.equal(status(env).pending.phase, "gating");
+      await waitFor(env, () => serving(env) === "0.2.0" && state(env).pending?.starts === 1, "0.2.0 started");
+      assert.equal(state(env).pending.phase, "gating");
       // what sitegate-update-check.timer runs; before the deadline it leaves the release alone
-      await until(() => {
-        update(env, ["check", "--timer"]);
-        return status(env).last?.result === "rolled back";
-      }, "the timer check to roll back", 60000);
-      await until(() => serving(env) === "0.1.0", "0.1.0 serving again");
+      const deadline = Date.parse(state(env).pending.deadline_at);
+      const early = update(env, ["check", "--timer"]);
+      assert.equal(early.status, 0, early.stderr);
+      if (!/restarting to roll back/.test(early.stdout)) {
+        // (on a slow machine the deadline may already have passed: then `early` did the next step)
+        assert.equal(state(env).pending?.phase, "gating", "left alone before its deadline");
+        // the deadline is wall-clock time kept by another process: wait it out once, then one timer check
+        await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 20));
+        const late = update(env, ["check", "--timer"]);
+        assert.match(late.stdout, /restarting to roll back to 0\.1\.0/);
+      }
+      await waitFor(env, () => state(env).last?.result === "rolled back" && serving(env) === "0.1.0", "0.1.0 serving again");
       const s = status(env);
       assert.equal(s.current, "0.1.0");
       assert.match(s.last.reason, /not healthy by/);
@@ -132,6 +125,27 @@ test("a release that never becomes healthy is rolled back at its deadline by the
     } finally {
       await svc.stop();
     }
+  });
+});
+
+test("a bundle swapped for unsigned code after its signature was checked is not what gets installed", async () => {
+  await withInstalled(async (env, dir) => {
+    // the folder the bundle is applied from is writable by someone other than root
+    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "incoming", "sitegate.bundle"), padFiles: 1 });
+    const stranger = makeKeys(dir, "stranger");
+    const evil = await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "evil.bundle"), extraFiles: { EVIL: "unsigned code\n" } });
+    const forged = forgedBundle(good, evil, join(dir, "incoming", ".forged"));
+    const fifo = join(dir, "resume");
+    assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
+    const hookFile = join(env.dataDir, "hook");
+    const run = updateAsync(env, ["apply", good], { SITEGATE_UPDATE_HOOK: "verified", SITEGATE_UPDATE_HOOK_FILE: hookFile, SITEGATE_UPDATE_HOOK_RESUME: fifo });
+    await waitFor(env, () => existsSync(hookFile), "apply to have checked the signature");
+    renameSync(forged, good); // the swap, while apply waits between its checks and its unpack
+    writeFileSync(fifo, "go\n");
+    const r = await run;
+    assert.ok(!existsSync(join(env.root, "releases", "0.2.0", "EVIL")), `the swapped-in unsigned code was installed:\n${r.out}`);
+    assert.equal(r.code, 0, r.out);
+    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0", "the verified copy is installed");
   });
 });
 
@@ -152,13 +166,13 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
   test(`kill -9 during apply at "${point}" leaves a release that starts`, async () => {
     await withInstalled(async (env, dir) => {
       const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "new.bundle"), padFiles: point === "unpack" ? 200 : 0 });
-      const hookFile = join(dir, "hook");
+      const hookFile = join(env.dataDir, "hook");
       const child = spawn(process.execPath, [CLI, "update", "apply", b], {
         stdio: "ignore",
         env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", SITEGATE_UPDATE_HOOK: point, SITEGATE_UPDATE_HOOK_FILE: hookFile },
       });
       const exited = new Promise((r) => child.once("exit", r));
-      await until(() => existsSync(hookFile), `apply to reach ${point}`, 60000);
+      await waitFor(env, () => existsSync(hookFile), `apply to reach ${point}`);
       if (point === "unpack") {
         const tmp = readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".tmp-"));
         assert.equal(tmp.length, 1, "caught half-way through the unpack");
@@ -173,9 +187,10 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
       const svc = new FakeService(env);
       svc.start();
       try {
-        await until(() => serving(env) === running, `${running} serving`);
+        await waitFor(env, () => serving(env) === running, `${running} serving`);
         if (point === "switched") {
-          await until(() => update(env, ["check", "--timer"]).stdout.includes("healthy"), "0.2.0 kept as healthy");
+          await waitFor(env, () => existsSync(join(env.dataDir, "update", "healthy-0.2.0")), "0.2.0 to write its health marker");
+          assert.match(update(env, ["check", "--timer"]).stdout, /0\.2\.0 is healthy/);
           assert.equal(status(env).last.result, "healthy");
         } else {
           // the interrupted install can simply be done again
@@ -184,7 +199,7 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
           const r = update(env, ["apply", b]);
           assert.equal(r.status, 0, r.stderr);
           assert.deepEqual(readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".")), [], "no half-unpacked leftovers");
-          await until(() => serving(env) === "0.2.0", "0.2.0 serving");
+          await waitFor(env, () => serving(env) === "0.2.0", "0.2.0 serving");
         }
       } finally {
         await svc.stop();
@@ -212,13 +227,13 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
     const svc = new FakeService(env, ["run", "--config", config]);
     svc.start();
     try {
-      await until(() => serving(env) === "0.1.0", "0.1.0 serving");
+      await waitFor(env, () => serving(env) === "0.1.0", "0.1.0 serving");
       r = update(env, ["apply", bundleFile]);
       assert.equal(r.status, 0, r.stderr);
       const release = realpathSync(join(env.root, "current"));
       assert.ok(existsSync(join(release, "node_modules", "better-sqlite3")), "production modules are in the release");
       assert.ok(!existsSync(join(release, "node_modules", "typescript")), "dev modules are not");
-      await until(() => existsSync(join(env.dataDir, "update", "healthy-0.2.0")), "the real daemon to write its health marker", 60000);
+      await waitFor(env, () => existsSync(join(env.dataDir, "update", "healthy-0.2.0")), "the real daemon to write its health marker");
       r = update(env, ["check", "--timer"]);
       assert.match(r.stdout, /0\.2\.0 is healthy/);
       assert.equal(status(env).current, "0.2.0");
@@ -226,7 +241,7 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
       rmSync(join(env.dataDir, "serving"));
       r = update(env, ["rollback"]);
       assert.equal(r.status, 0, r.stderr);
-      await until(() => serving(env) === "0.1.0" && status(env).current === "0.1.0", "0.1.0 serving after the rollback");
+      await waitFor(env, () => serving(env) === "0.1.0" && currentVersion(env) === "0.1.0", "0.1.0 serving after the rollback");
       assert.equal(status(env).last.result, "rolled back");
     } finally {
       await svc.stop();
@@ -281,4 +296,47 @@ test("the units run the current release, gate it from the previous one before ev
   assert.ok(unit.some((l) => /^ExecStart=\/usr\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release (node flags may come first)");
   assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
   assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
+});
+
+test("apply keeps only the current and previous releases and drops unfinished unpacks", async () => {
+  await withInstalled(async (env, dir) => {
+    const key = env.keys.privateKey;
+    let r = update(env, ["apply", await fakeBundle({ version: "0.2.0", mode: "healthy", key, out: join(dir, "b2") })]);
+    assert.equal(r.status, 0, r.stderr);
+    // 0.2.0 proves healthy (what its daemon would write), and the timer check keeps it
+    mkdirSync(join(env.dataDir, "update"), { recursive: true });
+    writeFileSync(join(env.dataDir, "update", "healthy-0.2.0"), "{}");
+    assert.match(update(env, ["check", "--timer"]).stdout, /0\.2\.0 is healthy/);
+    mkdirSync(join(env.root, "releases", ".tmp-0.9.0-dead"));
+    r = update(env, ["apply", await fakeBundle({ version: "0.3.0", mode: "healthy", key, out: join(dir, "b3") })]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(readdirSync(join(env.root, "releases")).sort(), ["0.2.0", "0.3.0"], "0.1.0 and the dead unpack are gone");
+    assert.equal(readlinkSync(join(env.root, "previous")), "releases/0.2.0");
+    assert.equal(currentVersion(env), "0.3.0");
+  });
+});
+
+test("a second apply while an update waits for its health check is refused and changes nothing", async () => {
+  await withInstalled(async (env, dir) => {
+    const key = env.keys.privateKey;
+    let r = update(env, ["apply", await fakeBundle({ version: "0.2.0", mode: "healthy", key, out: join(dir, "b2") })]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(state(env).pending.phase, "gating");
+    const before = snapshotTree(env.root);
+    r = update(env, ["apply", await fakeBundle({ version: "0.3.0", mode: "healthy", key, out: join(dir, "b3") })]);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, /refused: the update to 0\.2\.0 is still waiting for its health check/);
+    assert.equal(snapshotTree(env.root), before);
+  });
+});
+
+test("a release that needs a newer Node.js than this controller has is refused", async () => {
+  await withInstalled(async (env, dir) => {
+    const before = snapshotTree(env.root);
+    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "b2"), nodeMin: "999.0.0" });
+    const r = update(env, ["apply", b]);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`refused: the release needs Node\\.js >= 999\\.0\\.0, this controller has ${process.versions.node.replace(/\./g, "\\.")}`));
+    assert.equal(snapshotTree(env.root), before);
+  });
 });

@@ -1,0 +1,151 @@
+// What the updater does inside the daemon's data dir, which the daemon's user can write:
+// remove stale health markers and backups, VACUUM INTO a backup before a migrating release,
+// restore that backup at a rollback. `update apply` and `update check` run as root, so none
+// of it runs as root: it runs in a child process with the data dir owner's uid and gid, where
+// a symlink the daemon planted reaches nothing the daemon could not reach anyway. Root only
+// looks (lstat) first, and refuses a symlinked `update/` folder or database file outright.
+import { spawnSync } from "node:child_process";
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BundleRefused } from "./bundle-format.js";
+
+export const DB_FILE = "sitegate.db";
+const DB_PATHS = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`];
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
+}
+
+/**
+ * Refuses (BundleRefused) a data dir whose `update/` folder is not a plain folder, or whose
+ * database files are symlinks, hard links or not regular files.
+ */
+export function checkDataDir(dataDir: string): void {
+  const upd = join(dataDir, "update");
+  const u = lstatOrNull(upd);
+  if (u && (u.isSymbolicLink() || !u.isDirectory())) throw new BundleRefused(`refused: ${upd} is ${u.isSymbolicLink() ? "a symbolic link" : "not a folder"}; the updater follows no link in the data dir`);
+  for (const name of DB_PATHS) {
+    const p = join(dataDir, name);
+    const st = lstatOrNull(p);
+    if (!st) continue;
+    if (st.isSymbolicLink()) throw new BundleRefused(`refused: ${p} is a symbolic link; the updater follows no link in the data dir`);
+    if (!st.isFile()) throw new BundleRefused(`refused: ${p} is not a regular file`);
+    if (st.nlink > 1) throw new BundleRefused(`refused: ${p} has ${st.nlink} hard links`);
+  }
+}
+
+export interface PrepareRequest {
+  version: string;
+  /** take a backup when the release brings migrations the database has not run */
+  migrations: Record<string, number> | null;
+}
+
+/** Before a release is switched in: drops its old health marker and old backups, backs the database up when it migrates. The backup's path or null. */
+export function prepareDataDir(dataDir: string, req: PrepareRequest): string | null {
+  if (!lstatOrNull(dataDir)) return null;
+  checkDataDir(dataDir);
+  const r = asOwner(dataDir, "prepare", JSON.stringify(req));
+  return (r as { backup: string | null }).backup;
+}
+
+/** At a rollback: the backup replaces the database (its WAL must not be replayed onto it), and the release's health marker goes. */
+export function restoreDataDir(dataDir: string, backup: string | null, version: string): boolean {
+  if (!lstatOrNull(dataDir)) return false;
+  checkDataDir(dataDir);
+  if (backup) {
+    const b = lstatOrNull(backup);
+    if (b && (!b.isFile() || b.nlink > 1)) throw new BundleRefused(`refused: the backup ${backup} is not a plain file`);
+  }
+  const r = asOwner(dataDir, "restore", JSON.stringify({ backup, version }));
+  return (r as { restored: boolean }).restored;
+}
+
+/** Runs this module as a child with the data dir owner's ids (when root); its last stdout line is JSON. */
+function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unknown {
+  const real = realpathSync(dataDir);
+  const ids: { uid?: number; gid?: number } = {};
+  if (typeof process.getuid === "function" && process.getuid() === 0) {
+    const st = statSync(real);
+    ids.uid = st.uid;
+    ids.gid = st.gid;
+  }
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), op, real, json], { ...ids, cwd: "/", encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`data dir ${op} (as uid ${ids.uid ?? process.getuid?.()}) failed: ${(r.stderr || r.error?.message || "").trim()}`);
+  const lines = r.stdout.trim().split("\n");
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+// == the child: runs as the data dir's owner ==
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function childPrepare(dataDir: string, req: PrepareRequest): Promise<{ backup: string | null }> {
+  const dir = join(dataDir, "update");
+  rmSync(join(dir, `healthy-${req.version}`), { force: true });
+  // backups belong to the update they were taken for; a new update makes them stale
+  if (lstatOrNull(dir)) for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
+  const db = join(dataDir, DB_FILE);
+  if (!req.migrations || !lstatOrNull(db)) return { backup: null };
+  const { default: Database } = await import("better-sqlite3");
+  const conn = new Database(db, { fileMustExist: true });
+  try {
+    let have: Record<string, number> = {};
+    try {
+      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as { module: string; v: number }[];
+      have = Object.fromEntries(rows.map((r) => [r.module, r.v]));
+    } catch {
+      /* no schema_migrations yet: every migration is new */
+    }
+    if (!Object.entries(req.migrations).some(([mod, v]) => v > (have[mod] ?? 0))) return { backup: null };
+    mkdirSync(dir, { recursive: true });
+    const out = join(dir, `backup-before-${req.version}.db`);
+    const tmp = out + ".tmp";
+    rmSync(tmp, { force: true });
+    conn.prepare("VACUUM INTO ?").run(tmp);
+    fsyncPath(tmp);
+    renameSync(tmp, out);
+    fsyncPath(dir);
+    return { backup: out };
+  } finally {
+    conn.close();
+  }
+}
+
+function childRestore(dataDir: string, req: { backup: string | null; version: string }): { restored: boolean } {
+  let restored = false;
+  if (req.backup && lstatOrNull(req.backup)) {
+    const db = join(dataDir, DB_FILE);
+    rmSync(db + "-wal", { force: true });
+    rmSync(db + "-shm", { force: true });
+    renameSync(req.backup, db);
+    fsyncPath(dataDir);
+    restored = true;
+  }
+  rmSync(join(dataDir, "update", `healthy-${req.version}`), { force: true });
+  return { restored };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [op, dataDir, json] = process.argv.slice(2);
+  const run = op === "prepare" ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest) : op === "restore" ? Promise.resolve(childRestore(dataDir, JSON.parse(json))) : Promise.reject(new Error(`unknown op ${op}`));
+  run.then(
+    (r) => process.stdout.write(JSON.stringify(r) + "\n"),
+    (e: unknown) => {
+      process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,162 @@
+// Takes a bundle in before any check is made on it. The bundle file is opened once (O_NOFOLLOW,
+// a regular file), or downloaded over https, and copied into a folder only root can enter
+// (<root>/.incoming-<pid>-XXXXXX, 0700; the copy 0600, O_EXCL|O_NOFOLLOW); its payload is
+// hashed on the way. The signature, the manifest and the unpack then read only that copy:
+// whoever can write the folder the bundle came from cannot swap it between the checks and
+// the unpack, and a download can neither grow without bound nor be redirected off https.
+import { createHash, type Hash } from "node:crypto";
+import { closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { BundleRefused, MAX_HEADER, parseHeader, type BundleHeader } from "./bundle-format.js";
+
+/** The largest bundle taken in by default (a release is a few tens of MiB). */
+export const DEFAULT_MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
+const MAX_REDIRECTS = 5;
+const DOWNLOAD_TIMEOUT_MS = 15 * 60_000;
+
+export interface ReceivedBundle extends BundleHeader {
+  /** the private copy: the only file read from here on */
+  file: string;
+  payloadSize: number;
+  payloadSha256: string;
+}
+
+/** A private copy being written: the header is parsed and the payload hashed as bytes arrive. */
+export class Incoming {
+  readonly dir: string;
+  readonly file: string;
+  private fd: number | null;
+  private head: Buffer = Buffer.alloc(0);
+  private header: BundleHeader | null = null;
+  private readonly hash: Hash = createHash("sha256");
+  private size = 0;
+
+  /** `name` is what messages call the bundle; `maxBytes` caps the copy. */
+  constructor(
+    root: string,
+    private readonly name: string,
+    private readonly maxBytes: number,
+  ) {
+    mkdirSync(root, { recursive: true, mode: 0o755 });
+    this.dir = mkdtempSync(join(root, `.incoming-${process.pid}-`)); // mode 0700
+    this.file = join(this.dir, "bundle");
+    this.fd = openSync(this.file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  }
+
+  write(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) throw new BundleRefused(`refused: ${this.name} is larger than ${this.maxBytes} bytes (--max-size)`);
+    let off = 0;
+    while (off < chunk.length) off += writeSync(this.fd!, chunk, off);
+    if (this.header) {
+      this.hash.update(chunk);
+      return;
+    }
+    this.head = Buffer.concat([this.head, chunk]);
+    const h = parseHeader(this.head, this.name);
+    if (h) {
+      this.header = h;
+      this.hash.update(this.head.subarray(h.payloadOffset));
+      this.head = Buffer.alloc(0);
+    } else if (this.head.length > MAX_HEADER) {
+      throw new BundleRefused(`${this.name} is not a sitegate bundle`);
+    }
+  }
+
+  /** Closes the copy; what it holds, or a BundleRefused when it is not a whole bundle. */
+  finish(): ReceivedBundle {
+    this.close();
+    if (!this.header) throw new BundleRefused(`${this.name} is not a sitegate bundle (truncated)`);
+    const payloadSize = this.size - this.header.payloadOffset;
+    return { ...this.header, file: this.file, payloadSize, payloadSha256: this.hash.digest("hex") };
+  }
+
+  /** Removes the copy and its folder (always called, on success and failure alike). */
+  discard(): void {
+    this.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+/** Copies a local bundle file: one open, no symlink as its last component, a regular file. */
+export function receiveFile(path: string, into: Incoming): void {
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO put in the bundle's place must not hang the open
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new BundleRefused(`refused: ${path} is a symbolic link (give the bundle file itself)`);
+    if (code === "ENOENT") throw new Error(`${path}: no such file`);
+    throw e;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new BundleRefused(`refused: ${path} is not a regular file`);
+    const buf = Buffer.alloc(1 << 20);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      into.write(buf.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Downloads a bundle: https only, at every redirect too, and at most the copy's byte cap. */
+export async function receiveUrl(url: string, into: Incoming, maxBytes: number): Promise<void> {
+  let at = url;
+  const signal = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
+  for (let hop = 0; ; hop++) {
+    if (new URL(at).protocol !== "https:") throw new BundleRefused(`refused: only https:// URLs are fetched (${at})`);
+    const res = await fetch(at, { redirect: "manual", signal });
+    if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
+      await res.body?.cancel();
+      if (hop >= MAX_REDIRECTS) throw new BundleRefused(`refused: more than ${MAX_REDIRECTS} redirects from ${url}`);
+      const next = new URL(res.headers.get("location")!, at).href;
+      if (new URL(next).protocol !== "https:") throw new BundleRefused(`refused: ${at} redirects to ${next}; only https:// is followed`);
+      at = next;
+      continue;
+    }
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      throw new Error(`download ${at}: HTTP ${res.status}`);
+    }
+    const length = Number(res.headers.get("content-length") ?? NaN);
+    if (length > maxBytes) {
+      await res.body.cancel();
+      throw new BundleRefused(`refused: ${at} is ${length} bytes, more than ${maxBytes} (--max-size)`);
+    }
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        into.write(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+      }
+    } catch (e) {
+      await reader.cancel().catch(() => {});
+      throw e;
+    }
+    return;
+  }
+}
+
+/** Removes copies left by applies that died (their pid is gone); a live apply's copy stays. */
+export function removeStaleIncoming(root: string, alive: (pid: number) => boolean): void {
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = /^\.incoming-(\d+)-/.exec(n);
+    if (m && !alive(Number(m[1]))) rmSync(join(root, n), { recursive: true, force: true });
+  }
+}
