@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   outbox: async () => (await import("./cli/outbox.js")).default,
   update: async () => (await import("./cli/update.js")).default,
   events: async () => (await import("./cli/events.js")).default,
+  token: async () => (await import("./cli/token.js")).default,
 };
 
 function help(): string {
