@@ -40,6 +40,7 @@ export class TokenStore {
   private readonly insert;
   private readonly lookup;
   private readonly purge;
+  private readonly remove;
   private lastPurge = 0;
 
   /**
@@ -55,6 +56,7 @@ export class TokenStore {
     this.insert = db.prepare("INSERT INTO api_token (hash, username, issued_at, expires_at, cred) VALUES (?, ?, ?, ?, ?)");
     this.lookup = db.prepare("SELECT username, expires_at, cred FROM api_token WHERE hash = ?");
     this.purge = db.prepare("DELETE FROM api_token WHERE expires_at <= ?");
+    this.remove = db.prepare("DELETE FROM api_token WHERE hash = ?");
   }
 
   /** Commits a new token bound to the user's credentials and returns it; only its hash is stored. */
@@ -75,7 +77,10 @@ export class TokenStore {
     const row = this.lookup.get(sha256(token)) as { username: string; expires_at: number; cred: string } | undefined;
     if (!row) return "unknown";
     const cred = this.binding(row.username);
-    if (cred === undefined || row.cred === "" || row.cred !== cred) return "revoked";
+    if (cred === undefined || row.cred === "" || row.cred !== cred) {
+      this.remove.run(sha256(token)); // dead for good, even if the old hash comes back
+      return "revoked";
+    }
     return row.expires_at > this.now() ? "ok" : "expired";
   }
 }
