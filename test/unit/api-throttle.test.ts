@@ -1,17 +1,12 @@
 // The guessing throttles (src/api/throttle.ts, the status page's LoginThrottle), the
-// Authorization header parsing, cookie decoding, and scrypt off the event loop. Pure logic
-// with an injected clock.
+// Authorization header parsing and cookie decoding. Pure logic with an injected clock.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { scryptSync, randomBytes } from "node:crypto";
 import { Backoff, FailureThrottle, LruMap, sourceKey } from "../../src/api/throttle.js";
 import { LoginThrottle, parseCookies } from "../../src/ui/session.js";
 import { basicClientId } from "../../src/api/token.js";
 import { bearerToken, splitAuthorization } from "../../src/api/headers.js";
-import { Credentials } from "../../src/api/auth.js";
-import { HashBusyError, MAX_WAITING, SCRYPT_CONCURRENCY, scryptLoad, verifySecretAsync } from "../../src/util/secret-hash.js";
 import { FakeClock } from "../../src/util/clock.js";
-import { testConfig, TEST_PASSWORD } from "../support/config.js";
 
 test("source keys: IPv4 per address (IPv4-mapped too), IPv6 per /64 whatever its spelling", () => {
   assert.equal(sourceKey("192.0.2.7"), "192.0.2.7");
@@ -126,36 +121,4 @@ test("Authorization parsing: a long run of spaces is refused, not backtracked; B
   assert.equal(bearerToken("Bearer a b"), null);
   assert.equal(bearerToken("Basic abc"), null);
   assert.deepEqual(splitAuthorization("  "), { scheme: "", rest: "" });
-});
-
-/** An scrypt hash with a small N: cheap enough to queue a hundred in a test. */
-function cheapHash(secret: string): string {
-  const salt = randomBytes(16);
-  return `scrypt$1024$8$1$${salt.toString("base64")}$${scryptSync(secret, salt, 32, { N: 1024, r: 8, p: 1 }).toString("base64")}`;
-}
-
-test("password checks run off the event loop: other callbacks run while scrypt works", async () => {
-  const creds = new Credentials(testConfig("/tmp/sitegate-unit"));
-  for (const [user, password, expect] of [["partner", TEST_PASSWORD, true], ["partner", "wrong", false], ["nobody", "x", false]] as const) {
-    const check = creds.checkPassword(user, password);
-    let turns = 0;
-    const spin = () => {
-      turns++;
-      if (turns < 1000) setImmediate(spin);
-    };
-    setImmediate(spin);
-    assert.equal(await check, expect);
-    assert.ok(turns > 0, `the event loop turned while ${user}/${password} was checked`);
-  }
-});
-
-test(`at most ${SCRYPT_CONCURRENCY} scrypt checks at once; past ${MAX_WAITING} waiting, a check is refused as busy`, async () => {
-  const hash = cheapHash("s3cret");
-  const checks = Array.from({ length: SCRYPT_CONCURRENCY + MAX_WAITING }, (_, i) => verifySecretAsync(i === 0 ? "s3cret" : "wrong", hash));
-  assert.deepEqual(scryptLoad(), { running: SCRYPT_CONCURRENCY, waiting: MAX_WAITING });
-  await assert.rejects(verifySecretAsync("s3cret", hash), HashBusyError);
-  const results = await Promise.all(checks);
-  assert.equal(results.filter(Boolean).length, 1);
-  assert.deepEqual(scryptLoad(), { running: 0, waiting: 0 });
-  assert.equal(await verifySecretAsync("s3cret", hash), true, "free again");
 });
