@@ -14,7 +14,6 @@ export function splitAuthorization(header: string): { scheme: string; rest: stri
   return { scheme: header.slice(0, i), rest: header.slice(j, k) };
 }
 
-
 /** The token of `Authorization: Bearer <token>` (one token, no spaces in it), parsed by hand. */
 export function bearerToken(h: unknown): string | null {
   if (typeof h !== "string" || h.length > 1024) return null;
@@ -23,4 +22,3 @@ export function bearerToken(h: unknown): string | null {
   for (let i = 0; i < rest.length; i++) if (rest[i] === " " || rest[i] === "\t") return null;
   return rest;
 }
-
