@@ -110,7 +110,11 @@ export class Credentials {
    */
   private dummy: Promise<string> | null = null;
   private dummyHash(): Promise<string> {
-    return (this.dummy ??= hashSecretAsync(randomBytes(16).toString("hex")));
+    this.dummy ??= hashSecretAsync(randomBytes(16).toString("hex")).catch((e: unknown) => {
+      this.dummy = null; // busy now: the next unknown username makes it again
+      throw e;
+    });
+    return this.dummy;
   }
 
   constructor(private readonly config: Config) {
