@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   update: async () => (await import("./cli/update.js")).default,
   events: async () => (await import("./cli/events.js")).default,
   fleet: async () => (await import("./cli/fleet.js")).default,
+  token: async () => (await import("./cli/token.js")).default,
 };
 
 function help(): string {

@@ -1,11 +1,18 @@
 // Credentials of the API: OAuth bearer tokens (random, stored only as SHA-256 hashes with
-// their expiry), API keys (scrypt hashes from the config, verified once then cached by
-// SHA-256 so scrypt is not paid per request), and the source-IP allowlist.
+// their expiry, their user and a fingerprint of that user's password hash), API keys
+// (scrypt hashes from the config, verified once then cached by SHA-256 so scrypt is not
+// paid per request), and the source-IP allowlists (ip_allowlist for the partner webhooks,
+// admin_allowlist for the token endpoint and /gateway/admin/). scrypt runs off the event
+// loop (verifySecretAsync).
+//
+// A token is bound to its user: it is refused once the user is no longer in the config or
+// its password_hash changed (a new fingerprint), and `sitegate token revoke` deletes rows
+// from the same table the daemon reads on every request.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { BlockList, isIPv4 } from "node:net";
 import type { Config } from "../config/schema.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
-import { hashSecret, verifySecret } from "../util/secret-hash.js";
+import { hashSecretAsync, verifySecretAsync } from "../util/secret-hash.js";
 
 export const AUTH_MIGRATIONS: ModuleMigrations = {
   module: "api",
@@ -15,41 +22,80 @@ export const AUTH_MIGRATIONS: ModuleMigrations = {
       sql: `CREATE TABLE api_token (hash TEXT PRIMARY KEY, username TEXT NOT NULL, issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
             CREATE INDEX api_token_expiry ON api_token (expires_at);`,
     },
+    // Rows from before are unbound (cred ''): refused, the partner fetches a new token.
+    { version: 2, sql: "ALTER TABLE api_token ADD COLUMN cred TEXT NOT NULL DEFAULT ''" },
   ],
 };
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
+/** The binding of a token to its user's current password hash (not secret, not reversible). */
+export function credentialFingerprint(passwordHash: string): string {
+  return sha256(`sitegate-token-binding\0${passwordHash}`).slice(0, 32);
+}
+
+export type TokenState = "ok" | "expired" | "unknown" | "revoked";
+
 export class TokenStore {
   private readonly insert;
   private readonly lookup;
   private readonly purge;
+  private readonly remove;
   private lastPurge = 0;
 
-  constructor(db: Db, private readonly ttlS: number, private readonly now: () => number = Date.now) {
-    this.insert = db.prepare("INSERT INTO api_token (hash, username, issued_at, expires_at) VALUES (?, ?, ?, ?)");
-    this.lookup = db.prepare("SELECT username, expires_at FROM api_token WHERE hash = ?");
+  /**
+   * `binding(username)` is the user's current credential fingerprint, undefined when the
+   * user is gone: a token whose stored fingerprint differs is "revoked".
+   */
+  constructor(
+    db: Db,
+    private readonly ttlS: number,
+    private readonly now: () => number = Date.now,
+    private readonly binding: (username: string) => string | undefined = () => undefined,
+  ) {
+    this.insert = db.prepare("INSERT INTO api_token (hash, username, issued_at, expires_at, cred) VALUES (?, ?, ?, ?, ?)");
+    this.lookup = db.prepare("SELECT username, expires_at, cred FROM api_token WHERE hash = ?");
     this.purge = db.prepare("DELETE FROM api_token WHERE expires_at <= ?");
+    this.remove = db.prepare("DELETE FROM api_token WHERE hash = ?");
   }
 
-  /** Commits a new token and returns it; only its hash is stored. */
+  /** Commits a new token bound to the user's credentials and returns it; only its hash is stored. */
   issue(username: string): { token: string; expiresIn: number } {
     const now = this.now();
     if (now - this.lastPurge > 60_000) {
       this.purge.run(now);
       this.lastPurge = now;
     }
+    const cred = this.binding(username);
+    if (cred === undefined) throw new Error(`no user ${username} to bind a token to`);
     const token = randomBytes(32).toString("base64url");
-    this.insert.run(sha256(token), username, now, now + this.ttlS * 1000);
+    this.insert.run(sha256(token), username, now, now + this.ttlS * 1000, cred);
     return { token, expiresIn: this.ttlS };
   }
 
-  /** "ok", "expired" or "unknown". */
-  check(token: string): "ok" | "expired" | "unknown" {
-    const row = this.lookup.get(sha256(token)) as { username: string; expires_at: number } | undefined;
+  check(token: string): TokenState {
+    const row = this.lookup.get(sha256(token)) as { username: string; expires_at: number; cred: string } | undefined;
     if (!row) return "unknown";
+    const cred = this.binding(row.username);
+    if (cred === undefined || row.cred === "" || row.cred !== cred) {
+      this.remove.run(sha256(token)); // dead for good, even if the old hash comes back
+      return "revoked";
+    }
     return row.expires_at > this.now() ? "ok" : "expired";
   }
+}
+
+/** `sitegate token revoke`: deletes issued tokens (all, or one user's). Returns how many. */
+export function revokeTokens(db: Db, username?: string): number {
+  const r = username === undefined ? db.prepare("DELETE FROM api_token").run() : db.prepare("DELETE FROM api_token WHERE username = ?").run(username);
+  return r.changes;
+}
+
+/** Live tokens per user, for `sitegate token list`. */
+export function tokenCounts(db: Db, now: number): Array<{ username: string; tokens: number; last_issued_at: number }> {
+  return db
+    .prepare("SELECT username, count(*) AS tokens, max(issued_at) AS last_issued_at FROM api_token WHERE expires_at > ? GROUP BY username ORDER BY username")
+    .all(now) as Array<{ username: string; tokens: number; last_issued_at: number }>;
 }
 
 export class Credentials {
@@ -57,19 +103,25 @@ export class Credentials {
   private readonly keyHashes: string[];
   private readonly knownKeys = new Set<string>();
   private readonly allow = new BlockList();
+  private readonly adminAllow = new BlockList();
   /**
    * Verifying an unknown user costs as much as a known one: no user enumeration by timing.
    * Made on first use: scrypt's 16 MiB work buffer at every start was the daemon's peak.
    */
-  private dummy: string | null = null;
-  private get dummyHash(): string {
-    return (this.dummy ??= hashSecret(randomBytes(16).toString("hex")));
+  private dummy: Promise<string> | null = null;
+  private dummyHash(): Promise<string> {
+    this.dummy ??= hashSecretAsync(randomBytes(16).toString("hex")).catch((e: unknown) => {
+      this.dummy = null; // busy now: the next unknown username makes it again
+      throw e;
+    });
+    return this.dummy;
   }
 
   constructor(private readonly config: Config) {
     this.users = new Map(config.auth.users.map((u) => [u.username, u.password_hash]));
     this.keyHashes = config.auth.api_keys.map((k) => k.key_hash);
     for (const cidr of config.auth.ip_allowlist) addCidr(this.allow, cidr);
+    for (const cidr of config.auth.admin_allowlist) addCidr(this.adminAllow, cidr);
   }
 
   clientIdMatches(clientId: string): boolean {
@@ -78,31 +130,49 @@ export class Credentials {
     return a.length === b.length && timingSafeEqual(a, b);
   }
 
-  checkPassword(username: string, password: string): boolean {
+  /** scrypt on the thread pool; throws HashBusyError when too many checks wait. */
+  async checkPassword(username: string, password: string): Promise<boolean> {
     const hash = this.users.get(username);
-    const ok = verifySecret(password, hash ?? this.dummyHash);
+    const ok = await verifySecretAsync(password, hash ?? (await this.dummyHash()));
     return hash !== undefined && ok;
   }
 
-  checkApiKey(key: string): boolean {
+  /** The fingerprint a token of this user is bound to; undefined when no such user. */
+  fingerprint(username: string): string | undefined {
+    const hash = this.users.get(username);
+    return hash === undefined ? undefined : credentialFingerprint(hash);
+  }
+
+  async checkApiKey(key: string): Promise<boolean> {
     const h = sha256(key);
     if (this.knownKeys.has(h)) return true;
-    const ok = this.keyHashes.some((kh) => verifySecret(key, kh));
+    let ok = false;
+    for (const kh of this.keyHashes) if (!ok && (await verifySecretAsync(key, kh))) ok = true;
     if (ok) this.knownKeys.add(h);
     return ok;
   }
 
   private readonly ipCache = new Map<string, boolean>();
+  private readonly adminCache = new Map<string, boolean>();
 
   ipAllowed(ip: string): boolean {
-    let ok = this.ipCache.get(ip);
-    if (ok === undefined) {
-      ok = ipInList(this.allow, ip);
-      if (this.ipCache.size >= 1024) this.ipCache.clear(); // bounded: many sources just start over
-      this.ipCache.set(ip, ok);
-    }
-    return ok;
+    return cached(this.ipCache, ip, () => ipInList(this.allow, ip));
   }
+
+  /** auth.admin_allowlist: the token endpoint and /gateway/admin/. */
+  adminIpAllowed(ip: string): boolean {
+    return cached(this.adminCache, ip, () => ipInList(this.adminAllow, ip));
+  }
+}
+
+function cached(cache: Map<string, boolean>, ip: string, compute: () => boolean): boolean {
+  let ok = cache.get(ip);
+  if (ok === undefined) {
+    ok = compute();
+    if (cache.size >= 1024) cache.clear(); // bounded: a cache of a pure function, safe to drop
+    cache.set(ip, ok);
+  }
+  return ok;
 }
 
 export function addCidr(list: BlockList, cidr: string): void {

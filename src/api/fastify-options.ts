@@ -1,7 +1,7 @@
 // The options both HTTPS listeners (the API, and the status page's own listener) give
 // fastify: the config's TLS files, a body limit, the daemon's logger without a line per
 // request (that would wear the SD card; errors are logged by the error handlers), 503 while
-// closing, and no JSON-schema compilers. Bodies are checked with zod in the handlers, so
+// closing, an 8 KiB cap on request headers, and no JSON-schema compilers. Bodies are checked with zod in the handlers, so
 // fastify's defaults (ajv and fast-json-stringify, ~0.5 MiB of source loaded when the
 // instance is built: README, Operating > Memory) would never run; a route that declares a
 // `schema` fails at registration instead of being checked by a second validator.
@@ -18,9 +18,14 @@ export const ZOD_ONLY: FastifyServerOptions["schemaController"] = {
   compilersFactory: { buildValidator: noSchemas("validation"), buildSerializer: noSchemas("response") },
 };
 
+/** All request headers together (Node's default is 16 KiB). */
+export const MAX_HEADER_BYTES = 8 * 1024;
+
 export function httpsOptions(tls: { key: string; cert: string }, log: Logger, bodyLimit: number): FastifyHttpsOptions<Server> {
   return {
-    https: { key: readFileSync(tls.key), cert: readFileSync(tls.cert) },
+    // Node's HTTP parser refuses (431) a request whose headers together exceed this, before
+    // any JavaScript sees them: no header value an attacker sends can be long.
+    https: { key: readFileSync(tls.key), cert: readFileSync(tls.cert), maxHeaderSize: MAX_HEADER_BYTES },
     bodyLimit,
     loggerInstance: log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),

@@ -16,7 +16,9 @@
 //
 // Check order (README, "Decisions"):
 //   webhook  source IP (403), X-API-Key (401), API version and site_id (404)
-//   admin    bearer token (401), organizationId and moleculeId present (400),
+//   admin    source IP on auth.admin_allowlist (403), bearer token (401: missing, unknown,
+//            expired, or revoked: its user left the config or changed password),
+//            organizationId and moleculeId present (400),
 //            organizationId (403), moleculeId (404)
 // then, once authenticated, fastify parses the body: content type (415), size (413), and
 // the route validates it (400).
@@ -24,7 +26,9 @@ import type { Server } from "node:https";
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from "fastify";
 import { issuesToDetails } from "../config/issues.js";
 import type { ApiContext } from "./context.js";
-import { badRequest, forbidden, notFound, unauthorized } from "./errors.js";
+import { HttpError, badRequest, forbidden, notFound, unauthorized } from "./errors.js";
+import { HashBusyError } from "../util/secret-hash.js";
+import { bearerToken } from "./headers.js";
 import { configureQuery } from "./schemas.js";
 
 export type AuthKind = "webhook" | "admin";
@@ -60,7 +64,14 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     if (!ctx.credentials.ipAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the allowlist`);
     const key = req.headers["x-api-key"];
     if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
-    if (!ctx.credentials.checkApiKey(key)) throw unauthorized("X-API-Key is not valid");
+    let ok: boolean;
+    try {
+      ok = await ctx.credentials.checkApiKey(key);
+    } catch (e) {
+      if (e instanceof HashBusyError) throw new HttpError(429, "rate_limited", "the gateway is busy checking keys; retry in 1 s", [], { "retry-after": "1" });
+      throw e;
+    }
+    if (!ok) throw unauthorized("X-API-Key is not valid");
     if (!site) return;
     const version = segment(req, site[1]);
     if (version !== ctx.config.api_version) throw notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
@@ -72,10 +83,11 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
 /** A bearer token from POST /connect/token, then this gateway's organizationId and moleculeId. */
 export function adminGuard(ctx: ApiContext): Guard {
   return async (req) => {
-    const h = req.headers.authorization;
-    const m = typeof h === "string" ? /^Bearer\s+(\S+)$/i.exec(h) : null;
-    if (!m) throw unauthorized("a Bearer token is required (POST /connect/token)", { "www-authenticate": 'Bearer realm="sitegate"' });
-    const state = ctx.tokens.check(m[1]);
+    if (!ctx.credentials.adminIpAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
+    const token = bearerToken(req.headers.authorization);
+    if (!token) throw unauthorized("a Bearer token is required (POST /connect/token)", { "www-authenticate": 'Bearer realm="sitegate"' });
+    const state = ctx.tokens.check(token);
+    if (state === "revoked") throw unauthorized("the token was revoked (its user left the config, changed password, or `sitegate token revoke` ran)", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token was revoked"' });
     if (state === "expired") throw unauthorized("the token has expired", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token has expired"' });
     if (state !== "ok") throw unauthorized("the token is not valid", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token"' });
     const q = configureQuery.safeParse(req.query ?? {});

@@ -38,7 +38,7 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
           summary: "Obtain a token (OAuth 2.0 password grant)",
           security: [{}, { clientBasic: [] }],
           requestBody: { content: { "application/x-www-form-urlencoded": { schema: js(tokenForm) } } },
-          responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) } },
+          responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) }, "403": { description: "source not on auth.admin_allowlist", ...json(oauthError) }, "429": { description: "too many failed attempts from this source or for this username; see Retry-After", ...json(errorBody) } },
         },
       },
       [`/${v}/api/gateway/{site_id}/devicesync`]: {

@@ -83,10 +83,11 @@ export class ApiServer implements Part {
 
   async start(): Promise<void> {
     const db = this.deps.storage.db;
+    const credentials = new Credentials(this.deps.config);
     const ctx: ApiContext = {
       ...this.deps,
-      credentials: new Credentials(this.deps.config),
-      tokens: new TokenStore(db, this.deps.config.auth.token_ttl_s, this.deps.now),
+      credentials,
+      tokens: new TokenStore(db, this.deps.config.auth.token_ttl_s, this.deps.now, (user) => credentials.fingerprint(user)),
     };
     const app = await buildApp(ctx);
     const { host, port } = splitHostPort(this.deps.config.http.listen);

@@ -2,13 +2,32 @@
 // section 4.3), answered per RFC 6749 5.1 / 5.2. The client identifies itself by the form's
 // client_id, or by HTTP Basic (RFC 6749 2.3.1) with an empty secret: the partner client is
 // public, it has no secret.
-import type { FastifyPluginAsync, FastifyReply } from "fastify";
+//
+// Before the body is read (onRequest): the source must be on auth.admin_allowlist (403),
+// and a source with TOKEN_IP_FAILURES failed attempts in the last minute gets 429 with
+// Retry-After. Then, in RFC 6749 order: content type (415), Basic credentials
+// (invalid_client), grant_type (unsupported_grant_type, before the other fields),
+// missing fields (invalid_request), client_id (invalid_client), the username's
+// exponential backoff (429), and the password (invalid_grant), checked by scrypt off the
+// event loop. Every failed client or password check counts against the source and the
+// username. Header values are parsed by hand, never by a backtracking regex.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { isStorageUnavailable } from "../storage/db.js";
+import { HashBusyError } from "../util/secret-hash.js";
 import type { ApiContext } from "./context.js";
-import { HttpError } from "./errors.js";
+import { HttpError, forbidden } from "./errors.js";
 import { tokenForm } from "./schemas.js";
+import { Backoff, FailureThrottle, sourceKey } from "./throttle.js";
+import { isSpace, isWordChar, splitAuthorization } from "./headers.js";
 
 type OAuthError = "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type";
+
+/** Failed attempts per source address per minute; the next one is 429. */
+export const TOKEN_IP_FAILURES = 10;
+/** Failures in a row of one username before its backoff starts (1 s, 2 s, 4 s ... 15 min). */
+export const TOKEN_USER_FREE = 5;
+/** Longest Authorization header looked at: a Basic client_id is short. */
+export const MAX_AUTHORIZATION = 1024;
 
 function oauthError(reply: FastifyReply, error: OAuthError, description: string): FastifyReply {
   return reply
@@ -17,9 +36,13 @@ function oauthError(reply: FastifyReply, error: OAuthError, description: string)
     .send({ error, error_description: description });
 }
 
+const tooMany = (s: number, why: string) => new HttpError(429, "rate_limited", `${why}; retry in ${s} s`, [], { "retry-after": String(s), "cache-control": "no-store" });
+
 /** Form-urlencoding, as RFC 6749 2.3.1 has the Basic user and password encoded. */
+const B64 = /^[A-Za-z0-9+/]*={0,2}$/; // linear: one character class, then a tail it cannot overlap
+
 function formDecode(s: string): string {
-  return decodeURIComponent(s.replace(/\+/g, " "));
+  return decodeURIComponent(s.replaceAll("+", " "));
 }
 
 /**
@@ -29,11 +52,18 @@ function formDecode(s: string): string {
  */
 export function basicClientId(header: unknown): { id: string } | { refused: string } | null {
   if (typeof header !== "string") return null;
-  const m = /^Basic(?:\s+(\S*))?\s*$/i.exec(header);
-  if (!m) return /^Basic\b/i.test(header) ? { refused: "malformed Basic credentials" } : null;
-  const b64 = m[1] ?? "";
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return { refused: "malformed Basic credentials (not base64)" };
-  const text = Buffer.from(b64, "base64").toString("utf8");
+  if (header.length > MAX_AUTHORIZATION) {
+    return header.slice(0, 6).toLowerCase().startsWith("basic") ? { refused: `the Authorization header is over ${MAX_AUTHORIZATION} characters` } : null;
+  }
+  const { scheme, rest } = splitAuthorization(header);
+  if (scheme.toLowerCase() !== "basic") {
+    // "Basic%%%" is malformed Basic; "Basicx" or another scheme is not Basic at all.
+    const glued = header.length > 5 && header.slice(0, 5).toLowerCase() === "basic" && !isWordChar(header.charCodeAt(5));
+    return glued ? { refused: "malformed Basic credentials" } : null;
+  }
+  for (let i = 0; i < rest.length; i++) if (isSpace(rest.charCodeAt(i))) return { refused: "malformed Basic credentials" };
+  if (rest.length === 0 || rest.length % 4 !== 0 || !B64.test(rest)) return { refused: "malformed Basic credentials (not base64)" };
+  const text = Buffer.from(rest, "base64").toString("utf8");
   const colon = text.indexOf(":");
   if (colon < 0) return { refused: "malformed Basic credentials (no colon between client_id and client_secret)" };
   let id: string, secret: string;
@@ -48,25 +78,72 @@ export function basicClientId(header: unknown): { id: string } | { refused: stri
   return { id };
 }
 
+/** The token endpoint's guessing limits: per source address, and per username. */
+export class TokenLimiter {
+  readonly sources: FailureThrottle;
+  readonly users: Backoff;
+
+  constructor(now: () => number = Date.now) {
+    this.sources = new FailureThrottle({ max: TOKEN_IP_FAILURES, windowMs: 60_000, capacity: 4096, now });
+    this.users = new Backoff({ free: TOKEN_USER_FREE, baseMs: 1000, maxMs: 15 * 60_000, forgetMs: 60 * 60_000, capacity: 4096, now });
+  }
+
+  failed(ip: string, username?: string): void {
+    this.sources.fail(sourceKey(ip));
+    if (username !== undefined) this.users.fail(username);
+  }
+}
+
 export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
+  const limiter = new TokenLimiter(ctx.now);
+  const gate = async (req: FastifyRequest) => {
+    if (!ctx.credentials.adminIpAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
+    const wait = limiter.sources.retryAfterS(sourceKey(req.ip));
+    if (wait > 0) throw tooMany(wait, `too many failed token requests from ${req.ip}`);
+  };
   return async (app) => {
-    app.post("/connect/token", async (req, reply) => {
+    app.post("/connect/token", { onRequest: gate }, async (req, reply) => {
       const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
       if (type !== "application/x-www-form-urlencoded") {
         return reply.code(415).send({ error: "invalid_request", error_description: "the token request must be application/x-www-form-urlencoded" });
       }
       const basic = basicClientId(req.headers.authorization);
-      if (basic && "refused" in basic) return oauthError(reply, "invalid_client", basic.refused);
+      if (basic && "refused" in basic) {
+        limiter.failed(req.ip);
+        return oauthError(reply, "invalid_client", basic.refused);
+      }
       const raw = (req.body ?? {}) as Record<string, unknown>;
+      // RFC 6749 5.2: a grant type this server does not support is that error, whatever else is missing.
+      if (typeof raw.grant_type === "string" && raw.grant_type !== "password") {
+        return oauthError(reply, "unsupported_grant_type", `grant_type "${raw.grant_type.slice(0, 64)}" is not supported; use "password"`);
+      }
       const form = tokenForm.safeParse(raw);
       const missing = form.success ? [] : form.error.issues.map((i) => String(i.path[0]));
       if (!basic && raw.client_id === undefined) missing.push("client_id");
       if (!form.success || missing.length) return oauthError(reply, "invalid_request", `missing form field(s): ${missing.join(", ")}`);
       const f = form.data;
-      if (f.grant_type !== "password") return oauthError(reply, "unsupported_grant_type", `grant_type "${f.grant_type}" is not supported; use "password"`);
-      if (basic && f.client_id !== undefined && f.client_id !== basic.id) return oauthError(reply, "invalid_client", "client_id in the form and in the Basic credentials differ");
-      if (!ctx.credentials.clientIdMatches(basic?.id ?? f.client_id ?? "")) return oauthError(reply, "invalid_client", "unknown client_id");
-      if (!ctx.credentials.checkPassword(f.username, f.password)) return oauthError(reply, "invalid_grant", "wrong username or password");
+      if (basic && f.client_id !== undefined && f.client_id !== basic.id) {
+        limiter.failed(req.ip);
+        return oauthError(reply, "invalid_client", "client_id in the form and in the Basic credentials differ");
+      }
+      if (!ctx.credentials.clientIdMatches(basic?.id ?? f.client_id ?? "")) {
+        limiter.failed(req.ip);
+        return oauthError(reply, "invalid_client", "unknown client_id");
+      }
+      const userWait = limiter.users.retryAfterS(f.username);
+      if (userWait > 0) throw tooMany(userWait, "too many failed logins for this username");
+      let ok: boolean;
+      try {
+        ok = await ctx.credentials.checkPassword(f.username, f.password);
+      } catch (e) {
+        if (e instanceof HashBusyError) throw tooMany(1, "the gateway is busy checking passwords");
+        throw e;
+      }
+      if (!ok) {
+        limiter.failed(req.ip, f.username);
+        return oauthError(reply, "invalid_grant", "wrong username or password");
+      }
+      limiter.users.succeed(f.username);
       let issued;
       try {
         issued = ctx.tokens.issue(f.username);

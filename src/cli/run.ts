@@ -3,6 +3,7 @@ import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
 import { untilSignal } from "../util/process.js";
+import { readableByOthers, secretFiles } from "../config/secret-files.js";
 
 const command: Command = {
   summary: "Start the gateway daemon.",
@@ -12,6 +13,9 @@ const command: Command = {
     if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
     const config = loadConfig(values.config);
     const log = createLogger({ level: config.log_level });
+    for (const { file, mode } of readableByOthers(secretFiles(values.config, config))) {
+      log.warn({ file, mode }, "secrets readable by other users: chmod o-r (the config is installed 0640 root:sitegate)");
+    }
     const daemon = buildDaemon(config, log);
     try {
       await daemon.start();

@@ -7,6 +7,7 @@ import { integrationName, organizationOf } from "./device-schema.js";
 import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
+import { loadSecretFiles } from "./secret-files.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -82,6 +83,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
       return [{ path, message: `cannot read ${file}` }];
     }
   });
+  missing.push(...loadSecretFiles(cfg, baseDir));
   if (missing.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: missing });
   return cfg;
 }

@@ -50,6 +50,8 @@ export const fleetSchema = z
     key_file: z.string().min(1).optional(),
     username: z.string().min(1).optional(),
     password: z.string().optional(),
+    /** The password read from this file at start instead (exactly one of password and password_file). */
+    password_file: z.string().min(1).optional(),
     topic_prefix: z.string().regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)").default("sitegate"),
     keepalive_s: z.number().int().min(5).max(3600).default(60),
     client_id: z.string().min(1).max(128).optional(),
@@ -60,7 +62,8 @@ export const fleetSchema = z
   })
   .superRefine((f, ctx) => {
     if ((f.cert_file === undefined) !== (f.key_file === undefined)) ctx.addIssue({ code: "custom", path: [f.cert_file ? "key_file" : "cert_file"], message: "cert_file and key_file go together" });
-    if (f.password !== undefined && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
+    if (f.password !== undefined && f.password_file !== undefined) ctx.addIssue({ code: "custom", path: ["password_file"], message: "give password or password_file, not both" });
+    if ((f.password !== undefined || f.password_file !== undefined) && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
     if (f.cert_file === undefined && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "a client certificate (cert_file + key_file) or username + password is required" });
   });
 
@@ -100,10 +103,26 @@ export const configSchema = z.strictObject({
     token_ttl_s: z.number().int().min(60).max(86400).default(3600),
     api_keys: z.array(z.strictObject({ name: z.string().min(1), key_hash: secretHash })).default([]),
     ip_allowlist: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
-  }),
+    /** Who may ask for a token and call /gateway/admin/ (default: ip_allowlist). */
+    admin_allowlist: z.array(cidr).optional(),
+  })
+    .transform((a) => ({ ...a, admin_allowlist: a.admin_allowlist ?? a.ip_allowlist })),
   partner: z.strictObject({
     headers: z
-      .array(z.strictObject({ name: z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"), value: z.string() }))
+      .array(
+        z
+          .strictObject({
+            name: z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
+            value: z.string().optional(),
+            /** The value read from this file at start (a systemd credential, a 0600 file). */
+            value_file: z.string().min(1).optional(),
+          })
+          .superRefine((h, ctx) => {
+            if ((h.value === undefined) === (h.value_file === undefined)) ctx.addIssue({ code: "custom", path: ["value"], message: "exactly one of value and value_file is required" });
+          })
+          // parseConfig fills value from value_file.
+          .transform((h) => ({ name: h.name, value: h.value ?? "", value_file: h.value_file })),
+      )
       .default([]),
     execution_url: httpsUrl,
     data_push_url: httpsUrl,

@@ -1,8 +1,9 @@
 // The status page as a lifecycle part. Without ui.listen its routes ride on the API
 // listener (ApiServer registers `apiPlugins()`); with ui.listen it runs a second HTTPS
-// listener of its own with the same TLS files. Either way the history of the 24 h charts
-// is fed from the poller's snapshots (observe()).
+// listener of its own with the same TLS files and the same per-source rate limit. Either
+// way the history of the 24 h charts is fed from the poller's snapshots (observe()).
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import rateLimit from "@fastify/rate-limit";
 import { httpsOptions } from "../api/fastify-options.js";
 import type { Part } from "../lifecycle.js";
 import type { Snapshot } from "../telemetry/types.js";
@@ -45,6 +46,12 @@ export class UiPart implements Part {
     if (!config.ui.enabled || !config.ui.listen) return;
     const app = Fastify(httpsOptions(config.http.tls, this.deps.log, 64 * 1024));
     app.removeContentTypeParser("text/plain");
+    // The same per-source limit as the API listener the page otherwise rides on.
+    await app.register(rateLimit, {
+      max: config.http.rate_limit_per_min,
+      timeWindow: 60_000,
+      errorResponseBuilder: (_req, c) => Object.assign(new Error(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`), { statusCode: 429 }),
+    });
     await app.register(this.plugin().plugin);
     app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());
     const { host, port } = splitHostPort(config.ui.listen);

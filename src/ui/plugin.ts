@@ -1,7 +1,8 @@
 // The local status page (issue 12) as a fastify plugin under /ui/: a login with
 // auth.users (the token endpoint's scrypt check), an HttpOnly; Secure; SameSite=Strict
 // session cookie, a CSRF token on every state-changing request, failed logins throttled
-// per source, the ui.allow address list, and security headers on every answer.
+// per source (IPv6 per /64) with a global budget, the ui.allow address list, and security
+// headers on every answer. Failed logins are logged with the source address only.
 // Pages are one static shell + app.js (no inline script or style: the CSP forbids them);
 // the data comes from the JSON under /ui/api/.
 import { existsSync, readFileSync } from "node:fs";
@@ -16,6 +17,7 @@ import { ProbeInputError } from "../devices/commission.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
 import { BusyError, Jobs } from "./jobs.js";
+import { HashBusyError } from "../util/secret-hash.js";
 
 export const UI_PREFIX = "/ui";
 const SESSION_COOKIE = "sg_session";
@@ -102,7 +104,7 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
       const e = err as Error & { statusCode?: number };
       const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
       if (status === 500) req.log.error({ err }, "status page request failed");
-      return reply.code(status).send({ error: status === 500 ? "internal" : "invalid_request", message: status === 500 ? "internal error" : e.message });
+      return reply.code(status).send({ error: status === 500 ? "internal" : status === 429 ? "rate_limited" : "invalid_request", message: status === 500 ? "internal error" : e.message });
     });
     /** Pages: redirect to the login without a session; JSON: 401. */
     const needPage = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -128,16 +130,28 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
       const wait = throttle.retryAfterS(req.ip);
       if (wait > 0) {
         reply.header("retry-after", String(wait));
-        return loginPage(reply, 429, `Too many failed logins from ${req.ip}; try again in ${Math.ceil(wait / 60)} min.`);
+        const who = throttle.globalExhausted() ? "on this gateway" : `from ${req.ip}`;
+        return loginPage(reply, 429, `Too many failed logins ${who}; try again in ${Math.ceil(wait / 60)} min.`);
       }
       const body = (req.body ?? {}) as Record<string, unknown>;
       const pre = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
       if (!pre || !sameToken(body.csrf, pre)) return loginPage(reply, 403, "The login form expired; please try again.");
       const user = typeof body.username === "string" ? body.username : "";
       const password = typeof body.password === "string" ? body.password : "";
-      if (!user || !password || !credentials.checkPassword(user, password)) {
+      let ok = false;
+      if (user && password) {
+        try {
+          ok = await credentials.checkPassword(user, password);
+        } catch (e) {
+          if (!(e instanceof HashBusyError)) throw e;
+          reply.header("retry-after", "1");
+          return loginPage(reply, 429, "The gateway is busy; try again in a moment.");
+        }
+      }
+      if (!ok) {
         throttle.fail(req.ip);
-        deps.log.warn({ ip: req.ip, user }, "status page login refused");
+        // Never the typed username: it is often a password typed in the wrong field.
+        deps.log.warn({ ip: req.ip }, "status page login refused");
         return loginPage(reply, 401, "Wrong username or password.");
       }
       throttle.succeed(req.ip);

@@ -2,6 +2,7 @@
 // throttle of failed logins. Session ids and CSRF tokens are 256-bit random strings; the
 // map holds SHA-256 of the id, so a heap dump does not hand out live cookies.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { FailureThrottle, sourceKey } from "../api/throttle.js";
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const MAX_SESSIONS = 64;
@@ -58,44 +59,63 @@ export function sameToken(a: unknown, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** Failed logins of all sources together within the window before every login waits. */
+export const UI_GLOBAL_FAILURES = 100;
+
 /**
- * Failed logins per source address: after `max` failures within `windowMs` the source is
- * refused (429) until the oldest failure leaves the window. A success clears the source.
+ * Failed logins per source: after `max` failures within `windowMs` the source is refused
+ * (429) until its oldest failure leaves the window; a success clears the source. Sources
+ * are keyed by address, IPv6 by /64 (sourceKey). Bounded to 1024 sources, least recently
+ * used first and never a locked one while another can go, so filling the table from many
+ * addresses does not unlock anyone; and `globalMax` failures from all sources together
+ * within the window lock every source, which also caps how fast the table can be filled.
  */
 export class LoginThrottle {
-  private readonly failures = new Map<string, number[]>();
+  private readonly t: FailureThrottle;
 
-  constructor(private readonly max = 5, private readonly windowMs = 15 * 60_000, private readonly now: () => number = Date.now) {}
+  constructor(max = 5, windowMs = 15 * 60_000, now: () => number = Date.now, opts: { capacity?: number; globalMax?: number } = {}) {
+    this.t = new FailureThrottle({ max, windowMs, now, capacity: opts.capacity ?? 1024, globalMax: opts.globalMax ?? UI_GLOBAL_FAILURES });
+  }
 
   /** Seconds until the source may try again, or 0. */
   retryAfterS(ip: string): number {
-    const list = this.recent(ip);
-    if (list.length < this.max) return 0;
-    return Math.max(1, Math.ceil((list[0] + this.windowMs - this.now()) / 1000));
+    return this.t.retryAfterS(sourceKey(ip));
+  }
+
+  /** Whether every source waits because of the global budget. */
+  globalExhausted(): boolean {
+    return this.t.globalExhausted();
   }
 
   fail(ip: string): void {
-    const list = this.recent(ip);
-    list.push(this.now());
-    if (this.failures.size >= 1024 && !this.failures.has(ip)) this.failures.clear(); // bounded
-    this.failures.set(ip, list);
+    this.t.fail(sourceKey(ip));
   }
 
   succeed(ip: string): void {
-    this.failures.delete(ip);
+    this.t.succeed(sourceKey(ip));
   }
 
-  private recent(ip: string): number[] {
-    const cut = this.now() - this.windowMs;
-    return (this.failures.get(ip) ?? []).filter((t) => t > cut);
+  get size(): number {
+    return this.t.size;
   }
 }
 
+/** Cookies of a Cookie header. Never throws: a value that is not valid percent-encoding is kept as sent. */
 export function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const part of (header ?? "").split(";")) {
     const i = part.indexOf("=");
-    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    if (i <= 0) continue;
+    const raw = part.slice(i + 1).trim();
+    let value = raw;
+    if (raw.includes("%")) {
+      try {
+        value = decodeURIComponent(raw);
+      } catch {
+        value = raw;
+      }
+    }
+    out[part.slice(0, i).trim()] = value;
   }
   return out;
 }

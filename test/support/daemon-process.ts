@@ -1,0 +1,66 @@
+// `sitegate run` as a child process, started as systemd/sitegate.service starts it (its
+// node flags and environment), with the test config (partner callbacks to a closed port,
+// no devices): for tests and the fuzzer that need the daemon on its own event loop.
+// Its JSON log lines are kept; `ready` resolves with the API URL from "api listening".
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { stringify } from "yaml";
+import type { ConfigInput } from "../../src/config/schema.js";
+import { testConfigInput } from "./config.js";
+import { CLI, unitCommand } from "./site50.js";
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  url: string;
+  configFile: string;
+  /** Every log line so far, parsed. */
+  lines: Array<Record<string, unknown>>;
+  /** Whether the process is still running. */
+  alive(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function spawnDaemon(dir: string, over: Partial<ConfigInput> = {}, opts: { configMode?: number; nodeArgs?: string[] } = {}): Promise<DaemonProcess> {
+  const cfg = { ...testConfigInput(join(dir, "data")), log_level: "info", ...over };
+  const configFile = join(dir, "config.yaml");
+  writeFileSync(configFile, stringify(cfg));
+  chmodSync(configFile, opts.configMode ?? 0o640);
+  const unit = unitCommand();
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? unit.nodeArgs), CLI, "run", "--config", configFile], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...unit.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let stderr = "";
+  child.stderr!.on("data", (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.on("line", (l) => {
+      let o: Record<string, unknown>;
+      try {
+        o = JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (lines.length < 10_000) lines.push(o);
+      if (o.msg === "api listening" && typeof o.url === "string") resolve(o.url);
+    });
+    child.once("exit", (code) => reject(new Error(`sitegate run exited with ${code} before listening: ${stderr}`)));
+  });
+  return {
+    child,
+    url,
+    configFile,
+    lines,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await exited;
+      }
+    },
+  };
+}
