@@ -65,7 +65,7 @@ export const dispatchRequest = z
   .superRefine((req, ctx) => {
     const seen = new Map<string, number>();
     req.event_slots.forEach((e, i) => {
-      if (Date.parse(e.end_time) <= Date.parse(e.start_time)) {
+      if (roundTrips(e.start_time) && roundTrips(e.end_time) && Date.parse(e.end_time) <= Date.parse(e.start_time)) {
         ctx.addIssue({ code: "custom", path: ["event_slots", i, "end_time"], message: "must be later than start_time" });
       }
       if (zeroQuantity(e)) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_quantity"], message: QUANTITY_ZERO });
