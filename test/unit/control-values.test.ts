@@ -51,6 +51,10 @@ test("a value outside 0..100 % or the step's range refuses the whole action", ()
   }
   assert.equal(planWrites(target(), discharge, { pct: 100 }, sfs)[1].words[0], 10000);
   assert.equal(planWrites(target(), discharge, { pct: 0 }, sfs)[1].words[0], 0);
+  // A profile that declares no range still never writes a percent outside 0..100.
+  const bare: WriteStep[] = [{ table: "holding", address: 7, type: "u16", value: "$pct" }];
+  assert.throws(() => planWrites(target(), bare, { pct: 150 }), /150 % is outside 0\.\.100 %/);
+  assert.deepEqual(planWrites(target(), bare, { pct: 100 })[0].words, [100]);
   const narrow: WriteStep[] = [{ table: "holding", model: 124, offset: 12, type: "s16", value: "$pct", sf_offset: 25, range: [10, 50] }];
   assert.throws(() => planWrites(target(), narrow, { pct: 60 }, sfs), /outside the device's range 10\.\.50/);
 });
