@@ -1,7 +1,8 @@
 // SunSpec devices of the simulator: a storage inverter (models 1, 103, 120, 123, 124),
 // a PV inverter (1, 103, 120, 123), a wye meter (1, 203), and a device with only the
 // common model 1 (it does not say what it is), all at base 40000.
-// A few optional points answer "not implemented", as real devices do.
+// A few optional points answer "not implemented", as real devices do. The control points
+// (InWRte/OutWRte, WMaxLimPct) are scaled by the scenario's control_sf, as on real inverters.
 import { DeviceBase, type DeviceView } from "./device.js";
 import { SunSpecImage, commonModel, checkRange, type ModelDef, type PointDef } from "./sunspec-image.js";
 import type { PowerSource, SiteModel } from "../site-model.js";
