@@ -9,6 +9,12 @@ const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 
 const unit = z.number().int().min(1).max(247);
 const common = { unit, name: z.string().regex(/^[A-Za-z0-9_-]+$/), max_read_regs: z.number().int().min(1).max(125).optional() };
 
+/**
+ * The scale factor of a SunSpec device's control points (InOutWRte_SF, WMaxLimPct_SF):
+ * real inverters publish -2 or -1 as often as 0, and obey the raw value scaled by it.
+ */
+const controlSf = z.union([z.literal(-2), z.literal(-1), z.literal(0), z.literal(1)], { error: "must be -2, -1, 0 or 1" }).default(0);
+
 export const deviceSchema = z.discriminatedUnion("model", [
   z.strictObject({
     ...common,
@@ -17,8 +23,9 @@ export const deviceSchema = z.discriminatedUnion("model", [
     capacity_wh: z.number().positive().default(10000),
     soc_pct: z.number().min(0).max(100).default(50),
     serial: z.string().optional(),
+    control_sf: controlSf,
   }),
-  z.strictObject({ ...common, model: z.literal("sunspec-pv"), max_power_w: z.number().positive().default(6000), serial: z.string().optional() }),
+  z.strictObject({ ...common, model: z.literal("sunspec-pv"), max_power_w: z.number().positive().default(6000), serial: z.string().optional(), control_sf: controlSf }),
   z.strictObject({ ...common, model: z.literal("sunspec-meter"), serial: z.string().optional() }),
   /** Only the common model 1: a SunSpec device that does not tell what it is. */
   z.strictObject({ ...common, model: z.literal("sunspec-common"), serial: z.string().optional() }),

@@ -1,7 +1,8 @@
 // SunSpec devices of the simulator: a storage inverter (models 1, 103, 120, 123, 124),
 // a PV inverter (1, 103, 120, 123), a wye meter (1, 203), and a device with only the
 // common model 1 (it does not say what it is), all at base 40000.
-// A few optional points answer "not implemented", as real devices do.
+// A few optional points answer "not implemented", as real devices do. The control points
+// (InWRte/OutWRte, WMaxLimPct) are scaled by the scenario's control_sf, as on real inverters.
 import { DeviceBase, type DeviceView } from "./device.js";
 import { SunSpecImage, commonModel, checkRange, type ModelDef, type PointDef } from "./sunspec-image.js";
 import type { PowerSource, SiteModel } from "../site-model.js";
@@ -108,6 +109,23 @@ function nameplate120(d: { derTyp: number; wRtg: number; whRtg: number | null; m
   };
 }
 
+/**
+ * A percent control point scaled by the device's control scale factor: reads give
+ * round(pct / 10^sf), writes take a raw value, refuse one outside min..max percent
+ * (ILLEGAL_VALUE, as real devices do) and store it as percent.
+ */
+function scaledPct(name: string, type: "int16" | "uint16", sfExp: number, min: number, max: number, get: () => number, set: (pct: number) => void): PointDef {
+  const rawMin = Math.round(min / 10 ** sfExp);
+  const rawMax = Math.round(max / 10 ** sfExp);
+  return {
+    name, type, sf: sfExp, get,
+    set: (raw) => {
+      checkRange(raw, rawMin, rawMax);
+      set(sfExp < 0 ? raw / 10 ** -sfExp : raw * 10 ** sfExp);
+    },
+  };
+}
+
 /** Immediate controls 123: Conn and the WMaxLimPct power limit (curtailment), with revert timers. */
 class Controls123 {
   conn = 1;
@@ -115,7 +133,7 @@ class Controls123 {
   limEna = 0;
   limRvrtS = 0;
   limWrittenAt = 0;
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly now: () => number, private readonly controlSf = 0) {}
 
   tick(nowMs: number): void {
     if (this.limEna && this.limRvrtS > 0 && nowMs - this.limWrittenAt > this.limRvrtS * 1000) this.limEna = 0;
@@ -133,7 +151,7 @@ class Controls123 {
         ni("Conn_WinTms"),
         ni("Conn_RvrtTms"),
         { ...rw("Conn", () => this.conn, (r) => (this.conn = r), 0, 1), type: "enum16" },
-        { ...rw("WMaxLimPct", () => this.limPct, (r) => { this.limPct = r; this.limWrittenAt = this.now(); }, 0, 100), sf: 0 },
+        scaledPct("WMaxLimPct", "uint16", this.controlSf, 0, 100, () => this.limPct, (pct) => { this.limPct = pct; this.limWrittenAt = this.now(); }),
         ni("WMaxLimPct_WinTms"),
         rw("WMaxLimPct_RvrtTms", () => this.limRvrtS, (r) => (this.limRvrtS = r), 0, 0xfffe),
         ni("WMaxLimPct_RmpTms"),
@@ -151,7 +169,7 @@ class Controls123 {
         ni("VArPct_RmpTms"),
         ni("VArPct_Mod", "enum16"),
         ni("VArPct_Ena", "enum16"),
-        sf("WMaxLimPct_SF", 0),
+        sf("WMaxLimPct_SF", this.controlSf),
         sf("OutPFSet_SF", null),
         sf("VArPct_SF", null),
       ],
@@ -190,18 +208,18 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
   energyOutWh = 0;
   readonly ctl123: Controls123;
 
-  constructor(spec: { name: string; unit: number; max_power_w: number; capacity_wh: number; soc_pct: number; serial?: string }, site: SiteModel) {
+  constructor(spec: { name: string; unit: number; max_power_w: number; capacity_wh: number; soc_pct: number; serial?: string; control_sf?: number }, site: SiteModel) {
     super(spec.name, spec.unit, site);
     this.maxW = spec.max_power_w;
     this.capWh = spec.capacity_wh;
     this.soc = spec.soc_pct;
     this.wChaMax = spec.max_power_w;
-    this.ctl123 = new Controls123(() => site.clock());
+    const controlSf = spec.control_sf ?? 0;
+    this.ctl123 = new Controls123(() => site.clock(), controlSf);
     const sn = serialFor(spec.name, site.seed, "ST", spec.serial);
     const stamp = () => (this.ctlWrittenAt = site.clock());
-    const pct = (name: string, get: () => number, set: (r: number) => void): PointDef => ({
-      name, type: "int16", sf: 0, get, set: (r) => { checkRange(r, -100, 100); set(r); stamp(); },
-    });
+    const pct = (name: string, get: () => number, set: (pct: number) => void): PointDef =>
+      scaledPct(name, "int16", controlSf, -100, 100, get, (v) => { set(v); stamp(); });
     const storage124: ModelDef = {
       id: 124,
       length: 24,
@@ -229,7 +247,7 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
         sf("ChaState_SF", -1),
         sf("StorAval_SF", null),
         sf("InBatV_SF", -1),
-        sf("InOutWRte_SF", 0),
+        sf("InOutWRte_SF", controlSf),
       ],
     };
     this.image = new SunSpecImage(SUNSPEC_BASE, [
@@ -305,11 +323,11 @@ export class PvInverter extends SunSpecDevice implements PowerSource {
   readonly ctl123: Controls123;
   private readonly key: number;
 
-  constructor(spec: { name: string; unit: number; max_power_w: number; serial?: string }, site: SiteModel) {
+  constructor(spec: { name: string; unit: number; max_power_w: number; serial?: string; control_sf?: number }, site: SiteModel) {
     super(spec.name, spec.unit, site);
     this.maxW = spec.max_power_w;
     this.key = hashString(spec.name);
-    this.ctl123 = new Controls123(() => site.clock());
+    this.ctl123 = new Controls123(() => site.clock(), spec.control_sf ?? 0);
     this.image = new SunSpecImage(SUNSPEC_BASE, [
       commonModel("SimEnergy", "SimSun 6", "2.0.1", serialFor(spec.name, site.seed, "PV", spec.serial)),
       inverter103({

@@ -12,7 +12,7 @@ export function drRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, async (req) => {
       requireJson(req);
-      return submitDispatchBatched(ctx.dispatch, req.body); // the same validation as the MQTT `dr` command
+      return submitDispatchBatched(ctx.dispatch, req.body, ctx.log); // the same validation as the MQTT `dr` command
     });
   };
 }

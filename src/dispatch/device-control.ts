@@ -4,66 +4,17 @@
 // profile file, not code here.
 import { SitegateError } from "../errors.js";
 import { PRIORITY } from "../modbus/bus.js";
-import { encodeValue } from "../modbus/codec.js";
 import type { DriverPool } from "../devices/pool.js";
 import type { DeviceDriver } from "../devices/driver.js";
 import type { DeviceSource, HealthView } from "../devices/types.js";
-import type { ActionName, WriteStep } from "../profiles/schema.js";
+import type { ActionName } from "../profiles/schema.js";
 import type { DispatchDevice } from "./allocate.js";
 import type { DeviceControl } from "./dispatcher.js";
+import { planControlWrites } from "./control-values.js";
 
 export interface TelemetryView extends HealthView {
   latest(deviceId: string): Record<string, number> | undefined;
   setRemote(deviceId: string, remote: boolean): void;
-}
-
-interface Write {
-  table: "holding" | "coil";
-  address: number;
-  words: number[];
-  coils: boolean[];
-}
-
-/** Resolves an action's steps to register and coil writes; steps of models the device lacks are skipped. */
-export function planWrites(driver: DeviceDriver, steps: readonly WriteStep[], params: { pct?: number; watts?: number }): Write[] {
-  const out: Write[] = [];
-  for (const step of steps) {
-    let where: { table: "holding" | "coil"; address: number };
-    try {
-      where = driver.resolveWrite(step);
-    } catch (e) {
-      if (e instanceof SitegateError && e.code === "DEVICE_NOT_FOUND") continue;
-      throw e;
-    }
-    let value: number | boolean;
-    switch (step.value) {
-      case "$pct":
-        value = params.pct ?? 0;
-        break;
-      case "$watts":
-        value = Math.round(params.watts ?? 0);
-        break;
-      case "$on":
-        value = true;
-        break;
-      case "$off":
-        value = false;
-        break;
-      default:
-        value = step.value;
-    }
-    if (where.table === "coil") {
-      const on = typeof value === "boolean" ? value : value !== 0;
-      const last = out[out.length - 1];
-      // Neighbouring coils go out as one write-multiple-coils request.
-      if (last && last.table === "coil" && last.address + last.coils.length === where.address) last.coils.push(on);
-      else out.push({ table: "coil", address: where.address, words: [], coils: [on] });
-    } else {
-      const n = typeof value === "boolean" ? (value ? 1 : 0) : value;
-      out.push({ table: "holding", address: where.address, words: encodeValue(step.type, n), coils: [] });
-    }
-  }
-  return out;
 }
 
 export class ModbusDeviceControl implements DeviceControl {
@@ -118,7 +69,7 @@ export class ModbusDeviceControl implements DeviceControl {
     const steps = driver.profile.actions[action];
     if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
     if (!driver.paired) await driver.pair(PRIORITY.control);
-    const writes = planWrites(driver, steps, params);
+    const writes = await planControlWrites(driver, steps, params);
     if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
     for (const w of writes) {

@@ -10,14 +10,32 @@ export const MAX_EVENTS_PER_REQUEST = 100;
 import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
 export { EVENT_TYPES, UNITS, type EventType, type EventUnit };
 
-/** ISO 8601 in UTC: `Z` or `+00:00` (B4). */
+/** The calendar fields of a UTC time are a real time: no Feb 30, no 24:00, no second 60. */
+export function roundTrips(s: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(s);
+  if (!m) return false;
+  const [y, mo, d, h, mi, se] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number);
+  const t = new Date(0);
+  t.setUTCFullYear(y, mo - 1, d);
+  t.setUTCHours(h, mi, se, 0);
+  return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d && t.getUTCHours() === h && t.getUTCMinutes() === mi && t.getUTCSeconds() === se;
+}
+
+/** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */
 const utcTime = z
   .string({ error: "required" })
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/, "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)")
-  .refine((s) => Number.isFinite(Date.parse(s)), "is not a valid date");
+  .refine((s) => roundTrips(s) && Number.isFinite(Date.parse(s)), "is not a real calendar time (such as February 30 or 24:00)");
 
-export const dispatchEvent = z.strictObject({
-  event_id: z.uuid({ error: "must be a UUID" }),
+/** Any 8-4-4-4-12 hex GUID, whatever its version and variant nibbles; the case is kept as sent. */
+export const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/**
+ * An event of the request. Fields the spec does not name are dropped (and logged at
+ * debug by the caller), not refused: a partner adding a field must not stop dispatch.
+ */
+export const dispatchEvent = z.object({
+  event_id: z.string({ error: "must be a GUID" }).regex(GUID, "must be a GUID (8-4-4-4-12 hex digits)"),
   start_time: utcTime,
   end_time: utcTime,
   event_type: z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` }),
@@ -27,6 +45,14 @@ export const dispatchEvent = z.strictObject({
   mandatory: z.boolean({ error: "must be true or false" }),
   cancelled: z.boolean({ error: "must be true or false" }),
 });
+
+const EVENT_FIELDS = new Set(Object.keys(dispatchEvent.shape));
+const QUANTITY_ZERO = "must be greater than 0 (only a restore may be 0)";
+
+/** Only a restore may ask for nothing; the check needs event_type, so it is not a field rule. */
+function zeroQuantity(e: { event_type?: unknown; event_quantity?: unknown }): boolean {
+  return e.event_quantity === 0 && typeof e.event_type === "string" && e.event_type !== "restore";
+}
 
 export const dispatchRequest = z
   .strictObject({
@@ -39,9 +65,10 @@ export const dispatchRequest = z
   .superRefine((req, ctx) => {
     const seen = new Map<string, number>();
     req.event_slots.forEach((e, i) => {
-      if (Date.parse(e.end_time) <= Date.parse(e.start_time)) {
+      if (roundTrips(e.start_time) && roundTrips(e.end_time) && Date.parse(e.end_time) <= Date.parse(e.start_time)) {
         ctx.addIssue({ code: "custom", path: ["event_slots", i, "end_time"], message: "must be later than start_time" });
       }
+      if (zeroQuantity(e)) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_quantity"], message: QUANTITY_ZERO });
       const first = seen.get(e.event_id.toLowerCase());
       if (first !== undefined) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_id"], message: `repeats event_slots[${first}].event_id` });
       else seen.set(e.event_id.toLowerCase(), i);
@@ -52,17 +79,22 @@ export type DispatchRequest = z.infer<typeof dispatchRequest>;
 
 /**
  * The whole request's problems at once, one path each: zod's own, plus repeated
- * event_ids (which zod's refinement skips when an event also has other problems).
+ * event_ids and zero quantities (which the request-level refinement skips when an event
+ * also has other problems). `ignored` lists the fields of events that were dropped.
  */
-export function validateDispatch(body: unknown): { ok: true; data: DispatchRequest } | { ok: false; details: ErrorDetail[] } {
+export function validateDispatch(body: unknown): { ok: true; data: DispatchRequest; ignored: string[] } | { ok: false; details: ErrorDetail[] } {
   const r = dispatchRequest.safeParse(body);
-  if (r.success) return { ok: true, data: r.data };
-  const details = issuesToDetails(r.error.issues);
   const slots = (body as { event_slots?: unknown } | null)?.event_slots;
+  if (r.success) return { ok: true, data: r.data, ignored: ignoredFields(slots) };
+  const details = issuesToDetails(r.error.issues);
   if (Array.isArray(slots)) {
     const seen = new Map<string, number>();
     slots.forEach((e, i) => {
-      const id = (e as { event_id?: unknown } | null)?.event_id;
+      if (typeof e !== "object" || e === null) return;
+      const ev = e as { event_id?: unknown; event_type?: unknown; event_quantity?: unknown };
+      const qPath = `event_slots[${i}].event_quantity`;
+      if (zeroQuantity(ev) && !details.some((d) => d.path === qPath)) details.push({ path: qPath, message: QUANTITY_ZERO });
+      const id = ev.event_id;
       if (typeof id !== "string") return;
       const first = seen.get(id.toLowerCase());
       const path = `event_slots[${i}].event_id`;
@@ -71,6 +103,17 @@ export function validateDispatch(body: unknown): { ok: true; data: DispatchReque
     });
   }
   return { ok: false, details };
+}
+
+/** Paths of event fields the spec does not name (dropped from the parsed request). */
+function ignoredFields(slots: unknown): string[] {
+  const out: string[] = [];
+  if (!Array.isArray(slots)) return out;
+  slots.forEach((e, i) => {
+    if (typeof e !== "object" || e === null) return;
+    for (const k of Object.keys(e)) if (!EVENT_FIELDS.has(k)) out.push(`event_slots[${i}].${k}`);
+  });
+  return out;
 }
 export type DispatchEventInput = z.infer<typeof dispatchEvent>;
 
@@ -95,7 +138,7 @@ export interface EventSpec {
 
 export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "partner"): EventSpec {
   return {
-    event_id: e.event_id.toLowerCase(),
+    event_id: e.event_id,
     source,
     mode,
     event_type: e.event_type,
@@ -116,7 +159,7 @@ export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "p
  */
 export function contentHash(s: EventSpec): string {
   const { event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled } = s;
-  return createHash("sha256").update(JSON.stringify([event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled])).digest("hex").slice(0, 32);
+  return createHash("sha256").update(JSON.stringify([event_id.toLowerCase(), source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled])).digest("hex").slice(0, 32);
 }
 
 /** Watts back into the event's unit, rounded to what a partner reads (1 mW). */

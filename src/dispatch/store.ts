@@ -120,6 +120,7 @@ export class EventStore {
   constructor(readonly db: Db) {
     this.stmts = {
       get: db.prepare(`SELECT ${COLS} FROM dp_event WHERE event_id = ?`),
+      spelling: db.prepare("SELECT json_extract(spec, '$.event_id') AS id FROM dp_event WHERE event_id = ?").pluck(),
       upsert: db.prepare(
         `INSERT INTO dp_event (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at)
          VALUES (@event_id, @spec, @content_hash, @source, @start_ms, @end_ms, @state, @receipt, @started_at, @ended_at, @progress, @result, @created_at, @updated_at)
@@ -140,11 +141,19 @@ export class EventStore {
     return r && fromRaw(r);
   }
 
+  /**
+   * The key is the lowercased event_id (GUIDs are case-insensitive); the spec keeps the
+   * id as the partner first sent it, which the execution response echoes. A later
+   * submission in another case updates the same event and keeps that first spelling.
+   */
   put(row: EventRow): void {
     const s = row.spec;
+    const key = s.event_id.toLowerCase();
+    const first = this.stmts.spelling.get(key) as string | undefined;
+    if (first !== undefined && first !== s.event_id && first.toLowerCase() === key) row.spec = { ...s, event_id: first };
     this.stmts.upsert.run({
-      event_id: s.event_id,
-      spec: JSON.stringify(s),
+      event_id: key,
+      spec: JSON.stringify(row.spec),
       content_hash: row.content_hash,
       source: s.source,
       start_ms: s.start_ms,
@@ -162,7 +171,7 @@ export class EventStore {
 
   saveProgress(row: EventRow, now: number): void {
     row.updated_at = now;
-    this.stmts.progress.run(JSON.stringify(row.progress), now, row.spec.event_id);
+    this.stmts.progress.run(JSON.stringify(row.progress), now, row.spec.event_id.toLowerCase());
   }
 
   /** Scheduled and running events, oldest start first. */

@@ -2,6 +2,7 @@
 // DESIGN B4) and submit it. The HTTPS route (/dr) and the MQTT `dr` command both call
 // this, so they accept and reject exactly the same requests with the same details.
 import { SitegateError } from "../errors.js";
+import type { Logger } from "../log.js";
 import { validateDispatch, type DispatchRequest } from "./request.js";
 import type { Receipt } from "./dispatcher.js";
 
@@ -12,19 +13,23 @@ export interface DispatchSubmit {
   submitBatched(req: DispatchRequest): Promise<Receipt[]>;
 }
 
-/** The request, or INVALID_REQUEST with a path per problem (one bad event rejects it all). */
-function validated(body: unknown): DispatchRequest {
+/**
+ * The request, or INVALID_REQUEST with a path per problem (one bad event rejects it all).
+ * Event fields the spec does not name are dropped and logged at debug, never refused.
+ */
+function validated(body: unknown, log?: Pick<Logger, "debug">): DispatchRequest {
   const v = validateDispatch(body);
   if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
+  if (v.ignored.length) log?.debug({ ignored: v.ignored.slice(0, 20), count: v.ignored.length }, "dispatch request: unknown event fields ignored");
   return v.data;
 }
 
 /** Validates the whole request and returns the committed receipts. */
-export function submitDispatch(dispatch: DispatchSubmit, body: unknown): Receipt[] {
-  return dispatch.submit(validated(body));
+export function submitDispatch(dispatch: DispatchSubmit, body: unknown, log?: Pick<Logger, "debug">): Receipt[] {
+  return dispatch.submit(validated(body, log));
 }
 
 /** submitDispatch with group commit: the receipts once the shared transaction committed. */
-export async function submitDispatchBatched(dispatch: DispatchSubmit, body: unknown): Promise<Receipt[]> {
-  return dispatch.submitBatched(validated(body));
+export async function submitDispatchBatched(dispatch: DispatchSubmit, body: unknown, log?: Pick<Logger, "debug">): Promise<Receipt[]> {
+  return dispatch.submitBatched(validated(body, log));
 }

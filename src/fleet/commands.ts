@@ -43,7 +43,7 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
       case "ping":
         return ok({ pong: true, version: VERSION, uptime_s: Math.round((Date.now() - deps.startedAt) / 1000), at: new Date().toISOString() });
       case "dr":
-        return ok(submitDispatch(deps.dispatch, payload));
+        return ok(submitDispatch(deps.dispatch, payload, deps.log));
       case "configure":
         return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":

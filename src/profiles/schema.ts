@@ -15,16 +15,45 @@ export const ACTION_NAMES = ["charge", "discharge", "shed", "restore", "curtail"
 const actionName = z.enum(ACTION_NAMES);
 export type ActionName = (typeof ACTION_NAMES)[number];
 
-/** A register write of a control action. `value` is a number or a parameter of the action. */
-const writeStep = z.strictObject({
-  table: z.enum(["holding", "coil"]).default("holding"),
-  address: register.optional(),
-  /** SunSpec profiles: the model and offset from the model id register. */
-  model: z.number().int().optional(),
-  offset: z.number().int().min(0).optional(),
-  type: valueType.default("u16"),
-  value: z.union([z.number(), z.enum(["$pct", "$watts", "$on", "$off"])]),
-});
+/** A bound of a control value: a number in engineering units, or the device's rated power. */
+const rangeBound = z.union([z.number(), z.literal("$max_power_w")]);
+
+/**
+ * A register write of a control action. `value` is a number or a parameter of the action,
+ * in engineering units (percent, watts). When the device publishes a scale factor for the
+ * register (SunSpec `*_SF`), the step names that point (`sf_offset` in the same model, or
+ * `sf_address`) and the raw value written is round(value / 10^sf). `range` bounds the
+ * engineering value; a value outside it is refused and nothing of the action is written.
+ */
+const writeStep = z
+  .strictObject({
+    table: z.enum(["holding", "coil"]).default("holding"),
+    address: register.optional(),
+    /** SunSpec profiles: the model and offset from the model id register. */
+    model: z.number().int().optional(),
+    offset: z.number().int().min(0).optional(),
+    type: valueType.default("u16"),
+    value: z.union([z.number(), z.enum(["$pct", "$watts", "$on", "$off"])]),
+    /** SunSpec: offset of the scale-factor point in the step's model (e.g. InOutWRte_SF). */
+    sf_offset: z.number().int().min(2).optional(),
+    /** Fixed profiles: absolute holding register of the scale factor. */
+    sf_address: register.optional(),
+    /** [min, max] of the engineering value, inclusive. */
+    range: z.tuple([rangeBound, rangeBound]).optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.sf_offset !== undefined && s.model === undefined) ctx.addIssue({ code: "custom", path: ["sf_offset"], message: "needs model (SunSpec steps); use sf_address for a fixed address" });
+    if (s.sf_offset !== undefined && s.sf_address !== undefined) ctx.addIssue({ code: "custom", path: ["sf_address"], message: "give sf_offset or sf_address, not both" });
+    if ((s.sf_offset !== undefined || s.sf_address !== undefined || s.range) && s.table === "coil") {
+      ctx.addIssue({ code: "custom", path: ["table"], message: "coils take no scale factor or range" });
+    }
+    if (s.range && typeof s.range[0] === "number" && typeof s.range[1] === "number" && s.range[0] > s.range[1]) {
+      ctx.addIssue({ code: "custom", path: ["range"], message: "min must not exceed max" });
+    }
+    if (s.range && typeof s.value === "number" && typeof s.range[0] === "number" && typeof s.range[1] === "number" && (s.value < s.range[0] || s.value > s.range[1])) {
+      ctx.addIssue({ code: "custom", path: ["value"], message: `is outside its range [${s.range[0]}, ${s.range[1]}]` });
+    }
+  });
 
 const fixedPoint = z.strictObject({
   metric: metricName,

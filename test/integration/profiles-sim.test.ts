@@ -11,6 +11,10 @@ import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/devices/driver.js";
 import { silentLogger } from "../../src/log.js";
+import { planControlWrites } from "../../src/dispatch/control-values.js";
+import { isSitegateError } from "../../src/errors.js";
+import type { ActionName } from "../../src/profiles/schema.js";
+import type { ScenarioInput } from "../support/site.js";
 
 const run = promisify(execFile);
 const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
@@ -54,6 +58,75 @@ test("every built-in profile is checked against the simulator", async () => {
     }
   });
 });
+
+/** What ModbusDeviceControl.apply does: plan the action with the device's scale factors, then write it. */
+async function act(d: DeviceDriver, action: ActionName, pct: number): Promise<void> {
+  const writes = await planControlWrites(d, d.profile.actions[action]!, { pct });
+  for (const w of writes) await d.bus.writeRegisters(d.unit, w.address, w.words, { fn: w.words.length === 1 ? 6 : 16 });
+}
+
+for (const sf of [-2, -1, 0, 1] as const) {
+  test(`sunspec control writes at control scale factor ${sf}: the raw value is scaled, the device obeys it, out of range writes nothing`, async () => {
+    const scenario: ScenarioInput = {
+      seed: 7,
+      control: { listen: "127.0.0.1:0" },
+      site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 1 },
+      ports: [{
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          { unit: 1, model: "sunspec-storage", name: "battery", max_power_w: 5000, capacity_wh: 100000, soc_pct: 50, control_sf: sf },
+          { unit: 2, model: "sunspec-pv", name: "pv", max_power_w: 6000, control_sf: sf },
+        ],
+      }],
+    };
+    await withSite(scenario, async (site) => {
+      const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+      try {
+        const bat = new DeviceDriver(tcp, 1, builtinProfiles().get("sunspec"));
+        const pv = new DeviceDriver(tcp, 2, builtinProfiles().get("sunspec"));
+        await bat.pair();
+        await pv.pair();
+        const m124 = bat.sunspecModels.find((m) => m.id === 124)!.address;
+        const m123 = pv.sunspecModels.find((m) => m.id === 123)!.address;
+        const [sfWord] = await tcp.read(1, "holding", m124 + 25, 1);
+        assert.equal(sfWord, sf & 0xffff, "InOutWRte_SF publishes control_sf");
+        const [pvSfWord] = await tcp.read(2, "holding", m123 + 23, 1);
+        assert.equal(pvSfWord, sf & 0xffff, "WMaxLimPct_SF publishes control_sf");
+
+        // 60 % of a 5 kW battery: 3 kW, whatever the scale factor.
+        await act(bat, "discharge", 60);
+        const out = site.state().devices.battery as Record<string, any>;
+        const rte = out.writes.find((w: any) => w.address === m124 + 12);
+        assert.deepEqual(rte.values, [Math.round(60 / 10 ** sf)], `OutWRte raw at sf ${sf}`);
+        assert.equal(out.power_w, 3000);
+
+        // PV limited to 50 % of 6 kW at full sun.
+        await act(pv, "curtail", 50);
+        const p = site.state().devices.pv as Record<string, any>;
+        assert.deepEqual(p.writes.find((w: any) => w.address === m123 + 5).values, [Math.round(50 / 10 ** sf)]);
+        assert.equal(p.setpoint_w, 3000);
+        assert.equal(p.power_w, 3000);
+        const read = await pv.read(["fast"]);
+        assert.equal(read.power_w, 3000);
+
+        // Out of range: refused before any write of the action, the device keeps its state.
+        const before = (site.state().devices.battery.writes as unknown[]).length;
+        await assert.rejects(act(bat, "discharge", 100.5), (e: unknown) => isSitegateError(e, "CONTROL_VALUE_INVALID"));
+        assert.equal((site.state().devices.battery.writes as unknown[]).length, before, "nothing written");
+        assert.equal(site.state().devices.battery.power_w, 3000);
+
+        // The device refuses a raw value beyond 100 % at its own scale factor, as hardware does.
+        const tooBig = Math.round(100 / 10 ** sf) + 1;
+        await assert.rejects(tcp.writeRegisters(1, m124 + 12, [tooBig & 0xffff], { fn: 6 }), (e: unknown) => isSitegateError(e, "MODBUS_EXCEPTION"));
+        await assert.rejects(tcp.writeRegisters(2, m123 + 5, [Math.round(100 / 10 ** sf) + 1], { fn: 6 }), (e: unknown) => isSitegateError(e, "MODBUS_EXCEPTION"));
+        assert.equal(site.state().devices.battery.power_w, 3000);
+      } finally {
+        await tcp.close();
+      }
+    });
+  });
+}
 
 test("sitegate read prints decoded metrics as JSON and exits 1 with one line when nothing answers", async () => {
   await withSite(demoScenario({ pv_irradiance: 0.5 }), async (site) => {

@@ -1,0 +1,182 @@
+// Control values from engineering units to register writes. A profile's action steps
+// carry percent or watts; a device that publishes a scale factor for the register
+// (SunSpec `*_SF`) wants round(value / 10^sf) written, and every value is range-checked
+// first: an action with one bad value writes nothing at all. The scale factor is read
+// from the device once per pairing; one that cannot be read fails the write, it never
+// falls back to writing the engineering value raw.
+import { SitegateError, errorMessage } from "../errors.js";
+import { PRIORITY } from "../modbus/bus.js";
+import { encodeValue, type ValueType } from "../modbus/codec.js";
+import type { DeviceDriver } from "../devices/driver.js";
+import type { DeviceDescriptor } from "../devices/types.js";
+import type { WriteStep } from "../profiles/schema.js";
+
+export interface Write {
+  table: "holding" | "coil";
+  address: number;
+  words: number[];
+  coils: boolean[];
+}
+
+export interface ControlParams {
+  pct?: number;
+  watts?: number;
+}
+
+/** What planning needs of a paired device: where a step writes, and its rated power. */
+export interface ControlTarget {
+  resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number };
+  readonly descriptor: Pick<DeviceDescriptor, "max_power_w"> | null;
+}
+
+/** Scale factors as SunSpec allows them; anything else is a device fault, not a factor. */
+const SF_MIN = -10;
+const SF_MAX = 10;
+
+function invalid(message: string): SitegateError {
+  return new SitegateError("CONTROL_VALUE_INVALID", message);
+}
+
+/** The step's register, or null when the device lacks the step's SunSpec model (the step is skipped). */
+function resolve(target: ControlTarget, step: WriteStep): { table: "holding" | "coil"; address: number } | null {
+  try {
+    return target.resolveWrite(step);
+  } catch (e) {
+    if (e instanceof SitegateError && e.code === "DEVICE_NOT_FOUND") return null;
+    throw e;
+  }
+}
+
+/** Absolute holding register of the step's scale factor, if it names one. */
+export function scaleFactorAddress(target: ControlTarget, step: WriteStep): number | undefined {
+  if (step.sf_address !== undefined) return step.sf_address;
+  if (step.sf_offset === undefined) return undefined;
+  return target.resolveWrite({ ...step, table: "holding", address: undefined, offset: step.sf_offset }).address;
+}
+
+/** A scale-factor register's word as an exponent; throws on "not implemented" and nonsense. */
+export function decodeScaleFactor(word: number, address: number): number {
+  if (word === 0x8000) throw invalid(`scale factor at register ${address} is not implemented (0x8000); refusing to write an unscaled value`);
+  const sf = word >= 0x8000 ? word - 0x10000 : word;
+  if (sf < SF_MIN || sf > SF_MAX) throw invalid(`scale factor at register ${address} is ${sf}, outside ${SF_MIN}..${SF_MAX}; refusing to write`);
+  return sf;
+}
+
+/** value / 10^sf, exact for decimal values (60 at -2 is 6000, not 5999.999...). */
+export function toRaw(value: number, sf: number, type: ValueType): number {
+  const v = sf < 0 ? value * 10 ** -sf : sf > 0 ? value / 10 ** sf : value;
+  return type === "f32" || type === "f64" ? v : Math.round(v);
+}
+
+function bound(b: number | "$max_power_w", target: ControlTarget): number | undefined {
+  return b === "$max_power_w" ? target.descriptor?.max_power_w : b;
+}
+
+function describe(step: WriteStep, where: { address: number }): string {
+  return `${typeof step.value === "string" ? step.value : "value"} for register ${where.address}`;
+}
+
+/** The engineering value of a numeric step, range-checked. */
+function engineeringValue(target: ControlTarget, step: WriteStep, params: ControlParams, where: { address: number }): number {
+  let value: number;
+  const what = describe(step, where);
+  switch (step.value) {
+    case "$pct":
+      if (params.pct === undefined || !Number.isFinite(params.pct)) throw invalid(`${what}: no percent given`);
+      value = params.pct;
+      if (value < 0 || value > 100) throw invalid(`${what}: ${value} % is outside 0..100 %`);
+      break;
+    case "$watts": {
+      if (params.watts === undefined || !Number.isFinite(params.watts)) throw invalid(`${what}: no power given`);
+      value = Math.round(params.watts);
+      const max = target.descriptor?.max_power_w;
+      if (value < 0 || (max !== undefined && value > max)) throw invalid(`${what}: ${value} W is outside the device's 0..${max ?? "?"} W`);
+      break;
+    }
+    case "$on":
+      value = 1;
+      break;
+    case "$off":
+      value = 0;
+      break;
+    default:
+      value = step.value;
+  }
+  if (step.range) {
+    const lo = bound(step.range[0], target);
+    const hi = bound(step.range[1], target);
+    if (lo === undefined || hi === undefined) throw invalid(`${what}: the device did not report its rated power, so the range cannot be checked`);
+    if (value < lo || value > hi) throw invalid(`${what}: ${value} is outside the device's range ${lo}..${hi}`);
+  }
+  return value;
+}
+
+/**
+ * Resolves an action's steps to register and coil writes, given the scale factors read
+ * from the device (by register address). Steps of models the device lacks are skipped.
+ * Pure: throws CONTROL_VALUE_INVALID before returning anything when any value is bad.
+ */
+export function planWrites(target: ControlTarget, steps: readonly WriteStep[], params: ControlParams, sfs: ReadonlyMap<number, number> = new Map()): Write[] {
+  const out: Write[] = [];
+  for (const step of steps) {
+    const where = resolve(target, step);
+    if (!where) continue;
+    if (where.table === "coil") {
+      const on = step.value === "$on" ? true : step.value === "$off" ? false : engineeringValue(target, step, params, where) !== 0;
+      const last = out[out.length - 1];
+      // Neighbouring coils go out as one write-multiple-coils request.
+      if (last && last.table === "coil" && last.address + last.coils.length === where.address) last.coils.push(on);
+      else out.push({ table: "coil", address: where.address, words: [], coils: [on] });
+      continue;
+    }
+    const value = engineeringValue(target, step, params, where);
+    const sfAt = scaleFactorAddress(target, step);
+    let sf = 0;
+    if (sfAt !== undefined) {
+      const known = sfs.get(sfAt);
+      if (known === undefined) throw invalid(`${describe(step, where)}: scale factor at register ${sfAt} was not read; refusing to write an unscaled value`);
+      sf = known;
+    }
+    const raw = toRaw(value, sf, step.type);
+    let words: number[];
+    try {
+      words = encodeValue(step.type, raw);
+    } catch (e) {
+      throw invalid(`${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`);
+    }
+    out.push({ table: "holding", address: where.address, words, coils: [] });
+  }
+  return out;
+}
+
+/** Scale factors already read, per pairing (a new pairing makes a new descriptor, and they are read again). */
+const cache = new WeakMap<object, Map<number, number>>();
+
+/** Reads (or recalls) the scale factors the steps name. A failed read throws: the write must not happen. */
+export async function readScaleFactors(driver: DeviceDriver, steps: readonly WriteStep[]): Promise<Map<number, number>> {
+  const key = driver.descriptor;
+  const known = (key && cache.get(key)) || new Map<number, number>();
+  for (const step of steps) {
+    if (step.table === "coil" || !resolve(driver, step)) continue;
+    const at = scaleFactorAddress(driver, step);
+    if (at === undefined || known.has(at)) continue;
+    let word: number;
+    try {
+      [word] = await driver.bus.read(driver.unit, "holding", at, 1, { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 });
+    } catch (e) {
+      throw new SitegateError(e instanceof SitegateError ? e.code : "CONTROL_VALUE_INVALID", `scale factor at register ${at} could not be read: ${errorMessage(e)}; nothing written`, {
+        transient: e instanceof SitegateError ? e.transient : false,
+        cause: e,
+      });
+    }
+    known.set(at, decodeScaleFactor(word, at));
+  }
+  if (key) cache.set(key, known);
+  return known;
+}
+
+/** planWrites with the device's own scale factors: what a control action writes. */
+export async function planControlWrites(driver: DeviceDriver, steps: readonly WriteStep[], params: ControlParams): Promise<Write[]> {
+  const sfs = await readScaleFactors(driver, steps);
+  return planWrites(driver, steps, params, sfs);
+}
