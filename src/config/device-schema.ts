@@ -24,7 +24,7 @@ const base = {
       error: "must be a number of watts or an array of watts, one per coil",
     })
     .optional(),
-  /** Shed order: lower first; devices without one come after, by device_id. */
+  /** Shed order: lower first, then device_id; default 100 for switched loads, 200 for curtailed PV. */
   shed_priority: z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000").optional(),
 };
 

@@ -215,6 +215,7 @@ export class Executor {
           const dp = row.progress.devices[id];
           if (!dp) continue;
           dp.writes_ok++;
+          dp.acked_at ??= this.deps.clock.now();
           dp.error = undefined;
         }
       } catch (e) {

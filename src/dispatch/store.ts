@@ -52,6 +52,8 @@ export interface DeviceProgress {
   before_w?: number;
   drop_w?: number;
   stepped_at?: number;
+  /** When a write to the device was first acknowledged (a shed step waits for a reading after it). */
+  acked_at?: number;
   /** shed: the curtailment limit written, percent of the device's maximum. */
   pct?: number;
   /** shed without a meter: the load's rated power that was on before (estimated drop). */

@@ -19,10 +19,15 @@ const GENERATORS = new Set([10, 11]);
 
 const isSwitch = (d: DispatchDevice) => SWITCH_TYPES.has(d.device_type);
 
-/** B4 shed order: shed_priority (lower first; none after every one set), then device_id. */
+/** shed_priority of a device without one: loads (100) before curtailed PV (200). */
+export const DEFAULT_SHED_PRIORITY = { load: 100, pv: 200 } as const;
+
+const priorityOf = (d: DispatchDevice) => d.shed_priority ?? (isSwitch(d) ? DEFAULT_SHED_PRIORITY.load : DEFAULT_SHED_PRIORITY.pv);
+
+/** B4 shed order: shed_priority (lower first; default loads 100, PV 200), then device_id. */
 export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
-  const pa = a.shed_priority ?? Infinity;
-  const pb = b.shed_priority ?? Infinity;
+  const pa = priorityOf(a);
+  const pb = priorityOf(b);
   return pa !== pb ? (pa < pb ? -1 : 1) : byCodeUnit(a.device_id, b.device_id);
 }
 
@@ -113,9 +118,10 @@ export const shed: EventKind = {
       const next = order.find((d) => !p.shed_steps.includes(d.device_id) && cap.free(d.device_id) && d.online);
       if (!next) break;
       const last = p.shed_steps[p.shed_steps.length - 1];
-      const lastAt = last ? (p.devices[last]?.stepped_at ?? 0) : 0;
-      // With a meter, a live step waits for a reading taken after the last one.
-      if (meter && !test && last && ctx.seenAt(meter.device_id) <= lastAt) break;
+      const dl = last ? p.devices[last] : undefined;
+      // With a meter, a live step waits for a reading taken after the last step was acknowledged
+      // (a step the device refused does not hold the next one up).
+      if (meter && !test && dl && !(dl.writes_failed > 0 && dl.writes_ok === 0) && (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)) break;
       const measured = meter && !test ? meteredDrop(row, ctx, (id) => ctx.device(id)?.metrics) : undefined;
       const drop = measured ?? p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
       if (drop >= s.quantity_w) break;
@@ -161,7 +167,7 @@ export const shed: EventKind = {
       // The drop a step brought: what the first reading after it adds.
       const last = p.shed_steps[p.shed_steps.length - 1];
       const dl = last ? p.devices[last] : undefined;
-      if (dl && dl.drop_w === undefined && dl.stepped_at !== undefined && ts > dl.stepped_at) dl.drop_w = Math.max(0, drop - (p.drop_before_step ?? 0));
+      if (dl && dl.drop_w === undefined && dl.acked_at !== undefined && ts > dl.acked_at) dl.drop_w = Math.max(0, drop - (p.drop_before_step ?? 0));
     } else {
       p.estimated ||= estimated;
       p.drop = addSample(p.drop, ts, estimate, ctx.hold);
