@@ -284,6 +284,7 @@ export class Executor {
     }
     const ctx = this.ctx(now);
     let any = false;
+    const first: EventRow[] = [];
     for (const row of running) {
       if (row.spec.mode === "test" || row.state !== "running") continue;
       any = true;
@@ -293,8 +294,12 @@ export class Executor {
       const kind = kindOf(row.spec.event_type);
       kind.observe?.(row, ctx, byId, ts);
       const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
+      if (driving && !p.driven?.value) first.push(row);
       p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
     }
+    // The first measured sample of an event is committed at once (a kill -9 soon after
+    // start loses no more than the hold time), the rest every 10 s (SD card wear).
+    for (const row of first) this.deps.save(row);
     if (any && now - this.lastSave >= PROGRESS_SAVE_MS) {
       this.lastSave = now;
       for (const row of running) if (row.state === "running") this.deps.save(row);
