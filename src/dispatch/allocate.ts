@@ -1,7 +1,8 @@
-// Pure dispatch planning: which running event drives which device (the B4 overlap rule),
-// how a charge or discharge is split across batteries, and the status thresholds.
+// Pure dispatch planning: the B4 order of overlapping events, how a charge or discharge
+// is split across batteries (with what earlier events left of them), and the status
+// thresholds.
 // No I/O here: the dispatcher feeds it the devices as telemetry sees them.
-import type { EventSpec, EventType } from "./request.js";
+import type { EventSpec } from "./request.js";
 import { byCodeUnit } from "../util/compare.js";
 
 export type Capability = "telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail";
@@ -17,25 +18,15 @@ export interface DispatchDevice {
   metrics: Record<string, number>;
   /** Time of the tick of the latest successful reading. */
   metrics_at?: number;
+  /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
+  rated_power_w?: number | readonly number[];
+  /** Device config: shed order, lower first, then device_id (default: loads 100, PV 200). */
+  shed_priority?: number;
 }
 
 /** Device types whose power is a load switched by shed (on/off switches). */
 export const SWITCH_TYPES = new Set([14, 30, 41]);
 export const METER_TYPE = 12;
-
-/** Whether an event of this type can drive this device at all. */
-export function canDrive(type: EventType, d: DispatchDevice): boolean {
-  const c = d.capabilities;
-  switch (type) {
-    case "charge":
-    case "discharge":
-      return c.includes(type);
-    case "shed":
-      return c.includes("curtail") || (c.includes("shed") && SWITCH_TYPES.has(d.device_type));
-    case "restore":
-      return c.includes("restore");
-  }
-}
 
 /** Which meter is the grid meter: one whose id says "grid" first, then the first by id
  * (the status page shows the meter dispatch measures against). */
@@ -56,17 +47,6 @@ export function compareEvents(a: EventSpec, b: EventSpec): number {
     a.start_ms - b.start_ms ||
     byCodeUnit(a.event_id, b.event_id)
   );
-}
-
-/** device_id -> the event that drives it, among the running events. */
-export function assignDevices(events: readonly EventSpec[], devices: readonly DispatchDevice[]): Map<string, EventSpec> {
-  const sorted = [...events].sort(compareEvents);
-  const out = new Map<string, EventSpec>();
-  for (const d of devices) {
-    const winner = sorted.find((e) => canDrive(e.event_type, d));
-    if (winner) out.set(d.device_id, winner);
-  }
-  return out;
 }
 
 export interface Share {
@@ -92,11 +72,17 @@ export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevi
  * its maximum; a battery that cannot take a share gives it to the others. The result
  * lists every device in input order.
  */
-export function allocateProportional(type: "charge" | "discharge", watts: number, devices: readonly DispatchDevice[]): Share[] {
+export function allocateProportional(
+  type: "charge" | "discharge",
+  watts: number,
+  devices: readonly DispatchDevice[],
+  /** What is left of each device for this event (stacking); its maximum power by default. */
+  capOf: (d: DispatchDevice) => number = (d) => d.max_power_w ?? 0,
+): Share[] {
   const shares = new Map<string, Share>();
   const open: DispatchDevice[] = [];
   for (const d of devices) {
-    const why = batteryUnavailable(type, d);
+    const why = batteryUnavailable(type, d) ?? (capOf(d) <= 0 ? "no capacity left (taken by events before this one)" : undefined);
     if (why) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: why });
     else {
       shares.set(d.device_id, { device_id: d.device_id, watts: 0 });
@@ -113,9 +99,10 @@ export function allocateProportional(type: "charge" | "discharge", watts: number
       const d = open[i];
       const s = shares.get(d.device_id)!;
       const want = (left * d.max_power_w!) / total;
-      if (s.watts + want >= d.max_power_w!) {
-        left -= d.max_power_w! - s.watts;
-        s.watts = d.max_power_w!;
+      const cap = Math.min(d.max_power_w!, capOf(d));
+      if (s.watts + want >= cap) {
+        left -= cap - s.watts;
+        s.watts = cap;
         open.splice(i, 1);
         capped = true;
       }

@@ -10,18 +10,9 @@ import { encodeValue, type ValueType } from "../modbus/codec.js";
 import type { DeviceDriver } from "../devices/driver.js";
 import type { DeviceDescriptor } from "../devices/types.js";
 import type { WriteStep } from "../profiles/schema.js";
+import type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
 
-export interface Write {
-  table: "holding" | "coil";
-  address: number;
-  words: number[];
-  coils: boolean[];
-}
-
-export interface ControlParams {
-  pct?: number;
-  watts?: number;
-}
+export type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
 
 /** What planning needs of a paired device: where a step writes, and its rated power. */
 export interface ControlTarget {

@@ -9,7 +9,7 @@ import type { DeviceDriver } from "../devices/driver.js";
 import type { DeviceSource, HealthView } from "../devices/types.js";
 import type { ActionName } from "../profiles/schema.js";
 import type { DispatchDevice } from "./allocate.js";
-import type { DeviceControl } from "./dispatcher.js";
+import type { ActionParams, DeviceControl, RawWrite } from "./control.js";
 import { planControlWrites } from "./control-values.js";
 
 export interface TelemetryView extends HealthView {
@@ -37,6 +37,8 @@ export class ModbusDeviceControl implements DeviceControl {
         fully_configured: d.fully_configured,
         online: h?.online ?? false,
         metrics: this.telemetry.latest(d.config.device_id) ?? {},
+        rated_power_w: d.config.rated_power_w,
+        shed_priority: d.config.shed_priority,
       });
     }
     return out;
@@ -64,13 +66,26 @@ export class ModbusDeviceControl implements DeviceControl {
     }
   }
 
-  async apply(deviceId: string, action: ActionName, params: { pct?: number; watts?: number }): Promise<void> {
+  /** The action's writes for this device, resolved (pairs the device first if it has not answered yet). */
+  async plan(deviceId: string, action: ActionName, params: ActionParams): Promise<RawWrite[]> {
     const driver = this.driver(deviceId);
     const steps = driver.profile.actions[action];
     if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
     if (!driver.paired) await driver.pair(PRIORITY.control);
     const writes = await planControlWrites(driver, steps, params);
     if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
+    return writes;
+  }
+
+  /** Raw reads in the control lane (the ledger's pre-event state and read-back). */
+  async read(deviceId: string, table: "holding" | "coil", address: number, count: number): Promise<number[]> {
+    const driver = this.driver(deviceId);
+    return driver.bus.read(driver.unit, table, address, count, { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 });
+  }
+
+  /** Raw writes in the control lane, in order (planWrites merges neighbouring coils). */
+  async write(deviceId: string, writes: readonly RawWrite[]): Promise<void> {
+    const driver = this.driver(deviceId);
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
     for (const w of writes) {
       if (w.table === "coil") await driver.bus.writeCoils(driver.unit, w.address, w.coils, opts);

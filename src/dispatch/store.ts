@@ -4,6 +4,8 @@
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { MeanState } from "./measure.js";
 import type { EventSpec } from "./request.js";
+import type { RawWrite } from "./control.js";
+import { LEDGER_SQL } from "./ledger.js";
 
 export const DISPATCH_MIGRATIONS: ModuleMigrations = {
   module: "dispatch",
@@ -30,6 +32,8 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
         CREATE INDEX dp_event_state ON dp_event (state, start_ms);
       `,
     },
+    // The device ledger (ledger.ts): pre-event state of every device dispatch wrote to.
+    { version: 2, sql: LEDGER_SQL },
   ],
 };
 
@@ -48,14 +52,30 @@ export interface DeviceProgress {
   before_w?: number;
   drop_w?: number;
   stepped_at?: number;
+  /** When a write to the device was first acknowledged (a shed step waits for a reading after it). */
+  acked_at?: number;
   /** shed: the curtailment limit written, percent of the device's maximum. */
   pct?: number;
+  /** shed without a meter: the load's rated power that was on before (estimated drop). */
+  rated_w?: number;
+  /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
+  pre?: RawWrite[];
+  restored?: boolean;
 }
 
 export interface Progress {
   first_write_at?: number;
-  /** Time of the first poll after the first write: where the measured window starts. */
+  /** Start of the measured window: max(start_time, receipt time). */
   window_from?: number;
+  /** 1 while the event drives at least one device, sampled with the telemetry: coverage. */
+  driven?: MeanState;
+  /** shed: the delivered drop, sampled (metered, or estimated when `estimated`). */
+  drop?: MeanState;
+  estimated?: boolean;
+  /** shed: each device's mean power in the 60 s before start (to take out other events' changes). */
+  baselines?: Record<string, number>;
+  /** Why the event ended early (a restore ends running sheds). */
+  ended_by?: string;
   /** shed: the grid meter used, its mean import in the 60 s before start, and its measured import since. */
   meter_id?: string;
   baseline_w?: number;
@@ -188,3 +208,4 @@ export class EventStore {
     return this.stmts.sweep.run(before).changes;
   }
 }
+

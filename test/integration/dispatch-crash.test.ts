@@ -12,7 +12,7 @@ import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite } from "../support/site.js";
 import { testConfigInput, TEST_API_KEY } from "../support/config.js";
-import { event, rigConfig, siteScenario, startSink } from "../support/dispatch.js";
+import { POLL_MS, event, rigConfig, siteScenario, startSink } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
 import { Agent, request } from "undici";
@@ -57,7 +57,7 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
         try {
           await until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 45_000);
           await until(async () => (await devicesync(port)).length === 4, "devices paired", 45_000);
-          const running = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 2500, 9000);
+          const running = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 2500, 14_000);
           assert.equal((await post(port, { mode: "live", event_slots: [running] })).status, 200);
           await until(() => Math.abs((site.state().devices.battery.power_w as number) - 2000) < 100, "event running", 20_000);
           child.kill("SIGKILL");
@@ -94,6 +94,51 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
           assert.equal(list.find((e) => e.event_id === missed.event_id)?.state, "missed");
           const table = spawnSync(process.execPath, [CLI, "events", "--config", file], { encoding: "utf8" });
           assert.match(table.stdout, /missed\s+failed/);
+        } finally {
+          child.kill("SIGKILL");
+        }
+      });
+    });
+  } finally {
+    await sink.stop();
+  }
+});
+
+test("a shed running at kill -9, restarted after its end: the coils are back to their pre-shed states at once (an off coil stays off); the same after a clean stop", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(siteScenario(), async (site) => {
+      await withTmpDir(async (dir) => {
+        const port = await freePort();
+        const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", http: { listen: `127.0.0.1:${port}`, tls: { cert: testCert().certFile, key: testCert().keyFile } }, ...rigConfig(site, sink) };
+        const file = join(dir, "config.yaml");
+        writeFileSync(file, stringify(cfg));
+        const coils = () => site.state().devices.relay.coils as boolean[];
+        const up = () => until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 45_000);
+        const PRE = [true, true, true, false];
+        let child = startDaemon(file);
+        try {
+          await up();
+          await until(async () => (await devicesync(port)).length === 4, "devices paired", 45_000);
+          site.device("relay").set({ coils: PRE });
+          for (const signal of ["SIGKILL", "SIGTERM"] as const) {
+            const shed = event({ event_type: "shed", event_quantity: 0.5, event_unit: "kW", priority: 20 }, 1500, 5000);
+            assert.equal((await post(port, { mode: "live", event_slots: [shed] })).status, 200);
+            await until(() => coils().every((c) => !c), `relay open (${signal})`, 20_000);
+            child.kill(signal);
+            await new Promise((r) => child.once("exit", r));
+            if (signal === "SIGKILL") assert.deepEqual(coils(), [false, false, false, false], "nothing released them while the gateway was down");
+            else assert.deepEqual(coils(), PRE, "a clean stop puts the coils back at once");
+            await until(() => Date.now() > Date.parse(shed.end_time) + 500, "past end_time", 20_000);
+            child = startDaemon(file);
+            await up();
+            // Released from the ledger when dispatch starts, before the API answers: within one poll interval at most.
+            await until(() => JSON.stringify(coils()) === JSON.stringify(PRE), `coils back to their pre-shed states after ${signal}`, POLL_MS);
+            await until(() => sink.accepted("/exec").some((r) => r.body.event_id === shed.event_id), `execution response after ${signal}`, 20_000);
+            const body = sink.accepted("/exec").find((r) => r.body.event_id === shed.event_id)!.body as any;
+            assert.notEqual(body.details.reason, "missed", "it ran: reported, not missed");
+            assert.deepEqual(coils(), PRE, "the fourth coil stays off");
+          }
         } finally {
           child.kill("SIGKILL");
         }

@@ -1,9 +1,9 @@
 // Dispatch against the simulated site: the battery and the grid meter follow the
-// requested power, shed opens relays and curtails PV, restore undoes it, and each event
-// gets one measured execution response.
+// requested power, shed opens relays (PV only for what the loads leave), restore ends a
+// running shed and puts back what it changed, events stack on shared batteries, and
+// each event gets one measured execution response.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { event, withDispatchRig } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
@@ -36,22 +36,28 @@ test("discharge moves the battery and the grid meter by about the requested powe
     assert.equal(dev.requested_w, 3000);
     // Released at the end: back to idle.
     await until(() => rig.simDevice("battery").power_w === 0, "battery released");
-    await sleep(600);
-    assert.equal(rig.responses().filter((x) => x.body.event_id === ev.event_id).length, 1, "one response");
+    const outbox = () => rig.gw.daemon.storage.db.prepare("SELECT COUNT(*) AS n FROM ul_outbox WHERE kind = 'execution_response'").get() as { n: number };
+    await until(() => outbox().n === 0, "outbox settled");
+    assert.equal(rig.sink.requests.filter((x) => x.path === "/exec" && (x.body as any).event_id === ev.event_id).length, 1, "one response, sent once");
   });
 });
 
 test("charge makes the battery absorb the requested power and the grid import rise; a partner that is down gets the response later", async () => {
   await withDispatchRig({}, async (rig) => {
     const gridBefore = rig.simDevice("grid").power_w as number;
-    const ev = event({ event_type: "charge", event_quantity: 2000, event_unit: "w" }, 1000, 3000);
+    const ev = event({ event_type: "charge", event_quantity: 2000, event_unit: "w" }, 1000, 6000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
     await rig.sink.refuse();
     await until(() => Math.abs((rig.simDevice("battery").power_w as number) + 2000) < 150, "battery charging at 2 kW");
     assert.ok(Math.abs((rig.simDevice("grid").power_w as number) - gridBefore - 2000) < 300, "grid import rises by about 2 kW");
     const dispatcher = rig.gw.daemon.part<Dispatcher>("dispatch");
     await until(() => dispatcher.list().some((e) => e.spec.event_id === ev.event_id && e.state === "done"), "event done while the partner is down");
-    await sleep(1500);
+    // Committed with the end of the event: exactly one execution response waits in the outbox.
+    const queued = rig.gw.daemon.storage.db.prepare("SELECT body FROM ul_outbox WHERE kind = 'execution_response'").all() as Array<{ body: string }>;
+    assert.equal(queued.length, 1, JSON.stringify(queued));
+    assert.equal(JSON.parse(queued[0].body).event_id, ev.event_id);
+    const attempts = () => (rig.gw.daemon.storage.db.prepare("SELECT attempts FROM ul_outbox WHERE kind = 'execution_response'").get() as { attempts: number } | undefined)?.attempts ?? 0;
+    await until(() => attempts() > 0, "a refused attempt");
     assert.equal(rig.responses().length, 0);
     await rig.sink.accept();
     const body = await rig.waitResponse(ev.event_id);
@@ -60,33 +66,85 @@ test("charge makes the battery absorb the requested power and the grid import ri
   });
 });
 
-test("shed opens the relay and curtails PV, grid import drops; restore closes the relay again", async () => {
+test("shed opens the relay (PV untouched when the loads cover the quantity), completed; a restore at the same priority ends a second shed and the coils read back their pre-shed states", async () => {
   await withDispatchRig({ irradiance: 0.5 }, async (rig) => {
-    await sleep(1200); // a baseline of meter readings before the start
     assert.equal(rig.simDevice("relay").coils.every((c: boolean) => c), true);
-    const gridBefore = rig.simDevice("grid").power_w as number;
     const pvBefore = rig.simDevice("pv").power_w as number;
     assert.ok(pvBefore > 2500, `pv produces (${pvBefore} W)`);
-    // More than the relay carries (4 x 400 W): the rest comes from curtailing PV.
-    const shed = event({ event_type: "shed", event_quantity: 2.5, event_unit: "kW", priority: 20 }, 1500, 5000);
+    // 4 x 400 W on the relay cover 1.2 kW: the grid meter sees it, PV is never curtailed.
+    const shed = event({ event_type: "shed", event_quantity: 1.2, event_unit: "kW", priority: 20 }, 1500, 8000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => !c), "relay coils open");
-    await until(() => (rig.simDevice("pv").setpoint_w ?? Infinity) < pvBefore, "PV curtailed");
-    assert.ok((rig.simDevice("grid").power_w as number) < gridBefore, "grid import drops");
     const body = await rig.waitResponse(shed.event_id);
-    assert.ok(["completed", "partial"].includes(body.status), JSON.stringify(body));
-    assert.deepEqual(body.details.devices.map((d: any) => d.device_id).sort(), ["pv", "relay"]);
-    // End of the shed: devices back to their own mode.
+    assert.equal(body.status, "completed", JSON.stringify(body));
+    assert.equal(body.details.measured, true);
+    assert.ok(body.details.coverage > 0.8, JSON.stringify(body.details));
+    assert.deepEqual(body.details.devices.map((d: any) => d.device_id), ["relay"], "PV is not curtailed on top of the loads");
+    assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "relay closed again at the end");
-    // restore as an event of its own, while a second shed runs at a lower priority.
-    const shed2 = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 50 }, 800, 8000);
+
+    // A coil that is off before the next shed stays off after the restore.
+    rig.site.device("relay").set({ coils: [true, true, true, false] });
+    // (The 60 s baseline still holds part of the first shed, so this one may curtail PV too.)
+    const shed2 = event({ event_type: "shed", event_quantity: 0.5, event_unit: "kW", priority: 50 }, 800, 60_000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [shed2] })).status, 200);
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => !c), "relay open for the second shed");
-    const restore = event({ event_type: "restore", event_quantity: 1, event_unit: "kW", priority: 5 }, 500, 2000);
+    const restore = event({ event_type: "restore", event_quantity: 1, event_unit: "kW", priority: 50 }, 500, 3000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [restore] })).status, 200);
-    await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "restore closes the relay");
+    const sb = await rig.waitResponse(shed2.event_id);
+    assert.match(sb.details.ended_by, /^ended by restore /, JSON.stringify(sb));
+    assert.deepEqual(rig.simDevice("relay").coils, [true, true, true, false], "pre-shed states, the fourth coil still off");
     const rb = await rig.waitResponse(restore.event_id);
     assert.equal(rb.status, "completed", JSON.stringify(rb));
-    assert.ok(writesOf(rig.simDevice("relay")) >= 3);
+    const shedDevices = sb.details.devices.map((d: any) => d.device_id);
+    assert.ok(shedDevices.includes("relay"), JSON.stringify(sb));
+    assert.deepEqual(rb.details.devices.map((d: any) => [d.device_id, d.status]), shedDevices.map((id: string) => [id, "completed"]), "exactly what the shed changed, each read back");
+    assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no PV limit left");
+    assert.deepEqual(rig.simDevice("relay").coils, [true, true, true, false]);
+  });
+});
+
+test("a relay-only site with rated loads reports a 1 kW shed completed with measured: false", async () => {
+  await withDispatchRig({ meter: false, pv: false, relay: { rated_power_w: [400, 400, 400, 400] } }, async (rig) => {
+    const shed = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 20 }, 1000, 6000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    await until(() => rig.simDevice("relay").coils.every((c: boolean) => !c), "relay coils open");
+    const body = await rig.waitResponse(shed.event_id);
+    assert.equal(body.status, "completed", JSON.stringify(body));
+    assert.equal(body.details.measured, false);
+    const dev = body.details.devices.find((d: any) => d.device_id === "relay");
+    assert.equal(dev.status, "completed");
+    await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "relay closed at the end");
+  });
+});
+
+test("a discharge running beside a shed is not counted as shed delivery", async () => {
+  await withDispatchRig({ irradiance: 0 }, async (rig) => {
+    // 1 kW of loads asked for, the relay carries 1.6 kW; a 3 kW discharge runs all along.
+    const dis = event({ event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 10 }, 1500, 9000);
+    const shed = event({ event_type: "shed", event_quantity: 4, event_unit: "kW", priority: 20 }, 1500, 9000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [dis, shed] })).status, 200);
+    const sb = await rig.waitResponse(shed.event_id);
+    const db = await rig.waitResponse(dis.event_id);
+    assert.equal(db.status, "completed", JSON.stringify(db));
+    // Grid import fell by about 4.6 kW; only the relay's 1.6 kW is the shed's.
+    assert.equal(sb.status, "partial", JSON.stringify(sb));
+    assert.ok(Math.abs(sb.details.delivered_quantity - 1.6) < 0.3, JSON.stringify(sb.details));
+  });
+});
+
+test("stacking: discharges of 3 kW (priority 10) and 5 kW (priority 20) on two 5 kW batteries deliver 3 kW and 5 kW", async () => {
+  await withDispatchRig({ batteries: [{ name: "b1", max_power_w: 5000 }, { name: "b2", max_power_w: 5000 }] }, async (rig) => {
+    const a = event({ event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 10 }, 1500, 10_000);
+    const b = event({ event_type: "discharge", event_quantity: 5, event_unit: "kW", priority: 20 }, 1500, 10_000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [a, b] })).status, 200);
+    await until(() => Math.abs((rig.simDevice("b1").power_w as number) - 4000) < 150 && Math.abs((rig.simDevice("b2").power_w as number) - 4000) < 150, "each battery at 4 kW");
+    const ra = await rig.waitResponse(a.event_id);
+    const rb = await rig.waitResponse(b.event_id);
+    assert.equal(ra.status, "completed", JSON.stringify(ra));
+    assert.equal(rb.status, "completed", JSON.stringify(rb));
+    assert.ok(Math.abs(ra.details.delivered_quantity - 3) < 0.15, JSON.stringify(ra.details));
+    assert.ok(Math.abs(rb.details.delivered_quantity - 5) < 0.25, JSON.stringify(rb.details));
+    assert.deepEqual(rb.details.devices.map((d: any) => d.requested_w), [2500, 2500]);
   });
 });

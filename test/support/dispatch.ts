@@ -12,7 +12,17 @@ import { until } from "./wait.js";
 
 export const POLL_MS = 250;
 
-export function siteScenario(extra: { batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>; irradiance?: number } = {}): ScenarioInput {
+export interface RigOptions {
+  batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>;
+  irradiance?: number;
+  /** Leave out the grid meter or the PV inverter (default: both present). */
+  meter?: boolean;
+  pv?: boolean;
+  /** Extra device config of the relay (rated_power_w, shed_priority). */
+  relay?: Record<string, unknown>;
+}
+
+export function siteScenario(extra: RigOptions = {}): ScenarioInput {
   const batteries = extra.batteries ?? [{ name: "battery", max_power_w: 5000 }];
   return {
     seed: 7,
@@ -24,8 +34,8 @@ export function siteScenario(extra: { batteries?: Array<{ name: string; max_powe
         listen: "127.0.0.1:0",
         devices: [
           ...batteries.map((b, i) => ({ unit: 1 + i, model: "sunspec-storage" as const, name: b.name, max_power_w: b.max_power_w, capacity_wh: b.capacity_wh ?? 20000, soc_pct: b.soc_pct ?? 50 })),
-          { unit: 10, model: "sunspec-pv" as const, name: "pv", max_power_w: 6000 },
-          { unit: 11, model: "sunspec-meter" as const, name: "grid" },
+          ...(extra.pv === false ? [] : [{ unit: 10, model: "sunspec-pv" as const, name: "pv", max_power_w: 6000 }]),
+          ...(extra.meter === false ? [] : [{ unit: 11, model: "sunspec-meter" as const, name: "grid" }]),
           { unit: 12, model: "relay" as const, name: "relay", coils: 4, load_per_coil_w: 400 },
         ],
       },
@@ -45,13 +55,18 @@ export interface DispatchRig {
   simDevice(name: string): Record<string, any>;
 }
 
-export function siteDevices(port: number, batteries: string[] = ["battery"]) {
+export function siteDevices(port: number, batteries: string[] = ["battery"], opts: RigOptions = {}) {
   return [
     ...batteries.map((b, i) => tcpDevice(b, port, 1 + i, "sunspec", { mb_device_type: 3 })),
-    tcpDevice("pv", port, 10, "sunspec", { mb_device_type: 2 }),
-    tcpDevice("grid", port, 11, "sunspec", { mb_device_type: 1 }),
-    tcpDevice("relay", port, 12, "relay-coils"),
+    ...(opts.pv === false ? [] : [tcpDevice("pv", port, 10, "sunspec", { mb_device_type: 2 })]),
+    ...(opts.meter === false ? [] : [tcpDevice("grid", port, 11, "sunspec", { mb_device_type: 1 })]),
+    tcpDevice("relay", port, 12, "relay-coils", opts.relay ?? {}),
   ];
+}
+
+/** How many devices a rig configures. */
+export function rigDeviceCount(opts: RigOptions = {}): number {
+  return (opts.batteries?.length ?? 1) + 1 + (opts.pv === false ? 0 : 1) + (opts.meter === false ? 0 : 1);
 }
 
 export async function startSink(): Promise<PartnerSink> {
@@ -59,11 +74,11 @@ export async function startSink(): Promise<PartnerSink> {
   return PartnerSink.start({ cert: c.cert, key: c.key });
 }
 
-export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[]): Partial<ConfigInput> {
+export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[], opts: RigOptions = {}): Partial<ConfigInput> {
   return {
     partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
     telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64 },
-    devices: siteDevices(site.tcpPorts[0], batteries) as ConfigInput["devices"],
+    devices: siteDevices(site.tcpPorts[0], batteries, opts) as ConfigInput["devices"],
   };
 }
 
@@ -92,15 +107,15 @@ export async function waitPaired(gw: Gateway, n: number): Promise<void> {
   }, `${n} devices paired`, 45_000);
 }
 
-export async function withDispatchRig(opts: { batteries?: Array<{ name: string; max_power_w: number; soc_pct?: number; capacity_wh?: number }>; irradiance?: number }, fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
+export async function withDispatchRig(opts: RigOptions, fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
   const sink = await startSink();
   try {
     await withSite(siteScenario(opts), (site) =>
       withTmpDir(async (dir) => {
         const names = (opts.batteries ?? [{ name: "battery" }]).map((b) => b.name);
-        const gw = await startGateway(dir, rigConfig(site, sink, names));
+        const gw = await startGateway(dir, rigConfig(site, sink, names, opts));
         try {
-          await waitPaired(gw, names.length + 3);
+          await waitPaired(gw, rigDeviceCount(opts));
           await fn(makeRig(site, gw, sink, dir));
         } finally {
           await gw.stop();

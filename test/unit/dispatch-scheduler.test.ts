@@ -6,38 +6,19 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
-import { Dispatcher, type DeviceControl, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
+import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { FakeClock } from "../../src/util/clock.js";
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
-import { allocateProportional, assignDevices, statusFor } from "../../src/dispatch/allocate.js";
+import { allocateProportional, compareEvents, statusFor } from "../../src/dispatch/allocate.js";
 import { dispatchRequest, toSpec, type DispatchRequest } from "../../src/dispatch/request.js";
 import { LocalSchedules } from "../../src/dispatch/local-schedules.js";
-import type { ActionName } from "../../src/profiles/schema.js";
+import { FakeDevices, battery } from "../support/fake-devices.js";
 import { silentLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
 import { makeTmpDir } from "../support/tmp.js";
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const POLL = 1000;
-
-class FakeDevices implements DeviceControl {
-  writes: Array<{ at: number; id: string; action: ActionName; pct?: number }> = [];
-  remote = new Set<string>();
-  constructor(public list: DispatchDevice[], private clock: FakeClock) {}
-  devices() { return this.list; }
-  async apply(id: string, action: ActionName, params: { pct?: number }) {
-    this.writes.push({ at: this.clock.now(), id, action, pct: params.pct });
-    const d = this.list.find((x) => x.device_id === id)!;
-    if (d.metrics.fail) throw new Error("device refused");
-  }
-  hasAction(_id: string, a: ActionName) { return a === "release" || true; }
-  refreshMs() { return 20_000; }
-  setRemote(id: string, on: boolean) { if (on) this.remote.add(id); else this.remote.delete(id); }
-}
-
-function battery(id: string, max: number, soc = 50): DispatchDevice {
-  return { device_id: id, device_type: 10, capabilities: ["telemetry", "charge", "discharge"], max_power_w: max, fully_configured: true, online: true, metrics: { soc_pct: soc, power_w: 0 } };
-}
 
 interface Rig { d: Dispatcher; clock: FakeClock; dev: FakeDevices; responses: ExecutionResponse[]; db: Db; cleanup(): void }
 
@@ -95,7 +76,9 @@ test("an event writes its first setpoint at start_time, not before; releases at 
     assert.equal(r.responses.length, 1);
     const body = r.responses[0];
     assert.equal(body.status, "completed");
-    assert.equal(body.details.delivered_quantity, 4);
+    // The window runs from start_time: the second before the first poll counts as nothing.
+    assert.equal(body.details.delivered_quantity, 3.933333);
+    assert.equal(body.details.coverage, 0.983);
     assert.equal(body.timestamp, new Date(T0 + 70_000).toISOString());
   } finally {
     r.cleanup();
@@ -193,7 +176,7 @@ test("receipts: identical repeat, replace before start, 409 after start, cancell
   }
 });
 
-test("overlap: the lower priority number drives the device; when it ends, the other takes over", async () => {
+test("stacking: the first event in B4 order takes only what it needs, the next gets what is left; when one ends, the other keeps its share", async () => {
   const r = rig([battery("b1", 5000)]);
   try {
     const low = req([{ event_quantity: 1, priority: 50 }]).event_slots[0];
@@ -204,22 +187,20 @@ test("overlap: the lower priority number drives the device; when it ends, the ot
     assert.equal(r.dev.writes.at(-1)!.pct, 20);
     r.clock.advance(10_000);
     await flush();
-    assert.equal(r.dev.writes.at(-1)!.pct, 60, "priority 5 wins over 50");
+    assert.equal(r.dev.writes.at(-1)!.pct, 80, "3 kW of priority 5 and 1 kW of priority 50 on one setpoint");
     r.clock.advance(20_000);
     await flush();
-    assert.equal(r.dev.writes.at(-1)!.pct, 20, "back to the priority-50 event");
-    const hr = r.responses.find((x) => x.event_id === high.event_id)!;
-    assert.ok(hr);
+    assert.equal(r.dev.writes.at(-1)!.pct, 20, "back to the priority-50 event alone");
   } finally {
     r.cleanup();
   }
 });
 
-test("overlap: an event is measured only while it drives the device", async () => {
+test("overlap: an event gets only what the events before it left, and is measured for its share only", async () => {
   const r = rig([battery("b1", 5000)]);
   try {
-    const low = req([{ event_quantity: 1, priority: 50 }]).event_slots[0];
-    const high = req([{ event_quantity: 3, priority: 5, start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 50_000).toISOString() }]).event_slots[0];
+    const low = req([{ event_quantity: 3, priority: 50 }]).event_slots[0];
+    const high = req([{ event_quantity: 4, priority: 5, start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 50_000).toISOString() }]).event_slots[0];
     r.d.submit({ mode: "live", event_slots: [low, high] });
     r.clock.advance(10_000);
     await flush();
@@ -230,11 +211,15 @@ test("overlap: an event is measured only while it drives the device", async () =
       if (r.clock.now() < T0 + 70_000) poll(r, { b1: last.action === "discharge" ? (last.pct! / 100) * 5000 : 0 });
       await flush();
     }
+    assert.ok(r.dev.writes.some((w) => w.pct === 100), "4 kW + the 1 kW left for the other");
     const lr = r.responses.find((x) => x.event_id === low.event_id)!;
     const hr = r.responses.find((x) => x.event_id === high.event_id)!;
     assert.equal(hr.status, "completed");
-    assert.equal(lr.status, "partial", "the 20 s the priority-5 event held the battery do not count for the other");
-    assert.ok(Math.abs((lr.details.delivered_quantity as number) - 0.667) < 0.05, String(lr.details.delivered_quantity));
+    assert.equal(lr.status, "partial", "20 s of 60 at 1 kW instead of 3 kW");
+    // (40 s x 3 kW + 20 s x 1 kW) / 60 s = 2.333 kW
+    assert.ok(Math.abs((lr.details.delivered_quantity as number) - 2.333) < 0.05, String(lr.details.delivered_quantity));
+    const dev = (lr.details.devices as Array<{ device_id: string; requested_w: number }>)[0];
+    assert.equal(dev.device_id, "b1");
   } finally {
     r.cleanup();
   }
@@ -308,14 +293,14 @@ test("allocation: proportional to max power, capped, unavailable batteries give 
 
 test("overlap ties go to mandatory, then the earlier start; live before test", () => {
   const spec = (o: Record<string, unknown>, mode: "live" | "test" = "live") => toSpec(req([o]).event_slots[0], mode);
-  const dev = [battery("b1", 5000)];
+  const first = (...xs: ReturnType<typeof spec>[]) => [...xs].sort(compareEvents)[0].event_id;
   const a = spec({ priority: 10, mandatory: false });
   const m = spec({ priority: 10, mandatory: true, start_time: new Date(T0 + 20_000).toISOString() });
-  assert.equal(assignDevices([a, m], dev).get("b1")!.event_id, m.event_id);
+  assert.equal(first(a, m), m.event_id);
   const early = spec({ priority: 10, mandatory: true, start_time: new Date(T0 + 5_000).toISOString() });
-  assert.equal(assignDevices([m, early], dev).get("b1")!.event_id, early.event_id);
+  assert.equal(first(m, early), early.event_id);
   const t = spec({ priority: 1 }, "test");
-  assert.equal(assignDevices([t, a], dev).get("b1")!.event_id, a.event_id);
+  assert.equal(first(t, a), a.event_id);
 });
 
 test("request validation: one path per problem", () => {

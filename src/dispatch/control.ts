@@ -1,0 +1,39 @@
+// What dispatch needs of the device layer: devices with their capabilities (never wire
+// type numbers), a profile action resolved to raw register and coil writes, and raw reads
+// and writes (the device ledger records and puts back raw values, so a release never
+// depends on a scale factor or a profile that changed since).
+import type { ActionName } from "../profiles/schema.js";
+import type { DispatchDevice } from "./allocate.js";
+
+/** One raw write: holding registers (words) or coils, at a resolved address. */
+export interface RawWrite {
+  table: "holding" | "coil";
+  address: number;
+  words: number[];
+  coils: boolean[];
+}
+
+export interface ActionParams {
+  pct?: number;
+  watts?: number;
+}
+
+export interface DeviceControl {
+  /** Every registered device with a descriptor, fully configured or not. */
+  devices(): DispatchDevice[];
+  /** The raw writes of the profile's action for this device; throws a SitegateError when it has none. */
+  plan(deviceId: string, action: ActionName, params: ActionParams): Promise<RawWrite[]>;
+  /** Reads `count` holding registers (words) or coils (0/1). */
+  read(deviceId: string, table: "holding" | "coil", address: number, count: number): Promise<number[]>;
+  /** Writes in order; throws a SitegateError when the device refuses or does not answer. */
+  write(deviceId: string, writes: readonly RawWrite[]): Promise<void>;
+  hasAction(deviceId: string, action: ActionName): boolean;
+  /** ms between rewrites of an active setpoint (0: the device holds it). */
+  refreshMs(deviceId: string): number;
+  setRemote(deviceId: string, remote: boolean): void;
+}
+
+/** Length of a write in registers or coils. */
+export function writeLength(w: RawWrite): number {
+  return w.table === "coil" ? w.coils.length : w.words.length;
+}

@@ -1,0 +1,356 @@
+// Execution of running events on the devices, the same for every kind: each snapshot and
+// timer plans the running events in B4 order (live and test in separate assignments, so a
+// test event never takes a device from a live one), merges what they claim per device,
+// writes through the device ledger (pre-event state first, then the action), rewrites
+// setpoints before the device's own revert timeout, and puts back every device that no
+// running event drives any more. The kinds (kinds/) decide what to claim, measure and
+// report; this file decides nothing about any one kind.
+import { errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { Db } from "../storage/db.js";
+import type { Clock } from "../util/clock.js";
+import type { ActionName } from "../profiles/schema.js";
+import type { Snapshot } from "../telemetry/types.js";
+import { METER_TYPE, compareEvents, gridMeterOrder, pctOf, statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
+import type { DeviceControl, RawWrite } from "./control.js";
+import { Ledger } from "./ledger.js";
+import { RollingWindow, addSample, meanUntil } from "./measure.js";
+import { fromWatts } from "./request.js";
+import type { EventRow } from "./store.js";
+import { kindOf } from "./kinds/index.js";
+import { Capacity, type DeviceEntry, type KindContext } from "./kinds/kind.js";
+import { byCodeUnit } from "../util/compare.js";
+
+export interface ExecutionResponse {
+  event_id: string;
+  status: ResultStatus;
+  timestamp: string;
+  details: Record<string, unknown>;
+}
+
+export interface ExecutorDeps {
+  control: DeviceControl;
+  clock: Clock;
+  log: Logger;
+  pollIntervalMs: number;
+  /** Commits an event's progress. */
+  save(row: EventRow): void;
+  /** Ends a running event now (a restore ending a shed). */
+  end(row: EventRow, reason: string): void;
+}
+
+interface Desired {
+  action: ActionName;
+  watts?: number;
+  pct?: number;
+  rows: Array<{ row: EventRow; watts: number }>;
+}
+
+const RETRY_MS = 5000;
+const PROGRESS_SAVE_MS = 10_000;
+const BASELINE_MS = 60_000;
+const MAX_HOLDERS = 16;
+
+export class Executor {
+  ledger!: Ledger;
+  private readonly applied = new Map<string, { key: string; at: number; failed: boolean }>();
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly releasing = new Set<string>();
+  private readonly releaseFailedAt = new Map<string, number>();
+  private readonly windows = new Map<string, RollingWindow>();
+  private readonly seen = new Map<string, number>();
+  /** Live claims of the last plan: device -> events with their watts. */
+  private claims = new Map<string, Array<{ event_id: string; watts: number }>>();
+  /** Devices each event (live or test) claimed in the last plan. */
+  private claimed = new Map<string, string[]>();
+  private running: readonly EventRow[] = [];
+  private devs: DispatchDevice[] = [];
+  private lastSave = 0;
+  readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0 };
+
+  constructor(private readonly deps: ExecutorDeps) {}
+
+  /** How long a sample stands for its device: two poll intervals, at least 5 s (a bus may wait out another device's timeout). */
+  get hold(): number {
+    return Math.max(2 * this.deps.pollIntervalMs, 5000);
+  }
+
+  start(db: Db): void {
+    this.ledger = new Ledger(db, this.deps.control);
+    if (this.ledger.size) this.deps.log.info({ devices: this.ledger.all().map((r) => r.device_id) }, "device ledger holds devices from before the restart; releasing those no running event drives");
+  }
+
+  private ctx(now: number): KindContext {
+    const devs = this.devs;
+    const byId = new Map(devs.map((d) => [d.device_id, d]));
+    return {
+      now,
+      hold: this.hold,
+      devices: devs,
+      device: (id) => byId.get(id),
+      gridMeter: () => devs.filter((d) => d.device_type === METER_TYPE && d.fully_configured && d.metrics.power_w !== undefined).sort((a, b) => gridMeterOrder(a.device_id, b.device_id))[0],
+      baseline: (id, until) => this.windows.get(id)?.mean(until),
+      seenAt: (id) => this.seen.get(id) ?? 0,
+      drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),
+      share: (id, eventId) => {
+        const cs = this.claims.get(id) ?? [];
+        const mine = cs.find((c) => c.event_id === eventId);
+        if (!mine) return 0;
+        const total = cs.reduce((s, c) => s + c.watts, 0);
+        return total > 0 ? mine.watts / total : 1;
+      },
+      ledger: (id) => this.ledger.get(id),
+      ledgerRows: () => this.ledger.all(),
+      running: () => this.running,
+      claimedBy: (eventId) => this.claimed.get(eventId) ?? [],
+      end: (row, reason) => this.deps.end(row, reason),
+      verify: (id, pre, done) => this.verify(id, pre, done),
+      save: (row) => this.deps.save(row),
+    };
+  }
+
+  /** An event starts: its measured window, then its kind's own start (baselines; a restore ends sheds). */
+  begin(row: EventRow, running: readonly EventRow[], now: number): void {
+    row.progress.window_from = Math.max(row.spec.start_ms, row.created_at);
+    this.running = running;
+    this.devs = this.deps.control.devices();
+    kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
+  }
+
+  /** Plans every running event, writes what changed or is due, releases what no event drives. */
+  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = this.deps.control.devices()): void {
+    this.running = running;
+    this.devs = devs;
+    const ctx = this.ctx(now);
+    const desired = new Map<string, Desired>();
+    const claimed = new Map<string, string[]>();
+    for (const mode of ["live", "test"] as const) {
+      const cap = new Capacity();
+      const rows = running.filter((r) => r.spec.mode === mode && r.state === "running").sort((a, b) => compareEvents(a.spec, b.spec));
+      for (const row of rows) {
+        let claims: ReturnType<ReturnType<typeof kindOf>["plan"]> = [];
+        try {
+          claims = kindOf(row.spec.event_type).plan(row, ctx, cap);
+        } catch (e) {
+          this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event");
+        }
+        claimed.set(row.spec.event_id, claims.map((c) => c.device_id));
+        if (mode === "test") continue; // test mode plans like live but writes nothing
+        for (const c of claims) {
+          const w = desired.get(c.device_id);
+          if (!w) desired.set(c.device_id, { action: c.action, watts: c.watts, pct: c.pct, rows: [{ row, watts: c.watts ?? 0 }] });
+          else if (w.action === c.action) {
+            // Stacking: one setpoint, the sum of the events' shares.
+            w.watts = (w.watts ?? 0) + (c.watts ?? 0);
+            const d = devs.find((x) => x.device_id === c.device_id);
+            if (d?.max_power_w) w.pct = pctOf(w.watts, d.max_power_w);
+            w.rows.push({ row, watts: c.watts ?? 0 });
+          }
+        }
+      }
+    }
+    this.claimed = claimed;
+    this.claims = new Map([...desired].map(([id, w]) => [id, w.rows.map((r) => ({ event_id: r.row.spec.event_id, watts: r.watts }))]));
+
+    for (const [id, want] of desired) {
+      const holders = want.rows.map((r) => r.row.spec.event_id);
+      const key = `${want.action}:${want.pct ?? ""}:${Math.round(want.watts ?? 0)}:${holders.join(",")}`;
+      const prev = this.applied.get(id);
+      const refresh = this.deps.control.refreshMs(id);
+      const due = !prev || prev.key !== key || (prev.failed ? now - prev.at >= RETRY_MS : refresh > 0 && now - prev.at >= refresh);
+      if (!due) continue;
+      this.applied.set(id, { key, at: now, failed: false });
+      this.deps.control.setRemote(id, true);
+      for (const { row } of want.rows) {
+        if (row.progress.first_write_at !== undefined) continue;
+        row.progress.first_write_at = now;
+        this.deps.save(row);
+      }
+      this.hold_(id, key, holders, want, now);
+    }
+
+    const live = new Set(running.filter((r) => r.spec.mode === "live" && r.state === "running").map((r) => r.spec.event_id));
+    const byId = new Map(devs.map((d) => [d.device_id, d]));
+    for (const id of new Set([...this.applied.keys(), ...this.ledger.all().map((r) => r.device_id)])) {
+      if (desired.has(id) || this.releasing.has(id)) continue;
+      const l = this.ledger.get(id);
+      // A device whose event still runs but that is offline now (e.g. just after a restart) keeps its setpoint.
+      if (l && l.holders.some((h) => live.has(h)) && !byId.get(id)?.online) continue;
+      const failedAt = this.releaseFailedAt.get(id);
+      if (failedAt !== undefined && now - failedAt < RETRY_MS) continue;
+      this.applied.delete(id);
+      this.deps.control.setRemote(id, false);
+      if (l) this.release(id);
+    }
+  }
+
+  /** Earliest time a setpoint must be rewritten or a failed write or release retried. */
+  nextDue(): number {
+    let next = Infinity;
+    for (const [id, a] of this.applied) {
+      const r = this.deps.control.refreshMs(id);
+      if (a.failed) next = Math.min(next, a.at + RETRY_MS);
+      else if (r > 0) next = Math.min(next, a.at + r);
+    }
+    for (const at of this.releaseFailedAt.values()) next = Math.min(next, at + RETRY_MS);
+    return next;
+  }
+
+  private chain(id: string, job: () => Promise<void>): void {
+    const next = (this.chains.get(id) ?? Promise.resolve()).then(job);
+    this.chains.set(id, next);
+    void next.finally(() => {
+      if (this.chains.get(id) === next) this.chains.delete(id);
+    });
+  }
+
+  private hold_(id: string, key: string, holders: string[], want: Desired, now: number): void {
+    const rows = want.rows.map((r) => r.row);
+    this.chain(id, async () => {
+      try {
+        const keep = (this.ledger.get(id)?.holders ?? []).filter((h) => this.running.some((r) => r.spec.event_id === h));
+        await this.ledger.hold(id, [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS), want.action, { pct: want.pct, watts: want.watts === undefined ? undefined : Math.round(want.watts) }, now);
+        this.stats.writes_ok++;
+        for (const row of rows) {
+          const dp = row.progress.devices[id];
+          if (!dp) continue;
+          dp.writes_ok++;
+          dp.acked_at ??= this.deps.clock.now();
+          dp.error = undefined;
+        }
+      } catch (e) {
+        this.stats.writes_failed++;
+        const msg = errorMessage(e);
+        this.deps.log.warn({ device_id: id, action: want.action, err: msg }, "dispatch write failed");
+        for (const row of rows) {
+          const dp = row.progress.devices[id];
+          if (!dp) continue;
+          dp.writes_failed++;
+          dp.error = `${want.action}: ${msg}`;
+        }
+        const a = this.applied.get(id);
+        if (a && a.key === key) a.failed = true;
+      }
+    });
+  }
+
+  /** Puts a device back from the ledger, behind its earlier writes; a failure is retried. */
+  private release(id: string): Promise<void> {
+    this.releasing.add(id);
+    let done!: () => void;
+    const p = new Promise<void>((r) => (done = r));
+    this.chain(id, async () => {
+      try {
+        const out = await this.ledger.release(id);
+        this.stats.releases_ok++;
+        this.releaseFailedAt.delete(id);
+        if (out.mismatch) this.deps.log.warn({ device_id: id, mismatch: out.mismatch }, "device released but does not read back its pre-event state");
+        else this.deps.log.info({ device_id: id }, "device put back to its pre-event state");
+      } catch (e) {
+        this.stats.releases_failed++;
+        this.releaseFailedAt.set(id, this.deps.clock.now());
+        this.deps.log.warn({ device_id: id, err: errorMessage(e) }, "release failed; retried");
+      } finally {
+        this.releasing.delete(id);
+        done();
+      }
+    });
+    return p;
+  }
+
+  private verify(id: string, pre: readonly RawWrite[], done: (mismatch: string | undefined) => void): void {
+    this.chain(id, async () => {
+      try {
+        done(await this.ledger.verify(id, pre));
+      } catch (e) {
+        done(`cannot read back: ${errorMessage(e)}`);
+      }
+    });
+  }
+
+  /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan. */
+  observe(snap: Snapshot, running: readonly EventRow[], now: number): void {
+    const ts = snap.ts;
+    const devs = this.deps.control.devices();
+    this.devs = devs;
+    this.running = running;
+    const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));
+    for (const [id, m] of byId) {
+      this.seen.set(id, ts);
+      if (m.power_w === undefined) continue;
+      let w = this.windows.get(id);
+      if (!w) this.windows.set(id, (w = new RollingWindow(BASELINE_MS)));
+      w.add(ts, m.power_w);
+    }
+    const ctx = this.ctx(now);
+    let any = false;
+    const first: EventRow[] = [];
+    for (const row of running) {
+      if (row.spec.mode === "test" || row.state !== "running") continue;
+      any = true;
+      const p = row.progress;
+      p.window_from ??= Math.max(row.spec.start_ms, row.created_at);
+      if (ts < p.window_from) continue;
+      const kind = kindOf(row.spec.event_type);
+      kind.observe?.(row, ctx, byId, ts);
+      const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
+      if (driving && !p.driven?.value) first.push(row);
+      p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+    }
+    // The first measured sample of an event is committed at once (a kill -9 soon after
+    // start loses no more than the hold time), the rest every 10 s (SD card wear).
+    for (const row of first) this.deps.save(row);
+    if (any && now - this.lastSave >= PROGRESS_SAVE_MS) {
+      this.lastSave = now;
+      for (const row of running) if (row.state === "running") this.deps.save(row);
+    }
+    this.reconcile(running, now, devs);
+  }
+
+  /** The execution response (B4), measured by the event's kind. */
+  result(row: EventRow, until: number, cancelled: boolean, now: number): ExecutionResponse {
+    const s = row.spec;
+    const p = row.progress;
+    const kind = kindOf(s.event_type);
+    const test = s.mode === "test";
+    const ctx = this.ctx(now);
+    const base = { mode: s.mode, requested_quantity: s.quantity, unit: s.unit, cancelled, ...(p.ended_by ? { ended_by: p.ended_by } : {}) };
+    const respond = (status: ResultStatus, delivered: number, extra: Record<string, unknown>): ExecutionResponse => ({
+      event_id: s.event_id,
+      status,
+      timestamp: new Date(now).toISOString(),
+      details: { ...base, delivered_quantity: fromWatts(delivered, s.unit), ...extra },
+    });
+    const capable = this.devs.filter((d) => kind.capable(s.event_type, d) && d.fully_configured);
+    if (capable.length === 0 && Object.keys(p.devices).length === 0) {
+      return respond("failed", 0, { measured: false, coverage: 0, reason: "no_capable_device", devices: [] });
+    }
+    if (test && s.event_type !== "restore") {
+      // Test mode: the plan is the result (nothing was written, nothing measured).
+      const devices: DeviceEntry[] = Object.entries(p.devices)
+        .sort(([a], [b]) => byCodeUnit(a, b))
+        .map(([id, dp]) => ({ device_id: id, status: dp.skipped ? "skipped" : "completed", requested_w: Math.round(dp.requested_w), delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w), ...(dp.skipped ? { error: dp.skipped } : {}) }));
+      const planned = Math.min(s.quantity_w, devices.reduce((a, d) => a + d.delivered_w, 0));
+      return respond(statusFor(planned, s.quantity_w), planned, { measured: false, coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0, devices });
+    }
+    const r = kind.result(row, ctx, until);
+    let status = r.status ?? statusFor(r.delivered_w, s.quantity_w);
+    if (status === "completed" && r.devices.some((d) => d.status === "failed")) status = "partial";
+    const coverage = test ? 1 : Math.round((meanUntil(p.driven, until, this.hold, p.window_from) ?? 0) * 1000) / 1000;
+    return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
+  }
+
+  /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
+  async stop(timeoutMs: number): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+    const ids = this.ledger.all().map((r) => r.device_id);
+    if (ids.length === 0) return;
+    let timer: unknown = null;
+    const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, timeoutMs)));
+    await Promise.race([Promise.allSettled(ids.map((id) => this.release(id))), bound]);
+    this.deps.clock.clearTimer(timer);
+    for (const id of ids) this.deps.control.setRemote(id, false);
+    const left = this.ledger.all().map((r) => r.device_id);
+    if (left.length) this.deps.log.warn({ devices: left }, "devices not put back at stop; the next start releases them");
+  }
+}

@@ -1,0 +1,70 @@
+// charge / discharge: battery inverters, split in proportion to their maximum power and
+// capped at what earlier events (B4 order) left of each; a battery carries the sum of the
+// shares of every event of the same direction (stacking). Measured from each battery's AC
+// power, in this event's fraction of the setpoint written to it.
+import { allocateProportional, pctOf, statusFor, type DispatchDevice } from "../allocate.js";
+import { addSample, meanUntil } from "../measure.js";
+import type { EventType } from "../request.js";
+import type { EventRow } from "../store.js";
+import { byCodeUnit } from "../../util/compare.js";
+import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
+
+export const chargeDischarge: EventKind = {
+  types: ["charge", "discharge"],
+
+  capable(type: EventType, d: DispatchDevice): boolean {
+    return (type === "charge" || type === "discharge") && d.capabilities.includes(type);
+  },
+
+  plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[] {
+    const s = row.spec;
+    const type = s.event_type as "charge" | "discharge";
+    const capable = ctx.devices.filter((d) => this.capable(type, d));
+    for (const d of capable) if (!d.fully_configured) deviceProgress(row, d.device_id).skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
+    const usable = capable.filter((d) => d.fully_configured);
+    const claims: Claim[] = [];
+    for (const sh of allocateProportional(type, s.quantity_w, usable, (d) => cap.left(d, type))) {
+      const dp = deviceProgress(row, sh.device_id);
+      const others = cap.takenBy(sh.device_id);
+      dp.skipped = sh.skipped && others.length && /no (capacity|share) left/.test(sh.skipped) ? `driven by event ${others.join(", ")} (before this one in B4 order)` : sh.skipped;
+      if (sh.skipped) continue;
+      dp.requested_w = sh.watts;
+      const d = usable.find((x) => x.device_id === sh.device_id)!;
+      cap.take(d.device_id, s.event_id, type, sh.watts, false);
+      claims.push({ device_id: d.device_id, action: type, watts: sh.watts, pct: pctOf(sh.watts, d.max_power_w!) });
+    }
+    return claims;
+  },
+
+  observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
+    const s = row.spec;
+    for (const [id, dp] of Object.entries(row.progress.devices)) {
+      const w = metrics.get(id)?.power_w;
+      if (w === undefined || (dp.requested_w <= 0 && !dp.mean)) continue;
+      // A battery shared by several events delivers for each its fraction of the setpoint;
+      // one another event has taken over delivers nothing for this one.
+      const part = ctx.share(id, s.event_id);
+      dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold);
+    }
+  },
+
+  result(row: EventRow, ctx: KindContext, until: number): KindResult {
+    const p = row.progress;
+    const devices: DeviceEntry[] = [];
+    let delivered = 0;
+    for (const [id, dp] of Object.entries(p.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
+      const dw = meanUntil(dp.mean, until, ctx.hold, p.window_from) ?? 0;
+      const touched = dp.writes_ok + dp.writes_failed > 0;
+      let status: DeviceEntry["status"];
+      if (!touched && dp.skipped) status = "skipped";
+      else if (dp.error && dp.writes_ok === 0) status = "failed";
+      else status = statusFor(dw, dp.requested_w);
+      const e: DeviceEntry = { device_id: id, status, requested_w: Math.round(dp.requested_w), delivered_w: Math.round(dw) };
+      const err = dp.error ?? dp.skipped ?? (status === "failed" ? "measured no power in the event's direction" : undefined);
+      if (err) e.error = err;
+      devices.push(e);
+      delivered += Math.max(0, dw);
+    }
+    return { delivered_w: delivered, devices, measured: true };
+  },
+};

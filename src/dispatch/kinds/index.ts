@@ -1,0 +1,16 @@
+// Every event kind, by event_type. Adding a kind: its file in this folder and a line here.
+import type { EventType } from "../request.js";
+import { chargeDischarge } from "./charge-discharge.js";
+import type { EventKind } from "./kind.js";
+import { restore } from "./restore.js";
+import { shed } from "./shed.js";
+
+const KINDS: readonly EventKind[] = [chargeDischarge, shed, restore];
+
+const byType = new Map<EventType, EventKind>(KINDS.flatMap((k) => k.types.map((t) => [t, k] as const)));
+
+export function kindOf(type: EventType): EventKind {
+  const k = byType.get(type);
+  if (!k) throw new Error(`no dispatch kind for event_type ${type}`);
+  return k;
+}

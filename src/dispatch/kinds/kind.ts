@@ -1,0 +1,126 @@
+// The interface every event kind implements: which devices it can drive, what it claims
+// of them while it runs (planned in B4 order against what earlier events left: stacking),
+// what it makes of each telemetry snapshot, and its execution result. The executor does
+// the rest for every kind alike: writes through the device ledger, releases, coverage,
+// test mode and the response's common fields. A new kind is one new file here plus its
+// line in index.ts.
+import type { ActionName } from "../../profiles/schema.js";
+import type { DispatchDevice } from "../allocate.js";
+import type { LedgerRow } from "../ledger.js";
+import type { RawWrite } from "../control.js";
+import type { EventType } from "../request.js";
+import type { DeviceProgress, EventRow } from "../store.js";
+
+/** What one event wants written to one device. */
+export interface Claim {
+  device_id: string;
+  action: ActionName;
+  /** Power share (charge/discharge, summed with other events' shares on the same device). */
+  watts?: number;
+  /** Percent parameter of the action (curtailment limit). */
+  pct?: number;
+}
+
+/**
+ * What is left of each device while one assignment (live, or test) is planned in B4
+ * order: a battery can carry several events of one direction up to its maximum power; a
+ * switch or a curtailed PV inverter belongs to one event.
+ */
+export class Capacity {
+  private readonly taken = new Map<string, { action: ActionName; used_w: number; exclusive: boolean; by: string[] }>();
+
+  /** Watts left on the device for this action (0 when another action or an exclusive claim holds it). */
+  left(d: DispatchDevice, action: ActionName): number {
+    const t = this.taken.get(d.device_id);
+    if (!t) return d.max_power_w ?? 0;
+    if (t.exclusive || t.action !== action) return 0;
+    return Math.max(0, (d.max_power_w ?? 0) - t.used_w);
+  }
+
+  free(deviceId: string): boolean {
+    return !this.taken.has(deviceId);
+  }
+
+  /** The events holding the device, in the order they took it. */
+  takenBy(deviceId: string): readonly string[] {
+    return this.taken.get(deviceId)?.by ?? [];
+  }
+
+  take(deviceId: string, eventId: string, action: ActionName, watts: number, exclusive: boolean): void {
+    const t = this.taken.get(deviceId);
+    if (!t) this.taken.set(deviceId, { action, used_w: watts, exclusive, by: [eventId] });
+    else {
+      t.used_w += watts;
+      t.exclusive ||= exclusive;
+      if (!t.by.includes(eventId)) t.by.push(eventId);
+    }
+  }
+}
+
+/** What a kind may ask of the executor. */
+export interface KindContext {
+  now: number;
+  /** Sample hold time (ms): how long one reading stands for its device. */
+  hold: number;
+  devices: readonly DispatchDevice[];
+  device(id: string): DispatchDevice | undefined;
+  /** The grid meter (B4: a fully configured meter, one named "grid" first). */
+  gridMeter(): DispatchDevice | undefined;
+  /** A device's mean power_w in the 60 s before `until`. */
+  baseline(id: string, until: number): number | undefined;
+  /** Time of the device's latest reading (0: none yet). */
+  seenAt(id: string): number;
+  /** The live events that drive the device now (last plan). */
+  drivers(id: string): readonly string[];
+  /** This event's fraction of the device's setpoint (0 when it does not drive it). */
+  share(id: string, eventId: string): number;
+  ledger(id: string): LedgerRow | undefined;
+  ledgerRows(): readonly LedgerRow[];
+  /** Running events (live and test). */
+  running(): readonly EventRow[];
+  /** Devices claimed in the last plan of an event (any mode). */
+  claimedBy(eventId: string): readonly string[];
+  /** Ends another running event now, with `reason` in its result (a restore ends sheds). */
+  end(row: EventRow, reason: string): void;
+  /** Reads a device back against `pre`; `done` gets undefined when it matches, else what differs. */
+  verify(id: string, pre: readonly RawWrite[], done: (mismatch: string | undefined) => void): void;
+  /** Commits the event's progress. */
+  save(row: EventRow): void;
+}
+
+export interface DeviceEntry {
+  device_id: string;
+  status: "completed" | "partial" | "failed" | "skipped";
+  requested_w: number;
+  delivered_w: number;
+  error?: string;
+}
+
+export interface KindResult {
+  delivered_w: number;
+  devices: DeviceEntry[];
+  /** Overrides the status the thresholds give. */
+  status?: "completed" | "partial" | "failed";
+  /** false when any part of the delivered quantity is estimated. */
+  measured: boolean;
+  details?: Record<string, unknown>;
+}
+
+export interface EventKind {
+  readonly types: readonly EventType[];
+  /** Whether an event of this type can drive this device at all. */
+  capable(type: EventType, d: DispatchDevice): boolean;
+  /** Once, when the event starts (before its first plan). */
+  begin?(row: EventRow, ctx: KindContext): void;
+  /** Claims, in B4 order, from what `cap` has left; takes what it claims from `cap`. */
+  plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[];
+  /** A live event's measurement from one snapshot (device_id -> metrics). */
+  observe?(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void;
+  /** Whether the event counts as driving its devices now (coverage); by default: a write acknowledged. */
+  driving?(row: EventRow, ctx: KindContext): boolean;
+  result(row: EventRow, ctx: KindContext, until: number): KindResult;
+}
+
+export function deviceProgress(row: EventRow, id: string): DeviceProgress {
+  return (row.progress.devices[id] ??= { requested_w: 0, writes_ok: 0, writes_failed: 0 });
+}

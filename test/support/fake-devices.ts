@@ -1,0 +1,137 @@
+// A recording device layer for dispatch unit tests (pure logic on the injected clock):
+// batteries, relays and PV inverters as small register maps. Actions resolve to raw
+// writes like a profile would; reads and writes go to the map, so the device ledger's
+// pre-event state, release and read-back run for real against it.
+import type { DispatchDevice } from "../../src/dispatch/allocate.js";
+import type { ActionParams, DeviceControl, RawWrite } from "../../src/dispatch/control.js";
+import type { ActionName } from "../../src/profiles/schema.js";
+import type { FakeClock } from "../../src/util/clock.js";
+
+/** Battery mode register values. */
+const MODES: Record<string, number> = { release: 0, charge: 1, discharge: 2 };
+const MODE_NAMES = ["release", "charge", "discharge"] as const;
+
+export interface FakeWrite {
+  at: number;
+  id: string;
+  action: string;
+  pct?: number;
+  coils?: boolean[];
+}
+
+export class FakeDevices implements DeviceControl {
+  writes: FakeWrite[] = [];
+  remote = new Set<string>();
+  regs = new Map<string, Map<string, number>>();
+  /** Devices whose reads fail (to test "no pre-state, no write"). */
+  unreadable = new Set<string>();
+
+  constructor(
+    public list: DispatchDevice[],
+    private readonly clock: FakeClock,
+  ) {}
+
+  devices(): DispatchDevice[] {
+    return this.list;
+  }
+
+  private dev(id: string): DispatchDevice {
+    const d = this.list.find((x) => x.device_id === id);
+    if (!d) throw new Error(`no device ${id}`);
+    return d;
+  }
+
+  private map(id: string): Map<string, number> {
+    let m = this.regs.get(id);
+    if (!m) {
+      m = new Map();
+      const d = this.dev(id);
+      if (d.device_type === 14) for (let i = 0; i < 4; i++) m.set(`coil:${i}`, 1);
+      if (d.device_type === 11) m.set("holding:210", 1); // connected
+      this.regs.set(id, m);
+    }
+    return m;
+  }
+
+  /** Coil states of a relay. */
+  coils(id: string): boolean[] {
+    const m = this.map(id);
+    return [0, 1, 2, 3].map((i) => m.get(`coil:${i}`) === 1);
+  }
+
+  setCoils(id: string, on: boolean[]): void {
+    const m = this.map(id);
+    on.forEach((c, i) => m.set(`coil:${i}`, c ? 1 : 0));
+    this.dev(id).metrics.state = on.reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
+  }
+
+  reg(id: string, table: "holding" | "coil", address: number): number {
+    return this.map(id).get(`${table}:${address}`) ?? 0;
+  }
+
+  async plan(id: string, action: ActionName, params: ActionParams): Promise<RawWrite[]> {
+    const d = this.dev(id);
+    const h = (address: number, words: number[]): RawWrite => ({ table: "holding", address, words, coils: [] });
+    if (d.device_type === 10 && action in MODES) return [h(100, [MODES[action], params.pct ?? 0])];
+    if (d.device_type === 14 && (action === "shed" || action === "restore" || action === "release")) return [{ table: "coil", address: 0, words: [], coils: new Array(4).fill(action !== "shed") }];
+    if (d.device_type === 11 && action === "curtail") return [h(200, [1, params.pct ?? 0])];
+    if (d.device_type === 11 && action === "shed") return [h(210, [0])];
+    if (d.device_type === 11 && action === "release") return [h(200, [0]), h(210, [1])];
+    throw new Error(`device ${id} has no ${action} action`);
+  }
+
+  async read(id: string, table: "holding" | "coil", address: number, count: number): Promise<number[]> {
+    if (this.unreadable.has(id)) throw new Error("device does not answer");
+    return Array.from({ length: count }, (_, i) => this.reg(id, table, address + i));
+  }
+
+  async write(id: string, writes: readonly RawWrite[]): Promise<void> {
+    const d = this.dev(id);
+    if (d.metrics.fail) throw new Error("device refused");
+    const m = this.map(id);
+    for (const w of writes) {
+      if (w.table === "coil") {
+        w.coils.forEach((c, i) => m.set(`coil:${w.address + i}`, c ? 1 : 0));
+        this.writes.push({ at: this.clock.now(), id, action: w.coils.every((c) => !c) ? "shed" : "coils", coils: [...w.coils] });
+        d.metrics.state = this.coils(id).reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
+        continue;
+      }
+      w.words.forEach((v, i) => m.set(`holding:${w.address + i}`, v));
+      if (d.device_type === 10 && w.address === 100) {
+        const action = MODE_NAMES[w.words[0]] ?? "release";
+        this.writes.push(action === "release" ? { at: this.clock.now(), id, action } : { at: this.clock.now(), id, action, pct: w.words[1] });
+      } else if (d.device_type === 11 && w.address === 200) {
+        this.writes.push(w.words[0] === 1 ? { at: this.clock.now(), id, action: "curtail", pct: w.words[1] } : { at: this.clock.now(), id, action: "release" });
+      } else this.writes.push({ at: this.clock.now(), id, action: `holding:${w.address}=${w.words.join(",")}` });
+    }
+  }
+
+  hasAction(_id: string, _a: ActionName): boolean {
+    return true;
+  }
+
+  refreshMs(id: string): number {
+    return this.dev(id).device_type === 10 ? 20_000 : 0;
+  }
+
+  setRemote(id: string, on: boolean): void {
+    if (on) this.remote.add(id);
+    else this.remote.delete(id);
+  }
+}
+
+export function battery(id: string, max: number, soc = 50): DispatchDevice {
+  return { device_id: id, device_type: 10, capabilities: ["telemetry", "charge", "discharge"], max_power_w: max, fully_configured: true, online: true, metrics: { soc_pct: soc, power_w: 0 } };
+}
+
+export function relay(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
+  return { device_id: id, device_type: 14, capabilities: ["telemetry", "shed", "restore"], fully_configured: true, online: true, metrics: { state: 15 }, ...extra };
+}
+
+export function pv(id: string, max: number, power: number): DispatchDevice {
+  return { device_id: id, device_type: 11, capabilities: ["telemetry", "curtail", "shed", "restore"], max_power_w: max, fully_configured: true, online: true, metrics: { power_w: power } };
+}
+
+export function meter(id: string, power: number): DispatchDevice {
+  return { device_id: id, device_type: 12, capabilities: ["telemetry"], fully_configured: true, online: true, metrics: { power_w: power } };
+}
