@@ -66,7 +66,16 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
           // The battery keeps its setpoint (revert timeout 60 s); the restarted daemon takes the event up again.
           const body = await until(() => sink.accepted("/exec").some((r) => r.body.event_id === running.event_id), "execution response after the restart", 30_000)
             .then(() => sink.accepted("/exec").find((r) => r.body.event_id === running.event_id)!.body as any);
-          assert.equal(body.status, "completed", JSON.stringify(body));
+          // The time the daemon was down counts as nothing delivered (the window is measured,
+          // never assumed), so how much of it was delivered depends on how long the restart
+          // took. What must hold: the event was resumed (most of the window driven), the
+          // delivered quantity is the battery's 2 kW over the driven part, and the status
+          // follows the 95 % rule.
+          const d = body.details;
+          assert.ok(d.coverage > 0.6 && d.coverage <= 1, JSON.stringify(body));
+          assert.ok(Math.abs(d.delivered_quantity - 2 * d.coverage) < 0.1, JSON.stringify(body));
+          assert.equal(body.status, d.delivered_quantity >= 0.95 * 2 ? "completed" : "partial", JSON.stringify(body));
+          assert.equal(d.devices.length, 1);
           await until(() => site.state().devices.battery.power_w === 0, "released at the end");
           await sleep(1500);
           const keys = new Set(sink.requests.filter((r) => r.path === "/exec" && (r.body as any).event_id === running.event_id).map((r) => r.headers["idempotency-key"]));
