@@ -22,7 +22,8 @@ import type { Snapshot } from "../../src/telemetry/types.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { startGateway } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
-import { POLL_MS, rigConfig, siteScenario, startSink, waitPaired } from "../support/dispatch.js";
+import { POLL_MS, rigConfig, siteScenario, waitPaired } from "../support/dispatch.js";
+import { startSink } from "../support/partner-sink.js";
 
 const SITE = "site-001";
 const DR_PATH = `/v1/api/gateway/${SITE}/dr`;

@@ -12,13 +12,13 @@ import { stringify } from "yaml";
 import { Agent, request } from "undici";
 import type { BenchFn } from "./types.js";
 import type { ScenarioInput } from "../../hw-sim/sim.js";
-import { startSink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+import { CLI } from "../support/cli.js";
 const SIM = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter", "sunspec-pv", "sunspec-meter"] as const;
 const HOSTS = 10;

@@ -2,10 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
-import { withSite, demoScenario, tcpScenario } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario, M124 } from "../support/site.js";
 import { startGateway, configurePath, tcpDevice, rtuDevice, withSiteGateway } from "../support/gateway.js";
 
-const M124 = 40176; // storage model 124 in the simulator's battery
 
 test("configure pairs devices, reports per device, and device sync lists the fully configured ones", async () => {
   await withSiteGateway(tcpScenario(), () => ({}), async (site, gw) => {

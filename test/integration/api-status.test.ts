@@ -3,20 +3,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { join } from "node:path";
-import { withTmpDir } from "../support/tmp.js";
-import { startGateway, configurePath, type Gateway } from "../support/gateway.js";
-import { TEST_PASSWORD } from "../support/config.js";
-
-async function withGateway(fn: (gw: Gateway, dir: string) => Promise<void>, over = {}, opts = {}): Promise<void> {
-  await withTmpDir(async (dir) => {
-    const gw = await startGateway(dir, over, opts);
-    try {
-      await fn(gw, dir);
-    } finally {
-      await gw.stop();
-    }
-  });
-}
+import { configurePath, withGateway, type Gateway } from "../support/gateway.js";
+import { readDb } from "../support/db.js";
+import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
 const SYNC = "/v1/api/gateway/site-001/devicesync";
 const form = (over: Record<string, string> = {}) => ({ grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD, ...over });
@@ -56,9 +45,7 @@ test("token: success, then RFC 6749 errors for each kind of bad request", async 
 test("tokens are stored only as hashes", async () => {
   await withGateway(async (gw, dir) => {
     const token = await gw.token();
-    const db = new Database(join(dir, "sitegate.db"), { readonly: true });
-    const rows = db.prepare("SELECT hash FROM api_token").pluck().all() as string[];
-    db.close();
+    const rows = readDb(dir, (db) => db.prepare("SELECT hash FROM api_token").pluck().all() as string[]);
     assert.equal(rows.length, 1);
     assert.notEqual(rows[0], token);
     assert.ok(!rows[0].includes(token));
@@ -97,18 +84,12 @@ test("401: no or wrong API key, no or wrong bearer token", async () => {
 });
 
 test("403: a source address not on the allowlist; an organizationId that is not ours", async () => {
-  await withTmpDir(async (dir) => {
-    const base = (await import("../support/config.js")).testConfigInput(dir);
-    const gw = await startGateway(dir, { auth: { ...base.auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } });
-    try {
-      const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
-      assert.equal(r.status, 403);
-      assertErrorBody(r, "forbidden");
-      assert.match(r.json.message, /allowlist/);
-    } finally {
-      await gw.stop();
-    }
-  });
+  await withGateway(async (gw) => {
+    const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
+    assert.equal(r.status, 403);
+    assertErrorBody(r, "forbidden");
+    assert.match(r.json.message, /allowlist/);
+  }, (dir) => ({ auth: { ...testConfigInput(dir).auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } }));
   await withGateway(async (gw) => {
     const token = await gw.token();
     const r = await gw.call("PUT", configurePath("00000000-0000-4000-8000-000000000000"), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });

@@ -5,33 +5,19 @@
 // the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
-import { snapshot, startSink, startUplink, type UplinkRig } from "../support/uplink-harness.js";
+import { snapshot, startUplink, type UplinkRig } from "../support/uplink-harness.js";
+import { runCli as cli } from "../support/cli.js";
 import { testConfigInput } from "../support/config.js";
 import { startGateway } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
-import type { PartnerSink } from "../support/partner-sink.js";
+import { startSink, type PartnerSink } from "../support/partner-sink.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
 
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
-const run = promisify(execFile);
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, LOG_LEVEL: "warn" } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 /** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
 async function withRig(over: Parameters<typeof startUplink>[2], fn: (sink: PartnerSink, rig: UplinkRig, dir: string) => Promise<void>): Promise<void> {

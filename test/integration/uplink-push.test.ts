@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
-import { snapshot, startSink, startUplink } from "../support/uplink-harness.js";
+import { snapshot, startUplink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
 import type { PartnerSink, SinkRequest } from "../support/partner-sink.js";
 
 const seqOf = (r: SinkRequest) => (r.body.devices[0].metrics.power_w as number) / 10;

@@ -98,6 +98,23 @@ export async function withSiteGateway(
   );
 }
 
+/** A gateway on a fresh data_dir for one test, always stopped; `over` may depend on the dir. */
+export async function withGateway(
+  fn: (gw: Gateway, dir: string) => Promise<void>,
+  over: Partial<ConfigInput> | ((dir: string) => Partial<ConfigInput>) = {},
+  opts: { now?: () => number } = {},
+): Promise<void> {
+  const { withTmpDir } = await import("./tmp.js");
+  await withTmpDir(async (dir) => {
+    const gw = await startGateway(dir, typeof over === "function" ? over(dir) : over, opts);
+    try {
+      await fn(gw, dir);
+    } finally {
+      await gw.stop();
+    }
+  });
+}
+
 /** Authorization header with a fresh token. */
 export async function bearer(gw: Gateway): Promise<Record<string, string>> {
   return { authorization: `Bearer ${await gw.token()}` };
