@@ -296,3 +296,66 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
     ),
   );
 });
+
+test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9th command in progress gets 503; a clean stop publishes offline itself", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        // A retained ping waits on the broker before the gateway subscribes: it is delivered
+        // to the gateway as retained (the only way a command arrives with the retain flag).
+        const cl = await fleetClient(broker);
+        const got = record(cl);
+        const replyTopic = `${T}/reply/${cl.options.clientId}`;
+        await cl.subscribeAsync([replyTopic, `${T}/status`], { qos: 1 });
+        const retainedCorr = Buffer.from("retained-ping");
+        await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1, retain: true, properties: { responseTopic: replyTopic, correlationData: retainedCorr } });
+        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+        let stopped = false;
+        const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
+        try {
+          await until(() => fleet.connected, "gateway connected");
+          await until(async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "the gateway answers a ping");
+          // The retained ping came with the subscription, before any of these pings: by now
+          // it would have been answered.
+          assert.equal(got.filter((m) => m.props?.correlationData?.equals(retainedCorr)).length, 0, "a retained command gets no answer");
+          await cl.publishAsync(`${T}/cmd/ping`, "", { qos: 1, retain: true }); // clears the retained message
+
+          // Over 256 KiB: 413 before it is parsed.
+          const big = await command(cl, "site-001", "dr", JSON.stringify({ mode: "test", pad: "x".repeat(256 * 1024) }));
+          assert.equal(big.json.status, 413);
+          assert.equal(big.json.error, "payload_too_large");
+          const justUnder = await command(cl, "site-001", "ping", JSON.stringify({ pad: "x".repeat(256 * 1024 - 20) }));
+          assert.equal(justUnder.json.status, 200, "256 KiB itself is allowed");
+
+          // Eight configures of a device that does not answer are in progress (each waits for
+          // its Modbus timeout); the ninth command that would run is refused 503 at once.
+          site.setFault({ device: "battery", fault: "no_answer" });
+          const port = site.tcpPorts[0];
+          const slow = Array.from({ length: 8 }, (_, i) => command(cl, "site-001", "configure", { devices: [tcpDevice(`b${i}`, port, 1)] }, 110_000));
+          const ninth = await command(cl, "site-001", "configure", { devices: [tcpDevice("b9", port, 1)] });
+          assert.equal(ninth.json.status, 503, JSON.stringify(ninth.json));
+          assert.equal(ninth.json.error, "unavailable");
+          site.clearFaults();
+          const answers = await Promise.all(slow);
+          for (const a of answers) assert.equal(a.json.status, 200, "the eight ran to their end");
+          const again = await command(cl, "site-001", "configure", { devices: [tcpDevice("b10", port, 1)] });
+          assert.equal(again.json.status, 200, "room again once they finished");
+          assert.equal(fleet.stats().connects, 1, "never reconnected");
+
+          // A clean stop publishes the retained offline status itself (with its time; the
+          // broker's Last Will, which has none, is only for a gateway that vanished).
+          await gw.stop();
+          stopped = true;
+          await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "offline"), "offline status after a clean stop");
+          const offline = got.filter((m) => m.topic === `${T}/status` && m.json?.state === "offline");
+          // The first offline is the gateway's own. (The broker sends the Last Will after it
+          // too today: Fleet.stop() ends the connection with force, without a DISCONNECT.)
+          assert.equal(typeof offline[0].json.at, "string", `published by the gateway, not the Last Will: ${JSON.stringify(offline.map((m) => m.payload))}`);
+        } finally {
+          if (!stopped) await gw.stop();
+          await cl.endAsync();
+        }
+      }),
+    ),
+  );
+});
