@@ -3,7 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { join } from "node:path";
-import { configurePath, withGateway, type Gateway } from "../support/gateway.js";
+import { configurePath, tcpDevice, withGateway, withSiteGateway, type Gateway } from "../support/gateway.js";
+import { tcpScenario } from "../support/site.js";
 import { readDb } from "../support/db.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
@@ -206,5 +207,45 @@ test("healthz, metrics and the OpenAPI document", async () => {
     const body = o.json.paths["/gateway/admin/device/configure"].put.requestBody.content["application/json"].schema;
     assert.equal(body.properties.devices.maxItems, 64, "generated from the zod schema that validates");
     assert.ok(o.json.paths["/v1/api/gateway/{site_id}/devicesync"]);
+  });
+});
+
+test("/dr and configure answer 503 and store nothing while SQLite cannot commit; the same requests succeed afterwards", async () => {
+  await withSiteGateway(tcpScenario(), () => ({}), async (site, gw, dir) => {
+    const auth = { authorization: `Bearer ${await gw.token()}` }; // issuing a token commits too
+    const start = Date.now() + 3_600_000;
+    const ev = { event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 600_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+    const dr = () => gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
+    const configure = () => gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice("grid-1", site.tcpPorts[0], 3)] } });
+    const stored = () => readDb(dir, (db) => ({
+      events: db.prepare("SELECT count(*) FROM dp_event").pluck().get(),
+      devices: db.prepare("SELECT count(*) FROM dv_device").pluck().get(),
+    }));
+    // Another connection holds the write lock: the gateway's commits time out (busy).
+    const locker = new Database(join(dir, "sitegate.db"));
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const r = await dr();
+      assert.equal(r.status, 503, r.text);
+      assertErrorBody(r, "unavailable");
+      assert.match(r.json.message, /nothing was stored/);
+      const c = await configure();
+      assert.equal(c.status, 503, c.text);
+      assertErrorBody(c, "unavailable");
+    } finally {
+      locker.exec("ROLLBACK");
+      locker.close();
+    }
+    assert.deepEqual(stored(), { events: 0, devices: 0 }, "nothing was stored");
+    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    assert.deepEqual(sync.json.devices, [], "device sync lists nothing");
+    // Storage is back: the very same requests are new to the gateway, not replays.
+    const again = await dr();
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json, [{ event_id: ev.event_id, status: "accepted" }]);
+    const conf = await configure();
+    assert.equal(conf.status, 200, conf.text);
+    assert.equal(conf.json.devices[0].status, "accepted");
+    assert.deepEqual(stored(), { events: 1, devices: 1 });
   });
 });
