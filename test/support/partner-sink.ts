@@ -171,9 +171,8 @@ export class PartnerSink {
   }
 }
 
-/** A sink on a free loopback port with the test certificate (what every test uses). */
-export async function startSink(): Promise<PartnerSink> {
-  const c = testCert();
+/** A sink on a free loopback port with the test certificate (or another one). */
+export async function startSink(c: { cert: string; key: string } = testCert()): Promise<PartnerSink> {
   return PartnerSink.start({ cert: c.cert, key: c.key });
 }
 
