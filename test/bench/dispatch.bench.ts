@@ -184,7 +184,7 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
         if (r.status !== 200) throw new Error(`/dr: HTTP ${r.status} ${r.text}`);
       }
       if (Date.now() >= plan[0].start) throw new Error("submitting the events took longer than the lead time");
-      await sleep(plan[plan.length - 1].end - Date.now() + 1500);
+      await sleep(plan[plan.length - 1].end - Date.now() + 1500); // wait: the benchmark runs the real-time plan to its end
       const statuses = new Map<string, number>();
       for (const r of sink.accepted("/exec")) statuses.set(r.body?.status, (statuses.get(r.body?.status) ?? 0) + 1);
       ctx.log(`execution responses: ${[...statuses].map(([k, v]) => `${v} ${k}`).join(", ") || "none"}; dispatcher ${JSON.stringify(dispatch.stats)}`);
