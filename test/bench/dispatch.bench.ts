@@ -22,7 +22,8 @@ import type { Snapshot } from "../../src/telemetry/types.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { startGateway } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
-import { POLL_MS, rigConfig, siteScenario, startSink, waitPaired } from "../support/dispatch.js";
+import { POLL_MS, rigConfig, siteScenario, waitPaired } from "../support/dispatch.js";
+import { startSink } from "../support/partner-sink.js";
 
 const SITE = "site-001";
 const DR_PATH = `/v1/api/gateway/${SITE}/dr`;
@@ -183,7 +184,7 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
         if (r.status !== 200) throw new Error(`/dr: HTTP ${r.status} ${r.text}`);
       }
       if (Date.now() >= plan[0].start) throw new Error("submitting the events took longer than the lead time");
-      await sleep(plan[plan.length - 1].end - Date.now() + 1500);
+      await sleep(plan[plan.length - 1].end - Date.now() + 1500); // wait: the benchmark runs the real-time plan to its end
       const statuses = new Map<string, number>();
       for (const r of sink.accepted("/exec")) statuses.set(r.body?.status, (statuses.get(r.body?.status) ?? 0) + 1);
       ctx.log(`execution responses: ${[...statuses].map(([k, v]) => `${v} ${k}`).join(", ") || "none"}; dispatcher ${JSON.stringify(dispatch.stats)}`);

@@ -12,13 +12,13 @@ import { stringify } from "yaml";
 import { Agent, request } from "undici";
 import type { BenchFn } from "./types.js";
 import type { ScenarioInput } from "../../hw-sim/sim.js";
-import { startSink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+import { CLI } from "../support/cli.js";
 const SIM = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter", "sunspec-pv", "sunspec-meter"] as const;
 const HOSTS = 10;
@@ -59,7 +59,7 @@ const bench: BenchFn = async (ctx) => {
   for (const port of tcpPorts) {
     while (!(await listening(port))) {
       if (Date.now() > simEnd) throw new Error(`the simulator does not listen on ${port}`);
-      await sleep(100);
+      await sleep(100); // wait: polling a child process's port (no event to wait on), bounded by simEnd
     }
   }
   const sink = await startSink();
@@ -90,7 +90,7 @@ const bench: BenchFn = async (ctx) => {
     const warmEnd = Date.now() + 60_000;
     while (fullPushes() < 3) {
       if (Date.now() > warmEnd) throw new Error(`no push with all 50 devices after 60 s (${sink.accepted().length} pushes)`);
-      await sleep(250);
+      await sleep(250); // wait: polling the warm-up, bounded by warmEnd
     }
     // Steady state: the backlog sampled five times a second (a snapshot in flight counts).
     const ticks0 = await gauge("sitegate_poll_snapshots_total");
@@ -99,7 +99,7 @@ const bench: BenchFn = async (ctx) => {
     let maxBacklog = 0;
     const backlog: number[] = [];
     while (Date.now() - t0 < steadyMs) {
-      await sleep(200);
+      await sleep(200); // wait: the benchmark samples the backlog five times a second in real time
       const b = await gauge("sitegate_samples_pending_snapshots");
       backlog.push(b);
       maxBacklog = Math.max(maxBacklog, b);
@@ -114,18 +114,18 @@ const bench: BenchFn = async (ctx) => {
 
     // Outage, then drain: how fast the backlog of a partner outage goes, 250 ms a request.
     await sink.refuse();
-    await sleep(outageMs);
+    await sleep(outageMs); // wait: the outage being measured lasts outageMs of real time
     const before = sink.requests.length;
     await sink.accept();
     // The drain starts with the first answer after the outage (the lane may still be in
     // its backoff when the partner comes back; that wait is not the drain).
-    while (sink.requests.length === before) await sleep(20);
+    while (sink.requests.length === before) await sleep(20); // wait: polling for the first answer (a timing measurement)
     const built = (await gauge("sitegate_samples_pending_snapshots")) + 1;
     const d0 = sink.requests[before].at - 250;
     const drainEnd = d0 + 300_000;
     while ((await gauge("sitegate_samples_pending_snapshots")) > 1) {
       if (Date.now() > drainEnd) throw new Error("the outage backlog did not drain in 5 min");
-      await sleep(100);
+      await sleep(100); // wait: polling the drain being timed, bounded by drainEnd
     }
     const drainRate = built / ((Date.now() - d0) / 1000);
     ctx.log(`outage backlog ${built} snapshots drained at ${drainRate.toFixed(1)} snapshots/s; sink held up to ${sink.maxInFlight} requests at once`);

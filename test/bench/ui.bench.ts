@@ -4,8 +4,7 @@
 // bound: within 10 MiB. Lower is better, so ratio = without / with.
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { Agent, request } from "undici";
 import { stringify } from "yaml";
 import type { BenchFn } from "./types.js";
@@ -17,7 +16,7 @@ import { launchBrowser } from "../support/browser.js";
 import { freePort } from "../support/net.js";
 import { rssKb } from "../support/site50.js";
 
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
+import { CLI } from "../support/cli.js";
 
 const bench: BenchFn = async (ctx) => {
   const runMs = ctx.quick ? 8000 : 45000;

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { request, Agent } from "undici";
 import type { BenchFn, BenchRow } from "./types.js";
-import { snapshot, startSink, startUplink } from "../support/uplink-harness.js";
+import { snapshot, startUplink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
 import { testCert } from "../support/tls.js";
 
 /** The demo site: 5 devices, ~10 metrics each, one snapshot per second. */

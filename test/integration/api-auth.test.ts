@@ -4,20 +4,8 @@
 // over real HTTPS.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withTmpDir } from "../support/tmp.js";
-import { startGateway, configurePath, type Gateway } from "../support/gateway.js";
+import { configurePath, withGateway } from "../support/gateway.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
-
-async function withGateway(fn: (gw: Gateway) => Promise<void>, over: (dir: string) => Parameters<typeof startGateway>[1] = () => ({})): Promise<void> {
-  await withTmpDir(async (dir) => {
-    const gw = await startGateway(dir, over(dir));
-    try {
-      await fn(gw);
-    } finally {
-      await gw.stop();
-    }
-  });
-}
 
 const DR = "/v1/api/gateway/site-001/dr";
 const OTHER_ORG = "00000000-0000-4000-8000-000000000000";

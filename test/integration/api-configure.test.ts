@@ -2,10 +2,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
-import { withSite, demoScenario, tcpScenario } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario, M124 } from "../support/site.js";
 import { startGateway, configurePath, tcpDevice, rtuDevice, withSiteGateway } from "../support/gateway.js";
+import { waitPaired } from "../support/dispatch.js";
 
-const M124 = 40176; // storage model 124 in the simulator's battery
 
 test("configure pairs devices, reports per device, and device sync lists the fully configured ones", async () => {
   await withSiteGateway(tcpScenario(), () => ({}), async (site, gw) => {
@@ -116,12 +116,8 @@ test("RTU devices pair over the pty, and a restart keeps the registry", async ()
 
 test("devices in the config file are configured at start", async () => {
   await withSiteGateway(tcpScenario(), (site) => ({ devices: [tcpDevice("grid-cfg", site.tcpPorts[0], 3) as never] }), async (_site, gw) => {
-    let names: string[] = [];
-    for (let i = 0; i < 50 && names.length === 0; i++) {
-      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-      names = sync.json.devices.map((d: { device_id: string }) => d.device_id);
-      if (!names.length) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.deepEqual(names, ["grid-cfg"]);
+    await waitPaired(gw, 1);
+    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    assert.deepEqual(sync.json.devices.map((d: { device_id: string }) => d.device_id), ["grid-cfg"]);
   });
 });

@@ -3,20 +3,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { join } from "node:path";
-import { withTmpDir } from "../support/tmp.js";
-import { startGateway, configurePath, type Gateway } from "../support/gateway.js";
-import { TEST_PASSWORD } from "../support/config.js";
-
-async function withGateway(fn: (gw: Gateway, dir: string) => Promise<void>, over = {}, opts = {}): Promise<void> {
-  await withTmpDir(async (dir) => {
-    const gw = await startGateway(dir, over, opts);
-    try {
-      await fn(gw, dir);
-    } finally {
-      await gw.stop();
-    }
-  });
-}
+import { configurePath, tcpDevice, withGateway, withSiteGateway, type Gateway } from "../support/gateway.js";
+import { tcpScenario } from "../support/site.js";
+import { readDb } from "../support/db.js";
+import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
 const SYNC = "/v1/api/gateway/site-001/devicesync";
 const form = (over: Record<string, string> = {}) => ({ grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD, ...over });
@@ -56,9 +46,7 @@ test("token: success, then RFC 6749 errors for each kind of bad request", async 
 test("tokens are stored only as hashes", async () => {
   await withGateway(async (gw, dir) => {
     const token = await gw.token();
-    const db = new Database(join(dir, "sitegate.db"), { readonly: true });
-    const rows = db.prepare("SELECT hash FROM api_token").pluck().all() as string[];
-    db.close();
+    const rows = readDb(dir, (db) => db.prepare("SELECT hash FROM api_token").pluck().all() as string[]);
     assert.equal(rows.length, 1);
     assert.notEqual(rows[0], token);
     assert.ok(!rows[0].includes(token));
@@ -97,18 +85,12 @@ test("401: no or wrong API key, no or wrong bearer token", async () => {
 });
 
 test("403: a source address not on the allowlist; an organizationId that is not ours", async () => {
-  await withTmpDir(async (dir) => {
-    const base = (await import("../support/config.js")).testConfigInput(dir);
-    const gw = await startGateway(dir, { auth: { ...base.auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } });
-    try {
-      const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
-      assert.equal(r.status, 403);
-      assertErrorBody(r, "forbidden");
-      assert.match(r.json.message, /allowlist/);
-    } finally {
-      await gw.stop();
-    }
-  });
+  await withGateway(async (gw) => {
+    const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
+    assert.equal(r.status, 403);
+    assertErrorBody(r, "forbidden");
+    assert.match(r.json.message, /allowlist/);
+  }, (dir) => ({ auth: { ...testConfigInput(dir).auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } }));
   await withGateway(async (gw) => {
     const token = await gw.token();
     const r = await gw.call("PUT", configurePath("00000000-0000-4000-8000-000000000000"), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
@@ -225,5 +207,45 @@ test("healthz, metrics and the OpenAPI document", async () => {
     const body = o.json.paths["/gateway/admin/device/configure"].put.requestBody.content["application/json"].schema;
     assert.equal(body.properties.devices.maxItems, 64, "generated from the zod schema that validates");
     assert.ok(o.json.paths["/v1/api/gateway/{site_id}/devicesync"]);
+  });
+});
+
+test("/dr and configure answer 503 and store nothing while SQLite cannot commit; the same requests succeed afterwards", async () => {
+  await withSiteGateway(tcpScenario(), () => ({}), async (site, gw, dir) => {
+    const auth = { authorization: `Bearer ${await gw.token()}` }; // issuing a token commits too
+    const start = Date.now() + 3_600_000;
+    const ev = { event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 600_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+    const dr = () => gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
+    const configure = () => gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice("grid-1", site.tcpPorts[0], 3)] } });
+    const stored = () => readDb(dir, (db) => ({
+      events: db.prepare("SELECT count(*) FROM dp_event").pluck().get(),
+      devices: db.prepare("SELECT count(*) FROM dv_device").pluck().get(),
+    }));
+    // Another connection holds the write lock: the gateway's commits time out (busy).
+    const locker = new Database(join(dir, "sitegate.db"));
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const r = await dr();
+      assert.equal(r.status, 503, r.text);
+      assertErrorBody(r, "unavailable");
+      assert.match(r.json.message, /nothing was stored/);
+      const c = await configure();
+      assert.equal(c.status, 503, c.text);
+      assertErrorBody(c, "unavailable");
+    } finally {
+      locker.exec("ROLLBACK");
+      locker.close();
+    }
+    assert.deepEqual(stored(), { events: 0, devices: 0 }, "nothing was stored");
+    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    assert.deepEqual(sync.json.devices, [], "device sync lists nothing");
+    // Storage is back: the very same requests are new to the gateway, not replays.
+    const again = await dr();
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json, [{ event_id: ev.event_id, status: "accepted" }]);
+    const conf = await configure();
+    assert.equal(conf.status, 200, conf.text);
+    assert.equal(conf.json.devices[0].status, "accepted");
+    assert.deepEqual(stored(), { events: 1, devices: 1 });
   });
 });

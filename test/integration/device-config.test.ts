@@ -4,11 +4,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
-import { withSite, tcpScenario, type SimHandle } from "../support/site.js";
+import { withSite, tcpScenario, M124, type SimHandle } from "../support/site.js";
 import { startGateway, configurePath, tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
 import type { ConfigDevices } from "../../src/devices/config-devices.js";
 
-const M124 = 40176; // storage model 124 in the simulator's battery
 
 /** The writes the simulator saw on one device, from its control API (GET /state). */
 async function writesTo(site: SimHandle, name: string): Promise<Array<{ fn: number; address: number; values: number[] }>> {

@@ -5,7 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { event, makeRig, rigConfig, siteScenario, startSink, waitPaired } from "../support/dispatch.js";
+import { event, makeRig, rigConfig, siteScenario, waitPaired } from "../support/dispatch.js";
+import { startSink } from "../support/partner-sink.js";
 import { startGateway } from "../support/gateway.js";
 import { withSite } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";

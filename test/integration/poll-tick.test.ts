@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { withSite, type ScenarioInput } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
-import { startSink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";

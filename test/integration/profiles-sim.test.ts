@@ -2,10 +2,6 @@
 // installer's `sitegate read` / `sitegate scan` work against the simulator as a user runs them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { withSite, demoScenario } from "../support/site.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
@@ -15,9 +11,8 @@ import { planControlWrites } from "../../src/dispatch/control-values.js";
 import { isSitegateError } from "../../src/errors.js";
 import type { ActionName } from "../../src/profiles/schema.js";
 import type { ScenarioInput } from "../support/site.js";
+import { runCli } from "../support/cli.js";
 
-const run = promisify(execFile);
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 
 /** Which simulated device each built-in profile is checked against, and what it must read. */
 const CHECKS: Record<string, Array<{ unit: number; rtu: boolean; type: number; metrics: string[] }>> = {
@@ -130,28 +125,32 @@ for (const sf of [-2, -1, 0, 1] as const) {
 
 test("sitegate read prints decoded metrics as JSON and exits 1 with one line when nothing answers", async () => {
   await withSite(demoScenario({ pv_irradiance: 0.5 }), async (site) => {
-    const { stdout } = await run(process.execPath, [CLI, "read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "2", "--profile", "sunspec", "--json"]);
+    const { stdout, code, stderr } = await runCli("read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "2", "--profile", "sunspec", "--json");
+    assert.equal(code, 0, stderr);
     const out = JSON.parse(stdout);
     assert.equal(out.device.manufacturer, "SimEnergy");
     assert.equal(out.device.max_power_w, 6000);
     assert.ok(Math.abs(out.metrics.power_w - 3000) <= 31);
-    const rtu = await run(process.execPath, [CLI, "read", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--unit", "10", "--profile", "sdm630"]);
+    const rtu = await runCli("read", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--unit", "10", "--profile", "sdm630");
+    assert.equal(rtu.code, 0, rtu.stderr);
     assert.match(rtu.stdout, /^power_w\s+-?\d/m);
     site.setFault({ device: "pv", fault: "no_answer" });
-    const dead = await run(process.execPath, [CLI, "read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "2", "--profile", "sunspec"]).catch((e) => e);
+    const dead = await runCli("read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "2", "--profile", "sunspec");
     assert.equal(dead.code, 1);
     assert.equal(dead.stderr.trim().split("\n").length, 1);
     assert.match(dead.stderr, /did not answer/);
-    const usage = await run(process.execPath, [CLI, "read", "--endpoint", "ftp://x", "--unit", "1", "--profile", "sunspec"]).catch((e) => e);
+    const usage = await runCli("read", "--endpoint", "ftp://x", "--unit", "1", "--profile", "sunspec");
     assert.equal(usage.code, 2);
   });
 });
 
 test("sitegate scan lists the units that answer", async () => {
   await withSite(demoScenario(), async (site) => {
-    const tcp = await run(process.execPath, [CLI, "scan", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--json"]);
+    const tcp = await runCli("scan", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--json");
+    assert.equal(tcp.code, 0, tcp.stderr);
     assert.deepEqual(JSON.parse(tcp.stdout).found.map((f: { unit: number }) => f.unit), [1, 2, 3]);
-    const rtu = await run(process.execPath, [CLI, "scan", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--from", "8", "--to", "12", "--timeout-ms", "100", "--json"]);
+    const rtu = await runCli("scan", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--from", "8", "--to", "12", "--timeout-ms", "100", "--json");
+    assert.equal(rtu.code, 0, rtu.stderr);
     assert.deepEqual(JSON.parse(rtu.stdout).found.map((f: { unit: number }) => f.unit), [10, 11]);
   });
 });

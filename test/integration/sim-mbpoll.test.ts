@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { withSite, demoScenario, tcpScenario, type SimHandle } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario, M124, type SimHandle } from "../support/site.js";
 
 const run = promisify(execFile);
 
@@ -62,8 +62,7 @@ test("mbpoll over TCP reads the SunSpec marker, the common model and the model c
 
 test("a storage setpoint written with mbpoll makes the battery discharge and the meter follow", async () => {
   await withSite(tcpScenario(0), async (site) => {
-    // Storage model 124 starts at 40002 + 68 + 52 + 28 + 26 = 40176; OutWRte is offset 12, StorCtl_Mod 5.
-    const m124 = 40176;
+    const m124 = M124; // OutWRte is offset 12, StorCtl_Mod 5
     const hdr = await mbpoll([...tcp(site, 1), "-t", "4", "-r", String(m124), "-c", "2", tcpHost]);
     assert.equal(hdr.values.get(m124), 124, hdr.out);
     const before = site.state();
@@ -138,7 +137,7 @@ test("each fault takes effect and clears", async () => {
     site.clearFaults("pv");
 
     await control(site, "POST", "/faults", { device: "battery", fault: "ignore_writes" });
-    const m124 = 40176;
+    const m124 = M124;
     assert.equal((await mbpoll([...tcp(site, 1), "-t", "4", "-r", String(m124 + 5), tcpHost, "2"])).code, 0, "the write is acknowledged");
     const ctl = await mbpoll([...tcp(site, 1), "-t", "4", "-r", String(m124 + 5), "-c", "1", tcpHost]);
     assert.equal(ctl.values.get(m124 + 5), 0, "but does not stick");

@@ -6,15 +6,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
-import { CLI, unitCommand } from "../support/site50.js";
+import { unitCommand } from "../support/site50.js";
+import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { freePort } from "../support/net.js";
 
 const LISTENER = resolve(fileURLToPath(import.meta.url), "../../../../test/support/notify-listener.py");
@@ -47,14 +46,13 @@ async function startListener(path: string): Promise<Listener> {
 
 async function startDaemon(dir: string, socket: string, watchdogUsec = 2_000_000): Promise<ChildProcess> {
   const base = testConfigInput(join(dir, "data"));
-  const file = join(dir, "config.yaml");
-  writeFileSync(file, stringify({ ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${await freePort()}` } }));
+  const file = writeConfig(dir, { ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${await freePort()}` } });
   const unit = unitCommand();
-  const child = spawn(process.execPath, [...unit.nodeArgs, CLI, "run", "--config", file], {
+  return spawnDaemon(file, {
+    nodeArgs: unit.nodeArgs,
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, ...unit.env, NOTIFY_SOCKET: socket, WATCHDOG_USEC: String(watchdogUsec), SITEGATE_TEST_HOOKS: "1" },
+    env: { ...unit.env, NOTIFY_SOCKET: socket, WATCHDOG_USEC: String(watchdogUsec), SITEGATE_TEST_HOOKS: "1" },
   });
-  return child;
 }
 
 async function withNotifyDaemon(fn: (l: Listener, child: ChildProcess, dir: string) => Promise<void>): Promise<void> {
@@ -64,10 +62,7 @@ async function withNotifyDaemon(fn: (l: Listener, child: ChildProcess, dir: stri
     try {
       await fn(listener, child, dir);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
-        await new Promise((r) => child.once("exit", r));
-      }
+      await stopDaemon(child);
       listener.stop();
     }
   });

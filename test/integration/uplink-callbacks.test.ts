@@ -5,33 +5,19 @@
 // the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
-import { snapshot, startSink, startUplink, type UplinkRig } from "../support/uplink-harness.js";
+import { snapshot, startUplink, type UplinkRig } from "../support/uplink-harness.js";
+import { runCli as cli } from "../support/cli.js";
 import { testConfigInput } from "../support/config.js";
 import { startGateway } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
-import type { PartnerSink } from "../support/partner-sink.js";
+import { startSink, type PartnerSink } from "../support/partner-sink.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
 
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
-const run = promisify(execFile);
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, LOG_LEVEL: "warn" } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 /** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
 async function withRig(over: Parameters<typeof startUplink>[2], fn: (sink: PartnerSink, rig: UplinkRig, dir: string) => Promise<void>): Promise<void> {
@@ -98,6 +84,26 @@ test("429 with Retry-After waits as told, then delivers", async () => {
     const [a, b] = sink.requests;
     assert.equal(a.status, 429);
     assert.ok(b.at - a.at >= 950, `retried ${b.at - a.at} ms after a Retry-After of 1 s`);
+  });
+});
+
+test("429 with Retry-After as an HTTP date waits until that date, then delivers", async () => {
+  await withRig({}, async (sink, rig) => {
+    let until429: number | null = null;
+    sink.decide = () => {
+      if (until429 !== null) return undefined;
+      // HTTP dates have whole seconds: the next whole second plus one, so the wait is 1..2 s
+      // (the rig's own backoff is 50 ms: without the date the retry comes far earlier).
+      until429 = (Math.floor(Date.now() / 1000) + 2) * 1000;
+      return { status: 429, headers: { "retry-after": new Date(until429).toUTCString() } };
+    };
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-429-date" });
+    await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
+    const [a, b] = sink.requests;
+    assert.equal(a.status, 429);
+    assert.match(String(a.body.event_id), /e-429-date/);
+    assert.equal(sink.requests.length, 2, "no attempt before the date");
+    assert.ok(b.at >= until429! - 5, `retried at ${new Date(b.at).toISOString()}, before the Retry-After date ${new Date(until429!).toISOString()}`);
   });
 });
 
@@ -250,8 +256,15 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
 
 test("a slow partner gets up to 4 data pushes at once, each with its own key, and the cursor follows the settled prefix", async () => {
   await withRig({}, async (sink, rig) => {
-    sink.delayMs = 250;
+    // The partner holds every answer until 4 requests are in flight at once: the uplink
+    // must get there (a backlog of 24), and cannot send a 5th while 4 are unanswered.
+    let open: () => void = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    sink.decide = () => ({ status: 200, wait: gate });
     for (let i = 0; i < 24; i++) rig.samples.append(snapshot(i));
+    await until(() => sink.inFlight === 4, "four data pushes held by the partner at once");
+    assert.equal(rig.uplink.stats().data_push.in_flight, 4, "the uplink counts four in flight");
+    open();
     await until(() => rig.samples.stats().pending_snapshots === 0, "the backlog drained", 30000);
     assert.equal(sink.maxInFlight, 4, "four requests in flight, never more");
     assert.equal(new Set(keys(sink.accepted())).size, 24);

@@ -2,25 +2,16 @@
 // snapshot in the database when the process died reaches the partner afterwards.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { stringify } from "yaml";
-import Database from "better-sqlite3";
+import { join } from "node:path";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario } from "../support/site.js";
-import { startSink } from "../support/uplink-harness.js";
+import { startSink } from "../support/partner-sink.js";
+import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
+import { readDb } from "../support/db.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
-
-const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
-
-function startDaemon(configFile: string): ChildProcess {
-  return spawn(process.execPath, [CLI, "run", "--config", configFile], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn" } });
-}
 
 test("kill -9 mid-stream and a restart lose no committed sample", async () => {
   const sink = await startSink();
@@ -35,31 +26,22 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
         };
-        const file = join(dir, "config.yaml");
-        writeFileSync(file, stringify(cfg));
-        let child = startDaemon(file);
+        const file = writeConfig(dir, cfg);
+        let child = spawnDaemon(file);
         try {
           await until(() => sink.accepted().length >= 5, "live pushes", 20000);
           await sink.refuse(); // the partner goes away; the backlog builds up in SQLite
           const dbFile = join(dir, "data", "sitegate.db");
-          const count = () => {
-            const db = new Database(dbFile, { readonly: true });
-            try {
-              return db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
-            } finally {
-              db.close();
-            }
-          };
+          const count = () => readDb(dbFile, (db) => db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number);
           await until(() => count() >= 15, "a backlog of snapshots", 20000);
-          child.kill("SIGKILL");
-          await new Promise((r) => child.once("exit", r));
-          const db = new Database(dbFile, { readonly: true });
-          const committed = (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString());
-          const dbg = { cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(), rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all() };
-          db.close();
+          await stopDaemon(child, "SIGKILL");
+          const { committed, dbg } = readDb(dbFile, (db) => ({
+            committed: (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString()),
+            dbg: { cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(), rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all() },
+          }));
           const before = new Set(sink.accepted().map((r) => r.body.timestamp as string));
           await sink.accept();
-          child = startDaemon(file);
+          child = spawnDaemon(file);
           const received = () => new Set(sink.accepted().map((r) => r.body.timestamp as string));
           await until(() => committed.every((ts) => received().has(ts) || before.has(ts)), "every committed snapshot at the partner", 30000).catch((e) => {
             const missing = committed.filter((ts) => !received().has(ts) && !before.has(ts));
@@ -71,7 +53,7 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           const sorted = [...firstSeen].sort();
           firstSeen.forEach((ts, i) => assert.ok(Math.abs(sorted.indexOf(ts) - i) < 4, `${ts} arrived as number ${i}, not oldest first`));
         } finally {
-          child.kill("SIGKILL");
+          await stopDaemon(child, "SIGKILL");
         }
       });
     });

@@ -2,7 +2,7 @@
 // partner sink for execution responses, and the gateway configured with those devices.
 import { randomUUID } from "node:crypto";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { PartnerSink } from "./partner-sink.js";
+import { startSink, type PartnerSink } from "./partner-sink.js";
 import { testCert } from "./tls.js";
 import { TEST_ORG } from "./config.js";
 import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
@@ -69,10 +69,7 @@ export function rigDeviceCount(opts: RigOptions = {}): number {
   return (opts.batteries?.length ?? 1) + 1 + (opts.pv === false ? 0 : 1) + (opts.meter === false ? 0 : 1);
 }
 
-export async function startSink(): Promise<PartnerSink> {
-  const c = testCert();
-  return PartnerSink.start({ cert: c.cert, key: c.key });
-}
+export { startSink };
 
 export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[], opts: RigOptions = {}): Partial<ConfigInput> {
   return {

@@ -1,7 +1,7 @@
 // withGateway: the real daemon (every part) in this process, on a free HTTPS port,
 // with an HTTPS client that trusts the test certificate.
 import { Agent, request } from "undici";
-import { buildDaemon, type Daemon } from "../../src/daemon.js";
+import { buildDaemon, type Daemon, type DaemonOptions } from "../../src/daemon.js";
 import { silentLogger } from "../../src/log.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { ApiServer } from "../../src/api/server.js";
@@ -23,7 +23,7 @@ function httpsAgent(): Agent {
   return agent;
 }
 
-export async function startGateway(dataDir: string, over: Partial<ConfigInput> = {}, opts: { now?: () => number } = {}): Promise<Gateway> {
+export async function startGateway(dataDir: string, over: Partial<ConfigInput> = {}, opts: DaemonOptions = {}): Promise<Gateway> {
   const config = testConfig(dataDir, over);
   const daemon = buildDaemon(config, silentLogger(), opts);
   await daemon.start();
@@ -96,6 +96,23 @@ export async function withSiteGateway(
       }
     }),
   );
+}
+
+/** A gateway on a fresh data_dir for one test, always stopped; `over` may depend on the dir. */
+export async function withGateway(
+  fn: (gw: Gateway, dir: string) => Promise<void>,
+  over: Partial<ConfigInput> | ((dir: string) => Partial<ConfigInput>) = {},
+  opts: DaemonOptions = {},
+): Promise<void> {
+  const { withTmpDir } = await import("./tmp.js");
+  await withTmpDir(async (dir) => {
+    const gw = await startGateway(dir, typeof over === "function" ? over(dir) : over, opts);
+    try {
+      await fn(gw, dir);
+    } finally {
+      await gw.stop();
+    }
+  });
 }
 
 /** Authorization header with a fresh token. */

@@ -40,11 +40,11 @@ export function fleetAcl(prefix = "sitegate"): string {
   ].join("\n");
 }
 
-export async function startBroker(dir: string, opts: { users?: Record<string, string>; tls?: boolean } = {}): Promise<Broker> {
+export async function startBroker(dir: string, opts: { users?: Record<string, string>; tls?: boolean; cert?: { certFile: string; keyFile: string } } = {}): Promise<Broker> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const tls = opts.tls ?? true;
-  const cert = testCert();
+  const cert = opts.cert ?? testCert();
   const users = { [FLEET_USER]: FLEET_PASSWORD, "site-001": GATEWAY_PASSWORD, ...(opts.users ?? {}) };
   const passwd = join(dir, "passwd");
   let first = true;

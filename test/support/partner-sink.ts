@@ -1,5 +1,6 @@
 // A real HTTPS partner for tests and the demo: records every callback (path, headers,
-// parsed body) and can be told to fail: answer a status, hang past the client's timeout,
+// parsed body) and can be told to fail: answer a status, hang past the client's timeout
+// (recorded with status 0),
 // or refuse connections (stop listening) until told to accept again. `decide` answers
 // per request (e.g. 400 to one message only), `delayMs` answers late (a slow partner),
 // and `maxInFlight` records how many requests it held at once.
@@ -12,6 +13,7 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { untilSignal } from "../../src/util/process.js";
+import { testCert } from "./tls.js";
 
 export interface SinkRequest {
   method: string;
@@ -63,7 +65,6 @@ export class PartnerSink {
       res.on("close", finish);
       req.on("end", () => {
         const mode = this.mode;
-        if (mode.kind === "hang") return; // never answer: the client's timeout fires
         let body: unknown = null;
         try {
           body = JSON.parse(raw);
@@ -71,6 +72,15 @@ export class PartnerSink {
           body = null;
         }
         const path = req.url ?? "";
+        if (mode.kind === "hang") {
+          // Never answered (the client's timeout fires); recorded with status 0 so a test
+          // can see the attempt and its Idempotency-Key.
+          const r: SinkRequest = { method: req.method ?? "", path, headers: req.headers, body, raw, status: 0, at: Date.now() };
+          this.requests.push(r);
+          this.onRequest?.(r);
+          for (const l of this.listeners) l();
+          return;
+        }
         const answer: SinkAnswer = this.decide?.({ path, headers: req.headers, body }) ?? (mode.kind === "status" ? { status: mode.status, headers: mode.headers } : { status: 200 });
         const reply = () => {
           const status = answer.status;
@@ -159,6 +169,11 @@ export class PartnerSink {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
+}
+
+/** A sink on a free loopback port with the test certificate (or another one). */
+export async function startSink(c: { cert: string; key: string } = testCert()): Promise<PartnerSink> {
+  return PartnerSink.start({ cert: c.cert, key: c.key });
 }
 
 async function main(): Promise<void> {

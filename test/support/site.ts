@@ -7,6 +7,12 @@ import { startSim, type ScenarioInput, type SimHandle } from "../../hw-sim/sim.j
 export type { SimHandle, ScenarioInput };
 
 /**
+ * Where SunSpec storage model 124 starts in the simulator's battery: 40002 + the lengths of
+ * models 1, 103, 120 and 123 (68 + 52 + 28 + 26). WChaMax +2, StorCtl_Mod +5, OutWRte +12.
+ */
+export const M124 = 40176;
+
+/**
  * Starts the simulator on free ports (use "127.0.0.1:0" in the scenario) with RTU pty
  * paths resolved inside a fresh temp dir, runs fn, then stops it whatever happens.
  */

@@ -1,20 +1,19 @@
 // The 50-device site of the memory bench and the soak run: a simulator with five TCP
 // ports of ten devices, a partner sink, and `sitegate run` as a child process started
 // exactly as systemd/sitegate.service starts it (its node flags and Environment= lines).
-import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { stringify } from "yaml";
 import { startSim, type ScenarioInput, type SimHandle } from "../../hw-sim/sim.js";
-import { startSink } from "./uplink-harness.js";
-import type { PartnerSink } from "./partner-sink.js";
+import { startSink, type PartnerSink } from "./partner-sink.js";
+import { CLI, spawnDaemon, stopDaemon, writeConfig } from "./cli.js";
 import { testConfigInput } from "./config.js";
 import { tcpDevice } from "./gateway.js";
 import { testCert } from "./tls.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
-export const CLI = join(ROOT, "dist/src/cli.js");
+export { CLI };
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter"] as const;
 
 /** The node flags and environment of the unit's ExecStart (so a bench measures what ships). */
@@ -73,21 +72,16 @@ export async function startSite50(dir: string, opts: { nodeArgs?: string[]; extr
     partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
     devices,
   };
-  const file = join(dir, "config.yaml");
-  writeFileSync(file, stringify(cfg));
+  const file = writeConfig(dir, cfg);
   const unit = unitCommand();
-  const nodeArgs = opts.nodeArgs ?? unit.nodeArgs;
-  const child = spawn(process.execPath, [...nodeArgs, CLI, "run", "--config", file], { stdio: "ignore", env: { ...process.env, ...unit.env, ...opts.extraEnv } });
+  const child = spawnDaemon(file, { nodeArgs: opts.nodeArgs ?? unit.nodeArgs, env: { ...unit.env, ...opts.extraEnv } });
   return {
     sim,
     sink,
     child,
     devicesSeen: () => new Set(sink.accepted().flatMap((r) => (r.body?.devices ?? []).map((d: { device_id: string }) => d.device_id))).size,
     async stop() {
-      if (child.exitCode === null) {
-        child.kill("SIGTERM");
-        await new Promise((r) => child.once("exit", r));
-      }
+      await stopDaemon(child);
       await sink.stop();
       await sim.stop();
     },

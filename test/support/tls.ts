@@ -35,3 +35,17 @@ export function testCert(): TestCert {
   cached = { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
   return cached;
 }
+
+/**
+ * Another self-signed certificate for the same names, trusted by nobody: a partner or
+ * broker presenting it must be refused. Made per call in `dir`.
+ */
+export function untrustedCert(dir: string): TestCert {
+  const certFile = join(dir, "untrusted-cert.pem");
+  const keyFile = join(dir, "untrusted-key.pem");
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile,
+    "-days", "30", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+  ], { stdio: "ignore" });
+  return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
+}

@@ -5,7 +5,7 @@ import { OUTBOX_MIGRATIONS, Uplink } from "../../src/uplink/uplink.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "./config.js";
 import { testCert } from "./tls.js";
-import { PartnerSink } from "./partner-sink.js";
+import type { PartnerSink } from "./partner-sink.js";
 import type { Config } from "../../src/config/schema.js";
 
 export interface UplinkRig {
@@ -16,10 +16,7 @@ export interface UplinkRig {
   stop(): Promise<void>;
 }
 
-export async function startSink(): Promise<PartnerSink> {
-  const c = testCert();
-  return PartnerSink.start({ cert: c.cert, key: c.key });
-}
+export { startSink } from "./partner-sink.js";
 
 export async function startUplink(dataDir: string, sink: PartnerSink, over: { retentionBytes?: number; timeoutMs?: number; backoff?: (n: number) => number; rejectWindowMs?: number; idleRecheckMs?: number } = {}): Promise<UplinkRig> {
   const config = testConfig(dataDir, {

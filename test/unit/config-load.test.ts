@@ -3,19 +3,10 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, parseConfig } from "../../src/config/load.js";
-import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { testConfigInput, TEST_ORG } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
+import { problems } from "../support/issues.js";
 
-function problems(fn: () => unknown): Array<{ path: string; message: string }> {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(isSitegateError(e, "CONFIG_INVALID"), `expected CONFIG_INVALID, got ${String(e)}`);
-    return (e as SitegateError).details;
-  }
-  assert.fail("config was accepted");
-}
 
 function has(list: Array<{ path: string; message: string }>, path: string, re: RegExp): void {
   const hit = list.find((d) => d.path === path && re.test(d.message));

@@ -6,7 +6,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { parseConfig } from "../../src/config/load.js";
-import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { buildDaemon } from "../../src/daemon.js";
 import { silentLogger } from "../../src/log.js";
 import { StoragePart } from "../../src/storage/part.js";
@@ -16,16 +15,9 @@ import { testConfig, testConfigInput } from "../support/config.js";
 import { testCert } from "../support/tls.js";
 import { snapshot } from "../support/uplink-harness.js";
 import { withTmpDir } from "../support/tmp.js";
+import { problems as configProblems } from "../support/issues.js";
 
-function problems(fleet: unknown): Array<{ path: string; message: string }> {
-  try {
-    parseConfig({ ...testConfigInput("/tmp/x"), fleet }, "/");
-  } catch (e) {
-    assert.ok(isSitegateError(e, "CONFIG_INVALID"), String(e));
-    return (e as SitegateError).details;
-  }
-  assert.fail("config was accepted");
-}
+const problems = (fleet: unknown) => configProblems(() => parseConfig({ ...testConfigInput("/tmp/x"), fleet }, "/"));
 
 test("fleet: mqtts:// anywhere, mqtt:// only to loopback; certificate or username + password", () => {
   const ca = testCert().certFile;

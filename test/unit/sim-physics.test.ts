@@ -6,6 +6,7 @@ import { SiteModel } from "../../hw-sim/site-model.js";
 import { PvInverter, StorageInverter, SunSpecMeter } from "../../hw-sim/models/sunspec-devices.js";
 import { Relay } from "../../hw-sim/models/relay.js";
 import { handlePdu } from "../../hw-sim/modbus-pdu.js";
+import { M124 } from "../support/site.js";
 
 function site(seed = 7, irradiance = 0.5) {
   let now = Date.UTC(2026, 5, 1, 12);
@@ -13,7 +14,6 @@ function site(seed = 7, irradiance = 0.5) {
   return { s, advance: (ms: number) => { now += ms; s.advance(); } };
 }
 
-const M124 = 40176;
 const write = (dev: StorageInverter, address: number, value: number) => {
   const pdu = Buffer.alloc(5);
   pdu[0] = 6;

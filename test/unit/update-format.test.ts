@@ -37,11 +37,12 @@ test("the probe wants a working database, and a successful read once devices exi
 test("the release health part writes the marker once the probe holds, not before", async () => {
   await withTmpDir(async (dir) => {
     let ok = false;
-    const part = new ReleaseHealthPart(dir, "1.2.3", { healthy: () => ok }, silentLogger(), 20);
+    let asked = 0;
+    const part = new ReleaseHealthPart(dir, "1.2.3", { healthy: () => (asked++, ok) }, silentLogger(), 20);
     part.start();
     try {
-      await new Promise((r) => setTimeout(r, 100));
-      assert.equal(existsSync(healthMarkerPath(dir, "1.2.3")), false);
+      await until(() => asked >= 3, "the probe asked three times");
+      assert.equal(existsSync(healthMarkerPath(dir, "1.2.3")), false, "no marker while the probe fails");
       ok = true;
       await until(() => existsSync(healthMarkerPath(dir, "1.2.3")), "the marker");
       assert.equal(JSON.parse(readFileSync(join(dir, "update", "healthy-1.2.3"), "utf8")).version, "1.2.3");

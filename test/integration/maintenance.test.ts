@@ -1,0 +1,70 @@
+// What the maintenance jobs do to the real SQLite file (src/maintenance.ts), each job run
+// by hand (their UTC timers are tested in unit/utc-schedule): the retention sweep deletes
+// the settled telemetry rows and gives every free page back (incremental vacuum), and the
+// nightly checkpoint empties the WAL file.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { StoragePart } from "../../src/storage/part.js";
+import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
+import { Maintenance } from "../../src/maintenance.js";
+import { DB_FILE } from "../../src/storage/db.js";
+import { silentLogger } from "../../src/log.js";
+import { testConfig } from "../support/config.js";
+import { snapshot } from "../support/uplink-harness.js";
+import { withTmpDir } from "../support/tmp.js";
+
+async function withStore(fn: (r: { storage: StoragePart; samples: SampleStore; maintenance: Maintenance; dir: string }) => void): Promise<void> {
+  await withTmpDir((dir) => {
+    const log = silentLogger();
+    const storage = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);
+    const samples = new SampleStore(storage, { retentionBytes: 64 * 1024 * 1024, log });
+    const maintenance = new Maintenance(testConfig(dir), storage, samples, log);
+    storage.start();
+    samples.start();
+    try {
+      fn({ storage, samples, maintenance, dir });
+    } finally {
+      samples.stop();
+      storage.stop();
+    }
+  });
+}
+
+test("the retention sweep deletes settled telemetry rows and gives all their pages back to the file system", async () => {
+  await withStore(({ storage, samples, maintenance }) => {
+    const db = storage.db;
+    for (let i = 0; i < 6000; i++) samples.append(snapshot(i, 40));
+    const pages = db.pragma("page_count", { simple: true }) as number;
+    assert.ok(pages > 600, `${pages} pages: more than one incremental_vacuum(256) of the store frees`);
+    // The partner has all but the last 10; the cursor is not persisted yet (that waits for a sweep).
+    const last = samples.stats().push_cursor + samples.stats().pending_snapshots;
+    samples.settleThrough(last - 10, Number.POSITIVE_INFINITY);
+    assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 6000, "nothing deleted before the sweep");
+
+    maintenance.sweep();
+    assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 10, "only the unsent rows remain");
+    assert.equal(db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get(), last - 10, "the cursor is persisted");
+    assert.equal(db.pragma("freelist_count", { simple: true }), 0, "no free page left in the file");
+    const after = db.pragma("page_count", { simple: true }) as number;
+    assert.ok(after < pages / 10, `the file shrank from ${pages} to ${after} pages`);
+    assert.equal(samples.stats().pending_snapshots, 10);
+  });
+});
+
+test("the nightly checkpoint empties the WAL file and keeps the data", async () => {
+  await withStore(({ storage, samples, maintenance, dir }) => {
+    const wal = join(dir, `${DB_FILE}-wal`);
+    for (let i = 0; i < 200; i++) samples.append(snapshot(i, 10));
+    // The first night's PRAGMA optimize may write fresh planner statistics after the
+    // checkpoint (ANALYZE of new tables); from then on the WAL ends each night empty.
+    maintenance.checkpoint();
+    for (let i = 200; i < 260; i++) samples.append(snapshot(i, 10));
+    assert.ok(existsSync(wal) && statSync(wal).size > 0, "writes went to the WAL");
+    maintenance.checkpoint();
+    assert.equal(statSync(wal).size, 0, "the WAL was truncated");
+    assert.equal(storage.db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 260);
+    assert.equal(storage.db.pragma("integrity_check", { simple: true }), "ok");
+  });
+});
