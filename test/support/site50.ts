@@ -84,7 +84,7 @@ export async function startSite50(dir: string, opts: { nodeArgs?: string[]; extr
     child,
     devicesSeen: () => new Set(sink.accepted().flatMap((r) => (r.body?.devices ?? []).map((d: { device_id: string }) => d.device_id))).size,
     async stop() {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
         await new Promise((r) => child.once("exit", r));
       }
