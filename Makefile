@@ -56,6 +56,7 @@ $(call runtime_dir,%)/bin/node: packaging/node-runtime.lock
 	@touch $@
 
 runtime: $(NODE)
+.PRECIOUS: $(call runtime_dir,%)/bin/node
 
 # Installed with (and native addons built for) the pinned runtime; a new runtime reinstalls.
 node_modules/.installed: package.json package-lock.json $(NODE)
@@ -95,16 +96,37 @@ sim: setup build
 	mkdir -p var
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
 
-# A signed over-the-air release bundle: dist/src + production node_modules for one arch.
+# A release for ARCH (x64, arm64): the production node_modules in var/release/ARCH/, installed
+# from package-lock.json without install scripts, then better-sqlite3 compiled from its source
+# against the pinned runtime's headers for ARCH (for arm64 with Debian's g++-aarch64-linux-gnu);
+# serialport's N-API prebuilds already cover both. Nothing is compiled on a controller.
+NODE_GYP = $$(dirname $$(readlink -f $$(command -v npm)))/../node_modules/node-gyp/bin/node-gyp.js
+cross_env_arm64 := CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar
+cross_env_x64 :=
+strip_arm64 := aarch64-linux-gnu-strip
+strip_x64 := strip
+var/release/%/node_modules/.built: package.json package-lock.json $(call runtime_dir,%)/bin/node | cross-deps
+	rm -rf var/release/$* && mkdir -p var/release/$*
+	cp package.json package-lock.json var/release/$*/
+	cd var/release/$* && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --cpu=$* --os=linux
+	cd var/release/$*/node_modules/better-sqlite3 && $(cross_env_$*) npm_config_nodedir=$(call runtime_dir,$*) \
+	  node $(NODE_GYP) rebuild --release --force_build=1 --arch=$* --nodedir=$(call runtime_dir,$*) -j 2 --loglevel=warn
+	$(strip_$*) --strip-unneeded var/release/$*/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+	file -b var/release/$*/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+	@touch $@
+
+# A signed over-the-air release bundle: dist/src, the production node_modules and the pinned
+# Node runtime for one arch (BUNDLE_ARCH=arm64 cross-builds on x86).
 # Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
 BUNDLE_KEY ?= var/update-keys/sitegate-update.key
 BUNDLE_ARCH ?= $(HOST_ARCH)
 BUNDLE_VERSION ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
 BUNDLE_OUT ?= var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$(BUNDLE_ARCH).bundle
+BUNDLE_NODE_MODULES ?= var/release/$(BUNDLE_ARCH)/node_modules
 
-bundle: build
+bundle: build $(if $(filter var/release/%,$(BUNDLE_NODE_MODULES)),$(BUNDLE_NODE_MODULES)/.built)
 	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
-	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) $(if $(BUNDLE_NODE_MODULES),--node-modules $(BUNDLE_NODE_MODULES))
+	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
 clean:
 	rm -rf dist var
