@@ -128,5 +128,19 @@ bundle: build $(if $(filter var/release/%,$(BUNDLE_NODE_MODULES)),$(BUNDLE_NODE_
 	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
 	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
+# Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
+# from the signed bundle of that arch (its payload is the release) plus units, sysusers.d,
+# tmpfiles.d, the bench scenario and drop-in, and the update public key as a conffile.
+DEB_ARCHS ?= x64 arm64
+deb:
+	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
+	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; done
+
+# The arm64 release under qemu-user (simulator native, gateway emulated): it pairs a simulated
+# device and a data push reaches a sink. Not in `make test` (docs/packaging.md gives its time).
+test-arm: setup build cross-deps
+	$(MAKE) --no-print-directory bundle BUNDLE_ARCH=arm64
+	node --test $(NODE_TEST_FLAGS) dist/test/integration/arm64.test.js
+
 clean:
 	rm -rf dist var
