@@ -140,7 +140,7 @@ test("the amd64 .deb: install steps line by line, daemon as sitegate, bench over
   stopUnit("sitegate-sim", shim);
   const p = sh("dpkg", ["--purge", "sitegate"]);
   assert.equal(p.status, 0, p.stderr);
-  for (const left of ["/opt/sitegate", "/etc/sitegate", "/var/lib/sitegate", "/usr/lib/sitegate", "/usr/bin/sitegate", "/usr/bin/sitegate-sim", "/lib/systemd/system/sitegate.service", "/usr/lib/sysusers.d/sitegate.conf", "/usr/share/sitegate", "/etc/systemd/system/sitegate.service.d", "/run/sitegate-sim"]) {
+  for (const left of ["/opt/sitegate", "/etc/sitegate", "/var/lib/sitegate", "/usr/lib/sitegate", "/usr/bin/sitegate", "/usr/bin/sitegate-sim", "/lib/systemd/system/sitegate.service", "/usr/lib/sysusers.d/sitegate.conf", "/usr/share/sitegate", "/etc/systemd/system/sitegate.service.d", "/etc/systemd/system/timers.target.wants/sitegate-update-check.timer", "/run/sitegate-sim"]) {
     assert.ok(!existsSync(left), `${left} is left after purge`);
   }
   assert.equal(sh("getent", ["passwd", "sitegate"]).status, 0, "the system user stays (Debian policy)");
