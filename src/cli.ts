@@ -10,6 +10,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./c
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./cli/run.js")).default,
+  init: async () => (await import("./cli/init.js")).default,
   "check-config": async () => (await import("./cli/check-config.js")).default,
   "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
   read: async () => (await import("./cli/read.js")).default,
@@ -41,7 +42,8 @@ export async function main(argv: string[]): Promise<number> {
     return name ? EXIT_OK : EXIT_USAGE;
   }
   if (name === "--version") {
-    process.stdout.write(VERSION + "\n");
+    // the release, the Node.js running it (the release's own runtime under the unit) and the CPU
+    process.stdout.write(`sitegate ${VERSION} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}\n`);
     return EXIT_OK;
   }
   const load = COMMANDS[name];

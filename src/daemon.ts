@@ -172,7 +172,6 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: poller.stats.reads_ok }, { labels: { result: "failed" }, value: poller.stats.reads_failed }] },
         { name: "sitegate_bus_requests_total", help: "Modbus requests sent", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.requests })) },
         { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.timeouts })) },
-        { name: "sitegate_bus_queued", help: "requests waiting for the bus", type: "gauge", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.queued })) },
         { name: "sitegate_samples_pending_snapshots", help: "snapshots not yet accepted by the partner", type: "gauge", values: [{ value: st.pending_snapshots }] },
         { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },

@@ -1,5 +1,9 @@
 // Logging: pino JSON lines on stdout (journald reads them), pretty when stdout is a TTY.
 // Parts log through child loggers: log.child({ part: "modbus", bus: "rtu1" }).
+// When stdout is the journal (systemd sets JOURNAL_STREAM to its device:inode), each line
+// starts with its syslog priority, "<3>{...}" for an error, which journald strips and keeps
+// as PRIORITY=, so `journalctl -u sitegate -p warning` shows warnings and worse.
+import { fstatSync } from "node:fs";
 import { pino, type Logger, type LevelWithSilent } from "pino";
 
 export type { Logger };
@@ -21,7 +25,38 @@ const REDACT = [
   'req.headers["x-api-key"]',
 ];
 
-export function createLogger(opts: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
+/** pino level number to syslog priority: fatal 2 (crit), error 3, warn 4, info 6, debug/trace 7. */
+export function syslogPriority(level: number): number {
+  if (level >= 60) return 2;
+  if (level >= 50) return 3;
+  if (level >= 40) return 4;
+  if (level >= 30) return 6;
+  return 7;
+}
+
+/** True when `fd` is the stream JOURNAL_STREAM names (so a redirected stdout is left alone). */
+export function journalAttached(env: NodeJS.ProcessEnv = process.env, fd = 1): boolean {
+  const m = /^(\d+):(\d+)$/.exec(env.JOURNAL_STREAM ?? "");
+  if (!m) return false;
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return st.dev.toString() === m[1] && st.ino.toString() === m[2];
+  } catch {
+    return false;
+  }
+}
+
+/** A pino destination that prefixes every JSON line with its "<priority>". */
+export function journalDestination(out: { write(s: string): unknown }): { write(s: string): void } {
+  return {
+    write(line: string) {
+      const m = /"level":(\d+)/.exec(line);
+      out.write(`<${syslogPriority(m ? Number(m[1]) : 30)}>${line}`);
+    },
+  };
+}
+
+export function createLogger(opts: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream; journal?: boolean } = {}): Logger {
   const level = (process.env.LOG_LEVEL ?? opts.level ?? "info") as LevelWithSilent;
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && process.env.LOG_FORMAT !== "json");
   const options = {
@@ -33,6 +68,8 @@ export function createLogger(opts: { level?: string; pretty?: boolean; destinati
       ? { transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } }
       : {}),
   };
+  const journal = opts.journal ?? (!pretty && journalAttached());
+  if (journal) return pino(options, journalDestination(opts.destination ?? pino.destination({ dest: 1, sync: true })));
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
 

@@ -1,12 +1,14 @@
-// Recurring maintenance on UTC timers (util/utc-schedule.ts), never in the hot path:
-//   03:30 daily    WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
+// Recurring maintenance on plain timers (util/utc-schedule.ts), never in the hot path:
+//   03:30 daily    (config maintenance: {at, timezone}; default 03:30 in the controller's
+//                  local time) WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
 //                  back to zero while nothing else is busy, and the query planner's
 //                  statistics stay fresh.
 //   every 10 min   retention sweep: settled telemetry rows deleted, free pages given back
 //                  (incremental vacuum). The size bound itself is kept on every append.
 //   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import type { Config } from "./config/schema.js";
 import type { Part } from "./lifecycle.js";
@@ -15,13 +17,26 @@ import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
 import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
-import { dailyUtc, everyMinutes, UtcJob } from "./util/utc-schedule.js";
+import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
 export const SCHEDULE = {
   checkpoint: dailyUtc("03:30"),
   retention: everyMinutes(10),
   certificate: dailyUtc("06:00"),
 } as const;
+
+/**
+ * The schedule for a config's `maintenance`: the nightly job at `at` in the controller's local
+ * time ("local", the default), in UTC, or in a named zone (which becomes the daemon's TZ).
+ */
+export function maintenanceSchedule(m: { at: string; timezone: string } = { at: "03:30", timezone: "UTC" }): Record<keyof typeof SCHEDULE, UtcRecurrence> {
+  if (m.timezone !== "local" && m.timezone !== "UTC") {
+    // an unknown zone would silently be UTC: refuse it (Debian's tzdata names the zones)
+    if (!existsSync(join("/usr/share/zoneinfo", m.timezone))) throw new Error(`maintenance.timezone ${m.timezone}: no such zone in /usr/share/zoneinfo`);
+    process.env.TZ = m.timezone;
+  }
+  return { ...SCHEDULE, checkpoint: m.timezone === "UTC" ? dailyUtc(m.at) : dailyLocal(m.at) };
+}
 
 export const CERT_WARN_DAYS = 14;
 const DAY_MS = 86_400_000;
@@ -52,8 +67,9 @@ export class Maintenance implements Part {
 
   start(): void {
     this.checkCertificate();
+    const schedule = maintenanceSchedule(this.config.maintenance);
     const job = (name: keyof typeof SCHEDULE, fn: () => void) =>
-      new UtcJob(SCHEDULE[name], () => {
+      new UtcJob(schedule[name], () => {
         try {
           fn();
         } catch (e) {
@@ -62,7 +78,7 @@ export class Maintenance implements Part {
       });
     this.jobs = [job("checkpoint", () => this.checkpoint()), job("retention", () => this.sweep()), job("certificate", () => this.checkCertificate())];
     for (const j of this.jobs) j.start();
-    this.log.debug({ schedule: Object.fromEntries(Object.entries(SCHEDULE).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
+    this.log.info({ schedule: Object.fromEntries(Object.entries(schedule).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
   }
 
   /** WAL checkpoint (TRUNCATE) and PRAGMA optimize. */

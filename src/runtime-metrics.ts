@@ -1,10 +1,15 @@
-// Operations metrics of the process itself and of the buses, for /metrics: resident
-// memory, V8 heap, CPU seconds, event-loop lag (perf_hooks monitorEventLoopDelay, over
-// the window since the previous scrape, at least 5 s), GC time by kind (PerformanceObserver 'gc'), and
-// per bus the busy time and its fraction of wall time since the previous scrape.
-// Everything is read from counters the runtime keeps anyway; a scrape costs microseconds.
-import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from "node:perf_hooks";
+// Operations metrics of the process itself and of the buses, for /metrics, named after
+// Prometheus' conventions: sitegate_build_info{version,node,arch}; the standard process_*
+// families (resident memory, CPU seconds, start time, open descriptors); nodejs_* for the V8
+// heap; counters only for what accumulates (a rate() in Prometheus gives utilisation, so no
+// gauge measures "since the previous scrape" and a curl cannot steal Prometheus' window);
+// the event-loop lag as a histogram, sampled twice a second by one unref'd timer.
+// prom-client would do this too, but loading it costs ~11 MiB RSS under the unit's flags
+// (docs/packaging.md), more than these few families are worth.
+import { readdirSync } from "node:fs";
+import { constants, PerformanceObserver } from "node:perf_hooks";
 import type { MetricFamily } from "./api/context.js";
+import { VERSION } from "./version.js";
 
 const GC_KIND: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",
@@ -13,23 +18,58 @@ const GC_KIND: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weakcb",
 };
 
+/** Upper bounds (seconds) of the event-loop lag histogram. */
+export const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
 export interface BusView {
   key: string;
   queued: number;
   stats: { busy_ms: number };
 }
 
-export class RuntimeMetrics {
-  private delay: IntervalHistogram | null = null;
-  private observer: PerformanceObserver | null = null;
-  private readonly gc = new Map<string, { runs: number; seconds: number }>();
-  private lastScrape = performance.now();
-  private lagWindowStart = performance.now();
-  private readonly lastBusy = new Map<string, number>();
+/** A cumulative Prometheus histogram (counts per upper bound, sum, count). */
+export class Histogram {
+  readonly counts: number[];
+  sum = 0;
+  count = 0;
+  constructor(readonly bounds: number[]) {
+    this.counts = bounds.map(() => 0);
+  }
+  observe(v: number): void {
+    this.sum += v;
+    this.count++;
+    for (let i = 0; i < this.bounds.length; i++) if (v <= this.bounds[i]) this.counts[i]++;
+  }
+  family(name: string, help: string): MetricFamily {
+    return {
+      name,
+      help,
+      type: "histogram",
+      values: [
+        ...this.bounds.map((b, i) => ({ suffix: "_bucket", labels: { le: String(b) }, value: this.counts[i] })),
+        { suffix: "_bucket", labels: { le: "+Inf" }, value: this.count },
+        { suffix: "_sum", value: this.sum },
+        { suffix: "_count", value: this.count },
+      ],
+    };
+  }
+}
 
-  start(): void {
-    this.delay = monitorEventLoopDelay({ resolution: 10 });
-    this.delay.enable();
+export class RuntimeMetrics {
+  private observer: PerformanceObserver | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly gc = new Map<string, { runs: number; seconds: number }>();
+  readonly lag = new Histogram(LAG_BUCKETS);
+  private readonly startTime = Date.now() / 1000 - process.uptime();
+
+  start(sampleMs = 500): void {
+    let expected = performance.now() + sampleMs;
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      this.lag.observe(Math.max(0, now - expected) / 1000);
+      expected = now + sampleMs;
+    }, sampleMs);
+    this.timer.unref();
     this.observer = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         const kind = GC_KIND[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? "other";
@@ -43,41 +83,36 @@ export class RuntimeMetrics {
   }
 
   stop(): void {
-    this.delay?.disable();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
     this.observer?.disconnect();
   }
 
   families(buses: BusView[]): MetricFamily[] {
     const mem = process.memoryUsage();
     const cpu = process.cpuUsage();
-    const now = performance.now();
-    const window = Math.max(1, now - this.lastScrape);
-    this.lastScrape = now;
-    const d = this.delay;
-    const s = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0);
-    const lag = d ? [{ labels: { quantile: "0.5" }, value: s(d.percentile(50)) }, { labels: { quantile: "0.99" }, value: s(d.percentile(99)) }, { labels: { quantile: "1" }, value: s(d.count > 0 ? d.max : 0) }] : [];
-    // A new window once the current one has some length, so quick scrapes see values too.
-    if (d && now - this.lagWindowStart >= 5000) {
-      d.reset();
-      this.lagWindowStart = now;
+    let fds = NaN;
+    try {
+      fds = readdirSync("/proc/self/fd").length;
+    } catch {
+      /* not Linux */
     }
-    const util = buses.map((b) => {
-      const prev = this.lastBusy.get(b.key) ?? 0;
-      this.lastBusy.set(b.key, b.stats.busy_ms);
-      return { labels: { bus: b.key }, value: Math.min(1, Math.max(0, (b.stats.busy_ms - prev) / window)) };
-    });
     const gc = [...this.gc];
     return [
-      { name: "sitegate_process_resident_memory_bytes", help: "resident set size", type: "gauge", values: [{ value: mem.rss }] },
-      { name: "sitegate_process_heap_used_bytes", help: "V8 heap in use", type: "gauge", values: [{ value: mem.heapUsed }] },
-      { name: "sitegate_process_heap_total_bytes", help: "V8 heap reserved", type: "gauge", values: [{ value: mem.heapTotal }] },
-      { name: "sitegate_process_external_bytes", help: "memory of C++ objects bound to JavaScript (buffers, SQLite statements)", type: "gauge", values: [{ value: mem.external }] },
-      { name: "sitegate_process_cpu_seconds_total", help: "CPU time by mode", type: "counter", values: [{ labels: { mode: "user" }, value: cpu.user / 1e6 }, { labels: { mode: "system" }, value: cpu.system / 1e6 }] },
-      { name: "sitegate_event_loop_lag_seconds", help: "event-loop delay over the window since the previous scrape, at least 5 s (quantile 1 = max)", type: "gauge", values: lag },
+      { name: "sitegate_build_info", help: "the running release, its Node.js and CPU architecture (always 1)", type: "gauge", values: [{ labels: { version: VERSION, node: process.versions.node, arch: process.arch }, value: 1 }] },
+      { name: "process_resident_memory_bytes", help: "Resident memory size in bytes.", type: "gauge", values: [{ value: mem.rss }] },
+      { name: "process_cpu_user_seconds_total", help: "Total user CPU time spent in seconds.", type: "counter", values: [{ value: cpu.user / 1e6 }] },
+      { name: "process_cpu_system_seconds_total", help: "Total system CPU time spent in seconds.", type: "counter", values: [{ value: cpu.system / 1e6 }] },
+      { name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.", type: "counter", values: [{ value: (cpu.user + cpu.system) / 1e6 }] },
+      { name: "process_start_time_seconds", help: "Start time of the process since unix epoch in seconds.", type: "gauge", values: [{ value: Math.round(this.startTime) }] },
+      { name: "process_open_fds", help: "Number of open file descriptors.", type: "gauge", values: Number.isFinite(fds) ? [{ value: fds }] : [] },
+      { name: "nodejs_heap_size_used_bytes", help: "V8 heap in use", type: "gauge", values: [{ value: mem.heapUsed }] },
+      { name: "nodejs_heap_size_total_bytes", help: "V8 heap reserved", type: "gauge", values: [{ value: mem.heapTotal }] },
+      { name: "nodejs_external_memory_bytes", help: "memory of C++ objects bound to JavaScript (buffers, SQLite statements)", type: "gauge", values: [{ value: mem.external }] },
+      this.lag.family("sitegate_event_loop_lag_seconds", "event-loop delay of a timer firing every 0.5 s"),
       { name: "sitegate_gc_seconds_total", help: "time spent in garbage collection by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.seconds })) },
       { name: "sitegate_gc_runs_total", help: "garbage collections by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.runs })) },
-      { name: "sitegate_bus_busy_seconds_total", help: "time the bus spent on requests", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.busy_ms / 1000 })) },
-      { name: "sitegate_bus_utilisation", help: "busy fraction of the bus since the previous scrape", type: "gauge", values: util },
+      { name: "sitegate_bus_busy_seconds_total", help: "time the bus spent on requests (rate() is its utilisation)", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.busy_ms / 1000 })) },
       { name: "sitegate_bus_queue_depth", help: "requests waiting for the bus", type: "gauge", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.queued })) },
     ];
   }

@@ -15,8 +15,9 @@ import type { Credentials, TokenStore } from "./auth.js";
 export interface MetricFamily {
   name: string;
   help: string;
-  type: "gauge" | "counter";
-  values: Array<{ labels?: Record<string, string>; value: number }>;
+  type: "gauge" | "counter" | "histogram";
+  /** suffix: a histogram's _bucket / _sum / _count samples */
+  values: Array<{ labels?: Record<string, string>; value: number; suffix?: string }>;
 }
 
 /** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */

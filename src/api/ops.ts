@@ -17,7 +17,7 @@ function prometheus(src: MetricsSource): string {
     lines.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} ${g.type}`);
     for (const v of g.values) {
       const labels = v.labels ? `{${Object.entries(v.labels).map(([k, x]) => `${k}="${x.replace(/["\\\n]/g, "_")}"`).join(",")}}` : "";
-      lines.push(`${g.name}${labels} ${Number.isFinite(v.value) ? v.value : 0}`);
+      lines.push(`${g.name}${v.suffix ?? ""}${labels} ${Number.isFinite(v.value) ? v.value : 0}`);
     }
   }
   return lines.join("\n") + "\n";

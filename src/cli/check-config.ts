@@ -1,12 +1,12 @@
-import { UsageError, EXIT_OK, type Command } from "./command.js";
+import { UsageError, EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {
   summary: "Validate a config file: list every problem by path (exit 2) or print a summary (exit 0).",
-  usage: "sitegate check-config --config FILE",
+  usage: "sitegate check-config [--config FILE]",
   options: { config: { type: "string", short: "c" } },
   async run(values) {
-    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
     const cfg = loadConfig(values.config);
     const lines = [
       `config ok: ${values.config}`,

@@ -7,6 +7,9 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
+/** Where every command that reads a config looks without --config (SITEGATE_CONFIG overrides). */
+export const DEFAULT_CONFIG = process.env.SITEGATE_CONFIG ?? "/etc/sitegate/config.yaml";
+
 /** Bad usage: printed with the command's usage line, exit 2. */
 export class UsageError extends Error {}
 

@@ -4,7 +4,7 @@
 // SQLite database (WAL), and the daemon's lanes re-check their queues every few seconds.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
@@ -37,10 +37,10 @@ const short = (s: string | null, n = 60) => (s === null ? "" : s.length > n ? `$
 
 const command: Command = {
   summary: "List pending callbacks and dead letters; `outbox retry ID...|--all` puts dead letters back in their lanes.",
-  usage: "sitegate outbox --config FILE [--json] | sitegate outbox retry ID...|--all --config FILE",
+  usage: "sitegate outbox [--config FILE] [--json] | sitegate outbox retry ID...|--all [--config FILE]",
   options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, all: { type: "boolean" } },
   async run(values, positionals) {
-    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
     const [sub, ...args] = positionals;
     if (sub !== undefined && sub !== "retry" && sub !== "list") throw new UsageError(`unknown subcommand "${sub}" (list or retry)`);
     if (sub === "retry") {

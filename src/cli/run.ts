@@ -1,4 +1,4 @@
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
+import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
@@ -7,10 +7,10 @@ import { readableByOthers, secretFiles } from "../config/secret-files.js";
 
 const command: Command = {
   summary: "Start the gateway daemon.",
-  usage: "sitegate run --config FILE",
+  usage: "sitegate run [--config FILE]",
   options: { config: { type: "string", short: "c" } },
   async run(values) {
-    if (typeof values.config !== "string") throw new UsageError("--config FILE is required");
+    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
     const config = loadConfig(values.config);
     const log = createLogger({ level: config.log_level });
     for (const { file, mode } of readableByOthers(secretFiles(values.config, config))) {

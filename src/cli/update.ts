@@ -9,7 +9,7 @@ import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_MAX_BUNDLE_BYTES, D
 
 const USAGE = [
   "sitegate update keygen --out DIR [--name NAME]",
-  "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR]",
+  "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
   "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
@@ -49,6 +49,7 @@ const command: Command = {
     name: { type: "string" },
     key: { type: "string" },
     arch: { type: "string" },
+    runtime: { type: "string" },
     version: { type: "string" },
     "node-modules": { type: "string" },
     root: { type: "string" },
@@ -189,10 +190,10 @@ async function bundle(values: Record<string, unknown>): Promise<number> {
   const arch = str(values.arch) ?? process.arch;
   const stageDir = mkdtempSync(join(tmpdir(), "sitegate-stage-"));
   try {
-    stageRelease({ projectDir, stageDir, arch, version, nodeModulesDir: str(values["node-modules"]) });
+    const node = stageRelease({ projectDir, stageDir, arch, version, nodeModulesDir: str(values["node-modules"]), runtimeDir: str(values.runtime) });
     const migrations = Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, Math.max(0, ...m.migrations.map((x) => x.version))]));
-    const r = await packBundle({ stageDir, version, arch, nodeMin: nodeMinFromEngines(pkg.engines?.node), migrations, privateKey: loadPrivateKey(keyFile), out: resolve(out) });
-    say(`${r.file}: sitegate ${version} for linux-${arch}, ${(r.size / 1048576).toFixed(1)} MiB, payload sha256 ${r.manifest.payload_sha256}`);
+    const r = await packBundle({ stageDir, version, arch, nodeMin: nodeMinFromEngines(pkg.engines?.node), node, migrations, privateKey: loadPrivateKey(keyFile), out: resolve(out) });
+    say(`${r.file}: sitegate ${version} for linux-${arch}, ${node.runtime ? "with" : "without"} Node.js ${node.version} (ABI ${node.abi}), ${(r.size / 1048576).toFixed(1)} MiB, payload sha256 ${r.manifest.payload_sha256}`);
     return EXIT_OK;
   } finally {
     rmSync(stageDir, { recursive: true, force: true });

@@ -160,6 +160,16 @@ export const configSchema = z.strictObject({
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
   fleet: fleetSchema.optional(),
+  /** The nightly maintenance (WAL checkpoint, optimize): a time of day in the controller's local time, UTC or a named zone. */
+  maintenance: z
+    .strictObject({
+      at: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "must be HH:MM (00:00-23:59)").default("03:30"),
+      timezone: z
+        .string()
+        .regex(/^(local|UTC|[A-Za-z]+(\/[A-Za-z0-9_+-]+)+)$/, 'must be "local", "UTC" or a zone name such as Australia/Sydney')
+        .default("local"),
+    })
+    .default({ at: "03:30", timezone: "local" }),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -17,6 +17,11 @@ export interface Manifest {
   platform: string;
   /** lowest Node.js version that runs the release */
   node_min: string;
+  /** the Node.js the native addons were built for: its version and ABI (process.versions.modules) */
+  node_version?: string;
+  node_abi?: string;
+  /** the payload carries that Node.js as node/bin/node (the unit runs it); false: the controller's own node */
+  runtime?: boolean;
   created_at: string;
   payload_size: number;
   payload_sha256: string;

@@ -23,10 +23,19 @@ export interface StageOptions {
   version: string;
   /** where the production packages are copied from (default projectDir/node_modules) */
   nodeModulesDir?: string;
+  /** an unpacked node-linux-<arch> package (bin/node, include/node) the release carries as node/ */
+  runtimeDir?: string;
 }
 
-/** Lays out a release directory: dist/src, package.json (with `version`), README, systemd/, node_modules. */
-export function stageRelease(o: StageOptions): void {
+/** The Node.js a release runs on: the carried runtime's, or (no runtime) the building node's. */
+export interface NodeTarget {
+  version: string;
+  abi: string;
+  runtime: boolean;
+}
+
+/** Lays out a release directory: dist/src, package.json (with `version`), README, systemd/, node_modules, node/. */
+export function stageRelease(o: StageOptions): NodeTarget {
   const dist = join(o.projectDir, "dist", "src");
   if (!existsSync(join(dist, "cli.js"))) throw new Error(`${dist}/cli.js is missing; build first (tsc)`);
   mkdirSync(join(o.stageDir, "dist"), { recursive: true });
@@ -43,6 +52,50 @@ export function stageRelease(o: StageOptions): void {
     if (existsSync(join(o.projectDir, f))) cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true });
   }
   copyProductionModules(o.projectDir, o.nodeModulesDir ?? join(o.projectDir, "node_modules"), join(o.stageDir, "node_modules"), o.arch);
+  // the bench simulator (sitegate-sim) and its scenarios ship in the release too
+  if (existsSync(join(o.projectDir, "dist", "hw-sim", "cli.js"))) cpSync(join(o.projectDir, "dist", "hw-sim"), join(o.stageDir, "dist", "hw-sim"), { recursive: true });
+  if (existsSync(join(o.projectDir, "hw-sim", "scenarios"))) cpSync(join(o.projectDir, "hw-sim", "scenarios"), join(o.stageDir, "hw-sim", "scenarios"), { recursive: true });
+  if (!o.runtimeDir) return { version: process.versions.node, abi: process.versions.modules, runtime: false };
+  return stageRuntime(o.runtimeDir, join(o.stageDir, "node"), o.arch);
+}
+
+/** Copies a node-linux-<arch> package's binary and licence into the release, after checking its CPU. */
+function stageRuntime(from: string, to: string, arch: string): NodeTarget {
+  const bin = join(from, "bin", "node");
+  if (!existsSync(bin)) throw new Error(`${from} is not a Node.js runtime (no bin/node)`);
+  const machine = elfMachine(bin);
+  if (machine !== ELF_MACHINE[arch]) throw new Error(`${bin} is not a Linux ${arch} executable (ELF machine ${machine})`);
+  const header = join(from, "include", "node", "node_version.h");
+  const h = existsSync(header) ? readFileSync(header, "utf8") : "";
+  const v = (name: string) => new RegExp(`#define ${name} (\\d+)`).exec(h)?.[1];
+  const abi = v("NODE_MODULE_VERSION");
+  const version = [v("NODE_MAJOR_VERSION"), v("NODE_MINOR_VERSION"), v("NODE_PATCH_VERSION")];
+  if (!abi || version.some((x) => x === undefined)) throw new Error(`${header}: no NODE_MODULE_VERSION / NODE_*_VERSION (not a Node.js runtime package?)`);
+  mkdirSync(join(to, "bin"), { recursive: true });
+  cpSync(bin, join(to, "bin", "node"));
+  chmodSync(join(to, "bin", "node"), 0o755);
+  if (existsSync(join(from, "LICENSE"))) cpSync(join(from, "LICENSE"), join(to, "LICENSE"));
+  return { version: version.join("."), abi, runtime: true };
+}
+
+/** The e_machine of an ELF file, or -1 when it is not one. */
+function elfMachine(file: string): number {
+  const fd = openSync(file, "r");
+  try {
+    const h = Buffer.alloc(20);
+    if (readSync(fd, h, 0, 20, 0) < 20 || h.readUInt32BE(0) !== 0x7f454c46) return -1;
+    return h.readUInt16LE(18);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `prebuilds/<entry>` names a platform and arch list (`linux-arm64`, `linux-x64+arm64`, `linux-arm64.node`); true when it is exactly linux + `arch`. */
+export function prebuildMatches(entry: string, arch: string): boolean {
+  const name = entry.replace(/\.node$/, "");
+  const dash = name.indexOf("-");
+  if (dash < 0) return false;
+  return name.slice(0, dash) === "linux" && name.slice(dash + 1).split("+").includes(arch);
 }
 
 function copyProductionModules(projectDir: string, from: string, to: string, arch: string): void {
@@ -58,6 +111,10 @@ function copyProductionModules(projectDir: string, from: string, to: string, arc
       dereference: true,
       filter: (p) => keep(relative(src, p), native, arch),
     });
+    // a package that builds an addon and has none for this arch would crash-loop on the controller
+    if (native && !hasAddon(dst)) {
+      throw new Error(`${path.slice("node_modules/".length)} has a binding.gyp but no addon for linux-${arch} (neither build/Release/*.node nor prebuilds/linux-${arch}); build it for ${arch} (make bundle BUNDLE_ARCH=${arch}) or pass --node-modules DIR`);
+    }
   }
   checkNativeModules(to, arch);
 }
@@ -71,7 +128,7 @@ function keep(rel: string, native: boolean, arch: string): boolean {
   // types, source maps and docs are not run (about a third of the tree)
   if (/\.(d\.[mc]?ts|[mc]?ts|map|md|markdown)$/i.test(parts[parts.length - 1])) return false;
   const pb = parts.indexOf("prebuilds");
-  if (pb >= 0 && parts.length > pb + 1 && !parts[pb + 1].startsWith(`linux-${arch}`)) return false;
+  if (pb >= 0 && parts.length > pb + 1 && !prebuildMatches(parts[pb + 1], arch)) return false;
   if (native) {
     if (parts[0] === "src" || parts[0] === "deps") return false;
     if (parts[0] === "build") {
@@ -85,6 +142,14 @@ function keep(rel: string, native: boolean, arch: string): boolean {
   return true;
 }
 
+function hasAddon(dir: string): boolean {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory() && hasAddon(join(dir, e.name))) return true;
+    if (e.isFile() && e.name.endsWith(".node")) return true;
+  }
+  return false;
+}
+
 /** Refuses a bundle whose native addons were built for another CPU. */
 function checkNativeModules(dir: string, arch: string): void {
   const want = ELF_MACHINE[arch];
@@ -94,12 +159,7 @@ function checkNativeModules(dir: string, arch: string): void {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.isFile() && e.name.endsWith(".node")) {
-        const fd = openSync(p, "r");
-        const h = Buffer.alloc(20);
-        readSync(fd, h, 0, 20, 0);
-        closeSync(fd);
-        const machine = h.readUInt16LE(18);
-        if (h.readUInt32BE(0) !== 0x7f454c46 || machine !== want) {
+        if (elfMachine(p) !== want) {
           throw new Error(`${relative(dir, p)} is not a Linux ${arch} addon; install node_modules for ${arch} and pass --node-modules DIR`);
         }
       }
@@ -113,6 +173,8 @@ export interface PackOptions {
   version: string;
   arch: string;
   nodeMin: string;
+  /** what stageRelease returned (default: the building node, no runtime) */
+  node?: NodeTarget;
   migrations: Record<string, number>;
   privateKey: KeyObject;
   out: string;
@@ -134,6 +196,9 @@ export async function packBundle(o: PackOptions): Promise<{ file: string; manife
       arch: o.arch,
       platform: "linux",
       node_min: o.nodeMin,
+      node_version: o.node?.version ?? process.versions.node,
+      node_abi: o.node?.abi ?? process.versions.modules,
+      runtime: o.node?.runtime ?? false,
       created_at: new Date().toISOString(),
       payload_size: payloadSize,
       payload_sha256: await sha256OfRange(payload, 0, payloadSize),

@@ -172,7 +172,11 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   if (m.arch !== process.arch || (m.platform ?? "linux") !== process.platform) {
     throw new BundleRefused(`refused: the bundle is for ${m.platform}-${m.arch}, this controller is ${process.platform}-${process.arch}`);
   }
-  if (typeof m.node_min !== "string" || compareVersions(process.versions.node, m.node_min) < 0) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
+  if (!m.runtime && (typeof m.node_min !== "string" || compareVersions(process.versions.node, m.node_min) < 0)) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
+  // a release without its own runtime runs on this node: its addons must have been built for this ABI
+  if (!m.runtime && m.node_abi !== undefined && m.node_abi !== process.versions.modules) {
+    throw new BundleRefused(`refused: the bundle's native addons are for Node.js ${m.node_version} (ABI ${m.node_abi}) and it carries no runtime; this controller runs Node.js ${process.versions.node} (ABI ${process.versions.modules})`);
+  }
   if (m.payload_size !== b.payloadSize || b.payloadSha256 !== m.payload_sha256) {
     throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
   }
@@ -209,7 +213,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   try {
     await unpack(b.file, b.payloadOffset, b.payloadSize, tmp, m.unpacked_size);
     const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
-    if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js"))) {
+    if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js")) || (m.runtime === true && !existsSync(join(tmp, "node", "bin", "node")))) {
       throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
     }
     writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n", { mode: 0o644 });

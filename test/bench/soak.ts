@@ -83,7 +83,7 @@ async function main(): Promise<number> {
       rss.push({ t, v: rssKb(site.child.pid!, "VmRSS") / 1024 });
       try {
         const m = await scrape(url, agent);
-        heap.push({ t, v: (m.get("sitegate_process_heap_used_bytes") ?? NaN) / MiB });
+        heap.push({ t, v: (m.get("nodejs_heap_size_used_bytes") ?? NaN) / MiB });
       } catch (e) {
         process.stderr.write(`soak: /metrics: ${(e as Error).message}\n`);
       }
@@ -99,7 +99,7 @@ async function main(): Promise<number> {
     console.log("where the resident memory is (MiB):");
     for (const [k, v] of Object.entries(br).sort((a, b) => b[1] - a[1])) if (v >= 512) console.log(`  ${(v / 1024).toFixed(1).padStart(6)}  ${k}`);
     const g = (k: string) => ((m.get(k) ?? NaN) / MiB).toFixed(1);
-    console.log(`  V8 heap used ${g("sitegate_process_heap_used_bytes")} of ${g("sitegate_process_heap_total_bytes")} reserved; external ${g("sitegate_process_external_bytes")}`);
+    console.log(`  V8 heap used ${g("nodejs_heap_size_used_bytes")} of ${g("nodejs_heap_size_total_bytes")} reserved; external ${g("nodejs_external_memory_bytes")}`);
     return 0;
   } catch (e) {
     process.stderr.write(`soak failed: ${(e as Error).message}\n`);

@@ -36,7 +36,7 @@ test("check-config lists every problem by path and exits 2", async () => {
 });
 
 test("bad usage exits 2", () => {
-  assert.equal(sitegate(["check-config"]).code, 2);
+  assert.equal(sitegate(["check-config", "--config", "/nonexistent/config.yaml"]).code, 2); // a missing config (the default is /etc/sitegate/config.yaml)
   assert.equal(sitegate(["frobnicate"]).code, 2);
   assert.equal(sitegate(["check-config", "--no-such-flag"]).code, 2);
 });

@@ -39,8 +39,11 @@ test("every unit file passes systemd-analyze verify", () => {
   assert.ok(units.includes("sitegate.service"));
   for (const u of units) {
     const r = spawnSync("systemd-analyze", ["verify", join(dir, u)], { encoding: "utf8" });
-    assert.equal(r.status, 0, `${u}: ${r.error?.message ?? r.stderr}`);
-    assert.equal(r.stderr.trim(), "", `${u} has warnings: ${r.stderr}`);
+    // The release's own runtime (/opt/sitegate/{current,previous}/node/bin/node) exists only
+    // where the package is installed: test/integration/deb.test.ts verifies the installed units.
+    const problems = r.stderr.split("\n").filter((l) => l.trim() && !/Command \/opt\/sitegate\/(current|previous)\/node\/bin\/node is not executable/.test(l));
+    assert.deepEqual(problems, [], `${u}: ${r.stderr}`);
+    if (problems.length === 0 && r.status !== 0) assert.match(r.stderr, /\/opt\/sitegate\//, `${u}: exit ${r.status}`);
   }
 });
 
@@ -115,8 +118,8 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
       const unit = unitCommand();
 
       // ExecStartPre's check-config, with its own flags.
-      const pre = lines("sitegate.service").find((l) => l.startsWith("ExecStartPre=/usr/bin/node"))!;
-      const preFlags = pre.slice("ExecStartPre=/usr/bin/node".length).trim().split(/\s+/).filter((w) => w.startsWith("--") && !w.startsWith("--config"));
+      const pre = lines("sitegate.service").find((l) => l.startsWith("ExecStartPre=/opt/sitegate/current/node/bin/node"))!;
+      const preFlags = pre.slice("ExecStartPre=/opt/sitegate/current/node/bin/node".length).trim().split(/\s+/).filter((w) => w.startsWith("--") && !w.startsWith("--config"));
       const checked = await finished(sandboxed("sitegate.service", [process.execPath, ...preFlags, CLI, "check-config", "--config", file], unit.env));
       assert.equal(checked.code, 0, checked.out);
       assert.match(checked.out, /config ok/);

@@ -31,6 +31,8 @@ test("bad signature, wrong arch, tampered payload and a lower version are refuse
       ["wrong arch", await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "arch.bundle"), arch: OTHER_ARCH }), new RegExp(`refused: the bundle is for linux-${OTHER_ARCH}`)],
       ["lower version", await fakeBundle({ version: "0.0.9", mode: "healthy", key: env.keys.privateKey, out: join(dir, "old.bundle") }), /refused: 0\.0\.9 is older than the current release 0\.1\.0 \(--allow-downgrade/],
       ["same version", await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "same.bundle") }), /refused: 0\.1\.0 is already the current release/],
+      // no runtime of its own: its addons must match this node's ABI (an apt upgrade of nodejs must not be able to break it)
+      ["other Node ABI", await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "abi.bundle"), node: { version: "22.23.3", abi: "1", runtime: false } }), /refused: the bundle's native addons are for Node\.js 22\.23\.3 \(ABI 1\) and it carries no runtime; this controller runs Node\.js/],
     ];
     // tampered: a good bundle with one payload byte flipped after signing
     const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "tampered.bundle") });
@@ -53,6 +55,14 @@ test("bad signature, wrong arch, tampered payload and a lower version are refuse
       assert.equal(r.stderr.trim().split("\n").length, 1, `${what}: one line`);
       assert.equal(snapshotTree(env.root), before, `${what}: the root changed`);
     }
+    // a manifest that promises a runtime the payload lacks is refused after unpacking (the
+    // unpacked copy is removed; only the releases folder's mtime moves), current unchanged
+    const noRuntime = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "noruntime.bundle"), node: { version: "24.21.0", abi: "137", runtime: true } });
+    const nr = update(env, ["apply", noRuntime]);
+    assert.equal(nr.status, 2, nr.stderr);
+    assert.match(nr.stderr, /refused: the payload is not release 0\.2\.0/);
+    assert.deepEqual(readdirSync(join(env.root, "releases")), ["0.1.0"]);
+    assert.equal(readlinkSync(join(env.root, "current")), "releases/0.1.0");
     // the downgrade goes through when asked for
     const r = update(env, ["apply", "--allow-downgrade", cases[2][1]]);
     assert.equal(r.status, 0, r.stderr);
@@ -292,8 +302,8 @@ test("the units run the current release, gate it from the previous one before ev
   const dir = join(fileURLToPath(import.meta.url), "../../../../systemd");
   const unit = readFileSync(join(dir, "sitegate.service"), "utf8").split("\n");
   const pre = unit.filter((l) => l.startsWith("ExecStartPre="));
-  assert.match(pre[0] ?? "", /^ExecStartPre=-\+\/usr\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/, "the gate runs first, as root, from the previous release, never blocking the start");
-  assert.ok(unit.some((l) => /^ExecStart=\/usr\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release (node flags may come first)");
+  assert.match(pre[0] ?? "", /^ExecStartPre=-\+\/opt\/sitegate\/previous\/node\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/, "the gate runs first, as root, from the previous release on its own runtime, never blocking the start");
+  assert.ok(unit.some((l) => /^ExecStart=\/opt\/sitegate\/current\/node\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release on its own runtime (node flags may come first)");
   assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
   assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
 });

@@ -87,13 +87,15 @@ export interface FakeBundleOptions {
   nodeMin?: string;
   /** more files at the top of the release: name -> content */
   extraFiles?: Record<string, string>;
+  /** the Node.js the manifest says the release is for (default: this node, no runtime) */
+  node?: { version: string; abi: string; runtime: boolean };
 }
 
 export async function fakeBundle(o: FakeBundleOptions): Promise<string> {
   const stage = mkdtempSync(join(tmpdir(), "sitegate-fake-"));
   try {
     stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0, o.extraFiles);
-    await packBundle({ stageDir: stage, version: o.version, arch: o.arch ?? process.arch, nodeMin: o.nodeMin ?? "20.0.0", migrations: o.migrations ?? {}, privateKey: o.key, out: o.out });
+    await packBundle({ stageDir: stage, version: o.version, arch: o.arch ?? process.arch, nodeMin: o.nodeMin ?? "20.0.0", node: o.node, migrations: o.migrations ?? {}, privateKey: o.key, out: o.out });
     return o.out;
   } finally {
     rmSync(stage, { recursive: true, force: true });

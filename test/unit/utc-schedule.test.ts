@@ -2,9 +2,9 @@
 // wall times, once per occurrence, across wall-clock steps, and nothing after stop().
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
+import { dailyLocal, dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
 import { FakeClock } from "../../src/util/clock.js";
-import { SCHEDULE } from "../../src/maintenance.js";
+import { maintenanceSchedule, SCHEDULE } from "../../src/maintenance.js";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -64,4 +64,38 @@ test("a wall-clock step forward over an occurrence runs the job once, within 10 
   assert.equal(runs.length, 2);
   assert.equal(new Date(runs[1]).toISOString(), "2026-11-21T03:30:00.000Z");
   job.stop();
+});
+
+test("maintenance at a local wall time follows the zone and its daylight saving", () => {
+  const saved = process.env.TZ;
+  process.env.TZ = "Australia/Sydney";
+  try {
+    const r = dailyLocal("03:30");
+    // AEDT (UTC+11) in November: 03:30 Sydney is 16:30 UTC the day before
+    assert.equal(nextOccurrence(r, at("2026-11-23T10:00:00Z")), at("2026-11-23T16:30:00Z"));
+    assert.equal(nextOccurrence(r, at("2026-11-23T16:30:00Z")), at("2026-11-24T16:30:00Z"), "strictly after now");
+    // AEST (UTC+10) in June
+    assert.equal(nextOccurrence(r, at("2026-06-10T00:00:00Z")), at("2026-06-10T17:30:00Z"));
+    // 2026-10-04 02:00 -> 03:00 (spring forward): 02:30 does not exist and runs at 03:30 AEDT, once
+    assert.equal(nextOccurrence(dailyLocal("02:30"), at("2026-10-03T12:00:00Z")), at("2026-10-03T16:30:00Z"));
+    assert.match(r.text, /daily 03:30 local time \(Australia\/Sydney\)/);
+    // a job on the fake clock runs at those instants
+    const clock = new FakeClock(at("2026-11-23T10:00:00Z"));
+    const runs: number[] = [];
+    const job = new UtcJob(r, () => runs.push(clock.now()), clock);
+    job.start();
+    clock.advance(2 * 86_400_000);
+    job.stop();
+    assert.deepEqual(runs.map((t) => new Date(t).toISOString()), ["2026-11-23T16:30:00.000Z", "2026-11-24T16:30:00.000Z"]);
+  } finally {
+    if (saved === undefined) delete process.env.TZ;
+    else process.env.TZ = saved;
+  }
+});
+
+test("the maintenance config: HH:MM and local, UTC or a zone that exists", () => {
+  assert.match(maintenanceSchedule({ at: "04:15", timezone: "UTC" }).checkpoint.text, /^daily 04:15 UTC$/);
+  assert.match(maintenanceSchedule({ at: "04:15", timezone: "local" }).checkpoint.text, /^daily 04:15 local time/);
+  assert.throws(() => maintenanceSchedule({ at: "04:15", timezone: "Mars/Olympus_Mons" }), /maintenance\.timezone Mars\/Olympus_Mons: no such zone/);
+  assert.throws(() => dailyLocal("25:00"), /not a time of day/);
 });

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# build-deb.sh ARCH BUNDLE PUBKEY OUTDIR: var/pkg/sitegate_<version>_<debarch>.deb from a signed
+# release bundle for ARCH (x64, arm64; `make bundle`), with dpkg-deb. The release (payload +
+# manifest) goes to /usr/lib/sitegate/release; postinst hard-links it to
+# /opt/sitegate/releases/<version> and points /opt/sitegate/current at it (docs/packaging.md).
+set -euo pipefail
+arch=$1 bundle=$2 pubkey=$3 outdir=$4
+here=$(cd "$(dirname "$0")" && pwd)
+project=$(cd "$here/.." && pwd)
+case "$arch" in x64) debarch=amd64 ;; arm64) debarch=arm64 ;; *) echo "build-deb: no .deb for $arch (docs/packaging.md, armhf)" >&2; exit 2 ;; esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+rel=$root/usr/lib/sitegate/release
+mkdir -p "$rel"
+# the payload and manifest exactly as `sitegate update apply` would install them
+version=$(node --input-type=module -e '
+  import { openBundle } from "'"$project"'/dist/src/update/bundle-format.js";
+  import { writeFileSync, createReadStream, createWriteStream } from "node:fs";
+  import { pipeline } from "node:stream/promises";
+  const b = openBundle(process.argv[1]);
+  if (b.manifest.arch !== process.argv[2]) { console.error(`build-deb: ${process.argv[1]} is for ${b.manifest.arch}, not ${process.argv[2]}`); process.exit(2); }
+  writeFileSync(process.argv[3] + "/manifest.json", JSON.stringify(b.manifest, null, 2) + "\n");
+  await pipeline(createReadStream(process.argv[1], { start: b.payloadOffset, end: b.payloadOffset + b.payloadSize - 1 }), createWriteStream(process.argv[4]));
+  console.log(b.manifest.version);
+' "$bundle" "$arch" "$rel" "$work/payload.tar.gz")
+tar -xzf "$work/payload.tar.gz" -C "$rel" --no-same-owner
+chmod -R u+rwX,go+rX,go-w "$rel"
+test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runtime (make bundle passes --runtime)" >&2; exit 2; }
+
+install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" \
+  "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
+for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
+  printf '#!/bin/sh\n# %s of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/%s "$@"\n' "${cmd%%:*}" "${cmd#*:}" > "$root/usr/bin/${cmd%%:*}"
+  chmod 755 "$root/usr/bin/${cmd%%:*}"
+done
+install -m 644 "$project"/systemd/sitegate.service "$project"/systemd/sitegate-sim.service \
+  "$project"/systemd/sitegate-update-check.service "$project"/systemd/sitegate-update-check.timer "$root/lib/systemd/system/"
+install -m 644 "$here/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate.conf"
+install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
+install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"
+install -m 644 "$here/sitegate-bench.conf" "$root/usr/share/sitegate/bench/sitegate-bench.conf"
+install -m 644 "$here/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"
+install -m 644 "$project/config.example.yaml" "$root/usr/share/doc/sitegate/config.example.yaml"
+install -m 644 "$pubkey" "$root/etc/sitegate/update-keys/sitegate-release.pub"
+printf 'sitegate %s for %s. Node.js runtime: %s (MIT, see /opt/sitegate/current/node/LICENSE).\n' "$version" "$debarch" "$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")" > "$root/usr/share/doc/sitegate/copyright"
+
+echo /etc/sitegate/update-keys/sitegate-release.pub > "$root/DEBIAN/conffiles"
+for s in postinst prerm postrm; do
+  sed "s/@VERSION@/$version/g" "$here/debian/$s" > "$root/DEBIAN/$s"
+  chmod 755 "$root/DEBIAN/$s"
+done
+cat > "$root/DEBIAN/control" <<CONTROL
+Package: sitegate
+Version: $version
+Architecture: $debarch
+Maintainer: sitegate maintainers <sitegate@localhost>
+Section: net
+Priority: optional
+Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser
+Description: site controller for distributed energy sites
+ Modbus polling, dispatch of partner events, telemetry over HTTPS and MQTT,
+ a partner HTTPS API and a status page. Carries its own Node.js runtime and
+ native addons built for $debarch; the bench simulator (sitegate-sim) too.
+CONTROL
+mkdir -p "$outdir"
+out="$outdir/sitegate_${version}_${debarch}.deb"
+dpkg-deb --root-owner-group -Zxz -z6 --build "$root" "$out.tmp" >/dev/null
+mv "$out.tmp" "$out"
+echo "$out"

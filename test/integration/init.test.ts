@@ -1,0 +1,97 @@
+// `sitegate init` (DESIGN B1) and the example config: a config that check-config passes, 0640,
+// hashed secrets printed once, never overwritten; bad flags change nothing.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import { verifySecret } from "../../src/util/secret-hash.js";
+import { testCert } from "../support/tls.js";
+import { withTmpDir } from "../support/tmp.js";
+
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
+const CLI = join(ROOT, "dist/src/cli.js");
+const sitegate = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", env: { ...process.env, LOG_LEVEL: "warn", ...env }, input: "" });
+
+test("init --non-interactive writes a config check-config passes: 0640, a certificate, hashed secrets printed once", async () => {
+  await withTmpDir(async (dir) => {
+    const file = join(dir, "etc", "config.yaml");
+    const r = sitegate(["init", "--config", file, "--non-interactive", "--site-id", "bench-7", "--organization-id", "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c", "--listen", "127.0.0.1:9443", "--data-dir", join(dir, "data"), "--execution-url", "https://partner.example.com/exec", "--data-push-url", "https://partner.example.com"]);
+    assert.equal(r.status, 0, r.stderr);
+    const apiKey = /^api_key: (\S+)$/m.exec(r.stdout)?.[1];
+    const password = /^password: (\S+)$/m.exec(r.stdout)?.[1];
+    assert.ok(apiKey && apiKey.length >= 24 && password && password.length >= 16, r.stdout);
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+    assert.equal(statSync(join(dir, "etc", "tls", "key.pem")).mode & 0o777, 0o640);
+    const text = readFileSync(file, "utf8");
+    assert.ok(!text.includes(apiKey) && !text.includes(password), "no clear secret in the file");
+    const cfg = parse(text) as { site_id: string; organization_id: string; data_dir: string; http: { listen: string }; auth: { users: { password_hash: string }[]; api_keys: { key_hash: string }[] } };
+    assert.equal(cfg.site_id, "bench-7");
+    assert.equal(cfg.organization_id, "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c");
+    assert.equal(cfg.http.listen, "127.0.0.1:9443");
+    assert.equal(cfg.data_dir, join(dir, "data"));
+    assert.ok(verifySecret(password, cfg.auth.users[0].password_hash), "the password's hash");
+    assert.ok(verifySecret(apiKey, cfg.auth.api_keys[0].key_hash), "the API key's hash");
+    const check = sitegate(["check-config", "--config", file]);
+    assert.equal(check.status, 0, check.stderr);
+    // SITEGATE_CONFIG stands in for the default /etc/sitegate/config.yaml
+    assert.equal(sitegate(["check-config"], { SITEGATE_CONFIG: file }).status, 0);
+
+    const again = sitegate(["init", "--config", file, "--non-interactive"]);
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /refused: .*config\.yaml exists/);
+    assert.equal(readFileSync(file, "utf8"), text, "not overwritten");
+  });
+});
+
+test("init refuses bad flags and a missing terminal before writing anything", async () => {
+  await withTmpDir(async (dir) => {
+    const file = join(dir, "etc", "config.yaml");
+    const bad = sitegate(["init", "--config", file, "--non-interactive", "--organization-id", "not-a-uuid"]);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /organization_id: Invalid UUID/);
+    const listen = sitegate(["init", "--config", file, "--non-interactive", "--listen", "nowhere"]);
+    assert.equal(listen.status, 2);
+    assert.match(listen.stderr, /http\.listen/);
+    const noTty = sitegate(["init", "--config", file]);
+    assert.equal(noTty.status, 2);
+    assert.match(noTty.stderr, /no terminal to ask on: pass --non-interactive/);
+    const half = sitegate(["init", "--config", file, "--non-interactive", "--cert", join(dir, "c.pem")]);
+    assert.equal(half.status, 2);
+    assert.match(half.stderr, /--cert and --key go together/);
+    assert.ok(!existsSync(join(dir, "etc")), `nothing written: ${existsSync(join(dir, "etc")) ? readdirSync(join(dir, "etc")) : ""}`);
+  });
+});
+
+test("init with --cert/--key uses that certificate and makes none", async () => {
+  await withTmpDir(async (dir) => {
+    const file = join(dir, "config.yaml");
+    const c = testCert();
+    const r = sitegate(["init", "--config", file, "--non-interactive", "--cert", c.certFile, "--key", c.keyFile, "--data-dir", join(dir, "data")]);
+    assert.equal(r.status, 0, r.stderr);
+    const cfg = parse(readFileSync(file, "utf8")) as { http: { tls: { cert: string; key: string } } };
+    assert.deepEqual(cfg.http.tls, { cert: c.certFile, key: c.keyFile });
+    assert.ok(!existsSync(join(dir, "tls")));
+  });
+});
+
+test("config.example.yaml passes check-config (with a certificate at its relative tls/ paths)", async () => {
+  await withTmpDir(async (dir) => {
+    copyFileSync(join(ROOT, "config.example.yaml"), join(dir, "config.yaml"));
+    mkdirSync(join(dir, "tls"));
+    copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
+    copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
+    const r = sitegate(["check-config", "--config", join(dir, "config.yaml")]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /devices: +2/);
+  });
+});
+
+test("--version prints the version, the Node.js version and ABI, and the architecture", () => {
+  const r = sitegate(["--version"]);
+  assert.equal(r.status, 0);
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+  assert.equal(r.stdout.trim(), `sitegate ${pkg.version} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}`);
+});
