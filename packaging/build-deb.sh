@@ -16,10 +16,18 @@ rel=$root/usr/lib/sitegate/release
 mkdir -p "$rel"
 # the payload and manifest exactly as `sitegate update apply` would install them
 version=$(node --input-type=module -e '
-  import { openBundle } from "'"$project"'/dist/src/update/bundle-format.js";
-  import { writeFileSync, createReadStream, createWriteStream } from "node:fs";
+  import { parseHeader, MAX_HEADER } from "'"$project"'/dist/src/update/bundle-format.js";
+  import { writeFileSync, createReadStream, createWriteStream, openSync, readSync, fstatSync, closeSync } from "node:fs";
   import { pipeline } from "node:stream/promises";
-  const b = openBundle(process.argv[1]);
+  const fd = openSync(process.argv[1], "r");
+  const head = Buffer.alloc(Math.min(MAX_HEADER, fstatSync(fd).size));
+  readSync(fd, head, 0, head.length, 0);
+  const size = fstatSync(fd).size;
+  closeSync(fd);
+  const h = parseHeader(head, process.argv[1]);
+  if (!h) { console.error(`build-deb: ${process.argv[1]} is cut short`); process.exit(2); }
+  const b = { ...h, payloadSize: size - h.payloadOffset };
+  if (b.manifest.payload_size !== b.payloadSize) { console.error(`build-deb: ${process.argv[1]} is damaged (payload ${b.payloadSize} bytes, manifest says ${b.manifest.payload_size})`); process.exit(2); }
   if (b.manifest.arch !== process.argv[2]) { console.error(`build-deb: ${process.argv[1]} is for ${b.manifest.arch}, not ${process.argv[2]}`); process.exit(2); }
   writeFileSync(process.argv[3] + "/manifest.json", JSON.stringify(b.manifest, null, 2) + "\n");
   await pipeline(createReadStream(process.argv[1], { start: b.payloadOffset, end: b.payloadOffset + b.payloadSize - 1 }), createWriteStream(process.argv[4]));
