@@ -296,3 +296,58 @@ test("an event no device can carry is reported failed with reason no_capable_dev
     r.close();
   }
 });
+
+test("a write the device refuses is retried every 5 s; once the device takes writes again, mid-event, it gets its setpoint", async () => {
+  const r = rig([battery("b1", 5000)]);
+  try {
+    const attempts: number[] = [];
+    const write = r.dev.write.bind(r.dev);
+    r.dev.write = (id, writes) => {
+      attempts.push(r.clock.now());
+      return write(id, writes);
+    };
+    const b1 = r.dev.list[0];
+    b1.metrics.fail = 1; // refuses every write
+    const ev = req([{ event_type: "discharge", event_quantity: 2.5 }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [ev] });
+    await run(r, T0 + 30_000, () => ({ b1: { power_w: 0 } }));
+    assert.equal(r.dev.reg("b1", "holding", 100), 0, "nothing written while the device refuses");
+    const during = attempts.filter((t) => t >= T0 + 10_000 && t <= T0 + 30_000);
+    // From start_time to 30 s: a retry every 5 s (not every poll, and not given up).
+    assert.ok(during.length >= 4 && during.length <= 6, `attempts at ${during.map((t) => (t - T0) / 1000).join(", ")} s`);
+    delete b1.metrics.fail; // the device recovers
+    await run(r, T0 + 70_000, () => ({ b1: { power_w: r.dev.reg("b1", "holding", 100) === 2 ? 2500 : 0 } }));
+    const first = r.dev.writes.find((w) => w.id === "b1" && w.action === "discharge");
+    assert.ok(first, "the setpoint is written once the device takes writes");
+    assert.ok(first.at <= T0 + 30_000 + 5_000 + POLL, `written at ${(first.at - T0) / 1000} s, within one retry interval of the recovery`);
+    assert.equal(first.pct, 50, "2.5 kW of 5 kW");
+    await run(r, T0 + 72_000, () => ({ b1: { power_w: 0 } }));
+    const b = resp(r, ev.event_id);
+    assert.equal(b.status, "partial", JSON.stringify(b.details));
+    assert.ok((b.details.delivered_quantity as number) > 1 && (b.details.delivered_quantity as number) < 2.5, JSON.stringify(b.details));
+  } finally {
+    r.close();
+  }
+});
+
+test("shed with a meter steps one device at a time: the next step waits for a meter reading taken after the last write", async () => {
+  const r = rig([meter("grid", 5000), relay("r1"), relay("r2")]);
+  try {
+    await run(r, T0 + 9_000, () => ({ grid: { power_w: 5000 } }));
+    const shed = req([{ event_quantity: 1.5 }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [shed] });
+    const grid = () => 5000 - (r.dev.coils("r1").every((c) => !c) ? 1000 : 0) - (r.dev.coils("r2").every((c) => !c) ? 1000 : 0);
+    // The meter is silent for 10 s after start: the first relay is shed, the second waits.
+    await run(r, T0 + 20_000, () => ({}));
+    assert.deepEqual(r.dev.coils("r1"), [false, false, false, false], "first step taken at start");
+    assert.deepEqual(r.dev.coils("r2"), [true, true, true, true], "no second step without a reading after the first");
+    // The first reading after it shows 1 kW of 1.5: the next step follows that reading.
+    await run(r, T0 + 21_000, () => ({ grid: { power_w: grid() } }));
+    await run(r, T0 + 22_000, () => ({ grid: { power_w: grid() } }));
+    assert.deepEqual(r.dev.coils("r2"), [false, false, false, false], "second step after the reading");
+    await run(r, T0 + 72_000, () => ({ grid: { power_w: grid() } }));
+    assert.equal(resp(r, shed.event_id).details.measured, true);
+  } finally {
+    r.close();
+  }
+});
