@@ -16,11 +16,16 @@ import { ModbusSerialTransport, mapModbusError, type Transport } from "./transpo
 export const PRIORITY = { control: 0, pairing: 1, poll: 2, scan: 3 } as const;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
+/** The least time a serial line is left to answer late after a timeout. */
+const LATE_ANSWER_MIN_MS = 20;
+
 interface Job {
   unit: number;
   priority: Priority;
   run: (t: Transport) => Promise<unknown>;
   retries: number;
+  /** how long the request waits for its answer */
+  timeoutMs: number;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -113,17 +118,17 @@ export class Bus {
 
   read(unit: number, table: Table, address: number, count: number, opts: { priority?: Priority; timeoutMs?: number; retries?: number } = {}): Promise<number[]> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, (t) => t.read(unit, table, address, count, timeout)) as Promise<number[]>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, timeout, (t) => t.read(unit, table, address, count, timeout)) as Promise<number[]>;
   }
 
   writeRegisters(unit: number, address: number, values: number[], opts: { priority?: Priority; timeoutMs?: number; fn?: 6 | 16 } = {}): Promise<void> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, (t) => t.writeRegisters(unit, address, values, timeout, opts.fn)) as Promise<void>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) => t.writeRegisters(unit, address, values, timeout, opts.fn)) as Promise<void>;
   }
 
   writeCoils(unit: number, address: number, values: boolean[], opts: { priority?: Priority; timeoutMs?: number } = {}): Promise<void> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, (t) => t.writeCoils(unit, address, values, timeout)) as Promise<void>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) => t.writeCoils(unit, address, values, timeout)) as Promise<void>;
   }
 
   /** True while a request is on the wire (for the watchdog's stuck-bus check). */
@@ -136,11 +141,11 @@ export class Bus {
     return this.queues.reduce((n, q) => n + q.length, 0);
   }
 
-  private enqueue(unit: number, priority: Priority, retries: number, run: (t: Transport) => Promise<unknown>): Promise<unknown> {
+  private enqueue(unit: number, priority: Priority, retries: number, timeoutMs: number, run: (t: Transport) => Promise<unknown>): Promise<unknown> {
     if (this.closed) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
     if (this.queued >= MAX_QUEUE) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} queue is full`, { transient: true }));
     return new Promise((resolve, reject) => {
-      this.queues[priority].push({ unit, priority, run, retries, resolve, reject });
+      this.queues[priority].push({ unit, priority, run, retries, timeoutMs, resolve, reject });
       this.stats.queued = this.queued;
       this.pump();
     });
@@ -231,8 +236,13 @@ export class Bus {
         this.stats.failures++;
         if (err.code === "MODBUS_TIMEOUT") {
           this.stats.timeouts++;
-          // A late answer must not be taken for the next request's: let the line go quiet.
-          if (this.endpoint.kind === "rtu") await sleep(20);
+          // RTU frames carry no transaction id: a late answer arriving while the next request
+          // waits would be taken for that request's answer. So the line is given as long again
+          // as the request waited, and whatever arrived meanwhile is thrown away.
+          if (this.endpoint.kind === "rtu") {
+            await sleep(Math.max(LATE_ANSWER_MIN_MS, job.timeoutMs));
+            await this.conn.discardInput?.();
+          }
         }
         if (err.code === "MODBUS_DISCONNECTED" && this.conn.isOpen) await this.conn.close();
         // A dropped TCP peer is reopened at once on the retry; after that, with backoff.

@@ -14,6 +14,8 @@ export interface Transport {
   /** fn 6 for one register, fn 16 for several; fn 5 / 15 for coils. */
   writeRegisters(unit: number, address: number, values: number[], timeoutMs: number, fn?: 6 | 16): Promise<void>;
   writeCoils(unit: number, address: number, values: boolean[], timeoutMs: number): Promise<void>;
+  /** Drops whatever was received and not taken as an answer (serial lines: a late answer). */
+  discardInput?(): Promise<void>;
 }
 
 const EXCEPTIONS: Record<number, string> = {
@@ -73,6 +75,15 @@ export class ModbusSerialTransport implements Transport {
     } catch (err) {
       throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
     }
+  }
+
+  async discardInput(): Promise<void> {
+    // modbus-serial's buffered RTU port keeps received bytes in `_buffer` and scans them for
+    // the next answer; the serial port's own flush drops what the kernel still holds.
+    const port = (this.client as unknown as { _port?: { _buffer?: Buffer; _client?: { flush(cb: () => void): void } } })._port;
+    if (!port || this.endpoint.kind !== "rtu") return;
+    await new Promise<void>((resolve) => (port._client ? port._client.flush(() => resolve()) : resolve()));
+    port._buffer = Buffer.alloc(0);
   }
 
   async close(): Promise<void> {

@@ -72,3 +72,32 @@ test("failures are typed: exception with its code, timeout, bad CRC; a dropped c
     }
   });
 });
+
+test("RTU: an answer that comes after its request timed out is never taken for the next request's answer", async () => {
+  // One relay on a 9600-baud line with real line timing. Its first answer is held back past
+  // the request's timeout; then its coils change. The next read of the same unit, function
+  // and length must see the new coils: RTU frames carry no transaction id, so only the bus
+  // throwing the late frame away keeps it from passing for the next answer.
+  const rtu: ScenarioInput = {
+    seed: 3,
+    control: { listen: "127.0.0.1:0" },
+    site: {},
+    ports: [{ kind: "rtu", path: "sim", peer: "gw", baud: 9600, line_timing: true, turnaround_ms: 5, devices: [{ unit: 11, model: "relay", name: "relay", coils: 4, load_per_coil_w: 500 }] }],
+  };
+  await withSite(rtu, async (site) => {
+    const bus = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());
+    try {
+      site.device("relay").set({ coils: [true, false, true, false] });
+      assert.deepEqual(await bus.read(11, "coil", 0, 4, { timeoutMs: 1000 }), [1, 0, 1, 0]);
+      site.setFault({ device: "relay", fault: "delay", delay_ms: 250 });
+      const late = await bus.read(11, "coil", 0, 4, { timeoutMs: 200, retries: 0 }).catch((e) => e);
+      assert.equal(codeOf(late), "MODBUS_TIMEOUT");
+      site.clearFaults();
+      site.device("relay").set({ coils: [false, true, false, true] });
+      assert.deepEqual(await bus.read(11, "coil", 0, 4, { timeoutMs: 1000 }), [0, 1, 0, 1], "the new coils, not the late answer's");
+      assert.deepEqual(await bus.read(11, "coil", 0, 4, { timeoutMs: 1000 }), [0, 1, 0, 1], "and the line stays in step");
+    } finally {
+      await bus.close();
+    }
+  });
+});
