@@ -133,6 +133,16 @@ const bench: BenchFn = async (ctx) => {
         rows.push({ name: `full bus ${framing}, 8 SDM630 + 2 PV, poll cycle (${what})`, value: f.cycleMs, unit: "ms", reference: f.lineMs, ratio: f.lineMs / f.cycleMs, note: `line minimum, same ${f.requests} frames, ${lineTiming(endpoint).bitsPerChar} bits/char, 3.5-char gaps, 5 ms turnaround` });
         rows.push({ name: `full bus ${framing}, registers per cycle (${what})`, value: f.read, unit: "registers", reference: f.needed, ratio: f.needed / f.read, note: "registers the points need (lower is better)" });
       }
+      // Sizing: SDM630 meters alone on such a bus, every point every cycle (the slow energy
+      // counters included, so the tick that reads them still fits), at the measured ratio.
+      const meter = drivers[0].plan(["fast", "slow"]).blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
+      const pv = drivers[METERS].plan(["fast", "slow"]).blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
+      const ratio = Math.min(1, rows[rows.length - 2].ratio ?? 1);
+      ctx.log(`${framing}: line time per cycle ${meter.toFixed(1)} ms per SDM630, ${pv.toFixed(1)} ms per SunSpec PV inverter (all points)`);
+      for (const period of [1, 5, 10]) {
+        const fit = Math.min(247, Math.floor((period * 1000 * ratio) / meter));
+        rows.push({ name: `full bus ${framing}, SDM630 meters per bus at ${period} s`, value: fit, unit: "meters", reference: null, ratio: null, note: `${meter.toFixed(0)} ms line time each, at the measured ratio` });
+      }
       await bus.close();
     } finally {
       sim.kill("SIGTERM");
