@@ -33,6 +33,8 @@ const CLK_TCK = 100;
 export interface ScalePoint {
   devices: number;
   rssMiB: number;
+  /** Private (anonymous) resident memory: RSS less the mapped node binary and libraries. */
+  anonMiB: number;
   cpuPct: number;
   bytesPerDay: number;
   writeCallsPerS: number;
@@ -66,6 +68,12 @@ export function slope(xs: number[], ys: number[]): number {
     den += (xs[i] - mx) ** 2;
   }
   return den ? num / den : NaN;
+}
+
+/** RssAnon of /proc/PID/status (kB). */
+function anonKb(pid: number): number {
+  const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) : NaN;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -129,9 +137,11 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     const io0 = ioCounters(pid);
     const t0 = performance.now();
     const rss: number[] = [];
+    const anon: number[] = [];
     while (performance.now() - t0 < windowMs) {
       await sleep(1000);
       rss.push(rssKb(pid, "VmRSS") / 1024);
+      anon.push(anonKb(pid) / 1024);
     }
     const secs = (performance.now() - t0) / 1000;
     const cpu1 = cpuSeconds(pid);
@@ -141,12 +151,13 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     const p: ScalePoint = {
       devices,
       rssMiB: median(rss),
+      anonMiB: median(anon),
       cpuPct: ((cpu1 - cpu0) / secs) * 100,
       bytesPerDay: ((io1.writeBytes - io0.writeBytes) / secs) * 86_400,
       writeCallsPerS: (io1.writeCalls - io0.writeCalls) / secs,
       readsPerS: (readsAfter - readsBefore) / secs,
     };
-    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner`);
+    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner`);
     if (seen < devices) throw new Error(`only ${seen} of ${devices} devices reached the partner: ${stderr}`);
     return p;
   } finally {
@@ -179,16 +190,19 @@ const bench: BenchFn = async (ctx) => {
   const rows: BenchRow[] = [];
   for (const p of pts) {
     rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS`, value: p.rssMiB, unit: "MiB", reference: null, ratio: null, note: "unit's node flags" });
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, CPU`, value: p.cpuPct, unit: "% of a core", reference: 100, ratio: 100 / Math.max(p.cpuPct, 0.01), note: "one core (noisy: shared machine)" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS anonymous`, value: p.anonMiB, unit: "MiB", reference: null, ratio: null, note: "RSS less file-backed pages (node binary)" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, CPU`, value: p.cpuPct, unit: "% of a core", reference: 100, ratio: 100 / Math.max(p.cpuPct, 0.01), note: "one core = 100 % (headroom; noisy: shared machine)" });
     rows.push({ name: `scale ${p.devices} TCP devices at 1 s, readings pushed`, value: p.readsPerS, unit: "readings/s", reference: p.devices, ratio: p.readsPerS / p.devices, note: "one reading per device per second (keeps up)" });
     rows.push({ name: `scale ${p.devices} TCP devices at 1 s, written`, value: p.bytesPerDay / 1e6, unit: "MB/day", reference: null, ratio: null, note: "/proc/PID/io write_bytes" });
   }
   if (pts.length >= 2) {
     const xs = pts.map((p) => p.devices);
     const rssSlope = slope(xs, pts.map((p) => p.rssMiB));
+    const anonSlope = slope(xs, pts.map((p) => p.anonMiB));
     const cpuSlope = slope(xs, pts.map((p) => p.cpuPct));
     const wSlope = slope(xs, pts.map((p) => p.bytesPerDay));
     rows.push({ name: "scale slope, RSS per device", value: rssSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    rows.push({ name: "scale slope, anonymous RSS per device", value: anonSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
     rows.push({ name: "scale slope, CPU per device", value: cpuSlope, unit: "% of a core/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
     rows.push({ name: "scale slope, written per device", value: wSlope / 1e6, unit: "MB/day/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
     if (pts.length >= 3) {
