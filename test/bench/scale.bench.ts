@@ -10,7 +10,7 @@
 // Then the slope per device of each (least squares over the N measured) and, for RSS and
 // CPU, the per-device cost of the last step against the first (a figure far above 1 would
 // be something growing faster than linearly). CPU figures are noisy on a shared machine.
-// BENCH_SCALE="10 50 200" picks other sizes.
+// BENCH_SCALE="10 50 200" picks other sizes; BENCH_NODE_EXTRA adds node flags (--cpu-prof ...).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -125,7 +125,9 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     telemetry: { ...base.telemetry, poll_interval_ms: 1000 },
     devices: Array.from({ length: devices }, (_, i) => tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1)),
   };
-  const child = spawnDaemon(writeConfig(dir, cfg), { nodeArgs: unit.nodeArgs, env: unit.env, stdio: ["ignore", "ignore", "pipe"] });
+  // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
+  const extra = (process.env.BENCH_NODE_EXTRA ?? "").split(/\s+/).filter(Boolean);
+  const child = spawnDaemon(writeConfig(dir, cfg), { nodeArgs: [...unit.nodeArgs, ...extra], env: unit.env, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const pid = child.pid!;
