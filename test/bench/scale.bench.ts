@@ -1,0 +1,223 @@
+// The scaling table: `sitegate run` under the unit's node flags and environment
+// (systemd/sitegate.service), polling N simulated SunSpec TCP devices (ten per TCP port,
+// storage, PV and meter models in turn) every second and pushing to a partner sink, for
+// N = 10, 50, 200, 500 (BENCH_QUICK=1: 10 and 50, shorter runs). The simulator runs as its
+// own process. Per N, over a window after a warm-up, from /proc/PID of the daemon:
+// - RSS: the median of one-second samples (MiB);
+// - CPU: (utime + stime) over the window, % of one core;
+// - bytes written a day: write_bytes of /proc/PID/io over the window, scaled to a day;
+// - reads per second the poller did, against N (ratio = reads / (N x 1/s): 1.00x = it keeps up).
+// Then the slope per device of each (least squares over the N measured) and, for RSS and
+// CPU, the per-device cost of the last step against the first (a figure far above 1 would
+// be something growing faster than linearly). CPU figures are noisy on a shared machine.
+// BENCH_SCALE="10 50 200" picks other sizes; BENCH_NODE_EXTRA adds node flags (--cpu-prof ...).
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BenchFn, BenchRow } from "./types.js";
+import { startSink } from "../support/partner-sink.js";
+import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
+import { testConfigInput } from "../support/config.js";
+import { tcpDevice } from "../support/gateway.js";
+import { testCert } from "../support/tls.js";
+import { rssKb, unitCommand } from "../support/site50.js";
+import { makeTmpDir } from "../support/tmp.js";
+
+const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
+const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter"] as const;
+const PER_PORT = 10;
+/** Clock ticks per second of /proc/PID/stat (USER_HZ: 100 on Linux, arm64 included). */
+const CLK_TCK = 100;
+
+export interface ScalePoint {
+  devices: number;
+  rssMiB: number;
+  /** Private (anonymous) resident memory: RSS less the mapped node binary and libraries. */
+  anonMiB: number;
+  cpuPct: number;
+  bytesPerDay: number;
+  writeCallsPerS: number;
+  readsPerS: number;
+}
+
+/** utime + stime of a process, in seconds. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) start after the last ')'.
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+}
+
+/** write_bytes and syscw of /proc/PID/io. */
+export function ioCounters(pid: number): { writeBytes: number; writeCalls: number } {
+  const io = readFileSync(`/proc/${pid}/io`, "utf8");
+  const get = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(io)?.[1] ?? NaN);
+  return { writeBytes: get("write_bytes"), writeCalls: get("syscw") };
+}
+
+/** Least-squares slope of y over x. */
+export function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
+  }
+  return den ? num / den : NaN;
+}
+
+/** RssAnon of /proc/PID/status (kB). */
+function anonKb(pid: number): number {
+  const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) : NaN;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startSimProcess(dir: string, devices: number): Promise<{ child: ChildProcess; ports: number[] }> {
+  const ports = Math.ceil(devices / PER_PORT);
+  const scenario = join(dir, "scenario.json");
+  writeFileSync(scenario, JSON.stringify({
+    seed: 3,
+    control: { listen: "127.0.0.1:0" },
+    site: { pv_irradiance: 0.5 },
+    ports: Array.from({ length: ports }, (_, p) => ({
+      kind: "tcp",
+      listen: "127.0.0.1:0",
+      devices: Array.from({ length: Math.min(PER_PORT, devices - p * PER_PORT) }, (_, u) => ({ unit: u + 1, model: MODELS[u % 3], name: `d${p}-${u}` })),
+    })),
+  }));
+  const child = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "info" } });
+  const tcp = await new Promise<number[]>((ok, fail) => {
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      for (const line of out.split("\n")) {
+        if (!line.includes("simulator running")) continue;
+        try {
+          ok((JSON.parse(line) as { tcp: number[] }).tcp);
+        } catch { /* a partial line: wait for the rest */ }
+      }
+    });
+    child.once("exit", (c) => fail(new Error(`sitegate-sim exited (${c})`)));
+  });
+  child.stdout!.removeAllListeners("data");
+  child.stdout!.resume();
+  return { child, ports: tcp };
+}
+
+/** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs`. */
+export async function measureSite(devices: number, warmMs: number, windowMs: number, log: (m: string) => void): Promise<ScalePoint> {
+  const { dir, cleanup } = makeTmpDir();
+  const sim = await startSimProcess(dir, devices);
+  const sink = await startSink();
+  const unit = unitCommand();
+  const base = testConfigInput(join(dir, "data"));
+  const cfg = {
+    ...base,
+    log_level: "warn",
+    partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+    telemetry: { ...base.telemetry, poll_interval_ms: 1000 },
+    devices: Array.from({ length: devices }, (_, i) => tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1)),
+  };
+  // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
+  const extra = (process.env.BENCH_NODE_EXTRA ?? "").split(/\s+/).filter(Boolean);
+  const child = spawnDaemon(writeConfig(dir, cfg), { nodeArgs: [...unit.nodeArgs, ...extra], env: unit.env, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const pid = child.pid!;
+  try {
+    await sleep(warmMs);
+    if (child.exitCode !== null) throw new Error(`sitegate run exited (${child.exitCode}): ${stderr}`);
+    const readsBefore = await pollerReads(sink);
+    const cpu0 = cpuSeconds(pid);
+    const io0 = ioCounters(pid);
+    const t0 = performance.now();
+    const rss: number[] = [];
+    const anon: number[] = [];
+    while (performance.now() - t0 < windowMs) {
+      await sleep(1000);
+      rss.push(rssKb(pid, "VmRSS") / 1024);
+      anon.push(anonKb(pid) / 1024);
+    }
+    const secs = (performance.now() - t0) / 1000;
+    const cpu1 = cpuSeconds(pid);
+    const io1 = ioCounters(pid);
+    const readsAfter = await pollerReads(sink);
+    const seen = new Set(sink.accepted().flatMap((r) => (r.body?.devices ?? []).map((d: { device_id: string }) => d.device_id))).size;
+    const p: ScalePoint = {
+      devices,
+      rssMiB: median(rss),
+      anonMiB: median(anon),
+      cpuPct: ((cpu1 - cpu0) / secs) * 100,
+      bytesPerDay: ((io1.writeBytes - io0.writeBytes) / secs) * 86_400,
+      writeCallsPerS: (io1.writeCalls - io0.writeCalls) / secs,
+      readsPerS: (readsAfter - readsBefore) / secs,
+    };
+    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner`);
+    if (seen < devices) throw new Error(`only ${seen} of ${devices} devices reached the partner: ${stderr}`);
+    return p;
+  } finally {
+    await stopDaemon(child);
+    await sink.stop();
+    sim.child.kill("SIGTERM");
+    await new Promise((r) => (sim.child.exitCode !== null ? r(null) : sim.child.once("exit", r)));
+    cleanup();
+  }
+}
+
+/** Device readings that reached the partner so far (one per device per pushed snapshot). */
+async function pollerReads(sink: Awaited<ReturnType<typeof startSink>>): Promise<number> {
+  let n = 0;
+  for (const r of sink.accepted()) {
+    const body = r.body as { devices?: Array<{ samples?: unknown[] }> } | undefined;
+    for (const d of body?.devices ?? []) n += Array.isArray(d.samples) ? d.samples.length : 1;
+  }
+  return n;
+}
+
+const bench: BenchFn = async (ctx) => {
+  const sizes = process.env.BENCH_SCALE ? process.env.BENCH_SCALE.split(/[\s,]+/).filter(Boolean).map(Number) : ctx.quick ? [10, 50] : [10, 50, 200, 500];
+  const warmMs = ctx.quick ? 6000 : 15000;
+  const windowMs = ctx.quick ? 12000 : 60000;
+  const unit = unitCommand();
+  ctx.log(`node ${unit.nodeArgs.join(" ")}; ${sizes.join(", ")} devices, warm-up ${warmMs / 1000} s, window ${windowMs / 1000} s`);
+  const pts: ScalePoint[] = [];
+  for (const n of sizes) pts.push(await measureSite(n, warmMs, windowMs, ctx.log));
+  const rows: BenchRow[] = [];
+  for (const p of pts) {
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS`, value: p.rssMiB, unit: "MiB", reference: null, ratio: null, note: "unit's node flags" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS anonymous`, value: p.anonMiB, unit: "MiB", reference: null, ratio: null, note: "RSS less file-backed pages (node binary)" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, CPU`, value: p.cpuPct, unit: "% of a core", reference: 100, ratio: 100 / Math.max(p.cpuPct, 0.01), note: "one core = 100 % (headroom; noisy: shared machine)" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, readings pushed`, value: p.readsPerS, unit: "readings/s", reference: p.devices, ratio: p.readsPerS / p.devices, note: "one reading per device per second (keeps up)" });
+    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, written`, value: p.bytesPerDay / 1e6, unit: "MB/day", reference: null, ratio: null, note: "/proc/PID/io write_bytes" });
+  }
+  if (pts.length >= 2) {
+    const xs = pts.map((p) => p.devices);
+    const rssSlope = slope(xs, pts.map((p) => p.rssMiB));
+    const anonSlope = slope(xs, pts.map((p) => p.anonMiB));
+    const cpuSlope = slope(xs, pts.map((p) => p.cpuPct));
+    const wSlope = slope(xs, pts.map((p) => p.bytesPerDay));
+    rows.push({ name: "scale slope, RSS per device", value: rssSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    rows.push({ name: "scale slope, anonymous RSS per device", value: anonSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    rows.push({ name: "scale slope, CPU per device", value: cpuSlope, unit: "% of a core/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    rows.push({ name: "scale slope, written per device", value: wSlope / 1e6, unit: "MB/day/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    if (pts.length >= 3) {
+      // Per-device cost of the last step against the first: ~1 when linear.
+      const step = (f: (p: ScalePoint) => number, i: number) => (f(pts[i + 1]) - f(pts[i])) / (pts[i + 1].devices - pts[i].devices);
+      const last = pts.length - 2;
+      for (const [what, f] of [["RSS", (p: ScalePoint) => p.rssMiB], ["CPU", (p: ScalePoint) => p.cpuPct]] as const) {
+        const a = step(f, 0);
+        const b = step(f, last);
+        rows.push({ name: `scale linearity, ${what} per device ${pts[last].devices}->${pts[last + 1].devices} vs ${pts[0].devices}->${pts[1].devices}`, value: b, unit: what === "RSS" ? "MiB/device" : "%/device", reference: a, ratio: a / b, note: "first step's per-device cost (1.00x = linear)" });
+      }
+    }
+  }
+  return rows;
+};
+export default bench;
