@@ -115,3 +115,29 @@ test("a config-file device that does not answer at start is paired once it does,
     });
   });
 });
+
+test("a config-file device still being retried gives way when the partner configures the same device_id", async () => {
+  await withSite(tcpScenario(), async (site) => {
+    await withTmpDir(async (dir) => {
+      const port = site.tcpPorts[0];
+      site.setFault({ device: "battery", fault: "no_answer" });
+      const gw = await startGateway(dir, { devices: [tcpDevice("bat", port, 1, "sunspec", { device_name: "from-config", mb_device_type: 3 }) as never] });
+      try {
+        await gw.daemon.part<ConfigDevices>("config-devices").settled; // first try failed: a retry in 5 s
+        // Meanwhile the partner configures device_id "bat" itself, on unit 2.
+        const r = await gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${await gw.token()}` }, body: { devices: [tcpDevice("bat", port, 2, "sunspec", { device_name: "from-api" })] } });
+        assert.equal(r.json.devices[0].status, "accepted", r.text);
+        site.clearFaults("battery"); // the config file's unit answers from now on
+        const requests = async () => ((await (await fetch(`${site.controlUrl}/state`)).json()) as { devices: Record<string, { requests: number }> }).devices.battery.requests;
+        const before = await requests();
+        // No event tells that a retry found nothing to do: wait out the retry timer (5 s, the
+        // first of the config devices' backoff) and a little more.
+        await new Promise((r) => setTimeout(r, 7000));
+        assert.equal(await requests(), before, "the config file's unit 1 is never asked again");
+        assert.equal((await synced(gw)).bat?.name, "from-api", "the partner's configuration stays");
+      } finally {
+        await gw.stop();
+      }
+    });
+  });
+});
