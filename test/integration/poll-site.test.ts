@@ -4,11 +4,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
-import { withSite, demoScenario } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario } from "../support/site.js";
 import { startGateway, tcpDevice, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
+import type { Snapshot } from "../../src/telemetry/types.js";
 
 test("the poller reads every device, follows the site, and survives every fault", async () => {
   await withSite(demoScenario({ pv_irradiance: 0.5 }), async (site) => {
@@ -82,6 +83,44 @@ test("the poller reads every device, follows the site, and survives every fault"
           }
         }
         for (let i = 1; i < snaps.length; i++) assert.ok(snaps[i].id > snaps[i - 1].id);
+      } finally {
+        await gw.stop();
+      }
+    });
+  });
+});
+
+test("a failing device is backed off (1, 2, 4 ... ticks) while the others keep every tick", async () => {
+  await withSite(tcpScenario(), async (site) => {
+    await withTmpDir(async (dir) => {
+      const port = site.tcpPorts[0];
+      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64 }, devices: [tcpDevice("grid", port, 3), tcpDevice("pv", port, 2)] as never });
+      const poller = gw.daemon.part<Poller>("poller");
+      const samples = gw.daemon.part<SampleStore>("samples");
+      const requests = async (name: string) => ((await (await fetch(`${site.controlUrl}/state`)).json()) as { devices: Record<string, { requests: number }> }).devices[name].requests;
+      try {
+        await until(() => poller.health("grid")?.online === true && poller.health("pv")?.online === true, "both devices polled");
+        // Every snapshot from here on, as the store gets it.
+        const seen: Snapshot[] = [];
+        const append = samples.append.bind(samples);
+        samples.append = (s: Snapshot) => {
+          seen.push(s);
+          append(s);
+        };
+        // It answers every request at once with an exception (a timeout would hold the shared
+        // TCP connection and skip the battery's ticks too).
+        site.setFault({ device: "pv", fault: "exception", code: 4 });
+        await until(() => poller.health("pv")?.online === false, "pv offline");
+        const before = await requests("pv");
+        const ticks = poller.stats.ticks;
+        await until(() => poller.stats.ticks >= ticks + 40, "40 more ticks", 30_000);
+        // Backed off 1, 2, 4, 8, 16 ticks: 5 or 6 tries in 40 ticks, not 40.
+        const tries = (await requests("pv")) - before;
+        assert.ok(tries >= 3 && tries <= 7, `${tries} requests to the failing pv in 40 ticks`);
+
+        // The healthy device on the same connection kept its tick.
+        const grid = seen.map((s) => s.devices.find((d) => d.device_id === "grid")?.metrics).filter((m) => m?.power_w !== undefined);
+        assert.ok(grid.length >= 35, `${grid.length} grid meter readings in 40 ticks`);
       } finally {
         await gw.stop();
       }
