@@ -270,7 +270,7 @@ async function main(): Promise<number> {
         } catch {
           // counted by the crash check
         }
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, 100)); // the probe's sampling interval, not a wait
       }
     })();
     const worker = async () => {

@@ -22,7 +22,7 @@ class ScriptedTransport implements Transport {
   }
   private async step(what: string) {
     this.log.push(what);
-    await new Promise((r) => setTimeout(r, this.delayMs));
+    await new Promise((r) => setTimeout(r, this.delayMs)); // the scripted device's answer time, not a wait
     const f = this.fail.shift();
     if (f) throw f;
   }
