@@ -6,19 +6,10 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../../src/config/load.js";
 import { readableByOthers, secretFiles } from "../../src/config/secret-files.js";
-import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { testConfigInput } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
+import { problems } from "../support/issues.js";
 
-function problems(fn: () => unknown): Array<{ path: string; message: string }> {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(isSitegateError(e, "CONFIG_INVALID"), `expected CONFIG_INVALID, got ${String(e)}`);
-    return (e as SitegateError).details;
-  }
-  assert.fail("config was accepted");
-}
 
 const fleet = { url: "mqtt://127.0.0.1:1883", username: "site-001" };
 
