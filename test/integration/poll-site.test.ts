@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
-import { withSite, demoScenario, tcpScenario } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario, type ScenarioInput } from "../support/site.js";
 import { startGateway, tcpDevice, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
@@ -121,6 +121,34 @@ test("a failing device is backed off (1, 2, 4 ... ticks) while the others keep e
         // The healthy device on the same connection kept its tick.
         const grid = seen.map((s) => s.devices.find((d) => d.device_id === "grid")?.metrics).filter((m) => m?.power_w !== undefined);
         assert.ok(grid.length >= 35, `${grid.length} grid meter readings in 40 ticks`);
+      } finally {
+        await gw.stop();
+      }
+    });
+  });
+});
+
+test("slow points (energy counters) are read on their own interval, power points every tick", async () => {
+  const scenario: ScenarioInput = { seed: 5, control: { listen: "127.0.0.1:0" }, site: { base_load_w: 1500, load_noise_pct: 0 }, ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 10, model: "sdm630", name: "sdm" }] }] };
+  await withSite(scenario, async (site) => {
+    await withTmpDir(async (dir) => {
+      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64 }, devices: [tcpDevice("sdm", site.tcpPorts[0], 10, "sdm630")] as never });
+      const poller = gw.daemon.part<Poller>("poller");
+      const samples = gw.daemon.part<SampleStore>("samples");
+      const seen: Array<Record<string, number>> = [];
+      const append = samples.append.bind(samples);
+      samples.append = (s: Snapshot) => {
+        const m = s.devices.find((d) => d.device_id === "sdm")?.metrics;
+        if (m) seen.push(m);
+        append(s);
+      };
+      try {
+        await until(() => seen.length >= 30, "30 readings of the meter", 30_000);
+        assert.equal(typeof poller.latest("sdm")?.energy_import_wh, "number", "the counters were read");
+        assert.ok(seen.every((m) => typeof m.power_w === "number"), "power in every reading");
+        // The profile's slow interval is 60 s: in 3 s of readings the counters come at most once.
+        const withEnergy = seen.filter((m) => "energy_import_wh" in m).length;
+        assert.ok(withEnergy <= 1, `energy in ${withEnergy} of ${seen.length} readings`);
       } finally {
         await gw.stop();
       }
