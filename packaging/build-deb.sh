@@ -44,7 +44,8 @@ for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
   chmod 755 "$root/usr/bin/${cmd%%:*}"
 done
 install -m 644 "$project"/systemd/sitegate.service "$project"/systemd/sitegate-sim.service \
-  "$project"/systemd/sitegate-update-check.service "$project"/systemd/sitegate-update-check.timer "$root/lib/systemd/system/"
+  "$project"/systemd/sitegate-update-check.service "$project"/systemd/sitegate-update-check.timer \
+  "$project"/systemd/sitegate-update-request.service "$project"/systemd/sitegate-update-request.path "$root/lib/systemd/system/"
 install -m 644 "$here/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate.conf"
 install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
 install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"

@@ -1,16 +1,19 @@
-// `sitegate update keygen|bundle|apply|check|status|rollback`: signed over-the-air releases.
+// `sitegate update keygen|bundle|apply|apply-request|check|status|rollback`: signed over-the-air releases.
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or a refused bundle.
 import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
-import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_RESTART_CMD, DEFAULT_ROOT, requestRollback, updateStatus } from "../update/install.js";
+import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_RESTART_CMD, DEFAULT_ROOT, recordRefused, requestRollback, updateStatus, type ApplyOptions } from "../update/install.js";
+import { takeUpdateRequest } from "../update/request.js";
+import { errorMessage } from "../errors.js";
 
 const USAGE = [
   "sitegate update keygen --out DIR [--name NAME]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
   "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
+  "       sitegate update apply-request [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root)",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
   "       sitegate update rollback [--root DIR] [--restart-cmd CMD]",
@@ -39,6 +42,20 @@ async function dataDir(values: Record<string, unknown>): Promise<string> {
   if (!existsSync(file)) throw new UsageError(`cannot find the data_dir: no config at ${file} (--config FILE or --data-dir DIR)`);
   const { loadConfig } = await import("../config/load.js");
   return loadConfig(file).data_dir;
+}
+
+async function applyOptions(values: Record<string, unknown>): Promise<ApplyOptions> {
+  return {
+    root: root(values),
+    keysDir: resolve(str(values.keys) ?? process.env.SITEGATE_UPDATE_KEYS ?? DEFAULT_KEYS_DIR),
+    dataDir: await dataDir(values),
+    allowDowngrade: values["allow-downgrade"] === true,
+    healthTimeoutS: positiveInt(values["health-timeout"], "health-timeout", 300),
+    maxStarts: positiveInt(values["max-starts"], "max-starts", 3),
+    maxBytes: positiveInt(values["max-size"], "max-size", DEFAULT_MAX_BUNDLE_BYTES),
+    restartCmd: restartCmd(values),
+    say,
+  };
 }
 
 const command: Command = {
@@ -74,18 +91,27 @@ const command: Command = {
           return await bundle(values);
         case "apply": {
           if (args.length !== 1) throw new UsageError("apply takes one FILE or https:// URL");
-          const r = await applyBundle(args[0], {
-            root: root(values),
-            keysDir: resolve(str(values.keys) ?? process.env.SITEGATE_UPDATE_KEYS ?? DEFAULT_KEYS_DIR),
-            dataDir: await dataDir(values),
-            allowDowngrade: values["allow-downgrade"] === true,
-            healthTimeoutS: positiveInt(values["health-timeout"], "health-timeout", 300),
-            maxStarts: positiveInt(values["max-starts"], "max-starts", 3),
-            maxBytes: positiveInt(values["max-size"], "max-size", DEFAULT_MAX_BUNDLE_BYTES),
-            restartCmd: restartCmd(values),
-            say,
-          });
+          const r = await applyBundle(args[0], await applyOptions(values));
           say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
+          return EXIT_OK;
+        }
+        case "apply-request": {
+          // Run as root by sitegate-update-request.service when the fleet left a request.
+          if (args.length !== 0) throw new UsageError("apply-request takes no arguments");
+          const o = await applyOptions(values);
+          const req = takeUpdateRequest(o.dataDir);
+          if (!req) {
+            say("no update request");
+            return EXIT_OK;
+          }
+          say(`fleet request: ${req.version} from ${req.url}`);
+          try {
+            const r = await applyBundle(req.url, { ...o, allowDowngrade: false, expect: { sha256: req.sha256, version: req.version } });
+            say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
+          } catch (e) {
+            recordRefused(o.root, req.version, errorMessage(e), o.dataDir);
+            throw e instanceof BundleRefused ? e : new BundleRefused(`refused: ${errorMessage(e)}`);
+          }
           return EXIT_OK;
         }
         case "check": {

@@ -1,6 +1,7 @@
 // Commands the fleet broker may send on {prefix}/{site_id}/cmd/{name}: the partner
 // operations through the same service functions as the HTTPS routes (so both accept and
-// reject the same requests), plus devicesync, events and ping. Each answer is
+// reject the same requests), plus devicesync, events, ping and update (a request that a
+// root unit carries out). Each answer is
 // {status, data} or {status, error, message, details} (the B3 error body with a status).
 import { SitegateError, errorMessage } from "../errors.js";
 import { fromSitegateError } from "../api/errors.js";
@@ -11,6 +12,7 @@ import type { EventRow } from "../dispatch/store.js";
 import type { HealthView } from "../devices/types.js";
 import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
+import { updateRequestSchema, writeUpdateRequest } from "../update/request.js";
 
 export interface CommandDeps extends ConfigureDeps {
   dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
@@ -23,7 +25,7 @@ export interface CommandAnswer {
   body: Record<string, unknown>;
 }
 
-export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping"] as const;
+export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping", "update"] as const;
 
 export function errorAnswer(status: number, error: string, message: string, details: Array<{ path: string; message: string }> = []): CommandAnswer {
   return { status, body: { status, error, message, details } };
@@ -54,6 +56,17 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
           return errorAnswer(400, "invalid_request", "the events command takes an optional limit 1..1000", [{ path: "limit", message: "must be an integer 1..1000" }]);
         }
         return ok({ events: deps.dispatch.list((limit as number | undefined) ?? 100).map(eventView) });
+      }
+      case "update": {
+        // Only recorded here: a root unit installs it (src/update/request.ts).
+        const r = updateRequestSchema.safeParse(payload ?? {});
+        if (!r.success) {
+          const details = r.error.issues.map((i) => ({ path: i.path.join(".") || "body", message: i.message }));
+          return errorAnswer(400, "invalid_request", "update takes {url: https://..., sha256: 64 hex digits, version: x.y.z}", details);
+        }
+        writeUpdateRequest(deps.config.data_dir, r.data);
+        deps.log.info({ version: r.data.version, url: r.data.url }, "update requested by the fleet");
+        return { status: 202, body: { status: 202, data: { status: "requested", version: r.data.version } } };
       }
       default:
         return errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`);

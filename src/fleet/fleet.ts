@@ -8,7 +8,7 @@
 // QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
 // that is the same on every resend. A broker that is down costs the rest of the gateway
 // nothing: publishing is asynchronous and at most a window of messages is in memory.
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
@@ -20,6 +20,7 @@ import { backoffMs } from "../uplink/backoff.js";
 import { deviceSyncView, syncedDevices } from "../api/services.js";
 import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
+import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
 import type { FleetQueue } from "./queue.js";
@@ -263,7 +264,8 @@ export class Fleet implements Part {
     const listed = syncedDevices(deps.registry);
     const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed, deps.health));
     const running = deps.dispatch.running();
-    const statusKey = `${listed.length}/${running}`;
+    const lastUpdate = lastUpdateOutcome();
+    const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}`;
     if (force || statusKey !== this.lastStatus) {
       this.lastStatus = statusKey;
       const status = {
@@ -274,6 +276,7 @@ export class Fleet implements Part {
         uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
         devices: listed.length,
         running_events: running,
+        last_update: lastUpdate,
         at: new Date().toISOString(),
       };
       this.qos1(this.topic("status"), JSON.stringify(status), { retain: true, properties: { contentType: "application/json" } }, (err) => {
@@ -410,3 +413,28 @@ export class Fleet implements Part {
     this.saveCursor();
   }
 }
+
+/**
+ * The last update's outcome (applied and healthy, rolled back, abandoned, or a fleet request
+ * refused) from the update state root keeps under /opt/sitegate/state (SITEGATE_ROOT in
+ * tests); null when there is none or it cannot be read.
+ */
+function lastUpdateOutcome(): LastUpdate {
+  // publishState runs on every snapshot: the file is read again only when it changed.
+  const l = layout(process.env.SITEGATE_ROOT ?? DEFAULT_ROOT);
+  let stamp = "";
+  try {
+    const st = statSync(l.stateFile);
+    stamp = `${l.stateFile}:${st.mtimeMs}:${st.size}`;
+  } catch {
+    return null;
+  }
+  if (stamp === lastUpdateCache.stamp) return lastUpdateCache.value;
+  const last = readState(l).last;
+  const value = last ? { version: last.version, result: last.result, ...(last.reason ? { reason: last.reason } : {}), at: last.at } : null;
+  lastUpdateCache = { stamp, value };
+  return value;
+}
+
+type LastUpdate = { version: string; result: string; reason?: string; at: string } | null;
+let lastUpdateCache: { stamp: string; value: LastUpdate } = { stamp: "", value: null };

@@ -1,7 +1,7 @@
 // Crash-safe file operations for the updater: every change is a temp name, fsync, rename,
 // and an fsync of the directory that holds the new name, so a power cut leaves either the
 // old or the new state on the SD card, never a half-written one.
-import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 
@@ -19,6 +19,7 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o64
   const tmp = join(dirname(path), `.${basename(path)}.tmp-${randomBytes(4).toString("hex")}`);
   const fd = openSync(tmp, "w", mode);
   try {
+    fchmodSync(fd, mode); // the mode asked for, whatever the umask (the root units run with 0077)
     const buf = typeof data === "string" ? Buffer.from(data) : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off);

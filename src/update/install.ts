@@ -9,12 +9,12 @@
 // switches `current` back, restores the database backup that apply took (when the new
 // release brings migrations), and the previous release runs again.
 import { spawnSync } from "node:child_process";
-import { chmodSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, writeFileSync } from "node:fs";
+import { chmodSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, writeFileSync } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys } from "./bundle-format.js";
+import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys, sha256OfRange } from "./bundle-format.js";
 import { checkDataDir, prepareDataDir, restoreDataDir } from "./data-dir.js";
 import { exists, fsyncPath, fsyncTree, readLinkOrNull, removeTree, symlinkAtomic, writeFileAtomic } from "./fsx.js";
 import { hasHealthMarker } from "./health-marker.js";
@@ -51,7 +51,7 @@ export interface Pending {
 export interface Outcome {
   version: string;
   previous: string;
-  result: "healthy" | "rolled back" | "abandoned";
+  result: "healthy" | "rolled back" | "abandoned" | "refused";
   reason?: string;
   at: string;
   data_dir: string;
@@ -86,8 +86,10 @@ export function readState(l: Layout): UpdateState {
 }
 
 function writeState(l: Layout, s: UpdateState): void {
-  mkdirSync(join(l.root, "state"), { recursive: true });
-  writeFileAtomic(l.stateFile, JSON.stringify(s, null, 2) + "\n");
+  const dir = join(l.root, "state");
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755); // the daemon reads the last outcome for the fleet's status topic
+  writeFileAtomic(l.stateFile, JSON.stringify(s, null, 2) + "\n", 0o644);
 }
 
 /** The version a release symlink points at, or null. */
@@ -140,6 +142,8 @@ export interface ApplyOptions extends ServiceControl {
   maxStarts: number;
   /** the largest bundle (file or download) taken in */
   maxBytes?: number;
+  /** a fleet request's pins: the bundle file's sha256 and the version it must carry */
+  expect?: { sha256: string; version: string };
   say: Say;
 }
 
@@ -158,7 +162,13 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
   try {
     if (url) await receiveUrl(source, incoming, maxBytes);
     else receiveFile(source, incoming);
-    return await install(incoming.finish(), l, o);
+    const b = incoming.finish();
+    if (o.expect) {
+      const sha = await sha256OfRange(b.file, 0, statSync(b.file).size);
+      if (sha !== o.expect.sha256) throw new BundleRefused(`refused: the bundle's sha256 is ${sha}, the request asked for ${o.expect.sha256}`);
+      if (b.manifest?.version !== o.expect.version) throw new BundleRefused(`refused: the bundle is release ${String(b.manifest?.version)}, the request asked for ${o.expect.version}`);
+    }
+    return await install(b, l, o);
   } finally {
     incoming.discard();
   }
@@ -400,6 +410,14 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** Records a fleet request that was refused as the last outcome (a pending update is left alone). */
+export function recordRefused(root: string, version: string, reason: string, dataDir: string, now = Date.now()): void {
+  const l = layout(root);
+  const st = readState(l);
+  const cur = linkedVersion(l.current) ?? "";
+  writeState(l, { ...st, last: { version, previous: cur, result: "refused", reason, at: new Date(now).toISOString(), data_dir: dataDir, backup: null } });
 }
 
 function outcome(p: Pending, result: Outcome["result"], reason: string | undefined, now: number): Outcome {

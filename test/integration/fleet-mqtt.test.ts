@@ -11,6 +11,7 @@ import { withSite, tcpScenario } from "../support/site.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
+import type { Poller } from "../../src/telemetry/poller.js";
 import { startSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { readDb } from "../support/db.js";
@@ -211,9 +212,19 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
           assert.equal(badOrg.json.error, "invalid_request");
           assert.equal(badOrg.json.details[0].path, "devices[0].device_integration");
 
-          const sync = await command(cl, "site-001", "devicesync", undefined);
-          const http = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-          assert.deepEqual(sync.json.data, http.json);
+          // The same view as GET .../devicesync. The two are taken a moment apart, and a poll in
+          // between may change a device's op mode (a slow read on a loaded machine marks it
+          // offline): compare a pair taken with no device read finishing between them.
+          let sync: Awaited<ReturnType<typeof command>> | null = null;
+          let http: Awaited<ReturnType<typeof gw.call>> | null = null;
+          await until(async () => {
+            const reads = () => gw.daemon.part<Poller>("poller").stats.reads_ok + gw.daemon.part<Poller>("poller").stats.reads_failed;
+            const polls = reads();
+            sync = await command(cl, "site-001", "devicesync", undefined);
+            http = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+            return reads() === polls;
+          }, "a devicesync pair with no read between");
+          assert.deepEqual(sync!.json.data, http!.json);
 
           // dr: the same validation as POST .../dr.
           const start = Date.now() + 60_000;

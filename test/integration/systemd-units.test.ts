@@ -26,7 +26,7 @@ const dir = join(ROOT, "systemd");
 const SANDBOX = join(ROOT, "test/support/unit-sandbox.py");
 const units = readdirSync(dir).filter((f) => f.endsWith(".service"));
 /** Ceilings of `systemd-analyze security` (systemd 252, Debian 12 / Raspberry Pi OS bookworm). */
-const MAX_EXPOSURE: Record<string, number> = { "sitegate.service": 1.7, "sitegate-update-check.service": 0.9 };
+const MAX_EXPOSURE: Record<string, number> = { "sitegate.service": 1.7, "sitegate-update-check.service": 0.9, "sitegate-update-request.service": 4.0 };
 
 const lines = (unit: string) => readFileSync(join(dir, unit), "utf8").split("\n");
 
