@@ -79,7 +79,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
 
   // == sample store + uplink (outbox, data push) ==
   const samples = add(
-    new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, log: log.child({ part: "samples" }) }),
+    new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, commitIntervalMs: config.telemetry.commit_interval_s * 1000, log: log.child({ part: "samples" }) }),
   );
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
   // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.

@@ -136,8 +136,10 @@ export const configSchema = z.strictObject({
     .strictObject({
       poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),
       retention_max_mb: z.number().positive().default(512),
+      /** Telemetry is committed in one transaction per this many seconds (SD card wear); a power cut loses at most that much. 1: every poll. */
+      commit_interval_s: z.number().int().min(1).max(60).default(10),
     })
-    .default({ poll_interval_ms: 1000, retention_max_mb: 512 }),
+    .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 10 }),
   devices: z.array(deviceConfigSchema).default([]),
   /** Local recurring dispatch events (DESIGN B4), at priority 100 below every partner event. */
   schedules: z

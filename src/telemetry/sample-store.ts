@@ -29,6 +29,8 @@ export const SAMPLE_MIGRATIONS: ModuleMigrations = {
 
 /** Row overhead on top of the blob (record header, rowid, ts, n, b-tree cell), for the size bound. */
 const ROW_OVERHEAD = 16;
+/** Snapshots held in memory between commits at the most (an hour at 1 s; older ones are dropped, counted). */
+const MAX_BUFFERED = 3600;
 
 export interface StoredSnapshot extends Snapshot {
   id: number;
@@ -66,7 +68,7 @@ export class SampleStore implements SnapshotSink, Part {
 
   constructor(
     private readonly storage: StoragePart,
-    private readonly opts: { retentionBytes: number; log: Logger },
+    private readonly opts: { retentionBytes: number; log: Logger; /** ms between telemetry commits; <= 1000: every snapshot at once */ commitIntervalMs?: number },
   ) {}
 
   private prepare() {
@@ -87,6 +89,8 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   start(): void {
+    this.stopping = false;
+    this.batchTx = null;
     this.db = this.storage.db;
     this.stmts = this.prepare();
     this.reloadSeries();
@@ -130,6 +134,8 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   stop(): void {
+    this.stopping = true;
+    this.flush();
     if (this.db?.open) this.persistCursor();
     this.listeners.clear();
   }
@@ -146,11 +152,57 @@ export class SampleStore implements SnapshotSink, Part {
     return id;
   }
 
-  /** Commits one snapshot (one transaction), then wakes the uplink. Throws if SQLite cannot commit. */
+  /**
+   * Takes one snapshot. With a commit interval of 1 s it is committed at once (and this throws
+   * if SQLite cannot commit); with a longer one it waits in memory and goes in with the others
+   * of its interval, in one transaction: one commit (a few pages and a WAL frame) per interval
+   * instead of one per poll. A power cut loses at most the snapshots of the open interval;
+   * receipts, event states and cursors are committed by their owners as before.
+   */
   append(snapshot: Snapshot): void {
+    if ((this.opts.commitIntervalMs ?? 0) <= 1000) {
+      this.commitSnapshots([snapshot]);
+      return;
+    }
+    this.buffer.push(snapshot);
+    if (this.buffer.length > MAX_BUFFERED) this.buffer.splice(0, this.buffer.length - MAX_BUFFERED).forEach(() => this.droppedBuffered++);
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = null;
+      this.flush();
+    }, this.opts.commitIntervalMs);
+  }
+
+  /** Commits what waits in memory now (at each interval, and at stop). Never throws: what cannot be committed waits for the next try. */
+  flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    if (this.buffer.length === 0 || !this.db?.open) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    try {
+      this.commitSnapshots(batch);
+    } catch (e) {
+      this.buffer = batch.concat(this.buffer).slice(-MAX_BUFFERED);
+      this.opts.log.error({ err: (e as Error).message, waiting: this.buffer.length }, "telemetry could not be committed; kept in memory for the next interval");
+      if (this.buffer.length && !this.stopping) this.flushTimer = setTimeout(() => ((this.flushTimer = null), this.flush()), this.opts.commitIntervalMs);
+    }
+  }
+
+  private buffer: Snapshot[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  private droppedBuffered = 0;
+  private batchTx: ((snaps: Snapshot[]) => number) | null = null;
+
+  /** Commits snapshots in one transaction, then wakes the readers. Throws if SQLite cannot commit. */
+  private commitSnapshots(snaps: Snapshot[]): void {
     let n: number;
     try {
-      n = this.appendTx(snapshot);
+      if (snaps.length === 1) n = this.appendTx(snaps[0]);
+      else {
+        this.batchTx ??= this.db.transaction((all: Snapshot[]) => all.reduce((sum, s) => sum + this.appendTx(s), 0));
+        n = this.batchTx(snaps);
+      }
     } catch (e) {
       // The series cache may hold ids the rolled-back transaction never committed.
       this.reloadSeries();
@@ -202,7 +254,7 @@ export class SampleStore implements SnapshotSink, Part {
    * deleted) at most every `persistEveryMs`, so a drain does not write once per message;
    * after a crash at most that much is sent again, with the same Idempotency-Keys.
    */
-  settleThrough(id: number, persistEveryMs = 1000): void {
+  settleThrough(id: number, persistEveryMs = Math.max(1000, this.opts.commitIntervalMs ?? 0)): void {
     if (id <= this.cursor) return;
     this.cursor = id;
     const now = Date.now();
@@ -305,7 +357,7 @@ export class SampleStore implements SnapshotSink, Part {
       pending_snapshots: this.pendingSnapshots(),
       bytes: this.bytes,
       dropped_samples: this.stmts.getState.get("dropped_samples") as number,
-      dropped_snapshots: this.stmts.getState.get("dropped_snapshots") as number,
+      dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedBuffered,
       push_cursor: this.cursor,
       stored_samples_total: this.storedTotal,
     };

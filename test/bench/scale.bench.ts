@@ -122,7 +122,8 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     ...base,
     log_level: "warn",
     partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
-    telemetry: { ...base.telemetry, poll_interval_ms: 1000 },
+    // the product default (10 s) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
+    telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: Number(process.env.BENCH_COMMIT_S ?? 10) },
     devices: Array.from({ length: devices }, (_, i) => tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1)),
   };
   // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).

@@ -45,7 +45,7 @@ test("birth, retained status and device view, telemetry oldest first with the or
         const port = site.tcpPorts[0];
         const gw = await startGateway(join(dir, "gw"), {
           fleet: fleetConfig(broker),
-          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
         });
         try {
@@ -143,7 +143,7 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
             // and the store must keep what MQTT has not had.
             partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
             fleet: fleetConfig(broker),
-            telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+            telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
             devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
           });
           const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
@@ -190,7 +190,7 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
-        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } });
         const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         const cl = await fleetClient(broker);
         try {
@@ -274,7 +274,7 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
           ...testConfigInput(join(dir, "data")),
           log_level: "warn",
           fleet: fleetConfig(broker),
-          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
         };
         const file = writeConfig(dir, cfg);
@@ -320,7 +320,7 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
         await cl.subscribeAsync([replyTopic, `${T}/status`], { qos: 1 });
         const retainedCorr = Buffer.from("retained-ping");
         await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1, retain: true, properties: { responseTopic: replyTopic, correlationData: retainedCorr } });
-        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } });
         let stopped = false;
         const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         try {

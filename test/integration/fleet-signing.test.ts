@@ -60,7 +60,7 @@ test("with command_keys: unsigned, wrong key, tampered, other site, stale and fu
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
-        const cfg = { fleet: { ...fleetConfig(broker), command_keys: [key.pub] }, telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } };
+        const cfg = { fleet: { ...fleetConfig(broker), command_keys: [key.pub] }, telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } };
         let gw = await startGateway(join(dir, "gw"), cfg);
         const cl = await fleetClient(broker);
         const signed = (name: string, body: Buffer, over: { priv?: string; site?: string; issuedAt?: string } = {}): Sent => ({
@@ -129,7 +129,7 @@ test("with command_keys: unsigned, wrong key, tampered, other site, stale and fu
 test("answers go only below {prefix}/{site}/reply/: a command naming another response topic gets nothing anywhere", async () => {
   await withTmpDir((dir) =>
     withBroker(dir, async (broker) => {
-      const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64 } });
+      const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } });
       const cl = await fleetClient(broker);
       const watch = await fleetClient(broker);
       const seen = record(watch);

@@ -17,7 +17,7 @@ test("the poller reads every device, follows the site, and survives every fault"
       const port = site.tcpPorts[0];
       const gw = await startGateway(dir, {
         rtu_ports: { "1": site.rtuPeers[0] },
-        telemetry: { poll_interval_ms: 250, retention_max_mb: 64 },
+        telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
         devices: [
           tcpDevice("battery", port, 1), tcpDevice("pv", port, 2), tcpDevice("grid", port, 3),
           rtuDevice("sdm", 10, "sdm630"), rtuDevice("relay", 11, "relay-coils"),
@@ -94,7 +94,7 @@ test("a failing device is backed off (1, 2, 4 ... ticks) while the others keep e
   await withSite(tcpScenario(), async (site) => {
     await withTmpDir(async (dir) => {
       const port = site.tcpPorts[0];
-      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64 }, devices: [tcpDevice("grid", port, 3), tcpDevice("pv", port, 2)] as never });
+      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("grid", port, 3), tcpDevice("pv", port, 2)] as never });
       const poller = gw.daemon.part<Poller>("poller");
       const samples = gw.daemon.part<SampleStore>("samples");
       const requests = async (name: string) => ((await (await fetch(`${site.controlUrl}/state`)).json()) as { devices: Record<string, { requests: number }> }).devices[name].requests;
@@ -132,7 +132,7 @@ test("slow points (energy counters) are read on their own interval, power points
   const scenario: ScenarioInput = { seed: 5, control: { listen: "127.0.0.1:0" }, site: { base_load_w: 1500, load_noise_pct: 0 }, ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 10, model: "sdm630", name: "sdm" }] }] };
   await withSite(scenario, async (site) => {
     await withTmpDir(async (dir) => {
-      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64 }, devices: [tcpDevice("sdm", site.tcpPorts[0], 10, "sdm630")] as never });
+      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("sdm", site.tcpPorts[0], 10, "sdm630")] as never });
       const poller = gw.daemon.part<Poller>("poller");
       const samples = gw.daemon.part<SampleStore>("samples");
       const seen: Array<Record<string, number>> = [];

@@ -40,7 +40,7 @@ test("every bus polls on one site tick: one payload per tick across two TCP host
         const [a, b] = site.tcpPorts;
         const gw = await startGateway(dir, {
           partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
-          telemetry: { poll_interval_ms: INTERVAL, retention_max_mb: 64 },
+          telemetry: { poll_interval_ms: INTERVAL, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [
             tcpDevice("battery", a, 1), tcpDevice("pv", a, 2), tcpDevice("grid", b, 3),
             // 40088 is read-only: the check write fails, REGISTRY_WRITE_FAILED.

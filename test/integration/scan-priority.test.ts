@@ -21,7 +21,7 @@ test("a scan of a polled serial bus: the polled device keeps fresh samples while
     withTmpDir(async (dir) => {
       const gw = await startGateway(dir, {
         rtu_ports: { "1": site.rtuPeers[0] },
-        telemetry: { poll_interval_ms: 250, retention_max_mb: 64 },
+        telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
         devices: [rtuDevice("sdm", 10, "sdm630")] as never,
       });
       const poller = gw.daemon.part<Poller>("poller");

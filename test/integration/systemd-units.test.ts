@@ -114,7 +114,7 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
       const port = await freePort();
       const base = testConfigInput(join(tmp, "data"));
       const file = join(tmp, "config.yaml");
-      writeFileSync(file, stringify({ ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${port}` }, telemetry: { poll_interval_ms: 500, retention_max_mb: 64 }, devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] }));
+      writeFileSync(file, stringify({ ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${port}` }, telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] }));
       const unit = unitCommand();
 
       // ExecStartPre's check-config, with its own flags.

@@ -23,7 +23,7 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           ...testConfigInput(join(dir, "data")),
           log_level: "warn",
           partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile, timeout_ms: 1000 },
-          telemetry: { poll_interval_ms: 200, retention_max_mb: 64 },
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
         };
         const file = writeConfig(dir, cfg);

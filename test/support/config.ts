@@ -41,7 +41,7 @@ export function testConfigInput(dataDir: string, over: Partial<ConfigInput> = {}
       ca_file: cert.certFile,
     },
     rtu_ports: {},
-    telemetry: { poll_interval_ms: 1000, retention_max_mb: 512 },
+    telemetry: { poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 1 },
     devices: [],
     ...over,
   };

@@ -75,7 +75,7 @@ export { startSink };
 export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[], opts: RigOptions = {}): Partial<ConfigInput> {
   return {
     partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
-    telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64 },
+    telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: 1 },
     devices: siteDevices(site.tcpPorts[0], batteries, opts) as ConfigInput["devices"],
   };
 }

@@ -1,0 +1,58 @@
+// Batched telemetry commits (SD card wear): with telemetry.commit_interval_s 10, snapshots
+// wait in memory and go into SQLite in one transaction per 10 s. A kill -9 loses at most
+// that interval of samples and never an acknowledged receipt. The daemon runs as a child
+// process under the unit's node flags; the database is read from the test.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import { withTmpDir } from "../support/tmp.js";
+import { withSite, tcpScenario } from "../support/site.js";
+import { tcpDevice } from "../support/gateway.js";
+import { TEST_API_KEY } from "../support/config.js";
+import { spawnDaemon } from "../support/daemon-process.js";
+import { dbValue } from "../support/db.js";
+import { until } from "../support/wait.js";
+
+const POLL_MS = 500;
+const COMMIT_S = 10;
+
+test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses at most 10 s of samples and no receipt", async () => {
+  await withSite(tcpScenario(), async (site) => {
+    await withTmpDir(async (dir) => {
+      const data = join(dir, "data");
+      const d = await spawnDaemon(dir, {
+        telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: COMMIT_S },
+        devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] as never,
+      });
+      const stored = () => dbValue<number>(data, "SELECT count(*) FROM tm_snapshot");
+      try {
+        // The first batch: about 20 snapshots of 0.5 s at once, not one row per poll.
+        await until(() => stored() > 0, "the first batch", 30_000);
+        const first = stored();
+        assert.ok(first >= COMMIT_S / (POLL_MS / 1000) / 2, `${first} snapshots in the first commit`);
+        // Between commits nothing is added, though the poller runs.
+        const t = Date.now();
+        await until(() => stored() > first, "the second batch", 30_000);
+        assert.ok(Date.now() - t > 2000, "the next rows came with the next batch, not poll by poll");
+
+        // An acknowledged receipt is committed before its answer, whatever the telemetry interval.
+        const agent = new Agent({ connect: { rejectUnauthorized: false } });
+        const ev = { event_id: randomUUID(), start_time: new Date(Date.now() + 3_600_000).toISOString(), end_time: new Date(Date.now() + 7_200_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+        const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, { method: "POST", headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" }, body: JSON.stringify({ mode: "test", event_slots: [ev] }), dispatcher: agent });
+        assert.equal(r.statusCode, 200, await r.body.text());
+        await agent.close();
+
+        const killedAt = Date.now();
+        d.child.kill("SIGKILL");
+        await new Promise((res) => (d.alive() ? d.child.once("exit", res) : res(null)));
+        const newest = dbValue<number>(data, "SELECT max(ts) FROM tm_snapshot");
+        assert.ok(killedAt - newest <= COMMIT_S * 1000 + 2 * POLL_MS, `the newest stored snapshot is ${killedAt - newest} ms older than the kill`);
+        assert.equal(dbValue<number>(data, "SELECT count(*) FROM dp_event WHERE event_id = ?", ev.event_id), 1, "the receipt survives");
+      } finally {
+        await d.stop();
+      }
+    });
+  });
+});
