@@ -160,7 +160,8 @@ export class SampleStore implements SnapshotSink, Part {
    * receipts, event states and cursors are committed by their owners as before.
    */
   append(snapshot: Snapshot): void {
-    if ((this.opts.commitIntervalMs ?? 0) <= 1000) {
+    // After stop there is no next interval: commit (or fail) at once, never hold a timer.
+    if ((this.opts.commitIntervalMs ?? 0) <= 1000 || this.stopping) {
       this.commitSnapshots([snapshot]);
       return;
     }
