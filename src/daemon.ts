@@ -174,6 +174,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.timeouts })) },
         { name: "sitegate_samples_pending_snapshots", help: "snapshots not yet accepted by the partner", type: "gauge", values: [{ value: st.pending_snapshots }] },
         { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
+        { name: "sitegate_samples_stored_total", help: "samples committed to the telemetry buffer", type: "counter", values: [{ value: st.stored_samples_total }] },
+        { name: "sitegate_samples_stored_bytes_total", help: "bytes of the packed samples committed (what the write budget is measured against)", type: "counter", values: [{ value: st.stored_bytes_total }] },
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
         { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: dispatch.running() }, { labels: { state: "scheduled" }, value: dispatch.scheduled() }] },

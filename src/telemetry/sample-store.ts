@@ -44,6 +44,8 @@ export interface SampleStoreStats {
   dropped_snapshots: number;
   push_cursor: number;
   stored_samples_total: number;
+  /** Bytes of the packed samples committed since start (the reference of the write budget). */
+  stored_bytes_total: number;
 }
 
 export class SampleStore implements SnapshotSink, Part {
@@ -62,6 +64,7 @@ export class SampleStore implements SnapshotSink, Part {
   /** Other readers of the buffer (the MQTT fleet uplink): each returns its own persisted cursor. */
   private readonly holds = new Set<() => number>();
   private storedTotal = 0;
+  private storedBytes = 0;
   private readonly listeners = new Set<() => void>();
   private stmts!: ReturnType<SampleStore["prepare"]>;
   private appendTx!: (snap: Snapshot) => number;
@@ -109,6 +112,7 @@ export class SampleStore implements SnapshotSink, Part {
       this.lastId = Number(r.lastInsertRowid);
       this.rows++;
       this.bytes += data.length + ROW_OVERHEAD;
+      this.storedBytes += data.length;
     };
     const writeTx = this.db.transaction(write);
     this.appendTx = (snap: Snapshot): number => {
@@ -198,6 +202,7 @@ export class SampleStore implements SnapshotSink, Part {
   /** Commits snapshots in one transaction, then wakes the readers. Throws if SQLite cannot commit. */
   private commitSnapshots(snaps: Snapshot[]): void {
     let n: number;
+    const before = { rows: this.rows, bytes: this.bytes, storedBytes: this.storedBytes, lastId: this.lastId };
     try {
       if (snaps.length === 1) n = this.appendTx(snaps[0]);
       else {
@@ -207,6 +212,7 @@ export class SampleStore implements SnapshotSink, Part {
     } catch (e) {
       // The series cache may hold ids the rolled-back transaction never committed.
       this.reloadSeries();
+      Object.assign(this, before);
       throw e;
     }
     if (n === 0) return;
@@ -361,6 +367,7 @@ export class SampleStore implements SnapshotSink, Part {
       dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedBuffered,
       push_cursor: this.cursor,
       stored_samples_total: this.storedTotal,
+      stored_bytes_total: this.storedBytes,
     };
   }
 }

@@ -10,9 +10,14 @@
 // Then the slope per device of each (least squares over the N measured) and, for RSS and
 // CPU, the per-device cost of the last step against the first (a figure far above 1 would
 // be something growing faster than linearly). CPU figures are noisy on a shared machine.
+// The write budget: at 4 and 50 devices, with the default commit interval and with 1 s,
+// write_bytes per sample committed against the packed bytes of the sample (the
+// amplification; goal <= 3x), bytes a day and write calls a second.
 // BENCH_SCALE="10 50 200" picks other sizes; BENCH_NODE_EXTRA adds node flags (--cpu-prof ...).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
+import { createServer, type AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchFn, BenchRow } from "./types.js";
@@ -39,6 +44,13 @@ export interface ScalePoint {
   bytesPerDay: number;
   writeCallsPerS: number;
   readsPerS: number;
+  /** Samples committed per second, and the bytes of those packed samples (the write budget's reference). */
+  samplesPerS: number;
+  sampleBytesPerS: number;
+  commitS: number;
+  /** write_bytes over the samples committed in the same window, and the packed bytes per sample. */
+  writtenPerSample: number;
+  bytesPerSample: number;
 }
 
 /** utime + stime of a process, in seconds. */
@@ -112,8 +124,9 @@ async function startSimProcess(dir: string, devices: number): Promise<{ child: C
 }
 
 /** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs`. */
-export async function measureSite(devices: number, warmMs: number, windowMs: number, log: (m: string) => void): Promise<ScalePoint> {
+export async function measureSite(devices: number, warmMs: number, windowMs: number, log: (m: string) => void, commitS = Number(process.env.BENCH_COMMIT_S ?? 10)): Promise<ScalePoint> {
   const { dir, cleanup } = makeTmpDir();
+  const apiPort = await freePort();
   const sim = await startSimProcess(dir, devices);
   const sink = await startSink();
   const unit = unitCommand();
@@ -121,9 +134,10 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
   const cfg = {
     ...base,
     log_level: "warn",
+    http: { ...base.http, listen: `127.0.0.1:${apiPort}` },
     partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
     // the product default (10 s) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
-    telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: Number(process.env.BENCH_COMMIT_S ?? 10) },
+    telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: commitS },
     devices: Array.from({ length: devices }, (_, i) => tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1)),
   };
   // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
@@ -136,8 +150,12 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     await sleep(warmMs);
     if (child.exitCode !== null) throw new Error(`sitegate run exited (${child.exitCode}): ${stderr}`);
     const readsBefore = await pollerReads(sink);
-    const cpu0 = cpuSeconds(pid);
+    // The stored counters and write_bytes are read together: a commit (samples and the pages
+    // it writes, checkpoints included) falls wholly on one side, so written per sample is exact
+    // even when the window holds only a few commit intervals.
+    const m0 = await storedCounters(apiPort);
     const io0 = ioCounters(pid);
+    const cpu0 = cpuSeconds(pid);
     const t0 = performance.now();
     const rss: number[] = [];
     const anon: number[] = [];
@@ -148,6 +166,7 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     }
     const secs = (performance.now() - t0) / 1000;
     const cpu1 = cpuSeconds(pid);
+    const m1 = await storedCounters(apiPort);
     const io1 = ioCounters(pid);
     const readsAfter = await pollerReads(sink);
     const seen = new Set(sink.accepted().flatMap((r) => (r.body?.devices ?? []).map((d: { device_id: string }) => d.device_id))).size;
@@ -159,8 +178,13 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
       bytesPerDay: ((io1.writeBytes - io0.writeBytes) / secs) * 86_400,
       writeCallsPerS: (io1.writeCalls - io0.writeCalls) / secs,
       readsPerS: (readsAfter - readsBefore) / secs,
+      samplesPerS: (m1.samples - m0.samples) / secs,
+      sampleBytesPerS: (m1.bytes - m0.bytes) / secs,
+      commitS,
+      writtenPerSample: (io1.writeBytes - io0.writeBytes) / (m1.samples - m0.samples),
+      bytesPerSample: (m1.bytes - m0.bytes) / (m1.samples - m0.samples),
     };
-    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner`);
+    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner; commit every ${commitS} s: ${p.samplesPerS.toFixed(0)} samples/s stored at ${p.bytesPerSample.toFixed(2)} B, ${p.writtenPerSample.toFixed(1)} B written per sample (${(p.writtenPerSample / p.bytesPerSample).toFixed(1)}x)`);
     if (seen < devices) throw new Error(`only ${seen} of ${devices} devices reached the partner: ${stderr}`);
     return p;
   } finally {
@@ -170,6 +194,33 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     await new Promise((r) => (sim.child.exitCode !== null ? r(null) : sim.child.once("exit", r)));
     cleanup();
   }
+}
+
+/** A free loopback port for the daemon's API (it reports no port when given 0). */
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+/** sitegate_samples_stored_total and _stored_bytes_total from the daemon's /metrics. */
+async function storedCounters(port: number): Promise<{ samples: number; bytes: number }> {
+  const text = await new Promise<string>((ok, fail) => {
+    const req = httpsGet({ host: "127.0.0.1", port, path: "/metrics", ca: testCert().cert }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => (res.statusCode === 200 ? ok(body) : fail(new Error(`/metrics: HTTP ${res.statusCode}`))));
+    });
+    req.once("error", fail);
+  });
+  const get = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+  return { samples: get("sitegate_samples_stored_total"), bytes: get("sitegate_samples_stored_bytes_total") };
 }
 
 /** Device readings that reached the partner so far (one per device per pushed snapshot). */
@@ -190,7 +241,19 @@ const bench: BenchFn = async (ctx) => {
   ctx.log(`node ${unit.nodeArgs.join(" ")}; ${sizes.join(", ")} devices, warm-up ${warmMs / 1000} s, window ${windowMs / 1000} s`);
   const pts: ScalePoint[] = [];
   for (const n of sizes) pts.push(await measureSite(n, warmMs, windowMs, ctx.log));
+  // The write budget: 4 and 50 devices, at the default commit interval and at 1 s (a commit per poll).
+  const budget: ScalePoint[] = [];
+  const defaultCommit = Number(process.env.BENCH_COMMIT_S ?? 10);
+  for (const [n, c] of [[4, defaultCommit], [4, 1], [50, defaultCommit], [50, 1]] as const) {
+    budget.push(pts.find((p) => p.devices === n && p.commitS === c) ?? (await measureSite(n, warmMs, Math.max(windowMs, 2 * c * 1000), ctx.log, c)));
+  }
   const rows: BenchRow[] = [];
+  for (const p of budget) {
+    const what = `write budget, ${p.devices} devices at 1 s, commit every ${p.commitS} s`;
+    rows.push({ name: `${what}: written per sample`, value: p.writtenPerSample, unit: "B", reference: p.bytesPerSample, ratio: p.writtenPerSample / p.bytesPerSample, note: "packed bytes of the sample; ratio = amplification, goal <= 3x" });
+    rows.push({ name: `${what}: written per day`, value: p.bytesPerDay / 1e6, unit: "MB/day", reference: (p.sampleBytesPerS * 86_400) / 1e6, ratio: p.bytesPerDay / (p.sampleBytesPerS * 86_400), note: "/proc/PID/io write_bytes; reference: the samples' own bytes a day" });
+    rows.push({ name: `${what}: write calls`, value: p.writeCallsPerS, unit: "calls/s", reference: null, ratio: null, note: "syscw of /proc/PID/io: files and sockets (the partner push) alike" });
+  }
   for (const p of pts) {
     rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS`, value: p.rssMiB, unit: "MiB", reference: null, ratio: null, note: "unit's node flags" });
     rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS anonymous`, value: p.anonMiB, unit: "MiB", reference: null, ratio: null, note: "RSS less file-backed pages (node binary)" });
