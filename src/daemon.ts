@@ -176,6 +176,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
         { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
         { name: "sitegate_samples_stored_total", help: "samples committed to the telemetry buffer", type: "counter", values: [{ value: st.stored_samples_total }] },
         { name: "sitegate_samples_stored_bytes_total", help: "bytes of the packed samples committed (what the write budget is measured against)", type: "counter", values: [{ value: st.stored_bytes_total }] },
+        { name: "sitegate_samples_stored_alone_bytes_total", help: "bytes the committed samples would take with every snapshot packed alone (no deltas)", type: "counter", values: [{ value: st.stored_alone_bytes_total }] },
+        { name: "sitegate_samples_committed_snapshots_total", help: "snapshots committed to telemetry.db", type: "counter", values: [{ value: st.committed_snapshots_total }] },
         { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
         { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: Object.entries(lanes).map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
         { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: dispatch.running() }, { labels: { state: "scheduled" }, value: dispatch.scheduled() }] },

@@ -3,8 +3,9 @@
 //                  local time) WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
 //                  back to zero while nothing else is busy, and the query planner's
 //                  statistics stay fresh.
-//   every 10 min   retention sweep: settled telemetry rows deleted, free pages given back
-//                  (incremental vacuum). The size bound itself is kept on every append.
+//   every 10 min   retention sweep: settled telemetry rows deleted; their pages are reused,
+//                  and given back to the file system (VACUUM) only when a drained backlog left
+//                  most of the file free. The size bound itself is kept on every commit.
 //   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
 import { existsSync, readFileSync } from "node:fs";
@@ -18,6 +19,9 @@ import type { SampleStore } from "./telemetry/sample-store.js";
 import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
 import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
+
+/** Free bytes in telemetry.db from which the sweep gives them back (after a backlog drained). */
+export const FREE_TO_VACUUM = 1024 * 1024;
 
 export const SCHEDULE = {
   checkpoint: dailyUtc("03:30"),
@@ -81,21 +85,31 @@ export class Maintenance implements Part {
     this.log.info({ schedule: Object.fromEntries(Object.entries(schedule).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
   }
 
-  /** WAL checkpoint (TRUNCATE) and PRAGMA optimize. */
+  /** WAL checkpoint (TRUNCATE) and PRAGMA optimize, of both databases. */
   checkpoint(): void {
-    const db = this.storage.db;
-    const started = performance.now();
-    const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: number; log: number; checkpointed: number }>;
-    db.pragma("optimize");
-    this.log.info({ ...r, ms: Math.round(performance.now() - started) }, "nightly checkpoint and optimize");
+    for (const db of [this.storage.db, this.storage.telemetryDb]) {
+      const started = performance.now();
+      const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: number; log: number; checkpointed: number }>;
+      db.pragma("optimize");
+      this.log.info({ db: db.name, ...r, ms: Math.round(performance.now() - started) }, "nightly checkpoint and optimize");
+    }
   }
 
-  /** Settled telemetry rows deleted, free pages returned to the file system. */
+  /**
+   * Settled telemetry rows deleted. Their pages stay in telemetry.db for the next rows (a
+   * file that only grows to its working size writes nothing to give pages back and take them
+   * again); when a drained backlog leaves most of the file free (at least FREE_TO_VACUUM
+   * bytes), VACUUM gives the free pages back to the file system, rewriting only what is left.
+   */
   sweep(): void {
     this.samples.persistCursor();
-    const free = this.storage.db.pragma("freelist_count", { simple: true }) as number;
-    if (free > 0) this.storage.db.pragma("incremental_vacuum");
-    this.log.debug({ freed_pages: free }, "retention sweep");
+    const db = this.storage.telemetryDb;
+    const free = db.pragma("freelist_count", { simple: true }) as number;
+    const pages = db.pragma("page_count", { simple: true }) as number;
+    const pageSize = db.pragma("page_size", { simple: true }) as number;
+    const vacuum = free * pageSize >= FREE_TO_VACUUM && free * 2 >= pages;
+    if (vacuum) db.exec("VACUUM");
+    this.log.debug({ free_pages: free, pages, vacuum }, "retention sweep");
   }
 
   checkCertificate(now = Date.now()): HealthWarning | null {

@@ -2,28 +2,38 @@
 // data-push backlog) and the dead letters; `sitegate outbox retry ID...|--all` puts dead
 // letters back at the end of their lanes. Works while the daemon runs: it opens the same
 // SQLite database (WAL), and the daemon's lanes re-check their queues every few seconds.
+// The data-push backlog lives in telemetry.db, which the running daemon holds alone.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
-import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
+import Database from "better-sqlite3";
+import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
 
-function openOutbox(configFile: string): { db: Db; outbox: Outbox } {
+function openOutbox(configFile: string): { db: Db; outbox: Outbox; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
   if (!existsSync(path)) throw new Error(`no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
   migrate(db, [OUTBOX_MIGRATIONS]);
-  return { db, outbox: new Outbox(db) };
+  return { db, outbox: new Outbox(db), dataDir: cfg.data_dir };
 }
 
-function dataPushBacklog(db: Db): number {
+/** Snapshots after the push cursor, or null while the running daemon holds telemetry.db. */
+function dataPushBacklog(dataDir: string): number | null {
+  const path = join(dataDir, TELEMETRY_DB_FILE);
+  if (!existsSync(path)) return 0;
+  let db: Db | null = null;
   try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
     const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
     return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
-  } catch {
+  } catch (e) {
+    if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? "")) return null;
     return 0; // no telemetry tables yet
+  } finally {
+    db?.close();
   }
 }
 
@@ -66,17 +76,17 @@ const command: Command = {
       }
     }
     if (values.all || args.length) throw new UsageError("--all and ids belong to `sitegate outbox retry`");
-    const { db, outbox } = openOutbox(values.config);
+    const { db, outbox, dataDir } = openOutbox(values.config);
     try {
       const pending = outbox.pending();
       const dead = outbox.deadLetters();
-      const backlog = dataPushBacklog(db);
+      const backlog = dataPushBacklog(dataDir);
       if (values.json) {
         const view = (m: (typeof pending)[number]) => ({ id: m.id, lane: m.lane, kind: m.kind, url: m.url, idempotency_key: m.idempotency_key, created_at: m.created_at, attempts: m.attempts, last_error: m.last_error, body: m.body });
         process.stdout.write(JSON.stringify({ data_push_backlog: backlog, pending: pending.map(view), dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })) }) + "\n");
         return EXIT_OK;
       }
-      const out = [`data push backlog: ${backlog} snapshot(s)`, "", `pending: ${pending.length}`];
+      const out = [backlog === null ? "data push backlog: held by the running gateway (its /metrics: sitegate_samples_pending_snapshots)" : `data push backlog: ${backlog} snapshot(s)`, "", `pending: ${pending.length}`];
       if (pending.length) out.push(table(["id", "lane", "kind", "created_at", "attempts", "last_error"], pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)])));
       out.push("", `dead letters: ${dead.length}${dead.length ? " (sitegate outbox retry ID|--all)" : ""}`);
       if (dead.length) out.push(table(["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"], dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)])));

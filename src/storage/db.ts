@@ -20,8 +20,24 @@ export interface ModuleMigrations {
 }
 
 export const DB_FILE = "sitegate.db";
+/**
+ * The telemetry buffer's own database: small pages, no auto-vacuum pointer maps, and held
+ * exclusively by the daemon, so SQLite keeps the WAL index in memory instead of a -shm
+ * file whose pages every commit dirties (measured: the largest share of the bytes a
+ * telemetry commit wrote). No other process can read it while the daemon runs.
+ */
+export const TELEMETRY_DB_FILE = "telemetry.db";
 
-export function openDatabase(dataDir: string, file = DB_FILE): Db {
+export interface OpenOptions {
+  /** Bytes a page, for a new file (default 4096). */
+  pageSize?: number;
+  /** For a new file (default INCREMENTAL). */
+  autoVacuum?: "NONE" | "INCREMENTAL";
+  /** Hold the file exclusively: no -shm file, no readers in other processes. */
+  exclusive?: boolean;
+}
+
+export function openDatabase(dataDir: string, file = DB_FILE, opts: OpenOptions = {}): Db {
   try {
     mkdirSync(dataDir, { recursive: true });
     accessSync(dataDir, constants.W_OK | constants.R_OK);
@@ -32,8 +48,11 @@ export function openDatabase(dataDir: string, file = DB_FILE): Db {
   let db: Db;
   try {
     db = new Database(path);
-    // auto_vacuum only takes effect on a new file (before the first table).
-    db.pragma("auto_vacuum = INCREMENTAL");
+    // page_size and auto_vacuum only take effect on a new file (before the first table).
+    db.pragma(`page_size = ${opts.pageSize ?? 4096}`);
+    db.pragma(`auto_vacuum = ${opts.autoVacuum ?? "INCREMENTAL"}`);
+    // Before the first access in WAL mode, so that no -shm file is ever made.
+    if (opts.exclusive) db.pragma("main.locking_mode = EXCLUSIVE");
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
@@ -42,6 +61,7 @@ export function openDatabase(dataDir: string, file = DB_FILE): Db {
     if (check !== "ok") throw new Error(`quick_check: ${String(check)}`);
   } catch (e) {
     if (e instanceof SitegateError) throw e;
+    if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? "")) throw new SitegateError("STORAGE_UNAVAILABLE", `database ${path} is held by another process (is the gateway already running?)`, { cause: e });
     throw new SitegateError("STORAGE_CORRUPT", `database ${path} cannot be opened: ${(e as Error).message}`, { cause: e });
   }
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (

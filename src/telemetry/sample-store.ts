@@ -1,14 +1,19 @@
-// The telemetry buffer: every poll-cycle snapshot committed to SQLite before append()
-// returns, one row per snapshot with its samples packed (sample-codec.ts), device and
-// metric names interned as series ids. It is also the data-push queue: a persisted
-// cursor marks what the partner has acknowledged. Bounded by telemetry.retention_max_mb:
-// when full, the oldest unsent snapshots are dropped, counted and logged, never the newest.
+// The telemetry buffer and the data-push queue. Every poll-cycle snapshot gets its id at
+// once and waits in memory; the readers (partner push, fleet) see it at once. Snapshots are
+// committed to SQLite in one transaction per commit interval (telemetry.commit_interval_s;
+// 1 s: each at once, before append() returns): one row per snapshot, the first of a commit
+// packed alone (a key row), each later one against the row before it (delta-codec.ts), so a
+// value that did not change costs a bit. The push cursor rides in the last row of each
+// commit; sent rows are deleted by the retention sweep and at stop, never per message.
+// Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
+// counted and logged, never the newest. A power cut loses at most the open interval.
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import type { Snapshot, SnapshotSink } from "./types.js";
-import { packSamples, unpackSamples, type PackedSample } from "./sample-codec.js";
+import { unpackSamples } from "./sample-codec.js";
+import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
 
 export const SAMPLE_MIGRATIONS: ModuleMigrations = {
   module: "telemetry",
@@ -17,18 +22,30 @@ export const SAMPLE_MIGRATIONS: ModuleMigrations = {
       version: 1,
       sql: `
         CREATE TABLE tm_series (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, metric TEXT NOT NULL, UNIQUE (device_id, metric));
-        -- AUTOINCREMENT: ids are never reused after the sent rows are deleted (the push cursor and
-        -- the Idempotency-Keys are derived from them).
         CREATE TABLE tm_snapshot (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
         CREATE TABLE tm_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         INSERT INTO tm_state (key, value) VALUES ('push_cursor', 0), ('dropped_samples', 0), ('dropped_snapshots', 0);
       `,
     },
+    {
+      // Rows packed against their key row (base; NULL: a row of version 1, packed alone) and
+      // the push cursor in the last row of a commit. No AUTOINCREMENT (its sqlite_sequence
+      // page was one more page written per commit): ids are never reused because last_id
+      // is kept whenever rows are deleted.
+      version: 2,
+      sql: `
+        CREATE TABLE tm_snapshot_v2 (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, base INTEGER, cursor INTEGER);
+        INSERT INTO tm_snapshot_v2 (id, ts, n, data) SELECT id, ts, n, data FROM tm_snapshot;
+        INSERT INTO tm_state (key, value) VALUES ('last_id', (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'));
+        DROP TABLE tm_snapshot;
+        ALTER TABLE tm_snapshot_v2 RENAME TO tm_snapshot;
+      `,
+    },
   ],
 };
 
-/** Row overhead on top of the blob (record header, rowid, ts, n, b-tree cell), for the size bound. */
-const ROW_OVERHEAD = 16;
+/** Row overhead on top of the blob (record header, rowid, ts, n, base, b-tree cell), for the size bound. */
+const ROW_OVERHEAD = 20;
 /** Snapshots held in memory between commits at the most (an hour at 1 s; older ones are dropped, counted). */
 const MAX_BUFFERED = 3600;
 
@@ -46,6 +63,24 @@ export interface SampleStoreStats {
   stored_samples_total: number;
   /** Bytes of the packed samples committed since start (the reference of the write budget). */
   stored_bytes_total: number;
+  /** What the same samples would take packed alone, each snapshot without deltas (what deltas save). */
+  stored_alone_bytes_total: number;
+  /** Snapshots committed since start. */
+  committed_snapshots_total: number;
+}
+
+/** A snapshot with its id, as series ids and values (in memory until committed). */
+interface Held {
+  id: number;
+  ts: number;
+  samples: PackedSample[];
+}
+
+interface Row {
+  id: number;
+  ts: number;
+  data: Buffer;
+  base: number | null;
 }
 
 export class SampleStore implements SnapshotSink, Part {
@@ -53,87 +88,87 @@ export class SampleStore implements SnapshotSink, Part {
   private db!: Db;
   private series = new Map<string, Map<string, number>>(); // device -> metric -> id
   private names = new Map<number, { device_id: string; metric: string }>();
+  /** Series made since the last commit: inserted with the commit that first uses them. */
+  private newSeries: Array<{ id: number; device_id: string; metric: string }> = [];
+  private nextSeries = 1;
   private bytes = 0;
   private rows = 0;
-  /** Ids are AUTOINCREMENT and only the oldest rows are deleted, so pending = lastId - cursor. */
+  /** The last id given out (held or committed); ids are never reused, so pending = lastId - cursor. */
   private lastId = 0;
+  private committedId = 0;
   private cursor = 0;
-  private cursorPersisted = 0;
   /** Rows are deleted through here: the push cursor, or less while another reader holds them. */
   private deletedThrough = 0;
   /** Other readers of the buffer (the MQTT fleet uplink): each returns its own persisted cursor. */
   private readonly holds = new Set<() => number>();
   private storedTotal = 0;
   private storedBytes = 0;
+  private storedAlone = 0;
+  private committedSnaps = 0;
   private readonly listeners = new Set<() => void>();
   private stmts!: ReturnType<SampleStore["prepare"]>;
-  private appendTx!: (snap: Snapshot) => number;
+  private commitTx!: (batch: Held[]) => number;
+  private held: Held[] = [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  private droppedHeld = 0;
+  /** The last row pending() decoded, to go on from it without reading the key row again. */
+  private lastDecoded: { id: number; base: number | null; samples: PackedSample[] } | null = null;
 
   constructor(
     private readonly storage: StoragePart,
     private readonly opts: { retentionBytes: number; log: Logger; /** ms between telemetry commits; <= 1000: every snapshot at once */ commitIntervalMs?: number },
   ) {}
 
+  private get batched(): boolean {
+    return (this.opts.commitIntervalMs ?? 0) > 1000;
+  }
+
   private prepare() {
     const db = this.db;
     return {
-      insertSeries: db.prepare("INSERT INTO tm_series (device_id, metric) VALUES (?, ?)"),
-      insertSnap: db.prepare("INSERT INTO tm_snapshot (ts, n, data) VALUES (?, ?, ?)"),
-      after: db.prepare("SELECT id, ts, data FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
-      oldestPending: db.prepare("SELECT id, n, length(data) AS len FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
+      insertSeries: db.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (?, ?, ?)"),
+      insertSnap: db.prepare("INSERT INTO tm_snapshot (id, ts, n, data, base, cursor) VALUES (?, ?, ?, ?, ?, ?)"),
+      firstAfter: db.prepare("SELECT id, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT 1"),
+      from: db.prepare("SELECT id, ts, data, base FROM tm_snapshot WHERE id >= ? ORDER BY id"),
+      oldestPending: db.prepare("SELECT id, length(data) AS len, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
       deleteThrough: db.prepare("DELETE FROM tm_snapshot WHERE id <= ?"),
-      setState: db.prepare("UPDATE tm_state SET value = ? WHERE key = ?"),
+      setState: db.prepare("INSERT INTO tm_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
       addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
       getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
-      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last FROM tm_snapshot"),
+      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last, coalesce(max(cursor), 0) AS cursor FROM tm_snapshot"),
       countThrough: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id <= ?"),
-      lastId: db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck(),
+      countBetween: db.prepare("SELECT count(*) AS rows, coalesce(sum(n), 0) AS samples, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id > ? AND id <= ?"),
     };
   }
 
   start(): void {
     this.stopping = false;
-    this.batchTx = null;
-    this.db = this.storage.db;
+    this.held = [];
+    this.lastDecoded = null;
+    this.db = this.storage.telemetryDb;
     this.stmts = this.prepare();
     this.reloadSeries();
     // The one full scan, at start; from then on the counters are kept in memory.
-    const c = this.stmts.count.get() as { n: number; bytes: number; last: number };
+    const c = this.stmts.count.get() as { n: number; bytes: number; last: number; cursor: number };
     this.rows = c.n;
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
-    this.lastId = Math.max(c.last, this.stmts.lastId.get() as number);
-    this.cursor = this.cursorPersisted = this.stmts.getState.get("push_cursor") as number;
+    this.lastId = this.committedId = Math.max(c.last, (this.stmts.getState.get("last_id") as number | undefined) ?? 0);
+    this.cursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
     this.deletedThrough = 0;
-    type Fresh = { index: number; device_id: string; metric: string };
-    const write = (ts: number, samples: PackedSample[], fresh: Fresh[]): void => {
-      for (const f of fresh) samples[f.index].series = this.seriesId(f.device_id, f.metric);
-      const data = packSamples(samples);
-      const r = this.stmts.insertSnap.run(ts, samples.length, data);
-      this.lastId = Number(r.lastInsertRowid);
-      this.rows++;
-      this.bytes += data.length + ROW_OVERHEAD;
-      this.storedBytes += data.length;
-    };
-    const writeTx = this.db.transaction(write);
-    this.appendTx = (snap: Snapshot): number => {
-      const samples: PackedSample[] = [];
-      const fresh: Fresh[] = [];
-      for (const d of snap.devices) {
-        const known = this.series.get(d.device_id);
-        for (const metric in d.metrics) {
-          const value = d.metrics[metric];
-          if (typeof value !== "number") continue;
-          const id = known?.get(metric);
-          if (id === undefined) fresh.push({ index: samples.length, device_id: d.device_id, metric });
-          samples.push({ series: id ?? -1, value });
-        }
-      }
-      if (samples.length === 0) return 0;
-      // The usual case is one INSERT, atomic on its own; new series need a transaction.
-      if (fresh.length) writeTx(snap.ts, samples, fresh);
-      else write(snap.ts, samples, fresh);
-      return samples.length;
-    };
+    this.commitTx = this.db.transaction((batch: Held[]): number => {
+      for (const s of this.newSeries) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
+      let n = 0;
+      batch.forEach((h, i) => {
+        const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1].samples);
+        this.storedAlone += i === 0 ? data.length : packSnapshot(h.samples).length;
+        this.stmts.insertSnap.run(h.id, h.ts, h.samples.length, data, batch[0].id, i === batch.length - 1 ? this.cursor : null);
+        this.bytes += data.length + ROW_OVERHEAD;
+        this.storedBytes += data.length;
+        n += h.samples.length;
+      });
+      return n;
+    });
     this.opts.log.info({ snapshots: c.n, pending: this.pendingSnapshots(), bytes: this.bytes }, "sample store open");
   }
 
@@ -148,87 +183,94 @@ export class SampleStore implements SnapshotSink, Part {
     let byMetric = this.series.get(device_id);
     let id = byMetric?.get(metric);
     if (id === undefined) {
-      id = Number(this.stmts.insertSeries.run(device_id, metric).lastInsertRowid);
+      id = this.nextSeries++;
       if (!byMetric) this.series.set(device_id, (byMetric = new Map()));
       byMetric.set(metric, id);
       this.names.set(id, { device_id, metric });
+      this.newSeries.push({ id, device_id, metric });
     }
     return id;
   }
 
   /**
-   * Takes one snapshot. With a commit interval of 1 s it is committed at once (and this throws
-   * if SQLite cannot commit); with a longer one it waits in memory and goes in with the others
-   * of its interval, in one transaction: one commit (a few pages and a WAL frame) per interval
-   * instead of one per poll. A power cut loses at most the snapshots of the open interval;
-   * receipts, event states and cursors are committed by their owners as before.
+   * Takes one snapshot and gives it the next id. With a commit interval of 1 s it is
+   * committed at once (this throws if SQLite cannot commit; it stays held for the next try),
+   * then the readers are woken. With a longer one the readers are woken at once and it goes
+   * into SQLite with the others of its interval, in one transaction.
    */
   append(snapshot: Snapshot): void {
+    const samples: PackedSample[] = [];
+    for (const d of snapshot.devices) {
+      for (const metric in d.metrics) {
+        const value = d.metrics[metric];
+        if (typeof value === "number") samples.push({ series: this.seriesId(d.device_id, metric), value });
+      }
+    }
+    if (samples.length === 0) return;
+    this.held.push({ id: ++this.lastId, ts: snapshot.ts, samples });
+    if (this.held.length > MAX_BUFFERED) this.droppedHeld += this.held.splice(0, this.held.length - MAX_BUFFERED).length;
     // After stop there is no next interval: commit (or fail) at once, never hold a timer.
-    if ((this.opts.commitIntervalMs ?? 0) <= 1000 || this.stopping) {
-      this.commitSnapshots([snapshot]);
+    if (!this.batched || this.stopping) {
+      this.commit();
+      this.wake();
       return;
     }
-    this.buffer.push(snapshot);
-    if (this.buffer.length > MAX_BUFFERED) this.buffer.splice(0, this.buffer.length - MAX_BUFFERED).forEach(() => this.droppedBuffered++);
+    this.wake();
     this.flushTimer ??= setTimeout(() => {
       this.flushTimer = null;
       this.flush();
     }, this.opts.commitIntervalMs);
   }
 
-  /** Commits what waits in memory now (at each interval, and at stop). Never throws: what cannot be committed waits for the next try. */
+  private wake(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /** Commits what is held now (at each interval, and at stop). Never throws: what cannot be committed waits for the next try. */
   flush(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    if (this.buffer.length === 0 || !this.db?.open) return;
-    const batch = this.buffer;
-    this.buffer = [];
+    if (this.held.length === 0 || !this.db?.open) return;
     try {
-      this.commitSnapshots(batch);
+      this.commit();
     } catch (e) {
-      this.buffer = batch.concat(this.buffer).slice(-MAX_BUFFERED);
-      this.opts.log.error({ err: (e as Error).message, waiting: this.buffer.length }, "telemetry could not be committed; kept in memory for the next interval");
-      if (this.buffer.length && !this.stopping) this.flushTimer = setTimeout(() => ((this.flushTimer = null), this.flush()), this.opts.commitIntervalMs);
+      this.opts.log.error({ err: (e as Error).message, waiting: this.held.length }, "telemetry could not be committed; kept in memory for the next interval");
+      if (!this.stopping) this.flushTimer = setTimeout(() => ((this.flushTimer = null), this.flush()), this.opts.commitIntervalMs ?? 1000);
     }
   }
 
-  private buffer: Snapshot[] = [];
-  private flushTimer: NodeJS.Timeout | null = null;
-  private stopping = false;
-  private droppedBuffered = 0;
-  private batchTx: ((snaps: Snapshot[]) => number) | null = null;
-
-  /** Commits snapshots in one transaction, then wakes the readers. Throws if SQLite cannot commit. */
-  private commitSnapshots(snaps: Snapshot[]): void {
+  /** Commits every held snapshot (and the series they introduce, and the cursor) in one transaction. Throws if SQLite cannot commit. */
+  private commit(): void {
+    if (this.held.length === 0) return;
+    const before = { bytes: this.bytes, storedBytes: this.storedBytes, storedAlone: this.storedAlone };
     let n: number;
-    const before = { rows: this.rows, bytes: this.bytes, storedBytes: this.storedBytes, lastId: this.lastId };
     try {
-      if (snaps.length === 1) n = this.appendTx(snaps[0]);
-      else {
-        this.batchTx ??= this.db.transaction((all: Snapshot[]) => all.reduce((sum, s) => sum + this.appendTx(s), 0));
-        n = this.batchTx(snaps);
-      }
+      n = this.commitTx(this.held);
     } catch (e) {
-      // The series cache may hold ids the rolled-back transaction never committed.
-      this.reloadSeries();
       Object.assign(this, before);
       throw e;
     }
-    if (n === 0) return;
+    this.committedId = this.held[this.held.length - 1].id;
+    this.committedSnaps += this.held.length;
+    this.rows += this.held.length;
+    this.held = [];
+    this.newSeries = [];
     this.storedTotal += n;
+    this.storage.noteCommit();
     if (this.bytes > this.opts.retentionBytes) this.enforceRetention();
-    for (const l of this.listeners) l();
   }
 
   private reloadSeries(): void {
     this.series.clear();
     this.names.clear();
+    this.newSeries = [];
+    this.nextSeries = 1;
     for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
       let byMetric = this.series.get(r.device_id);
       if (!byMetric) this.series.set(r.device_id, (byMetric = new Map()));
       byMetric.set(r.metric, r.id);
       this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
+      this.nextSeries = Math.max(this.nextSeries, r.id + 1);
     }
   }
 
@@ -238,34 +280,54 @@ export class SampleStore implements SnapshotSink, Part {
     return () => this.listeners.delete(listener);
   }
 
-  /** Unsent snapshots after the push cursor, oldest first. */
+  /** Unsent snapshots after the push cursor (or `afterId`), oldest first: the committed ones, then those held. */
   pending(limit: number, afterId = this.cursor): StoredSnapshot[] {
-    const rows = this.stmts.after.all(afterId, limit) as Array<{ id: number; ts: number; data: Buffer }>;
-    return rows.map((r) => this.decode(r));
+    const out: StoredSnapshot[] = [];
+    if (limit <= 0) return out;
+    if (afterId < this.committedId) {
+      const first = this.stmts.firstAfter.get(afterId) as { id: number; base: number | null } | undefined;
+      if (first) {
+        // A delta row is read from its key row, unless the row before it was the last one decoded.
+        const chained = first.base !== null && first.base !== first.id && this.lastDecoded?.id === afterId && this.lastDecoded.base === first.base;
+        let prev: PackedSample[] | null = chained ? this.lastDecoded!.samples : null;
+        for (const r of this.stmts.from.iterate(chained || first.base === null ? first.id : first.base) as IterableIterator<Row>) {
+          const samples = r.base === null ? unpackSamples(r.data) : unpackSnapshot(r.data, r.base === r.id ? null : prev);
+          prev = samples;
+          this.lastDecoded = { id: r.id, base: r.base, samples };
+          if (r.id > afterId) out.push(this.view(r.id, r.ts, samples));
+          if (out.length >= limit) break;
+        }
+      }
+    }
+    for (const h of this.held) {
+      if (out.length >= limit) break;
+      if (h.id > afterId) out.push(this.view(h.id, h.ts, h.samples));
+    }
+    return out;
   }
 
-  private decode(r: { id: number; ts: number; data: Buffer }): StoredSnapshot {
+  private view(id: number, ts: number, samples: readonly PackedSample[]): StoredSnapshot {
     const byDevice = new Map<string, Record<string, number>>();
-    for (const s of unpackSamples(r.data)) {
+    for (const s of samples) {
       const name = this.names.get(s.series);
       if (!name) continue;
       let m = byDevice.get(name.device_id);
       if (!m) byDevice.set(name.device_id, (m = {}));
       m[name.metric] = s.value;
     }
-    return { id: r.id, ts: r.ts, devices: [...byDevice].map(([device_id, metrics]) => ({ device_id, metrics })) };
+    return { id, ts, devices: [...byDevice].map(([device_id, metrics]) => ({ device_id, metrics })) };
   }
 
   /**
-   * The partner has the snapshots up to `id`. The cursor is persisted (and the sent rows
-   * deleted) at most every `persistEveryMs`, so a drain does not write once per message;
-   * after a crash at most that much is sent again, with the same Idempotency-Keys.
+   * The partner has the snapshots up to `id`. The cursor is kept in memory and goes into
+   * SQLite with the next commit (or now, if `persistEveryMs` has passed since the last
+   * time it was written); after a crash at most that much is sent again, with the same
+   * Idempotency-Keys.
    */
-  settleThrough(id: number, persistEveryMs = Math.max(1000, this.opts.commitIntervalMs ?? 0)): void {
+  settleThrough(id: number, persistEveryMs = Number.POSITIVE_INFINITY): void {
     if (id <= this.cursor) return;
     this.cursor = id;
-    const now = Date.now();
-    if (now - this.lastPersist >= persistEveryMs) this.persistCursor();
+    if (Date.now() - this.lastPersist >= persistEveryMs) this.persistCursor();
   }
 
   private lastPersist = 0;
@@ -281,70 +343,72 @@ export class SampleStore implements SnapshotSink, Part {
 
   /** Through where rows may go: what every reader has. */
   private deleteFloor(): number {
-    let floor = this.cursor;
+    let floor = Math.min(this.cursor, this.committedId);
     for (const h of this.holds) floor = Math.min(floor, h());
     return floor;
   }
 
-  /** Writes the cursor and deletes what every reader has; gives freed pages back to the file. */
-  persistCursor(): void {
-    this.lastPersist = Date.now();
-    const floor = this.deleteFloor();
-    if (this.cursor === this.cursorPersisted && floor <= this.deletedThrough) return;
-    const cursor = this.cursor;
-    const freed = this.db.transaction(() => {
-      const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
-      this.stmts.setState.run(cursor, "push_cursor");
-      this.stmts.deleteThrough.run(floor);
-      return gone;
-    })();
-    this.deletedThrough = Math.max(this.deletedThrough, floor);
-    this.cursorPersisted = cursor;
-    this.rows -= freed.n;
-    this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
-    this.db.pragma("incremental_vacuum(256)");
+  /** The largest id <= `through` whose deletion leaves no delta row without its key row. */
+  private alignDown(through: number): number {
+    const next = this.stmts.firstAfter.get(through) as { id: number; base: number | null } | undefined;
+    return next && next.base !== null && next.base <= through ? next.base - 1 : through;
   }
 
-  /** Drops the oldest unsent snapshots until the buffer fits its bound again. */
+  /** Writes the cursor and deletes what every reader has (the retention sweep and stop call this). */
+  persistCursor(): void {
+    this.lastPersist = Date.now();
+    const floor = this.alignDown(this.deleteFloor());
+    const cursor = Math.min(this.cursor, this.committedId);
+    const freed = this.db.transaction(() => {
+      const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
+      this.stmts.setState.run("push_cursor", cursor);
+      this.stmts.setState.run("last_id", this.committedId);
+      if (floor > this.deletedThrough) this.stmts.deleteThrough.run(floor);
+      return gone;
+    })();
+    this.storage.noteCommit();
+    this.deletedThrough = Math.max(this.deletedThrough, floor);
+    this.rows -= freed.n;
+    this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
+  }
+
+  /** Drops the oldest unsent snapshots until the buffer fits its bound again (whole commits, never the newest). */
   private enforceRetention(): void {
     const target = this.opts.retentionBytes * 0.9; // free a little more than needed, not once per append
-    let dropSnaps = 0;
-    let dropSamples = 0;
-    let bytes = this.bytes;
     // Settled-but-not-yet-deleted rows go first; they are not losses.
     this.persistCursor();
     // Oldest first, whichever reader still wanted them (what remains is after the floor).
-    let through = this.deleteFloor();
-    bytes = this.bytes;
-    while (bytes > target) {
-      const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; n: number; len: number }>;
+    const floor = this.alignDown(this.deleteFloor());
+    let through = floor;
+    let bytes = this.bytes;
+    scan: while (bytes > target) {
+      const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; len: number; base: number | null }>;
       // Never the newest: keep at least the last snapshot.
-      const usable = rows.length && rows[rows.length - 1].id === this.lastId ? rows.slice(0, -1) : rows;
+      const usable = rows.length && rows[rows.length - 1].id === this.committedId ? rows.slice(0, -1) : rows;
       if (usable.length === 0) break;
       for (const r of usable) {
-        if (bytes <= target) break;
+        // Stop only where a commit starts, so that no delta row loses its key row.
+        if (bytes <= target && (r.base === null || r.base === r.id)) break scan;
         bytes -= r.len + ROW_OVERHEAD;
         through = r.id;
-        dropSnaps++;
-        dropSamples += r.n;
       }
     }
-    if (dropSnaps === 0) return;
+    through = this.alignDown(through);
+    if (through <= floor) return;
     const gone = this.db.transaction(() => {
-      const g = this.stmts.countThrough.get(through) as { n: number; bytes: number };
+      const g = this.stmts.countBetween.get(floor, through) as { rows: number; samples: number; bytes: number };
       this.stmts.deleteThrough.run(through);
-      this.stmts.addState.run(dropSamples, "dropped_samples");
-      this.stmts.addState.run(dropSnaps, "dropped_snapshots");
-      this.stmts.setState.run(Math.max(through, this.cursor), "push_cursor");
+      this.stmts.addState.run(g.samples, "dropped_samples");
+      this.stmts.addState.run(g.rows, "dropped_snapshots");
+      this.stmts.setState.run("push_cursor", Math.max(through, this.cursor));
       return g;
     })();
-    this.cursor = this.cursorPersisted = Math.max(through, this.cursor);
+    this.cursor = Math.max(through, this.cursor);
     this.deletedThrough = Math.max(this.deletedThrough, through);
-    this.rows -= gone.n;
-    this.bytes -= gone.bytes + gone.n * ROW_OVERHEAD;
-    this.db.pragma("incremental_vacuum");
+    this.rows -= gone.rows;
+    this.bytes -= gone.bytes + gone.rows * ROW_OVERHEAD;
     this.opts.log.warn(
-      { dropped_snapshots: dropSnaps, dropped_samples: dropSamples, retention_bytes: this.opts.retentionBytes, dropped_samples_total: this.stmts.getState.get("dropped_samples") },
+      { dropped_snapshots: gone.rows, dropped_samples: gone.samples, retention_bytes: this.opts.retentionBytes, dropped_samples_total: this.stmts.getState.get("dropped_samples") },
       "telemetry buffer full: dropped the oldest unsent samples",
     );
   }
@@ -360,14 +424,16 @@ export class SampleStore implements SnapshotSink, Part {
   /** Counters kept in memory: cheap enough for every /metrics scrape. */
   stats(): SampleStoreStats {
     return {
-      snapshots: this.rows,
+      snapshots: this.rows + this.held.length,
       pending_snapshots: this.pendingSnapshots(),
       bytes: this.bytes,
       dropped_samples: this.stmts.getState.get("dropped_samples") as number,
-      dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedBuffered,
+      dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedHeld,
       push_cursor: this.cursor,
       stored_samples_total: this.storedTotal,
       stored_bytes_total: this.storedBytes,
+      stored_alone_bytes_total: this.storedAlone,
+      committed_snapshots_total: this.committedSnaps,
     };
   }
 }

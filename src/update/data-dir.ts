@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url";
 import { BundleRefused } from "./bundle-format.js";
 
 export const DB_FILE = "sitegate.db";
-const DB_PATHS = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`];
+const TELEMETRY_DB_FILE = "telemetry.db";
+const DB_PATHS = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, TELEMETRY_DB_FILE, `${TELEMETRY_DB_FILE}-wal`];
 
 function lstatOrNull(path: string): Stats | null {
   try {

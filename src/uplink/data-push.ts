@@ -39,6 +39,6 @@ export function buildPayloads(snap: StoredSnapshot, siteId: string, instance: st
     part,
     parts: groups.length,
     body: `${head}${g.join(",")}]}`,
-    idempotencyKey: nameKey(instance, `data_push:${snap.id}:${part}`),
+    idempotencyKey: nameKey(instance, `data_push:${snap.id}:${snap.ts}:${part}`),
   }));
 }

@@ -14,7 +14,8 @@ import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import { startSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
-import { readDb } from "../support/db.js";
+import { daemonMetric, readTelemetry } from "../support/db.js";
+import { freePort } from "../support/net.js";
 import { testCert } from "../support/tls.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import type { Fleet } from "../../src/fleet/fleet.js";
@@ -78,7 +79,7 @@ test("birth, retained status and device view, telemetry oldest first with the or
           // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
           // still in the store), oldest first, each with its read time and its data-push key.
           const db = gw.daemon.storage.db;
-          const rows = db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>;
+          const rows = gw.daemon.storage.telemetryDb.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>;
           const msgs = tel(got);
           assert.ok(rows.length >= msgs.length);
           const ns = instanceId(db);
@@ -86,7 +87,7 @@ test("birth, retained status and device view, telemetry oldest first with the or
             assert.equal(m.json.timestamp, new Date(rows[i].ts).toISOString(), `message ${i} carries snapshot ${rows[i].id}'s time`);
             assert.equal(m.json.site_id, "site-001");
             assert.ok(m.json.devices.length >= 1);
-            assert.equal(m.key, nameKey(ns, `data_push:${rows[i].id}:0`));
+            assert.equal(m.key, nameKey(ns, `data_push:${rows[i].id}:${rows[i].ts}:0`));
           });
         } finally {
           await gw.stop();
@@ -147,8 +148,7 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
             devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
           });
           const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
-          const db = gw.daemon.storage.db;
-          const lastId = () => db.prepare("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'").pluck().get() as number;
+          const lastId = () => gw.daemon.storage.telemetryDb.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number;
           try {
             await until(() => tel(got).length >= 5, "live telemetry");
             await broker.stop();
@@ -270,8 +270,11 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
         const port = site.tcpPorts[0];
+        const base = testConfigInput(join(dir, "data"));
+        const api = `127.0.0.1:${await freePort()}`;
         const cfg = {
-          ...testConfigInput(join(dir, "data")),
+          ...base,
+          http: { ...base.http, listen: api },
           log_level: "warn",
           fleet: fleetConfig(broker),
           telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
@@ -283,15 +286,16 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
         await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
         const run = () => spawnDaemon(file);
         let child = run();
-        const dbFile = join(dir, "data", "sitegate.db");
-        const read = <T>(fn: (db: import("../support/db.js").ReadDb) => T): T => readDb(dbFile, fn);
+        // The HTTPS partner is unreachable, so its cursor stays at 0: pending = the newest id.
+        // (telemetry.db is the running daemon's alone; it is read after the kill.)
+        const newest = () => daemonMetric(`https://${api}`, "sitegate_samples_pending_snapshots");
         try {
           await until(() => tel(got).length >= 5, "live telemetry", 20_000);
           await broker.stop();
-          const atStop = read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number);
-          await until(() => read((db) => db.prepare("SELECT max(id) FROM tm_snapshot").pluck().get() as number) >= atStop + 15, "a backlog while the broker is down", 20_000);
+          const atStop = await newest();
+          await until(async () => (await newest()) >= atStop + 15, "a backlog while the broker is down", 20_000);
           await stopDaemon(child, "SIGKILL");
-          const rows = read((db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>);
+          const rows = readTelemetry(join(dir, "data"), (db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>);
           await broker.start();
           child = run();
           const want = rows.map((r) => new Date(r.ts).toISOString());

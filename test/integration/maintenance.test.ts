@@ -1,15 +1,16 @@
-// What the maintenance jobs do to the real SQLite file (src/maintenance.ts), each job run
+// What the maintenance jobs do to the real SQLite files (src/maintenance.ts), each job run
 // by hand (their UTC timers are tested in unit/utc-schedule): the retention sweep deletes
-// the settled telemetry rows and gives every free page back (incremental vacuum), and the
-// nightly checkpoint empties the WAL file.
+// the settled telemetry rows, keeps their pages for the next rows, and gives the free pages
+// back (VACUUM) once a drained backlog left most of telemetry.db free; the nightly
+// checkpoint empties the WAL file.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
-import { Maintenance } from "../../src/maintenance.js";
-import { DB_FILE } from "../../src/storage/db.js";
+import { FREE_TO_VACUUM, Maintenance } from "../../src/maintenance.js";
+import { TELEMETRY_DB_FILE } from "../../src/storage/db.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "../support/config.js";
 import { snapshot } from "../support/uplink-harness.js";
@@ -32,12 +33,30 @@ async function withStore(fn: (r: { storage: StoragePart; samples: SampleStore; m
   });
 }
 
-test("the retention sweep deletes settled telemetry rows and gives all their pages back to the file system", async () => {
+test("an ordinary sweep deletes settled telemetry rows and keeps their pages for the next rows", async () => {
   await withStore(({ storage, samples, maintenance }) => {
-    const db = storage.db;
+    const db = storage.telemetryDb;
+    const pageCount = () => db.pragma("page_count", { simple: true }) as number;
+    const empty = pageCount();
+    for (let i = 0; i < 300; i++) samples.append(snapshot(i, 3));
+    const pages = pageCount();
+    samples.settleThrough(samples.stats().pending_snapshots - 10 + samples.stats().push_cursor);
+    maintenance.sweep();
+    assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 10, "only the unsent rows remain");
+    const free = db.pragma("freelist_count", { simple: true }) as number;
+    assert.ok(free > 0 && free * 1024 < FREE_TO_VACUUM, `${free} free pages kept in the file`);
+    assert.equal(pageCount(), pages, "the file keeps its size: nothing was rewritten");
+    for (let i = 300; i < 600; i++) samples.append(snapshot(i, 3));
+    assert.ok(pageCount() - pages < (pages - empty) / 2, `the next 300 rows reused the free pages (${pages} -> ${pageCount()} pages)`);
+  });
+});
+
+test("a sweep after a drained backlog deletes the settled rows and gives the free pages back to the file system", async () => {
+  await withStore(({ storage, samples, maintenance }) => {
+    const db = storage.telemetryDb;
     for (let i = 0; i < 6000; i++) samples.append(snapshot(i, 40));
     const pages = db.pragma("page_count", { simple: true }) as number;
-    assert.ok(pages > 600, `${pages} pages: more than one incremental_vacuum(256) of the store frees`);
+    assert.ok(pages * 1024 > 2 * FREE_TO_VACUUM, `${pages} pages: a backlog the sweep gives back`);
     // The partner has all but the last 10; the cursor is not persisted yet (that waits for a sweep).
     const last = samples.stats().push_cursor + samples.stats().pending_snapshots;
     samples.settleThrough(last - 10, Number.POSITIVE_INFINITY);
@@ -55,7 +74,7 @@ test("the retention sweep deletes settled telemetry rows and gives all their pag
 
 test("the nightly checkpoint empties the WAL file and keeps the data", async () => {
   await withStore(({ storage, samples, maintenance, dir }) => {
-    const wal = join(dir, `${DB_FILE}-wal`);
+    const wal = join(dir, `${TELEMETRY_DB_FILE}-wal`);
     for (let i = 0; i < 200; i++) samples.append(snapshot(i, 10));
     // The first night's PRAGMA optimize may write fresh planner statistics after the
     // checkpoint (ANALYZE of new tables); from then on the WAL ends each night empty.
@@ -64,7 +83,7 @@ test("the nightly checkpoint empties the WAL file and keeps the data", async () 
     assert.ok(existsSync(wal) && statSync(wal).size > 0, "writes went to the WAL");
     maintenance.checkpoint();
     assert.equal(statSync(wal).size, 0, "the WAL was truncated");
-    assert.equal(storage.db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 260);
-    assert.equal(storage.db.pragma("integrity_check", { simple: true }), "ok");
+    assert.equal(storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 260);
+    assert.equal(storage.telemetryDb.pragma("integrity_check", { simple: true }), "ok");
   });
 });

@@ -12,7 +12,7 @@ import { withSite, tcpScenario } from "../support/site.js";
 import { tcpDevice } from "../support/gateway.js";
 import { TEST_API_KEY } from "../support/config.js";
 import { spawnDaemon } from "../support/daemon-process.js";
-import { dbValue } from "../support/db.js";
+import { daemonMetric, dbValue, readTelemetry } from "../support/db.js";
 import { until } from "../support/wait.js";
 
 const POLL_MS = 500;
@@ -26,15 +26,16 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
         telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: COMMIT_S },
         devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] as never,
       });
-      const stored = () => dbValue<number>(data, "SELECT count(*) FROM tm_snapshot");
+      // telemetry.db is the running daemon's alone: what it has committed, from /metrics.
+      const stored = () => daemonMetric(d.url, "sitegate_samples_committed_snapshots_total");
       try {
         // The first batch: about 20 snapshots of 0.5 s at once, not one row per poll.
-        await until(() => stored() > 0, "the first batch", 30_000);
-        const first = stored();
+        await until(async () => (await stored()) > 0, "the first batch", 30_000);
+        const first = await stored();
         assert.ok(first >= COMMIT_S / (POLL_MS / 1000) / 2, `${first} snapshots in the first commit`);
         // Between commits nothing is added, though the poller runs.
         const t = Date.now();
-        await until(() => stored() > first, "the second batch", 30_000);
+        await until(async () => (await stored()) > first, "the second batch", 30_000);
         assert.ok(Date.now() - t > 2000, "the next rows came with the next batch, not poll by poll");
 
         // An acknowledged receipt is committed before its answer, whatever the telemetry interval.
@@ -47,7 +48,7 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
         const killedAt = Date.now();
         d.child.kill("SIGKILL");
         await new Promise((res) => (d.alive() ? d.child.once("exit", res) : res(null)));
-        const newest = dbValue<number>(data, "SELECT max(ts) FROM tm_snapshot");
+        const newest = readTelemetry(data, (db) => db.prepare("SELECT max(ts) FROM tm_snapshot").pluck().get() as number);
         assert.ok(killedAt - newest <= COMMIT_S * 1000 + 2 * POLL_MS, `the newest stored snapshot is ${killedAt - newest} ms older than the kill`);
         assert.equal(dbValue<number>(data, "SELECT count(*) FROM dp_event WHERE event_id = ?", ev.event_id), 1, "the receipt survives");
       } finally {

@@ -7,7 +7,8 @@ import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario } from "../support/site.js";
 import { startSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
-import { readDb } from "../support/db.js";
+import { daemonMetric, readTelemetry } from "../support/db.js";
+import { freePort } from "../support/net.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
@@ -19,8 +20,11 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
     await withSite(tcpScenario(), async (site) => {
       await withTmpDir(async (dir) => {
         const port = site.tcpPorts[0];
+        const base = testConfigInput(join(dir, "data"));
+        const api = `127.0.0.1:${await freePort()}`;
         const cfg = {
-          ...testConfigInput(join(dir, "data")),
+          ...base,
+          http: { ...base.http, listen: api },
           log_level: "warn",
           partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile, timeout_ms: 1000 },
           telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
@@ -31,11 +35,11 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
         try {
           await until(() => sink.accepted().length >= 5, "live pushes", 20000);
           await sink.refuse(); // the partner goes away; the backlog builds up in SQLite
-          const dbFile = join(dir, "data", "sitegate.db");
-          const count = () => readDb(dbFile, (db) => db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number);
-          await until(() => count() >= 15, "a backlog of snapshots", 20000);
+          // A commit per poll (commit_interval_s 1): pending snapshots are committed ones.
+          const count = () => daemonMetric(`https://${api}`, "sitegate_samples_pending_snapshots");
+          await until(async () => (await count()) >= 15, "a backlog of snapshots", 20000);
           await stopDaemon(child, "SIGKILL");
-          const { committed, dbg } = readDb(dbFile, (db) => ({
+          const { committed, dbg } = readTelemetry(join(dir, "data"), (db) => ({
             committed: (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString()),
             dbg: { cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(), rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all() },
           }));

@@ -167,7 +167,7 @@ test("a full buffer drops the oldest unsent samples, counts them, and keeps the 
         const kept = rig.samples.pending(1000);
         assert.equal(kept.at(-1)!.devices[0].metrics.power_w, 3990, "the newest snapshot is kept");
         assert.equal(kept[0].id, kept.at(-1)!.id - kept.length + 1, "what is kept is contiguous: only the oldest went");
-        const counted = rig.storage.db.prepare("SELECT count(*) AS n, sum(length(data)) AS b FROM tm_snapshot").get() as { n: number; b: number };
+        const counted = rig.storage.telemetryDb.prepare("SELECT count(*) AS n, sum(length(data)) AS b FROM tm_snapshot").get() as { n: number; b: number };
         assert.equal(st.snapshots, counted.n, "the in-memory row count matches the table");
         assert.equal(st.pending_snapshots, kept.length);
         assert.ok(st.bytes >= counted.b && st.bytes <= counted.b + 64 * counted.n, "the size estimate follows the table");
@@ -194,7 +194,7 @@ test("snapshot ids are never reused after the sent ones are deleted", async () =
         await until(() => rig.samples.stats().pending_snapshots === 0, "the push settled");
         rig.samples.persistCursor(); // deletes the sent row
         assert.equal(rig.samples.stats().snapshots, 0, "the table is empty now");
-        assert.equal(rig.storage.db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 0);
+        assert.equal(rig.storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 0);
         rig.samples.append(snapshot(1));
         await sink.waitFor(() => sink.accepted().length === 2, 5000, "the second snapshot");
         assert.notEqual(sink.accepted()[0].headers["idempotency-key"], sink.accepted()[1].headers["idempotency-key"]);

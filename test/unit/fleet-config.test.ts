@@ -54,7 +54,7 @@ test("the sample store deletes only what the HTTPS push and the fleet cursor bot
     const queue = new FleetQueue(storage);
     samples.hold(() => queue.telemetryCursor());
     for (let i = 0; i < 10; i++) samples.append(snapshot(i));
-    const rows = () => storage.db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
+    const rows = () => storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
     samples.settleThrough(10, 0); // HTTPS has all ten
     samples.persistCursor();
     assert.equal(rows(), 10, "the fleet has none yet: all kept");
