@@ -11,6 +11,8 @@ export class Sdm630 extends DeviceBase {
   readonly model = "sdm630";
   override maxReadRegs: number;
   private readonly serial: number;
+  /** Test hook (`POST /devices/<name> {"nan": true}`): every float input register reads NaN, no reading available. */
+  private nan = false;
 
   constructor(spec: { name: string; unit: number; serial?: number; max_read_regs?: number }, private readonly site: SiteModel) {
     super(spec.name, spec.unit);
@@ -53,7 +55,7 @@ export class Sdm630 extends DeviceBase {
       const base = a & ~1;
       const v = this.input(base);
       if (v === undefined) throw new ModbusException(ILLEGAL_ADDRESS);
-      buf.writeFloatBE(v, 0);
+      buf.writeFloatBE(this.nan ? NaN : v, 0);
       out.push(buf.readUInt16BE(a === base ? 0 : 2));
     }
     return out;
@@ -86,6 +88,15 @@ export class Sdm630 extends DeviceBase {
   }
 
   view(): DeviceView {
-    return { power_w: round1(this.site.grid()), energy_import_wh: round1(this.site.importWh), energy_export_wh: round1(this.site.exportWh), serial: this.serial };
+    return { power_w: round1(this.site.grid()), energy_import_wh: round1(this.site.importWh), energy_export_wh: round1(this.site.exportWh), serial: this.serial, nan: this.nan };
+  }
+
+  override set(values: Record<string, unknown>): void {
+    const { nan, ...rest } = values;
+    if (nan !== undefined) {
+      if (typeof nan !== "boolean") throw new Error("nan must be true or false");
+      this.nan = nan;
+    }
+    super.set(rest);
   }
 }

@@ -3,7 +3,7 @@
 // into canonical metrics. Holds a Bus handle and a unit id, never a socket.
 import { SitegateError } from "../errors.js";
 import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
-import { decodeRaw, isSunSpecNotImplemented, scaleValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
+import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
 import type { Endpoint } from "../modbus/endpoint.js";
 import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
@@ -160,7 +160,7 @@ export class DeviceDriver {
         if (isSunSpecNotImplemented("sunssf", s)) continue;
         sf = decodeRaw("sunssf", s) as number;
       }
-      max_power_w = scaleValue(regs[0], sf);
+      max_power_w = readingValue(regs[0], "u16", sf);
       break;
     }
     // Only a complete pairing changes what the driver polls.
@@ -242,7 +242,7 @@ export class DeviceDriver {
       }
       const raw = decodeRaw(pt.type, words, pt.word_order) as number;
       if (!Number.isFinite(raw)) continue;
-      out[pt.metric] = scaleValue(raw, sf, pt.scale);
+      out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale);
     }
     return out;
   }

@@ -68,6 +68,51 @@ export function scaleValue(raw: number, sf = 0, scale = 1): number {
   return v;
 }
 
+/** Significant decimal digits a float register carries (float32 has 24 bits: ~7 digits; float64 ~15). */
+export const FLOAT_DIGITS = { f32: 7, f64: 15 } as const;
+
+/** Decimal places of a constant scale (0.01: 2, 0.5: 1, 1000: 0), or null when it has no short decimal form (1/3). */
+function scaleDecimals(scale: number): number | null {
+  for (let k = 0; k <= 15; k++) {
+    const m = scale * 10 ** k;
+    if (Math.abs(m - Math.round(m)) <= Math.abs(m) * 1e-12) return k;
+  }
+  return null;
+}
+
+/** Rounds to d decimal places; a value whose double resolution is coarser than that is returned as it is. */
+function toDecimals(v: number, d: number): number {
+  const p = 10 ** d;
+  const m = v * p;
+  if (!(Math.abs(m) < 2 ** 53)) return v;
+  // An integer over an exact power of ten: the nearest double to the decimal.
+  return Math.round(m) / p;
+}
+
+/**
+ * A reading at the precision its register carries, so that the store, the status page,
+ * the partner and the fleet all see the value the device meant, not binary noise:
+ * - float32: 7 significant digits (-1959.853759765625 -> -1959.854; 0.1f -> 0.1); float64: 15;
+ *   after the constant scale (kWh x 1000 keeps the float's digits);
+ * - integers: the decimals of 10^sf x scale (1234 with sf -2 -> 12.34, never 12.340000000000001).
+ * NaN and +-Infinity pass through unchanged (the driver drops them before this); -0 becomes 0.
+ */
+export function roundReading(value: number, type: ValueType, sf = 0, scale = 1): number {
+  if (!Number.isFinite(value)) return value;
+  let v: number;
+  if (type === "f32" || type === "f64") v = Number(value.toPrecision(FLOAT_DIGITS[type]));
+  else {
+    const k = scale === 1 ? 0 : scaleDecimals(scale);
+    v = k === null ? Number(value.toPrecision(FLOAT_DIGITS.f64)) : toDecimals(value, Math.max(0, k - sf));
+  }
+  return v === 0 ? 0 : v;
+}
+
+/** The engineering value of a decoded register value: scaled (scaleValue), then rounded to what the register carries (roundReading). */
+export function readingValue(raw: number, type: ValueType, sf = 0, scale = 1): number {
+  return roundReading(scaleValue(raw, sf, scale), type, sf, scale);
+}
+
 /** Encodes a number into registers for a write. Throws on values the type cannot hold. */
 export function encodeValue(type: ValueType, value: number, order: WordOrder = "big"): number[] {
   const b = Buffer.alloc(typeRegs(type) * 2);

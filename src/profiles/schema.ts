@@ -62,14 +62,21 @@ const fixedPoint = z.strictObject({
   type: valueType.default("u16"),
   length: z.number().int().min(1).max(64).optional(),
   word_order: z.enum(["big", "little"]).default("big"),
-  /** Multiplier applied after decoding (e.g. 1000 for kWh -> Wh). */
+  /**
+   * Multiplier applied after decoding (e.g. 1000 for kWh -> Wh). The reading is then rounded
+   * to what the register carries (codec roundReading): float32 7 significant digits, float64
+   * 15, integers the decimals of 10^sf x scale.
+   */
   scale: z.number().default(1),
   /** Register holding a signed power-of-ten scale factor for this value. */
   sf_address: register.optional(),
   /** The value uses SunSpec "not implemented" sentinels. */
   sunspec_na: z.boolean().default(false),
   class: pointClass,
-  /** Coils: a bit mask of `length` coils starting at address, as one number. */
+  /**
+   * Coils (or discrete inputs): `length` of them starting at address as one number, a bit
+   * mask: the one at address is bit 0 (1), the next bit 1 (2) ...; a set bit is a closed coil.
+   */
   bitmask: z.boolean().default(false),
 });
 

@@ -197,7 +197,8 @@ export class Poller implements Part, HealthView {
       const wasOffline = !p.health.online;
       p.health = {
         online: true, last_ok_at: new Date().toISOString(), last_error: null, consecutive_failures: 0,
-        op_mode: this.remote.has(id) ? 2 : opModeFromState(metrics.state, true),
+        // `state` is SunSpec St only from a SunSpec profile (a relay's `state` is its coil bit mask).
+        op_mode: this.remote.has(id) ? 2 : opModeFromState(p.driver.profile.kind === "sunspec" ? metrics.state : undefined, true),
       };
       p.nextTryAt = 0;
       p.latest = { ...p.latest, ...metrics };

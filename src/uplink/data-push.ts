@@ -1,6 +1,9 @@
 // Data-push payloads (spec 2.6) from stored snapshots: one snapshot's devices in one
 // payload with its own timestamp (the read time, never the send time); a snapshot too
 // large for one request is split by device into several payloads with the same timestamp.
+// A device with nothing to report (no metrics) is left out, never sent as `{}`; a snapshot
+// with no device left gives no payload (the push lane settles it at once). The HTTPS data
+// push and the fleet's MQTT telemetry both build their bodies here.
 import type { StoredSnapshot } from "../telemetry/sample-store.js";
 import { nameKey } from "./idempotency.js";
 
@@ -16,6 +19,11 @@ export interface DataPushPayload {
   idempotencyKey: string;
 }
 
+/** A device has something to report when it has at least one metric. */
+export function hasMetrics(metrics: Record<string, number>): boolean {
+  return Object.keys(metrics).length > 0;
+}
+
 export function buildPayloads(snap: StoredSnapshot, siteId: string, instance: string, maxBytes = MAX_PAYLOAD_BYTES): DataPushPayload[] {
   const timestamp = new Date(snap.ts).toISOString();
   const head = `{"timestamp":${JSON.stringify(timestamp)},"site_id":${JSON.stringify(siteId)},"devices":[`;
@@ -23,6 +31,7 @@ export function buildPayloads(snap: StoredSnapshot, siteId: string, instance: st
   let cur: string[] = [];
   let size = head.length + 2;
   for (const d of snap.devices) {
+    if (!hasMetrics(d.metrics)) continue;
     const text = JSON.stringify({ device_id: d.device_id, metrics: d.metrics });
     if (cur.length && size + text.length + 1 > maxBytes) {
       groups.push(cur);

@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     if (b?.devices) {
       const summary = b.devices.map((d) => {
         const m = d.metrics;
-        const pick = ["power_w", "soc_pct", "energy_import_wh"].filter((k) => k in m).map((k) => `${k}=${m[k]}`);
+        const pick = ["power_w", "soc_pct", "energy_import_wh", "state"].filter((k) => k in m).map((k) => `${k}=${m[k]}`);
         return `${d.device_id}{${pick.join(" ")}}`;
       });
       process.stdout.write(`POST ${r.path} ${b.timestamp} ${summary.join(" ")}\n`);

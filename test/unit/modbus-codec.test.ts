@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { decodeRaw, encodeValue, isSunSpecNotImplemented, scaleValue } from "../../src/modbus/codec.js";
+import { decodeRaw, encodeValue, isSunSpecNotImplemented, readingValue, roundReading, scaleValue } from "../../src/modbus/codec.js";
 import { planBlocks, rtuGapRegs, TCP_GAP_REGS } from "../../src/modbus/planner.js";
 import { parseEndpoint, endpointKey } from "../../src/modbus/endpoint.js";
 
@@ -44,6 +44,73 @@ test("scale factors give the nearest decimal, not float noise", () => {
   assert.equal(scaleValue(5, 3), 5000);
   assert.equal(scaleValue(1.5, 0, 1000), 1500);
   assert.equal(scaleValue(2297, -1) * 10, 2297);
+});
+
+test("float32 readings come out at the 7 significant digits the register carries", () => {
+  const f32 = (x: number) => decodeRaw("f32", encodeValue("f32", x)) as number;
+  // -1959.853759765625 is a float32 as `make run` showed it; the nearest float32 to -1959.854 comes out the same.
+  assert.equal(readingValue(-1959.853759765625, "f32"), -1959.854);
+  assert.equal(readingValue(f32(-1959.854), "f32"), -1959.854);
+  assert.equal(f32(0.1), 0.10000000149011612);
+  assert.equal(readingValue(f32(0.1), "f32"), 0.1);
+  assert.equal(readingValue(f32(230.1), "f32"), 230.1);
+  assert.equal(readingValue(f32(49.99), "f32"), 49.99);
+  assert.equal(readingValue(f32(12345.67), "f32"), 12345.67);
+  // More digits than a float32 holds: rounded to 7 (123456.78 is stored as 123456.78125).
+  assert.equal(readingValue(f32(123456.78), "f32"), 123456.8);
+  // The constant scale keeps the float's digits: kWh x 1000 -> Wh.
+  assert.equal(readingValue(f32(12345.67), "f32", 0, 1000), 12345670);
+  assert.equal(readingValue(f32(0.1), "f32", 0, 1000), 100);
+  // Whole numbers and zero stay as they are; -0 is 0.
+  assert.equal(readingValue(f32(230), "f32"), 230);
+  assert.equal(readingValue(f32(-4975), "f32"), -4975);
+  assert.ok(Object.is(readingValue(-0, "f32"), 0));
+  // float64 carries 15 digits.
+  assert.equal(readingValue(0.1 + 0.2, "f64"), 0.3);
+  assert.equal(readingValue(1234.5678, "f64"), 1234.5678);
+});
+
+test("huge and tiny float32 magnitudes keep 7 significant digits", () => {
+  const f32 = (x: number) => decodeRaw("f32", encodeValue("f32", x)) as number;
+  assert.equal(readingValue(f32(3.4028234663852886e38), "f32"), 3.402823e38);
+  assert.equal(readingValue(f32(-1e30), "f32"), -1e30);
+  assert.equal(readingValue(f32(1e-30), "f32"), 1e-30);
+  assert.equal(readingValue(f32(1.4e-45), "f32"), 1.401298e-45, "the smallest subnormal");
+  assert.equal(readingValue(f32(6.02214e23), "f32"), 6.02214e23);
+});
+
+test("scaled integers carry the decimals of their scale factor and constant scale, not float noise", () => {
+  // Each of these comes out of scaleValue with noise (0.006999999999999999, 16100.000000000002, ...).
+  assert.equal(scaleValue(7, -1, 0.01), 0.006999999999999999);
+  assert.equal(readingValue(7, "u16", -1, 0.01), 0.007);
+  assert.equal(readingValue(9, "u16", -1, 0.01), 0.009);
+  assert.equal(readingValue(161, "u16", -1, 1000), 16100);
+  assert.equal(readingValue(201, "s16", -2, 1000), 2010);
+  assert.equal(readingValue(3, "u16", 0, 0.3), 0.9);
+  assert.equal(readingValue(13, "u16", 0, 1.8), 23.4);
+  assert.equal(readingValue(13, "u32", -2, 0.1), 0.013);
+  // value x 10^-2
+  assert.equal(readingValue(1234, "s16", -2), 12.34);
+  assert.equal(readingValue(-1234, "s16", -2), -12.34);
+  assert.equal(readingValue(4999, "u16", -2), 49.99);
+  assert.equal(readingValue(2297, "u16", -1), 229.7);
+  assert.equal(readingValue(5, "u16", 3), 5000);
+  assert.equal(roundReading(12.340000000000001, "s32", -2), 12.34);
+  assert.equal(roundReading(12.340000000000001, "u16", 0, 0.01), 12.34);
+  // A scale without a short decimal form: 15 significant digits.
+  assert.equal(readingValue(3, "u16", 0, 1 / 3), 1);
+  // Counters beyond 2^53 stay as the double they decoded to; big exact ones are untouched.
+  assert.equal(readingValue(2 ** 60, "u64"), 2 ** 60);
+  assert.equal(readingValue(4294967295, "acc32"), 4294967295);
+  assert.equal(readingValue(Number.MAX_SAFE_INTEGER, "acc64", -2), Number.MAX_SAFE_INTEGER / 100);
+});
+
+test("NaN and Infinity pass the rounding unchanged (the driver drops them before, as it always did)", () => {
+  assert.ok(Number.isNaN(readingValue(NaN, "f32")));
+  assert.ok(Number.isNaN(roundReading(NaN, "u16", -2)));
+  assert.equal(readingValue(Infinity, "f32"), Infinity);
+  assert.equal(readingValue(-Infinity, "f64", 0, 1000), -Infinity);
+  assert.equal(roundReading(Infinity, "s32", -1), Infinity);
 });
 
 test("the planner merges neighbours, bridges cheap gaps, splits at the read limit", () => {

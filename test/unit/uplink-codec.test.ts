@@ -69,6 +69,28 @@ test("a payload carries the snapshot's read time and every device; big snapshots
   assert.equal(new Set(parts.map((x) => x.idempotencyKey)).size, parts.length);
 });
 
+test("a device with nothing to report is left out of the payload, not sent as {}", () => {
+  const snap: StoredSnapshot = { id: 43, ts: Date.UTC(2026, 10, 22, 10, 0, 1), devices: [
+    { device_id: "sdm", metrics: { power_w: -1959.854 } },
+    { device_id: "meter-booting", metrics: {} },
+    { device_id: "relay", metrics: { state: 12 } },
+  ] };
+  const parts = buildPayloads(snap, "site-001", "inst");
+  assert.equal(parts.length, 1);
+  assert.ok(!parts[0].body.includes("{}"), parts[0].body);
+  assert.deepEqual(JSON.parse(parts[0].body).devices, [
+    { device_id: "sdm", metrics: { power_w: -1959.854 } },
+    { device_id: "relay", metrics: { state: 12 } },
+  ]);
+  // Nothing at all to report: no payload (the lane settles the snapshot without a request).
+  assert.deepEqual(buildPayloads({ ...snap, devices: [{ device_id: "meter-booting", metrics: {} }] }, "site-001", "inst"), []);
+  // Empty devices take no room when a snapshot is split.
+  const many: StoredSnapshot = { ...snap, devices: Array.from({ length: 30 }, (_, i) => ({ device_id: `dev-${i}`, metrics: (i % 2 ? {} : { power_w: i }) as Record<string, number> })) };
+  const split = buildPayloads(many, "site-001", "inst", 400);
+  const sent = split.flatMap((x) => (JSON.parse(x.body) as { devices: Array<{ device_id: string; metrics: object }> }).devices);
+  assert.deepEqual(sent.map((d) => d.device_id), many.devices.filter((_, i) => i % 2 === 0).map((d) => d.device_id));
+});
+
 test("name-based keys are stable and distinct", () => {
   assert.equal(nameKey("a", "b"), nameKey("a", "b"));
   assert.notEqual(nameKey("a", "b"), nameKey("a", "c"));
