@@ -77,11 +77,16 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
   const streams = new Set<ServerResponse>();
 
   const stop = async () => {
-    for (const r of streams) r.end();
+    // Event streams never end by themselves: close them, or the server waits for them.
+    for (const r of streams) r.destroy();
     streams.clear();
     await zigbee?.stop();
-    if (control) await new Promise<void>((r) => control!.close(() => r()));
-    control?.closeAllConnections?.();
+    if (control) {
+      const c = control;
+      const closed = new Promise<void>((r) => c.close(() => r()));
+      c.closeAllConnections(); // kept-alive client connections would hold close() for seconds
+      await closed;
+    }
     control = null;
     await Promise.all([...tcpServers.map((s) => s.stop()), ...rtuServers.map((s) => s.stop())]);
     clearInterval(ticker);
