@@ -4,6 +4,7 @@
 //   bridge/state              retained {"state":"online"|"offline"} (also the MQTT will)
 //   bridge/info, bridge/devices, bridge/groups   retained, published at connect
 //   bridge/logging            {"level","message","namespace"}: refused or failed commands
+//   bridge/request/health_check -> bridge/response/health_check {"data":{"healthy":true},"status":"ok"}
 //   {friendly_name}           the device's state (JSON), on change and every report interval
 //   {friendly_name}/availability   retained {"state":"online"|"offline"}
 //   {friendly_name}/set       commands (JSON; also /set/<property> with a plain value)
@@ -234,6 +235,7 @@ export class ZigbeeBridge {
   private onMessage(topic: string, payload: Buffer, retained: boolean): void {
     if (!topic.startsWith(`${this.base}/`) || retained) return; // a stale retained command is not a command
     const rest = topic.slice(this.base.length + 1);
+    if (rest.startsWith("bridge/request/")) return this.request(rest.slice("bridge/request/".length), payload.toString());
     const m = /^(.+)\/(set|get)(?:\/([A-Za-z0-9_]+))?$/.exec(rest);
     if (!m || m[1] === "bridge") return;
     const d = this.findDevice(m[1]);
@@ -257,6 +259,28 @@ export class ZigbeeBridge {
       return;
     }
     this.command(d, topic, body, text);
+  }
+
+  /**
+   * bridge/request/<name>: health_check and permit_join answer as zigbee2mqtt does; the rest
+   * (renames, removals, OTA...) answer an error: the simulated network is fixed by the scenario.
+   */
+  private request(name: string, text: string): void {
+    if (!this.bridgeOnline) return;
+    let body: unknown = text;
+    try {
+      body = text ? JSON.parse(text) : "";
+    } catch {
+      body = text;
+    }
+    const transaction = body && typeof body === "object" && "transaction" in body ? { transaction: (body as { transaction: unknown }).transaction } : {};
+    const answer =
+      name === "health_check"
+        ? { data: { healthy: true }, status: "ok" }
+        : name === "permit_join"
+          ? { data: { time: 0, value: false }, status: "error", error: "the simulated network admits no new devices" }
+          : { data: {}, status: "error", error: `request '${name}' is not supported by the simulator` };
+    void this.pub(`bridge/response/${name}`, { ...answer, ...transaction }, false);
   }
 
   private command(d: ZigbeeDevice, topic: string, body: Record<string, unknown> | null, text: string): void {

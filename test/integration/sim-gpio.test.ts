@@ -4,7 +4,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js";
-import { parseScenario } from "../../hw-sim/scenario.js";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadScenario, parseScenario } from "../../hw-sim/scenario.js";
+
+const REPO = resolve(fileURLToPath(import.meta.url), "../../../..");
 
 function scenario(): ScenarioInput {
   return {
@@ -181,4 +185,10 @@ test("a scenario without gpio answers 404 on /gpio; bad gpio blocks are refused 
   assert.match(err([{ line: 17, direction: "sideways" }]), /gpio\.lines\[0\]\.direction: must be "input" or "output"/);
   assert.match(err([{ line: 17, direction: "output", value: 2 }]), /gpio\.lines\[0\]\.value: must be 0 or 1/);
   assert.match(err([]), /gpio\.lines/);
+});
+
+test("the demo scenario hw-sim/scenarios/zigbee-gpio-site.yaml is valid", () => {
+  const sc = loadScenario(join(REPO, "hw-sim/scenarios/zigbee-gpio-site.yaml"));
+  assert.deepEqual(sc.gpio?.lines.map((l) => [l.line, l.direction]), [[17, "input"], [27, "output"]]);
+  assert.deepEqual(sc.zigbee?.devices.map((d) => d.kind), ["plug", "plug", "thermostat"]);
 });

@@ -69,6 +69,9 @@ test("the bridge publishes retained bridge/state, bridge/info, bridge/devices wi
     const state = await rec.wait(`${B}/bridge/state`);
     assert.deepEqual(state.json, { state: "online" });
     assert.equal(state.retain, true, "bridge/state is retained");
+    const hc = rec.mark();
+    await rec.publish(`${B}/bridge/request/health_check`, { transaction: 41 });
+    assert.deepEqual((await rec.wait(`${B}/bridge/response/health_check`, () => true, hc)).json, { data: { healthy: true }, status: "ok", transaction: 41 });
     const info = await rec.wait(`${B}/bridge/info`);
     assert.equal(info.retain, true);
     assert.equal(typeof info.json.version, "string");
