@@ -289,6 +289,33 @@ test("the bridge logs in with a username and password; a wrong password fails th
   }
 });
 
+test("after a broker restart the bridge reconnects and publishes its retained topics again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "sitegate-z2m-"));
+  let broker = await startLocalBroker(join(dir, "broker"));
+  try {
+    await withSite(scenario(broker.url), async (site) => {
+      await broker.stop(); // no persistence: the retained messages are gone with it
+      await until(() => site.state().zigbee?.connected === false, "the bridge notices the loss");
+      broker = await startLocalBroker(join(dir, "broker2"), { port: broker.port });
+      const rec = await Recorder.connect(broker.url, [`${B}/#`]);
+      try {
+        assert.deepEqual((await rec.wait(`${B}/bridge/state`)).json, { state: "online" });
+        const list = await rec.wait(`${B}/bridge/devices`);
+        assert.ok(list.json.some((d: any) => d.friendly_name === PLUG));
+        await rec.wait(`${B}/${PLUG}/availability`, (m) => m.json?.state === "online");
+        const from = rec.mark();
+        await rec.publish(`${B}/${PLUG}/set`, { state: "OFF" });
+        await rec.wait(`${B}/${PLUG}`, (m) => m.json?.state === "OFF", from);
+      } finally {
+        await rec.end();
+      }
+    });
+  } finally {
+    await broker.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("plug metering and the room model are a function of the seed and the clock", () => {
   let now = Date.UTC(2025, 0, 15, 12, 0, 0);
   const clock = () => now;

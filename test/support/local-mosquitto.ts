@@ -16,9 +16,10 @@ export interface LocalBroker {
   stop(): Promise<void>;
 }
 
-export async function startLocalBroker(dir: string, opts: { users?: Record<string, string> } = {}): Promise<LocalBroker> {
+/** `port`: listen on this port (to restart a broker where its clients expect it). */
+export async function startLocalBroker(dir: string, opts: { users?: Record<string, string>; port?: number } = {}): Promise<LocalBroker> {
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const users = Object.entries(opts.users ?? {});
   const passwd = join(dir, "passwd");
   users.forEach(([u, p], i) => execFileSync("mosquitto_passwd", ["-b", ...(i === 0 ? ["-c"] : []), passwd, u, p], { stdio: "ignore" }));
