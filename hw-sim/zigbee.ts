@@ -23,6 +23,8 @@ const WRITE_LOG_MAX = 200;
 /** How long zigbee2mqtt waits for a device before it logs a failed command (shortened). */
 export const COMMAND_TIMEOUT_MS = 1500;
 const CONNECT_TIMEOUT_MS = 10_000;
+/** Bridges started by this process: part of the MQTT client id, so two never take each other's session. */
+let instances = 0;
 
 export class ZigbeeBridge {
   readonly devices = new Map<string, ZigbeeDevice>();
@@ -59,7 +61,7 @@ export class ZigbeeBridge {
   /** Connects to the broker and publishes the bridge's retained topics; rejects if the broker cannot be reached in 10 s. */
   async start(): Promise<void> {
     const opts: IClientOptions = {
-      clientId: `sitegate-sim-z2m-${(hashString(this.base) ^ process.pid).toString(16)}`,
+      clientId: `sitegate-sim-z2m-${process.pid}-${++instances}`,
       protocolVersion: 4,
       reconnectPeriod: 1000,
       connectTimeout: 5000,
