@@ -13,6 +13,8 @@ import { Sdm630 } from "./models/sdm630.js";
 import { Relay } from "./models/relay.js";
 import { TcpServer } from "./tcp-server.js";
 import { RtuServer } from "./rtu-server.js";
+import { ZigbeeBridge } from "./zigbee.js";
+import { GpioChip, GpioError, type GpioEdge, type Level } from "./gpio.js";
 import { splitHostPort, urlHost } from "../src/util/process.js";
 
 export type { ScenarioInput, Scenario } from "./scenario.js";
@@ -21,7 +23,12 @@ export type { SimDevice } from "./models/device.js";
 
 export interface SimState {
   site: Record<string, unknown>;
+  /** Modbus devices by name and Zigbee devices by friendly name. */
   devices: Record<string, Record<string, unknown>>;
+  /** The zigbee2mqtt bridge, when the scenario has one. */
+  zigbee?: Record<string, unknown>;
+  /** GPIO lines by number, when the scenario has them. */
+  gpio?: Record<string, Record<string, unknown>>;
 }
 
 export interface SimHandle {
@@ -37,6 +44,10 @@ export interface SimHandle {
   clearFaults(device?: string): void;
   device(name: string): SimDevice;
   site: SiteModel;
+  /** The zigbee2mqtt bridge of the scenario's `zigbee` block. */
+  zigbee?: ZigbeeBridge;
+  /** The GPIO chip of the scenario's `gpio` block. */
+  gpio?: GpioChip;
   stop(): Promise<void>;
 }
 
@@ -61,10 +72,21 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
   const rtuServers: RtuServer[] = [];
   const rtuPeers: string[] = [];
   let control: Server | null = null;
+  let zigbee: ZigbeeBridge | undefined;
+  const gpio = sc.gpio ? new GpioChip(sc.gpio.lines, site) : undefined;
+  const streams = new Set<ServerResponse>();
 
   const stop = async () => {
-    if (control) await new Promise<void>((r) => control!.close(() => r()));
-    control?.closeAllConnections?.();
+    // Event streams never end by themselves: close them, or the server waits for them.
+    for (const r of streams) r.destroy();
+    streams.clear();
+    await zigbee?.stop();
+    if (control) {
+      const c = control;
+      const closed = new Promise<void>((r) => c.close(() => r()));
+      c.closeAllConnections(); // kept-alive client connections would hold close() for seconds
+      await closed;
+    }
     control = null;
     await Promise.all([...tcpServers.map((s) => s.stop()), ...rtuServers.map((s) => s.stop())]);
     clearInterval(ticker);
@@ -99,6 +121,11 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         log.info({ peer: abs(p.peer), baud: p.baud, parity: p.parity, stop_bits: p.stop_bits, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus rtu on pty");
       }
     }
+    if (sc.zigbee) {
+      zigbee = new ZigbeeBridge(sc.zigbee, site, log, baseDir);
+      await zigbee.start();
+    }
+    if (gpio) log.info({ lines: gpio.levels() }, "gpio chip ready");
   } catch (e) {
     await stop();
     throw e;
@@ -125,6 +152,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         writes: slot.writes,
       };
     }
+    if (zigbee) Object.assign(devices, zigbee.views());
     return {
       site: {
         time: new Date(site.clock()).toISOString(),
@@ -136,22 +164,37 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         export_wh: round1(site.exportWh),
       },
       devices,
+      ...(zigbee ? { zigbee: zigbee.status() } : {}),
+      ...(gpio ? { gpio: gpio.view() } : {}),
     };
   };
 
   const setFault = (f: FaultSpec) => {
     const spec = faultSchema.parse(f);
+    if (zigbee?.has(spec.device)) {
+      try {
+        zigbee.setFault(spec.device, spec.fault, spec.delay_ms);
+      } catch (e) {
+        throw new BadRequest((e as Error).message);
+      }
+      log.info({ fault: spec }, "fault set");
+      return;
+    }
     getSlot(spec.device).faults.set(spec.fault, spec);
     log.info({ fault: spec }, "fault set");
   };
   const clearFaults = (device?: string) => {
-    if (device) getSlot(device).faults.clear();
-    else for (const { slot } of slots.values()) slot.faults.clear();
+    if (device && zigbee?.has(device)) zigbee.clearFaults(device);
+    else if (device) getSlot(device).faults.clear();
+    else {
+      for (const { slot } of slots.values()) slot.faults.clear();
+      zigbee?.clearFaults();
+    }
   };
 
   const { host, port } = splitHostPort(sc.control.listen);
   control = createServer((req, res) => {
-    void handleControl(req, res, { state, setFault, clearFaults, getSlot, site }).catch((e) => reply(res, 500, { error: String(e) }));
+    void handleControl(req, res, { state, setFault, clearFaults, getSlot, site, zigbee, gpio, streams }).catch((e) => reply(res, 500, { error: String(e) }));
   });
   const ctl = control;
   await new Promise<void>((res, rej) => {
@@ -175,6 +218,8 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
     clearFaults,
     device: (name) => getSlot(name).device,
     site,
+    ...(zigbee ? { zigbee } : {}),
+    ...(gpio ? { gpio } : {}),
     stop,
   };
 }
@@ -208,7 +253,16 @@ class BadRequest extends Error {}
 async function handleControl(
   req: IncomingMessage,
   res: ServerResponse,
-  sim: { state: () => SimState; setFault: (f: FaultSpec) => void; clearFaults: (d?: string) => void; getSlot: (n: string) => DeviceSlot; site: SiteModel },
+  sim: {
+    state: () => SimState;
+    setFault: (f: FaultSpec) => void;
+    clearFaults: (d?: string) => void;
+    getSlot: (n: string) => DeviceSlot;
+    site: SiteModel;
+    zigbee: ZigbeeBridge | undefined;
+    gpio: GpioChip | undefined;
+    streams: Set<ServerResponse>;
+  },
 ): Promise<void> {
   const url = new URL(req.url ?? "/", "http://x");
   const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
@@ -237,6 +291,18 @@ async function handleControl(
       sim.site.advance();
       return reply(res, 200, sim.state().site);
     }
+    if (parts[0] === "zigbee") return await zigbeeRoute(req, res, parts, sim);
+    if (parts[0] === "gpio") return await gpioRoute(req, res, url, parts, sim);
+    if (req.method === "POST" && parts[0] === "devices" && parts.length === 2 && sim.zigbee?.has(parts[1])) {
+      const body = await readJson(req);
+      if (!body || typeof body !== "object" || Array.isArray(body)) throw new BadRequest("body must be a JSON object");
+      try {
+        sim.zigbee.setByHand(parts[1], body as Record<string, unknown>);
+      } catch (e) {
+        throw new BadRequest((e as Error).message);
+      }
+      return reply(res, 200, sim.state().devices[parts[1]]);
+    }
     if (req.method === "POST" && parts[0] === "devices" && parts.length === 2) {
       const slot = sim.getSlot(parts[1]);
       try {
@@ -252,6 +318,99 @@ async function handleControl(
     if (e instanceof BadRequest) return reply(res, 400, { error: e.message });
     throw e;
   }
+}
+
+type Sim = Parameters<typeof handleControl>[2];
+
+/** POST /zigbee/bridge {"state": "online" | "offline"}; GET /zigbee: the bridge's status. */
+async function zigbeeRoute(req: IncomingMessage, res: ServerResponse, parts: string[], sim: Sim): Promise<void> {
+  if (!sim.zigbee) throw new NotFound("this scenario has no zigbee block");
+  if (req.method === "GET" && parts.length === 1) return reply(res, 200, sim.zigbee.status());
+  if (req.method === "POST" && parts.length === 2 && parts[1] === "bridge") {
+    const body = (await readJson(req)) as Record<string, unknown> | null;
+    const st = body && typeof body === "object" ? body.state : undefined;
+    if (st !== "online" && st !== "offline") throw new BadRequest('state must be "online" or "offline"');
+    const extra = Object.keys(body!).filter((k) => k !== "state");
+    if (extra.length) throw new BadRequest(`unknown key ${extra.join(", ")}`);
+    await sim.zigbee.setBridgeState(st);
+    return reply(res, 200, sim.zigbee.status());
+  }
+  return reply(res, 404, { error: `no route ${req.method} /${parts.join("/")}` });
+}
+
+function lineNumber(s: string): number {
+  if (!/^\d{1,4}$/.test(s)) throw new BadRequest(`"${s}" is not a gpio line number`);
+  return Number(s);
+}
+
+async function levelBody(req: IncomingMessage, allowBounce: boolean): Promise<{ value: Level; bounce: number }> {
+  const body = await readJson(req);
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw new BadRequest("body must be a JSON object");
+  const { value, bounce, ...rest } = body as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length) throw new BadRequest(`unknown key ${extra.join(", ")}`);
+  if (value !== 0 && value !== 1) throw new BadRequest("value must be 0 or 1");
+  if (bounce !== undefined && (!allowBounce || typeof bounce !== "number" || !Number.isInteger(bounce) || bounce < 0 || bounce > 20)) {
+    throw new BadRequest(allowBounce ? "bounce must be an integer 0..20" : "bounce only applies to an input");
+  }
+  return { value, bounce: (bounce as number | undefined) ?? 0 };
+}
+
+/**
+ * GET /gpio, GET /gpio/<line>, POST /gpio/<line> (inputs: the outside world),
+ * POST /gpio/<line>/output (outputs: the gateway), GET /gpio/events (server-sent events).
+ */
+async function gpioRoute(req: IncomingMessage, res: ServerResponse, url: URL, parts: string[], sim: Sim): Promise<void> {
+  const gpio = sim.gpio;
+  if (!gpio) throw new NotFound("this scenario has no gpio block");
+  try {
+    if (req.method === "GET" && parts.length === 1) return reply(res, 200, { lines: gpio.levels() });
+    if (req.method === "GET" && parts.length === 2 && parts[1] === "events") return gpioEvents(req, res, url, gpio, sim.streams);
+    if (parts.length >= 2) {
+      const n = lineNumber(parts[1]);
+      if (req.method === "GET" && parts.length === 2) {
+        const l = gpio.line(n);
+        return reply(res, 200, { line: n, direction: l.spec.direction, value: l.value });
+      }
+      if (req.method === "POST" && parts.length === 2) {
+        gpio.line(n);
+        const { value, bounce } = await levelBody(req, true);
+        return reply(res, 200, gpio.setInput(n, value, bounce));
+      }
+      if (req.method === "POST" && parts.length === 3 && parts[2] === "output") {
+        gpio.line(n);
+        const { value } = await levelBody(req, false);
+        return reply(res, 200, gpio.driveOutput(n, value));
+      }
+    }
+    return reply(res, 404, { error: `no route ${req.method} ${url.pathname}` });
+  } catch (e) {
+    if (e instanceof GpioError) return reply(res, e.status, { error: e.message });
+    throw e;
+  }
+}
+
+/** Server-sent events: a `snapshot` of every level first, then an `edge` per change; `?lines=17,27` filters. */
+function gpioEvents(req: IncomingMessage, res: ServerResponse, url: URL, gpio: GpioChip, streams: Set<ServerResponse>): void {
+  const filter = url.searchParams.get("lines");
+  const only = filter ? new Set(filter.split(",").map((x) => lineNumber(x.trim()))) : null;
+  if (only) for (const n of only) gpio.line(n);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  const levels = Object.fromEntries(Object.entries(gpio.levels()).filter(([k]) => !only || only.has(Number(k))));
+  res.write(`retry: 1000\nevent: snapshot\ndata: ${JSON.stringify({ seqno: gpio.seq, lines: levels })}\n\n`);
+  const unwatch = gpio.watch((e: GpioEdge) => {
+    if (!only || only.has(e.line)) res.write(`id: ${e.seqno}\nevent: edge\ndata: ${JSON.stringify(e)}\n\n`);
+  });
+  const keepalive = setInterval(() => res.write(": keepalive\n\n"), 15_000);
+  keepalive.unref();
+  streams.add(res);
+  const done = () => {
+    clearInterval(keepalive);
+    unwatch();
+    streams.delete(res);
+  };
+  req.once("close", done);
+  res.once("close", done);
 }
 
 export const SIM_DIR = dirname(new URL(import.meta.url).pathname);

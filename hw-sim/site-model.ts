@@ -15,6 +15,8 @@ export interface PowerSource {
 export interface SiteLoad {
   readonly name: string;
   loadW(): number;
+  /** Optional: integrate internal state (energy counters, a room's temperature) over dtS seconds. */
+  integrate?(dtS: number, nowMs: number): void;
 }
 
 export class SiteModel {
@@ -63,6 +65,7 @@ export class SiteModel {
     const dtS = (now - this.lastMs) / 1000;
     if (dtS > 0) {
       for (const s of this.sources) s.integrate(dtS, now);
+      for (const l of this.loads) l.integrate?.(dtS, now);
       const g = this.gridW;
       if (g > 0) this.importWh += (g * dtS) / 3600;
       else this.exportWh += (-g * dtS) / 3600;
