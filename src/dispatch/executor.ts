@@ -267,17 +267,36 @@ export class Executor {
     if (Object.keys(metrics).length) this.confirmed(id, metrics, this.deps.clock.now());
   }
 
+  /**
+   * A confirmation reading for the live events that drive the device and whose kind takes
+   * it; their coverage gets a sample at the same instant, so the driven time and the
+   * delivered quantity start counting at the same moment.
+   */
   private confirmed(id: string, metrics: Record<string, number>, at: number): void {
     let ctx: KindContext | undefined;
     for (const row of this.running) {
       if (row.spec.mode === "test" || row.state !== "running") continue;
+      const kind = kindOf(row.spec.event_type);
+      if (!kind.confirmed || !(this.claimed.get(row.spec.event_id) ?? []).includes(id)) continue;
       if (at < (row.progress.window_from ?? Math.max(row.spec.start_ms, row.created_at))) continue;
       try {
-        kindOf(row.spec.event_type).confirmed?.(row, (ctx ??= this.ctx(at)), id, metrics, at);
+        ctx ??= this.ctx(at);
+        kind.confirmed(row, ctx, id, metrics, at);
+        if (this.sampleCoverage(row, ctx, at)) this.deps.save(row);
       } catch (e) {
         this.deps.log.error({ event_id: row.spec.event_id, device_id: id, err: errorMessage(e) }, "cannot take a confirmation reading");
       }
     }
+  }
+
+  /** One coverage sample of a live event; true when it is the first that finds it driving. */
+  private sampleCoverage(row: EventRow, ctx: KindContext, ts: number): boolean {
+    const p = row.progress;
+    const kind = kindOf(row.spec.event_type);
+    const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
+    const first = driving && !p.driven?.value;
+    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+    return first;
   }
 
   /** Puts a device back from the ledger, behind its earlier writes; a failure is retried. */
@@ -339,9 +358,7 @@ export class Executor {
       if (ts < p.window_from) continue;
       const kind = kindOf(row.spec.event_type);
       kind.observe?.(row, ctx, byId, ts);
-      const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
-      if (driving && !p.driven?.value) first.push(row);
-      p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+      if (this.sampleCoverage(row, ctx, ts)) first.push(row);
     }
     // The first measured sample of an event is committed at once (a kill -9 soon after
     // start loses no more than the hold time), the rest every 10 s (SD card wear).

@@ -352,7 +352,7 @@ test("shed with a meter steps one device at a time: the next step waits for a me
   }
 });
 
-test("a confirmation read after each setpoint write is one more sample of the battery: delivery counts from the write, not the next poll, and nothing twice", async () => {
+test("a confirmation read after each setpoint write is one more sample of the battery: delivery and coverage count from the write, not the next poll, and nothing twice", async () => {
   const r = rig([battery("b1", 5000)]);
   try {
     const at = (id: string) => (r.dev.reg(id, "holding", 100) === 2 ? r.dev.reg(id, "holding", 101) * 50 : 0);
@@ -369,6 +369,7 @@ test("a confirmation read after each setpoint write is one more sample of the ba
     const b = resp(r, ev.event_id);
     // Without the confirmation the first second (start to the first poll) would count as 0: 2.5 x 59/60.
     assert.ok(Math.abs((b.details.delivered_quantity as number) - 2.5) < 1e-9, JSON.stringify(b.details));
+    assert.equal(b.details.coverage, 1, "driven from the same instant as delivered");
     assert.equal(b.status, "completed");
   } finally {
     r.close();
