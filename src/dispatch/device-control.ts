@@ -98,7 +98,7 @@ export class ModbusDeviceControl implements DeviceControl {
     }
   }
 
-  /** The power point in the control lane, one request and no retry (bounded by the device's timeout). */
+  /** The power point (and its scale factor) in the control lane, no retry: bounded by the device's timeout. */
   async confirm(deviceId: string): Promise<Record<string, number>> {
     const m = await this.driver(deviceId).readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
     this.telemetry.confirm(deviceId, m);
