@@ -185,13 +185,17 @@ export class DeviceDriver {
 
   /** The blocks a poll of these point classes reads (planned once per line timing, then reused). */
   plan(classes: readonly PointClass[]): { blocks: Block[]; ranges: Range[] } {
+    return this.planFor(`${[...classes].sort().join(",")}`, (pt) => classes.includes(pt.class));
+  }
+
+  private planFor(name: string, pick: (pt: ResolvedPoint) => boolean): { blocks: Block[]; ranges: Range[] } {
     if (!this.points) throw new Error("device is not paired");
-    const key = `${[...classes].sort().join(",")}/${this.maxGap}`;
+    const key = `${name}/${this.maxGap}`;
     let plan = this.plans.get(key);
     if (!plan) {
       const ranges: Range[] = [];
       for (const pt of this.points) {
-        if (!classes.includes(pt.class)) continue;
+        if (!pick(pt)) continue;
         ranges.push(pt);
         if (pt.sf_address !== undefined) ranges.push({ table: "holding", address: pt.sf_address, count: 1 });
       }
@@ -208,7 +212,22 @@ export class DeviceDriver {
    */
   async read(classes: readonly PointClass[], priority: Priority = PRIORITY.poll, retries = 1): Promise<Metrics> {
     if (!this.points) await this.pair(priority);
-    const { blocks } = this.plan(classes);
+    return this.readPlanned(this.plan(classes).blocks, (pt) => classes.includes(pt.class), priority, retries);
+  }
+
+  /**
+   * Reads these metrics only (their registers and scale factors), of a paired device: the
+   * power point after a setpoint write. Empty when the device has none of them, without
+   * a request.
+   */
+  async readMetrics(metrics: readonly string[], priority: Priority, retries = 0): Promise<Metrics> {
+    if (!this.points) return {};
+    const pick = (pt: ResolvedPoint) => metrics.includes(pt.metric);
+    const { blocks } = this.planFor(`metrics:${[...metrics].sort().join(",")}`, pick);
+    return blocks.length ? this.readPlanned(blocks, pick, priority, retries) : {};
+  }
+
+  private async readPlanned(blocks: readonly Block[], pick: (pt: ResolvedPoint) => boolean, priority: Priority, retries: number): Promise<Metrics> {
     const data = new Map<Table, Map<number, number>>();
     for (const b of blocks) {
       const words = await this.readRegs(b.table, b.address, b.count, priority, retries);
@@ -216,13 +235,13 @@ export class DeviceDriver {
       if (!t) data.set(b.table, (t = new Map()));
       for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]);
     }
-    return this.decode(classes, data);
+    return this.decode(pick, data);
   }
 
-  private decode(classes: readonly PointClass[], data: Map<Table, Map<number, number>>): Metrics {
+  private decode(pick: (pt: ResolvedPoint) => boolean, data: Map<Table, Map<number, number>>): Metrics {
     const out: Metrics = {};
     for (const pt of this.points!) {
-      if (!classes.includes(pt.class)) continue;
+      if (!pick(pt)) continue;
       const t = data.get(pt.table);
       if (!t) continue;
       const words: number[] = [];

@@ -27,6 +27,13 @@ export interface DeviceControl {
   read(deviceId: string, table: "holding" | "coil", address: number, count: number): Promise<number[]>;
   /** Writes in order; throws a SitegateError when the device refuses or does not answer. */
   write(deviceId: string, writes: readonly RawWrite[]): Promise<void>;
+  /**
+   * Reads the device's power once in the control lane, without retry, right after a
+   * setpoint write; the latest values (status page, API, devices()) take it at once.
+   * Resolves to what was read ({} when the device has no power point); throws when the
+   * device does not answer.
+   */
+  confirm(deviceId: string): Promise<Record<string, number>>;
   hasAction(deviceId: string, action: ActionName): boolean;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   refreshMs(deviceId: string): number;

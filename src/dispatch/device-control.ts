@@ -14,14 +14,19 @@ import { planControlWrites } from "./control-values.js";
 
 export interface TelemetryView extends HealthView {
   latest(deviceId: string): Record<string, number> | undefined;
+  /** A reading taken outside the poll: the latest values take it at once. */
+  confirm(deviceId: string, metrics: Record<string, number>): void;
   setRemote(deviceId: string, remote: boolean): void;
 }
+
+/** What a confirmation read after a setpoint write reads: the device's AC power. */
+const CONFIRM_METRICS = ["power_w"] as const;
 
 export class ModbusDeviceControl implements DeviceControl {
   constructor(
     private readonly source: DeviceSource,
     private readonly telemetry: TelemetryView,
-    private readonly pool: DriverPool,
+    private readonly pool: Pick<DriverPool, "driverFor">,
   ) {}
 
   devices(): DispatchDevice[] {
@@ -91,6 +96,13 @@ export class ModbusDeviceControl implements DeviceControl {
       if (w.table === "coil") await driver.bus.writeCoils(driver.unit, w.address, w.coils, opts);
       else await driver.bus.writeRegisters(driver.unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
     }
+  }
+
+  /** The power point (and its scale factor) in the control lane, no retry: bounded by the device's timeout. */
+  async confirm(deviceId: string): Promise<Record<string, number>> {
+    const m = await this.driver(deviceId).readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
+    this.telemetry.confirm(deviceId, m);
+    return m;
   }
 
   setRemote(deviceId: string, remote: boolean): void {

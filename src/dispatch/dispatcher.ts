@@ -79,7 +79,7 @@ export class Dispatcher implements Part {
 
   get stats() {
     const w = this.exec.stats;
-    return { ...this.counts, writes_ok: w.writes_ok, writes_failed: w.writes_failed, releases_ok: w.releases_ok, releases_failed: w.releases_failed };
+    return { ...this.counts, writes_ok: w.writes_ok, writes_failed: w.writes_failed, releases_ok: w.releases_ok, releases_failed: w.releases_failed, confirms_ok: w.confirms_ok, confirms_failed: w.confirms_failed };
   }
 
   start(): void {

@@ -3,7 +3,9 @@
 // test event never takes a device from a live one), merges what they claim per device,
 // writes through the device ledger (pre-event state first, then the action), rewrites
 // setpoints before the device's own revert timeout, and puts back every device that no
-// running event drives any more. The kinds (kinds/) decide what to claim, measure and
+// running event drives any more. After each setpoint write the device's power is read
+// once in the control lane (a confirmation), so the latest values and the measurement do
+// not wait for the next poll. The kinds (kinds/) decide what to claim, measure and
 // report; this file decides nothing about any one kind.
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -59,6 +61,8 @@ export class Executor {
   private readonly releaseFailedAt = new Map<string, number>();
   private readonly windows = new Map<string, RollingWindow>();
   private readonly seen = new Map<string, number>();
+  /** Devices with a confirmation read in flight (at most one each). */
+  private readonly confirming = new Set<string>();
   /** Live claims of the last plan: device -> events with their watts. */
   private claims = new Map<string, Array<{ event_id: string; watts: number }>>();
   /** Devices each event (live or test) claimed in the last plan. */
@@ -66,7 +70,7 @@ export class Executor {
   private running: readonly EventRow[] = [];
   private devs: DispatchDevice[] = [];
   private lastSave = 0;
-  readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0 };
+  readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0, confirms_ok: 0, confirms_failed: 0 };
 
   constructor(private readonly deps: ExecutorDeps) {}
 
@@ -218,6 +222,9 @@ export class Executor {
           dp.acked_at ??= this.deps.clock.now();
           dp.error = undefined;
         }
+        // Not awaited: the read is queued now, behind the write and ahead of this device's
+        // next write or release and of every poll, and the chain does not wait for it.
+        this.confirm(id);
       } catch (e) {
         this.stats.writes_failed++;
         const msg = errorMessage(e);
@@ -232,6 +239,64 @@ export class Executor {
         if (a && a.key === key) a.failed = true;
       }
     });
+  }
+
+  /**
+   * One read of the device's power in the control lane right after a setpoint write. It
+   * goes to the latest values (in the device layer) and, as one more sample, to the
+   * measurement of the running events whose kind takes it (kinds/kind.ts `confirmed`),
+   * stamped when the answer arrived: never earlier than the device was seen at its
+   * setpoint. A failure is logged and counted; the write stands.
+   */
+  private confirm(id: string): void {
+    if (this.confirming.has(id)) return;
+    this.confirming.add(id);
+    void this.confirmOnce(id).finally(() => this.confirming.delete(id));
+  }
+
+  private async confirmOnce(id: string): Promise<void> {
+    let metrics: Record<string, number>;
+    try {
+      metrics = await this.deps.control.confirm(id); // queued on the bus before this returns
+    } catch (e) {
+      this.stats.confirms_failed++;
+      this.deps.log.warn({ device_id: id, err: errorMessage(e) }, "confirmation read after a setpoint write failed; the next poll reads the device");
+      return;
+    }
+    this.stats.confirms_ok++;
+    if (Object.keys(metrics).length) this.confirmed(id, metrics, this.deps.clock.now());
+  }
+
+  /**
+   * A confirmation reading for the live events that drive the device and whose kind takes
+   * it; their coverage gets a sample at the same instant, so the driven time and the
+   * delivered quantity start counting at the same moment.
+   */
+  private confirmed(id: string, metrics: Record<string, number>, at: number): void {
+    let ctx: KindContext | undefined;
+    for (const row of this.running) {
+      if (row.spec.mode === "test" || row.state !== "running") continue;
+      const kind = kindOf(row.spec.event_type);
+      if (!kind.confirmed || !(this.claimed.get(row.spec.event_id) ?? []).includes(id)) continue;
+      if (at < (row.progress.window_from ?? Math.max(row.spec.start_ms, row.created_at))) continue;
+      try {
+        ctx ??= this.ctx(at);
+        kind.confirmed(row, ctx, id, metrics, at);
+        if (this.sampleCoverage(row, ctx, at)) this.deps.save(row);
+      } catch (e) {
+        this.deps.log.error({ event_id: row.spec.event_id, device_id: id, err: errorMessage(e) }, "cannot take a confirmation reading");
+      }
+    }
+  }
+
+  /** One coverage sample of a live event; true when it is the first that finds it driving. */
+  private sampleCoverage(row: EventRow, ctx: KindContext, ts: number): boolean {
+    const p = row.progress;
+    const kind = kindOf(row.spec.event_type);
+    const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
+    const first = driving && !p.driven?.value;
+    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+    return first;
   }
 
   /** Puts a device back from the ledger, behind its earlier writes; a failure is retried. */
@@ -293,9 +358,7 @@ export class Executor {
       if (ts < p.window_from) continue;
       const kind = kindOf(row.spec.event_type);
       kind.observe?.(row, ctx, byId, ts);
-      const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
-      if (driving && !p.driven?.value) first.push(row);
-      p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+      if (this.sampleCoverage(row, ctx, ts)) first.push(row);
     }
     // The first measured sample of an event is committed at once (a kill -9 soon after
     // start loses no more than the hold time), the rest every 10 s (SD card wear).

@@ -1,8 +1,9 @@
 // Delivered power is measured, never assumed (B4): a time-weighted mean of the samples
-// taken from the first poll after the first setpoint write until the end. A sample holds
-// until the next one, but never longer than `holdMs` (the dispatcher's hold time): a device that
-// stops answering counts as delivering nothing for the time it is silent. The state is
-// a handful of numbers, so it is persisted with the event and survives a restart.
+// taken from the first reading after the first setpoint write (its confirmation read, or a
+// poll) until the end. A sample holds until the next one, but never longer than `holdMs`
+// (the dispatcher's hold time): a device that stops answering counts as delivering nothing
+// for the time it is silent. The state is a handful of numbers, so it is persisted with the
+// event and survives a restart.
 
 export interface MeanState {
   /** Start of the measured window (the first sample's time), ms. */

@@ -29,6 +29,8 @@ interface Polled {
   latest: Metrics;
   /** Tick time of the latest successful reading. */
   latestAt: number | undefined;
+  /** A reading taken outside the poll (see confirm()) and when it arrived (performance.now()). */
+  confirmed?: { metrics: Metrics; at: number };
 }
 
 export interface PollerOptions {
@@ -190,6 +192,7 @@ export class Poller implements Part, HealthView {
     const id = p.device.config.device_id;
     const slowDue = now - p.lastSlowAt >= p.driver.profile.slow_interval_ms;
     const classes: PointClass[] = slowDue ? ["fast", "slow"] : ["fast"];
+    const readFrom = performance.now();
     try {
       // A device that is failing gets one try without retries: it costs one timeout.
       const metrics = await p.driver.read(classes, undefined, p.health.consecutive_failures > 0 ? 0 : 1);
@@ -201,7 +204,10 @@ export class Poller implements Part, HealthView {
         op_mode: this.remote.has(id) ? 2 : opModeFromState(p.driver.profile.kind === "sunspec" ? metrics.state : undefined, true),
       };
       p.nextTryAt = 0;
-      p.latest = { ...p.latest, ...metrics };
+      // A confirmation that arrived while this read was under way may be the newer value
+      // (the control lane jumps ahead of a poll's later blocks): it stays until the next poll.
+      const newer = p.confirmed && p.confirmed.at > readFrom ? p.confirmed.metrics : {};
+      p.latest = { ...p.latest, ...metrics, ...newer };
       p.latestAt = ts;
       this.stats.reads_ok++;
       if (wasOffline) this.opts.log.info({ device_id: id }, "device online");
@@ -224,6 +230,18 @@ export class Poller implements Part, HealthView {
   /** The latest value of every metric read from a device (for dispatch and diagnostics). */
   latest(deviceId: string): Metrics | undefined {
     return this.devices.get(deviceId)?.latest;
+  }
+
+  /**
+   * A reading taken outside the poll (dispatch reads a device's power in the control lane
+   * right after a setpoint write): the latest values take it at once. Snapshots, health
+   * and `latestAt` stay the poll's, so the stored and pushed telemetry keeps its tick clock.
+   */
+  confirm(deviceId: string, metrics: Metrics): void {
+    const p = this.devices.get(deviceId);
+    if (!p || Object.keys(metrics).length === 0) return;
+    p.latest = { ...p.latest, ...metrics };
+    p.confirmed = { metrics, at: performance.now() };
   }
 
   /** The tick time (UTC ms) of the latest successful reading of a device. */

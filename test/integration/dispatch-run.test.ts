@@ -19,6 +19,10 @@ test("discharge moves the battery and the grid meter by about the requested powe
     assert.deepEqual(r.json, [{ event_id: ev.event_id, status: "accepted" }]);
     await until(() => Math.abs((rig.simDevice("battery").power_w as number) - 3000) < 150, "battery discharging at 3 kW");
     assert.ok(Math.abs(gridBefore - (rig.simDevice("grid").power_w as number) - 3000) < 300, "grid import drops by about 3 kW");
+    // The SunSpec battery's power (with its scale factor) read back in the control lane after the write.
+    const dispatch = rig.gw.daemon.part<Dispatcher>("dispatch");
+    await until(() => dispatch.stats.confirms_ok >= 1, "confirmation read after the setpoint write");
+    assert.equal(dispatch.stats.confirms_failed, 0);
     const sync = await rig.gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: rig.gw.apiKeyHeaders });
     await until(async () => {
       const s = await rig.gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: rig.gw.apiKeyHeaders });

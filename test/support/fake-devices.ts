@@ -25,6 +25,10 @@ export class FakeDevices implements DeviceControl {
   regs = new Map<string, Map<string, number>>();
   /** Devices whose reads fail (to test "no pre-state, no write"). */
   unreadable = new Set<string>();
+  /** Confirmation reads (power after a setpoint write), in order. */
+  confirms: Array<{ at: number; id: string }> = [];
+  /** What a device's power point reads now; by default no device has one (nothing is read). */
+  power?: (id: string) => number | undefined;
 
   constructor(
     public list: DispatchDevice[],
@@ -104,6 +108,14 @@ export class FakeDevices implements DeviceControl {
         this.writes.push(w.words[0] === 1 ? { at: this.clock.now(), id, action: "curtail", pct: w.words[1] } : { at: this.clock.now(), id, action: "release" });
       } else this.writes.push({ at: this.clock.now(), id, action: `holding:${w.address}=${w.words.join(",")}` });
     }
+  }
+
+  async confirm(id: string): Promise<Record<string, number>> {
+    this.confirms.push({ at: this.clock.now(), id });
+    const w = this.power?.(id);
+    if (w === undefined) return {};
+    this.dev(id).metrics.power_w = w; // the latest values take it, as the poller's do
+    return { power_w: w };
   }
 
   hasAction(_id: string, _a: ActionName): boolean {

@@ -351,3 +351,27 @@ test("shed with a meter steps one device at a time: the next step waits for a me
     r.close();
   }
 });
+
+test("a confirmation read after each setpoint write is one more sample of the battery: delivery and coverage count from the write, not the next poll, and nothing twice", async () => {
+  const r = rig([battery("b1", 5000)]);
+  try {
+    const at = (id: string) => (r.dev.reg(id, "holding", 100) === 2 ? r.dev.reg(id, "holding", 101) * 50 : 0);
+    r.dev.power = at;
+    const ev = req([{ event_type: "discharge", event_quantity: 2.5 }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [ev] });
+    r.clock.advance(10_000);
+    await flush();
+    assert.deepEqual(r.dev.confirms, [{ at: T0 + 10_000, id: "b1" }], "read once, at the write");
+    assert.equal(r.dev.list[0].metrics.power_w, 2500, "the latest values have it before any poll");
+    await run(r, T0 + 70_000, () => ({ b1: { power_w: at("b1") } }));
+    const setpoints = r.dev.writes.filter((w) => w.action === "discharge");
+    assert.equal(r.dev.confirms.length, setpoints.length, "one read per setpoint write (the 20 s rewrites too), none after the release");
+    const b = resp(r, ev.event_id);
+    // Without the confirmation the first second (start to the first poll) would count as 0: 2.5 x 59/60.
+    assert.ok(Math.abs((b.details.delivered_quantity as number) - 2.5) < 1e-9, JSON.stringify(b.details));
+    assert.equal(b.details.coverage, 1, "driven from the same instant as delivered");
+    assert.equal(b.status, "completed");
+  } finally {
+    r.close();
+  }
+});

@@ -37,15 +37,16 @@ export const chargeDischarge: EventKind = {
   },
 
   observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
-    const s = row.spec;
-    for (const [id, dp] of Object.entries(row.progress.devices)) {
-      const w = metrics.get(id)?.power_w;
-      if (w === undefined || (dp.requested_w <= 0 && !dp.mean)) continue;
-      // A battery shared by several events delivers for each its fraction of the setpoint;
-      // one another event has taken over delivers nothing for this one.
-      const part = ctx.share(id, s.event_id);
-      dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold);
-    }
+    for (const id of Object.keys(row.progress.devices)) sample(row, ctx, id, metrics.get(id)?.power_w, ts);
+  },
+
+  // Each battery's mean is its own time-weighted series, so a confirmation reading is one
+  // more sample of it: it ends the previous sample's hold at the moment the setpoint was
+  // seen instead of at the next poll. Nothing is counted twice: every instant of the window
+  // is covered by exactly one sample, and a later snapshot stamped with an earlier tick
+  // (a poll under way during the write) is dropped by addSample.
+  confirmed(row: EventRow, ctx: KindContext, deviceId: string, metrics: Readonly<Record<string, number>>, at: number): void {
+    if (row.progress.devices[deviceId]) sample(row, ctx, deviceId, metrics.power_w, at);
   },
 
   result(row: EventRow, ctx: KindContext, until: number): KindResult {
@@ -68,3 +69,14 @@ export const chargeDischarge: EventKind = {
     return { delivered_w: delivered, devices, measured: true };
   },
 };
+
+/** One reading of a battery's AC power as a sample of this event's delivery. */
+function sample(row: EventRow, ctx: KindContext, id: string, w: number | undefined, ts: number): void {
+  const s = row.spec;
+  const dp = row.progress.devices[id];
+  if (!dp || w === undefined || (dp.requested_w <= 0 && !dp.mean)) return;
+  // A battery shared by several events delivers for each its fraction of the setpoint;
+  // one another event has taken over delivers nothing for this one.
+  const part = ctx.share(id, s.event_id);
+  dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold);
+}

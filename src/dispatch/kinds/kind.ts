@@ -116,6 +116,13 @@ export interface EventKind {
   plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[];
   /** A live event's measurement from one snapshot (device_id -> metrics). */
   observe?(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void;
+  /**
+   * One device's reading taken right after a setpoint write to it, between two polls (its
+   * power only; `at` is when the answer arrived). A kind that measures each device on its
+   * own takes it as one more sample of that device; a kind that compares devices at one
+   * instant (shed against the grid meter) leaves it out and waits for the poll.
+   */
+  confirmed?(row: EventRow, ctx: KindContext, deviceId: string, metrics: Readonly<Record<string, number>>, at: number): void;
   /** Whether the event counts as driving its devices now (coverage); by default: a write acknowledged. */
   driving?(row: EventRow, ctx: KindContext): boolean;
   result(row: EventRow, ctx: KindContext, until: number): KindResult;
