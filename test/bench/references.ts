@@ -39,3 +39,8 @@ export async function bareDrServer(arg: { dir: string; path: string }): Promise<
     },
   };
 }
+
+/** The node flags this process runs under (the check that a reference gets the daemon's). */
+export async function nodeFlags(): Promise<string[]> {
+  return process.execArgv;
+}
