@@ -204,7 +204,7 @@ export class Dispatcher implements Part {
       }
       if (!old) {
         const row = newRow(spec, hash, now);
-        this.store.put(row);
+        this.store.put(row, null); // no row: the look-up above found none
         this.deps.onState?.(row.spec, row.state, now);
         staged.touched.push(row);
         staged.receipts.push({ event_id: input.event_id, status: row.receipt });
@@ -213,12 +213,12 @@ export class Dispatcher implements Part {
       if (spec.cancelled) {
         if (old.state === "scheduled") {
           const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
-          this.store.put(row);
+          this.store.put(row, old);
           this.deps.onState?.(row.spec, row.state, now);
           staged.touched.push(row);
         } else if (old.state === "running") {
           const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
-          this.store.put(row);
+          this.store.put(row, old);
           staged.stopRunning.push(row);
         } else {
           throw new SitegateError("CONFLICT", `event ${spec.event_id} already ended (${old.state}); it cannot be cancelled`, {
@@ -234,7 +234,7 @@ export class Dispatcher implements Part {
         });
       }
       const row = newRow(spec, hash, now, old.created_at);
-      this.store.put(row);
+      this.store.put(row, old);
       this.deps.onState?.(row.spec, row.state, now);
       staged.touched.push(row);
       staged.receipts.push({ event_id: input.event_id, status: "accepted" });

@@ -165,11 +165,13 @@ export class EventStore {
    * The key is the lowercased event_id (GUIDs are case-insensitive); the spec keeps the
    * id as the partner first sent it, which the execution response echoes. A later
    * submission in another case updates the same event and keeps that first spelling.
+   * `stored`: the row as the caller just read it in this transaction (null: none), which
+   * spares the look-up of that spelling.
    */
-  put(row: EventRow): void {
+  put(row: EventRow, stored?: EventRow | null): void {
     const s = row.spec;
     const key = s.event_id.toLowerCase();
-    const first = this.stmts.spelling.get(key) as string | undefined;
+    const first = stored === undefined ? (this.stmts.spelling.get(key) as string | undefined) : stored?.spec.event_id;
     if (first !== undefined && first !== s.event_id && first.toLowerCase() === key) row.spec = { ...s, event_id: first };
     this.stmts.upsert.run({
       event_id: key,

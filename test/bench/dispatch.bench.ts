@@ -1,7 +1,9 @@
 // Dispatch figures (issue 9) against references measured in the same run:
 // - /dr requests/s for 10-event requests (new event_ids, starts in the future), keep-alive
-//   HTTPS with 4 concurrent clients, against a bare fastify HTTPS route that parses the
-//   same body and answers the same 10 receipts (no auth, no validation, no SQLite);
+//   HTTPS with 4 concurrent clients, from `sitegate run` under the unit's node flags against
+//   a bare fastify HTTPS route under the same flags that parses the same body, commits one
+//   SQLite transaction (synchronous=FULL) and answers the same 10 receipts (no auth, no
+//   validation); the flags' own cost is that route with and without them;
 // - event start lateness, start_time to the first write the simulator receives for the
 //   event, over 200 short discharge events (30 with BENCH_QUICK=1), against a bare
 //   setTimeout + modbus-serial write to the same simulator on the same kind of schedule;
@@ -12,8 +14,8 @@
 // The simulator runs in this process: its writes and the gateway's snapshots are stamped
 // by one clock, to the sub-millisecond.
 import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import Fastify from "fastify";
 import ModbusRTU from "modbus-serial";
 import { httpsLoad } from "./https-load.js";
 import type { BenchFn, BenchRow } from "./types.js";
@@ -23,12 +25,16 @@ import type { Snapshot } from "../../src/telemetry/types.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import { startGateway } from "../support/gateway.js";
+import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js";
+import { TEST_API_KEY } from "../support/config.js";
+import { flagSets, flagsLabel, inChild } from "./in-child.js";
 import { testCert } from "../support/tls.js";
 import { POLL_MS, rigConfig, siteScenario, waitPaired } from "../support/dispatch.js";
 import { startSink } from "../support/partner-sink.js";
 
 const SITE = "site-001";
 const DR_PATH = `/v1/api/gateway/${SITE}/dr`;
+const REFERENCES = new URL("./references.js", import.meta.url).href;
 
 function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -87,39 +93,39 @@ function hammerDr(url: string, headers: Record<string, string>, ms: number): Pro
 async function drThroughput(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
   const ms = ctx.quick ? 1000 : 5000;
   const cert = testCert();
-  const gw = await startGateway(join(ctx.dir, "dr"), { http: { listen: "127.0.0.1:0", tls: { cert: cert.certFile, key: cert.keyFile }, rate_limit_per_min: 100_000_000 } });
-  const bare = Fastify({ https: { key: cert.key, cert: cert.cert } });
-  bare.post(DR_PATH, async (req) => (req.body as { event_slots: Array<{ event_id: string }> }).event_slots.map((e) => ({ event_id: e.event_id, status: "accepted" })));
-  await bare.listen({ host: "127.0.0.1", port: 0 });
-  const barePort = (bare.server.address() as { port: number }).port;
+  const { unit, plain } = flagSets();
+  // BENCH_DR_PROF=DIR: the daemon writes a V8 CPU profile there (to find where /dr spends).
+  const prof = process.env.BENCH_DR_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_DR_PROF}`] : [];
+  // The daemon as the unit starts it (its node flags), the reference in a child under the
+  // same flags, and the same reference with no flags (what the flags cost on their own).
+  mkdirSync(join(ctx.dir, "dr"));
+  const gw = await spawnDaemonProcess(join(ctx.dir, "dr"), { log_level: "warn", http: { listen: "127.0.0.1:0", tls: { cert: cert.certFile, key: cert.keyFile }, rate_limit_per_min: 100_000_000 } }, { nodeArgs: [...unit.nodeArgs, ...prof] });
+  const bare = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-flags"), path: DR_PATH }, unit);
+  const barePlain = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-plain"), path: DR_PATH }, plain);
   try {
-    const oursRun = () => hammerDr(gw.url + DR_PATH, gw.apiKeyHeaders, ms);
-    const refRun = () => hammerDr(`https://127.0.0.1:${barePort}${DR_PATH}`, {}, ms);
-    // Warm both up, then alternate and keep each one's best round (as api.bench does).
-    const warm = [await oursRun(), await refRun()];
-    let ours = 0;
-    let ref = 0;
+    const runs = {
+      ours: () => hammerDr(gw.url + DR_PATH, { "x-api-key": TEST_API_KEY }, ms),
+      ref: () => hammerDr(`https://127.0.0.1:${bare.result.port}${DR_PATH}`, {}, ms),
+      refPlain: () => hammerDr(`https://127.0.0.1:${barePlain.result.port}${DR_PATH}`, {}, ms),
+    };
+    // Warm each up, then alternate and keep each one's best round: the order must not decide.
+    const best = { ours: 0, ref: 0, refPlain: 0 };
     const rounds: string[] = [];
-    for (let i = 0; i < 2; i++) {
-      const o = await oursRun();
-      const r = await refRun();
-      rounds.push(`${o.toFixed(0)}/${r.toFixed(0)}`);
-      ours = Math.max(ours, o);
-      ref = Math.max(ref, r);
+    for (const run of Object.values(runs)) await run();
+    for (let i = 0; i < (ctx.quick ? 2 : 3); i++) {
+      const got = { ours: await runs.ours(), ref: await runs.ref(), refPlain: await runs.refPlain() };
+      rounds.push(`${got.ours.toFixed(0)}/${got.ref.toFixed(0)}/${got.refPlain.toFixed(0)}`);
+      for (const k of Object.keys(best) as Array<keyof typeof best>) best[k] = Math.max(best[k], got[k]);
     }
-    const dispatch = gw.daemon.part<Dispatcher>("dispatch");
-    const open = dispatch.scheduled();
-    // Diagnostic, not a row: the same route with the dispatcher's submit() answering at once
-    // (no SQLite, no timeline), to split the gap between HTTP+auth+zod and submit().
-    const submit = dispatch.submit;
-    dispatch.submit = (req) => req.event_slots.map((e) => ({ event_id: e.event_id, status: "accepted" as const }));
-    const stubbed = await oursRun();
-    dispatch.submit = submit;
-    ctx.log(`/dr req/s ours/bare: warm-up ${warm.map((x) => x.toFixed(0)).join("/")}, rounds ${rounds.join(", ")}; ${open} events scheduled at the end; with submit() stubbed: ${stubbed.toFixed(0)} req/s`);
-    return [{ name: "/dr throughput, 10 events/request", value: ours, unit: "req/s", reference: ref, ratio: ours / ref, note: "bare fastify HTTPS route, same JSON (parse + 10 receipts)" }];
+    ctx.log(`/dr req/s ours/bare/bare without flags (${flagsLabel(unit.nodeArgs)}): rounds ${rounds.join(", ")}`);
+    return [
+      { name: "/dr throughput, 10 events/request", value: best.ours, unit: "req/s", reference: best.ref, ratio: best.ours / best.ref, note: "bare fastify HTTPS route, unit's node flags: parse, 1 SQLite tx (FULL), 10 receipts" },
+      { name: "flags' own cost: bare /dr route, unit's node flags", value: best.ref, unit: "req/s", reference: best.refPlain, ratio: best.ref / best.refPlain, note: "the same bare route, no node flags" },
+    ];
   } finally {
-    await bare.close();
     await gw.stop();
+    await bare.stop();
+    await barePlain.stop();
   }
 }
 

@@ -1,10 +1,12 @@
 // Fleet uplink (MQTT v5) figures against bare MQTT.js loops on the same mosquitto in the
-// same run: QoS 1 telemetry drained from the sample store through the fleet pipe vs a
+// same run, both in one child process under the unit's node flags (and once more with no
+// flags, for the flags' own cost): QoS 1 telemetry drained from the sample store through the fleet pipe vs a
 // bare QoS 1 publish loop with the same in-flight window and payloads; commands answered
 // per second vs a bare MQTT.js echo responder; bytes per telemetry message.
 import { join } from "node:path";
 import { connectAsync, type MqttClient } from "mqtt";
 import type { BenchFn, BenchRow } from "./types.js";
+import { flagSets, runInChild } from "./in-child.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
 import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/outbox.js";
@@ -72,7 +74,12 @@ async function requestLoop(client: MqttClient, cmdTopic: string, replyTopic: str
   return n / ((performance.now() - t0) / 1000);
 }
 
-const bench: BenchFn = async (ctx) => {
+/**
+ * Runs in a child process (in-child.ts) under the node flags being measured: the fleet part
+ * and its bare references share that process, so they share the flags.
+ */
+export async function fleetFigures(arg: { quick: boolean; dir: string; label: string }): Promise<BenchRow[]> {
+  const ctx = { quick: arg.quick, dir: arg.dir, log: (m: string) => process.stderr.write(`  fleet (${arg.label}): ${m}\n`) };
   const rows: BenchRow[] = [];
   // Other work shares these 2 cores: ours and the reference alternate round by round; the
   // figures are medians over the rounds and the ratio the median of each round's ratio.
@@ -159,6 +166,23 @@ const bench: BenchFn = async (ctx) => {
     await broker.stop();
   }
   return rows;
+}
+
+const bench: BenchFn = async (ctx) => {
+  const { unit, plain } = flagSets();
+  const self = import.meta.url;
+  // Ours and the references under the unit's flags (the rows), then the same again with no
+  // node flags: the bare loop's two figures are the flags' own cost.
+  const flagged = await runInChild<BenchRow[]>(self, "fleetFigures", { quick: ctx.quick, dir: join(ctx.dir, "flags"), label: "unit's node flags" }, unit);
+  const none = await runInChild<BenchRow[]>(self, "fleetFigures", { quick: ctx.quick, dir: join(ctx.dir, "plain"), label: "no node flags" }, plain);
+  const tele = (rows: BenchRow[]) => rows.find((r) => r.name.startsWith("fleet: telemetry QoS 1"))!;
+  const withFlags = tele(flagged).reference!;
+  const without = tele(none).reference!;
+  ctx.log(`telemetry with no node flags: ours ${Math.round(tele(none).value)} / bare ${Math.round(without)} msgs/s (${tele(none).ratio!.toFixed(2)}x)`);
+  return [
+    ...flagged.map((r) => (r.note ? { ...r, note: `${r.note}, unit's node flags` } : r)),
+    { name: "flags' own cost: bare MQTT.js QoS 1 loop, unit's node flags", value: withFlags, unit: "msgs/s", reference: without, ratio: withFlags / without, note: "the same loop, no node flags" },
+  ];
 };
 
 export default bench;
