@@ -21,6 +21,9 @@ export const HEALTH_MIGRATIONS: ModuleMigrations = {
 };
 
 /** What the monitor looks at; each a cheap in-memory read (the db probe aside). */
+/** A part's successful commit this recent stands for the health check's own write probe. */
+const PROBE_WINDOW_MS = 30_000;
+
 export interface HealthSources {
   storage: StoragePart;
   /** Every bus: `busy` while a request runs, `queued` requests waiting, `busy_ms` grows as requests finish. */
@@ -58,7 +61,6 @@ export class HealthMonitor {
   private timer: NodeJS.Timeout | null = null;
   private healthyTimer: NodeJS.Timeout | null = null;
   private lastTickAt = 0;
-  private lastProbeAt = 0;
   private delay: IntervalHistogram | null = null;
   private readonly busProgress = new Map<string, { busyMs: number; at: number }>();
   readonly tickMs: number;
@@ -122,14 +124,14 @@ export class HealthMonitor {
   }
 
   /**
-   * Null when the database takes writes, else the reason: a part's commit since the last
-   * check says so; otherwise one tiny committed write (a page in the WAL, so not on every
-   * tick of a gateway that commits telemetry anyway: the SD card).
+   * Null when the database takes writes, else the reason: a part's commit within the last
+   * PROBE_WINDOW_MS (and no failed one since) says so; otherwise one tiny committed write
+   * (a WAL page and the -shm pages, so not on every tick of a gateway that commits
+   * telemetry anyway: the SD card).
    */
   private probeDatabase(now: number): string | null {
-    const since = this.lastProbeAt;
-    this.lastProbeAt = now;
-    if (since > 0 && this.src.storage.lastCommitAt > since) return null;
+    const last = this.src.storage.lastCommitAt;
+    if (last > 0 && now - last <= Math.max(PROBE_WINDOW_MS, 2 * this.tickMs)) return null;
     try {
       const db = this.src.storage.db;
       // A locked database must not hold the event loop for the usual 2 s busy timeout.

@@ -15,6 +15,7 @@ export class StoragePart implements Part {
   private handle: Db | null = null;
   private telemetryHandle: Db | null = null;
   private lastCommit = 0;
+  private lastFailure = 0;
 
   constructor(
     private readonly dataDir: string,
@@ -33,14 +34,19 @@ export class StoragePart implements Part {
     return this.telemetryHandle;
   }
 
-  /** A part committed a transaction: the database takes writes (the health check need not write its own probe). */
+  /** A part committed a transaction: the data dir takes writes (the health check need not write its own probe). */
   noteCommit(at = performance.now()): void {
     this.lastCommit = at;
   }
 
-  /** performance.now() of the last commit a part reported; 0 before the first. */
+  /** A part could not commit (the health check then probes, and reports why). */
+  noteCommitFailed(at = performance.now()): void {
+    this.lastFailure = at;
+  }
+
+  /** performance.now() of the last commit a part reported, if none failed since; 0 otherwise. */
   get lastCommitAt(): number {
-    return this.lastCommit;
+    return this.lastCommit > this.lastFailure ? this.lastCommit : 0;
   }
 
   start(): void {

@@ -248,6 +248,7 @@ export class SampleStore implements SnapshotSink, Part {
       n = this.commitTx(this.held);
     } catch (e) {
       Object.assign(this, before);
+      this.storage.noteCommitFailed();
       throw e;
     }
     this.committedId = this.held[this.held.length - 1].id;
