@@ -33,7 +33,6 @@ const EVENTS_WINDOW = 4;
 const RESERVED_INFLIGHT = 4;
 const MAX_CONCURRENT_COMMANDS = 8;
 const MAX_COMMAND_BYTES = 256 * 1024;
-const CURSOR_PERSIST_MS = 1000;
 
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
@@ -240,10 +239,12 @@ export class Fleet implements Part {
   private settleTelemetry(seq: number): void {
     this.cursor = seq;
     const now = Date.now();
-    // Persisted at most once a second (a drain does not write per message); after a crash
-    // at most that much is sent again, with the same keys.
-    if (now - this.lastCursorSave >= CURSOR_PERSIST_MS) this.saveCursor();
-    else this.cursorTimer ??= setTimeout(() => this.saveCursor(), CURSOR_PERSIST_MS);
+    // Persisted at most once per telemetry commit interval (a drain does not write per
+    // message, nor does a steady stream once a second: the SD card); after a crash at most
+    // that much is sent again, with the same keys.
+    const every = Math.max(1000, this.deps.config.telemetry.commit_interval_s * 1000);
+    if (now - this.lastCursorSave >= every) this.saveCursor();
+    else this.cursorTimer ??= setTimeout(() => this.saveCursor(), every);
   }
 
   private saveCursor(): void {

@@ -2,7 +2,7 @@
 // a local HTTPS partner sink, and the gateway configured for the demo devices, then
 // shows the data pushes arriving at the sink. Ctrl-C stops everything.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
@@ -107,6 +107,9 @@ async function main(): Promise<void> {
       `  config:             ${configFile}`,
       "  Ctrl-C stops everything.",
       "",
+      "SD card: telemetry.commit_interval_s (the demo runs the default, 10 s):",
+      ...commitIntervalTable(),
+      "",
     ].join("\n") + "\n",
   );
   const stop = () => {
@@ -115,6 +118,17 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+}
+
+/** The trade-off table of docs/sd-card.md (the rows after its marker line), as the README shows it. */
+function commitIntervalTable(): string[] {
+  const doc = readFileSync(join(root, "docs/sd-card.md"), "utf8").split("\n");
+  const at = doc.findIndex((l) => l.includes("<!-- commit-interval-table -->"));
+  const rows: string[] = [];
+  for (let i = at + 1; at >= 0 && i < doc.length && doc[i].startsWith("|"); i++) if (!/^\|[-| ]+\|$/.test(doc[i])) rows.push(doc[i]);
+  const cells = rows.map((r) => r.slice(1, -1).split("|").map((c) => c.trim().replace(/`/g, "")));
+  const widths = cells[0]?.map((_, c) => Math.max(...cells.map((r) => r[c]?.length ?? 0))) ?? [];
+  return cells.map((r) => "  " + r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
 }
 
 main().catch((e) => {
