@@ -13,6 +13,7 @@ import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import type { Snapshot, SnapshotSink } from "./types.js";
 import { unpackSamples } from "./sample-codec.js";
+import { moveTelemetry } from "./move-from-main.js";
 import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
 
 export const SAMPLE_MIGRATIONS: ModuleMigrations = {
@@ -147,6 +148,7 @@ export class SampleStore implements SnapshotSink, Part {
     this.held = [];
     this.lastDecoded = null;
     this.db = this.storage.telemetryDb;
+    moveTelemetry(this.storage.db, this.db, this.opts.log);
     this.stmts = this.prepare();
     this.reloadSeries();
     // The one full scan, at start; from then on the counters are kept in memory.

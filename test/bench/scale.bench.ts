@@ -16,8 +16,6 @@
 // BENCH_SCALE="10 50 200" picks other sizes; BENCH_NODE_EXTRA adds node flags (--cpu-prof ...).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { get as httpsGet } from "node:https";
-import { createServer, type AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BenchFn, BenchRow } from "./types.js";
@@ -28,6 +26,8 @@ import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { rssKb, unitCommand } from "../support/site50.js";
 import { makeTmpDir } from "../support/tmp.js";
+import { freePort } from "../support/net.js";
+import { daemonMetric } from "../support/db.js";
 
 const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter"] as const;
@@ -199,31 +199,11 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
   }
 }
 
-/** A free loopback port for the daemon's API (it reports no port when given 0). */
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => ok(port));
-    });
-  });
-}
-
-/** sitegate_samples_stored_total and _stored_bytes_total from the daemon's /metrics. */
+/** The daemon's telemetry counters from its /metrics. */
 async function storedCounters(port: number): Promise<{ samples: number; bytes: number; alone: number }> {
-  const text = await new Promise<string>((ok, fail) => {
-    const req = httpsGet({ host: "127.0.0.1", port, path: "/metrics", ca: testCert().cert }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (body += c));
-      res.on("end", () => (res.statusCode === 200 ? ok(body) : fail(new Error(`/metrics: HTTP ${res.statusCode}`))));
-    });
-    req.once("error", fail);
-  });
-  const get = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
-  return { samples: get("sitegate_samples_stored_total"), bytes: get("sitegate_samples_stored_bytes_total"), alone: get("sitegate_samples_stored_alone_bytes_total") };
+  const url = `https://127.0.0.1:${port}`;
+  const [samples, bytes, alone] = await Promise.all(["sitegate_samples_stored_total", "sitegate_samples_stored_bytes_total", "sitegate_samples_stored_alone_bytes_total"].map((n) => daemonMetric(url, n)));
+  return { samples, bytes, alone };
 }
 
 /** Device readings that reached the partner so far (one per device per pushed snapshot). */

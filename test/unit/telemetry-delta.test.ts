@@ -176,5 +176,26 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
       samples.stop();
       storage.stop();
     }
+    // A rollback to such a release, which ran for a while: it made its tables again and
+    // pushed some rows (cursor 2 of its own ids). Its unsent rows come after id 6.
+    const again = openDatabase(dir);
+    migrate(again, [{ module: "telemetry", migrations: [SAMPLE_MIGRATIONS.migrations[0]] }]);
+    again.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (1, 'pv', 'power_w'), (2, 'grid', 'power_w')").run();
+    for (let id = 1; id <= 4; id++) again.prepare("INSERT INTO tm_snapshot (id, ts, n, data) VALUES (?, ?, 2, ?)").run(id, 9000 + id, packV1([{ series: 1, value: id }, { series: 2, value: -id }]));
+    again.prepare("UPDATE tm_state SET value = 2 WHERE key = 'push_cursor'").run();
+    again.close();
+    const storage2 = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);
+    const samples2 = new SampleStore(storage2, { retentionBytes: 1 << 26, log });
+    storage2.start();
+    samples2.start();
+    try {
+      const got = samples2.pending(10).map((s) => ({ id: s.id, ts: s.ts, devices: Object.fromEntries(s.devices.map((d) => [d.device_id, d.metrics.power_w])) }));
+      assert.deepEqual(got.map((g) => g.id), [3, 4, 5, 6, 7, 8], "the unsent rows of the rollback release after the newest id");
+      assert.deepEqual(got.slice(-2), [{ id: 7, ts: 9003, devices: { pv: 3, grid: -3 } }, { id: 8, ts: 9004, devices: { pv: 4, grid: -4 } }], "series matched by name");
+      assert.equal(storage2.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'tm_%'").pluck().get(), 0);
+    } finally {
+      samples2.stop();
+      storage2.stop();
+    }
   });
 });
