@@ -29,6 +29,10 @@ export function httpsOptions(tls: { key: string; cert: string }, log: Logger, bo
     bodyLimit,
     loggerInstance: log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    // req.log is the daemon's logger itself, not a pino child made per request for a reqId
+    // binding no line would carry (request logging is off): the two handlers that log a
+    // failed request add `reqId: req.id` themselves.
+    childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
     schemaController: ZOD_ONLY,
   };

@@ -52,7 +52,7 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
     else if (e.statusCode === 429) h = new HttpError(429, "rate_limited", e.message);
     else if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) h = new HttpError(e.statusCode, "invalid_request", e.message);
     else {
-      req.log.error({ err }, "request failed");
+      req.log.error({ err, reqId: req.id }, "request failed");
       h = new HttpError(500, "internal", "internal error");
     }
     reply.code(h.status).headers(h.headers);

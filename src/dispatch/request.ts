@@ -10,15 +10,23 @@ export const MAX_EVENTS_PER_REQUEST = 100;
 import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
 export { EVENT_TYPES, UNITS, type EventType, type EventUnit };
 
-/** The calendar fields of a UTC time are a real time: no Feb 30, no 24:00, no second 60. */
+const CALENDAR = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/;
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * The calendar fields of a UTC time are a real time: no Feb 30, no 24:00, no second 60.
+ * By range (proleptic Gregorian leap years, as Date counts them), without a Date object:
+ * it runs twice per time of every event of a request.
+ */
 export function roundTrips(s: string): boolean {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(s);
+  const m = CALENDAR.exec(s);
   if (!m) return false;
-  const [y, mo, d, h, mi, se] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number);
-  const t = new Date(0);
-  t.setUTCFullYear(y, mo - 1, d);
-  t.setUTCHours(h, mi, se, 0);
-  return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d && t.getUTCHours() === h && t.getUTCMinutes() === mi && t.getUTCSeconds() === se;
+  const y = +m[1];
+  const mo = +m[2];
+  const d = +m[3];
+  if (mo < 1 || mo > 12 || d < 1 || +m[4] > 23 || +m[5] > 59 || (m[6] !== undefined && +m[6] > 59)) return false;
+  const leap = mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  return d <= MONTH_DAYS[mo - 1] + (leap ? 1 : 0);
 }
 
 /** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */

@@ -1,15 +1,29 @@
-// The open events in memory: scheduled ones sorted by start time (the next boundary is
-// the first), running ones apart (they are few). Every operation the scheduler does per
-// request, tick or snapshot is then independent of how many events wait in the future.
+// The open events in memory: scheduled ones in a min-heap by start time (the next boundary
+// is its root), running ones apart (they are few). Every operation the scheduler does per
+// request, tick or snapshot is then independent of how many events wait in the future:
+// adding an event is O(log n) (O(1) on average for starts in no particular order), never a
+// shift of the whole queue, and removing one only marks its heap entry, which is dropped
+// when it reaches the root or when dead entries outnumber live ones (the heap is rebuilt).
 import type { EventRow } from "./store.js";
 
-function before(a: EventRow, b: EventRow): boolean {
-  return a.spec.start_ms < b.spec.start_ms || (a.spec.start_ms === b.spec.start_ms && a.spec.event_id < b.spec.event_id);
+/** A scheduled event's place in the heap, keyed by its start and id when it was added. */
+interface Entry {
+  row: EventRow;
+  start: number;
+  id: string;
+  /** False once the event was removed or replaced: the entry is dead and skipped. */
+  live: boolean;
+}
+
+function before(a: Entry, b: Entry): boolean {
+  return a.start < b.start || (a.start === b.start && a.id < b.id);
 }
 
 export class Timeline {
   private readonly byId = new Map<string, EventRow>();
-  private readonly queue: EventRow[] = [];
+  /** The scheduled events' live entries by event_id. */
+  private readonly queued = new Map<string, Entry>();
+  private heap: Entry[] = [];
   readonly running = new Map<string, EventRow>();
 
   get size(): number {
@@ -17,7 +31,7 @@ export class Timeline {
   }
 
   get scheduledCount(): number {
-    return this.queue.length;
+    return this.queued.size;
   }
 
   get(eventId: string): EventRow | undefined {
@@ -26,57 +40,97 @@ export class Timeline {
 
   /** Adds or replaces an open event (by its state: scheduled or running). */
   put(row: EventRow): void {
-    this.remove(row.spec.event_id);
-    this.byId.set(row.spec.event_id, row);
+    const id = row.spec.event_id;
+    this.remove(id);
+    this.byId.set(id, row);
     if (row.state === "running") {
-      this.running.set(row.spec.event_id, row);
+      this.running.set(id, row);
       return;
     }
-    this.queue.splice(this.lowerBound(row), 0, row);
+    const e: Entry = { row, start: row.spec.start_ms, id, live: true };
+    this.queued.set(id, e);
+    this.heap.push(e);
+    this.up(this.heap.length - 1);
   }
 
   remove(eventId: string): void {
-    const row = this.byId.get(eventId);
-    if (!row) return;
-    this.byId.delete(eventId);
+    if (!this.byId.delete(eventId)) return;
     if (this.running.delete(eventId)) return;
-    const i = this.indexOf(row);
-    if (i >= 0) this.queue.splice(i, 1);
-  }
-
-  /** The first queue position whose event does not start before `row`. */
-  private lowerBound(row: EventRow): number {
-    let lo = 0;
-    let hi = this.queue.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (before(this.queue[mid], row)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  private indexOf(row: EventRow): number {
-    for (let i = this.lowerBound(row); i < this.queue.length && this.queue[i].spec.start_ms === row.spec.start_ms; i++) if (this.queue[i] === row) return i;
-    return this.queue.indexOf(row);
+    const e = this.queued.get(eventId);
+    if (!e) return;
+    e.live = false;
+    this.queued.delete(eventId);
+    this.prune();
+    if (this.heap.length > 64 && this.heap.length > 2 * this.queued.size) this.rebuild();
   }
 
   /** Scheduled events whose start is due, oldest first (they stay queued until moved). */
   due(now: number): EventRow[] {
-    const out: EventRow[] = [];
-    for (const row of this.queue) {
-      if (row.spec.start_ms > now) break;
-      out.push(row);
-    }
-    return out;
+    this.prune();
+    const found: Entry[] = [];
+    const visit = (i: number) => {
+      // The heap order: nothing below an entry that starts later starts earlier.
+      if (i >= this.heap.length || this.heap[i].start > now) return;
+      if (this.heap[i].live) found.push(this.heap[i]);
+      visit(2 * i + 1);
+      visit(2 * i + 2);
+    };
+    visit(0);
+    return found.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0)).map((e) => e.row);
   }
 
   /** The earliest start among scheduled events, or Infinity. */
   nextStart(): number {
-    return this.queue.length ? this.queue[0].spec.start_ms : Infinity;
+    this.prune();
+    return this.heap.length ? this.heap[0].start : Infinity;
   }
 
   all(): EventRow[] {
     return [...this.byId.values()];
+  }
+
+  /** Drops dead entries from the root, so that the root is the earliest live event. */
+  private prune(): void {
+    const h = this.heap;
+    while (h.length && !h[0].live) {
+      const last = h.pop()!;
+      if (h.length) {
+        h[0] = last;
+        this.down(0);
+      }
+    }
+  }
+
+  /** The live entries only, heapified again: O(n), after as many removals. */
+  private rebuild(): void {
+    this.heap = this.heap.filter((e) => e.live);
+    for (let i = (this.heap.length >>> 1) - 1; i >= 0; i--) this.down(i);
+  }
+
+  private up(i: number): void {
+    const h = this.heap;
+    const e = h[i];
+    while (i > 0) {
+      const p = (i - 1) >>> 1;
+      if (!before(e, h[p])) break;
+      h[i] = h[p];
+      i = p;
+    }
+    h[i] = e;
+  }
+
+  private down(i: number): void {
+    const h = this.heap;
+    const n = h.length;
+    const e = h[i];
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && before(h[c + 1], h[c])) c++;
+      if (!before(h[c], e)) break;
+      h[i] = h[c];
+      i = c;
+    }
+    h[i] = e;
   }
 }

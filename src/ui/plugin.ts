@@ -103,7 +103,7 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
     app.setErrorHandler((err, req, reply) => {
       const e = err as Error & { statusCode?: number };
       const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
-      if (status === 500) req.log.error({ err }, "status page request failed");
+      if (status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
       return reply.code(status).send({ error: status === 500 ? "internal" : status === 429 ? "rate_limited" : "invalid_request", message: status === 500 ? "internal error" : e.message });
     });
     /** Pages: redirect to the login without a session; JSON: 401. */
