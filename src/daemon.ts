@@ -30,6 +30,9 @@ import { nameKey } from "./uplink/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { ModbusDeviceControl } from "./dispatch/device-control.js";
+import { CompositeDeviceControl, LocalDeviceControl } from "./dispatch/local-control.js";
+import { LocalDevices } from "./devices/local.js";
+import { ZigbeeBridge } from "./zigbee/bridge.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
@@ -77,6 +80,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
+  // == devices on other transports, declared in the config: Zigbee (zigbee2mqtt), GPIO ==
+  const local = new LocalDevices();
+  if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, log.child({ part: "zigbee" }))));
+
   // == sample store + uplink (outbox, data push) ==
   const samples = add(
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, commitIntervalMs: config.telemetry.commit_interval_s * 1000, log: log.child({ part: "samples" }) }),
@@ -102,7 +109,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       }
     },
   };
-  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }), local }));
 
   // Devices listed in the config file: applied at start when changed since last applied,
   // in the background (a device that does not answer does not hold up the gateway).
@@ -115,7 +122,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   dispatcher = add(
     new Dispatcher({
       db: () => storage.db,
-      control: new ModbusDeviceControl(registry, poller, pool),
+      control: new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local)),
       clock: opts.clock ?? systemClock,
       log: dlog,
       pollIntervalMs: config.telemetry.poll_interval_ms,
@@ -199,7 +206,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == local status page (issue 12): on the API listener, or its own after the API ==
   const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
   ui = uiPart;
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, local, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
   add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
