@@ -5,25 +5,27 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { until } from "../support/wait.js";
-import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
+import { simControl, withZigbeeGateway, zigbeeConfig } from "../support/zigbee-site.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";
 import type { PartnerSink } from "../support/partner-sink.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 
-async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
+async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: string[]): Promise<void> {
   const sink: PartnerSink = await startSink();
   try {
     await withZigbeeGateway(
       {
-        config: () => ({
+        config: (_site, broker) => ({
+          ...(only ? { zigbee: { ...zigbeeConfig(broker.url), devices: (zigbeeConfig(broker.url).devices ?? []).filter((d) => only.includes(d.device_id)) } } : {}),
           partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
         }),
       },
       async (site, gw, _broker, dir) => {
-        await waitPaired(gw, 4);
+        const ids = ["grid", ...(only ?? ["plug-1", "plug-2", "trv-1"])];
+        await waitPaired(gw, ids.length);
         const poller = gw.daemon.part<Poller>("poller");
-        await until(() => ["grid", "plug-1", "plug-2", "trv-1"].every((id) => poller.health(id)?.online), "every device online");
+        await until(() => ids.every((id) => poller.health(id)?.online), "every device online");
         await fn(makeRig(site, gw, sink, dir));
       },
     );
@@ -76,4 +78,21 @@ test("a plug that ignores its command is failed for that device and the shed par
     await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug put back on at the end");
     assert.equal(rig.simDevice("dryer-plug").state, "ON");
   });
+});
+
+test("a shed sets a thermostat back by setback_c (reported with its assumed rated power, measured: false) and its setpoint is put back at the end", async () => {
+  await withZigbeeRig(async (rig) => {
+    assert.equal(rig.simDevice("living-trv").setpoint_c, 21);
+    const shed = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 20 }, 1000, 5000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    await until(() => rig.simDevice("living-trv").setpoint_c === 19, "setpoint lowered by 2 °C");
+    const body = await rig.waitResponse(shed.event_id);
+    assert.equal(body.details.measured, false, JSON.stringify(body));
+    assert.deepEqual(body.details.devices.map((d: any) => [d.device_id, d.status, d.requested_w]), [["trv-1", "completed", 1000]], JSON.stringify(body));
+    // Its rated 1.5 kW over the part of the window it was set back (coverage).
+    const dw = body.details.devices[0].delivered_w;
+    assert.ok(dw <= 1500 && Math.abs(dw - 1500 * body.details.coverage) <= 20, JSON.stringify(body));
+    assert.equal(body.status, "completed", JSON.stringify(body));
+    await until(() => rig.simDevice("living-trv").setpoint_c === 21, "setpoint put back to 21 °C");
+  }, ["trv-1"]);
 });
