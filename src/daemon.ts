@@ -33,6 +33,8 @@ import { ModbusDeviceControl } from "./dispatch/device-control.js";
 import { CompositeDeviceControl, LocalDeviceControl } from "./dispatch/local-control.js";
 import { LocalDevices } from "./devices/local.js";
 import { ZigbeeBridge } from "./zigbee/bridge.js";
+import { GpioLines } from "./gpio/lines.js";
+import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
@@ -83,6 +85,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == devices on other transports, declared in the config: Zigbee (zigbee2mqtt), GPIO ==
   const local = new LocalDevices();
   if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, log.child({ part: "zigbee" }))));
+  const gpio = config.gpio ? add(new GpioLines(config.gpio, log.child({ part: "gpio" }))) : null;
+  if (gpio) local.add(gpio);
 
   // == sample store + uplink (outbox, data push) ==
   const samples = add(
@@ -140,6 +144,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   );
   const dispatch = dispatcher;
   add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
+  if (gpio) {
+    const inputs = add(new InputEvents(dispatch, log.child({ part: "input-events" }), () => (opts.clock ?? systemClock).now()));
+    gpio.onInput((input, active) => inputs.changed(input, active));
+  }
 
   // == recurring maintenance (UTC timers): nightly checkpoint, retention sweep, certificate expiry ==
   const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
