@@ -3,7 +3,9 @@
 // telemetry (latest values and the site tick's snapshots), availability, device sync.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { until } from "../support/wait.js";
+import { startLocalBroker } from "../support/local-mosquitto.js";
 import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
@@ -49,5 +51,39 @@ test("zigbee devices report telemetry into the snapshots, show in device sync, a
     assert.ok(online("plug-2") && online("trv-1") && online("grid"));
     await simControl(site, "DELETE", "/faults/washer-plug");
     await until(() => online("plug-1"), "plug-1 back online");
+  });
+});
+
+test("the bridge going offline takes its devices offline and nothing else; so does the loss of its broker; both come back", async () => {
+  await withZigbeeGateway({}, async (site, gw, broker, dir) => {
+    const poller = gw.daemon.part<Poller>("poller");
+    const zigbee = ["plug-1", "plug-2", "trv-1"];
+    const online = (id: string) => poller.health(id)?.online === true;
+    await until(() => ["grid", ...zigbee].every(online), "every device online");
+
+    const gridReadAfter = async (what: string) => {
+      const seen = poller.health("grid")!.last_ok_at;
+      await until(() => poller.health("grid")!.last_ok_at !== seen && online("grid"), `the grid meter still polled ${what}`);
+    };
+
+    assert.equal((await simControl(site, "POST", "/zigbee/bridge", { state: "offline" })).status, 200);
+    await until(() => zigbee.every((id) => !online(id)), "every zigbee device offline with the bridge");
+    assert.match(poller.health("plug-2")!.last_error ?? "", /offline/);
+    await gridReadAfter("while the bridge is offline");
+    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    assert.equal(sync.status, 200, "the API answers");
+    assert.equal((await simControl(site, "POST", "/zigbee/bridge", { state: "online" })).status, 200);
+    await until(() => zigbee.every(online), "zigbee devices back with the bridge");
+
+    await broker.stop();
+    await until(() => zigbee.every((id) => !online(id)), "every zigbee device offline without the broker");
+    await until(() => /broker/.test(poller.health("plug-1")!.last_error ?? ""), "the broker's loss named as the reason");
+    await gridReadAfter("without the broker");
+    const again = await startLocalBroker(join(dir, "broker2"), { port: broker.port });
+    try {
+      await until(() => zigbee.every(online), "zigbee devices back with the broker", 30_000);
+    } finally {
+      await again.stop();
+    }
   });
 });
