@@ -212,7 +212,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     },
   };
   // == local status page (issue 12): on the API listener, or its own after the API ==
-  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
+  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, local, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
   ui = uiPart;
   add(new ApiServer({ config, storage, registry, connector, health: poller, local, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
   add(uiPart);
@@ -231,7 +231,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       name: "fleet",
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
-        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, dispatch, connector, profiles, instance, log: flog });
+        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
         await fleet.start();
       },
       async stop() {

@@ -12,6 +12,9 @@ import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../supp
 import { testCert } from "../support/tls.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
+import type { GpioLines } from "../../src/gpio/lines.js";
+import type { DeviceRegistry } from "../../src/devices/registry.js";
+import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
 
 function scenario(): ScenarioInput {
   return {
@@ -83,6 +86,13 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     const sync = await rig.gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: rig.gw.apiKeyHeaders });
     const byId = new Map<string, any>(sync.json.devices.map((d: { device_id: string }) => [d.device_id, d]));
     assert.deepEqual([byId.get("boiler").device_type, byId.get("boiler").device_max_power, byId.get("rse-60").device_type], [41, 3000, 40]);
+    assert.deepEqual(byId.get("rse-60").capabilities, ["telemetry"]);
+    // The status page's device list has them beside the Modbus devices.
+    const gpio = rig.gw.daemon.part<GpioLines>("gpio");
+    const page = statusDevices({ registry: rig.gw.daemon.part<DeviceRegistry>("registry"), local: { list: () => [...gpio.devices()] }, poller } as unknown as UiDeps);
+    assert.deepEqual(page.map((d) => [d.device_id, d.type_name]), [["boiler", "GPIO output"], ["grid", "meter"], ["pv", "PV inverter"], ["rse-60", "GPIO input"]]);
+    assert.equal(page[0].address, `${rig.site.controlUrl} line 27`);
+    assert.equal(page[0].online, true);
 
     const before = gridW(rig);
     const shed = event({ event_type: "shed", event_quantity: 2, event_unit: "kW", priority: 20 }, 1000, 5000);
