@@ -174,7 +174,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const metrics: MetricsSource = {
     warnings: () => maintenance.warnings(),
     gauges() {
-      const devs = registry.list();
+      const devs = [...registry.list().map((d) => ({ config: { device_id: d.config.device_id } })), ...local.list().map((d) => ({ config: { device_id: d.device_id } }))];
       const h = (id: string) => poller.health(id);
       const st = samples.stats();
       const lanes = uplink.stats();

@@ -93,6 +93,8 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     assert.deepEqual(page.map((d) => [d.device_id, d.type_name]), [["boiler", "GPIO output"], ["grid", "meter"], ["pv", "PV inverter"], ["rse-60", "GPIO input"]]);
     assert.equal(page[0].address, `${rig.site.controlUrl} line 27`);
     assert.equal(page[0].online, true);
+    const metrics = await rig.gw.call("GET", "/metrics");
+    assert.match(metrics.text, /sitegate_device_online\{device_id="boiler"\} 1/);
 
     const before = gridW(rig);
     const shed = event({ event_type: "shed", event_quantity: 2, event_unit: "kW", priority: 20 }, 1000, 5000);

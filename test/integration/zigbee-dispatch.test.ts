@@ -11,18 +11,19 @@ import { testCert } from "../support/tls.js";
 import type { PartnerSink } from "../support/partner-sink.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 
-async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: string[]): Promise<void> {
+async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: string[], meter = true): Promise<void> {
   const sink: PartnerSink = await startSink();
   try {
     await withZigbeeGateway(
       {
         config: (_site, broker) => ({
+          ...(meter ? {} : { devices: [] }),
           ...(only ? { zigbee: { ...zigbeeConfig(broker.url), devices: (zigbeeConfig(broker.url).devices ?? []).filter((d) => only.includes(d.device_id)) } } : {}),
           partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
         }),
       },
       async (site, gw, _broker, dir) => {
-        const ids = ["grid", ...(only ?? ["plug-1", "plug-2", "trv-1"])];
+        const ids = [...(meter ? ["grid"] : []), ...(only ?? ["plug-1", "plug-2", "trv-1"])];
         await waitPaired(gw, ids.length);
         const poller = gw.daemon.part<Poller>("poller");
         await until(() => ids.every((id) => poller.health(id)?.online), "every device online");
@@ -95,4 +96,19 @@ test("a shed sets a thermostat back by setback_c (reported with its assumed rate
     assert.equal(body.status, "completed", JSON.stringify(body));
     await until(() => rig.simDevice("living-trv").setpoint_c === 21, "setpoint put back to 21 °C");
   }, ["trv-1"]);
+});
+
+test("without a grid meter a metered plug's shed is measured by its own power (measured: true)", async () => {
+  await withZigbeeRig(async (rig) => {
+    const shed = event({ event_type: "shed", event_quantity: 1.5, event_unit: "kW", priority: 20 }, 1000, 4000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    await until(() => rig.simDevice("washer-plug").state === "OFF", "washer-plug switched off");
+    const body = await rig.waitResponse(shed.event_id);
+    assert.equal(body.details.measured, true, JSON.stringify(body));
+    const d = body.details.devices.find((x: any) => x.device_id === "plug-1");
+    assert.equal(d.status, "completed", JSON.stringify(body));
+    // Its own 2 kW drop over the part of the window it was off.
+    assert.ok(d.delivered_w <= 2000 + 20 && Math.abs(d.delivered_w - 2000 * body.details.coverage) <= 60, JSON.stringify(body));
+    await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug back on after the event");
+  }, ["plug-1"], false);
 });
