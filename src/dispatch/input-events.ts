@@ -2,7 +2,8 @@
 // of its source `input:<device_id>` runs (pv_limit at priority 0 unless set); it starts
 // as soon as the input is seen active and is cancelled, its devices put back, when the
 // input is released. At start, an event left running from before a restart is kept when
-// the input is still active and ended when it is not.
+// the input is still active and ended when it is not. An input active for longer than an
+// event's horizon gets its next event within a minute of the last one's end.
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { nameKey } from "../uplink/idempotency.js";
@@ -45,6 +46,9 @@ export class InputEvents implements Part {
   readonly name = "input-events";
   private started = false;
   private readonly pending = new Map<string, { t: InputTrigger; active: boolean }>();
+  /** The last state of every input, applied again every minute. */
+  private readonly last = new Map<string, { t: InputTrigger; active: boolean }>();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly dispatch: LocalDispatch,
@@ -55,6 +59,7 @@ export class InputEvents implements Part {
   /** An input's debounced state: heard before start, it is applied at start. */
   changed(t: InputTrigger, active: boolean): void {
     if (!t.on_active) return;
+    this.last.set(t.device_id, { t, active });
     if (!this.started) {
       this.pending.set(t.device_id, { t, active });
       return;
@@ -77,9 +82,14 @@ export class InputEvents implements Part {
     this.started = true;
     for (const { t, active } of this.pending.values()) this.changed(t, active);
     this.pending.clear();
+    this.timer = setInterval(() => {
+      for (const { t, active } of this.last.values()) if (active) this.changed(t, true);
+    }, 60_000);
+    this.timer.unref();
   }
 
   stop(): void {
     this.started = false;
+    clearInterval(this.timer);
   }
 }

@@ -89,10 +89,14 @@ class ZigbeeDevice implements LocalDevice {
     return this.metrics;
   }
 
+  /** The metrics again from the state known so far (the bridge's list may come after a state message). */
+  refresh(): void {
+    this.metrics = this.info ? stateMetrics(this.info, this.payload) : {};
+  }
+
   onState(payload: Record<string, unknown>): void {
     this.payload = { ...this.payload, ...payload };
-    const fresh = this.info ? stateMetrics(this.info, this.payload) : {};
-    this.metrics = fresh;
+    this.refresh();
     this.lastOk = new Date().toISOString();
     for (const w of [...this.waiters]) {
       if (w.match(this.payload)) {
@@ -122,6 +126,8 @@ class ZigbeeDevice implements LocalDevice {
         reject(new SitegateError("DEVICE_TIMEOUT", `${this.device_id} (${name}) did not confirm ${what} within ${timeoutMs} ms`, { transient: true }));
       }, timeoutMs);
     });
+    // The timeout may fire while the publish still waits for the broker's acknowledgement.
+    confirmed.catch(() => undefined);
     try {
       await this.bridge.publish(`${name}/${suffix}`, body);
       return await confirmed;
@@ -273,6 +279,7 @@ export class ZigbeeBridge implements Part, LocalFamily {
       const found = hit && !d.info;
       if (found) this.log.info({ device_id: d.device_id, friendly_name: hit.friendly_name, ieee_address: hit.ieee_address }, "zigbee device found");
       d.info = hit;
+      d.refresh();
       if (found && this.routes.has(`${this.baseTopic}/${hit.friendly_name}`)) this.askState(d);
     }
     this.subscribeDevices();
