@@ -66,7 +66,7 @@ test("a shed switches a zigbee plug off (the grid meter drops by its load), a re
   });
 });
 
-test("a plug that ignores its command is failed for that device and the shed partial; the others are shed and put back", async () => {
+test("a plug that ignores its command is failed for that device and the shed partial; the next devices across kinds are shed and all put back", async () => {
   await withZigbeeRig(async (rig) => {
     assert.equal((await simControl(rig.site, "POST", "/faults", { device: "dryer-plug", fault: "ignore_writes" })).status, 200);
     const shed = event({ event_type: "shed", event_quantity: 3, event_unit: "kW", priority: 20 }, 1000, 9000);
@@ -81,7 +81,11 @@ test("a plug that ignores its command is failed for that device and the shed par
     assert.equal(dev.get("plug-1").status, "completed", JSON.stringify(body));
     assert.equal(dev.get("plug-2").status, "failed", JSON.stringify(body));
     assert.match(dev.get("plug-2").error, /did not confirm/);
+    // The step after the refused plug: the thermostat (shed_priority 3) set back, its share assumed.
+    assert.equal(dev.get("trv-1")?.status, "completed", JSON.stringify(body));
+    assert.equal(body.details.measured, false, JSON.stringify(body));
     await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug put back on at the end");
+    await until(() => rig.simDevice("living-trv").setpoint_c === 21, "the thermostat's setpoint put back at the end");
     assert.equal(rig.simDevice("dryer-plug").state, "ON");
   });
 });
