@@ -30,6 +30,11 @@ import { nameKey } from "./uplink/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { ModbusDeviceControl } from "./dispatch/device-control.js";
+import { CompositeDeviceControl, LocalDeviceControl } from "./dispatch/local-control.js";
+import { LocalDevices } from "./devices/local.js";
+import { ZigbeeBridge } from "./zigbee/bridge.js";
+import { GpioLines } from "./gpio/lines.js";
+import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
@@ -77,6 +82,12 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // == device registry (persisted) ==
   const registry = add(new DeviceRegistry(storage));
 
+  // == devices on other transports, declared in the config: Zigbee (zigbee2mqtt), GPIO ==
+  const local = new LocalDevices();
+  if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, log.child({ part: "zigbee" }))));
+  const gpio = config.gpio ? add(new GpioLines(config.gpio, log.child({ part: "gpio" }))) : null;
+  if (gpio) local.add(gpio);
+
   // == sample store + uplink (outbox, data push) ==
   const samples = add(
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, commitIntervalMs: config.telemetry.commit_interval_s * 1000, log: log.child({ part: "samples" }) }),
@@ -102,7 +113,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       }
     },
   };
-  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }) }));
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: config.telemetry.poll_interval_ms, log: log.child({ part: "poller" }), local }));
 
   // Devices listed in the config file: applied at start when changed since last applied,
   // in the background (a device that does not answer does not hold up the gateway).
@@ -115,7 +126,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   dispatcher = add(
     new Dispatcher({
       db: () => storage.db,
-      control: new ModbusDeviceControl(registry, poller, pool),
+      control: new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local)),
       clock: opts.clock ?? systemClock,
       log: dlog,
       pollIntervalMs: config.telemetry.poll_interval_ms,
@@ -133,6 +144,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   );
   const dispatch = dispatcher;
   add(new LocalSchedules(config.schedules, dispatch, log.child({ part: "schedules" }), () => (opts.clock ?? systemClock).now()));
+  if (gpio) {
+    const inputs = add(new InputEvents(dispatch, log.child({ part: "input-events" }), () => (opts.clock ?? systemClock).now()));
+    gpio.onInput((input, active) => inputs.changed(input, active));
+  }
 
   // == recurring maintenance (UTC timers): nightly checkpoint, retention sweep, certificate expiry ==
   const maintenance = add(new Maintenance(config, storage, samples, log.child({ part: "maintenance" })));
@@ -159,7 +174,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const metrics: MetricsSource = {
     warnings: () => maintenance.warnings(),
     gauges() {
-      const devs = registry.list();
+      const devs = [...registry.list().map((d) => ({ config: { device_id: d.config.device_id } })), ...local.list().map((d) => ({ config: { device_id: d.device_id } }))];
       const h = (id: string) => poller.health(id);
       const st = samples.stats();
       const lanes = uplink.stats();
@@ -197,9 +212,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     },
   };
   // == local status page (issue 12): on the API listener, or its own after the API ==
-  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
+  const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, local, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
   ui = uiPart;
-  add(new ApiServer({ config, storage, registry, connector, health: poller, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
+  add(new ApiServer({ config, storage, registry, connector, health: poller, local, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));
   add(uiPart);
 
   // == release health gate (after every part started): the marker `sitegate update check` keeps a new release by ==
@@ -216,7 +231,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       name: "fleet",
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
-        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, dispatch, connector, profiles, instance, log: flog });
+        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
         await fleet.start();
       },
       async stop() {

@@ -5,6 +5,7 @@ import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { DeviceRegistry } from "../devices/registry.js";
+import type { LocalDevice } from "../devices/local.js";
 import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchRequest } from "../dispatch/request.js";
@@ -44,6 +45,8 @@ export interface ApiDeps {
   registry: DeviceRegistry;
   connector: DeviceConnector;
   health: HealthView;
+  /** Devices on other transports (Zigbee, GPIO), declared in the config file. */
+  local?: { list(): LocalDevice[] };
   profiles: ProfileRegistry;
   metrics: MetricsSource;
   /** Callback health for /healthz (lanes held because the partner rejects our credentials). */

@@ -81,7 +81,10 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
       } catch {
         storage = "unavailable";
       }
-      const devices = ctx.registry.list();
+      const devices: Array<{ config: { device_id: string }; fully_configured: boolean }> = [
+        ...ctx.registry.list(),
+        ...(ctx.local?.list() ?? []).map((d) => ({ config: { device_id: d.device_id }, fully_configured: true })),
+      ];
       const online = devices.filter((d) => ctx.health.health(d.config.device_id)?.online).length;
       const ok = storage === "ok";
       const uplink = ctx.uplink?.health() ?? { warnings: [] };

@@ -6,7 +6,8 @@ import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
 import { configureDevices } from "../devices/configure.js";
 import type { DeviceRegistry } from "../devices/registry.js";
-import type { DeviceConnector, HealthView, RegisteredDevice } from "../devices/types.js";
+import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
+import type { LocalDevice } from "../devices/local.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import type { Logger } from "../log.js";
 import { configureBody } from "./schemas.js";
@@ -55,13 +56,21 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 /** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */
 const INVERTER_TYPES = new Set([10, 11]);
 
-/** The devices device sync lists: fully configured, with what pairing found. */
-export function syncedDevices(registry: Pick<DeviceRegistry, "list">): RegisteredDevice[] {
-  return registry.list().filter((d) => d.fully_configured && d.descriptor);
+/** A device as device sync lists it: its id and name, and what pairing (or its transport) says it is. */
+export interface SyncedDevice {
+  config: { device_id: string; device_name?: string };
+  descriptor: DeviceDescriptor | null;
+}
+
+/** The devices device sync lists: fully configured Modbus devices, with what pairing found, and the local (Zigbee, GPIO) devices. */
+export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { list(): LocalDevice[] }): SyncedDevice[] {
+  const out: SyncedDevice[] = registry.list().filter((d: RegisteredDevice) => d.fully_configured && d.descriptor);
+  for (const d of local?.list() ?? []) out.push({ config: { device_id: d.device_id, ...(d.device_name ? { device_name: d.device_name } : {}) }, descriptor: d.descriptor() });
+  return out;
 }
 
 /** The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. */
-export function deviceSyncView(siteId: string, listed: RegisteredDevice[], health: HealthView) {
+export function deviceSyncView(siteId: string, listed: SyncedDevice[], health: HealthView) {
   const devices = [...listed]
     .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((d) => {

@@ -38,11 +38,17 @@ function crossChecks(cfg: Config): ErrorDetail[] {
       }
     }
   });
+  // One device_id names one device, whatever its transport.
   const seen = new Set<string>();
-  cfg.devices.forEach((d, i) => {
-    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `duplicate device_id "${d.device_id}"` });
-    seen.add(d.device_id);
-  });
+  const ids: Array<[string, string]> = [
+    ...cfg.devices.map((d, i): [string, string] => [`devices[${i}].device_id`, d.device_id]),
+    ...(cfg.zigbee?.devices ?? []).map((d, i): [string, string] => [`zigbee.devices[${i}].device_id`, d.device_id]),
+    ...(cfg.gpio?.lines ?? []).map((d, i): [string, string] => [`gpio.lines[${i}].device_id`, d.device_id]),
+  ];
+  for (const [path, id] of ids) {
+    if (seen.has(id)) out.push({ path, message: `duplicate device_id "${id}"` });
+    seen.add(id);
+  }
   const users = new Set<string>();
   cfg.auth.users.forEach((u, i) => {
     if (users.has(u.username)) out.push({ path: `auth.users[${i}].username`, message: "duplicate username" });

@@ -4,7 +4,8 @@ import { z } from "zod";
 import { nodeCron } from "../util/node-cron.js";
 
 export const EVENT_TYPES = ["charge", "discharge", "shed", "restore"] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+/** The partner's event types, and the local-only `pv_limit` (a GPIO input's `on_active`). */
+export type EventType = (typeof EVENT_TYPES)[number] | "pv_limit";
 export const UNITS = { w: 1, kW: 1000, MW: 1_000_000 } as const;
 export type EventUnit = keyof typeof UNITS;
 

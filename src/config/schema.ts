@@ -4,6 +4,7 @@ import { z } from "zod";
 import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
+import { gpioSchema, zigbeeSchema } from "./local-schema.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -162,6 +163,10 @@ export const configSchema = z.strictObject({
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
   fleet: fleetSchema.optional(),
+  /** Zigbee devices through a zigbee2mqtt bridge (its documented MQTT API). */
+  zigbee: zigbeeSchema.optional(),
+  /** GPIO lines: outputs as switched loads, inputs (with an optional local event while active). */
+  gpio: gpioSchema.optional(),
   /** The nightly maintenance (WAL checkpoint, optimize): a time of day in the controller's local time, UTC or a named zone. */
   maintenance: z
     .strictObject({

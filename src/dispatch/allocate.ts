@@ -26,6 +26,8 @@ export interface DispatchDevice {
 
 /** Device types whose power is a load switched by shed (on/off switches). */
 export const SWITCH_TYPES = new Set([14, 30, 41]);
+/** Device types a shed sets back (a thermostat's heating setpoint lowered by its setback_c). */
+export const SETBACK_TYPES = new Set([31]);
 export const METER_TYPE = 12;
 
 /** Which meter is the grid meter: one whose id says "grid" first, then the first by id

@@ -16,6 +16,8 @@ export interface RawWrite {
 export interface ActionParams {
   pct?: number;
   watts?: number;
+  /** The pre-event state the ledger already holds for the device: an action relative to the device's own state (a thermostat setback) is taken from it, not from what an earlier write left. */
+  held?: readonly RawWrite[];
 }
 
 export interface DeviceControl {

@@ -281,6 +281,33 @@ export class Dispatcher implements Part {
     return true;
   }
 
+  /** Whether an event of this source is scheduled or running. */
+  hasOpen(source: string): boolean {
+    return this.open.all().some((r) => r.spec.source === source);
+  }
+
+  /** Ends every open event of a local source now (a GPIO input released): a running one is cancelled and its devices put back. */
+  endLocal(source: string, reason: string): number {
+    if (this.stopped) return 0;
+    const now = this.deps.clock.now();
+    let n = 0;
+    for (const row of this.open.all().filter((r) => r.spec.source === source)) {
+      n++;
+      row.spec = { ...row.spec, cancelled: true };
+      row.receipt = "cancelled";
+      row.progress.ended_by = reason;
+      if (row.state === "running") this.finish(row, now, true);
+      else {
+        row.state = "cancelled";
+        row.updated_at = now;
+        this.store.put(row);
+        this.open.remove(row.spec.event_id);
+      }
+    }
+    if (n) this.replan();
+    return n;
+  }
+
   // ---- timeline ----
 
   /** Moves every open event to the state its window says, then sets the next timer. */

@@ -113,9 +113,9 @@ export class Ledger {
    * is not written: without it nothing could put the device back.
    */
   async hold(deviceId: string, holders: readonly string[], action: ActionName, params: ActionParams, now: number): Promise<void> {
-    const writes = await this.control.plan(deviceId, action, params);
-    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
     const old = this.rows.get(deviceId);
+    const writes = await this.control.plan(deviceId, action, { ...params, held: old?.pre });
+    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
     const row: LedgerRow = old
       ? { ...old, holders: [...old.holders], actions: [...old.actions], pre: [...old.pre] }
       : { device_id: deviceId, holders: [], actions: [], pre: [], created_at: now, updated_at: now };

@@ -142,6 +142,8 @@ export interface EventSpec {
   priority: number;
   mandatory: boolean;
   cancelled: boolean;
+  /** pv_limit: the cap on every PV inverter, percent of its rating. */
+  limit_pct?: number;
 }
 
 export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "partner"): EventSpec {
@@ -166,8 +168,10 @@ export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "p
  * times and the case of the id. A change of `cancelled` alone is a cancellation.
  */
 export function contentHash(s: EventSpec): string {
-  const { event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled } = s;
-  return createHash("sha256").update(JSON.stringify([event_id.toLowerCase(), source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled])).digest("hex").slice(0, 32);
+  const { event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled, limit_pct } = s;
+  const fields: unknown[] = [event_id.toLowerCase(), source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled];
+  if (limit_pct !== undefined) fields.push(limit_pct);
+  return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
 }
 
 /** Watts back into the event's unit, rounded to what a partner reads (1 mW). */

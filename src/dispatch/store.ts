@@ -63,6 +63,8 @@ export interface DeviceProgress {
   pct?: number;
   /** shed without a meter: the load's rated power that was on before (estimated drop). */
   rated_w?: number;
+  /** shed: a thermostat set back: its delivery is its assumed rated power, never measured. */
+  setback?: boolean;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
   pre?: RawWrite[];
   restored?: boolean;

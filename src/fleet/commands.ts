@@ -9,6 +9,7 @@ import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } f
 import { eventView } from "../dispatch/view.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
+import type { LocalDevice } from "../devices/local.js";
 import type { HealthView } from "../devices/types.js";
 import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
@@ -17,6 +18,8 @@ import { updateRequestSchema, writeUpdateRequest } from "../update/request.js";
 export interface CommandDeps extends ConfigureDeps {
   dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
   health: HealthView;
+  /** Devices on other transports (Zigbee, GPIO), listed by device sync. */
+  local?: { list(): LocalDevice[] };
   startedAt: number;
 }
 
@@ -49,7 +52,7 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
       case "configure":
         return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":
-        return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry), deps.health));
+        return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry, deps.local), deps.health));
       case "events": {
         const limit = (payload as { limit?: unknown } | undefined)?.limit;
         if (limit !== undefined && !(Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= 1000)) {

@@ -262,7 +262,7 @@ export class Fleet implements Part {
   private publishState(force: boolean): void {
     if (!this.connected) return;
     const { deps } = this;
-    const listed = syncedDevices(deps.registry);
+    const listed = syncedDevices(deps.registry, deps.local);
     const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed, deps.health));
     const running = deps.dispatch.running();
     const lastUpdate = lastUpdateOutcome();

@@ -16,6 +16,7 @@ import { errorMessage } from "../errors.js";
 import type { DeviceDriver, PointClass } from "../devices/driver.js";
 import type { DriverPool } from "../devices/pool.js";
 import type { DeviceHealth, DeviceSource, HealthView, OpMode, RegisteredDevice } from "../devices/types.js";
+import type { LocalDevices } from "../devices/local.js";
 import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
 
 const MAX_BACKOFF_MS = 60_000;
@@ -36,6 +37,11 @@ interface Polled {
 export interface PollerOptions {
   intervalMs: number;
   log: Logger;
+  /**
+   * Devices on other transports (Zigbee, GPIO) that report on their own: their latest
+   * readings join each tick's snapshot, and their health and latest values are answered here too.
+   */
+  local?: Pick<LocalDevices, "readings" | "health" | "latest">;
 }
 
 /** SunSpec inverter state (St) to device sync's device_op_mode. */
@@ -133,7 +139,7 @@ export class Poller implements Part, HealthView {
       if (!list) byBus.set(k, (list = []));
       list.push(p);
     }
-    const tick: Tick = { ts, waiting: new Set(), devices: [], committed: false };
+    const tick: Tick = { ts, waiting: new Set(), devices: this.localReadings(), committed: false };
     for (const [bus, members] of byBus) {
       if (this.busy.has(bus)) {
         this.stats.skipped_bus_ticks++;
@@ -157,6 +163,15 @@ export class Poller implements Part, HealthView {
     if (tick.waiting.size > 0) this.open.push(tick);
     else this.commit(tick);
     this.arm();
+  }
+
+  private localReadings(): Array<{ device_id: string; metrics: Metrics }> {
+    try {
+      return this.opts.local?.readings() ?? [];
+    } catch (e) {
+      this.opts.log.error({ err: errorMessage(e) }, "cannot take the local devices' readings");
+      return [];
+    }
   }
 
   private commit(t: Tick): void {
@@ -224,12 +239,12 @@ export class Poller implements Part, HealthView {
   }
 
   health(deviceId: string): DeviceHealth | undefined {
-    return this.devices.get(deviceId)?.health;
+    return this.devices.get(deviceId)?.health ?? this.opts.local?.health(deviceId);
   }
 
   /** The latest value of every metric read from a device (for dispatch and diagnostics). */
   latest(deviceId: string): Metrics | undefined {
-    return this.devices.get(deviceId)?.latest;
+    return this.devices.get(deviceId)?.latest ?? this.opts.local?.latest(deviceId);
   }
 
   /**

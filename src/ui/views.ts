@@ -4,6 +4,7 @@ import type { Config } from "../config/schema.js";
 import type { Db } from "../storage/db.js";
 import type { BusManager } from "../modbus/bus.js";
 import type { DeviceHealth, RegisteredDevice } from "../devices/types.js";
+import type { LocalDevice } from "../devices/local.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { EventRow } from "../dispatch/store.js";
 import type { LaneStats } from "../uplink/uplink.js";
@@ -18,6 +19,8 @@ export interface UiDeps {
   config: Config;
   log: Logger;
   registry: { list(): RegisteredDevice[] };
+  /** Devices on other transports (Zigbee, GPIO), listed after the Modbus ones. */
+  local?: { list(): LocalDevice[] };
   poller: { health(id: string): DeviceHealth | undefined; latest(id: string): Metrics | undefined };
   buses: BusManager;
   profiles: ProfileRegistry;
@@ -28,7 +31,7 @@ export interface UiDeps {
   history: MinuteHistory;
 }
 
-const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inverter", 12: "meter", 14: "switch" };
+const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inverter", 12: "meter", 14: "switch", 30: "Zigbee switch", 31: "thermostat", 40: "GPIO input", 41: "GPIO output" };
 
 /** The grid meter: a meter named like "grid" first, else the first by id (as dispatch picks it). */
 function gridMeter(devs: RegisteredDevice[], latest: (id: string) => Metrics | undefined): RegisteredDevice | undefined {
@@ -72,6 +75,36 @@ export function overview(d: UiDeps) {
 }
 
 export function devices(d: UiDeps) {
+  return [...modbusDevices(d), ...localDevices(d)].sort((a, b) => byCodeUnit(a.device_id, b.device_id));
+}
+
+function localDevices(d: UiDeps) {
+  return (d.local?.list() ?? []).map((dev) => {
+    const id = dev.device_id;
+    const h = d.poller.health(id);
+    const desc = dev.descriptor();
+    return {
+      device_id: id,
+      name: dev.device_name ?? id,
+      integration: desc.profile,
+      address: dev.address(),
+      fully_configured: true,
+      device_type: desc.device_type,
+      type_name: TYPE_NAMES[desc.device_type] ?? "device",
+      max_power_w: desc.max_power_w ?? null,
+      identity: desc.identity,
+      online: h?.online ?? false,
+      op_mode: h?.op_mode ?? 0,
+      last_ok_at: h?.last_ok_at ?? null,
+      last_error: h?.last_error ?? null,
+      consecutive_failures: h?.consecutive_failures ?? 0,
+      metrics: d.poller.latest(id) ?? {},
+      updated_at: null as string | null,
+    };
+  });
+}
+
+function modbusDevices(d: UiDeps) {
   return d.registry
     .list()
     .slice()

@@ -143,3 +143,72 @@ test("an RTU port's framing is checked by path, and devices of one port must agr
   });
   has(problems(() => parseConfig(input, "/")), "devices[1].mb_baud", /19200 differs from 9600 of devices\[0\] on the same RTU port/);
 });
+
+test("zigbee and gpio blocks load with their defaults", () => {
+  const input = testConfigInput("/tmp/x", {
+    zigbee: {
+      url: "mqtt://127.0.0.1:1883",
+      devices: [
+        { device_id: "plug-1", friendly_name: "washer-plug", device_type: 30, rated_power_w: 2000, shed_priority: 1 },
+        { device_id: "trv-1", ieee_address: "0x00158D0001A2B3C4", device_type: 31 },
+      ],
+    },
+    gpio: {
+      backend: "chardev",
+      chip: "pinctrl-bcm2711",
+      lines: [
+        { device_id: "boiler", line: 27, device_type: 41, rated_power_w: 3000 },
+        { device_id: "rse-60", line: 17, device_type: 40, active_low: true, debounce_ms: 50, on_active: { event_type: "pv_limit", limit_pct: 60 } },
+      ],
+    },
+  });
+  const cfg = parseConfig(input, "/");
+  assert.equal(cfg.zigbee!.base_topic, "zigbee2mqtt");
+  assert.equal(cfg.zigbee!.command_timeout_ms, 5000);
+  assert.equal(cfg.zigbee!.devices[1].setback_c, 2, "a thermostat's setback defaults to 2 °C");
+  assert.equal(cfg.zigbee!.devices[1].ieee_address, "0x00158d0001a2b3c4");
+  assert.equal(cfg.zigbee!.devices[0].setback_c, undefined);
+  const out = cfg.gpio!.lines[0];
+  assert.equal(out.device_type === 41 && out.active_low, false);
+  const inp = cfg.gpio!.lines[1];
+  assert.ok(inp.device_type === 40 && inp.on_active?.limit_pct === 60);
+});
+
+test("bad zigbee and gpio entries are reported by path", () => {
+  const input = testConfigInput("/tmp/x", {
+    devices: [],
+    zigbee: {
+      url: "http://127.0.0.1:1883",
+      devices: [
+        { device_id: "a", device_type: 30 },
+        { device_id: "b", friendly_name: "p", ieee_address: "0x00158d0001a2b3c4", device_type: 30 },
+        { device_id: "c", friendly_name: "q", device_type: 30, setback_c: 2 },
+        { device_id: "d", friendly_name: "r", device_type: 12 as 30 },
+      ],
+    },
+    gpio: {
+      backend: "sim",
+      chip: "gpiochip0",
+      lines: [
+        { device_id: "e", line: 27, device_type: 41 },
+        { device_id: "f", line: 27, device_type: 40, on_active: { event_type: "pv_limit", limit_pct: 160 } },
+      ],
+    },
+  });
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "zigbee.url", /mqtt:\/\//);
+  has(list, "zigbee.devices[0].friendly_name", /exactly one of friendly_name and ieee_address/);
+  has(list, "zigbee.devices[1].friendly_name", /exactly one/);
+  has(list, "zigbee.devices[2].setback_c", /only a thermostat/);
+  has(list, "zigbee.devices[3].device_type", /30 .* or 31/);
+  has(list, "gpio.chip", /control URL/);
+  has(list, "gpio.lines[1].on_active.limit_pct", /0\.\.100/);
+});
+
+test("a device_id may name one device only, across devices, zigbee and gpio", () => {
+  const input = testConfigInput("/tmp/x", {
+    zigbee: { url: "mqtt://127.0.0.1:1883", devices: [{ device_id: "boiler", friendly_name: "p", device_type: 30 }] },
+    gpio: { backend: "sim", chip: "http://127.0.0.1:1", lines: [{ device_id: "boiler", line: 27, device_type: 41 }] },
+  });
+  has(problems(() => parseConfig(input, "/")), "gpio.lines[0].device_id", /duplicate device_id "boiler"/);
+});

@@ -11,7 +11,9 @@
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs
 //   profiles      profiles/: profile schema and registry (formats issues with config/)
 //   config-load   config/load.ts: reads a config file and checks its devices against the profiles
-//   devices       devices/: driver, driver pool, connector, registry, configure
+//   devices       devices/: driver, driver pool, connector, registry, configure, local devices
+//   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
+//   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
 //   telemetry     telemetry/: poller (drives device drivers), sample store
 //   uplink        uplink/: outbox, data push from the sample store
 //   dispatch      dispatch/: events on devices and telemetry, execution responses via uplink
@@ -39,6 +41,8 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["profiles", ["profiles/"]],
   ["config-load", ["config/load.ts"]],
   ["devices", ["devices/"]],
+  ["zigbee", ["zigbee/"]],
+  ["gpio", ["gpio/"]],
   ["telemetry", ["telemetry/"]],
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],

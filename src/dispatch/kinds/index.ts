@@ -2,10 +2,11 @@
 import type { EventType } from "../request.js";
 import { chargeDischarge } from "./charge-discharge.js";
 import type { EventKind } from "./kind.js";
+import { pvLimit } from "./pv-limit.js";
 import { restore } from "./restore.js";
 import { shed } from "./shed.js";
 
-const KINDS: readonly EventKind[] = [chargeDischarge, shed, restore];
+const KINDS: readonly EventKind[] = [chargeDischarge, shed, restore, pvLimit];
 
 const byType = new Map<EventType, EventKind>(KINDS.flatMap((k) => k.types.map((t) => [t, k] as const)));
 

@@ -1,4 +1,4 @@
-// shed: switchable loads and curtailable PV, one step at a time in a fixed order
+// shed: switchable loads, thermostats (set back) and curtailable PV, one step at a time in a fixed order
 // (shed_priority from the device config, then device_id), until the drop covers the
 // quantity. With a grid meter each step waits for a reading taken after it, and the drop
 // is the fall of grid import against the 60 s before start, less the change of devices
@@ -6,8 +6,10 @@
 // meter the drop is estimated: metered plugs' own drop, switched loads' rated power
 // (`rated_power_w`, per coil when the relay reports which coils were on), curtailed PV's
 // own drop; the response then says measured: false. PV is curtailed by what is still
-// missing after the loads, never by the whole quantity.
-import { SWITCH_TYPES, statusFor, type DispatchDevice } from "../allocate.js";
+// missing after the loads, never by the whole quantity. A thermostat's setback shows on no
+// meter at once (the heater may be idle): its share is its assumed rated power and the
+// response says measured: false.
+import { SETBACK_TYPES, SWITCH_TYPES, statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../request.js";
 import type { DeviceProgress, EventRow } from "../store.js";
@@ -18,11 +20,14 @@ import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type Event
 const GENERATORS = new Set([10, 11]);
 
 const isSwitch = (d: DispatchDevice) => SWITCH_TYPES.has(d.device_type);
+const isSetback = (d: DispatchDevice) => SETBACK_TYPES.has(d.device_type);
+/** A load a shed turns down (a switch off, a thermostat set back), as opposed to curtailed PV. */
+const isLoad = (d: DispatchDevice) => isSwitch(d) || isSetback(d);
 
 /** shed_priority of a device without one: loads (100) before curtailed PV (200). */
 export const DEFAULT_SHED_PRIORITY = { load: 100, pv: 200 } as const;
 
-const priorityOf = (d: DispatchDevice) => d.shed_priority ?? (isSwitch(d) ? DEFAULT_SHED_PRIORITY.load : DEFAULT_SHED_PRIORITY.pv);
+const priorityOf = (d: DispatchDevice) => d.shed_priority ?? (isLoad(d) ? DEFAULT_SHED_PRIORITY.load : DEFAULT_SHED_PRIORITY.pv);
 
 /** B4 shed order: shed_priority (lower first; default loads 100, PV 200), then device_id. */
 export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
@@ -66,11 +71,16 @@ function meteredDrop(row: EventRow, ctx: KindContext, metrics: (id: string) => R
   return p.baseline_w - g - others;
 }
 
+/** The assumed drop of the thermostats set back so far (their rated power; no meter shows a setback at once). */
+function assumedSetback(row: EventRow): number {
+  return Object.values(row.progress.devices).reduce((sum, dp) => sum + (dp.setback && dp.writes_ok > 0 ? (dp.rated_w ?? 0) : 0), 0);
+}
+
 /** A shed device's own drop now: metered (plug or PV) or its rated load once shed. */
 function ownDrop(d: DispatchDevice | undefined, dp: DeviceProgress, w: number | undefined): { w: number; estimated: boolean } {
   if (dp.writes_ok === 0) return { w: 0, estimated: false };
   if (dp.before_w !== undefined && w !== undefined) return { w: Math.max(0, dp.before_w - w), estimated: false };
-  if (d && isSwitch(d) && dp.rated_w !== undefined) return { w: dp.rated_w, estimated: true };
+  if (d && isLoad(d) && dp.rated_w !== undefined) return { w: dp.rated_w, estimated: true };
   return { w: 0, estimated: true };
 }
 
@@ -78,7 +88,7 @@ export const shed: EventKind = {
   types: ["shed"],
 
   capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "shed" && (d.capabilities.includes("curtail") || (d.capabilities.includes("shed") && isSwitch(d)));
+    return type === "shed" && (d.capabilities.includes("curtail") || (d.capabilities.includes("shed") && isLoad(d)));
   },
 
   begin(row: EventRow, ctx: KindContext): void {
@@ -100,8 +110,8 @@ export const shed: EventKind = {
     const test = s.mode === "test";
     const claims: Claim[] = [];
     const claim = (d: DispatchDevice, dp: DeviceProgress) => {
-      cap.take(d.device_id, s.event_id, isSwitch(d) ? "shed" : "curtail", 0, true);
-      claims.push(isSwitch(d) ? { device_id: d.device_id, action: "shed" } : { device_id: d.device_id, action: "curtail", pct: dp.pct ?? 0 });
+      cap.take(d.device_id, s.event_id, isLoad(d) ? "shed" : "curtail", 0, true);
+      claims.push(isLoad(d) ? { device_id: d.device_id, action: "shed" } : { device_id: d.device_id, action: "curtail", pct: dp.pct ?? 0 });
     };
     for (const id of p.shed_steps) {
       const d = ctx.device(id);
@@ -123,14 +133,19 @@ export const shed: EventKind = {
       // (a step the device refused does not hold the next one up).
       if (meter && !test && dl && !(dl.writes_failed > 0 && dl.writes_ok === 0) && (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)) break;
       const measured = meter && !test ? meteredDrop(row, ctx, (id) => ctx.device(id)?.metrics) : undefined;
-      const drop = measured ?? p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
+      const drop = measured !== undefined ? measured + assumedSetback(row) : p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
       if (drop >= s.quantity_w) break;
       const missing = s.quantity_w - drop;
       const dp = deviceProgress(row, next.device_id);
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
       p.drop_before_step = drop;
-      if (isSwitch(next)) {
+      if (isSetback(next)) {
+        const r = next.rated_power_w;
+        dp.setback = true;
+        dp.rated_w = (typeof r === "number" ? r : r?.reduce((a, b) => a + b, 0)) ?? next.max_power_w ?? 0;
+        dp.requested_w = Math.min(missing, dp.rated_w || missing);
+      } else if (isSwitch(next)) {
         if (next.metrics.power_w !== undefined) dp.before_w = Math.max(0, next.metrics.power_w);
         dp.rated_w = ratedOn(next);
         dp.requested_w = Math.min(missing, expected(dp) || missing);
@@ -161,8 +176,9 @@ export const shed: EventKind = {
       if (dp.writes_ok > 0) dp.mean = addSample(dp.mean, ts, own.w, ctx.hold);
     }
     if (p.meter_id) {
-      const drop = meteredDrop(row, ctx, (id) => metrics.get(id));
-      if (drop === undefined) return;
+      const metered = meteredDrop(row, ctx, (id) => metrics.get(id));
+      if (metered === undefined) return;
+      const drop = metered + assumedSetback(row);
       p.drop = addSample(p.drop, ts, drop, ctx.hold);
       // The drop a step brought: what the first reading after it adds.
       const last = p.shed_steps[p.shed_steps.length - 1];
@@ -179,7 +195,7 @@ export const shed: EventKind = {
     const devices: DeviceEntry[] = [];
     for (const [id, dp] of Object.entries(p.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
       const own = meanUntil(dp.mean, until, ctx.hold, p.window_from);
-      const dw = p.meter_id && dp.before_w === undefined ? (dp.drop_w ?? 0) : (own ?? 0);
+      const dw = p.meter_id && dp.before_w === undefined && !dp.setback ? (dp.drop_w ?? 0) : (own ?? 0);
       const touched = dp.writes_ok + dp.writes_failed > 0;
       const status: DeviceEntry["status"] = !touched && dp.skipped ? "skipped" : dp.error ? (dp.writes_ok === 0 ? "failed" : "partial") : "completed";
       const e: DeviceEntry = { device_id: id, status, requested_w: Math.round(dp.requested_w), delivered_w: Math.round(dw) };
@@ -188,7 +204,8 @@ export const shed: EventKind = {
       devices.push(e);
     }
     const delivered = Math.max(0, meanUntil(p.drop, until, ctx.hold, p.window_from) ?? 0);
-    const measured = !!p.meter_id || !p.estimated;
+    const assumed = Object.values(p.devices).some((dp) => dp.setback && dp.writes_ok > 0);
+    const measured = (!!p.meter_id || !p.estimated) && !assumed;
     return { delivered_w: delivered, devices, measured, status: statusFor(delivered, row.spec.quantity_w) };
   },
 };

@@ -1,0 +1,206 @@
+// The GPIO lines of the config as local devices: an output (41) is a switched load (on =
+// its active level), an input (40) a contact whose debounced active state is its
+// telemetry and, with `on_active`, the trigger of a local event (told to listeners). The
+// chip is the Linux character device through the gpiod tools, or the simulator's chip.
+import { errorMessage } from "../errors.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import type { GpioConfig, GpioLineConfig } from "../config/local-schema.js";
+import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
+import type { ChipBackend, Level } from "./backend.js";
+import { ChardevChip } from "./chardev-chip.js";
+import { SimChip } from "./sim-chip.js";
+
+type OutputConfig = Extract<GpioLineConfig, { device_type: 41 }>;
+export type InputConfig = Extract<GpioLineConfig, { device_type: 40 }>;
+
+/** Told when an input's debounced active state is first known and whenever it changes. */
+export type InputListener = (input: InputConfig, active: boolean) => void;
+
+abstract class GpioDevice {
+  readonly device_id: string;
+  readonly device_name?: string;
+  protected ok: string | null = null;
+  protected error: string | null = "not read yet";
+
+  constructor(
+    protected readonly cfg: GpioLineConfig,
+    protected readonly chip: string,
+  ) {
+    this.device_id = cfg.device_id;
+    this.device_name = cfg.device_name;
+  }
+
+  address(): string {
+    return `${this.chip} line ${this.cfg.line}`;
+  }
+
+  health(): DeviceHealth {
+    const online = this.error === null;
+    return { online, last_ok_at: this.ok, last_error: this.error, consecutive_failures: online ? 0 : 1, op_mode: online ? 1 : 0 };
+  }
+
+  protected okNow(): void {
+    this.ok = new Date().toISOString();
+    this.error = null;
+  }
+}
+
+class GpioOutput extends GpioDevice implements LocalDevice {
+  readonly role: LocalRole = "switch";
+  readonly rated_power_w?: number;
+  readonly shed_priority?: number;
+  private on: boolean | undefined;
+
+  constructor(
+    private readonly out: OutputConfig,
+    chip: string,
+    private readonly backend: ChipBackend,
+  ) {
+    super(out, chip);
+    this.rated_power_w = out.rated_power_w;
+    this.shed_priority = out.shed_priority;
+  }
+
+  descriptor(): DeviceDescriptor {
+    return { device_type: 41, ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}), capabilities: ["telemetry", "shed", "restore"], profile: "gpio", identity: { line: String(this.out.line) } };
+  }
+
+  latest(): Metrics {
+    return this.on === undefined ? {} : { state: this.on ? 1 : 0 };
+  }
+
+  private levelOf(on: boolean): Level {
+    return on !== this.out.active_low ? 1 : 0;
+  }
+
+  async readOn(): Promise<boolean> {
+    try {
+      const level = await this.backend.readOutput(this.out.line);
+      this.on = (level === 1) !== this.out.active_low;
+      this.okNow();
+      return this.on;
+    } catch (e) {
+      this.error = errorMessage(e);
+      throw e;
+    }
+  }
+
+  async setOn(on: boolean): Promise<void> {
+    try {
+      await this.backend.writeOutput(this.out.line, this.levelOf(on));
+      this.on = on;
+      this.okNow();
+    } catch (e) {
+      this.error = errorMessage(e);
+      throw e;
+    }
+  }
+}
+
+class GpioInput extends GpioDevice implements LocalDevice {
+  readonly role: LocalRole = "input";
+  /** The debounced active state (undefined until the first level). */
+  active: boolean | undefined;
+  private raw: Level | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly input: InputConfig,
+    chip: string,
+    private readonly changed: (d: GpioInput) => void,
+  ) {
+    super(input, chip);
+  }
+
+  descriptor(): DeviceDescriptor {
+    return { device_type: 40, capabilities: ["telemetry"], profile: "gpio", identity: { line: String(this.input.line) } };
+  }
+
+  latest(): Metrics {
+    return this.active === undefined ? {} : { state: this.active ? 1 : 0 };
+  }
+
+  /** A level from the chip: the first is taken at once; a change stands once it held for debounce_ms. */
+  level(value: Level): void {
+    this.okNow();
+    this.raw = value;
+    const take = () => {
+      const active = (this.raw === 1) !== this.input.active_low;
+      if (active === this.active) return;
+      this.active = active;
+      this.changed(this);
+    };
+    clearTimeout(this.timer);
+    if (this.active === undefined || this.input.debounce_ms === 0) take();
+    else this.timer = setTimeout(take, this.input.debounce_ms);
+  }
+
+  lost(error: string): void {
+    this.error = error;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+export class GpioLines implements Part, LocalFamily {
+  readonly name = "gpio";
+  private readonly backend: ChipBackend;
+  private readonly outputs: GpioOutput[] = [];
+  private readonly inputs: GpioInput[] = [];
+  private readonly listeners: InputListener[] = [];
+
+  constructor(
+    private readonly cfg: GpioConfig,
+    private readonly log: Logger,
+    backend?: ChipBackend,
+  ) {
+    this.backend = backend ?? (cfg.backend === "sim" ? new SimChip(cfg.chip) : new ChardevChip(cfg.chip));
+    for (const l of cfg.lines) {
+      if (l.device_type === 41) this.outputs.push(new GpioOutput(l, cfg.chip, this.backend));
+      else this.inputs.push(new GpioInput(l, cfg.chip, (d) => this.tell(d)));
+    }
+  }
+
+  devices(): readonly LocalDevice[] {
+    return [...this.outputs, ...this.inputs];
+  }
+
+  onInput(l: InputListener): void {
+    this.listeners.push(l);
+  }
+
+  private tell(d: GpioInput): void {
+    this.log.info({ device_id: d.device_id, line: d.input.line, active: d.active }, "gpio input");
+    for (const l of this.listeners) {
+      try {
+        l(d.input, d.active!);
+      } catch (e) {
+        this.log.error({ device_id: d.device_id, err: errorMessage(e) }, "a gpio input listener failed");
+      }
+    }
+  }
+
+  /** Reads the outputs' levels (without driving them) and starts watching the inputs; a chip that does not answer is retried, not fatal. */
+  async start(): Promise<void> {
+    for (const o of this.outputs) await o.readOn().catch((e) => this.log.warn({ device_id: o.device_id, err: errorMessage(e) }, "cannot read gpio output"));
+    const byLine = new Map(this.inputs.map((i) => [i.input.line, i]));
+    await this.backend.watch(
+      this.inputs.map((i) => i.input.line),
+      (line, value) => byLine.get(line)?.level(value),
+      (up, error) => {
+        if (up) return;
+        this.log.warn({ err: error }, "gpio inputs not watched; retrying");
+        for (const i of this.inputs) i.lost(error ?? "not watched");
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    for (const i of this.inputs) i.stop();
+    await this.backend.stop();
+  }
+}

@@ -1,0 +1,320 @@
+// The Zigbee devices of the config, through a zigbee2mqtt bridge and its documented MQTT
+// API (MQTT 3.1.1, JSON payloads), on a connection of its own. It reads the retained
+// `{base}/bridge/state` and `{base}/bridge/devices` (which friendly name an IEEE address
+// has, and what the device exposes), each device's state messages and its availability.
+// A command goes to `{base}/{name}/set` and counts only once a state message shows it
+// done; none within the command timeout is a failed write, as a Modbus write that does
+// not read back. When the bridge or the broker is gone, its devices are offline and
+// nothing else stops. Every MQTT topic of the gateway's Zigbee side is in this file.
+import type { MqttClient } from "mqtt";
+import { SitegateError, errorMessage } from "../errors.js";
+import type { Part } from "../lifecycle.js";
+import type { Logger } from "../log.js";
+import type { ZigbeeConfig, ZigbeeDeviceConfig } from "../config/local-schema.js";
+import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
+import { parseBridgeDevices, parseOnline, stateMetrics, type Z2mDevice } from "./exposes.js";
+
+interface Waiter {
+  match: (payload: Record<string, unknown>) => boolean;
+  resolve: (payload: Record<string, unknown>) => void;
+}
+
+/** One configured Zigbee device: its place in the bridge's list, its latest state, commands awaiting confirmation. */
+class ZigbeeDevice implements LocalDevice {
+  readonly device_id: string;
+  readonly device_name?: string;
+  readonly role: LocalRole;
+  readonly rated_power_w?: number;
+  readonly shed_priority?: number;
+  readonly setback_c?: number;
+  info: Z2mDevice | undefined;
+  available: boolean | undefined;
+  private payload: Record<string, unknown> = {};
+  private metrics: Metrics = {};
+  private lastOk: string | null = null;
+  private waiters = new Set<Waiter>();
+
+  constructor(
+    readonly cfg: ZigbeeDeviceConfig,
+    private readonly bridge: ZigbeeBridge,
+  ) {
+    this.device_id = cfg.device_id;
+    this.device_name = cfg.device_name;
+    this.role = cfg.device_type === 31 ? "thermostat" : "switch";
+    this.rated_power_w = cfg.rated_power_w;
+    this.shed_priority = cfg.shed_priority;
+    this.setback_c = cfg.setback_c;
+  }
+
+  /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */
+  get topicName(): string | undefined {
+    return this.info?.friendly_name ?? this.cfg.friendly_name;
+  }
+
+  descriptor(): DeviceDescriptor {
+    const identity: Record<string, string> = {};
+    if (this.info) identity.ieee_address = this.info.ieee_address;
+    if (this.info?.model) identity.model = this.info.model;
+    if (this.info?.vendor) identity.manufacturer = this.info.vendor;
+    return {
+      device_type: this.cfg.device_type,
+      ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
+      capabilities: ["telemetry", "shed", "restore"],
+      profile: "zigbee2mqtt",
+      identity,
+    };
+  }
+
+  address(): string {
+    return `${this.bridge.baseTopic}/${this.topicName ?? this.cfg.ieee_address}`;
+  }
+
+  /** Why the device cannot be used now, or undefined when it can. */
+  private offlineReason(): string | undefined {
+    if (!this.bridge.connected) return "the bridge's broker is not connected";
+    if (this.bridge.bridgeOnline !== true) return "the zigbee2mqtt bridge is offline";
+    if (!this.info) return "not in the bridge's device list";
+    if (this.available === false) return "the bridge reports it offline";
+    if (this.lastOk === null) return "no state reported yet";
+    return undefined;
+  }
+
+  health(): DeviceHealth {
+    const why = this.offlineReason();
+    return { online: !why, last_ok_at: this.lastOk, last_error: why ?? null, consecutive_failures: 0, op_mode: why ? 0 : 1 };
+  }
+
+  latest(): Metrics {
+    return this.metrics;
+  }
+
+  /** The metrics again from the state known so far (the bridge's list may come after a state message). */
+  refresh(): void {
+    this.metrics = this.info ? stateMetrics(this.info, this.payload) : {};
+  }
+
+  onState(payload: Record<string, unknown>): void {
+    this.payload = { ...this.payload, ...payload };
+    this.refresh();
+    this.lastOk = new Date().toISOString();
+    for (const w of [...this.waiters]) {
+      if (w.match(this.payload)) {
+        this.waiters.delete(w);
+        w.resolve(this.payload);
+      }
+    }
+  }
+
+  private usable(): Z2mDevice {
+    const why = this.offlineReason();
+    if (why && !(why === "no state reported yet" && this.info)) throw new SitegateError("DEVICE_OFFLINE", `${this.device_id}: ${why}`, { transient: true });
+    return this.info!;
+  }
+
+  /** Publishes to `{name}/{suffix}` and waits for a state message that `match` accepts. */
+  private async command(suffix: "set" | "get", body: Record<string, unknown>, match: (p: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> {
+    const name = this.topicName!;
+    const timeoutMs = this.bridge.commandTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    let waiter!: Waiter;
+    const confirmed = new Promise<Record<string, unknown>>((resolve, reject) => {
+      waiter = { match, resolve };
+      this.waiters.add(waiter);
+      timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(new SitegateError("DEVICE_TIMEOUT", `${this.device_id} (${name}) did not confirm ${what} within ${timeoutMs} ms`, { transient: true }));
+      }, timeoutMs);
+    });
+    // The timeout may fire while the publish still waits for the broker's acknowledgement.
+    confirmed.catch(() => undefined);
+    try {
+      await this.bridge.publish(`${name}/${suffix}`, body);
+      return await confirmed;
+    } catch (e) {
+      this.waiters.delete(waiter);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async readOn(): Promise<boolean> {
+    const info = this.usable();
+    if (!info.onOff) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no on/off state`);
+    const { property, on } = info.onOff;
+    const known = (p: Record<string, unknown>) => typeof p[property] === "string";
+    const p = known(this.payload) ? this.payload : await this.command("get", { [property]: "" }, known, "a state read");
+    return String(p[property]).toUpperCase() === on.toUpperCase();
+  }
+
+  async setOn(want: boolean): Promise<void> {
+    const info = this.usable();
+    if (!info.onOff) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no on/off state`);
+    const { property, on, off } = info.onOff;
+    const value = want ? on : off;
+    await this.command("set", { [property]: value }, (p) => String(p[property]).toUpperCase() === value.toUpperCase(), `${property} ${value}`);
+  }
+
+  async readSetpoint(): Promise<number> {
+    const info = this.usable();
+    if (!info.setpoint) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no heating setpoint`);
+    const prop = info.setpoint.property;
+    const known = (p: Record<string, unknown>) => typeof p[prop] === "number";
+    const p = known(this.payload) ? this.payload : await this.command("get", { [prop]: "" }, known, "a setpoint read");
+    return p[prop] as number;
+  }
+
+  async setSetpoint(c: number): Promise<void> {
+    const info = this.usable();
+    if (!info.setpoint) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no heating setpoint`);
+    const { property, min, max, step } = info.setpoint;
+    const value = Math.round(Math.round(c / step) * step * 100) / 100;
+    if (value < min || value > max) throw new SitegateError("CONTROL_VALUE_INVALID", `${this.device_id}: setpoint ${value} °C is outside ${min}..${max} °C`);
+    await this.command("set", { [property]: value }, (p) => typeof p[property] === "number" && Math.abs((p[property] as number) - value) < 1e-6, `${property} ${value}`);
+  }
+}
+
+export class ZigbeeBridge implements Part, LocalFamily {
+  readonly name = "zigbee";
+  readonly baseTopic: string;
+  readonly commandTimeoutMs: number;
+  connected = false;
+  /** From `bridge/state`: undefined until it is read. */
+  bridgeOnline: boolean | undefined;
+  private client: MqttClient | null = null;
+  private readonly devs: ZigbeeDevice[];
+  /** Device topics subscribed in this session, by topic. */
+  private readonly routes = new Map<string, { dev: ZigbeeDevice; kind: "state" | "availability" }>();
+
+  constructor(
+    private readonly cfg: ZigbeeConfig,
+    private readonly log: Logger,
+  ) {
+    this.baseTopic = cfg.base_topic;
+    this.commandTimeoutMs = cfg.command_timeout_ms;
+    this.devs = cfg.devices.map((d) => new ZigbeeDevice(d, this));
+  }
+
+  devices(): readonly LocalDevice[] {
+    return this.devs;
+  }
+
+  /** Connects in the background: a broker that is not up yet does not hold up the gateway (MQTT.js retries every second). */
+  async start(): Promise<void> {
+    const { connect } = await import("mqtt");
+    const client = connect(this.cfg.url, {
+      protocolVersion: 4,
+      clientId: `sitegate-zigbee-${Math.random().toString(16).slice(2, 10)}`,
+      clean: true,
+      reconnectPeriod: 1000,
+      connectTimeout: 5000,
+      ...(this.cfg.username ? { username: this.cfg.username, password: this.cfg.password } : {}),
+    });
+    this.client = client;
+    client.on("connect", () => {
+      this.connected = true;
+      this.routes.clear();
+      this.log.info({ url: this.cfg.url }, "connected to the zigbee2mqtt broker");
+      client.subscribe([`${this.baseTopic}/bridge/state`, `${this.baseTopic}/bridge/devices`], { qos: 1 }, (err) => {
+        if (err) this.log.warn({ err: errorMessage(err) }, "cannot subscribe to the bridge topics");
+      });
+      this.subscribeDevices();
+    });
+    client.on("close", () => {
+      if (this.connected) this.log.warn("lost the zigbee2mqtt broker; its devices are offline until it is back");
+      this.connected = false;
+    });
+    client.on("error", (e) => this.log.debug({ err: errorMessage(e) }, "zigbee broker connection error"));
+    client.on("message", (topic, payload) => {
+      try {
+        this.onMessage(topic, payload.toString());
+      } catch (e) {
+        this.log.warn({ topic, err: errorMessage(e) }, "cannot take a zigbee2mqtt message");
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    const c = this.client;
+    this.client = null;
+    this.connected = false;
+    if (c) await c.endAsync(true).catch(() => undefined);
+  }
+
+  async publish(sub: string, body: Record<string, unknown>): Promise<void> {
+    const c = this.client;
+    if (!c || !this.connected) throw new SitegateError("DEVICE_OFFLINE", "the zigbee2mqtt broker is not connected", { transient: true });
+    await c.publishAsync(`${this.baseTopic}/${sub}`, JSON.stringify(body), { qos: 1, retain: false });
+  }
+
+  private onMessage(topic: string, text: string): void {
+    const b = this.baseTopic;
+    if (topic === `${b}/bridge/state`) {
+      const online = parseOnline(text);
+      if (online !== undefined && online !== this.bridgeOnline) this.log.info({ state: online ? "online" : "offline" }, "zigbee2mqtt bridge state");
+      this.bridgeOnline = online;
+      return;
+    }
+    if (topic === `${b}/bridge/devices`) {
+      this.onDevices(parseBridgeDevices(JSON.parse(text)));
+      return;
+    }
+    const route = this.routes.get(topic);
+    if (!route) return;
+    if (route.kind === "availability") {
+      const a = parseOnline(text);
+      if (a !== undefined) route.dev.available = a;
+      return;
+    }
+    const json: unknown = JSON.parse(text);
+    if (json && typeof json === "object" && !Array.isArray(json)) route.dev.onState(json as Record<string, unknown>);
+  }
+
+  /** The bridge's list: which device each config entry is, by friendly name or IEEE address. */
+  private onDevices(list: Z2mDevice[]): void {
+    for (const d of this.devs) {
+      const hit = list.find((x) => (d.cfg.ieee_address ? x.ieee_address === d.cfg.ieee_address : x.friendly_name === d.cfg.friendly_name));
+      if (!hit && d.info) this.log.warn({ device_id: d.device_id }, "zigbee device no longer in the bridge's device list");
+      const found = hit && !d.info;
+      if (found) this.log.info({ device_id: d.device_id, friendly_name: hit.friendly_name, ieee_address: hit.ieee_address }, "zigbee device found");
+      d.info = hit;
+      d.refresh();
+      if (found && this.routes.has(`${this.baseTopic}/${hit.friendly_name}`)) this.askState(d);
+    }
+    this.subscribeDevices();
+  }
+
+  /** Asks a device for its state (state messages are not retained). */
+  private askState(d: ZigbeeDevice): void {
+    if (!d.info) return;
+    const prop = d.info.setpoint?.property ?? d.info.onOff?.property ?? "state";
+    this.publish(`${d.topicName}/get`, { [prop]: "" }).catch(() => undefined);
+  }
+
+  /** Subscribes each device's state and availability topics (again when a friendly name changed). */
+  private subscribeDevices(): void {
+    const c = this.client;
+    if (!c || !this.connected) return;
+    const want = new Map<string, { dev: ZigbeeDevice; kind: "state" | "availability" }>();
+    for (const d of this.devs) {
+      const name = d.topicName;
+      if (!name) continue;
+      want.set(`${this.baseTopic}/${name}`, { dev: d, kind: "state" });
+      want.set(`${this.baseTopic}/${name}/availability`, { dev: d, kind: "availability" });
+    }
+    const gone = [...this.routes.keys()].filter((t) => !want.has(t));
+    const added = [...want.keys()].filter((t) => !this.routes.has(t));
+    for (const t of gone) this.routes.delete(t);
+    for (const t of added) this.routes.set(t, want.get(t)!);
+    if (gone.length) c.unsubscribe(gone);
+    if (added.length) {
+      c.subscribe(added, { qos: 1 }, (err) => {
+        if (err) return this.log.warn({ err: errorMessage(err) }, "cannot subscribe to zigbee device topics");
+        // State messages are not retained: ask each newly subscribed device for its state
+        // rather than wait for its next periodic report.
+        for (const t of added) if (want.get(t)!.kind === "state") this.askState(want.get(t)!.dev);
+      });
+    }
+  }
+}
