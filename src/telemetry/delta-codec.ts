@@ -29,7 +29,8 @@ const SAME = 6;
 /** key = first * 8 + tag stays below 2^53. */
 const MAX_FIRST = 2 ** 49;
 
-class Writer {
+/** A growing byte buffer with varints (also sample-codec.ts's). */
+export class Writer {
   buf = Buffer.allocUnsafe(256);
   len = 0;
   ensure(n: number): void {

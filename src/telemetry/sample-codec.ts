@@ -2,6 +2,8 @@
 // key (series id << 2 | tag) and the value as a zigzag varint integer, a short decimal
 // (mantissa / 10^k), a float32 that round-trips, or a float64. Most samples take 3-5 bytes.
 
+import { Writer } from "./delta-codec.js";
+
 const TAG_INT = 0;
 const TAG_DEC = 1;
 const TAG_F32 = 2;
@@ -10,36 +12,6 @@ const TAG_F64 = 3;
 export interface PackedSample {
   series: number;
   value: number;
-}
-
-class Writer {
-  buf = Buffer.allocUnsafe(256);
-  len = 0;
-  private ensure(n: number): void {
-    if (this.len + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + n));
-    this.buf.copy(next, 0, 0, this.len);
-    this.buf = next;
-  }
-  varint(n: number): void {
-    // n is a non-negative integer below 2^53
-    this.ensure(8);
-    while (n >= 0x80) {
-      this.buf[this.len++] = (n % 0x80) | 0x80;
-      n = Math.floor(n / 0x80);
-    }
-    this.buf[this.len++] = n;
-  }
-  f32(v: number): void {
-    this.ensure(4);
-    this.buf.writeFloatLE(v, this.len);
-    this.len += 4;
-  }
-  f64(v: number): void {
-    this.ensure(8);
-    this.buf.writeDoubleLE(v, this.len);
-    this.len += 8;
-  }
 }
 
 const zig = (n: number) => (n >= 0 ? n * 2 : -n * 2 - 1);
@@ -76,7 +48,7 @@ export function packSamples(samples: readonly PackedSample[]): Buffer {
       w.f64(v);
     }
   }
-  return Buffer.from(w.buf.subarray(0, w.len));
+  return w.done();
 }
 
 export function unpackSamples(buf: Uint8Array): PackedSample[] {
