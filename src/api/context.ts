@@ -11,23 +11,11 @@ import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchRequest } from "../dispatch/request.js";
 import type { Receipt } from "../dispatch/dispatcher.js";
 import type { Credentials, TokenStore } from "./auth.js";
+import type { HealthWarning, MetricFamily } from "../lifecycle.js";
 
-/** One Prometheus metric family. */
-export interface MetricFamily {
-  name: string;
-  help: string;
-  type: "gauge" | "counter" | "histogram";
-  /** suffix: a histogram's _bucket / _sum / _count samples */
-  values: Array<{ labels?: Record<string, string>; value: number; suffix?: string }>;
-}
+export type { HealthWarning, MetricFamily } from "../lifecycle.js";
 
-/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
-export interface HealthWarning {
-  code: string;
-  message: string;
-}
-
-/** What /metrics and /healthz report; each part contributes its counters. */
+/** What /metrics and /healthz report: the union of the parts' metrics() and health() warnings. */
 export interface MetricsSource {
   gauges(): MetricFamily[];
   warnings?(): HealthWarning[];

@@ -4,7 +4,7 @@
 // specific path wins, so config/load.ts sits above profiles while the rest of config/
 // sits below them). Derived from the code as it is:
 //
-//   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/    (no project imports but base)
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, event-bus.ts, util/    (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -19,6 +19,7 @@
 //   dispatch      dispatch/: events on devices and telemetry, execution responses via uplink
 //   api           api/: the HTTPS server and its routes
 //   fleet         fleet/: the MQTT fleet uplink (the partner operations through api/services.ts)
+//   parts         parts/: the composition root's helpers (the bus's events, what joins two parts)
 //   daemon        daemon.ts: the composition root
 //   cli           cli.ts, cli/: the sitegate command
 //
@@ -31,7 +32,7 @@ import { fileURLToPath } from "node:url";
 import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/"]],
+  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "event-bus.ts", "util/"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
@@ -50,6 +51,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["ui", ["ui/"]],
   ["ops", ["maintenance.ts", "runtime-metrics.ts"]],
   ["fleet", ["fleet/"]],
+  ["parts", ["parts/"]],
   ["daemon", ["daemon.ts"]],
   ["cli", ["cli.ts", "cli/"]],
 ];
