@@ -26,7 +26,7 @@ import { RuntimeMetrics } from "./runtime-metrics.js";
 import { Maintenance } from "./maintenance.js";
 import { VERSION } from "./version.js";
 import { instanceId } from "./uplink/outbox.js";
-import { nameKey } from "./uplink/idempotency.js";
+import { nameKey } from "./util/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { ModbusDeviceControl } from "./dispatch/device-control.js";

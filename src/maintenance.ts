@@ -16,7 +16,7 @@ import type { Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
-import type { HealthWarning } from "./api/context.js";
+import type { HealthWarning } from "./metrics.js";
 import { errorMessage } from "./errors.js";
 import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
