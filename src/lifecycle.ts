@@ -17,20 +17,8 @@
 import type { Logger } from "./log.js";
 import { errorMessage } from "./errors.js";
 
-/** One Prometheus metric family. */
-export interface MetricFamily {
-  name: string;
-  help: string;
-  type: "gauge" | "counter" | "histogram";
-  /** suffix: a histogram's _bucket / _sum / _count samples */
-  values: Array<{ labels?: Record<string, string>; value: number; suffix?: string }>;
-}
-
-/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
-export interface HealthWarning {
-  code: string;
-  message: string;
-}
+import type { HealthWarning, MetricFamily } from "./metrics.js";
+export type { HealthWarning, MetricFamily } from "./metrics.js";
 
 /** A part's own view of its health: no warnings while it does its job. */
 export interface PartHealth {

@@ -8,7 +8,8 @@
 // (docs/packaging.md), more than these few families are worth.
 import { readdirSync } from "node:fs";
 import { constants, PerformanceObserver } from "node:perf_hooks";
-import type { MetricFamily, Part } from "./lifecycle.js";
+import type { Part } from "./lifecycle.js";
+import type { MetricFamily } from "./metrics.js";
 import { VERSION } from "./version.js";
 
 const GC_KIND: Record<number, string> = {

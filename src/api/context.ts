@@ -10,16 +10,10 @@ import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchRequest } from "../dispatch/request.js";
 import type { Receipt } from "../dispatch/dispatcher.js";
+import type { MetricsSource } from "../metrics.js";
 import type { Credentials, TokenStore } from "./auth.js";
-import type { HealthWarning, MetricFamily } from "../lifecycle.js";
 
-export type { HealthWarning, MetricFamily } from "../lifecycle.js";
-
-/** What /metrics and /healthz report: the union of the parts' metrics() and health() warnings. */
-export interface MetricsSource {
-  gauges(): MetricFamily[];
-  warnings?(): HealthWarning[];
-}
+export type { HealthWarning, MetricFamily, MetricsSource } from "../metrics.js";
 
 /** What the /dr route needs of dispatch: the same call the MQTT command will use. */
 export interface DispatchApi {

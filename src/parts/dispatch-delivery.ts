@@ -7,7 +7,7 @@ import type { Config } from "../config/schema.js";
 import type { DispatcherDeps } from "../dispatch/dispatcher.js";
 import type { FleetQueue } from "../fleet/queue.js";
 import type { StoragePart } from "../storage/part.js";
-import { nameKey } from "../uplink/idempotency.js";
+import { nameKey } from "../util/idempotency.js";
 import { instanceId } from "../uplink/outbox.js";
 import type { Uplink } from "../uplink/uplink.js";
 

@@ -1,6 +1,6 @@
-// The partner operations that more than one front end offers (HTTPS routes here in api/,
-// MQTT commands in fleet/): the configure request with its cross-checks, and the device
-// sync view. No HTTP in here: failures are SitegateErrors (INVALID_REQUEST -> 400).
+// The device operations both front ends offer (HTTPS routes in api/, MQTT commands in
+// fleet/): the configure request with its cross-checks, and the device sync view. No
+// HTTP in here: failures are SitegateErrors, which services/errors.ts gives a status.
 import { integrationName, type DeviceConfig } from "../config/device-schema.js";
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
