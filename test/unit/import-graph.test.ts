@@ -4,7 +4,7 @@
 // specific path wins, so config/load.ts sits above profiles while the rest of config/
 // sits below them). Derived from the code as it is:
 //
-//   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/    (no project imports but base)
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/, devices/roles.ts (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -31,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/"]],
+  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/", "devices/roles.ts"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
