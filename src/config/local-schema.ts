@@ -99,3 +99,10 @@ export const gpioSchema = z
 
 export type GpioConfig = z.infer<typeof gpioSchema>;
 export type GpioLineConfig = GpioConfig["lines"][number];
+export type GpioOutputConfig = z.infer<typeof gpioOutput>;
+export type GpioInputConfig = z.infer<typeof gpioInput>;
+
+/** An output line (a switched load) rather than an input. */
+export function isGpioOutput(l: GpioLineConfig): l is GpioOutputConfig {
+  return l.device_type === 41;
+}

@@ -8,6 +8,7 @@ import type { Logger } from "../log.js";
 import { endpointKey } from "../modbus/endpoint.js";
 import { endpointForDevice } from "./pool.js";
 import type { DeviceRegistry } from "./registry.js";
+import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "./roles.js";
 import type { DeviceConnector } from "./types.js";
 
 export interface ConfigureResult {
@@ -60,30 +61,23 @@ export function baudConflict(config: DeviceConfig, deps: Pick<Deps, "registry" |
   return `mb_baud ${config.mb_baud} differs from the ${portBaud} baud of RTU port ${config.mb_rtu_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
 }
 
-const DECLARED_TYPE: Record<number, number> = { 1: 12, 2: 11, 3: 10 };
-const TYPE_NAME: Record<number, string> = { 10: "storage inverter", 11: "solar inverter", 12: "meter", 14: "on/off switch" };
-const MB_TYPE_NAME: Record<number, string> = { 1: "meter", 2: "solar inverter", 3: "storage inverter", 99: "others" };
-
 /**
- * The device_type published for a device: what discovery found, or, where discovery
- * cannot tell (device_type 0, e.g. a SunSpec device with only the common model), the
- * partner's mb_device_type (1 meter → 12, 2 solar inverter → 11, 3 storage inverter → 10).
- * When the two disagree, discovery wins (it read the device) and a note says so.
+ * The role of a device: what discovery found, or, where discovery cannot tell (role
+ * unknown, e.g. a SunSpec device with only the common model), the role the partner's
+ * mb_device_type names. When the two disagree, discovery wins (it read the device) and a
+ * note, in the partner's words and codes, says so.
  */
-export function resolveDeviceType(declared: number, discovered: number): { device_type: number; note?: string } {
-  const mapped = DECLARED_TYPE[declared];
-  const said = `mb_device_type ${declared} (${MB_TYPE_NAME[declared] ?? "unknown"})`;
-  if (discovered === 0) {
-    if (mapped === undefined) return { device_type: 0 };
-    return { device_type: mapped, note: `device_type ${mapped} from ${said}: the device does not tell its type` };
+export function resolveRole(declared: number, discovered: Role): { role: Role; note?: string } {
+  const named = declaredRole(declared);
+  const said = `mb_device_type ${declared} (${named.name})`;
+  if (discovered === "unknown") {
+    if (named.role === undefined) return { role: "unknown" };
+    return { role: named.role, note: `device_type ${wireType(named.role)} from ${said}: the device does not tell its type` };
   }
   // 99 "others" agrees with anything that is not a meter or an inverter.
-  const agrees = mapped === undefined ? !Object.values(DECLARED_TYPE).includes(discovered) : mapped === discovered;
-  if (agrees) return { device_type: discovered };
-  return {
-    device_type: discovered,
-    note: `${said} disagrees with the device, which reports itself as ${TYPE_NAME[discovered] ?? "type " + discovered}; device_type ${discovered} is used`,
-  };
+  const agrees = named.role === undefined ? !DECLARABLE_ROLES.has(discovered) : named.role === discovered;
+  if (agrees) return { role: discovered };
+  return { role: discovered, note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${wireType(discovered)} is used` };
 }
 
 async function configureOne(config: DeviceConfig, deps: Deps): Promise<ConfigureResult> {
@@ -101,8 +95,8 @@ async function configureOne(config: DeviceConfig, deps: Deps): Promise<Configure
     deps.log.warn({ device_id: id, err: errorMessage(e) }, "pairing failed");
     return { device_id: id, status: "error", code: "PAIRING_FAILED", message: errorMessage(e) };
   }
-  const type = resolveDeviceType(config.mb_device_type, descriptor.device_type);
-  descriptor = { ...descriptor, device_type: type.device_type };
+  const type = resolveRole(config.mb_device_type, descriptor.role);
+  descriptor = { ...descriptor, ...typed(type.role) };
   const note = type.note ? `; ${type.note}` : "";
   try {
     if (config.mb_check_write?.length) await deps.connector.checkWrites(config, config.mb_check_write);

@@ -7,7 +7,8 @@ import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueT
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
 import type { Endpoint } from "../modbus/endpoint.js";
 import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
-import type { DeviceDescriptor, Metrics } from "./types.js";
+import { opModeCode, typed } from "./roles.js";
+import type { DeviceDescriptor, Metrics, OpMode } from "./types.js";
 
 export type PointClass = "fast" | "slow";
 
@@ -94,7 +95,7 @@ export class DeviceDriver {
       await this.readRegs(first.table, first.address, first.count, priority);
     }
     this.points = points;
-    return { device_type: p.device_type, max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
+    return { ...typed(p.role), max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
   private async pairSunSpec(p: SunSpecProfile, priority: Priority): Promise<DeviceDescriptor> {
@@ -146,8 +147,8 @@ export class DeviceDriver {
       }
     }
     const has = new Set(models.map((m) => m.id));
-    const rule = p.device_types.find((r) => r.models.every((id) => has.has(id)));
-    if (!rule) throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no device type in profile ${p.name}`);
+    const rule = p.roles.find((r) => r.models.every((id) => has.has(id)));
+    if (!rule) throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
     let max_power_w: number | undefined;
     for (const mp of p.max_power) {
       const m = models.find((x) => x.id === mp.model);
@@ -167,7 +168,24 @@ export class DeviceDriver {
     this.models = models;
     const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
     this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
-    return { device_type: rule.device_type, max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
+    return { ...typed(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
+  }
+
+  /** The device's own operating mode from a reading, by the profile's op-mode map (unknown without one). */
+  opMode(metrics: Metrics): OpMode {
+    const map = this.profile.op_mode;
+    const state = map ? metrics[map.metric] : undefined;
+    return opModeCode(state === undefined ? "unknown" : (map!.states[String(state)] ?? "unknown"));
+  }
+
+  /**
+   * Which coils are closed, as a bit mask (coil at the point's address = bit 0), from a
+   * reading: the profile's bit-mask point of coils. Undefined for a device without one.
+   */
+  coilsOn(metrics: Metrics): number | undefined {
+    const p = this.profile;
+    const point = p.kind === "fixed" ? p.points.find((pt) => pt.bitmask && pt.table === "coil") : undefined;
+    return point ? metrics[point.metric] : undefined;
   }
 
   /** Absolute address of a SunSpec action step, or its fixed address. */

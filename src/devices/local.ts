@@ -2,10 +2,11 @@
 // each transport family (zigbee/, gpio/) offers of them, by role, and one view over all
 // of them for telemetry, dispatch, device sync and the status page. Declared in the
 // config file, so they need neither pairing nor the registry.
+import type { Role } from "./roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "./types.js";
 
-/** switch: a load switched on and off; thermostat: a heating setpoint; input: a contact read. */
-export type LocalRole = "switch" | "thermostat" | "input";
+/** The roles a local device can have (roles.ts). */
+export type LocalRole = Extract<Role, "switch" | "thermostat" | "input">;
 
 export interface LocalDevice {
   readonly device_id: string;
@@ -16,7 +17,7 @@ export interface LocalDevice {
   readonly shed_priority?: number;
   /** Thermostat: how far a shed lowers the heating setpoint (°C). */
   readonly setback_c?: number;
-  /** What device sync publishes (type code, maximum power, capabilities). */
+  /** What it is and what device sync publishes (role and its code, maximum power, capabilities). */
   descriptor(): DeviceDescriptor;
   /** Where the device is reached, for the status page (e.g. "zigbee2mqtt/washer-plug"). */
   address(): string;

@@ -6,6 +6,7 @@ import type { DeviceConfig } from "../config/device-schema.js";
 import type { Part } from "../lifecycle.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
+import { roleOfWire } from "./roles.js";
 import type { DeviceDescriptor, DeviceSource, RegisteredDevice } from "./types.js";
 
 export const REGISTRY_MIGRATIONS: ModuleMigrations = {
@@ -33,6 +34,11 @@ export const REGISTRY_MIGRATIONS: ModuleMigrations = {
   ],
 };
 
+/** A descriptor stored by a release that recorded only the wire device_type gets its role from it. */
+function withRole(d: Omit<DeviceDescriptor, "role"> & { role?: DeviceDescriptor["role"] }): DeviceDescriptor {
+  return { ...d, role: d.role ?? roleOfWire(d.device_type) };
+}
+
 export class DeviceRegistry implements DeviceSource, Part {
   readonly name = "registry";
   private db!: Db;
@@ -50,7 +56,7 @@ export class DeviceRegistry implements DeviceSource, Part {
     for (const r of rows) {
       this.cache.set(r.device_id, {
         config: JSON.parse(r.config) as DeviceConfig,
-        descriptor: r.descriptor ? (JSON.parse(r.descriptor) as DeviceDescriptor) : null,
+        descriptor: r.descriptor ? withRole(JSON.parse(r.descriptor) as DeviceDescriptor) : null,
         fully_configured: r.fully_configured === 1,
         updated_at: r.updated_at,
       });

@@ -1,13 +1,20 @@
 // Contracts between the device registry (api side), the Modbus engine (pairing,
 // polling) and device sync. Owned here so no module imports another's internals.
 import type { DeviceConfig, CheckWrite } from "../config/device-schema.js";
+import type { Role } from "./roles.js";
 
-/** A device's decoded readings; canonical metric values are numbers (B6 names: power_w, soc_pct, state, ...). */
+/**
+ * A device's decoded readings by their wire names (B6: power_w, soc_pct, state, ...). `state`
+ * is whatever the profile reads there (a SunSpec inverter's St, a relay's coil bit mask):
+ * code reads it through the profile's op-mode map or the device's `coils_on`, never by name.
+ */
 export type Metrics = Record<string, number>;
 
-/** What device sync (B5) publishes about a device; comes from the profile and discovery. */
+/** What a device is and what device sync (B5) publishes about it; comes from the profile and discovery. */
 export interface DeviceDescriptor {
-  device_type: number; // 10 storage inverter, 11 PV inverter, 12 meter, 14 on/off switch, ...
+  role: Role;
+  /** The wire code device sync publishes for the role (roles.ts), kept with it so a stored descriptor reads the same in every release. */
+  device_type: number;
   max_power_w?: number;
   capabilities: Array<"telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail">;
   /** Profile name actually used (e.g. "sunspec"). */

@@ -4,36 +4,27 @@
 // No I/O here: the dispatcher feeds it the devices as telemetry sees them.
 import type { EventSpec } from "./request.js";
 import { byCodeUnit } from "../util/compare.js";
+import type { Role } from "../devices/roles.js";
 
 export type Capability = "telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail";
 
 /** A device as the dispatcher sees it (registry + health + latest telemetry). */
 export interface DispatchDevice {
   device_id: string;
-  device_type: number;
+  role: Role;
   capabilities: readonly Capability[];
   max_power_w?: number;
   fully_configured: boolean;
   online: boolean;
   metrics: Record<string, number>;
+  /** A relay's closed coils as a bit mask (first coil = bit 0), from its latest reading. */
+  coils_on?: number;
   /** Time of the tick of the latest successful reading. */
   metrics_at?: number;
   /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
   rated_power_w?: number | readonly number[];
   /** Device config: shed order, lower first, then device_id (default: loads 100, PV 200). */
   shed_priority?: number;
-}
-
-/** Device types whose power is a load switched by shed (on/off switches). */
-export const SWITCH_TYPES = new Set([14, 30, 41]);
-/** Device types a shed sets back (a thermostat's heating setpoint lowered by its setback_c). */
-export const SETBACK_TYPES = new Set([31]);
-export const METER_TYPE = 12;
-
-/** Which meter is the grid meter: one whose id says "grid" first, then the first by id
- * (the status page shows the meter dispatch measures against). */
-export function gridMeterOrder(a: string, b: string): number {
-  return Number(!/grid/i.test(a)) - Number(!/grid/i.test(b)) || byCodeUnit(a, b);
 }
 
 /**

@@ -7,6 +7,7 @@ import { PRIORITY } from "../modbus/bus.js";
 import type { DriverPool } from "../devices/pool.js";
 import type { DeviceDriver } from "../devices/driver.js";
 import type { DeviceSource, HealthView } from "../devices/types.js";
+import type { DeviceConfig } from "../config/device-schema.js";
 import type { ActionName } from "../profiles/schema.js";
 import type { DispatchDevice } from "./allocate.js";
 import type { ActionParams, DeviceControl, RawWrite } from "./control.js";
@@ -34,19 +35,29 @@ export class ModbusDeviceControl implements DeviceControl {
     for (const d of this.source.list()) {
       if (!d.descriptor) continue;
       const h = this.telemetry.health(d.config.device_id);
+      const metrics = this.telemetry.latest(d.config.device_id) ?? {};
       out.push({
         device_id: d.config.device_id,
-        device_type: d.descriptor.device_type,
+        role: d.descriptor.role,
         capabilities: d.descriptor.capabilities,
         max_power_w: d.descriptor.max_power_w,
         fully_configured: d.fully_configured,
         online: h?.online ?? false,
-        metrics: this.telemetry.latest(d.config.device_id) ?? {},
+        metrics,
+        coils_on: this.coilsOn(d.config, metrics),
         rated_power_w: d.config.rated_power_w,
         shed_priority: d.config.shed_priority,
       });
     }
     return out;
+  }
+
+  private coilsOn(config: DeviceConfig, metrics: Record<string, number>): number | undefined {
+    try {
+      return this.pool.driverFor(config).coilsOn(metrics);
+    } catch {
+      return undefined; // no driver (its profile or port is gone): nothing to switch either
+    }
   }
 
   private driver(deviceId: string): DeviceDriver {

@@ -13,7 +13,8 @@ import type { Db } from "../storage/db.js";
 import type { Clock } from "../util/clock.js";
 import type { ActionName } from "../profiles/schema.js";
 import type { Snapshot } from "../telemetry/types.js";
-import { METER_TYPE, compareEvents, gridMeterOrder, pctOf, statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
+import { gridMeter } from "../devices/grid-meter.js";
+import { compareEvents, pctOf, statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
 import type { DeviceControl, RawWrite } from "./control.js";
 import { Ledger } from "./ledger.js";
 import { RollingWindow, addSample, meanUntil } from "./measure.js";
@@ -92,7 +93,7 @@ export class Executor {
       hold: this.hold,
       devices: devs,
       device: (id) => byId.get(id),
-      gridMeter: () => devs.filter((d) => d.device_type === METER_TYPE && d.fully_configured && d.metrics.power_w !== undefined).sort((a, b) => gridMeterOrder(a.device_id, b.device_id))[0],
+      gridMeter: () => gridMeter(devs, (d) => ({ ...d, power_w: d.metrics.power_w })),
       baseline: (id, until) => this.windows.get(id)?.mean(until),
       seenAt: (id) => this.seen.get(id) ?? 0,
       drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),

@@ -27,7 +27,7 @@ export class LocalDeviceControl implements DeviceControl {
       const desc = d.descriptor();
       return {
         device_id: d.device_id,
-        device_type: desc.device_type,
+        role: desc.role,
         capabilities: desc.capabilities,
         max_power_w: desc.max_power_w,
         fully_configured: true,

@@ -5,15 +5,16 @@
 import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import type { GpioConfig, GpioLineConfig } from "../config/local-schema.js";
+import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
+import { typed } from "../devices/roles.js";
 import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
 import { SimChip } from "./sim-chip.js";
 
-type OutputConfig = Extract<GpioLineConfig, { device_type: 41 }>;
-export type InputConfig = Extract<GpioLineConfig, { device_type: 40 }>;
+type OutputConfig = GpioOutputConfig;
+export type InputConfig = GpioInputConfig;
 
 /** Told when an input's debounced active state is first known and whenever it changes. */
 export type InputListener = (input: InputConfig, active: boolean) => void;
@@ -64,7 +65,7 @@ class GpioOutput extends GpioDevice implements LocalDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { device_type: 41, ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}), capabilities: ["telemetry", "shed", "restore"], profile: "gpio", identity: { line: String(this.out.line) } };
+    return { ...typed("switch", "gpio"), ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}), capabilities: ["telemetry", "shed", "restore"], profile: "gpio", identity: { line: String(this.out.line) } };
   }
 
   latest(): Metrics {
@@ -115,7 +116,7 @@ class GpioInput extends GpioDevice implements LocalDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { device_type: 40, capabilities: ["telemetry"], profile: "gpio", identity: { line: String(this.input.line) } };
+    return { ...typed("input", "gpio"), capabilities: ["telemetry"], profile: "gpio", identity: { line: String(this.input.line) } };
   }
 
   latest(): Metrics {
@@ -160,7 +161,7 @@ export class GpioLines implements Part, LocalFamily {
   ) {
     this.backend = backend ?? (cfg.backend === "sim" ? new SimChip(cfg.chip) : new ChardevChip(cfg.chip));
     for (const l of cfg.lines) {
-      if (l.device_type === 41) this.outputs.push(new GpioOutput(l, cfg.chip, this.backend));
+      if (isGpioOutput(l)) this.outputs.push(new GpioOutput(l, cfg.chip, this.backend));
       else this.inputs.push(new GpioInput(l, cfg.chip, (d) => this.tell(d)));
     }
   }

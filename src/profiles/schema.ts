@@ -1,13 +1,15 @@
 // The device profile schema: device knowledge as data. A profile says how to pair a
 // device (identity registers, or SunSpec discovery), which registers hold which canonical
 // metric and how to decode them, what device sync publishes (device_type, max power,
-// capabilities), and how the device executes charge / discharge / shed / restore /
+// capabilities), its role and op-mode map, and how the device executes charge / discharge / shed / restore /
 // curtail (register writes). Adding a device model is adding a file.
 import { z } from "zod";
+import { OP_MODE_NAMES, ROLES } from "../devices/roles.js";
 
 const valueType = z.enum(["u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64", "string", "bitfield16", "bitfield32", "acc32", "acc64", "sunssf"]);
 const table = z.enum(["holding", "input", "coil", "discrete"]);
 const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake_case with a unit suffix (power_w)");
+const role = z.enum(ROLES);
 const capability = z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"]);
 const pointClass = z.enum(["fast", "slow"]).default("fast");
 const register = z.number().int().min(0).max(65535);
@@ -110,12 +112,22 @@ const common = {
    * writes to the device (SunSpec RvrtTms); 0: the device holds what it was told.
    */
   refresh_s: z.number().int().min(0).max(3600).default(0),
+  /**
+   * Which metric carries the device's own operating state and what each value means for
+   * device sync's device_op_mode (values not listed: unknown). Without it the op mode is unknown.
+   */
+  op_mode: z
+    .strictObject({
+      metric: metricName,
+      states: z.record(z.string().regex(/^\d+$/), z.enum(OP_MODE_NAMES.filter((n) => n !== "remote") as ["unknown", "automatic", "standby", "fault"])),
+    })
+    .optional(),
 };
 
 export const fixedProfileSchema = z.strictObject({
   ...common,
   kind: z.literal("fixed"),
-  device_type: z.number().int().min(0).max(99),
+  role,
   max_power_w: z.number().positive().optional(),
   identity: z.array(identityRegister).default([]),
   points: z.array(fixedPoint).min(1),
@@ -143,8 +155,8 @@ export const sunspecProfileSchema = z.strictObject({
   models: z.record(z.string().regex(/^\d+$/), z.array(sunspecPoint)),
   /** Where the rated power is: the first model present wins. */
   max_power: z.array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() })).default([]),
-  /** device_type and capabilities by the models found: the first rule whose models are all present wins. */
-  device_types: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), device_type: z.number().int(), capabilities: z.array(capability) })).min(1),
+  /** Role and capabilities by the models found: the first rule whose models are all present wins. */
+  roles: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), role, capabilities: z.array(capability) })).min(1),
 });
 
 export const profileSchema = z.discriminatedUnion("kind", [fixedProfileSchema, sunspecProfileSchema]);

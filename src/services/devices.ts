@@ -8,6 +8,7 @@ import { configureDevices } from "../devices/configure.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
+import type { Role } from "../devices/roles.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import type { Logger } from "../log.js";
 import { configureBody } from "./schemas.js";
@@ -54,7 +55,7 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 }
 
 /** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */
-const INVERTER_TYPES = new Set([10, 11]);
+const INVERTER_ROLES: ReadonlySet<Role> = new Set(["battery", "pv"]);
 
 /** A device as device sync lists it: its id and name, and what pairing (or its transport) says it is. */
 export interface SyncedDevice {
@@ -75,7 +76,7 @@ export function deviceSyncView(siteId: string, listed: SyncedDevice[], health: H
     .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((d) => {
       const desc = d.descriptor!;
-      const inverter = INVERTER_TYPES.has(desc.device_type);
+      const inverter = INVERTER_ROLES.has(desc.role);
       return {
         device_id: d.config.device_id,
         device_type: desc.device_type,

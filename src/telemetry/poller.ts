@@ -15,8 +15,9 @@ import type { Logger } from "../log.js";
 import { errorMessage } from "../errors.js";
 import type { DeviceDriver, PointClass } from "../devices/driver.js";
 import type { DriverPool } from "../devices/pool.js";
-import type { DeviceHealth, DeviceSource, HealthView, OpMode, RegisteredDevice } from "../devices/types.js";
+import type { DeviceHealth, DeviceSource, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevices } from "../devices/local.js";
+import { opModeCode } from "../devices/roles.js";
 import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
 
 const MAX_BACKOFF_MS = 60_000;
@@ -42,17 +43,6 @@ export interface PollerOptions {
    * readings join each tick's snapshot, and their health and latest values are answered here too.
    */
   local?: Pick<LocalDevices, "readings" | "health" | "latest" | "list">;
-}
-
-/** SunSpec inverter state (St) to device sync's device_op_mode. */
-export function opModeFromState(state: number | undefined, online: boolean): OpMode {
-  if (!online) return 0;
-  switch (state) {
-    case 3: case 4: case 5: return 1; // starting, MPPT, throttled: running on its own
-    case 1: case 2: case 6: case 8: return 3; // off, sleeping, shutting down, standby
-    case 7: return 4; // fault
-    default: return 0;
-  }
 }
 
 interface Tick {
@@ -215,8 +205,7 @@ export class Poller implements Part, HealthView {
       const wasOffline = !p.health.online;
       p.health = {
         online: true, last_ok_at: new Date().toISOString(), last_error: null, consecutive_failures: 0,
-        // `state` is SunSpec St only from a SunSpec profile (a relay's `state` is its coil bit mask).
-        op_mode: this.remote.has(id) ? 2 : opModeFromState(p.driver.profile.kind === "sunspec" ? metrics.state : undefined, true),
+        op_mode: this.remote.has(id) ? opModeCode("remote") : p.driver.opMode(metrics),
       };
       p.nextTryAt = 0;
       // A confirmation that arrived while this read was under way may be the newer value

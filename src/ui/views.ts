@@ -13,7 +13,8 @@ import type { Metrics } from "../telemetry/types.js";
 import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
-import { gridMeterOrder } from "../dispatch/allocate.js";
+import { gridMeter } from "../devices/grid-meter.js";
+import { wireLabel } from "../devices/roles.js";
 
 export interface UiDeps {
   config: Config;
@@ -31,15 +32,6 @@ export interface UiDeps {
   history: MinuteHistory;
 }
 
-const TYPE_NAMES: Record<number, string> = { 10: "battery inverter", 11: "PV inverter", 12: "meter", 14: "switch", 30: "Zigbee switch", 31: "thermostat", 40: "GPIO input", 41: "GPIO output" };
-
-/** The grid meter: a meter named like "grid" first, else the first by id (as dispatch picks it). */
-function gridMeter(devs: RegisteredDevice[], latest: (id: string) => Metrics | undefined): RegisteredDevice | undefined {
-  const meters = devs.filter((d) => d.descriptor?.device_type === 12 && latest(d.config.device_id)?.power_w !== undefined);
-  meters.sort((a, b) => gridMeterOrder(a.config.device_id, b.config.device_id));
-  return meters[0];
-}
-
 /** Power flow: PV and battery (+ = delivering), grid (+ = import), load = grid + pv + battery. */
 export function overview(d: UiDeps) {
   const devs = d.registry.list();
@@ -50,14 +42,20 @@ export function overview(d: UiDeps) {
   for (const dev of devs) {
     const m = latest(dev.config.device_id);
     if (!m) continue;
-    const t = dev.descriptor?.device_type;
-    if (t === 11 && m.power_w !== undefined) pv = (pv ?? 0) + m.power_w;
-    if (t === 10) {
+    const role = dev.descriptor?.role;
+    if (role === "pv" && m.power_w !== undefined) pv = (pv ?? 0) + m.power_w;
+    if (role === "battery") {
       if (m.power_w !== undefined) battery = (battery ?? 0) + m.power_w;
       if (m.soc_pct !== undefined) socs.push(m.soc_pct);
     }
   }
-  const meter = gridMeter(devs, latest);
+  const meter = gridMeter(devs, (dev) => ({
+    device_id: dev.config.device_id,
+    role: dev.descriptor?.role ?? "unknown",
+    fully_configured: dev.fully_configured,
+    online: d.poller.health(dev.config.device_id)?.online ?? false,
+    power_w: d.poller.latest(dev.config.device_id)?.power_w,
+  }));
   const grid = meter ? (latest(meter.config.device_id)?.power_w ?? null) : null;
   const load = grid === null && pv === null && battery === null ? null : (grid ?? 0) + (pv ?? 0) + (battery ?? 0);
   const online = devs.filter((x) => d.poller.health(x.config.device_id)?.online).length;
@@ -90,7 +88,7 @@ function localDevices(d: UiDeps) {
       address: dev.address(),
       fully_configured: true,
       device_type: desc.device_type,
-      type_name: TYPE_NAMES[desc.device_type] ?? "device",
+      type_name: wireLabel(desc.device_type),
       max_power_w: desc.max_power_w ?? null,
       identity: desc.identity,
       online: h?.online ?? false,
@@ -120,7 +118,7 @@ function modbusDevices(d: UiDeps) {
         address: c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
         fully_configured: dev.fully_configured,
         device_type: dev.descriptor?.device_type ?? null,
-        type_name: TYPE_NAMES[dev.descriptor?.device_type ?? 0] ?? "device",
+        type_name: wireLabel(dev.descriptor?.device_type),
         max_power_w: dev.descriptor?.max_power_w ?? null,
         identity: dev.descriptor?.identity ?? {},
         online: h?.online ?? false,

@@ -12,6 +12,7 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { ZigbeeConfig, ZigbeeDeviceConfig } from "../config/local-schema.js";
 import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import { roleOfWire, typed } from "../devices/roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import { parseBridgeDevices, parseOnline, stateMetrics, type Z2mDevice } from "./exposes.js";
 
@@ -41,7 +42,7 @@ class ZigbeeDevice implements LocalDevice {
   ) {
     this.device_id = cfg.device_id;
     this.device_name = cfg.device_name;
-    this.role = cfg.device_type === 31 ? "thermostat" : "switch";
+    this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
     this.rated_power_w = cfg.rated_power_w;
     this.shed_priority = cfg.shed_priority;
     this.setback_c = cfg.setback_c;
@@ -58,7 +59,7 @@ class ZigbeeDevice implements LocalDevice {
     if (this.info?.model) identity.model = this.info.model;
     if (this.info?.vendor) identity.manufacturer = this.info.vendor;
     return {
-      device_type: this.cfg.device_type,
+      ...typed(this.role, "zigbee"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
       capabilities: ["telemetry", "shed", "restore"],
       profile: "zigbee2mqtt",

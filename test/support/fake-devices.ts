@@ -50,8 +50,8 @@ export class FakeDevices implements DeviceControl {
     if (!m) {
       m = new Map();
       const d = this.dev(id);
-      if (d.device_type === 14) for (let i = 0; i < 4; i++) m.set(`coil:${i}`, 1);
-      if (d.device_type === 11) m.set("holding:210", 1); // connected
+      if (d.role === "switch") for (let i = 0; i < 4; i++) m.set(`coil:${i}`, 1);
+      if (d.role === "pv") m.set("holding:210", 1); // connected
       this.regs.set(id, m);
     }
     return m;
@@ -66,7 +66,7 @@ export class FakeDevices implements DeviceControl {
   setCoils(id: string, on: boolean[]): void {
     const m = this.map(id);
     on.forEach((c, i) => m.set(`coil:${i}`, c ? 1 : 0));
-    this.dev(id).metrics.state = on.reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
+    this.dev(id).coils_on = on.reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
   }
 
   reg(id: string, table: "holding" | "coil", address: number): number {
@@ -76,11 +76,11 @@ export class FakeDevices implements DeviceControl {
   async plan(id: string, action: ActionName, params: ActionParams): Promise<RawWrite[]> {
     const d = this.dev(id);
     const h = (address: number, words: number[]): RawWrite => ({ table: "holding", address, words, coils: [] });
-    if (d.device_type === 10 && action in MODES) return [h(100, [MODES[action], params.pct ?? 0])];
-    if (d.device_type === 14 && (action === "shed" || action === "restore" || action === "release")) return [{ table: "coil", address: 0, words: [], coils: new Array(4).fill(action !== "shed") }];
-    if (d.device_type === 11 && action === "curtail") return [h(200, [1, params.pct ?? 0])];
-    if (d.device_type === 11 && action === "shed") return [h(210, [0])];
-    if (d.device_type === 11 && action === "release") return [h(200, [0]), h(210, [1])];
+    if (d.role === "battery" && action in MODES) return [h(100, [MODES[action], params.pct ?? 0])];
+    if (d.role === "switch" && (action === "shed" || action === "restore" || action === "release")) return [{ table: "coil", address: 0, words: [], coils: new Array(4).fill(action !== "shed") }];
+    if (d.role === "pv" && action === "curtail") return [h(200, [1, params.pct ?? 0])];
+    if (d.role === "pv" && action === "shed") return [h(210, [0])];
+    if (d.role === "pv" && action === "release") return [h(200, [0]), h(210, [1])];
     throw new Error(`device ${id} has no ${action} action`);
   }
 
@@ -97,14 +97,14 @@ export class FakeDevices implements DeviceControl {
       if (w.table === "coil") {
         w.coils.forEach((c, i) => m.set(`coil:${w.address + i}`, c ? 1 : 0));
         this.writes.push({ at: this.clock.now(), id, action: w.coils.every((c) => !c) ? "shed" : "coils", coils: [...w.coils] });
-        d.metrics.state = this.coils(id).reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
+        d.coils_on = this.coils(id).reduce((s, c, i) => s + (c ? 2 ** i : 0), 0);
         continue;
       }
       w.words.forEach((v, i) => m.set(`holding:${w.address + i}`, v));
-      if (d.device_type === 10 && w.address === 100) {
+      if (d.role === "battery" && w.address === 100) {
         const action = MODE_NAMES[w.words[0]] ?? "release";
         this.writes.push(action === "release" ? { at: this.clock.now(), id, action } : { at: this.clock.now(), id, action, pct: w.words[1] });
-      } else if (d.device_type === 11 && w.address === 200) {
+      } else if (d.role === "pv" && w.address === 200) {
         this.writes.push(w.words[0] === 1 ? { at: this.clock.now(), id, action: "curtail", pct: w.words[1] } : { at: this.clock.now(), id, action: "release" });
       } else this.writes.push({ at: this.clock.now(), id, action: `holding:${w.address}=${w.words.join(",")}` });
     }
@@ -123,7 +123,7 @@ export class FakeDevices implements DeviceControl {
   }
 
   refreshMs(id: string): number {
-    return this.dev(id).device_type === 10 ? 20_000 : 0;
+    return this.dev(id).role === "battery" ? 20_000 : 0;
   }
 
   setRemote(id: string, on: boolean): void {
@@ -133,17 +133,17 @@ export class FakeDevices implements DeviceControl {
 }
 
 export function battery(id: string, max: number, soc = 50): DispatchDevice {
-  return { device_id: id, device_type: 10, capabilities: ["telemetry", "charge", "discharge"], max_power_w: max, fully_configured: true, online: true, metrics: { soc_pct: soc, power_w: 0 } };
+  return { device_id: id, role: "battery", capabilities: ["telemetry", "charge", "discharge"], max_power_w: max, fully_configured: true, online: true, metrics: { soc_pct: soc, power_w: 0 } };
 }
 
 export function relay(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
-  return { device_id: id, device_type: 14, capabilities: ["telemetry", "shed", "restore"], fully_configured: true, online: true, metrics: { state: 15 }, ...extra };
+  return { device_id: id, role: "switch", capabilities: ["telemetry", "shed", "restore"], fully_configured: true, online: true, metrics: {}, coils_on: 15, ...extra };
 }
 
 export function pv(id: string, max: number, power: number): DispatchDevice {
-  return { device_id: id, device_type: 11, capabilities: ["telemetry", "curtail", "shed", "restore"], max_power_w: max, fully_configured: true, online: true, metrics: { power_w: power } };
+  return { device_id: id, role: "pv", capabilities: ["telemetry", "curtail", "shed", "restore"], max_power_w: max, fully_configured: true, online: true, metrics: { power_w: power } };
 }
 
 export function meter(id: string, power: number): DispatchDevice {
-  return { device_id: id, device_type: 12, capabilities: ["telemetry"], fully_configured: true, online: true, metrics: { power_w: power } };
+  return { device_id: id, role: "meter", capabilities: ["telemetry"], fully_configured: true, online: true, metrics: { power_w: power } };
 }

@@ -21,7 +21,7 @@ test("one bus at a time per bus, buses in parallel, results in request order", a
       await new Promise((r) => setImmediate(r)); // a bus round trip: other buses may run meanwhile
       events.push(`end ${c.device_id}`);
       if (c.device_id === "a2") throw new SitegateError("PAIRING_FAILED", "no answer");
-      return { device_type: 12, capabilities: ["telemetry"], profile: "sunspec", identity: {} } satisfies DeviceDescriptor;
+      return { role: "meter", device_type: 12, capabilities: ["telemetry"], profile: "sunspec", identity: {} } satisfies DeviceDescriptor;
     },
     async checkWrites() {},
   };

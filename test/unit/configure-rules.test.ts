@@ -1,24 +1,24 @@
-// The configure flow's rules that need no bus (pure logic): which device_type a device
+// The configure flow's rules that need no bus (pure logic): which role a device
 // gets from discovery and mb_device_type, and when a baud asked for clashes with an RTU port's.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { baudConflict, resolveDeviceType } from "../../src/devices/configure.js";
+import { baudConflict, resolveRole } from "../../src/devices/configure.js";
 import type { DeviceConfig } from "../../src/config/device-schema.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import type { RegisteredDevice } from "../../src/devices/types.js";
 
 test("mb_device_type decides where discovery cannot tell; discovery wins a disagreement, with a note", () => {
-  assert.deepEqual(resolveDeviceType(1, 0).device_type, 12);
-  assert.deepEqual(resolveDeviceType(2, 0).device_type, 11);
-  assert.deepEqual(resolveDeviceType(3, 0).device_type, 10);
-  assert.match(resolveDeviceType(1, 0).note ?? "", /device_type 12 from mb_device_type 1 \(meter\): the device does not tell its type/);
-  assert.deepEqual(resolveDeviceType(99, 0), { device_type: 0 });
-  for (const [declared, found] of [[1, 12], [2, 11], [3, 10], [99, 14]]) assert.deepEqual(resolveDeviceType(declared, found), { device_type: found });
-  const clash = resolveDeviceType(1, 10);
-  assert.equal(clash.device_type, 10);
+  assert.equal(resolveRole(1, "unknown").role, "meter");
+  assert.equal(resolveRole(2, "unknown").role, "pv");
+  assert.equal(resolveRole(3, "unknown").role, "battery");
+  assert.match(resolveRole(1, "unknown").note ?? "", /device_type 12 from mb_device_type 1 \(meter\): the device does not tell its type/);
+  assert.deepEqual(resolveRole(99, "unknown"), { role: "unknown" });
+  for (const [declared, found] of [[1, "meter"], [2, "pv"], [3, "battery"], [99, "switch"]] as const) assert.deepEqual(resolveRole(declared, found), { role: found });
+  const clash = resolveRole(1, "battery");
+  assert.equal(clash.role, "battery");
   assert.match(clash.note ?? "", /mb_device_type 1 \(meter\) disagrees with the device, which reports itself as storage inverter; device_type 10 is used/);
-  assert.match(resolveDeviceType(99, 11).note ?? "", /mb_device_type 99 \(others\) disagrees/);
-  assert.match(resolveDeviceType(3, 14).note ?? "", /on\/off switch/);
+  assert.match(resolveRole(99, "pv").note ?? "", /mb_device_type 99 \(others\) disagrees/);
+  assert.match(resolveRole(3, "switch").note ?? "", /on\/off switch/);
 });
 
 test("a baud that differs from the one the port's other devices use clashes; the port's only device may change it", () => {

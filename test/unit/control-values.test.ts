@@ -129,7 +129,7 @@ test("scale factors are read once per pairing; a failed or unimplemented read th
 });
 
 test("the profile schema: sf_offset needs a model, one scale factor per step, coils take none, range min <= max", () => {
-  const base = { name: "x", kind: "fixed", device_type: 14, points: [{ metric: "state", table: "coil", address: 0 }] };
+  const base = { name: "x", kind: "fixed", role: "switch", points: [{ metric: "state", table: "coil", address: 0 }] };
   const withStep = (step: Record<string, unknown>) => profileSchema.safeParse({ ...base, actions: { charge: [step] } });
   assert.equal(withStep({ address: 5, value: "$pct", sf_address: 6, range: [0, 100] }).success, true);
   assert.equal(withStep({ model: 124, offset: 12, value: "$pct", sf_offset: 25, range: [0, "$max_power_w"] }).success, true);

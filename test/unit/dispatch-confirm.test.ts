@@ -58,7 +58,7 @@ class BatteryTransport implements Transport {
 const profile = fixedProfileSchema.parse({
   name: "test-battery",
   kind: "fixed",
-  device_type: 10,
+  role: "battery",
   max_power_w: 5000,
   capabilities: ["telemetry", "charge", "discharge"],
   points: [
@@ -92,7 +92,7 @@ async function rig() {
   lanes.length = 0;
   const device: RegisteredDevice = {
     config: { device_id: "b1" } as RegisteredDevice["config"],
-    descriptor: { device_type: 10, max_power_w: 5000, capabilities: ["telemetry", "charge", "discharge"], profile: profile.name, identity: {} },
+    descriptor: { role: "battery", device_type: 10, max_power_w: 5000, capabilities: ["telemetry", "charge", "discharge"], profile: profile.name, identity: {} },
     fully_configured: true,
     updated_at: new Date(T0).toISOString(),
   };

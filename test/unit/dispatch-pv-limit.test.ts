@@ -8,13 +8,13 @@ import type { Capacity, KindContext } from "../../src/dispatch/kinds/kind.js";
 import type { EventRow } from "../../src/dispatch/store.js";
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 
-const pv = (id: string, over: Partial<DispatchDevice> = {}): DispatchDevice => ({ device_id: id, device_type: 11, capabilities: ["telemetry", "curtail"], max_power_w: 6000, fully_configured: true, online: true, metrics: {}, ...over });
+const pv = (id: string, over: Partial<DispatchDevice> = {}): DispatchDevice => ({ device_id: id, role: "pv", capabilities: ["telemetry", "curtail"], max_power_w: 6000, fully_configured: true, online: true, metrics: {}, ...over });
 
 function rig(limit: number | undefined) {
   const row = { spec: { event_id: "rse-60", limit_pct: limit }, progress: { devices: {} } } as unknown as EventRow;
   const taken: string[] = [];
   const cap = { free: (id: string) => id !== "pv-busy", takenBy: () => ["ev-1"], take: (id: string) => void taken.push(id) } as unknown as Capacity;
-  const ctx = { devices: [pv("pv-b"), pv("pv-a"), pv("pv-busy"), pv("pv-new", { fully_configured: false }), pv("battery", { device_type: 10, capabilities: ["charge"] })] } as unknown as KindContext;
+  const ctx = { devices: [pv("pv-b"), pv("pv-a"), pv("pv-busy"), pv("pv-new", { fully_configured: false }), pv("battery", { role: "battery", capabilities: ["charge"] })] } as unknown as KindContext;
   return { row, cap, ctx, taken };
 }
 

@@ -6,7 +6,8 @@
 // specific path wins, so config/load.ts sits above profiles while the rest of config/
 // sits below them):
 //
-//   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/  (no project imports but base)
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/, devices/roles.ts
+//                 (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -38,7 +39,7 @@ import { fileURLToPath } from "node:url";
 import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/"]],
+  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/", "devices/roles.ts"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],

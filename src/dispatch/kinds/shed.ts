@@ -9,18 +9,18 @@
 // missing after the loads, never by the whole quantity. A thermostat's setback shows on no
 // meter at once (the heater may be idle): its share is its assumed rated power and the
 // response says measured: false.
-import { SETBACK_TYPES, SWITCH_TYPES, statusFor, type DispatchDevice } from "../allocate.js";
+import { GENERATOR_ROLES } from "../../devices/roles.js";
+import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../request.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
 
-/** Device types whose power_w is generation (positive lowers grid import): storage and PV inverters. */
-const GENERATORS = new Set([10, 11]);
-
-const isSwitch = (d: DispatchDevice) => SWITCH_TYPES.has(d.device_type);
-const isSetback = (d: DispatchDevice) => SETBACK_TYPES.has(d.device_type);
+/** A load switched off by a shed. */
+const isSwitch = (d: DispatchDevice) => d.role === "switch";
+/** A heating setpoint a shed lowers by its setback_c. */
+const isSetback = (d: DispatchDevice) => d.role === "thermostat";
 /** A load a shed turns down (a switch off, a thermostat set back), as opposed to curtailed PV. */
 const isLoad = (d: DispatchDevice) => isSwitch(d) || isSetback(d);
 
@@ -38,14 +38,14 @@ export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
 
 /**
  * A switch's rated load that is on now: one number for the device, or the coils of a
- * per-coil list whose bit is set in its `state` bit mask (all of them when it has none).
+ * per-coil list whose coil is closed (all of them when the device does not say which).
  */
 export function ratedOn(d: DispatchDevice): number | undefined {
   const r = d.rated_power_w;
   if (r === undefined) return undefined;
   if (typeof r === "number") return r;
-  const state = d.metrics.state;
-  return r.reduce((sum, w, i) => sum + (state === undefined || Math.floor(state / 2 ** i) % 2 === 1 ? w : 0), 0);
+  const on = d.coils_on;
+  return r.reduce((sum, w, i) => sum + (on === undefined || Math.floor(on / 2 ** i) % 2 === 1 ? w : 0), 0);
 }
 
 /** What a step is expected to bring, before any reading shows it (stepping without a meter). */
@@ -66,7 +66,7 @@ function meteredDrop(row: EventRow, ctx: KindContext, metrics: (id: string) => R
     if (w === undefined) continue;
     const d = ctx.device(id);
     // A generator's rise lowers import; a load's rise raises it.
-    others += (d && GENERATORS.has(d.device_type) ? 1 : -1) * (w - base);
+    others += (d && GENERATOR_ROLES.has(d.role) ? 1 : -1) * (w - base);
   }
   return p.baseline_w - g - others;
 }

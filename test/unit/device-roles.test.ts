@@ -1,0 +1,55 @@
+// Device roles as data: every built-in profile names roles, the one table gives the wire
+// codes device sync publishes, a profile's op-mode map decides device_op_mode, only a
+// relay's coil bit mask says which coils are on, and one rule picks the grid meter.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { builtinProfiles } from "../../src/profiles/registry.js";
+import { DeviceDriver } from "../../src/devices/driver.js";
+import { gridMeter, type MeterCandidate } from "../../src/devices/grid-meter.js";
+import { ROLES, roleOfWire, typed, wireLabel, wireType } from "../../src/devices/roles.js";
+import type { Bus } from "../../src/modbus/bus.js";
+
+const bus = { endpoint: { kind: "tcp", host: "127.0.0.1", port: 1 }, setDeviceDelay() {} } as unknown as Bus;
+const driver = (profile: string) => new DeviceDriver(bus, 1, builtinProfiles().get(profile));
+
+test("every built-in profile declares roles; the wire codes come from the one table", () => {
+  const roles = builtinProfiles()
+    .names()
+    .flatMap((n) => {
+      const p = builtinProfiles().get(n);
+      return p.kind === "fixed" ? [p.role] : p.roles.map((r) => r.role);
+    });
+  for (const r of roles) assert.ok(ROLES.includes(r), r);
+  const relay = builtinProfiles().get("relay-coils");
+  assert.equal(relay.kind === "fixed" && relay.role, "switch");
+  assert.deepEqual(["battery", "pv", "meter", "switch", "unknown"].map((r) => wireType(r as never)), [10, 11, 12, 14, 0]);
+  assert.deepEqual([typed("switch", "zigbee"), typed("thermostat", "zigbee"), typed("switch", "gpio"), typed("input", "gpio")].map((t) => t.device_type), [30, 31, 41, 40]);
+  for (const code of [0, 10, 11, 12, 14, 30, 31, 40, 41]) {
+    const role = roleOfWire(code);
+    assert.equal(wireType(role, code >= 40 ? "gpio" : code >= 30 ? "zigbee" : "modbus"), code, `code ${code} round-trips through role ${role}`);
+  }
+  assert.equal(roleOfWire(77), "unknown");
+  assert.deepEqual([wireLabel(10), wireLabel(41), wireLabel(null)], ["battery inverter", "GPIO output", "device"]);
+});
+
+test("device_op_mode follows the profile's op-mode map; a relay's state is its coils, never an op mode", () => {
+  const inverter = driver("sunspec");
+  assert.deepEqual([4, 5, 1, 8, 7, 99].map((st) => inverter.opMode({ state: st })), [1, 1, 3, 3, 4, 0]);
+  assert.equal(inverter.opMode({ power_w: 100 }), 0, "no reading of the state: unknown");
+  assert.equal(inverter.coilsOn({ state: 4 }), undefined, "an inverter's St is no coil mask");
+  const relay = driver("relay-coils");
+  assert.equal(relay.opMode({ state: 7 }), 0, "coils 1-3 closed is not a fault");
+  assert.equal(relay.coilsOn({ state: 12 }), 12);
+  assert.equal(driver("sdm630").opMode({ power_w: 1 }), 0);
+});
+
+test("the grid meter: fully configured, online, with a power reading; a 'grid' id first, then by id", () => {
+  const m = (device_id: string, over: Partial<MeterCandidate> = {}): MeterCandidate => ({ device_id, role: "meter", fully_configured: true, online: true, power_w: 100, ...over });
+  const pick = (devs: MeterCandidate[]) => gridMeter(devs, (d) => d)?.device_id;
+  assert.equal(pick([m("b"), m("a")]), "a");
+  assert.equal(pick([m("a"), m("z-grid")]), "z-grid");
+  assert.equal(pick([m("grid", { online: false }), m("b")]), "b");
+  assert.equal(pick([m("grid", { fully_configured: false }), m("b")]), "b");
+  assert.equal(pick([m("grid", { power_w: undefined }), m("b")]), "b");
+  assert.equal(pick([m("grid", { role: "pv" })]), undefined);
+});
