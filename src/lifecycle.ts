@@ -72,7 +72,15 @@ export class Lifecycle {
   add<T extends Part>(part: T, opts: PartOptions = {}): T {
     if (this.parts.has(part.name)) throw new Error(`two parts named ${part.name}`);
     this.parts.set(part.name, part);
-    this.entries.push({ part, essential: opts.essential === true, running: false, failures: 0, lastError: null, timer: null, attempt: null });
+    this.entries.push({
+      part,
+      essential: opts.essential === true,
+      running: false,
+      failures: 0,
+      lastError: null,
+      timer: null,
+      attempt: null,
+    });
     return part;
   }
 
@@ -162,8 +170,18 @@ export class Lifecycle {
   /** The union of the parts' metrics(), and whether each part runs; a part whose metrics() throws is left out and logged. */
   metrics(): MetricFamily[] {
     const out: MetricFamily[] = [
-      { name: "sitegate_part_up", help: "1 while the part runs, 0 while its start is being retried", type: "gauge", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.running ? 1 : 0 })) },
-      { name: "sitegate_part_start_failures_total", help: "failed starts of the part", type: "counter", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.failures })) },
+      {
+        name: "sitegate_part_up",
+        help: "1 while the part runs, 0 while its start is being retried",
+        type: "gauge",
+        values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.running ? 1 : 0 })),
+      },
+      {
+        name: "sitegate_part_start_failures_total",
+        help: "failed starts of the part",
+        type: "counter",
+        values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.failures })),
+      },
     ];
     for (const e of this.entries) out.push(...this.ask(e.part, "metrics", () => e.part.metrics?.() ?? []));
     return out;
@@ -173,7 +191,8 @@ export class Lifecycle {
   warnings(): HealthWarning[] {
     const out: HealthWarning[] = [];
     for (const e of this.entries) {
-      if (!e.running && e.failures > 0) out.push({ code: "part_not_running", message: `${e.part.name} failed to start ${e.failures} times (${e.lastError}); retrying` });
+      if (!e.running && e.failures > 0)
+        out.push({ code: "part_not_running", message: `${e.part.name} failed to start ${e.failures} times (${e.lastError}); retrying` });
       out.push(...this.ask(e.part, "health", () => e.part.health?.().warnings ?? []));
     }
     return out;

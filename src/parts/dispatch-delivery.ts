@@ -32,7 +32,14 @@ export class DispatchDelivery {
 
   readonly onState: NonNullable<DispatcherDeps["onState"]> = (spec, state, at) => {
     if (!this.fleet) return;
-    const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
+    const body = {
+      event_id: spec.event_id,
+      source: spec.source,
+      mode: spec.mode,
+      event_type: spec.event_type,
+      state,
+      at: new Date(at).toISOString(),
+    };
     this.fleet.enqueue("events", "event_state", body, nameKey(this.instance(), `event_state:${spec.event_id}:${state}:${at}`));
   };
 }
