@@ -91,7 +91,10 @@ export class Lifecycle {
   async start(): Promise<void> {
     for (const e of this.entries) {
       if (this.stopping) return;
-      const err = await this.attempt(e);
+      // Kept on the entry so a stop() that comes meanwhile waits for it, then stops the part.
+      e.attempt = this.attempt(e);
+      const err = await e.attempt;
+      e.attempt = null;
       if (err === null) continue;
       if (e.essential) {
         await this.stop();

@@ -137,6 +137,19 @@ test("stop() during a retry waits for that attempt and stops the part it started
   assert.deepEqual(events, ["failed ui", "stop ui", "start ui", "stop ui"]);
 });
 
+test("stop() during the start waits for the part being started, stops it, and starts no other", async () => {
+  const events: string[] = [];
+  const life = new Lifecycle(silentLogger());
+  life.add(recorder(events, "db"));
+  life.add(recorder(events, "slow", { startMs: 30 }));
+  life.add(recorder(events, "api"));
+  const starting = life.start();
+  await sleep(10);
+  await life.stop();
+  await starting;
+  assert.deepEqual(events, ["start db", "start slow", "stop slow", "stop db"]);
+});
+
 test("/metrics is the union of the parts' metrics(); one that throws is left out", async () => {
   const life = new Lifecycle(silentLogger());
   const fam = (name: string): MetricFamily => ({ name, help: name, type: "counter", values: [{ value: 1 }] });
