@@ -143,7 +143,10 @@ export class Lifecycle {
         if (e.timer) clearTimeout(e.timer);
         e.timer = null;
       }
-      await Promise.all(this.entries.map((e) => e.attempt));
+      await this.settled(
+        this.entries.map((e) => e.attempt),
+        timeoutMs,
+      );
       for (const e of [...this.entries].reverse()) {
         if (!e.running) continue;
         e.running = false;
@@ -151,6 +154,13 @@ export class Lifecycle {
       }
     })();
     return this.stopping;
+  }
+
+  /** Waits for starts in flight, but not for one that hangs. */
+  private async settled(attempts: Array<Promise<unknown> | null>, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(attempts), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   private async stopPart(part: Part, timeoutMs = 4000): Promise<void> {

@@ -150,6 +150,19 @@ test("stop() during the start waits for the part being started, stops it, and st
   assert.deepEqual(events, ["start db", "start slow", "stop slow", "stop db"]);
 });
 
+test("stop() does not wait for ever for a start that hangs", async () => {
+  const events: string[] = [];
+  const life = new Lifecycle(silentLogger());
+  life.add(recorder(events, "db"));
+  life.add({ name: "stuck", start: () => new Promise<void>(() => {}), stop() {} });
+  void life.start();
+  await sleep(10);
+  const t0 = performance.now();
+  await life.stop(50);
+  assert.ok(performance.now() - t0 < 1000);
+  assert.deepEqual(events, ["start db", "stop db"]);
+});
+
 test("/metrics is the union of the parts' metrics(); one that throws is left out", async () => {
   const life = new Lifecycle(silentLogger());
   const fam = (name: string): MetricFamily => ({ name, help: name, type: "counter", values: [{ value: 1 }] });
