@@ -9,7 +9,7 @@
 // When a check fails the ping is withheld and STATUS says why, so `systemctl status`
 // shows the reason before the watchdog restarts the service.
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
-import type { MetricFamily, Part } from "./lifecycle.js";
+import type { MetricFamily, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import type { StoragePart } from "./storage/part.js";
@@ -102,6 +102,13 @@ export class HealthMonitor implements Part {
 
   get isHealthy(): boolean {
     return this.healthy;
+  }
+
+  /** The checks that failed at the last tick, while the watchdog ping is withheld. */
+  health(): PartHealth {
+    const failures = this.stats.last_failures;
+    if (failures.length === 0) return { warnings: [] };
+    return { warnings: [{ code: "health_checks_failing", message: `watchdog ping withheld: ${failures.join(", ")}` }] };
   }
 
   metrics(): MetricFamily[] {
