@@ -205,7 +205,10 @@ export class Lifecycle {
     const out: HealthWarning[] = [];
     for (const e of this.entries) {
       if (!e.running && e.failures > 0)
-        out.push({ code: "part_not_running", message: `${e.part.name} failed to start ${e.failures} times (${e.lastError}); retrying` });
+        out.push({
+          code: "part_not_running",
+          message: `${e.part.name} is not running after ${e.failures} failed start${e.failures === 1 ? "" : "s"} (${e.lastError}); retrying`,
+        });
       out.push(...this.ask(e.part, "health", () => e.part.health?.().warnings ?? []));
     }
     return out;

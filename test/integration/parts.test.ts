@@ -61,7 +61,11 @@ test("a part that cannot start is shown in /healthz and /metrics, polling goes o
         const health = (await gw.call("GET", "/healthz")).json;
         assert.equal(health.status, "ok");
         const warning = health.warnings.find((w: { code: string }) => w.code === "part_not_running");
-        assert.match(warning?.message ?? "", /^ui failed to start 1 times \(.*EADDRINUSE.*\); retrying$/, JSON.stringify(health.warnings));
+        assert.match(
+          warning?.message ?? "",
+          /^ui is not running after 1 failed start \(.*EADDRINUSE.*\); retrying$/,
+          JSON.stringify(health.warnings),
+        );
         const text = (await gw.call("GET", "/metrics")).text;
         assert.equal(metric(text, 'sitegate_part_up{part="ui"}'), "0");
         assert.equal(metric(text, 'sitegate_part_up{part="poller"}'), "1");
