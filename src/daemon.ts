@@ -4,7 +4,7 @@
 // fails to start: src/lifecycle.ts.
 import type { Config } from "./config/schema.js";
 import { EventBus } from "./event-bus.js";
-import { Lifecycle, type Part } from "./lifecycle.js";
+import { Lifecycle, type Part, type PartOptions } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
@@ -73,11 +73,11 @@ export interface DaemonOptions {
   clock?: Clock;
 }
 
-const ESSENTIAL = { essential: true };
+const ESSENTIAL: PartOptions = { essential: true };
 
 export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {}): Daemon {
   const life = new Lifecycle(log);
-  const add = <T extends Part>(p: T, o = {}): T => life.add(p, o);
+  const add = <T extends Part>(p: T, o?: PartOptions): T => life.add(p, o);
   const logOf = (part: string) => log.child({ part });
   const events = new EventBus<SiteEvents>(logOf("events"));
   const clock = opts.clock ?? systemClock;

@@ -143,10 +143,7 @@ export class Lifecycle {
         if (e.timer) clearTimeout(e.timer);
         e.timer = null;
       }
-      await this.settled(
-        this.entries.map((e) => e.attempt),
-        timeoutMs,
-      );
+      await this.settled(timeoutMs);
       for (const e of [...this.entries].reverse()) {
         if (!e.running) continue;
         e.running = false;
@@ -156,8 +153,9 @@ export class Lifecycle {
     return this.stopping;
   }
 
-  /** Waits for starts in flight, but not for one that hangs. */
-  private async settled(attempts: Array<Promise<unknown> | null>, timeoutMs: number): Promise<void> {
+  /** Waits for the starts in flight, but not for one that hangs. */
+  private async settled(timeoutMs: number): Promise<void> {
+    const attempts = this.entries.flatMap((e) => (e.attempt ? [e.attempt] : []));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(attempts), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
