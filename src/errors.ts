@@ -1,5 +1,5 @@
 // One error type for the whole gateway: a stable code, a transient flag that decides
-// retries, and optional structured details. HTTP mapping lives in api/, not here.
+// retries, and optional structured details. Statuses live in services/errors.ts, not here.
 
 export type ErrorCode =
   | "CONFIG_INVALID"

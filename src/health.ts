@@ -9,6 +9,7 @@
 // When a check fails the ping is withheld and STATUS says why, so `systemctl status`
 // shows the reason before the watchdog restarts the service.
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
+import type { MetricFamily, Part } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import type { StoragePart } from "./storage/part.js";
@@ -52,7 +53,8 @@ export interface CheckResult {
 
 export type HealthyCallback = () => void | Promise<void>;
 
-export class HealthMonitor {
+export class HealthMonitor implements Part {
+  readonly name = "health";
   readonly stats = { pings: 0, withheld: 0, last_failures: [] as string[] };
   private eventsRunning: () => number = () => 0;
   private readonly healthyCallbacks = new Set<HealthyCallback>();
@@ -100,6 +102,13 @@ export class HealthMonitor {
 
   get isHealthy(): boolean {
     return this.healthy;
+  }
+
+  metrics(): MetricFamily[] {
+    return [
+      { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: this.stats.pings }] },
+      { name: "sitegate_watchdog_withheld_total", help: "health ticks whose checks failed (ping withheld)", type: "counter", values: [{ value: this.stats.withheld }] },
+    ];
   }
 
   /** Runs every check now. */

@@ -1,63 +1,190 @@
-// Parts with start/stop, started in dependency order and stopped in reverse.
-// Constructors do nothing that can fail; start() does. A failing stop() is logged
+// The part contract and the lifecycle that runs the parts. Every part of the daemon has
+// start() and stop(), and reports what it owns: metrics() for /metrics, health() for
+// /healthz. Parts start in the order they are added and stop in reverse. Constructors do
+// nothing that can fail; start() does.
+//
+// A part that fails to start is logged with its name, shown in /healthz and /metrics
+// (sitegate_part_up 0), and retried with backoff while the others run. Two parts are
+// essential: a failed start there stops the parts already started and fails the daemon's
+// start, so systemd restarts it.
+//   - storage: every receipt, event and sample is committed before it is acknowledged;
+//     without the database the gateway would accept what it cannot keep.
+//   - api: the partner's only way in (dispatch, configure, device sync); a gateway that
+//     does not listen is not doing its job, and a restart is the remedy for a port in use.
+// Everything else (a Zigbee or fleet broker that is not there, a GPIO chip, the status
+// page's own listener) must not stop polling and dispatch. A failing stop() is logged
 // and does not keep the other parts from stopping.
 import type { Logger } from "./log.js";
+import { errorMessage } from "./errors.js";
+
+import type { HealthWarning, MetricFamily } from "./metrics.js";
+export type { HealthWarning, MetricFamily } from "./metrics.js";
+
+/** A part's own view of its health: no warnings while it does its job. */
+export interface PartHealth {
+  warnings: HealthWarning[];
+}
 
 export interface Part {
   readonly name: string;
   start(): Promise<void> | void;
+  /** Also called after a failed start(), so the part releases what it took before the retry. */
   stop(): Promise<void> | void;
+  /** The Prometheus families of the figures this part owns. */
+  metrics?(): MetricFamily[];
+  health?(): PartHealth;
+}
+
+export interface PartOptions {
+  /** A failed start fails the daemon's start instead of being retried (see the top of this file). */
+  essential?: boolean;
+}
+
+/** Delays between start attempts of a part that is not essential: doubling from firstMs up to maxMs. */
+export interface RetryPolicy {
+  firstMs: number;
+  maxMs: number;
+}
+
+export const START_RETRY: RetryPolicy = { firstMs: 1000, maxMs: 5 * 60_000 };
+
+interface Entry {
+  part: Part;
+  essential: boolean;
+  running: boolean;
+  failures: number;
+  lastError: string | null;
+  timer: NodeJS.Timeout | null;
+  attempt: Promise<unknown> | null;
 }
 
 export class Lifecycle {
-  private readonly parts: Part[] = [];
-  private started: Part[] = [];
+  private readonly entries: Entry[] = [];
+  /** Every part by name. */
+  readonly parts = new Map<string, Part>();
   private stopping: Promise<void> | null = null;
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly retry: RetryPolicy = START_RETRY,
+  ) {}
 
-  add<T extends Part>(part: T): T {
-    this.parts.push(part);
+  add<T extends Part>(part: T, opts: PartOptions = {}): T {
+    if (this.parts.has(part.name)) throw new Error(`two parts named ${part.name}`);
+    this.parts.set(part.name, part);
+    this.entries.push({ part, essential: opts.essential === true, running: false, failures: 0, lastError: null, timer: null, attempt: null });
     return part;
   }
 
-  /** Starts every part in order; if one fails, the ones already started are stopped and the error rethrown. */
+  /**
+   * Starts every part in order. A part that is not essential and fails is retried later;
+   * an essential one stops the parts already started and its error is rethrown.
+   */
   async start(): Promise<void> {
-    for (const part of this.parts) {
-      try {
-        await part.start();
-      } catch (e) {
-        this.log.error({ part: part.name, err: e }, "part failed to start");
+    for (const e of this.entries) {
+      if (this.stopping) return;
+      const err = await this.attempt(e);
+      if (err === null) continue;
+      if (e.essential) {
         await this.stop();
-        throw e;
+        throw err;
       }
-      this.started.push(part);
-      this.log.debug({ part: part.name }, "started");
+      this.retryLater(e);
     }
   }
 
-  /** Stops started parts in reverse order, each within `timeoutMs`; safe to call twice. */
+  /** One start of one part: null when it runs, else the error (the part was stopped again). */
+  private async attempt(e: Entry): Promise<unknown> {
+    try {
+      await e.part.start();
+    } catch (err) {
+      e.failures++;
+      e.lastError = errorMessage(err);
+      this.log.error({ part: e.part.name, err, essential: e.essential, failures: e.failures }, "part failed to start");
+      await this.stopPart(e.part);
+      return err;
+    }
+    e.running = true;
+    if (e.failures > 0) this.log.info({ part: e.part.name, failures: e.failures }, "part started after failed attempts");
+    else this.log.debug({ part: e.part.name }, "started");
+    e.lastError = null;
+    return null;
+  }
+
+  private retryLater(e: Entry): void {
+    const delay = Math.min(this.retry.maxMs, this.retry.firstMs * 2 ** Math.min(30, e.failures - 1));
+    this.log.warn({ part: e.part.name, retry_in_ms: delay }, "part not running; its start is retried");
+    e.timer = setTimeout(() => {
+      e.timer = null;
+      e.attempt = this.attempt(e).then((err) => {
+        e.attempt = null;
+        if (err !== null && !this.stopping) this.retryLater(e);
+      });
+    }, delay);
+    // The retry never keeps the process alive on its own; stop() clears it.
+    e.timer.unref();
+  }
+
+  /** Stops the running parts in reverse order, each within `timeoutMs`, and cancels pending retries; safe to call twice. */
   stop(timeoutMs = 4000): Promise<void> {
     this.stopping ??= (async () => {
-      const parts = this.started.reverse();
-      this.started = [];
-      for (const part of parts) {
-        let timer: NodeJS.Timeout | undefined;
-        try {
-          await Promise.race([
-            Promise.resolve().then(() => part.stop()),
-            new Promise((_, reject) => {
-              timer = setTimeout(() => reject(new Error(`stop timed out after ${timeoutMs} ms`)), timeoutMs);
-            }),
-          ]);
-          this.log.debug({ part: part.name }, "stopped");
-        } catch (e) {
-          this.log.error({ part: part.name, err: e }, "part failed to stop cleanly");
-        } finally {
-          clearTimeout(timer);
-        }
+      for (const e of this.entries) {
+        if (e.timer) clearTimeout(e.timer);
+        e.timer = null;
+      }
+      await Promise.all(this.entries.map((e) => e.attempt));
+      for (const e of [...this.entries].reverse()) {
+        if (!e.running) continue;
+        e.running = false;
+        await this.stopPart(e.part, timeoutMs);
       }
     })();
     return this.stopping;
+  }
+
+  private async stopPart(part: Part, timeoutMs = 4000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => part.stop()),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`stop timed out after ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      this.log.debug({ part: part.name }, "stopped");
+    } catch (e) {
+      this.log.error({ part: part.name, err: e }, "part failed to stop cleanly");
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The union of the parts' metrics(), and whether each part runs; a part whose metrics() throws is left out and logged. */
+  metrics(): MetricFamily[] {
+    const out: MetricFamily[] = [
+      { name: "sitegate_part_up", help: "1 while the part runs, 0 while its start is being retried", type: "gauge", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.running ? 1 : 0 })) },
+      { name: "sitegate_part_start_failures_total", help: "failed starts of the part", type: "counter", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.failures })) },
+    ];
+    for (const e of this.entries) out.push(...this.ask(e.part, "metrics", () => e.part.metrics?.() ?? []));
+    return out;
+  }
+
+  /** The union of the parts' health() warnings, and one for each part not running after a failed start. */
+  warnings(): HealthWarning[] {
+    const out: HealthWarning[] = [];
+    for (const e of this.entries) {
+      if (!e.running && e.failures > 0) out.push({ code: "part_not_running", message: `${e.part.name} failed to start ${e.failures} times (${e.lastError}); retrying` });
+      out.push(...this.ask(e.part, "health", () => e.part.health?.().warnings ?? []));
+    }
+    return out;
+  }
+
+  private ask<T>(part: Part, what: string, fn: () => T[]): T[] {
+    try {
+      return fn();
+    } catch (err) {
+      this.log.warn({ part: part.name, err: errorMessage(err) }, `part's ${what}() failed`);
+      return [];
+    }
   }
 }

@@ -12,11 +12,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import type { Config } from "./config/schema.js";
-import type { Part } from "./lifecycle.js";
+import type { HealthWarning, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
-import type { HealthWarning } from "./api/context.js";
 import { errorMessage } from "./errors.js";
 import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
@@ -125,6 +124,10 @@ export class Maintenance implements Part {
 
   warnings(): HealthWarning[] {
     return this.certWarning ? [this.certWarning] : [];
+  }
+
+  health(): PartHealth {
+    return { warnings: this.warnings() };
   }
 
   stop(): void {

@@ -1,4 +1,4 @@
-// Operations metrics of the process itself and of the buses, for /metrics, named after
+// Operations metrics of the process itself, for /metrics, named after
 // Prometheus' conventions: sitegate_build_info{version,node,arch}; the standard process_*
 // families (resident memory, CPU seconds, start time, open descriptors); nodejs_* for the V8
 // heap; counters only for what accumulates (a rate() in Prometheus gives utilisation, so no
@@ -8,7 +8,8 @@
 // (docs/packaging.md), more than these few families are worth.
 import { readdirSync } from "node:fs";
 import { constants, PerformanceObserver } from "node:perf_hooks";
-import type { MetricFamily } from "./api/context.js";
+import type { Part } from "./lifecycle.js";
+import type { MetricFamily } from "./metrics.js";
 import { VERSION } from "./version.js";
 
 const GC_KIND: Record<number, string> = {
@@ -20,12 +21,6 @@ const GC_KIND: Record<number, string> = {
 
 /** Upper bounds (seconds) of the event-loop lag histogram. */
 export const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
-export interface BusView {
-  key: string;
-  queued: number;
-  stats: { busy_ms: number };
-}
 
 /** A cumulative Prometheus histogram (counts per upper bound, sum, count). */
 export class Histogram {
@@ -55,7 +50,8 @@ export class Histogram {
   }
 }
 
-export class RuntimeMetrics {
+export class RuntimeMetrics implements Part {
+  readonly name = "runtime";
   private observer: PerformanceObserver | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly gc = new Map<string, { runs: number; seconds: number }>();
@@ -88,7 +84,7 @@ export class RuntimeMetrics {
     this.observer?.disconnect();
   }
 
-  families(buses: BusView[]): MetricFamily[] {
+  metrics(): MetricFamily[] {
     const mem = process.memoryUsage();
     const cpu = process.cpuUsage();
     let fds = NaN;
@@ -112,8 +108,6 @@ export class RuntimeMetrics {
       this.lag.family("sitegate_event_loop_lag_seconds", "event-loop delay of a timer firing every 0.5 s"),
       { name: "sitegate_gc_seconds_total", help: "time spent in garbage collection by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.seconds })) },
       { name: "sitegate_gc_runs_total", help: "garbage collections by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.runs })) },
-      { name: "sitegate_bus_busy_seconds_total", help: "time the bus spent on requests (rate() is its utilisation)", type: "counter", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.stats.busy_ms / 1000 })) },
-      { name: "sitegate_bus_queue_depth", help: "requests waiting for the bus", type: "gauge", values: buses.map((b) => ({ labels: { bus: b.key }, value: b.queued })) },
     ];
   }
 }

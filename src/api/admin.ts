@@ -5,7 +5,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ApiContext } from "./context.js";
 import { HttpError } from "./errors.js";
-import { configureService } from "./services.js";
+import { configureService } from "../services/devices.js";
 
 export function requireJson(req: FastifyRequest): void {
   const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();

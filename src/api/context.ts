@@ -9,28 +9,10 @@ import type { LocalDevice } from "../devices/local.js";
 import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchSubmit } from "../dispatch/submit.js";
+import type { MetricsSource } from "../metrics.js";
 import type { Credentials, TokenStore } from "./auth.js";
 
-/** One Prometheus metric family. */
-export interface MetricFamily {
-  name: string;
-  help: string;
-  type: "gauge" | "counter" | "histogram";
-  /** suffix: a histogram's _bucket / _sum / _count samples */
-  values: Array<{ labels?: Record<string, string>; value: number; suffix?: string }>;
-}
-
-/** Something an operator should act on soon (e.g. a TLS certificate about to expire); /healthz lists them. */
-export interface HealthWarning {
-  code: string;
-  message: string;
-}
-
-/** What /metrics and /healthz report; each part contributes its counters. */
-export interface MetricsSource {
-  gauges(): MetricFamily[];
-  warnings?(): HealthWarning[];
-}
+export type { HealthWarning, MetricFamily, MetricsSource } from "../metrics.js";
 
 export interface ApiDeps {
   config: Config;

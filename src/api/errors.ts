@@ -1,7 +1,7 @@
-// HTTP errors of the API: one body shape for every non-2xx (DESIGN B3), and the one
-// table that maps SitegateError codes to statuses.
-import type { ErrorCode, ErrorDetail } from "../errors.js";
-import { SitegateError } from "../errors.js";
+// HTTP errors of the API: one body shape for every non-2xx (DESIGN B3); the statuses of
+// SitegateError codes come from services/errors.ts.
+import type { ErrorDetail, SitegateError } from "../errors.js";
+import { errorAnswer } from "../services/errors.js";
 
 export interface ErrorBody {
   error: string;
@@ -25,22 +25,9 @@ export class HttpError extends Error {
   }
 }
 
-const STATUS: Partial<Record<ErrorCode, [number, string]>> = {
-  INVALID_REQUEST: [400, "invalid_request"],
-  CONFIG_INVALID: [400, "invalid_request"],
-  PROFILE_NOT_FOUND: [400, "invalid_request"],
-  UNAUTHORIZED: [401, "unauthorized"],
-  FORBIDDEN: [403, "forbidden"],
-  NOT_FOUND: [404, "not_found"],
-  DEVICE_NOT_FOUND: [404, "not_found"],
-  CONFLICT: [409, "conflict"],
-  STORAGE_UNAVAILABLE: [503, "unavailable"],
-  UNAVAILABLE: [503, "unavailable"],
-};
-
 export function fromSitegateError(e: SitegateError): HttpError {
-  const [status, code] = STATUS[e.code] ?? [500, "internal"];
-  return new HttpError(status, code, status === 500 ? "internal error" : e.message, e.details);
+  const a = errorAnswer(e);
+  return new HttpError(a.status, a.code, a.message, a.details);
 }
 
 export const badRequest = (message: string, details: ErrorDetail[] = []) => new HttpError(400, "invalid_request", message, details);

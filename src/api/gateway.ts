@@ -3,7 +3,7 @@
 // and site checked before anything else (src/api/guard.ts).
 import type { FastifyPluginAsync } from "fastify";
 import type { ApiContext } from "./context.js";
-import { deviceSyncView, syncedDevices } from "./services.js";
+import { deviceSyncView, syncedDevices } from "../services/devices.js";
 
 export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {

@@ -1,7 +1,6 @@
 // Request and response schemas of the API: they validate the requests and they are the
 // OpenAPI document (z.toJSONSchema), so the two cannot drift apart.
 import { z } from "zod";
-import { deviceConfigSchema } from "../config/device-schema.js";
 
 export const tokenForm = z.object({
   grant_type: z.string({ error: "required" }),
@@ -12,10 +11,7 @@ export const tokenForm = z.object({
 
 export const tokenResponse = z.object({ access_token: z.string(), expires_in: z.number().int(), token_type: z.literal("Bearer") });
 
-export const MAX_CONFIGURE_DEVICES = 64;
-export const configureBody = z.strictObject({
-  devices: z.array(deviceConfigSchema).min(1).max(MAX_CONFIGURE_DEVICES, `at most ${MAX_CONFIGURE_DEVICES} devices per request`),
-});
+export { MAX_CONFIGURE_DEVICES, configureBody } from "../services/schemas.js";
 
 export const configureQuery = z.object({ organizationId: z.string({ error: "required" }), moleculeId: z.string({ error: "required" }) });
 

@@ -5,7 +5,7 @@
 // in the same transaction that ends the event, so it exists exactly once.
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
-import type { Part } from "../lifecycle.js";
+import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
@@ -400,6 +400,18 @@ export class Dispatcher implements Part {
 
   scheduled(): number {
     return this.open.scheduledCount;
+  }
+
+  metrics(): MetricFamily[] {
+    const s = this.stats;
+    const byResult = (ok: number, failed: number) => [{ labels: { result: "ok" }, value: ok }, { labels: { result: "failed" }, value: failed }];
+    return [
+      { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: this.running() }, { labels: { state: "scheduled" }, value: this.scheduled() }] },
+      { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: byResult(s.writes_ok, s.writes_failed) },
+      { name: "sitegate_dispatch_confirm_reads_total", help: "power reads in the control lane right after a setpoint write, by result", type: "counter", values: byResult(s.confirms_ok, s.confirms_failed) },
+      { name: "sitegate_dispatch_receipt_commits_total", help: "transactions that committed /dr receipts (group commit: several requests each)", type: "counter", values: [{ labels: { kind: "commits" }, value: s.receipt_commits }, { labels: { kind: "requests" }, value: s.receipt_requests }] },
+      { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: s.clock_steps }] },
+    ];
   }
 }
 

@@ -6,7 +6,7 @@
 // event's horizon gets its next event within a minute of the last one's end.
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { nameKey } from "../uplink/idempotency.js";
+import { nameKey } from "../util/idempotency.js";
 import type { EventSpec } from "./request.js";
 
 /** How far ahead an input's event is scheduled to end; the release ends it. */

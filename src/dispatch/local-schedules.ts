@@ -7,7 +7,7 @@ import type { ScheduledTask } from "node-cron";
 import { nodeCron } from "../util/node-cron.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { nameKey } from "../uplink/idempotency.js";
+import { nameKey } from "../util/idempotency.js";
 import type { EventSpec } from "./request.js";
 import { UNITS } from "./request.js";
 import type { Schedule } from "../config/schedule-schema.js";

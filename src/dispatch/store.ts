@@ -39,6 +39,38 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
     // receipt paid for it: a second b-tree entry at a random place per event, pages that the
     // synchronous=FULL commit writes (about a fifth of the receipt commit's cost, measured).
     { version: 3, sql: "DROP INDEX IF EXISTS dp_event_state" },
+    // A rowid table with a unique event_id: a new event's row (spec, progress: most of its
+    // bytes) is appended at the end of the table instead of being put at a random place in
+    // a b-tree keyed by GUID, where it splits pages that the synchronous=FULL receipt
+    // commit must write. Only the small index entry lands at a random place. A 13-event
+    // receipt commit went from about 690 to 380 us on this machine.
+    {
+      version: 4,
+      sql: `
+        CREATE TABLE dp_event_v4 (
+          id INTEGER PRIMARY KEY,
+          event_id TEXT NOT NULL UNIQUE,
+          spec TEXT NOT NULL,
+          content_hash TEXT NOT NULL,
+          source TEXT NOT NULL,
+          start_ms INTEGER NOT NULL,
+          end_ms INTEGER NOT NULL,
+          state TEXT NOT NULL,
+          receipt TEXT NOT NULL,
+          started_at INTEGER,
+          ended_at INTEGER,
+          progress TEXT,
+          result TEXT,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        );
+        INSERT INTO dp_event_v4 (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at)
+          SELECT event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at
+          FROM dp_event ORDER BY created_at, event_id;
+        DROP TABLE dp_event;
+        ALTER TABLE dp_event_v4 RENAME TO dp_event;
+      `,
+    },
   ],
 };
 

@@ -4,9 +4,9 @@
 // root unit carries out). Each answer is
 // {status, data} or {status, error, message, details} (the B3 error body with a status).
 import { SitegateError, errorMessage } from "../errors.js";
-import { fromSitegateError } from "../api/errors.js";
-import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../api/services.js";
-import { eventView } from "../dispatch/view.js";
+import { errorAnswer as serviceError } from "../services/errors.js";
+import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../services/devices.js";
+import { listEvents } from "../services/events.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
 import type { LocalDevice } from "../devices/local.js";
@@ -53,13 +53,8 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
         return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":
         return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry, deps.local), deps.health));
-      case "events": {
-        const limit = (payload as { limit?: unknown } | undefined)?.limit;
-        if (limit !== undefined && !(Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= 1000)) {
-          return errorAnswer(400, "invalid_request", "the events command takes an optional limit 1..1000", [{ path: "limit", message: "must be an integer 1..1000" }]);
-        }
-        return ok({ events: deps.dispatch.list((limit as number | undefined) ?? 100).map(eventView) });
-      }
+      case "events":
+        return ok(listEvents(deps.dispatch, (payload as { limit?: unknown } | undefined)?.limit));
       case "update": {
         // Only recorded here: a root unit installs it (src/update/request.ts).
         const r = updateRequestSchema.safeParse(payload ?? {});
@@ -82,8 +77,8 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
 /** The B3 error body for a failed command, with the status the HTTPS route would answer. */
 function failure(name: string, e: unknown, deps: CommandDeps): CommandAnswer {
   if (e instanceof SitegateError) {
-    const h = fromSitegateError(e);
-    return errorAnswer(h.status, h.code, h.message, h.details);
+    const a = serviceError(e);
+    return errorAnswer(a.status, a.code, a.message, a.details);
   }
   if (isStorageUnavailable(e)) return errorAnswer(503, "unavailable", "storage cannot commit now; nothing was stored");
   deps.log.error({ command: name, err: errorMessage(e) }, "command failed");

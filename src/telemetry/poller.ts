@@ -10,7 +10,7 @@
 // most one timeout per cycle; one device's error never stops the others. Per-device health
 // feeds device sync. Devices not fully configured (REGISTRY_WRITE_FAILED) are polled for
 // their health and latest values but left out of the snapshots (never pushed).
-import type { Part } from "../lifecycle.js";
+import type { MetricFamily, Part, PartHealth } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../errors.js";
 import type { DeviceDriver, PointClass } from "../devices/driver.js";
@@ -42,7 +42,7 @@ export interface PollerOptions {
    * Devices on other transports (Zigbee, GPIO) that report on their own: their latest
    * readings join each tick's snapshot, and their health and latest values are answered here too.
    */
-  local?: Pick<LocalDevices, "readings" | "health" | "latest">;
+  local?: Pick<LocalDevices, "readings" | "health" | "latest" | "list">;
 }
 
 interface Tick {
@@ -227,8 +227,25 @@ export class Poller implements Part, HealthView {
     }
   }
 
-  health(deviceId: string): DeviceHealth | undefined {
+  /** Without an id, the part's own health: none of its own to report, /healthz lists each device's. */
+  health(): PartHealth;
+  health(deviceId: string): DeviceHealth | undefined;
+  health(deviceId?: string): DeviceHealth | PartHealth | undefined {
+    if (deviceId === undefined) return { warnings: [] };
     return this.devices.get(deviceId)?.health ?? this.opts.local?.health(deviceId);
+  }
+
+  metrics(): MetricFamily[] {
+    const ids = [...this.source.list().map((d) => d.config.device_id), ...(this.opts.local?.list().map((d) => d.device_id) ?? [])];
+    const perDevice = (value: (h: DeviceHealth | undefined) => number) => ids.map((device_id) => ({ labels: { device_id }, value: value(this.health(device_id)) }));
+    const s = this.stats;
+    return [
+      { name: "sitegate_device_online", help: "1 when the last read of the device succeeded", type: "gauge", values: perDevice((h) => (h?.online ? 1 : 0)) },
+      { name: "sitegate_device_consecutive_failures", help: "failed reads in a row", type: "gauge", values: perDevice((h) => h?.consecutive_failures ?? 0) },
+      { name: "sitegate_poll_snapshots_total", help: "poll-cycle snapshots stored", type: "counter", values: [{ value: s.snapshots }] },
+      { name: "sitegate_poll_late_snapshots_total", help: "snapshots of a bus that finished after its tick's deadline (stored on their own with the tick's time)", type: "counter", values: [{ value: s.late_snapshots }] },
+      { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: s.reads_ok }, { labels: { result: "failed" }, value: s.reads_failed }] },
+    ];
   }
 
   /** The latest value of every metric read from a device (for dispatch and diagnostics). */

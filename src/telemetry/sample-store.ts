@@ -7,7 +7,7 @@
 // commit; sent rows are deleted by the retention sweep and at stop, never per message.
 // Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
 // counted and logged, never the newest. A power cut loses at most the open interval.
-import type { Part } from "../lifecycle.js";
+import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
@@ -438,5 +438,18 @@ export class SampleStore implements SnapshotSink, Part {
       stored_alone_bytes_total: this.storedAlone,
       committed_snapshots_total: this.committedSnaps,
     };
+  }
+
+  metrics(): MetricFamily[] {
+    const st = this.stats();
+    return [
+      { name: "sitegate_samples_pending_snapshots", help: "snapshots not yet accepted by the partner", type: "gauge", values: [{ value: st.pending_snapshots }] },
+      { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
+      { name: "sitegate_samples_stored_total", help: "samples committed to the telemetry buffer", type: "counter", values: [{ value: st.stored_samples_total }] },
+      { name: "sitegate_samples_stored_bytes_total", help: "bytes of the packed samples committed (what the write budget is measured against)", type: "counter", values: [{ value: st.stored_bytes_total }] },
+      { name: "sitegate_samples_stored_alone_bytes_total", help: "bytes the committed samples would take with every snapshot packed alone (no deltas)", type: "counter", values: [{ value: st.stored_alone_bytes_total }] },
+      { name: "sitegate_samples_committed_snapshots_total", help: "snapshots committed to telemetry.db", type: "counter", values: [{ value: st.committed_snapshots_total }] },
+      { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
+    ];
   }
 }

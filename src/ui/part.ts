@@ -55,10 +55,10 @@ export class UiPart implements Part {
     await app.register(this.plugin().plugin);
     app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());
     const { host, port } = splitHostPort(config.ui.listen);
+    this.app = app; // before listen: after a failed start, stop() closes it
     await app.listen({ host, port });
     const addr = app.server.address();
     this.port = typeof addr === "object" && addr ? addr.port : port;
-    this.app = app;
     this.deps.log.info({ url: `${this.url}/ui/` }, "status page listening");
   }
 
@@ -70,5 +70,7 @@ export class UiPart implements Part {
     await this.ui?.jobs.stop();
     await this.app?.close();
     this.app = null;
+    // Its stopped jobs stay aborted: a start retried after a failure builds the page anew.
+    if (this.deps.config.ui.listen) this.ui = null;
   }
 }

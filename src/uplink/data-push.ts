@@ -5,7 +5,7 @@
 // with no device left gives no payload (the push lane settles it at once). The HTTPS data
 // push and the fleet's MQTT telemetry both build their bodies here.
 import type { StoredSnapshot } from "../telemetry/sample-store.js";
-import { nameKey } from "./idempotency.js";
+import { nameKey } from "../util/idempotency.js";
 
 export const MAX_PAYLOAD_BYTES = 128 * 1024;
 

@@ -8,7 +8,7 @@
 // Dead letters (ul_dead_letter) are messages the partner kept rejecting: kept, listed by
 // `sitegate outbox`, and put back in their lane by `sitegate outbox retry`.
 import type { Db, ModuleMigrations } from "../storage/db.js";
-import { newKey } from "./idempotency.js";
+import { newKey } from "../util/idempotency.js";
 
 export const OUTBOX_MIGRATIONS: ModuleMigrations = {
   module: "uplink",

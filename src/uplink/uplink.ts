@@ -12,7 +12,7 @@
 // re-checks its queue every couple of seconds for what another process (`sitegate
 // outbox retry`) put there. Polling never waits on the uplink.
 import type { Config } from "../config/schema.js";
-import type { Part } from "../lifecycle.js";
+import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
@@ -357,6 +357,17 @@ export class Uplink implements Part {
       if (h) warnings.push({ lane, code: "partner_rejects_credentials", status: h.status, since: h.since, message: `the partner answers ${h.status} to the ${lane} callbacks; they are held (nothing dropped) until it accepts them: check partner.headers` });
     }
     return { warnings };
+  }
+
+  metrics(): MetricFamily[] {
+    const lanes = Object.entries(this.stats());
+    return [
+      { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
+      { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
+      { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: this.deadLetterCount() }] },
+      { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
+      { name: "sitegate_uplink_oldest_age_seconds", help: "age of the oldest message not yet accepted by the partner (0 when none)", type: "gauge", values: this.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })) },
+    ];
   }
 
   /** Dead letters in the database (also those another process added). */

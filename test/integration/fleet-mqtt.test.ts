@@ -20,7 +20,7 @@ import { testCert } from "../support/tls.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import type { Fleet } from "../../src/fleet/fleet.js";
 import { instanceId } from "../../src/uplink/outbox.js";
-import { nameKey } from "../../src/uplink/idempotency.js";
+import { nameKey } from "../../src/util/idempotency.js";
 
 const T = "sitegate/site-001";
 const tel = (got: Received[]) => got.filter((m) => m.topic === `${T}/telemetry`);

@@ -1,10 +1,13 @@
-// The import graph of src/: no cycles, and no module imports from a layer above its own.
+// The import graph of src/: no cycles, no module imports from a layer above its own, and
+// no module imports a sibling layer (two layers of the same rank: neither may import the
+// other, so a shared piece has to move down).
 //
 // Layers, lowest first (a file may import its own layer and any layer below; the most
 // specific path wins, so config/load.ts sits above profiles while the rest of config/
-// sits below them). Derived from the code as it is:
+// sits below them):
 //
-//   base          errors.ts, version.ts, log.ts, lifecycle.ts, util/, devices/roles.ts (no project imports but base)
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/, devices/roles.ts
+//                 (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -15,10 +18,15 @@
 //   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
 //   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
 //   telemetry     telemetry/: poller (drives device drivers), sample store
-//   uplink        uplink/: outbox, data push from the sample store
-//   dispatch      dispatch/: events on devices and telemetry, execution responses via uplink
-//   api           api/: the HTTPS server and its routes
-//   fleet         fleet/: the MQTT fleet uplink (the partner operations through api/services.ts)
+//   uplink | dispatch   siblings: the outbound messages and the data push (uplink/); events
+//                 on devices and telemetry (dispatch/), which hands its messages over through
+//                 the composition root
+//   ops           maintenance.ts, runtime-metrics.ts: housekeeping timers, process metrics
+//   services      services/: what both front ends call (configure, device sync, events,
+//                 the status of an error)
+//   api | fleet   siblings: the two front ends, HTTPS (api/) and MQTT (fleet/)
+//   ui            ui/: the status page (on the API's listener, with its credentials)
+//   parts         parts/: the composition root's helpers (the bus's events, what joins two parts)
 //   daemon        daemon.ts: the composition root
 //   cli           cli.ts, cli/: the sitegate command
 //
@@ -31,7 +39,7 @@ import { fileURLToPath } from "node:url";
 import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "util/", "devices/roles.ts"]],
+  ["base", ["errors.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/", "devices/roles.ts"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
@@ -46,13 +54,27 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["telemetry", ["telemetry/"]],
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],
-  ["api", ["api/"]],
-  ["ui", ["ui/"]],
   ["ops", ["maintenance.ts", "runtime-metrics.ts"]],
+  ["services", ["services/"]],
+  ["api", ["api/"]],
   ["fleet", ["fleet/"]],
+  ["ui", ["ui/"]],
+  ["parts", ["parts/"]],
   ["daemon", ["daemon.ts"]],
   ["cli", ["cli.ts", "cli/"]],
 ];
+
+/** Layers of one rank (each a neighbour of the next in LAYERS): no import either way. */
+export const SIBLINGS: ReadonlyArray<readonly string[]> = [
+  ["uplink", "dispatch"],
+  ["api", "fleet"],
+];
+
+/** A layer's rank: its place in LAYERS, or its first sibling's. */
+function rankOf(layer: number): number {
+  const group = SIBLINGS.find((g) => g.includes(LAYERS[layer][0]));
+  return group ? Math.min(...group.map((name) => LAYERS.findIndex(([n]) => n === name))) : layer;
+}
 
 type Kind = "import" | "import type" | "import()";
 interface Edge {
@@ -93,12 +115,13 @@ export interface Findings {
   unplaced: string[];
   unresolved: string[];
   upward: string[];
+  lateral: string[];
   cycles: string[][];
 }
 
 /** Checks a set of files (path relative to src/ -> source text). */
 export function analyze(files: ReadonlyMap<string, string>): Findings {
-  const f: Findings = { unplaced: [], unresolved: [], upward: [], cycles: [] };
+  const f: Findings = { unplaced: [], unresolved: [], upward: [], lateral: [], cycles: [] };
   const edges = new Map<string, Edge[]>();
   for (const [file, source] of files) {
     if (layerOf(file) < 0) f.unplaced.push(file);
@@ -117,7 +140,9 @@ export function analyze(files: ReadonlyMap<string, string>): Findings {
     for (const e of list) {
       const a = layerOf(e.from);
       const b = layerOf(e.to);
-      if (a >= 0 && b > a) f.upward.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a layer above it`);
+      if (a < 0 || b < 0 || a === b) continue;
+      if (rankOf(b) > rankOf(a)) f.upward.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a layer above it`);
+      else if (rankOf(b) === rankOf(a)) f.lateral.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a sibling layer`);
     }
   }
   // Cycles: depth-first search; a back edge to a file on the current path closes one.
@@ -160,17 +185,18 @@ function srcFiles(root: string): Map<string, string> {
 
 const SRC = resolve(fileURLToPath(import.meta.url), "../../../../src");
 
-test("src/: every file has a layer, every import resolves, no upward import, no cycle", () => {
+test("src/: every file has a layer, every import resolves, no upward or lateral import, no cycle", () => {
   const files = srcFiles(SRC);
   assert.ok(files.size > 40 && files.has("daemon.ts"), `read ${files.size} files from ${SRC}`);
   const f = analyze(files);
   assert.deepEqual(f.unplaced, [], "files in no layer: add them to LAYERS at the top of this test");
   assert.deepEqual(f.unresolved, []);
   assert.deepEqual(f.upward, [], "move the shared piece down a layer, or build the composition one layer up");
+  assert.deepEqual(f.lateral, [], "move the shared piece down below both siblings");
   assert.deepEqual(f.cycles.map((c) => c.join(" -> ")), []);
 });
 
-test("the checker finds what it should: import forms, upward imports, cycles, unplaced files", () => {
+test("the checker finds what it should: import forms, upward and lateral imports, cycles, unplaced files", () => {
   const found = importsOf(
     [
       `// import { no } from "./commented.js";`,
@@ -206,9 +232,13 @@ test("the checker finds what it should: import forms, upward imports, cycles, un
       ["cli.ts", `const run = () => import("./cli/run.js");`],
       ["cli/run.ts", `import type { Command } from "../cli.js";\nimport { gone } from "./gone.js";`],
       ["somewhere/new.ts", ``],
+      ["fleet/commands.ts", `import { fromSitegateError } from "../api/errors.js";`],
+      ["api/errors.ts", `import { errorAnswer } from "../services/errors.js";`],
+      ["services/errors.ts", ``],
     ]),
   );
   assert.deepEqual(f.upward, ["modbus/part.ts (modbus) -> devices/pool.ts (devices) by import: a layer above it"]);
+  assert.deepEqual(f.lateral, ["fleet/commands.ts (fleet) -> api/errors.ts (api) by import: a sibling layer"]);
   assert.deepEqual(f.cycles.map((c) => c.join(" -> ")).sort(), ["api/gateway.ts -> api/server.ts -> api/gateway.ts", "cli.ts -> cli/run.ts -> cli.ts"]);
   assert.deepEqual(f.unplaced, ["somewhere/new.ts"]);
   assert.deepEqual(f.unresolved, ['cli/run.ts: import "./gone.js" is not a file in src/']);

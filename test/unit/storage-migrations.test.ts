@@ -119,3 +119,31 @@ test("a corrupt database file is a clear STORAGE_CORRUPT error naming the path",
     assert.throws(() => openDatabase(dir), (e) => isSitegateError(e, "STORAGE_CORRUPT") && e.message.includes(join(dir, DB_FILE)));
   });
 });
+
+test("the dispatch timeline's move to a rowid table keeps every event and its first spelling, and upserts on event_id", async () => {
+  const { DISPATCH_MIGRATIONS } = await import("../../src/dispatch/store.js");
+  const { EventStore } = await import("../../src/dispatch/store.js");
+  await withTmpDir(async (dir) => {
+    const db = openDatabase(dir);
+    try {
+      migrate(db, [{ module: "dispatch", migrations: DISPATCH_MIGRATIONS.migrations.filter((m) => m.version <= 3) }]);
+      const ins = db.prepare(
+        "INSERT INTO dp_event (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, created_at, updated_at) VALUES (?, ?, 'h', 'partner', ?, ?, ?, 'accepted', 1, 1)",
+      );
+      ins.run("b0000000-0000-4000-8000-000000000002", JSON.stringify({ event_id: "B0000000-0000-4000-8000-000000000002", source: "partner", start_ms: 2, end_ms: 3 }), 2, 3, "scheduled");
+      ins.run("a0000000-0000-4000-8000-000000000001", JSON.stringify({ event_id: "a0000000-0000-4000-8000-000000000001", source: "partner", start_ms: 1, end_ms: 2 }), 1, 2, "done");
+      assert.equal(migrate(db, [DISPATCH_MIGRATIONS]), 1, "only the rowid move runs");
+      const cols = (db.prepare("PRAGMA table_info(dp_event)").all() as Array<{ name: string }>).map((c) => c.name);
+      assert.equal(cols[0], "id");
+      const store = new EventStore(db);
+      assert.equal(store.get("B0000000-0000-4000-8000-000000000002")?.spec.event_id, "B0000000-0000-4000-8000-000000000002", "first spelling kept");
+      assert.equal(store.get("a0000000-0000-4000-8000-000000000001")?.state, "done");
+      const row = store.get("b0000000-0000-4000-8000-000000000002")!;
+      store.put({ ...row, state: "cancelled" });
+      assert.equal(db.prepare("SELECT count(*) FROM dp_event").pluck().get(), 2, "an update stays one row per event_id");
+      assert.equal(store.get("b0000000-0000-4000-8000-000000000002")?.state, "cancelled");
+    } finally {
+      db.close();
+    }
+  });
+});

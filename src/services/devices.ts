@@ -1,6 +1,7 @@
-// The partner operations that more than one front end offers (HTTPS routes here in api/,
-// MQTT commands in fleet/): the configure request with its cross-checks (validateDevices,
-// the same as the config file's), and the device sync view. No HTTP in here: failures are SitegateErrors (INVALID_REQUEST -> 400).
+// The device operations both front ends offer (HTTPS routes in api/, MQTT commands in
+// fleet/): the configure request with its cross-checks (validateDevices, the same as the
+// config file's), and the device sync view. No HTTP in here: failures are SitegateErrors,
+// which services/errors.ts gives a status.
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
 import { validateDevices } from "../config/validate-devices.js";
