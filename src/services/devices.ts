@@ -5,7 +5,6 @@
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
 import { validateDevices } from "../config/validate-devices.js";
-import { configureDevices } from "../devices/configure.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
@@ -33,7 +32,7 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
   if (!parsed.success) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: issuesToDetails(parsed.error.issues) });
   const cross = validateDevices(parsed.data.devices, { organizationId: deps.config.organization_id, rtuPorts: deps.config.rtu_ports, profiles: deps.profiles });
   if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
-  const results = await configureDevices(parsed.data.devices, { connector: deps.connector, registry: deps.registry, rtuPorts: deps.config.rtu_ports, log: deps.log });
+  const results = await deps.connector.configure(parsed.data.devices);
   return { devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })) };
 }
 

@@ -216,9 +216,3 @@ export function instanceId(db: Db): string {
   }
   return id;
 }
-
-/** How many callbacks wait in the outbox and when the oldest was committed (ISO), for the status page. */
-export function outboxDepth(db: Db): { count: number; oldest_at: string | null } {
-  const r = db.prepare("SELECT count(*) AS n, min(created_at) AS oldest FROM ul_outbox").get() as { n: number; oldest: string | null };
-  return { count: r.n, oldest_at: r.oldest };
-}
