@@ -11,7 +11,7 @@ import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
-import { ModbusConnector } from "./devices/connector.js";
+import { Pairing } from "./devices/pairing.js";
 import { DriverPool } from "./devices/pool.js";
 import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
@@ -88,8 +88,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const modbus = add(new ModbusEngine(logOf("modbus")));
   const profiles = builtinProfiles();
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
-  const connector = new ModbusConnector(pool);
   const registry = add(new DeviceRegistry(storage));
+  const connector = new Pairing({ pool, registry, log: logOf("pairing") });
   const local = new LocalDevices();
   if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, logOf("zigbee"))));
   const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"))) : null;
@@ -100,7 +100,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor()); // the fleet's own telemetry cursor holds rows too
   const sink = { append: events.emitter("snapshot") };
   const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
-  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: logOf("config-devices") }));
+  add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
   const delivery = new DispatchDelivery(config, storage, uplink, fleetQueue);
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };

@@ -179,6 +179,12 @@ function fromRaw(r: RawRow): EventRow {
 
 const COLS = "event_id, spec, content_hash, state, receipt, started_at, ended_at, progress, result, created_at, updated_at";
 
+/** The newest events of a database that may not hold the dispatch tables yet (`sitegate events` beside the daemon). */
+export function readEvents(db: Db, limit: number): EventRow[] {
+  const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dp_event'").get();
+  return has ? new EventStore(db).list(limit) : [];
+}
+
 export class EventStore {
   private readonly stmts;
 

@@ -3,7 +3,7 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config } from "../config/schema.js";
-import type { ModbusConnector } from "../devices/connector.js";
+import type { Pairing } from "../devices/pairing.js";
 import type { LocalDevices } from "../devices/local.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
@@ -24,7 +24,7 @@ export interface Core {
   config: Config;
   storage: StoragePart;
   profiles: ProfileRegistry;
-  connector: ModbusConnector;
+  connector: Pairing;
   registry: DeviceRegistry;
   local: LocalDevices;
   modbus: ModbusEngine;

@@ -7,6 +7,7 @@ import type { DeviceHealth, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { EventRow } from "../dispatch/store.js";
+import { eventView, type EventView } from "../dispatch/view.js";
 import type { LaneStats } from "../uplink/uplink.js";
 import type { SampleStoreStats } from "../telemetry/sample-store.js";
 import type { Metrics } from "../telemetry/types.js";
@@ -161,25 +162,9 @@ export class BusView {
   }
 }
 
-export function events(d: UiDeps) {
-  return d.dispatch.list(200).map((r) => {
-    const res = r.result as { status?: string; delivered_quantity?: number; details?: { delivered_quantity?: number; reason?: string } } | null;
-    return {
-      event_id: r.spec.event_id,
-      source: r.spec.source,
-      mode: r.spec.mode,
-      type: r.spec.event_type,
-      quantity: r.spec.quantity,
-      unit: r.spec.unit,
-      priority: r.spec.priority,
-      start: new Date(r.spec.start_ms).toISOString(),
-      end: new Date(r.spec.end_ms).toISOString(),
-      state: r.state,
-      result: res?.status ?? null,
-      delivered: res?.details?.delivered_quantity ?? res?.delivered_quantity ?? null,
-      reason: res?.details?.reason ?? null,
-    };
-  });
+/** The latest events, as `sitegate events` and the fleet's `events` command show them. */
+export function events(d: UiDeps): EventView[] {
+  return d.dispatch.list(200).map(eventView);
 }
 
 export class UplinkView {

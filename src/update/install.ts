@@ -24,7 +24,7 @@ import { SafeUntar } from "./untar.js";
 export const DEFAULT_ROOT = "/opt/sitegate";
 export const DEFAULT_KEYS_DIR = "/etc/sitegate/update-keys";
 export const DEFAULT_RESTART_CMD = "systemctl reset-failed sitegate.service 2>/dev/null; systemctl restart sitegate.service";
-export { DB_FILE } from "./data-dir.js";
+export { DB_FILE } from "../storage/files.js";
 export { DEFAULT_MAX_BUNDLE_BYTES } from "./receive.js";
 /** Free space kept on top of a release's unpacked_size. */
 const SPACE_HEADROOM = 16 * 1024 * 1024;
