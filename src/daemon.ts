@@ -25,7 +25,9 @@ import { SystemdNotifier } from "./systemd/notify.js";
 import { RuntimeMetrics } from "./runtime-metrics.js";
 import { Maintenance } from "./maintenance.js";
 import { VERSION } from "./version.js";
-import { instanceId } from "./uplink/outbox.js";
+import { httpsRoute, instanceId, messageOf } from "./uplink/outbox.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
+import { mqttRoute } from "./fleet/mqtt-sink.js";
 import { nameKey } from "./util/idempotency.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
@@ -43,7 +45,7 @@ import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
 import type { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS, HEALTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, DELIVERY_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS, HEALTH_MIGRATIONS];
 
 export interface Daemon {
   readonly config: Config;
@@ -92,7 +94,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const samples = add(
     new SampleStore(storage, { retentionBytes: config.telemetry.retention_max_mb * 1024 * 1024, commitIntervalMs: config.telemetry.commit_interval_s * 1000, log: log.child({ part: "samples" }) }),
   );
-  const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" })));
+  // One durable log for every outbound message; the uplink (https) and the fleet (mqtt) read it.
+  const messages = new DeliveryLog(storage);
+  const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" }), undefined, { messages }));
   // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
   const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
   if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
@@ -132,13 +136,13 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       pollIntervalMs: config.telemetry.poll_interval_ms,
       respond: (spec, body) => {
         const idempotencyKey = nameKey(instance(), `execution:${spec.event_id}`);
-        uplink.enqueue("execution_response", config.partner.execution_url, body, { idempotencyKey });
-        fleetQueue?.enqueue("events", "execution_response", body, idempotencyKey); // same transaction
+        const routes = [httpsRoute("execution_response", config.partner.execution_url), ...(fleetQueue ? [mqttRoute()] : [])];
+        messages.append(messageOf("execution_response", body, idempotencyKey), routes); // in dispatch's transaction
       },
       onState: (spec, state, at) => {
         if (!fleetQueue) return;
         const body = { event_id: spec.event_id, source: spec.source, mode: spec.mode, event_type: spec.event_type, state, at: new Date(at).toISOString() };
-        fleetQueue.enqueue("events", "event_state", body, nameKey(instance(), `event_state:${spec.event_id}:${state}:${at}`));
+        messages.append(messageOf("event_state", body, nameKey(instance(), `event_state:${spec.event_id}:${state}:${at}`)), [mqttRoute()]);
       },
     }),
   );
@@ -231,7 +235,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       name: "fleet",
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
-        fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
+        fleet = new Fleet({ config, fleet: fleetConfig, queue, messages, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
         await fleet.start();
       },
       async stop() {

@@ -1,7 +1,8 @@
 // The fleet uplink (issue 11): one MQTT v5 connection to the fleet broker. It publishes
 // under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
 // `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
-// its own), `events` (execution responses from the fleet outbox) and `devices` (the
+// its own), `events` (execution responses and event states: the mqtt consumer of the
+// delivery log, one lane through mqtt-sink.ts) and `devices` (the
 // retained device sync view, republished on change); and it answers commands on
 // `cmd/{name}` through MQTT v5 response topic (below {prefix}/{site_id}/reply/ only) +
 // correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
@@ -16,7 +17,10 @@ import type { MetricsSource } from "../metrics.js";
 import type { Part } from "../lifecycle.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
-import { backoffMs } from "../uplink/backoff.js";
+import { backoffMs } from "../delivery/backoff.js";
+import { Lane, type LaneStats } from "../delivery/lane.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import { LogSource } from "../delivery/log-source.js";
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
@@ -24,6 +28,7 @@ import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
 import type { FleetQueue } from "./queue.js";
+import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
 
 /** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
@@ -38,6 +43,8 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
   fleet: FleetConfig;
   queue: FleetQueue;
+  /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
+  messages: DeliveryLog;
   samples: SampleStore;
   dispatch: CommandDeps["dispatch"] & { running(): number };
   /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
@@ -61,7 +68,8 @@ export class Fleet implements Part {
   readonly name = "fleet";
   private client: MqttClient | null = null;
   private telemetry: Pipe | null = null;
-  private events: Pipe | null = null;
+  private events: Lane | null = null;
+  private eventsSink: MqttSink | null = null;
   private readonly unsubscribe: Array<() => void> = [];
   private readonly base: string;
   private readonly startedAt = Date.now();
@@ -127,11 +135,6 @@ export class Fleet implements Part {
       },
       settled: (seq) => this.settleTelemetry(seq),
     };
-    const eventsSource: PipeSource = {
-      read: (after, max) =>
-        deps.queue.after(after, max).map((m) => ({ seq: m.id, last: true, topic: this.topic(m.topic), payload: m.body, key: m.idempotency_key, kind: m.kind })),
-      settled: (seq) => deps.queue.settleThrough(seq),
-    };
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
       this.qos1(msg.topic, msg.payload, {
@@ -142,14 +145,22 @@ export class Fleet implements Part {
     const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
       deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
     this.telemetry = new Pipe("telemetry", teleSource, publish, this.cursor, TELEMETRY_WINDOW, refused("telemetry"), backoff);
-    this.events = new Pipe("events", eventsSource, publish, 0, EVENTS_WINDOW, refused("events"), backoff);
+    this.eventsSink = new MqttSink(
+      (item, done) => publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
+      () => this.connected,
+    );
+    const lanes = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
+    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), this.eventsSink, deps.log, backoff, EVENTS_WINDOW, lanes);
+    this.events.start();
 
     this.unsubscribe.push(
       samples.onAppend(() => {
         this.telemetry?.pump();
         this.publishState(false);
       }),
-      deps.queue.onEnqueue(() => this.events?.pump()),
+      deps.messages.onAppend((routes) => {
+        if (routes.some((r) => r.consumer === MQTT)) this.events?.wake();
+      }),
       deps.registry.onChange(() => this.publishState(false)),
     );
 
@@ -184,14 +195,11 @@ export class Fleet implements Part {
       const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
       deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
       this.publishState(true);
-      this.events?.resume(EVENTS_WINDOW);
+      this.events?.wake();
       this.telemetry?.resume(window);
       this.drainWaiting();
     });
-    client.on("close", () => {
-      this.telemetry?.pause();
-      this.events?.pause();
-    });
+    client.on("close", () => this.telemetry?.pause());
     client.on("offline", () => {
       if (this.stopping) return;
       this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
@@ -208,7 +216,7 @@ export class Fleet implements Part {
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.queue.size(), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
   }
 
   /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
@@ -366,7 +374,7 @@ export class Fleet implements Part {
       connects: this.connects,
       commands: this.commands,
       telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
-      events: { ...(this.events?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
+      events: streamStats(this.events?.stats),
       telemetry_cursor: this.cursor,
       telemetry_window: this.telemetryWindow,
     };
@@ -396,7 +404,9 @@ export class Fleet implements Part {
     this.stopping = true;
     for (const u of this.unsubscribe.splice(0)) u();
     this.telemetry?.stop();
-    this.events?.stop();
+    const events = this.events?.stop();
+    this.eventsSink?.close();
+    await events;
     const client = this.client;
     if (client) {
       // A clean stop says so itself (the Last Will is only for a gateway that vanished).
@@ -413,6 +423,12 @@ export class Fleet implements Part {
     this.waiting.length = 0;
     this.saveCursor();
   }
+}
+
+/** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
+function streamStats(l: LaneStats | undefined): Pipe["stats"] {
+  if (!l) return { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };
+  return { published: l.sent + l.failures + l.in_flight, acked: l.sent, rejected: l.failures, in_flight: l.in_flight, last_error: l.last_error };
 }
 
 /**
