@@ -41,7 +41,7 @@ import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import type { Snapshot } from "./telemetry/types.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "./fleet/queue.js";
 import type { Fleet } from "./fleet/fleet.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
@@ -99,7 +99,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const uplink = add(new Uplink(config, storage, samples, log.child({ part: "uplink" }), undefined, { messages }));
   // The MQTT fleet uplink's queue (optional): its own telemetry cursor holds rows in the store.
   const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
-  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor());
+  const fleetTelemetry = fleetQueue ? telemetryConsumer(samples, fleetQueue) : null;
   let fleet: Fleet | null = null;
 
   // == telemetry poller: each snapshot is stored, then seen by dispatch (measurement) ==
@@ -226,16 +226,17 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, log.child({ part: "release-health" })));
 
   // == fleet uplink over MQTT (optional; after the API, like it: commands need everything behind) ==
-  if (config.fleet && fleetQueue) {
+  if (config.fleet && fleetQueue && fleetTelemetry) {
     const flog = log.child({ part: "fleet" });
     const fleetConfig = config.fleet;
     const queue = fleetQueue;
+    const telemetry = fleetTelemetry;
     // MQTT.js costs about 15 MiB of resident memory: loaded only when a fleet is configured.
     add({
       name: "fleet",
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
-        fleet = new Fleet({ config, fleet: fleetConfig, queue, messages, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
+        fleet = new Fleet({ config, fleet: fleetConfig, queue, messages, samples, telemetry, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
         await fleet.start();
       },
       async stop() {

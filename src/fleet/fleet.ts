@@ -15,7 +15,7 @@ import { connect, type IClientOptions, type IClientPublishOptions, type IPublish
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Part } from "../lifecycle.js";
-import type { SampleStore } from "../telemetry/sample-store.js";
+import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneStats } from "../delivery/lane.js";
@@ -46,6 +46,8 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
   messages: DeliveryLog;
   samples: SampleStore;
+  /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
+  telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
   /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
   instance: () => string;
@@ -76,9 +78,6 @@ export class Fleet implements Part {
   private connects = 0;
   private commands = 0;
   private busyCommands = 0;
-  private cursor = 0;
-  private cursorTimer: NodeJS.Timeout | null = null;
-  private lastCursorSave = 0;
   private lastStatus = "";
   private lastDevices = "";
   /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
@@ -112,7 +111,6 @@ export class Fleet implements Part {
   start(): void {
     const { deps } = this;
     const f = deps.fleet;
-    this.cursor = deps.queue.telemetryCursor();
     const site = deps.config.site_id;
     const samples = deps.samples;
     const teleTopic = this.topic("telemetry");
@@ -123,7 +121,7 @@ export class Fleet implements Part {
         const out: PipeMessage[] = [];
         let from = after;
         while (out.length === 0) {
-          const snaps = samples.pending(Math.max(1, max), from);
+          const snaps = deps.telemetry.pending(Math.max(1, max), from);
           if (snaps.length === 0) break;
           for (const snap of snaps) {
             const parts = buildPayloads(snap, site, deps.instance());
@@ -133,7 +131,7 @@ export class Fleet implements Part {
         }
         return out;
       },
-      settled: (seq) => this.settleTelemetry(seq),
+      settled: (seq) => deps.telemetry.settleThrough(seq),
     };
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
@@ -144,7 +142,7 @@ export class Fleet implements Part {
     const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
     const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
       deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
-    this.telemetry = new Pipe("telemetry", teleSource, publish, this.cursor, TELEMETRY_WINDOW, refused("telemetry"), backoff);
+    this.telemetry = new Pipe("telemetry", teleSource, publish, deps.telemetry.through, TELEMETRY_WINDOW, refused("telemetry"), backoff);
     this.eventsSink = new MqttSink(
       (item, done) => publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
       () => this.connected,
@@ -216,7 +214,7 @@ export class Fleet implements Part {
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: deps.telemetry.through, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
   }
 
   /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
@@ -242,28 +240,6 @@ export class Fleet implements Part {
 
   private drainWaiting(): void {
     while (this.waiting.length && this.inflight < this.receiveMaximum && this.connected) this.waiting.shift()!();
-  }
-
-  private settleTelemetry(seq: number): void {
-    this.cursor = seq;
-    const now = Date.now();
-    // Persisted at most once per telemetry commit interval (a drain does not write per
-    // message, nor does a steady stream once a second: the SD card); after a crash at most
-    // that much is sent again, with the same keys.
-    const every = Math.max(1000, this.deps.config.telemetry.commit_interval_s * 1000);
-    if (now - this.lastCursorSave >= every) this.saveCursor();
-    else this.cursorTimer ??= setTimeout(() => this.saveCursor(), every);
-  }
-
-  private saveCursor(): void {
-    if (this.cursorTimer) clearTimeout(this.cursorTimer);
-    this.cursorTimer = null;
-    this.lastCursorSave = Date.now();
-    try {
-      this.deps.queue.saveTelemetryCursor(this.cursor);
-    } catch (e) {
-      this.deps.log.error({ err: errorMessage(e) }, "cannot save the fleet telemetry cursor");
-    }
   }
 
   /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
@@ -375,7 +351,7 @@ export class Fleet implements Part {
       commands: this.commands,
       telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
       events: streamStats(this.events?.stats),
-      telemetry_cursor: this.cursor,
+      telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
     };
   }
@@ -389,15 +365,9 @@ export class Fleet implements Part {
       { name: "sitegate_fleet_connects_total", help: "connections made to the fleet broker", type: "counter", values: [{ value: st.connects }] },
       { name: "sitegate_fleet_acked_total", help: "fleet messages acknowledged by the broker (PUBACK)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })) },
       { name: "sitegate_fleet_rejected_total", help: "fleet messages the broker refused (retried)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })) },
-      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: Math.max(0, this.lastSnapshotId() - st.telemetry_cursor) }] },
+      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: this.deps.telemetry.backlog }] },
       { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
     ];
-  }
-
-  /** The newest stored snapshot id (the store counts pending from the HTTPS cursor). */
-  private lastSnapshotId(): number {
-    const s = this.deps.samples.stats();
-    return s.push_cursor + s.pending_snapshots;
   }
 
   async stop(): Promise<void> {
@@ -421,7 +391,6 @@ export class Fleet implements Part {
       this.client = null;
     }
     this.waiting.length = 0;
-    this.saveCursor();
   }
 }
 

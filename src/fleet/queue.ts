@@ -1,12 +1,13 @@
-// The fleet uplink's own durable state: the MQTT telemetry cursor and the nonces of
-// signed commands. Its messages (execution responses, event states) wait in the delivery
-// log (consumer mqtt); the fl_outbox of older releases is moved there by the last
-// migration here. Telemetry itself is read from the sample store (written once); this
-// cursor is separate from the HTTPS push cursor so the two uplinks progress
-// independently, and the sample store keeps rows until both have them (SampleStore.hold).
+// The fleet uplink's own durable state: the nonces of signed commands. Its messages
+// (execution responses, event states) wait in the delivery log (consumer mqtt); the
+// fl_outbox of older releases is moved there by the last migration here. Telemetry is
+// read from the sample store (written once) as a consumer of its own, so HTTPS and MQTT
+// progress independently and the store keeps rows until both have them; its cursor
+// starts where fl_state's telemetry_cursor of older releases left it.
 import { migrate, type Db, type ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "../delivery/log.js";
+import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { mqttRoute } from "./mqtt-sink.js";
 
 export const FLEET_MIGRATIONS: ModuleMigrations = {
@@ -54,7 +55,6 @@ export const MAX_NONCES = 10_000;
 
 export class FleetQueue {
   private stmts: ReturnType<FleetQueue["prepare"]> | null = null;
-  private persistedCursor: number | null = null;
 
   /** Lazy: prepared on first use, after storage has started. */
   constructor(private readonly storage: StoragePart) {}
@@ -62,7 +62,6 @@ export class FleetQueue {
   private prepare(db: Db) {
     return {
       getState: db.prepare("SELECT value FROM fl_state WHERE key = ?").pluck(),
-      setState: db.prepare("UPDATE fl_state SET value = ? WHERE key = ?"),
       pruneNonces: db.prepare("DELETE FROM fl_nonce WHERE expires_at < ?"),
       countNonces: db.prepare("SELECT count(*) FROM fl_nonce").pluck(),
       addNonce: db.prepare("INSERT OR IGNORE INTO fl_nonce (nonce, expires_at) VALUES (?, ?)"),
@@ -74,16 +73,9 @@ export class FleetQueue {
     return this.stmts;
   }
 
-  /** The last snapshot id the broker acknowledged, as persisted (what survives a crash). */
+  /** The telemetry cursor older releases kept here: where the fleet's consumer starts. */
   telemetryCursor(): number {
-    this.persistedCursor ??= this.s.getState.get("telemetry_cursor") as number;
-    return this.persistedCursor;
-  }
-
-  saveTelemetryCursor(id: number): void {
-    if (id === this.persistedCursor) return;
-    this.s.setState.run(id, "telemetry_cursor");
-    this.persistedCursor = id;
+    return this.s.getState.get("telemetry_cursor") as number;
   }
 
   /**
@@ -103,6 +95,10 @@ export class FleetQueue {
   /** Forgets prepared statements (the database was closed). */
   reset(): void {
     this.stmts = null;
-    this.persistedCursor = null;
   }
+}
+
+/** The fleet's consumer of the sample store; registered with the composition, before any row could go. */
+export function telemetryConsumer(samples: SampleStore, queue: FleetQueue): TelemetryCursor {
+  return samples.consumer("fleet_telemetry", { initial: () => queue.telemetryCursor() });
 }

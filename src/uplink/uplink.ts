@@ -10,7 +10,7 @@ import type { Config } from "../config/schema.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
-import type { SampleStore } from "../telemetry/sample-store.js";
+import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneItem, type LaneOptions, type LaneSource, type LaneStats } from "../delivery/lane.js";
 import { DeliveryLog } from "../delivery/log.js";
@@ -56,6 +56,7 @@ export class Uplink implements Part {
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
   private readonly messages: DeliveryLog;
+  private readonly push: TelemetryCursor;
   private stopping = false;
 
   constructor(
@@ -69,6 +70,8 @@ export class Uplink implements Part {
   ) {
     this.opts = { rejectWindowMs: opts.rejectWindowMs ?? REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
     this.messages = opts.messages ?? new DeliveryLog(storage);
+    // The data push is the store's busiest consumer: its cursor rides in the rows.
+    this.push = samples.consumer(DATA_PUSH_LANE, { inRow: true });
   }
 
   get dataPushUrl(): string {
@@ -110,7 +113,7 @@ export class Uplink implements Part {
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
     this.sink = new HttpsSink(this.sender);
     this._outbox = new Outbox(this.messages);
-    const pushSource = new PushSource(this.samples, new LogSource(this.messages, HTTPS, DATA_PUSH_LANE), this._outbox, this.dataPushUrl, this.config.site_id, instanceId(db));
+    const pushSource = new PushSource(this.push, new LogSource(this.messages, HTTPS, DATA_PUSH_LANE), this._outbox, this.dataPushUrl, this.config.site_id, instanceId(db));
     const push = new Lane(DATA_PUSH_LANE, pushSource, this.sink, this.log, this.backoff, DATA_PUSH_IN_FLIGHT, this.opts);
     this.lanes.set(DATA_PUSH_LANE, push);
     push.start();
@@ -154,7 +157,7 @@ export class Uplink implements Part {
   /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
   oldestAges(now = Date.now()): Array<{ lane: string; age_s: number }> {
     if (!this._outbox) return [];
-    const [snap] = this.samples.pending(1);
+    const [snap] = this.push.pending(1);
     const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
     const byLane = new Map(this._outbox.oldestByLane().map((r) => [r.lane, r.at]));
     const lanes = new Set([...this.lanes.keys(), ...byLane.keys()]);
@@ -205,7 +208,7 @@ class PushSource implements LaneSource {
   private open: Array<{ id: number; parts: number; settled: number }> = [];
 
   constructor(
-    private readonly samples: SampleStore,
+    private readonly samples: TelemetryCursor,
     /** Dead letters retried by hand come back through the log. */
     private readonly retried: LogSource,
     private readonly outbox: Outbox,
@@ -213,13 +216,13 @@ class PushSource implements LaneSource {
     private readonly siteId: string,
     private readonly instance: string,
   ) {
-    this.fetchedThrough = samples.pushCursor;
+    this.fetchedThrough = samples.through;
   }
 
   next(busy: ReadonlySet<string>): LaneItem | undefined {
     const again = this.retried.next(busy);
     if (again) return again;
-    const cursor = this.samples.pushCursor;
+    const cursor = this.samples.through;
     // The retention bound may have dropped unsent snapshots: forget them here too.
     if (this.fetchedThrough < cursor) this.fetchedThrough = cursor;
     if (this.buffer.length && this.buffer[0].snapshotId <= cursor) this.buffer = this.buffer.filter((p) => p.snapshotId > cursor);
