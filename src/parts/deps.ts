@@ -9,6 +9,8 @@ import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
 import type { FleetQueue } from "../fleet/queue.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
@@ -30,6 +32,7 @@ export interface Core {
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;
+  messages: DeliveryLog;
   uplink: Uplink;
   dispatch: Dispatcher;
 }
@@ -65,8 +68,8 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
   return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
 }
 
-export function fleetDeps(c: Core, queue: FleetQueue, instance: () => string, log: Logger): FleetDeps | null {
+export function fleetDeps(c: Core, own: { queue: FleetQueue; telemetry: TelemetryCursor }, instance: () => string, log: Logger): FleetDeps | null {
   if (!c.config.fleet) return null;
   const { config, samples, registry, local, dispatch, connector, profiles } = c;
-  return { config, fleet: c.config.fleet, queue, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
+  return { config, fleet: c.config.fleet, ...own, messages: c.messages, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
 }
