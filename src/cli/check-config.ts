@@ -1,4 +1,4 @@
-import { UsageError, EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
+import { EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {

@@ -24,7 +24,7 @@ describe("status page in a browser", () => {
   // Each test has its own browser context (cookies, session) and page, closed after it.
   let ctx: BrowserContext;
   let page: Page;
-  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  const cleanup: Array<() => unknown> = [];
 
   before(async () => {
     const sink = await startSink();
