@@ -232,7 +232,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       async start() {
         const { Fleet } = await import("./fleet/fleet.js");
         fleet = new Fleet({ config, fleet: fleetConfig, queue, samples, registry, health: poller, local, dispatch, connector, profiles, instance, log: flog });
-        await fleet.start();
+        fleet.start();
       },
       async stop() {
         await fleet?.stop();
