@@ -211,7 +211,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
       ];
     },
   };
-  // == local status page (issue 12): on the API listener, or its own after the API ==
+  // == local status page: on the API listener, or its own after the API ==
   const uiPart = new UiPart({ config, log: log.child({ part: "ui" }), registry, local, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
   ui = uiPart;
   add(new ApiServer({ config, storage, registry, connector, health: poller, local, profiles, metrics, uplink, dispatch, log: log.child({ part: "api" }), now: opts.now, plugins: () => uiPart.apiPlugins() }));

@@ -1,4 +1,4 @@
-// Drivers by device_id, shared by pairing, polling and (later) dispatch, so a device is
+// Drivers by device_id, shared by pairing, polling and dispatch, so a device is
 // discovered once. A configuration change replaces the driver.
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { RtuPortConfig } from "../config/schema.js";

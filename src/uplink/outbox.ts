@@ -135,7 +135,7 @@ export class Outbox {
     return this.stmts.heads.all(lane, limit) as OutboxMessage[];
   }
 
-  /** The oldest message of any lane (kept for diagnostics and older callers). */
+  /** The oldest message of any lane (for diagnostics). */
   head(lane = "execution"): OutboxMessage | undefined {
     return this.heads(lane, 1)[0];
   }

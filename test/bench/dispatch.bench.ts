@@ -1,4 +1,4 @@
-// Dispatch figures (issue 9) against references measured in the same run:
+// Dispatch figures against references measured in the same run:
 // - /dr requests/s for 10-event requests (new event_ids, starts in the future), keep-alive
 //   HTTPS with 4 concurrent clients, from `sitegate run` under the unit's node flags against
 //   a bare fastify HTTPS route under the same flags that parses the same body, commits one
