@@ -1,3 +1,4 @@
+// `sitegate check-config`: loads and validates a config file, printing every problem by path.
 import { EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
