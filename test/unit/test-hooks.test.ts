@@ -12,7 +12,11 @@ const HOOKS = pathToFileURL(resolve(fileURLToPath(import.meta.url), "../../../sr
 /** Runs testHook("apply-point") in a child process with `env`; its stdout says whether it went on. */
 function reach(env: Record<string, string>): string {
   const code = `import { testHook } from ${JSON.stringify(HOOKS)}; await testHook("apply-point"); console.log("went on");`;
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], { env: { PATH: process.env.PATH ?? "", ...env }, encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim();
 }
