@@ -1,4 +1,4 @@
-// The fleet uplink (issue 11): one MQTT v5 connection to the fleet broker. It publishes
+// The fleet uplink: one MQTT v5 connection to the fleet broker. It publishes
 // under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
 // `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
 // its own), `events` (execution responses and event states: the mqtt consumer of the

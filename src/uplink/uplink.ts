@@ -202,7 +202,7 @@ export class Uplink implements Part {
     await Promise.all([...this.lanes.values()].map((l) => l.stop()));
     this.lanes.clear();
     this.samples.persistCursor();
-    await this.sender?.close();
+    this.sender?.close();
   }
 }
 

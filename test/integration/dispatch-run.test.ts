@@ -8,8 +8,6 @@ import { assertMeasuredDelivery, event, executionResponses, withDispatchRig } fr
 import { until } from "../support/wait.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 
-const writesOf = (d: Record<string, any>) => (d.writes as unknown[]).length;
-
 test("discharge moves the battery and the grid meter by about the requested power; one measured execution response", async () => {
   await withDispatchRig({}, async (rig) => {
     const gridBefore = rig.simDevice("grid").power_w as number;
