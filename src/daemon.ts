@@ -11,7 +11,7 @@ import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
-import { ModbusConnector } from "./devices/connector.js";
+import { Pairing } from "./devices/pairing.js";
 import { DriverPool } from "./devices/pool.js";
 import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
@@ -35,7 +35,8 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "./fleet/queue.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
@@ -45,6 +46,7 @@ import { apiDeps, fleetDeps, healthMonitor, sampleStoreOptions, statusPageDeps }
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
   REGISTRY_MIGRATIONS,
   SAMPLE_MIGRATIONS,
+  DELIVERY_MIGRATIONS,
   OUTBOX_MIGRATIONS,
   AUTH_MIGRATIONS,
   DISPATCH_MIGRATIONS,
@@ -88,27 +90,28 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const modbus = add(new ModbusEngine(logOf("modbus")));
   const profiles = builtinProfiles();
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
-  const connector = new ModbusConnector(pool);
   const registry = add(new DeviceRegistry(storage));
+  const connector = new Pairing({ pool, registry, log: logOf("pairing") });
   const local = new LocalDevices();
   if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, logOf("zigbee"))));
   const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"))) : null;
   if (gpio) local.add(gpio);
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"))));
-  const uplink = add(new Uplink(config, storage, samples, logOf("uplink")));
+  const messages = new DeliveryLog(storage); // every outbound message; https and mqtt consume it
+  const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
   const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
-  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor()); // the fleet's own telemetry cursor holds rows too
+  const fleetTelemetry = fleetQueue ? telemetryConsumer(samples, fleetQueue) : null;
   const sink = { append: events.emitter("snapshot") };
   const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
-  add(new ConfigDevices(config.devices, { connector, registry, rtuPorts: config.rtu_ports, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, uplink, fleetQueue);
+  add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
+  const delivery = new DispatchDelivery(config, storage, messages, fleetQueue !== null);
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), now));
   const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, uplink, dispatch };
+  const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const ui = new UiPart(statusPageDeps(core, logOf("ui")));
@@ -116,7 +119,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet = fleetQueue && fleetDeps(core, fleetQueue, delivery.instance, logOf("fleet"));
+  const fleet = fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
   if (fleet) add(new FleetPart(fleet));
   add(health); // last: READY=1 once every part has started (or is being retried)
 

@@ -188,7 +188,6 @@ export class HealthMonitor implements Part {
     this.timer.unref();
     this.healthyTimer = setInterval(() => this.checkHealthy(), 250);
     this.healthyTimer.unref();
-    if (process.env.SITEGATE_TEST_HOOKS === "1") process.on("SIGUSR2", this.blockForTest);
   }
 
   private tick(): void {
@@ -229,26 +228,12 @@ export class HealthMonitor implements Part {
       .catch((e) => this.log.error({ err: errorMessage(e) }, "onHealthy callback failed"));
   }
 
-  /** Test hook (SITEGATE_TEST_HOOKS=1): SIGUSR2 blocks the event loop for SITEGATE_TEST_BLOCK_MS (3 s). */
-  private readonly blockForTest = (): void => {
-    const ms = Number(process.env.SITEGATE_TEST_BLOCK_MS ?? 3000);
-    void (async () => {
-      await this.notifier.flush();
-      await this.notifier.send({ STATUS: `test: blocking the event loop for ${ms} ms` });
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        /* busy: the event loop is stalled on purpose */
-      }
-    })();
-  };
-
   /** STOPPING=1 first, then the timers stop. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.healthyTimer) clearInterval(this.healthyTimer);
     this.timer = this.healthyTimer = null;
     this.delay?.disable();
-    process.off("SIGUSR2", this.blockForTest);
     // Not waited for longer than a second: the parts must stop within the 5 s the daemon allows.
     if (this.ready) {
       let timer: NodeJS.Timeout | undefined;

@@ -8,18 +8,11 @@ import type { DeviceRegistry } from "../devices/registry.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { DeviceConnector, HealthView } from "../devices/types.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
-import type { DispatchRequest } from "../dispatch/request.js";
-import type { Receipt } from "../dispatch/dispatcher.js";
+import type { DispatchSubmit } from "../dispatch/submit.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Credentials, TokenStore } from "./auth.js";
 
 export type { HealthWarning, MetricFamily, MetricsSource } from "../metrics.js";
-
-/** What the /dr route needs of dispatch: the same call the MQTT command will use. */
-export interface DispatchApi {
-  submit(req: DispatchRequest): Receipt[];
-  submitBatched(req: DispatchRequest): Promise<Receipt[]>;
-}
 
 export interface ApiDeps {
   config: Config;
@@ -33,7 +26,7 @@ export interface ApiDeps {
   metrics: MetricsSource;
   /** Callback health for /healthz (lanes held because the partner rejects our credentials). */
   uplink?: { health(): { warnings: unknown[] } };
-  dispatch: DispatchApi;
+  dispatch: DispatchSubmit;
   log: Logger;
   /** Clock for token expiry; tests move it. */
   now?: () => number;

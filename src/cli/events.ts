@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE } from "../storage/db.js";
-import { EventStore, type EventRow } from "../dispatch/store.js";
+import { readEvents, type EventRow } from "../dispatch/store.js";
 import { eventView } from "../dispatch/view.js";
 
 
@@ -28,8 +28,7 @@ const command: Command = {
     let rows: EventRow[];
     try {
       db.pragma("busy_timeout = 2000");
-      const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dp_event'").get();
-      rows = has ? new EventStore(db).list(limit) : [];
+      rows = readEvents(db, limit);
     } finally {
       db.close();
     }

@@ -3,7 +3,7 @@ import { accessSync, constants, readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
-import { integrationName, organizationOf } from "./device-schema.js";
+import { validateDevices } from "./validate-devices.js";
 import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
@@ -13,35 +13,30 @@ function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
 }
 
-/** Cross-field rules the schema alone cannot state. */
-function crossChecks(cfg: Config): ErrorDetail[] {
+/** The devices of one RTU port share its baud: the first device on a port sets it. */
+function sharedBauds(cfg: Config): ErrorDetail[] {
   const out: ErrorDetail[] = [];
-  const profiles = builtinProfiles();
-  // The devices of one RTU port share its baud: the first device on a port sets it.
   const portBaud = new Map<string, { baud: number; index: number }>();
   cfg.devices.forEach((d, i) => {
-    // The same rule as the configure endpoint: a device of another organization is not ours.
-    const org = organizationOf(d);
-    if (org !== cfg.organization_id) {
-      out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's (organization_id ${cfg.organization_id})` });
-    }
-    const name = integrationName(d);
-    if (!profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${profiles.names().join(", ")})` });
-    if (d.mb_type === 1 && !(String(d.mb_rtu_no) in cfg.rtu_ports)) {
-      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports` });
-    } else if (d.mb_type === 1) {
-      const path = cfg.rtu_ports[String(d.mb_rtu_no)].path;
-      const first = portBaud.get(path);
-      if (!first) portBaud.set(path, { baud: d.mb_baud, index: i });
-      else if (first.baud !== d.mb_baud) {
-        out.push({ path: `devices[${i}].mb_baud`, message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${path}); the devices of one port share its baud` });
-      }
+    if (d.mb_type !== 1) return;
+    const port = cfg.rtu_ports[String(d.mb_rtu_no)];
+    if (!port) return; // validateDevices reports it
+    const first = portBaud.get(port.path);
+    if (!first) portBaud.set(port.path, { baud: d.mb_baud, index: i });
+    else if (first.baud !== d.mb_baud) {
+      out.push({ path: `devices[${i}].mb_baud`, message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${port.path}); the devices of one port share its baud` });
     }
   });
+  return out;
+}
+
+/** Cross-field rules the schema alone cannot state. */
+function crossChecks(cfg: Config): ErrorDetail[] {
+  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles: builtinProfiles() });
+  out.push(...sharedBauds(cfg));
   // One device_id names one device, whatever its transport.
-  const seen = new Set<string>();
+  const seen = new Set(cfg.devices.map((d) => d.device_id));
   const ids: Array<[string, string]> = [
-    ...cfg.devices.map((d, i): [string, string] => [`devices[${i}].device_id`, d.device_id]),
     ...(cfg.zigbee?.devices ?? []).map((d, i): [string, string] => [`zigbee.devices[${i}].device_id`, d.device_id]),
     ...(cfg.gpio?.lines ?? []).map((d, i): [string, string] => [`gpio.lines[${i}].device_id`, d.device_id]),
   ];

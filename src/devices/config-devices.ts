@@ -8,11 +8,9 @@
 // API, or the gateway stops.
 import { createHash } from "node:crypto";
 import type { DeviceConfig } from "../config/device-schema.js";
-import type { RtuPortConfig } from "../config/schema.js";
 import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { configureDevices } from "./configure.js";
 import type { DeviceRegistry } from "./registry.js";
 import type { DeviceConnector } from "./types.js";
 
@@ -35,7 +33,7 @@ export class ConfigDevices implements Part {
 
   constructor(
     private readonly devices: DeviceConfig[],
-    private readonly deps: { connector: DeviceConnector; registry: DeviceRegistry; rtuPorts: Record<string, RtuPortConfig>; log: Logger },
+    private readonly deps: { connector: DeviceConnector; registry: DeviceRegistry; log: Logger },
   ) {}
 
   /** Resolves once this start's first applying is over (whatever its results). */
@@ -67,7 +65,8 @@ export class ConfigDevices implements Part {
 
   private apply(due: Array<{ device: DeviceConfig; hash: string }>, attempt: number): Promise<void> {
     const { registry, log } = this.deps;
-    return configureDevices(due.map((d) => d.device), this.deps)
+    return this.deps.connector
+      .configure(due.map((d) => d.device))
       .then((results) => {
         const again: typeof due = [];
         results.forEach((r, i) => {

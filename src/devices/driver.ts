@@ -1,7 +1,8 @@
 // A device on a bus, driven by its profile: pairing (identity registers or SunSpec
 // discovery), the resolved register map, block reads of the points due, and decoding
 // into canonical metrics. Holds a Bus handle and a unit id, never a socket.
-import { SitegateError } from "../errors.js";
+import type { CheckWrite } from "../config/device-schema.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
 import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
@@ -186,6 +187,30 @@ export class DeviceDriver {
     const p = this.profile;
     const point = p.kind === "fixed" ? p.points.find((pt) => pt.bitmask && pt.table === "coil") : undefined;
     return point ? metrics[point.metric] : undefined;
+  }
+
+  /**
+   * A configure request's check write (mb_check_write): written with function 6 and read
+   * back in the pairing lane; any failure is REGISTRY_WRITE_FAILED naming the write.
+   */
+  async checkWrite(w: CheckWrite): Promise<void> {
+    const value = w.reg_value < 0 ? w.reg_value + 0x10000 : w.reg_value;
+    const what = `check write ${w.reg_cmd_id} (register ${w.reg_reg} = ${w.reg_value})`;
+    const failed = (message: string, detail: string, cause?: unknown) =>
+      new SitegateError("REGISTRY_WRITE_FAILED", message, { cause, details: [{ path: `reg_cmd_id:${w.reg_cmd_id}`, message: detail }] });
+    const opts = { priority: PRIORITY.pairing, timeoutMs: this.timeoutMs };
+    try {
+      await this.bus.writeRegisters(this.unit, w.reg_reg, [value], { ...opts, fn: 6 });
+    } catch (e) {
+      throw failed(`${what} failed: ${errorMessage(e)}`, errorMessage(e), e);
+    }
+    let back: number[];
+    try {
+      back = await this.bus.read(this.unit, "holding", w.reg_reg, 1, opts);
+    } catch (e) {
+      throw failed(`${what}: read-back failed: ${errorMessage(e)}`, errorMessage(e), e);
+    }
+    if (back[0] !== value) throw failed(`${what} did not stick: read back ${back[0]}`, `read back ${back[0]}`);
   }
 
   /** Absolute address of a SunSpec action step, or its fixed address. */

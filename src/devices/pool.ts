@@ -1,5 +1,6 @@
-// Drivers by device_id, shared by pairing, polling and (later) dispatch, so a device is
-// discovered once. A configuration change replaces the driver.
+// Drivers by device_id, shared by pairing, polling and dispatch, so a device is
+// discovered once. A configuration change replaces the driver once a candidate driver for
+// it has paired (pairing.ts asks for the endpoint, the candidate, and adopts or rejects it).
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { RtuPortConfig } from "../config/schema.js";
 import { integrationName } from "../config/device-schema.js";
@@ -32,8 +33,13 @@ export class DriverPool {
   constructor(
     private readonly buses: BusManager,
     private readonly profiles: ProfileRegistry,
-    private readonly rtuPorts: Record<string, RtuPortConfig>,
+    readonly rtuPorts: Record<string, RtuPortConfig>,
   ) {}
+
+  /** Where the device is (throws INVALID_REQUEST for an RTU port that is not configured). */
+  endpointFor(cfg: DeviceConfig): Endpoint {
+    return endpointForDevice(cfg, this.rtuPorts);
+  }
 
   /** The driver for this configuration: the cached one if the configuration is unchanged. */
   driverFor(cfg: DeviceConfig): DeviceDriver {
@@ -41,21 +47,21 @@ export class DriverPool {
     const hit = this.drivers.get(cfg.device_id);
     if (hit && hit.key === key) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
-    const endpoint = endpointForDevice(cfg, this.rtuPorts);
+    const endpoint = this.endpointFor(cfg);
     const driver = new DeviceDriver(this.buses.get(endpoint), unitOf(cfg), profile, endpoint);
     this.drivers.set(cfg.device_id, { key, driver });
     return driver;
   }
 
   /**
-   * A driver to pair this configuration with: the device's own when the configuration is
-   * unchanged, else a new one that replaces it only once pairing succeeds (adopt).
+   * A driver to pair this configuration with, on the bus of its endpoint (opened, or
+   * reframed to the device's line settings): the device's own when the configuration is
+   * unchanged, else a new one that replaces it only once adopted.
    */
-  candidate(cfg: DeviceConfig): DeviceDriver {
+  candidate(cfg: DeviceConfig, endpoint: Endpoint): DeviceDriver {
     const hit = this.drivers.get(cfg.device_id);
     if (hit && hit.key === driverKey(cfg)) return hit.driver;
     const profile = this.profiles.get(integrationName(cfg));
-    const endpoint = endpointForDevice(cfg, this.rtuPorts);
     return new DeviceDriver(this.buses.get(endpoint), unitOf(cfg), profile, endpoint);
   }
 

@@ -1,6 +1,6 @@
 // Contracts between the device registry (api side), the Modbus engine (pairing,
 // polling) and device sync. Owned here so no module imports another's internals.
-import type { DeviceConfig, CheckWrite } from "../config/device-schema.js";
+import type { DeviceConfig } from "../config/device-schema.js";
 import type { Role } from "./roles.js";
 
 /**
@@ -54,11 +54,18 @@ export interface HealthView {
   health(device_id: string): DeviceHealth | undefined;
 }
 
+/** What configuring one entry came to (spec 2.7's per-device result). */
+export interface ConfigureResult {
+  device_id: string;
+  status: "accepted" | "error";
+  code?: "PAIRING_FAILED" | "REGISTRY_WRITE_FAILED";
+  message: string;
+}
+
 /**
- * Pairing and check writes through the Modbus engine (B5). Both throw a SitegateError:
- * pair() with code PAIRING_FAILED, checkWrites() with REGISTRY_WRITE_FAILED.
+ * Configures device entries through the pairing pipeline (pairing.ts): each is paired and
+ * check-written, then stored or refused; one result per entry, in order.
  */
 export interface DeviceConnector {
-  pair(config: DeviceConfig): Promise<DeviceDescriptor>;
-  checkWrites(config: DeviceConfig, writes: CheckWrite[]): Promise<void>;
+  configure(devices: DeviceConfig[]): Promise<ConfigureResult[]>;
 }

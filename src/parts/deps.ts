@@ -3,12 +3,14 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config } from "../config/schema.js";
-import type { ModbusConnector } from "../devices/connector.js";
+import type { Pairing } from "../devices/pairing.js";
 import type { LocalDevices } from "../devices/local.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
 import type { FleetQueue } from "../fleet/queue.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
@@ -24,12 +26,13 @@ export interface Core {
   config: Config;
   storage: StoragePart;
   profiles: ProfileRegistry;
-  connector: ModbusConnector;
+  connector: Pairing;
   registry: DeviceRegistry;
   local: LocalDevices;
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;
+  messages: DeliveryLog;
   uplink: Uplink;
   dispatch: Dispatcher;
 }
@@ -65,8 +68,8 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
   return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
 }
 
-export function fleetDeps(c: Core, queue: FleetQueue, instance: () => string, log: Logger): FleetDeps | null {
+export function fleetDeps(c: Core, own: { queue: FleetQueue; telemetry: TelemetryCursor }, instance: () => string, log: Logger): FleetDeps | null {
   if (!c.config.fleet) return null;
   const { config, samples, registry, local, dispatch, connector, profiles } = c;
-  return { config, fleet: c.config.fleet, queue, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
+  return { config, fleet: c.config.fleet, ...own, messages: c.messages, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
 }

@@ -1,15 +1,15 @@
 // The device operations both front ends offer (HTTPS routes in api/, MQTT commands in
-// fleet/): the configure request with its cross-checks, and the device sync view. No
-// HTTP in here: failures are SitegateErrors, which services/errors.ts gives a status.
-import { integrationName, type DeviceConfig } from "../config/device-schema.js";
+// fleet/): the configure request with its cross-checks (validateDevices, the same as the
+// config file's), and the device sync view. No HTTP in here: failures are SitegateErrors,
+// which services/errors.ts gives a status.
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
-import { configureDevices } from "../devices/configure.js";
+import { validateDevices } from "../config/validate-devices.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { Role } from "../devices/roles.js";
-import { SitegateError, type ErrorDetail } from "../errors.js";
+import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { configureBody } from "./schemas.js";
 import { byCodeUnit } from "../util/compare.js";
@@ -22,24 +22,6 @@ export interface ConfigureDeps {
   log: Logger;
 }
 
-/** Rules beyond the schema: known profiles, our organization, configured RTU ports, unique ids. */
-export function configureCrossCheck(devices: DeviceConfig[], deps: Pick<ConfigureDeps, "config" | "profiles">): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  const seen = new Set<string>();
-  devices.forEach((d, i) => {
-    const org = d.device_integration.slice(0, d.device_integration.indexOf("/"));
-    if (org !== deps.config.organization_id) out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's` });
-    const name = integrationName(d);
-    if (!deps.profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${deps.profiles.names().join(", ")})` });
-    if (d.mb_type === 1 && !(String(d.mb_rtu_no) in deps.config.rtu_ports)) {
-      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not configured on this gateway (${Object.keys(deps.config.rtu_ports).join(", ") || "none"})` });
-    }
-    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `device_id "${d.device_id}" appears twice in the request` });
-    seen.add(d.device_id);
-  });
-  return out;
-}
-
 export interface ConfigureAnswer {
   devices: Array<{ device_id: string; status: "accepted" | "error"; code?: string; message: string }>;
 }
@@ -48,9 +30,9 @@ export interface ConfigureAnswer {
 export async function configureService(body: unknown, deps: ConfigureDeps): Promise<ConfigureAnswer> {
   const parsed = configureBody.safeParse(body);
   if (!parsed.success) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: issuesToDetails(parsed.error.issues) });
-  const cross = configureCrossCheck(parsed.data.devices, deps);
+  const cross = validateDevices(parsed.data.devices, { organizationId: deps.config.organization_id, rtuPorts: deps.config.rtu_ports, profiles: deps.profiles });
   if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
-  const results = await configureDevices(parsed.data.devices, { connector: deps.connector, registry: deps.registry, rtuPorts: deps.config.rtu_ports, log: deps.log });
+  const results = await deps.connector.configure(parsed.data.devices);
   return { devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })) };
 }
 

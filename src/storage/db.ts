@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { SitegateError } from "../errors.js";
+import { DB_FILE } from "./files.js";
 
 export type Db = Database.Database;
 
@@ -19,14 +20,7 @@ export interface ModuleMigrations {
   migrations: Migration[];
 }
 
-export const DB_FILE = "sitegate.db";
-/**
- * The telemetry buffer's own database: small pages, no auto-vacuum pointer maps, and held
- * exclusively by the daemon, so SQLite keeps the WAL index in memory instead of a -shm
- * file whose pages every commit dirties (measured: the largest share of the bytes a
- * telemetry commit wrote). No other process can read it while the daemon runs.
- */
-export const TELEMETRY_DB_FILE = "telemetry.db";
+export { DB_FILE, TELEMETRY_DB_FILE } from "./files.js";
 
 export interface OpenOptions {
   /** Bytes a page, for a new file (default 4096). */

@@ -7,6 +7,7 @@ import type { DeviceHealth, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { EventRow } from "../dispatch/store.js";
+import { eventView, type EventView } from "../dispatch/view.js";
 import type { LaneStats } from "../uplink/uplink.js";
 import type { SampleStoreStats } from "../telemetry/sample-store.js";
 import type { Metrics } from "../telemetry/types.js";
@@ -26,7 +27,7 @@ export interface UiDeps {
   buses: BusManager;
   profiles: ProfileRegistry;
   dispatch: { list(limit?: number): EventRow[] };
-  uplink: { stats(): Record<string, LaneStats> };
+  uplink: { stats(): Record<string, LaneStats>; backlog(): { depth: number; oldest_at: string | null } };
   samples: { stats(): SampleStoreStats };
   db: () => Db;
   history: MinuteHistory;
@@ -161,39 +162,19 @@ export class BusView {
   }
 }
 
-export function events(d: UiDeps) {
-  return d.dispatch.list(200).map((r) => {
-    const res = r.result as { status?: string; delivered_quantity?: number; details?: { delivered_quantity?: number; reason?: string } } | null;
-    return {
-      event_id: r.spec.event_id,
-      source: r.spec.source,
-      mode: r.spec.mode,
-      type: r.spec.event_type,
-      quantity: r.spec.quantity,
-      unit: r.spec.unit,
-      priority: r.spec.priority,
-      start: new Date(r.spec.start_ms).toISOString(),
-      end: new Date(r.spec.end_ms).toISOString(),
-      state: r.state,
-      result: res?.status ?? null,
-      delivered: res?.details?.delivered_quantity ?? res?.delivered_quantity ?? null,
-      reason: res?.details?.reason ?? null,
-    };
-  });
+/** The latest events, as `sitegate events` and the fleet's `events` command show them. */
+export function events(d: UiDeps): EventView[] {
+  return d.dispatch.list(200).map(eventView);
 }
 
 export class UplinkView {
-  private stmt: { get(): unknown } | null = null;
-
   constructor(private readonly d: UiDeps) {}
 
   get() {
-    // Read-only look at the uplink's outbox table (owned by src/uplink): depth and oldest message.
-    this.stmt ??= this.d.db().prepare("SELECT count(*) AS n, min(created_at) AS oldest FROM ul_outbox");
-    const o = this.stmt.get() as { n: number; oldest: string | null };
+    const o = this.d.uplink.backlog();
     const st = this.d.samples.stats();
     return {
-      outbox: { depth: o.n, oldest_at: o.oldest, age_s: o.oldest ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest)) / 1000)) : null },
+      outbox: { depth: o.depth, oldest_at: o.oldest_at, age_s: o.oldest_at ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest_at)) / 1000)) : null },
       data_push: { pending_snapshots: st.pending_snapshots, buffer_bytes: st.bytes, dropped_samples: st.dropped_samples },
       lanes: Object.entries(this.d.uplink.stats()).map(([lane, l]) => ({ lane, sent: l.sent, failures: l.failures, attempt: l.attempt, last_sent_at: l.last_sent_at, last_error: l.last_error })),
     };

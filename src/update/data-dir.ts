@@ -8,10 +8,9 @@ import { spawnSync } from "node:child_process";
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DB_FILE, TELEMETRY_DB_FILE } from "../storage/files.js";
 import { BundleRefused } from "./bundle-format.js";
 
-export const DB_FILE = "sitegate.db";
-const TELEMETRY_DB_FILE = "telemetry.db";
 const DB_PATHS = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, TELEMETRY_DB_FILE, `${TELEMETRY_DB_FILE}-wal`];
 
 function lstatOrNull(path: string): Stats | null {

@@ -46,7 +46,7 @@ function every(ms, fn) {
     try { await fn(); status(`updated ${new Date().toLocaleTimeString()}`); } catch (e) { status(`update failed: ${e.message}`); }
     if (!stopped) setTimeout(run, ms);
   };
-  run();
+  void run();
   return () => { stopped = true; };
 }
 
@@ -214,6 +214,12 @@ function busesPage() {
 }
 
 // ---- Events: timeline (-12 h .. +12 h) and table ----
+/** An event's execution response in a table cell: status, delivered quantity, why. */
+function resultCell(e) {
+  const r = e.result, delivered = r?.details?.delivered_quantity, reason = r?.details?.reason;
+  return [r ? badge(r.status) : "–", delivered !== undefined ? ` ${num(delivered)} ${e.event_unit}` : "", reason ? ` (${reason})` : ""];
+}
+
 function eventsPage() {
   const tl = h("div", { class: "card" });
   const body = h("tbody");
@@ -223,18 +229,18 @@ function eventsPage() {
     const { events } = await api("events");
     const W = 800, now = Date.now(), t0 = now - 12 * 3600e3, t1 = now + 12 * 3600e3;
     const x = (t) => Math.max(0, Math.min(W, ((t - t0) / (t1 - t0)) * W));
-    const shown = events.filter((e) => Date.parse(e.end) > t0 && Date.parse(e.start) < t1).slice(0, 12);
+    const shown = events.filter((e) => Date.parse(e.end_time) > t0 && Date.parse(e.start_time) < t1).slice(0, 12);
     const H = 30 + shown.length * 16;
     const svg = s("svg", { class: "timeline", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "events over the last and next 12 h" });
-    shown.forEach((e, i) => svg.append(s("rect", { class: `ev ${e.type}`, x: x(Date.parse(e.start)), y: 4 + i * 16, width: Math.max(2, x(Date.parse(e.end)) - x(Date.parse(e.start))), height: 12, rx: 2 }, s("title", { text: `${e.type} ${e.quantity} ${e.unit}: ${e.state}` }))));
+    shown.forEach((e, i) => svg.append(s("rect", { class: `ev ${e.event_type}`, x: x(Date.parse(e.start_time)), y: 4 + i * 16, width: Math.max(2, x(Date.parse(e.end_time)) - x(Date.parse(e.start_time))), height: 12, rx: 2 }, s("title", { text: `${e.event_type} ${e.event_quantity} ${e.event_unit}: ${e.state}` }))));
     svg.append(s("line", { class: "now", x1: x(now), y1: 0, x2: x(now), y2: H - 14 }), s("text", { x: 2, y: H - 2, text: "-12 h" }), s("text", { x: x(now), y: H - 2, "text-anchor": "middle", text: "now" }), s("text", { x: W - 2, y: H - 2, "text-anchor": "end", text: "+12 h" }));
     tl.replaceChildren(svg);
     body.replaceChildren(...(events.length ? events.map((e) => h("tr", { "data-event-id": e.event_id },
       h("td", {}, h("code", { text: e.event_id.slice(0, 8) }), e.mode === "test" ? h("span", { class: "muted small", text: " test" }) : null),
-      h("td", { class: "opt", text: e.source }), h("td", { text: e.type }), h("td", { class: "num", text: `${e.quantity} ${e.unit}` }),
-      h("td", { class: "small", text: `${time(e.start)} – ${new Date(e.end).toLocaleTimeString()}` }),
+      h("td", { class: "opt", text: e.source }), h("td", { text: e.event_type }), h("td", { class: "num", text: `${e.event_quantity} ${e.event_unit}` }),
+      h("td", { class: "small", text: `${time(e.start_time)} – ${new Date(e.end_time).toLocaleTimeString()}` }),
       h("td", {}, badge(e.state)),
-      h("td", {}, e.result ? badge(e.result) : "–", e.delivered !== null ? ` ${num(e.delivered)} ${e.unit}` : "", e.reason ? ` (${e.reason})` : ""))) : [h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no events" }))]));
+      h("td", {}, ...resultCell(e)))) : [h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no events" }))]));
   });
 }
 

@@ -1,0 +1,30 @@
+// The rules a list of Modbus device entries must meet beyond their schema, the same for
+// the config file's `devices` and a configure request: our organization, a known
+// profile, a configured RTU port, one entry per device_id.
+import type { ErrorDetail } from "../errors.js";
+import { integrationName, organizationOf, type DeviceConfig } from "./device-schema.js";
+import type { RtuPortConfig } from "./schema.js";
+
+export interface DeviceRules {
+  organizationId: string;
+  rtuPorts: Record<string, RtuPortConfig>;
+  profiles: { has(name: string): boolean; names(): string[] };
+}
+
+/** Every problem of the list, by path (`devices[i].field`). */
+export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceRules): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  const seen = new Set<string>();
+  devices.forEach((d, i) => {
+    const org = organizationOf(d);
+    if (org !== rules.organizationId) out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's` });
+    const name = integrationName(d);
+    if (!rules.profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${rules.profiles.names().join(", ")})` });
+    if (d.mb_type === 1 && !(String(d.mb_rtu_no) in rules.rtuPorts)) {
+      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports (${Object.keys(rules.rtuPorts).join(", ") || "none configured"})` });
+    }
+    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `duplicate device_id "${d.device_id}"` });
+    seen.add(d.device_id);
+  });
+  return out;
+}
