@@ -119,7 +119,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet = fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
+  const fleet =
+    fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
   if (fleet) add(new FleetPart(fleet));
   add(health); // last: READY=1 once every part has started (or is being retried)
 

@@ -68,8 +68,27 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
   return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
 }
 
-export function fleetDeps(c: Core, own: { queue: FleetQueue; telemetry: TelemetryCursor }, instance: () => string, log: Logger): FleetDeps | null {
+export function fleetDeps(
+  c: Core,
+  own: { queue: FleetQueue; telemetry: TelemetryCursor },
+  instance: () => string,
+  log: Logger,
+): FleetDeps | null {
   if (!c.config.fleet) return null;
   const { config, samples, registry, local, dispatch, connector, profiles } = c;
-  return { config, fleet: c.config.fleet, ...own, messages: c.messages, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
+  return {
+    config,
+    fleet: c.config.fleet,
+    ...own,
+    messages: c.messages,
+    samples,
+    registry,
+    health: c.poller,
+    local,
+    dispatch,
+    connector,
+    profiles,
+    instance,
+    log,
+  };
 }

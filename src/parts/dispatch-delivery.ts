@@ -41,6 +41,8 @@ export class DispatchDelivery {
       state,
       at: new Date(at).toISOString(),
     };
-    this.messages.append(messageOf("event_state", body, nameKey(this.instance(), `event_state:${spec.event_id}:${state}:${at}`)), [mqttRoute()]);
+    this.messages.append(messageOf("event_state", body, nameKey(this.instance(), `event_state:${spec.event_id}:${state}:${at}`)), [
+      mqttRoute(),
+    ]);
   };
 }
