@@ -23,9 +23,11 @@ export const UI_PREFIX = "/ui";
 const SESSION_COOKIE = "sg_session";
 const LOGIN_COOKIE = "sg_login";
 const PAGES = ["", "devices", "buses", "events", "uplink", "commissioning"];
+const COOKIE_ATTRS = `Path=${UI_PREFIX}; HttpOnly; Secure; SameSite=Strict`;
 
 export const SECURITY_HEADERS: Record<string, string> = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -53,47 +55,65 @@ declare module "fastify" {
   }
 }
 
+/** Registers one group of the page's routes or hooks on the /ui/ scope. */
+type Routes = (app: FastifyInstance) => void;
+
 export interface UiPlugin {
   plugin: FastifyPluginAsync;
   jobs: Jobs;
 }
 
+/** Reads the assets and builds the page's state once; `plugin` mounts it under /ui/. */
 export function uiPlugin(deps: UiDeps): UiPlugin {
   const dir = staticDir();
-  const asset = (f: string) => readFileSync(join(dir, f));
-  const assets: Record<string, { body: Buffer; type: string }> = {
-    "app.js": { body: asset("app.js"), type: "text/javascript; charset=utf-8" },
-    "app.css": { body: asset("app.css"), type: "text/css; charset=utf-8" },
-  };
-  const shell = asset("app.html");
-  const loginTpl = asset("login.html").toString("utf8");
-  const credentials = new Credentials(deps.config);
+  const pages = pageRoutes(dir);
   const sessions = new Sessions(deps.config.ui.session_ttl_s * 1000);
-  const throttle = new LoginThrottle();
-  const allow = new BlockList();
-  for (const c of deps.config.ui.allow) addCidr(allow, c);
-  const busView = new BusView(deps);
-  const uplinkView = new UplinkView(deps);
+  const login = loginRoutes(deps, sessions, readFileSync(join(dir, "login.html")).toString("utf8"));
+  const guards = guardHooks(deps.config.ui.allow, sessions);
+  const api = apiRoutes(deps);
   const jobs = new Jobs(deps.buses, deps.profiles, deps.log.child({ part: "ui" }));
-  const cookieAttrs = `Path=${UI_PREFIX}; HttpOnly; Secure; SameSite=Strict`;
-
-  const loginPage = (reply: FastifyReply, status: number, message: string) => {
-    const token = randomBytes(24).toString("base64url");
-    reply
-      .code(status)
-      .header("set-cookie", `${LOGIN_COOKIE}=${token}; ${cookieAttrs}; Max-Age=900`)
-      .type("text/html; charset=utf-8")
-      .send(loginTpl.replace("{{csrf}}", token).replace("{{site}}", esc(deps.config.site_id)).replace("{{message}}", message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : ""));
-  };
-
+  const commission = commissionRoutes(jobs);
   const inner: FastifyPluginAsync = async (app: FastifyInstance) => {
+    guards(app);
+    pages(app);
+    login(app);
+    api(app);
+    commission(app);
+  };
+  return {
+    jobs,
+    plugin: async (app) => {
+      await app.register(inner, { prefix: UI_PREFIX });
+    },
+  };
+}
+
+/** A page asked for without a session redirects to the login. */
+async function needPage(req: FastifyRequest, reply: FastifyReply) {
+  if (!req.uiSession) return reply.code(303).header("location", `${UI_PREFIX}/login`).send();
+}
+
+/** JSON without a session is a 401; a call that changes something also needs the session's CSRF token. */
+async function needApi(req: FastifyRequest, reply: FastifyReply) {
+  if (!req.uiSession) return reply.code(401).send({ error: "unauthorized", message: "log in first" });
+  if (req.method !== "GET" && !sameToken(req.headers["x-csrf-token"], req.uiSession.csrf)) {
+    return reply.code(403).send({ error: "forbidden", message: "missing or wrong CSRF token; reload the page" });
+  }
+}
+
+/** What every request under /ui/ passes through: form bodies, ui.allow, the session, security headers, errors. */
+function guardHooks(allowList: string[], sessions: Sessions): Routes {
+  const allow = new BlockList();
+  for (const c of allowList) addCidr(allow, c);
+  return (app) => {
     if (!app.hasContentTypeParser("application/x-www-form-urlencoded")) {
       app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_req, body, done) => {
         done(null, Object.fromEntries(new URLSearchParams(body as string)));
       });
     }
     app.addHook("onRequest", async (req, reply) => {
-      if (!ipInList(allow, req.ip)) return reply.code(403).type("text/plain; charset=utf-8").send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
+      if (!ipInList(allow, req.ip))
+        return reply.code(403).type("text/plain; charset=utf-8").send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
       req.uiSession = sessions.get(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
     });
     app.addHook("onSend", async (_req, reply, payload) => {
@@ -104,76 +124,120 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
       const e = err as Error & { statusCode?: number };
       const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
       if (status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
-      return reply.code(status).send({ error: status === 500 ? "internal" : status === 429 ? "rate_limited" : "invalid_request", message: status === 500 ? "internal error" : e.message });
+      return reply.code(status).send({
+        error: status === 500 ? "internal" : status === 429 ? "rate_limited" : "invalid_request",
+        message: status === 500 ? "internal error" : e.message,
+      });
     });
-    /** Pages: redirect to the login without a session; JSON: 401. */
-    const needPage = async (req: FastifyRequest, reply: FastifyReply) => {
-      if (!req.uiSession) return reply.code(303).header("location", `${UI_PREFIX}/login`).send();
-    };
-    const needApi = async (req: FastifyRequest, reply: FastifyReply) => {
-      if (!req.uiSession) return reply.code(401).send({ error: "unauthorized", message: "log in first" });
-      if (req.method !== "GET" && !sameToken(req.headers["x-csrf-token"], req.uiSession.csrf)) {
-        return reply.code(403).send({ error: "forbidden", message: "missing or wrong CSRF token; reload the page" });
-      }
-    };
     app.setNotFoundHandler({ preHandler: needPage }, (req, reply) => {
-      reply.code(404).type("text/plain; charset=utf-8").send(`no page ${req.url.split("?")[0]}\n`);
+      reply
+        .code(404)
+        .type("text/plain; charset=utf-8")
+        .send(`no page ${req.url.split("?")[0]}\n`);
     });
+  };
+}
 
-    for (const p of PAGES) app.get(`/${p}`, { preHandler: needPage }, async (_req, reply) => reply.type("text/html; charset=utf-8").send(shell));
+/** The page shell under every page name, and its script and stylesheet. */
+function pageRoutes(dir: string): Routes {
+  const asset = (f: string) => readFileSync(join(dir, f));
+  const assets: Record<string, { body: Buffer; type: string }> = {
+    "app.js": { body: asset("app.js"), type: "text/javascript; charset=utf-8" },
+    "app.css": { body: asset("app.css"), type: "text/css; charset=utf-8" },
+  };
+  const shell = asset("app.html");
+  return (app) => {
+    for (const p of PAGES)
+      app.get(`/${p}`, { preHandler: needPage }, async (_req, reply) => reply.type("text/html; charset=utf-8").send(shell));
+    // The stylesheet is the only asset served without a session (the login page uses it).
+    app.get("/assets/app.css", async (_req, reply) => reply.type(assets["app.css"].type).send(assets["app.css"].body));
+    app.get("/assets/app.js", { preHandler: needPage }, async (_req, reply) =>
+      reply.type(assets["app.js"].type).send(assets["app.js"].body),
+    );
+  };
+}
 
+/** The login form (CSRF cookie, throttle, auth.users) and logout. */
+function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes {
+  const credentials = new Credentials(deps.config);
+  const throttle = new LoginThrottle();
+  const loginPage = (reply: FastifyReply, status: number, message: string) => {
+    const token = randomBytes(24).toString("base64url");
+    reply
+      .code(status)
+      .header("set-cookie", `${LOGIN_COOKIE}=${token}; ${COOKIE_ATTRS}; Max-Age=900`)
+      .type("text/html; charset=utf-8")
+      .send(
+        loginTpl
+          .replace("{{csrf}}", token)
+          .replace("{{site}}", esc(deps.config.site_id))
+          .replace("{{message}}", message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : ""),
+      );
+  };
+  const logIn = async (req: FastifyRequest, reply: FastifyReply) => {
+    const wait = throttle.retryAfterS(req.ip);
+    if (wait > 0) {
+      reply.header("retry-after", String(wait));
+      const who = throttle.globalExhausted() ? "on this gateway" : `from ${req.ip}`;
+      return loginPage(reply, 429, `Too many failed logins ${who}; try again in ${Math.ceil(wait / 60)} min.`);
+    }
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const pre = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
+    if (!pre || !sameToken(body.csrf, pre)) return loginPage(reply, 403, "The login form expired; please try again.");
+    const user = typeof body.username === "string" ? body.username : "";
+    const password = typeof body.password === "string" ? body.password : "";
+    let ok = false;
+    if (user && password) {
+      try {
+        ok = await credentials.checkPassword(user, password);
+      } catch (e) {
+        if (!(e instanceof HashBusyError)) throw e;
+        reply.header("retry-after", "1");
+        return loginPage(reply, 429, "The gateway is busy; try again in a moment.");
+      }
+    }
+    if (!ok) {
+      throttle.fail(req.ip);
+      // Never the typed username: it is often a password typed in the wrong field.
+      deps.log.warn({ ip: req.ip }, "status page login refused");
+      return loginPage(reply, 401, "Wrong username or password.");
+    }
+    throttle.succeed(req.ip);
+    const { id } = sessions.create(user);
+    deps.log.info({ ip: req.ip, user }, "status page login");
+    return reply
+      .code(303)
+      .header("set-cookie", [
+        `${SESSION_COOKIE}=${id}; ${COOKIE_ATTRS}; Max-Age=${deps.config.ui.session_ttl_s}`,
+        `${LOGIN_COOKIE}=; ${COOKIE_ATTRS}; Max-Age=0`,
+      ])
+      .header("location", `${UI_PREFIX}/`)
+      .send();
+  };
+  return (app) => {
     app.get("/login", async (req, reply) => {
       if (req.uiSession) return reply.code(303).header("location", `${UI_PREFIX}/`).send();
       return loginPage(reply, 200, "");
     });
-    app.post("/login", async (req, reply) => {
-      const wait = throttle.retryAfterS(req.ip);
-      if (wait > 0) {
-        reply.header("retry-after", String(wait));
-        const who = throttle.globalExhausted() ? "on this gateway" : `from ${req.ip}`;
-        return loginPage(reply, 429, `Too many failed logins ${who}; try again in ${Math.ceil(wait / 60)} min.`);
-      }
-      const body = (req.body ?? {}) as Record<string, unknown>;
-      const pre = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
-      if (!pre || !sameToken(body.csrf, pre)) return loginPage(reply, 403, "The login form expired; please try again.");
-      const user = typeof body.username === "string" ? body.username : "";
-      const password = typeof body.password === "string" ? body.password : "";
-      let ok = false;
-      if (user && password) {
-        try {
-          ok = await credentials.checkPassword(user, password);
-        } catch (e) {
-          if (!(e instanceof HashBusyError)) throw e;
-          reply.header("retry-after", "1");
-          return loginPage(reply, 429, "The gateway is busy; try again in a moment.");
-        }
-      }
-      if (!ok) {
-        throttle.fail(req.ip);
-        // Never the typed username: it is often a password typed in the wrong field.
-        deps.log.warn({ ip: req.ip }, "status page login refused");
-        return loginPage(reply, 401, "Wrong username or password.");
-      }
-      throttle.succeed(req.ip);
-      const { id } = sessions.create(user);
-      deps.log.info({ ip: req.ip, user }, "status page login");
-      return reply
-        .code(303)
-        .header("set-cookie", [`${SESSION_COOKIE}=${id}; ${cookieAttrs}; Max-Age=${deps.config.ui.session_ttl_s}`, `${LOGIN_COOKIE}=; ${cookieAttrs}; Max-Age=0`])
-        .header("location", `${UI_PREFIX}/`)
-        .send();
-    });
+    app.post("/login", logIn);
     app.post("/logout", async (req, reply) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       if (req.uiSession && sameToken(body.csrf, req.uiSession.csrf)) sessions.destroy(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
       else if (req.uiSession) return reply.code(403).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
-      return reply.code(303).header("set-cookie", `${SESSION_COOKIE}=; ${cookieAttrs}; Max-Age=0`).header("location", `${UI_PREFIX}/login`).send();
+      return reply
+        .code(303)
+        .header("set-cookie", `${SESSION_COOKIE}=; ${COOKIE_ATTRS}; Max-Age=0`)
+        .header("location", `${UI_PREFIX}/login`)
+        .send();
     });
+  };
+}
 
-    // The stylesheet is the only asset served without a session (the login page uses it).
-    app.get("/assets/app.css", async (_req, reply) => reply.type(assets["app.css"].type).send(assets["app.css"].body));
-    app.get("/assets/app.js", { preHandler: needPage }, async (_req, reply) => reply.type(assets["app.js"].type).send(assets["app.js"].body));
-
+/** The JSON the pages read, under /ui/api/. */
+function apiRoutes(deps: UiDeps): Routes {
+  const busView = new BusView(deps);
+  const uplinkView = new UplinkView(deps);
+  return (app) => {
     app.get("/api/session", { preHandler: needApi }, async (req) => ({
       user: req.uiSession!.user,
       csrf: req.uiSession!.csrf,
@@ -191,24 +255,31 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
     app.get("/api/buses", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ buses: busView.list() }));
     app.get("/api/events", { preHandler: needApi }, async () => ({ events: events(deps) }));
     app.get("/api/uplink", { preHandler: needApi }, async () => uplinkView.get());
-    app.get("/api/commission", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ job: jobs.get() }));
-    const start = (fn: () => unknown) => async (_req: FastifyRequest, reply: FastifyReply) => {
-      try {
-        return reply.code(202).send({ job: fn() });
-      } catch (e) {
-        if (e instanceof ProbeInputError) return reply.code(400).send({ error: "invalid_request", message: e.message });
-        if (e instanceof BusyError) return reply.code(409).send({ error: "conflict", message: e.message });
-        throw e;
-      }
-    };
-    app.post("/api/commission/scan", { preHandler: needApi }, async (req, reply) => start(() => jobs.scan((req.body ?? {}) as Record<string, unknown>))(req, reply));
-    app.post("/api/commission/read", { preHandler: needApi }, async (req, reply) => start(() => jobs.read((req.body ?? {}) as Record<string, unknown>))(req, reply));
   };
+}
 
-  return {
-    jobs,
-    plugin: async (app) => {
-      await app.register(inner, { prefix: UI_PREFIX });
-    },
+/** The commissioning job (scan, read) the page starts and polls. */
+function commissionRoutes(jobs: Jobs): Routes {
+  const start = (run: (body: Record<string, unknown>) => unknown) => async (req: FastifyRequest, reply: FastifyReply) => {
+    try {
+      return reply.code(202).send({ job: run((req.body ?? {}) as Record<string, unknown>) });
+    } catch (e) {
+      if (e instanceof ProbeInputError) return reply.code(400).send({ error: "invalid_request", message: e.message });
+      if (e instanceof BusyError) return reply.code(409).send({ error: "conflict", message: e.message });
+      throw e;
+    }
+  };
+  return (app) => {
+    app.get("/api/commission", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ job: jobs.get() }));
+    app.post(
+      "/api/commission/scan",
+      { preHandler: needApi },
+      start((body) => jobs.scan(body)),
+    );
+    app.post(
+      "/api/commission/read",
+      { preHandler: needApi },
+      start((body) => jobs.read(body)),
+    );
   };
 }

@@ -9,12 +9,31 @@
 // switches `current` back, restores the database backup that apply took (when the new
 // release brings migrations), and the previous release runs again.
 import { spawnSync } from "node:child_process";
-import { chmodSync, createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statfsSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { BundleRefused, checkSignature, compareVersions, isValidVersion, loadTrustedKeys, sha256OfRange } from "./bundle-format.js";
+import {
+  BundleRefused,
+  checkSignature,
+  compareVersions,
+  isValidVersion,
+  loadTrustedKeys,
+  sha256OfRange,
+  type Manifest,
+} from "./bundle-format.js";
 import { checkDataDir, prepareDataDir, restoreDataDir } from "./data-dir.js";
 import { exists, fsyncPath, fsyncTree, readLinkOrNull, removeTree, symlinkAtomic, writeFileAtomic } from "./fsx.js";
 import { hasHealthMarker } from "./health-marker.js";
@@ -75,7 +94,13 @@ export interface Layout {
 }
 
 export function layout(root: string): Layout {
-  return { root, releases: join(root, "releases"), current: join(root, "current"), previous: join(root, "previous"), stateFile: join(root, "state", "update.json") };
+  return {
+    root,
+    releases: join(root, "releases"),
+    current: join(root, "current"),
+    previous: join(root, "previous"),
+    stateFile: join(root, "state", "update.json"),
+  };
 }
 
 export function readState(l: Layout): UpdateState {
@@ -149,8 +174,10 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
     const b = incoming.finish();
     if (o.expect) {
       const sha = await sha256OfRange(b.file, 0, statSync(b.file).size);
-      if (sha !== o.expect.sha256) throw new BundleRefused(`refused: the bundle's sha256 is ${sha}, the request asked for ${o.expect.sha256}`);
-      if (b.manifest?.version !== o.expect.version) throw new BundleRefused(`refused: the bundle is release ${String(b.manifest?.version)}, the request asked for ${o.expect.version}`);
+      if (sha !== o.expect.sha256)
+        throw new BundleRefused(`refused: the bundle's sha256 is ${sha}, the request asked for ${o.expect.sha256}`);
+      if (b.manifest?.version !== o.expect.version)
+        throw new BundleRefused(`refused: the bundle is release ${String(b.manifest?.version)}, the request asked for ${o.expect.version}`);
     }
     return await install(b, l, o);
   } finally {
@@ -158,74 +185,24 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
   }
 }
 
+/** Verifies the private copy, unpacks it into releases/ and switches `current` to it; the steps run in this order. */
 async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{ version: string; previous: string | null }> {
   const m = b.manifest;
   const signer = checkSignature(b, loadTrustedKeys(o.keysDir));
-  if (m === null || typeof m !== "object" || m.format !== 1 || m.name !== "sitegate" || typeof m.version !== "string" || !isValidVersion(m.version)) throw new BundleRefused("refused: the manifest is not a sitegate release manifest");
-  if (!Number.isSafeInteger(m.unpacked_size) || m.unpacked_size < 0) throw new BundleRefused("refused: the manifest has no unpacked_size (a bundle from an older `sitegate update bundle`?)");
-  if (m.arch !== process.arch || (m.platform ?? "linux") !== process.platform) {
-    throw new BundleRefused(`refused: the bundle is for ${m.platform}-${m.arch}, this controller is ${process.platform}-${process.arch}`);
-  }
-  if (!m.runtime && (typeof m.node_min !== "string" || compareVersions(process.versions.node, m.node_min) < 0)) throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
-  // a release without its own runtime runs on this node: its addons must have been built for this ABI
-  if (!m.runtime && m.node_abi !== undefined && m.node_abi !== process.versions.modules) {
-    throw new BundleRefused(`refused: the bundle's native addons are for Node.js ${m.node_version} (ABI ${m.node_abi}) and it carries no runtime; this controller runs Node.js ${process.versions.node} (ABI ${process.versions.modules})`);
-  }
-  if (m.payload_size !== b.payloadSize || b.payloadSha256 !== m.payload_sha256) {
-    throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
-  }
+  checkManifest(m);
+  checkRunsHere(m);
+  checkPayload(b);
   checkDataDir(o.dataDir);
-  let st = readState(l);
-  if (st.pending?.phase === "installing") {
-    // an apply that died before its switch leaves this; the check drops it (or keeps waiting while that apply runs)
-    await checkUpdate({ root: o.root, timer: true, restartCmd: "", say: o.say });
-    st = readState(l);
-  }
-  if (st.pending) {
-    const what = { installing: "being installed by another apply", gating: "waiting for its health check", rollback: "being rolled back" }[st.pending.phase];
-    throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${what}; see \`sitegate update status\``);
-  }
+  const st = await stateWithNoUpdatePending(l, o);
   const cur = linkedVersion(l.current);
-  const floor = [st.highest, cur].filter((v): v is string => typeof v === "string" && isValidVersion(v)).sort(compareVersions).pop() ?? null;
-  if (cur !== null && compareVersions(m.version, cur) === 0) throw new BundleRefused(`refused: ${m.version} is already the current release`);
-  if (floor !== null && compareVersions(m.version, floor) < 0 && !o.allowDowngrade) {
-    const what = floor === cur ? `the current release ${cur}` : `${floor}, the highest release installed here`;
-    throw new BundleRefused(`refused: ${m.version} is older than ${what} (--allow-downgrade installs it)`);
-  }
-  const free = freeBytes(l.root);
-  if (free < m.unpacked_size + SPACE_HEADROOM) {
-    throw new BundleRefused(`refused: the release unpacks to ${mib(m.unpacked_size)} and needs ${mib(SPACE_HEADROOM)} to spare; ${l.root} has ${mib(free)} free`);
-  }
+  const floor = checkVersionFloor(m.version, cur, st.highest, o.allowDowngrade);
+  checkFreeSpace(l.root, m.unpacked_size);
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
   await testHook("verified");
 
   // Nothing has changed so far. From here on every step leaves `current` at a complete release.
-  mkdirSync(l.releases, { recursive: true });
-  pruneReleases(l);
-  const tmp = join(l.releases, `.tmp-${m.version}-${randomBytes(4).toString("hex")}`);
-  mkdirSync(tmp, { mode: 0o700 });
-  try {
-    await unpack(b.file, b.payloadOffset, b.payloadSize, tmp, m.unpacked_size);
-    const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
-    if (pkg.version !== m.version || !existsSync(join(tmp, "dist", "src", "cli.js")) || (m.runtime === true && !existsSync(join(tmp, "node", "bin", "node")))) {
-      throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
-    }
-    writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n", { mode: 0o644 });
-    chmodSync(tmp, 0o755); // the daemon's user reads the code; only root writes it
-    fsyncTree(tmp);
-  } catch (e) {
-    removeTree(tmp);
-    throw e;
-  }
-  const dest = join(l.releases, m.version);
-  if (exists(dest)) {
-    // a release of this version left from before (e.g. rolled back): replace it whole
-    const aside = join(l.releases, `.tmp-old-${m.version}-${randomBytes(4).toString("hex")}`);
-    renameSync(dest, aside);
-    removeTree(aside);
-  }
-  renameSync(tmp, dest);
-  fsyncPath(l.releases);
+  const staged = await stageRelease(b, l);
+  const dest = placeRelease(l, m.version, staged);
   await testHook("unpacked");
 
   // Taken here, not at the first start: a large database on an SD card can take longer
@@ -241,29 +218,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
     symlinkAtomic(target, l.current);
     writeState(l, { pending: null, last: st.last, highest });
   } else {
-    const now = Date.now();
-    const pending: Pending = {
-      version: m.version,
-      previous: cur,
-      data_dir: o.dataDir,
-      applied_at: new Date(now).toISOString(),
-      deadline_at: new Date(now + o.healthTimeoutS * 1000).toISOString(),
-      health_timeout_s: o.healthTimeoutS,
-      starts: 0,
-      max_starts: o.maxStarts,
-      phase: "installing",
-      installer: { pid: process.pid, boot_id: bootId() },
-      backup,
-    };
-    // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
-    // after a power cut here (current still the old release) drops it
-    writeState(l, { pending, last: st.last, highest: st.highest });
-    await testHook("pending");
-    symlinkAtomic(`releases/${cur}`, l.previous);
-    symlinkAtomic(target, l.current);
-    pending.phase = "gating";
-    delete pending.installer;
-    writeState(l, { pending, last: st.last, highest });
+    await switchGated(l, st, { version: m.version, previous: cur, backup, highest }, o);
   }
   // the release before `previous` is no longer a rollback target: its space goes back now
   pruneReleases(l);
@@ -271,6 +226,160 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   await testHook("switched");
   restart(o, o.say);
   return { version: m.version, previous: cur };
+}
+
+/** The manifest is a sitegate release's, with the size it unpacks to. */
+function checkManifest(m: Manifest): void {
+  if (
+    m === null ||
+    typeof m !== "object" ||
+    m.format !== 1 ||
+    m.name !== "sitegate" ||
+    typeof m.version !== "string" ||
+    !isValidVersion(m.version)
+  )
+    throw new BundleRefused("refused: the manifest is not a sitegate release manifest");
+  if (!Number.isSafeInteger(m.unpacked_size) || m.unpacked_size < 0)
+    throw new BundleRefused("refused: the manifest has no unpacked_size (a bundle from an older `sitegate update bundle`?)");
+}
+
+/** The release is built for this platform, arch and (without its own runtime) this Node.js. */
+function checkRunsHere(m: Manifest): void {
+  if (m.arch !== process.arch || (m.platform ?? "linux") !== process.platform) {
+    throw new BundleRefused(`refused: the bundle is for ${m.platform}-${m.arch}, this controller is ${process.platform}-${process.arch}`);
+  }
+  if (!m.runtime && (typeof m.node_min !== "string" || compareVersions(process.versions.node, m.node_min) < 0))
+    throw new BundleRefused(`refused: the release needs Node.js >= ${m.node_min}, this controller has ${process.versions.node}`);
+  // a release without its own runtime runs on this node: its addons must have been built for this ABI
+  if (!m.runtime && m.node_abi !== undefined && m.node_abi !== process.versions.modules) {
+    throw new BundleRefused(
+      `refused: the bundle's native addons are for Node.js ${m.node_version} (ABI ${m.node_abi}) and it carries no runtime; this controller runs Node.js ${process.versions.node} (ABI ${process.versions.modules})`,
+    );
+  }
+}
+
+/** The payload hashed while the private copy was written is the one the signed manifest names. */
+function checkPayload(b: ReceivedBundle): void {
+  if (b.manifest.payload_size !== b.payloadSize || b.payloadSha256 !== b.manifest.payload_sha256) {
+    throw new BundleRefused("refused: the payload does not match the sha256 in its manifest (damaged or tampered)");
+  }
+}
+
+/** The update state, refused while another update is installing, gating or rolling back. */
+async function stateWithNoUpdatePending(l: Layout, o: ApplyOptions): Promise<UpdateState> {
+  let st = readState(l);
+  if (st.pending?.phase === "installing") {
+    // an apply that died before its switch leaves this; the check drops it (or keeps waiting while that apply runs)
+    await checkUpdate({ root: o.root, timer: true, restartCmd: "", say: o.say });
+    st = readState(l);
+  }
+  if (st.pending) {
+    const what = { installing: "being installed by another apply", gating: "waiting for its health check", rollback: "being rolled back" }[
+      st.pending.phase
+    ];
+    throw new BundleRefused(`refused: the update to ${st.pending.version} is still ${what}; see \`sitegate update status\``);
+  }
+  return st;
+}
+
+/**
+ * Refuses the current release again, and one older than the floor (the highest of the current
+ * release and any release switched in here) unless downgrades are allowed. Returns the floor.
+ */
+function checkVersionFloor(version: string, cur: string | null, highest: string | undefined, allowDowngrade: boolean): string | null {
+  const floor =
+    [highest, cur]
+      .filter((v): v is string => typeof v === "string" && isValidVersion(v))
+      .sort(compareVersions)
+      .pop() ?? null;
+  if (cur !== null && compareVersions(version, cur) === 0) throw new BundleRefused(`refused: ${version} is already the current release`);
+  if (floor !== null && compareVersions(version, floor) < 0 && !allowDowngrade) {
+    const what = floor === cur ? `the current release ${cur}` : `${floor}, the highest release installed here`;
+    throw new BundleRefused(`refused: ${version} is older than ${what} (--allow-downgrade installs it)`);
+  }
+  return floor;
+}
+
+function checkFreeSpace(root: string, unpackedSize: number): void {
+  const free = freeBytes(root);
+  if (free < unpackedSize + SPACE_HEADROOM) {
+    throw new BundleRefused(
+      `refused: the release unpacks to ${mib(unpackedSize)} and needs ${mib(SPACE_HEADROOM)} to spare; ${root} has ${mib(free)} free`,
+    );
+  }
+}
+
+/** Unpacks the private copy into a fresh .tmp-* directory under releases/ and checks it is the release; returns that directory. */
+async function stageRelease(b: ReceivedBundle, l: Layout): Promise<string> {
+  const m = b.manifest;
+  mkdirSync(l.releases, { recursive: true });
+  pruneReleases(l);
+  const tmp = join(l.releases, `.tmp-${m.version}-${randomBytes(4).toString("hex")}`);
+  mkdirSync(tmp, { mode: 0o700 });
+  try {
+    await unpack(b.file, b.payloadOffset, b.payloadSize, tmp, m.unpacked_size);
+    const pkg = JSON.parse(readFileSync(join(tmp, "package.json"), "utf8")) as { version?: string };
+    if (
+      pkg.version !== m.version ||
+      !existsSync(join(tmp, "dist", "src", "cli.js")) ||
+      (m.runtime === true && !existsSync(join(tmp, "node", "bin", "node")))
+    ) {
+      throw new BundleRefused(`refused: the payload is not release ${m.version} (package.json says ${pkg.version})`);
+    }
+    writeFileSync(join(tmp, "manifest.json"), JSON.stringify(m, null, 2) + "\n", { mode: 0o644 });
+    chmodSync(tmp, 0o755); // the daemon's user reads the code; only root writes it
+    fsyncTree(tmp);
+  } catch (e) {
+    removeTree(tmp);
+    throw e;
+  }
+  return tmp;
+}
+
+/** Renames the staged release to releases/<version>, replacing one of that version; returns its path. */
+function placeRelease(l: Layout, version: string, tmp: string): string {
+  const dest = join(l.releases, version);
+  if (exists(dest)) {
+    // a release of this version left from before (e.g. rolled back): replace it whole
+    const aside = join(l.releases, `.tmp-old-${version}-${randomBytes(4).toString("hex")}`);
+    renameSync(dest, aside);
+    removeTree(aside);
+  }
+  renameSync(tmp, dest);
+  fsyncPath(l.releases);
+  return dest;
+}
+
+/** Records the pending release, then switches `previous` and `current`; the next starts must prove it healthy. */
+async function switchGated(
+  l: Layout,
+  st: UpdateState,
+  r: { version: string; previous: string; backup: string | null; highest: string },
+  o: ApplyOptions,
+): Promise<void> {
+  const now = Date.now();
+  const pending: Pending = {
+    version: r.version,
+    previous: r.previous,
+    data_dir: o.dataDir,
+    applied_at: new Date(now).toISOString(),
+    deadline_at: new Date(now + o.healthTimeoutS * 1000).toISOString(),
+    health_timeout_s: o.healthTimeoutS,
+    starts: 0,
+    max_starts: o.maxStarts,
+    phase: "installing",
+    installer: { pid: process.pid, boot_id: bootId() },
+    backup: r.backup,
+  };
+  // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
+  // after a power cut here (current still the old release) drops it
+  writeState(l, { pending, last: st.last, highest: st.highest });
+  await testHook("pending");
+  symlinkAtomic(`releases/${r.previous}`, l.previous);
+  symlinkAtomic(`releases/${r.version}`, l.current);
+  pending.phase = "gating";
+  delete pending.installer;
+  writeState(l, { pending, last: st.last, highest: r.highest });
 }
 
 function freeBytes(path: string): number {
@@ -401,11 +510,22 @@ export function recordRefused(root: string, version: string, reason: string, dat
   const l = layout(root);
   const st = readState(l);
   const cur = linkedVersion(l.current) ?? "";
-  writeState(l, { ...st, last: { version, previous: cur, result: "refused", reason, at: new Date(now).toISOString(), data_dir: dataDir, backup: null } });
+  writeState(l, {
+    ...st,
+    last: { version, previous: cur, result: "refused", reason, at: new Date(now).toISOString(), data_dir: dataDir, backup: null },
+  });
 }
 
 function outcome(p: Pending, result: Outcome["result"], reason: string | undefined, now: number): Outcome {
-  return { version: p.version, previous: p.previous, result, reason, at: new Date(now).toISOString(), data_dir: p.data_dir, backup: p.backup };
+  return {
+    version: p.version,
+    previous: p.previous,
+    result,
+    reason,
+    at: new Date(now).toISOString(),
+    data_dir: p.data_dir,
+    backup: p.backup,
+  };
 }
 
 /** Switches back and restores the database. Idempotent: a power cut half-way is finished by the next check. */
@@ -488,7 +608,9 @@ export function updateStatus(root: string): Status {
     current: linkedVersion(l.current),
     previous: linkedVersion(l.previous),
     releases,
-    pending: st.pending ? { ...st.pending, healthy: st.pending.data_dir !== "" && hasHealthMarker(st.pending.data_dir, st.pending.version) } : null,
+    pending: st.pending
+      ? { ...st.pending, healthy: st.pending.data_dir !== "" && hasHealthMarker(st.pending.data_dir, st.pending.version) }
+      : null,
     last: st.last,
   };
 }
