@@ -45,7 +45,7 @@ export class Pairing implements DeviceConnector {
   private async pairOne(config: DeviceConfig, endpoint: Endpoint): Promise<ConfigureResult> {
     const { pool, registry, log } = this.deps;
     const id = config.device_id;
-    const clash = baudConflict(config, { registry, rtuPorts: pool.rtuPorts });
+    const clash = baudConflict(config, { registry, rtuPorts: pool.rtuPorts }); // 1. the endpoint's line suits the devices on it
     if (clash) return this.refused(id, clash);
     let driver: DeviceDriver;
     try {
