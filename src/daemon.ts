@@ -20,8 +20,7 @@ import { ApiServer } from "./api/server.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 import { ReleaseHealthPart } from "./update/health-marker.js";
-import { HEALTH_MIGRATIONS, HealthMonitor } from "./health.js";
-import { SystemdNotifier } from "./systemd/notify.js";
+import { HEALTH_MIGRATIONS, type HealthMonitor } from "./health.js";
 import { RuntimeMetrics } from "./runtime-metrics.js";
 import { Maintenance } from "./maintenance.js";
 import { VERSION } from "./version.js";
@@ -36,14 +35,24 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS, FleetQueue } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "./fleet/queue.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
-import { healthSources } from "./parts/health-sources.js";
+import { apiDeps, fleetDeps, healthMonitor, sampleStoreOptions, statusPageDeps } from "./parts/deps.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
-export const ALL_MIGRATIONS: ModuleMigrations[] = [REGISTRY_MIGRATIONS, SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, AUTH_MIGRATIONS, DISPATCH_MIGRATIONS, FLEET_MIGRATIONS, HEALTH_MIGRATIONS];
+export const ALL_MIGRATIONS: ModuleMigrations[] = [
+  REGISTRY_MIGRATIONS,
+  SAMPLE_MIGRATIONS,
+  DELIVERY_MIGRATIONS,
+  OUTBOX_MIGRATIONS,
+  AUTH_MIGRATIONS,
+  DISPATCH_MIGRATIONS,
+  FLEET_MIGRATIONS,
+  HEALTH_MIGRATIONS,
+];
 
 export interface Daemon {
   readonly config: Config;
@@ -75,7 +84,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const events = new EventBus<SiteEvents>(logOf("events"));
   const clock = opts.clock ?? systemClock;
   const now = () => clock.now();
-  const { telemetry: tm } = config;
+  const tm = config.telemetry;
   add(new RuntimeMetrics());
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, logOf("storage")), ESSENTIAL);
   const modbus = add(new ModbusEngine(logOf("modbus")));
@@ -87,27 +96,31 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, logOf("zigbee"))));
   const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"))) : null;
   if (gpio) local.add(gpio);
-  const samples = add(new SampleStore(storage, { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log: logOf("samples") }));
-  const uplink = add(new Uplink(config, storage, samples, logOf("uplink")));
+  const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"))));
+  const messages = new DeliveryLog(storage); // every outbound message; https and mqtt consume it
+  const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
   const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
-  if (fleetQueue) samples.hold(() => fleetQueue.telemetryCursor()); // the fleet's own telemetry cursor holds rows too
-  const poller = add(new Poller(registry, { append: events.emitter("snapshot") }, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
+  const fleetTelemetry = fleetQueue ? telemetryConsumer(samples, fleetQueue) : null;
+  const sink = { append: events.emitter("snapshot") };
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, uplink, fleetQueue);
+  const delivery = new DispatchDelivery(config, storage, messages, fleetQueue !== null);
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
-  const dispatch = add(new Dispatcher({ db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms, respond: delivery.respond, onState: delivery.onState }));
+  const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
+  const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), now));
   const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
-  const maintenance = add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const health = new HealthMonitor(healthSources({ storage, modbus, registry, poller, uplink, samples }), new SystemdNotifier(logOf("systemd")), logOf("health"));
-  health.setEventsRunning(() => dispatch.running());
+  add(new Maintenance(config, storage, samples, logOf("maintenance")));
+  const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };
+  const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
-  const ui = new UiPart({ config, log: logOf("ui"), registry, local, poller, buses: modbus.buses, profiles, dispatch, uplink, samples, db: () => storage.db });
-  add(new ApiServer({ config, storage, registry, connector, health: poller, local, profiles, metrics, uplink, dispatch, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins() }), ESSENTIAL);
+  const ui = new UiPart(statusPageDeps(core, logOf("ui")));
+  add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins() })), ESSENTIAL);
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  if (config.fleet && fleetQueue) add(new FleetPart({ config, fleet: config.fleet, queue: fleetQueue, samples, registry, health: poller, local, dispatch, connector, profiles, instance: delivery.instance, log: logOf("fleet") }));
+  const fleet = fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
+  if (fleet) add(new FleetPart(fleet));
   add(health); // last: READY=1 once every part has started (or is being retried)
 
   events.on("snapshot", samples.name, (s) => samples.append(s));
@@ -117,11 +130,14 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     gpio.onInput(events.emitter("input"));
     events.on("input", inputs.name, (input, active) => inputs.changed(input, active));
   }
-  return { config, storage, parts: life.parts, part: <T extends Part>(name: string) => partNamed<T>(life, name), events, health, start: () => life.start(), stop: () => life.stop() };
+  return daemon(config, storage, life, events, health);
 }
 
-function partNamed<T extends Part>(life: Lifecycle, name: string): T {
-  const p = life.parts.get(name);
-  if (!p) throw new Error(`no part named ${name}`);
-  return p as T;
+function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: EventBus<SiteEvents>, health: HealthMonitor): Daemon {
+  const part = <T extends Part>(name: string): T => {
+    const p = life.parts.get(name);
+    if (!p) throw new Error(`no part named ${name}`);
+    return p as T;
+  };
+  return { config, storage, parts: life.parts, part, events, health, start: () => life.start(), stop: () => life.stop() };
 }

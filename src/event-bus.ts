@@ -35,7 +35,11 @@ export class EventBus<E extends { [K in keyof E]: unknown[] }> {
 
   /** Removes every listener of `part`. */
   off(part: string): void {
-    for (const [event, list] of this.listeners) this.listeners.set(event, list.filter((l) => l.part !== part));
+    for (const [event, list] of this.listeners)
+      this.listeners.set(
+        event,
+        list.filter((l) => l.part !== part),
+      );
   }
 
   emit<K extends keyof E>(event: K, ...args: E[K]): void {
@@ -61,7 +65,10 @@ export class EventBus<E extends { [K in keyof E]: unknown[] }> {
     f.count++;
     this.failures.set(key, f);
     if (now - f.loggedAt < LOG_EVERY_MS) return;
-    this.log.error({ part, event: String(event), err: errorMessage(err), failures: f.count - f.since }, "event listener failed; the other listeners go on");
+    this.log.error(
+      { part, event: String(event), err: errorMessage(err), failures: f.count - f.since },
+      "event listener failed; the other listeners go on",
+    );
     f.loggedAt = now;
     f.since = f.count;
   }
@@ -76,6 +83,13 @@ export class EventBus<E extends { [K in keyof E]: unknown[] }> {
       const [part, event] = key.split("\0");
       return { labels: { part, event }, value: f.count };
     });
-    return [{ name: "sitegate_event_listener_failures_total", help: "event listener calls that threw or rejected, by the listener's part and event", type: "counter", values }];
+    return [
+      {
+        name: "sitegate_event_listener_failures_total",
+        help: "event listener calls that threw or rejected, by the listener's part and event",
+        type: "counter",
+        values,
+      },
+    ];
   }
 }

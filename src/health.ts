@@ -9,7 +9,7 @@
 // When a check fails the ping is withheld and STATUS says why, so `systemctl status`
 // shows the reason before the watchdog restarts the service.
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
-import type { MetricFamily, Part } from "./lifecycle.js";
+import type { MetricFamily, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import type { StoragePart } from "./storage/part.js";
@@ -104,6 +104,13 @@ export class HealthMonitor implements Part {
     return this.healthy;
   }
 
+  /** The checks that failed at the last tick, while the watchdog ping is withheld. */
+  health(): PartHealth {
+    const failures = this.stats.last_failures;
+    if (failures.length === 0) return { warnings: [] };
+    return { warnings: [{ code: "health_checks_failing", message: `watchdog ping withheld: ${failures.join(", ")}` }] };
+  }
+
   metrics(): MetricFamily[] {
     return [
       { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: this.stats.pings }] },
@@ -181,7 +188,6 @@ export class HealthMonitor implements Part {
     this.timer.unref();
     this.healthyTimer = setInterval(() => this.checkHealthy(), 250);
     this.healthyTimer.unref();
-    if (process.env.SITEGATE_TEST_HOOKS === "1") process.on("SIGUSR2", this.blockForTest);
   }
 
   private tick(): void {
@@ -222,26 +228,12 @@ export class HealthMonitor implements Part {
       .catch((e) => this.log.error({ err: errorMessage(e) }, "onHealthy callback failed"));
   }
 
-  /** Test hook (SITEGATE_TEST_HOOKS=1): SIGUSR2 blocks the event loop for SITEGATE_TEST_BLOCK_MS (3 s). */
-  private readonly blockForTest = (): void => {
-    const ms = Number(process.env.SITEGATE_TEST_BLOCK_MS ?? 3000);
-    void (async () => {
-      await this.notifier.flush();
-      await this.notifier.send({ STATUS: `test: blocking the event loop for ${ms} ms` });
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        /* busy: the event loop is stalled on purpose */
-      }
-    })();
-  };
-
   /** STOPPING=1 first, then the timers stop. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.healthyTimer) clearInterval(this.healthyTimer);
     this.timer = this.healthyTimer = null;
     this.delay?.disable();
-    process.off("SIGUSR2", this.blockForTest);
     // Not waited for longer than a second: the parts must stop within the 5 s the daemon allows.
     if (this.ready) {
       let timer: NodeJS.Timeout | undefined;

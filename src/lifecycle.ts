@@ -72,7 +72,15 @@ export class Lifecycle {
   add<T extends Part>(part: T, opts: PartOptions = {}): T {
     if (this.parts.has(part.name)) throw new Error(`two parts named ${part.name}`);
     this.parts.set(part.name, part);
-    this.entries.push({ part, essential: opts.essential === true, running: false, failures: 0, lastError: null, timer: null, attempt: null });
+    this.entries.push({
+      part,
+      essential: opts.essential === true,
+      running: false,
+      failures: 0,
+      lastError: null,
+      timer: null,
+      attempt: null,
+    });
     return part;
   }
 
@@ -83,7 +91,10 @@ export class Lifecycle {
   async start(): Promise<void> {
     for (const e of this.entries) {
       if (this.stopping) return;
-      const err = await this.attempt(e);
+      // Kept on the entry so a stop() that comes meanwhile waits for it, then stops the part.
+      e.attempt = this.attempt(e);
+      const err = await e.attempt;
+      e.attempt = null;
       if (err === null) continue;
       if (e.essential) {
         await this.stop();
@@ -132,7 +143,10 @@ export class Lifecycle {
         if (e.timer) clearTimeout(e.timer);
         e.timer = null;
       }
-      await Promise.all(this.entries.map((e) => e.attempt));
+      await this.settled(
+        this.entries.map((e) => e.attempt),
+        timeoutMs,
+      );
       for (const e of [...this.entries].reverse()) {
         if (!e.running) continue;
         e.running = false;
@@ -140,6 +154,13 @@ export class Lifecycle {
       }
     })();
     return this.stopping;
+  }
+
+  /** Waits for starts in flight, but not for one that hangs. */
+  private async settled(attempts: Array<Promise<unknown> | null>, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(attempts), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   private async stopPart(part: Part, timeoutMs = 4000): Promise<void> {
@@ -162,8 +183,18 @@ export class Lifecycle {
   /** The union of the parts' metrics(), and whether each part runs; a part whose metrics() throws is left out and logged. */
   metrics(): MetricFamily[] {
     const out: MetricFamily[] = [
-      { name: "sitegate_part_up", help: "1 while the part runs, 0 while its start is being retried", type: "gauge", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.running ? 1 : 0 })) },
-      { name: "sitegate_part_start_failures_total", help: "failed starts of the part", type: "counter", values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.failures })) },
+      {
+        name: "sitegate_part_up",
+        help: "1 while the part runs, 0 while its start is being retried",
+        type: "gauge",
+        values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.running ? 1 : 0 })),
+      },
+      {
+        name: "sitegate_part_start_failures_total",
+        help: "failed starts of the part",
+        type: "counter",
+        values: this.entries.map((e) => ({ labels: { part: e.part.name }, value: e.failures })),
+      },
     ];
     for (const e of this.entries) out.push(...this.ask(e.part, "metrics", () => e.part.metrics?.() ?? []));
     return out;
@@ -173,7 +204,11 @@ export class Lifecycle {
   warnings(): HealthWarning[] {
     const out: HealthWarning[] = [];
     for (const e of this.entries) {
-      if (!e.running && e.failures > 0) out.push({ code: "part_not_running", message: `${e.part.name} failed to start ${e.failures} times (${e.lastError}); retrying` });
+      if (!e.running && e.failures > 0)
+        out.push({
+          code: "part_not_running",
+          message: `${e.part.name} is not running after ${e.failures} failed start${e.failures === 1 ? "" : "s"} (${e.lastError}); retrying`,
+        });
       out.push(...this.ask(e.part, "health", () => e.part.health?.().warnings ?? []));
     }
     return out;

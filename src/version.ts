@@ -1,3 +1,4 @@
+// The running release's version, as package.json gives it.
 import { readFileSync } from "node:fs";
 
 /** The package version, read once from package.json (two levels above dist/src). */

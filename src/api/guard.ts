@@ -23,7 +23,7 @@
 // then, once authenticated, fastify parses the body: content type (415), size (413), and
 // the route validates it (400).
 import type { Server } from "node:https";
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { issuesToDetails } from "../config/issues.js";
 import type { ApiContext } from "./context.js";
 import { HttpError, badRequest, forbidden, notFound, unauthorized } from "./errors.js";
@@ -32,7 +32,7 @@ import { bearerToken } from "./headers.js";
 import { configureQuery } from "./schemas.js";
 
 export type AuthKind = "webhook" | "admin";
-type Guard = onRequestHookHandler<Server>;
+type Guard = onRequestAsyncHookHandler<Server>;
 
 declare module "fastify" {
   interface FastifyContextConfig {

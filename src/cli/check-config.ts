@@ -1,4 +1,5 @@
-import { UsageError, EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
+// `sitegate check-config`: loads and validates a config file, printing every problem by path.
+import { EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {

@@ -1,3 +1,4 @@
+// `sitegate hash-secret`: the scrypt hash of a secret read on stdin, for the config.
 import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { hashSecret } from "../util/secret-hash.js";
 

@@ -1,3 +1,4 @@
+// `sitegate read`: one device read once through its profile, its metrics decoded.
 import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage } from "../errors.js";
 import { silentLogger } from "../log.js";

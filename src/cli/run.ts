@@ -1,4 +1,5 @@
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
+// `sitegate run`: the daemon in the foreground until SIGTERM or SIGINT.
+import { EXIT_FAILURE, EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";

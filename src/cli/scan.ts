@@ -1,3 +1,4 @@
+// `sitegate scan`: probes a bus for the unit ids that answer.
 import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";

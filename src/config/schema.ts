@@ -26,7 +26,7 @@ export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.1
 /** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
 
-/** Optional MQTT v5 fleet uplink (DESIGN B2, issue 11); absent = the gateway has no MQTT at all. */
+/** Optional MQTT v5 fleet uplink (DESIGN B2); absent = the gateway has no MQTT at all. */
 function isEd25519PublicPem(pem: string): boolean {
   // createPublicKey would also take a private key (and derive its public half).
   if (!pem.includes("-----BEGIN PUBLIC KEY-----") || pem.includes("PRIVATE")) return false;
@@ -153,7 +153,7 @@ export const configSchema = z.strictObject({
         seen.add(s.name);
       });
     }),
-  /** Local status page (issue 12): absent or enabled: false = not served. */
+  /** Local status page: absent or enabled: false = not served. */
   ui: z
     .strictObject({
       enabled: z.boolean().default(true),

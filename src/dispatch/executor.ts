@@ -185,7 +185,7 @@ export class Executor {
       if (failedAt !== undefined && now - failedAt < RETRY_MS) continue;
       this.applied.delete(id);
       this.deps.control.setRemote(id, false);
-      if (l) this.release(id);
+      if (l) void this.release(id); // logs and retries its own failure
     }
   }
 

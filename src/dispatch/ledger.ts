@@ -135,8 +135,16 @@ export class Ledger {
       for (const c of cs) known.add(c);
       changed = true;
     }
-    for (const h of holders) if (!row.holders.includes(h)) (row.holders.push(h), (changed = true));
-    if (!row.actions.includes(action)) (row.actions.push(action), (changed = true));
+    for (const h of holders) {
+      if (!row.holders.includes(h)) {
+        row.holders.push(h);
+        changed = true;
+      }
+    }
+    if (!row.actions.includes(action)) {
+      row.actions.push(action);
+      changed = true;
+    }
     if (changed) {
       row.updated_at = now;
       this.save(row, true); // durable before the device is touched

@@ -1,7 +1,8 @@
-// The fleet uplink (issue 11): one MQTT v5 connection to the fleet broker. It publishes
+// The fleet uplink: one MQTT v5 connection to the fleet broker. It publishes
 // under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
 // `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
-// its own), `events` (execution responses from the fleet outbox) and `devices` (the
+// its own), `events` (execution responses and event states: the mqtt consumer of the
+// delivery log, one lane through mqtt-sink.ts) and `devices` (the
 // retained device sync view, republished on change); and it answers commands on
 // `cmd/{name}` through MQTT v5 response topic (below {prefix}/{site_id}/reply/ only) +
 // correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
@@ -14,9 +15,12 @@ import { connect, type IClientOptions, type IClientPublishOptions, type IPublish
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Part } from "../lifecycle.js";
-import type { SampleStore } from "../telemetry/sample-store.js";
+import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
-import { backoffMs } from "../uplink/backoff.js";
+import { backoffMs } from "../delivery/backoff.js";
+import { Lane, type LaneStats } from "../delivery/lane.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import { LogSource } from "../delivery/log-source.js";
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
@@ -24,6 +28,7 @@ import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
 import type { FleetQueue } from "./queue.js";
+import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
 
 /** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
@@ -38,7 +43,11 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
   fleet: FleetConfig;
   queue: FleetQueue;
+  /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
+  messages: DeliveryLog;
   samples: SampleStore;
+  /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
+  telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
   /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
   instance: () => string;
@@ -61,16 +70,14 @@ export class Fleet implements Part {
   readonly name = "fleet";
   private client: MqttClient | null = null;
   private telemetry: Pipe | null = null;
-  private events: Pipe | null = null;
+  private events: Lane | null = null;
+  private eventsSink: MqttSink | null = null;
   private readonly unsubscribe: Array<() => void> = [];
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
   private commands = 0;
   private busyCommands = 0;
-  private cursor = 0;
-  private cursorTimer: NodeJS.Timeout | null = null;
-  private lastCursorSave = 0;
   private lastStatus = "";
   private lastDevices = "";
   /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
@@ -104,7 +111,6 @@ export class Fleet implements Part {
   start(): void {
     const { deps } = this;
     const f = deps.fleet;
-    this.cursor = deps.queue.telemetryCursor();
     const site = deps.config.site_id;
     const samples = deps.samples;
     const teleTopic = this.topic("telemetry");
@@ -115,7 +121,7 @@ export class Fleet implements Part {
         const out: PipeMessage[] = [];
         let from = after;
         while (out.length === 0) {
-          const snaps = samples.pending(Math.max(1, max), from);
+          const snaps = deps.telemetry.pending(Math.max(1, max), from);
           if (snaps.length === 0) break;
           for (const snap of snaps) {
             const parts = buildPayloads(snap, site, deps.instance());
@@ -125,12 +131,7 @@ export class Fleet implements Part {
         }
         return out;
       },
-      settled: (seq) => this.settleTelemetry(seq),
-    };
-    const eventsSource: PipeSource = {
-      read: (after, max) =>
-        deps.queue.after(after, max).map((m) => ({ seq: m.id, last: true, topic: this.topic(m.topic), payload: m.body, key: m.idempotency_key, kind: m.kind })),
-      settled: (seq) => deps.queue.settleThrough(seq),
+      settled: (seq) => deps.telemetry.settleThrough(seq),
     };
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
@@ -141,15 +142,23 @@ export class Fleet implements Part {
     const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
     const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
       deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
-    this.telemetry = new Pipe("telemetry", teleSource, publish, this.cursor, TELEMETRY_WINDOW, refused("telemetry"), backoff);
-    this.events = new Pipe("events", eventsSource, publish, 0, EVENTS_WINDOW, refused("events"), backoff);
+    this.telemetry = new Pipe("telemetry", teleSource, publish, deps.telemetry.through, TELEMETRY_WINDOW, refused("telemetry"), backoff);
+    this.eventsSink = new MqttSink(
+      (item, done) => publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
+      () => this.connected,
+    );
+    const lanes = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
+    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), this.eventsSink, deps.log, backoff, EVENTS_WINDOW, lanes);
+    this.events.start();
 
     this.unsubscribe.push(
       samples.onAppend(() => {
         this.telemetry?.pump();
         this.publishState(false);
       }),
-      deps.queue.onEnqueue(() => this.events?.pump()),
+      deps.messages.onAppend((routes) => {
+        if (routes.some((r) => r.consumer === MQTT)) this.events?.wake();
+      }),
       deps.registry.onChange(() => this.publishState(false)),
     );
 
@@ -184,14 +193,11 @@ export class Fleet implements Part {
       const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
       deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
       this.publishState(true);
-      this.events?.resume(EVENTS_WINDOW);
+      this.events?.wake();
       this.telemetry?.resume(window);
       this.drainWaiting();
     });
-    client.on("close", () => {
-      this.telemetry?.pause();
-      this.events?.pause();
-    });
+    client.on("close", () => this.telemetry?.pause());
     client.on("offline", () => {
       if (this.stopping) return;
       this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
@@ -208,7 +214,7 @@ export class Fleet implements Part {
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: this.cursor, outbox: deps.queue.size(), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: deps.telemetry.through, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
   }
 
   /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
@@ -234,28 +240,6 @@ export class Fleet implements Part {
 
   private drainWaiting(): void {
     while (this.waiting.length && this.inflight < this.receiveMaximum && this.connected) this.waiting.shift()!();
-  }
-
-  private settleTelemetry(seq: number): void {
-    this.cursor = seq;
-    const now = Date.now();
-    // Persisted at most once per telemetry commit interval (a drain does not write per
-    // message, nor does a steady stream once a second: the SD card); after a crash at most
-    // that much is sent again, with the same keys.
-    const every = Math.max(1000, this.deps.config.telemetry.commit_interval_s * 1000);
-    if (now - this.lastCursorSave >= every) this.saveCursor();
-    else this.cursorTimer ??= setTimeout(() => this.saveCursor(), every);
-  }
-
-  private saveCursor(): void {
-    if (this.cursorTimer) clearTimeout(this.cursorTimer);
-    this.cursorTimer = null;
-    this.lastCursorSave = Date.now();
-    try {
-      this.deps.queue.saveTelemetryCursor(this.cursor);
-    } catch (e) {
-      this.deps.log.error({ err: errorMessage(e) }, "cannot save the fleet telemetry cursor");
-    }
   }
 
   /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
@@ -366,8 +350,8 @@ export class Fleet implements Part {
       connects: this.connects,
       commands: this.commands,
       telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
-      events: { ...(this.events?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
-      telemetry_cursor: this.cursor,
+      events: streamStats(this.events?.stats),
+      telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
     };
   }
@@ -381,22 +365,18 @@ export class Fleet implements Part {
       { name: "sitegate_fleet_connects_total", help: "connections made to the fleet broker", type: "counter", values: [{ value: st.connects }] },
       { name: "sitegate_fleet_acked_total", help: "fleet messages acknowledged by the broker (PUBACK)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })) },
       { name: "sitegate_fleet_rejected_total", help: "fleet messages the broker refused (retried)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })) },
-      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: Math.max(0, this.lastSnapshotId() - st.telemetry_cursor) }] },
+      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: this.deps.telemetry.backlog }] },
       { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
     ];
-  }
-
-  /** The newest stored snapshot id (the store counts pending from the HTTPS cursor). */
-  private lastSnapshotId(): number {
-    const s = this.deps.samples.stats();
-    return s.push_cursor + s.pending_snapshots;
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     for (const u of this.unsubscribe.splice(0)) u();
     this.telemetry?.stop();
-    this.events?.stop();
+    const events = this.events?.stop();
+    this.eventsSink?.close();
+    await events;
     const client = this.client;
     if (client) {
       // A clean stop says so itself (the Last Will is only for a gateway that vanished).
@@ -411,8 +391,13 @@ export class Fleet implements Part {
       this.client = null;
     }
     this.waiting.length = 0;
-    this.saveCursor();
   }
+}
+
+/** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
+function streamStats(l: LaneStats | undefined): Pipe["stats"] {
+  if (!l) return { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };
+  return { published: l.sent + l.failures + l.in_flight, acked: l.sent, rejected: l.failures, in_flight: l.in_flight, last_error: l.last_error };
 }
 
 /**

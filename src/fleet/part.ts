@@ -18,7 +18,7 @@ export class FleetPart implements Part {
   async start(): Promise<void> {
     const { Fleet } = await import("./fleet.js");
     this.fleet = new Fleet(this.deps);
-    await this.fleet.start();
+    this.fleet.start();
   }
 
   async stop(): Promise<void> {

@@ -1,10 +1,14 @@
-// The fleet uplink's own durable state: an outbox for messages that exist only once
-// (execution responses teed from dispatch, committed in dispatch's own transaction) and
-// the MQTT telemetry cursor. Telemetry itself is read from the sample store (written
-// once); this cursor is separate from the HTTPS push cursor so the two uplinks progress
-// independently, and the sample store keeps rows until both have them (SampleStore.hold).
-import type { Db, ModuleMigrations } from "../storage/db.js";
+// The fleet uplink's own durable state: the nonces of signed commands. Its messages
+// (execution responses, event states) wait in the delivery log (consumer mqtt); the
+// fl_outbox of older releases is moved there by the last migration here. Telemetry is
+// read from the sample store (written once) as a consumer of its own, so HTTPS and MQTT
+// progress independently and the store keeps rows until both have them; its cursor
+// starts where fl_state's telemetry_cursor of older releases left it.
+import { migrate, type Db, type ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog } from "../delivery/log.js";
+import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
+import { mqttRoute } from "./mqtt-sink.js";
 
 export const FLEET_MIGRATIONS: ModuleMigrations = {
   module: "fleet",
@@ -33,37 +37,31 @@ export const FLEET_MIGRATIONS: ModuleMigrations = {
         CREATE INDEX fl_nonce_expiry ON fl_nonce (expires_at);
       `,
     },
+    // The outbox moves into the delivery log (consumer mqtt), keys and order kept.
+    { version: 3, sql: (db) => moveIntoLog(db) },
   ],
 };
+
+function moveIntoLog(db: Db): void {
+  migrate(db, [DELIVERY_MIGRATIONS]);
+  const log = new DeliveryLog({ db });
+  const rows = db.prepare("SELECT topic, kind, body, idempotency_key, created_at FROM fl_outbox ORDER BY id").all() as Array<{ topic: string; kind: string; body: string; idempotency_key: string; created_at: string }>;
+  for (const m of rows) log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [mqttRoute(m.topic)]);
+  db.exec("DROP TABLE fl_outbox");
+}
 
 /** Unexpired nonces kept at most: 10,000 in 300 s is 33 signed commands a second. */
 export const MAX_NONCES = 10_000;
 
-export interface FleetMessage {
-  id: number;
-  /** Topic below {prefix}/{site_id}/, e.g. "events". */
-  topic: string;
-  kind: string;
-  body: string;
-  idempotency_key: string;
-}
-
 export class FleetQueue {
   private stmts: ReturnType<FleetQueue["prepare"]> | null = null;
-  private persistedCursor: number | null = null;
-  private readonly listeners = new Set<() => void>();
 
-  /** Lazy: dispatch may commit an execution response before the fleet part has started. */
+  /** Lazy: prepared on first use, after storage has started. */
   constructor(private readonly storage: StoragePart) {}
 
   private prepare(db: Db) {
     return {
-      insert: db.prepare("INSERT INTO fl_outbox (topic, kind, body, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)"),
-      after: db.prepare("SELECT id, topic, kind, body, idempotency_key FROM fl_outbox WHERE id > ? ORDER BY id LIMIT ?"),
-      removeThrough: db.prepare("DELETE FROM fl_outbox WHERE id <= ?"),
-      count: db.prepare("SELECT count(*) FROM fl_outbox").pluck(),
       getState: db.prepare("SELECT value FROM fl_state WHERE key = ?").pluck(),
-      setState: db.prepare("UPDATE fl_state SET value = ? WHERE key = ?"),
       pruneNonces: db.prepare("DELETE FROM fl_nonce WHERE expires_at < ?"),
       countNonces: db.prepare("SELECT count(*) FROM fl_nonce").pluck(),
       addNonce: db.prepare("INSERT OR IGNORE INTO fl_nonce (nonce, expires_at) VALUES (?, ?)"),
@@ -75,44 +73,9 @@ export class FleetQueue {
     return this.stmts;
   }
 
-  /** Commits one message (inside the caller's transaction, if any). Throws if SQLite cannot commit. */
-  enqueue(topic: string, kind: string, body: unknown, idempotencyKey: string): number {
-    const r = this.s.insert.run(topic, kind, JSON.stringify(body), idempotencyKey, new Date().toISOString());
-    // Listeners run after the caller's transaction; a wake-up before the commit only finds nothing new.
-    queueMicrotask(() => {
-      for (const l of this.listeners) l();
-    });
-    return Number(r.lastInsertRowid);
-  }
-
-  after(id: number, limit: number): FleetMessage[] {
-    return this.s.after.all(id, limit) as FleetMessage[];
-  }
-
-  /** The broker has every message through `id`. */
-  settleThrough(id: number): void {
-    this.s.removeThrough.run(id);
-  }
-
-  size(): number {
-    return this.s.count.get() as number;
-  }
-
-  onEnqueue(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  /** The last snapshot id the broker acknowledged, as persisted (what survives a crash). */
+  /** The telemetry cursor older releases kept here: where the fleet's consumer starts. */
   telemetryCursor(): number {
-    this.persistedCursor ??= this.s.getState.get("telemetry_cursor") as number;
-    return this.persistedCursor;
-  }
-
-  saveTelemetryCursor(id: number): void {
-    if (id === this.persistedCursor) return;
-    this.s.setState.run(id, "telemetry_cursor");
-    this.persistedCursor = id;
+    return this.s.getState.get("telemetry_cursor") as number;
   }
 
   /**
@@ -132,6 +95,10 @@ export class FleetQueue {
   /** Forgets prepared statements (the database was closed). */
   reset(): void {
     this.stmts = null;
-    this.persistedCursor = null;
   }
+}
+
+/** The fleet's consumer of the sample store; registered with the composition, before any row could go. */
+export function telemetryConsumer(samples: SampleStore, queue: FleetQueue): TelemetryCursor {
+  return samples.consumer("fleet_telemetry", { initial: () => queue.telemetryCursor() });
 }

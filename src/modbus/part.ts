@@ -24,8 +24,18 @@ export class ModbusEngine implements Part {
     const perBus = (value: (b: (typeof buses)[number]) => number) => buses.map((b) => ({ labels: { bus: b.key }, value: value(b) }));
     return [
       { name: "sitegate_bus_requests_total", help: "Modbus requests sent", type: "counter", values: perBus((b) => b.stats.requests) },
-      { name: "sitegate_bus_timeouts_total", help: "Modbus requests without an answer", type: "counter", values: perBus((b) => b.stats.timeouts) },
-      { name: "sitegate_bus_busy_seconds_total", help: "time the bus spent on requests (rate() is its utilisation)", type: "counter", values: perBus((b) => b.stats.busy_ms / 1000) },
+      {
+        name: "sitegate_bus_timeouts_total",
+        help: "Modbus requests without an answer",
+        type: "counter",
+        values: perBus((b) => b.stats.timeouts),
+      },
+      {
+        name: "sitegate_bus_busy_seconds_total",
+        help: "time the bus spent on requests (rate() is its utilisation)",
+        type: "counter",
+        values: perBus((b) => b.stats.busy_ms / 1000),
+      },
       { name: "sitegate_bus_queue_depth", help: "requests waiting for the bus", type: "gauge", values: perBus((b) => b.queued) },
     ];
   }

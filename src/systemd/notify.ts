@@ -79,9 +79,4 @@ export class SystemdNotifier {
       });
     });
   }
-
-  /** Waits until every message handed over so far is delivered. */
-  flush(): Promise<void> {
-    return this.chain;
-  }
 }

@@ -1,10 +1,12 @@
-// The telemetry buffer and the data-push queue. Every poll-cycle snapshot gets its id at
-// once and waits in memory; the readers (partner push, fleet) see it at once. Snapshots are
+// The telemetry buffer and its readers' queue. Every poll-cycle snapshot gets its id at
+// once and waits in memory; the readers see it at once. Snapshots are
 // committed to SQLite in one transaction per commit interval (telemetry.commit_interval_s;
 // 1 s: each at once, before append() returns): one row per snapshot, the first of a commit
 // packed alone (a key row), each later one against the row before it (delta-codec.ts), so a
-// value that did not change costs a bit. The push cursor rides in the last row of each
-// commit; sent rows are deleted by the retention sweep and at stop, never per message.
+// value that did not change costs a bit. Each reader is a named consumer with a cursor of
+// its own; one of them may have its cursor ride in the last row of each commit (no state
+// page written per commit), the others are written with a commit when they moved. Rows
+// every consumer has are deleted by the retention sweep and at stop, never per message.
 // Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
 // counted and logged, never the newest. A power cut loses at most the open interval.
 import type { MetricFamily, Part } from "../lifecycle.js";
@@ -54,6 +56,38 @@ export interface StoredSnapshot extends Snapshot {
   id: number;
 }
 
+/** One reader of the buffer: the snapshots after its cursor, and how far it has them. */
+export interface TelemetryCursor {
+  readonly name: string;
+  /** Every snapshot through here is settled for this consumer. */
+  readonly through: number;
+  /** Snapshots not yet settled for this consumer. */
+  readonly backlog: number;
+  /** Its snapshots after the cursor (or `afterId`), oldest first. */
+  pending(limit: number, afterId?: number): StoredSnapshot[];
+  /** It has the snapshots through `id`: in memory now, persisted with a commit (a crash sends again at most that much). */
+  settleThrough(id: number): void;
+}
+
+export interface ConsumerOptions {
+  /** Its cursor rides in the last row of each commit (at most one consumer). */
+  inRow?: boolean;
+  /** Where it starts when the store has no cursor of it yet. */
+  initial?: () => number;
+}
+
+/** A consumer's state key in tm_state; the in-row consumer's is the file's first cursor key. */
+const stateKey = (c: { name: string; inRow: boolean }) => (c.inRow ? "push_cursor" : `cursor:${c.name}`);
+
+interface Consumer {
+  name: string;
+  inRow: boolean;
+  initial?: () => number;
+  through: number;
+  /** What tm_state holds for it. */
+  saved: number;
+}
+
 export interface SampleStoreStats {
   snapshots: number;
   pending_snapshots: number;
@@ -97,11 +131,9 @@ export class SampleStore implements SnapshotSink, Part {
   /** The last id given out (held or committed); ids are never reused, so pending = lastId - cursor. */
   private lastId = 0;
   private committedId = 0;
-  private cursor = 0;
-  /** Rows are deleted through here: the push cursor, or less while another reader holds them. */
+  private readonly consumers = new Map<string, Consumer>();
+  /** Rows are deleted through here: what every consumer has. */
   private deletedThrough = 0;
-  /** Other readers of the buffer (the MQTT fleet uplink): each returns its own persisted cursor. */
-  private readonly holds = new Set<() => number>();
   private storedTotal = 0;
   private storedBytes = 0;
   private storedAlone = 0;
@@ -156,7 +188,8 @@ export class SampleStore implements SnapshotSink, Part {
     this.rows = c.n;
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
     this.lastId = this.committedId = Math.max(c.last, (this.stmts.getState.get("last_id") as number | undefined) ?? 0);
-    this.cursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
+    this.rowCursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
+    for (const k of this.consumers.values()) this.load(k);
     this.deletedThrough = 0;
     this.commitTx = this.db.transaction((batch: Held[]): number => {
       for (const s of this.newSeries) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
@@ -164,11 +197,12 @@ export class SampleStore implements SnapshotSink, Part {
       batch.forEach((h, i) => {
         const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1].samples);
         this.storedAlone += i === 0 ? data.length : packSnapshot(h.samples).length;
-        this.stmts.insertSnap.run(h.id, h.ts, h.samples.length, data, batch[0].id, i === batch.length - 1 ? this.cursor : null);
+        this.stmts.insertSnap.run(h.id, h.ts, h.samples.length, data, batch[0].id, i === batch.length - 1 ? (this.inRow()?.through ?? null) : null);
         this.bytes += data.length + ROW_OVERHEAD;
         this.storedBytes += data.length;
         n += h.samples.length;
       });
+      this.saveMoved(false);
       return n;
     });
     this.opts.log.info({ snapshots: c.n, pending: this.pendingSnapshots(), bytes: this.bytes }, "sample store open");
@@ -283,8 +317,8 @@ export class SampleStore implements SnapshotSink, Part {
     return () => this.listeners.delete(listener);
   }
 
-  /** Unsent snapshots after the push cursor (or `afterId`), oldest first: the committed ones, then those held. */
-  pending(limit: number, afterId = this.cursor): StoredSnapshot[] {
+  /** Snapshots after `afterId` (default: the in-row consumer's cursor), oldest first: the committed ones, then those held. */
+  pending(limit: number, afterId = this.firstCursor): StoredSnapshot[] {
     const out: StoredSnapshot[] = [];
     if (limit <= 0) return out;
     if (afterId < this.committedId) {
@@ -322,32 +356,68 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   /**
-   * The partner has the snapshots up to `id`. The cursor is kept in memory and goes into
-   * SQLite with the next commit (or now, if `persistEveryMs` has passed since the last
-   * time it was written); after a crash at most that much is sent again, with the same
-   * Idempotency-Keys.
+   * A reader of the buffer with a cursor of its own, persisted here; rows are kept until
+   * every consumer has them. The same name gives the same consumer.
    */
-  settleThrough(id: number, persistEveryMs = Number.POSITIVE_INFINITY): void {
-    if (id <= this.cursor) return;
-    this.cursor = id;
-    if (Date.now() - this.lastPersist >= persistEveryMs) this.persistCursor();
+  consumer(name: string, opts: ConsumerOptions = {}): TelemetryCursor {
+    let k = this.consumers.get(name);
+    if (!k) {
+      const inRow = opts.inRow === true;
+      if (inRow && this.inRow()) throw new Error(`sample store: ${this.inRow()!.name} already has its cursor in the rows`);
+      k = { name, inRow, initial: opts.initial, through: 0, saved: 0 };
+      this.consumers.set(name, k);
+      if (this.db?.open) this.load(k);
+    }
+    const c = k;
+    const store = this;
+    return {
+      name,
+      get through() {
+        return c.through;
+      },
+      get backlog() {
+        return Math.max(0, store.lastId - c.through);
+      },
+      pending: (limit, afterId = c.through) => this.pending(limit, afterId),
+      settleThrough: (id) => {
+        if (id > c.through) c.through = id;
+      },
+    };
   }
 
-  private lastPersist = 0;
+  /** The in-row cursor as found at start (the rows are newer than its state key after a crash). */
+  private rowCursor = 0;
 
-  /**
-   * A second reader of the buffer with its own cursor (persisted by that reader): rows
-   * after `cursor()` are kept until it has them too. Returns a release function.
-   */
-  hold(cursor: () => number): () => void {
-    this.holds.add(cursor);
-    return () => this.holds.delete(cursor);
+  /** The in-row consumer's cursor (what stats() and pending() go by), also before it is registered. */
+  private get firstCursor(): number {
+    return this.inRow()?.through ?? this.rowCursor;
   }
 
-  /** Through where rows may go: what every reader has. */
+  private inRow(): Consumer | undefined {
+    for (const k of this.consumers.values()) if (k.inRow) return k;
+    return undefined;
+  }
+
+  private load(k: Consumer): void {
+    const saved = this.stmts.getState.get(stateKey(k)) as number | undefined;
+    k.saved = saved ?? 0;
+    k.through = Math.max(k.through, saved ?? k.initial?.() ?? 0, k.inRow ? this.rowCursor : 0);
+  }
+
+  /** Writes the cursors that moved (inside the caller's transaction); the in-row one only when `all`. */
+  private saveMoved(all: boolean): void {
+    for (const k of this.consumers.values()) {
+      const through = Math.min(k.through, this.committedId);
+      if (through === k.saved || (k.inRow && !all)) continue;
+      this.stmts.setState.run(stateKey(k), through);
+      k.saved = through;
+    }
+  }
+
+  /** Through where rows may go: what every consumer has (nothing while there is none yet). */
   private deleteFloor(): number {
-    let floor = Math.min(this.cursor, this.committedId);
-    for (const h of this.holds) floor = Math.min(floor, h());
+    let floor = this.consumers.size ? this.committedId : 0;
+    for (const k of this.consumers.values()) floor = Math.min(floor, k.through);
     return floor;
   }
 
@@ -357,14 +427,12 @@ export class SampleStore implements SnapshotSink, Part {
     return next && next.base !== null && next.base <= through ? next.base - 1 : through;
   }
 
-  /** Writes the cursor and deletes what every reader has (the retention sweep and stop call this). */
+  /** Writes every cursor and deletes what every consumer has (the retention sweep, maintenance and stop call this). */
   persistCursor(): void {
-    this.lastPersist = Date.now();
     const floor = this.alignDown(this.deleteFloor());
-    const cursor = Math.min(this.cursor, this.committedId);
     const freed = this.db.transaction(() => {
       const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
-      this.stmts.setState.run("push_cursor", cursor);
+      this.saveMoved(true);
       this.stmts.setState.run("last_id", this.committedId);
       if (floor > this.deletedThrough) this.stmts.deleteThrough.run(floor);
       return gone;
@@ -403,10 +471,10 @@ export class SampleStore implements SnapshotSink, Part {
       this.stmts.deleteThrough.run(through);
       this.stmts.addState.run(g.samples, "dropped_samples");
       this.stmts.addState.run(g.rows, "dropped_snapshots");
-      this.stmts.setState.run("push_cursor", Math.max(through, this.cursor));
+      for (const k of this.consumers.values()) k.through = Math.max(through, k.through);
+      this.saveMoved(true);
       return g;
     })();
-    this.cursor = Math.max(through, this.cursor);
     this.deletedThrough = Math.max(this.deletedThrough, through);
     this.rows -= gone.rows;
     this.bytes -= gone.bytes + gone.rows * ROW_OVERHEAD;
@@ -416,12 +484,9 @@ export class SampleStore implements SnapshotSink, Part {
     );
   }
 
+  /** Pending and cursor in stats() are the in-row consumer's. */
   private pendingSnapshots(): number {
-    return Math.max(0, this.lastId - this.cursor);
-  }
-
-  get pushCursor(): number {
-    return this.cursor;
+    return Math.max(0, this.lastId - this.firstCursor);
   }
 
   /** Counters kept in memory: cheap enough for every /metrics scrape. */
@@ -432,7 +497,7 @@ export class SampleStore implements SnapshotSink, Part {
       bytes: this.bytes,
       dropped_samples: this.stmts.getState.get("dropped_samples") as number,
       dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedHeld,
-      push_cursor: this.cursor,
+      push_cursor: this.firstCursor,
       stored_samples_total: this.storedTotal,
       stored_bytes_total: this.storedBytes,
       stored_alone_bytes_total: this.storedAlone,

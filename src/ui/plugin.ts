@@ -1,4 +1,4 @@
-// The local status page (issue 12) as a fastify plugin under /ui/: a login with
+// The local status page as a fastify plugin under /ui/: a login with
 // auth.users (the token endpoint's scrypt check), an HttpOnly; Secure; SameSite=Strict
 // session cookie, a CSRF token on every state-changing request, failed logins throttled
 // per source (IPv6 per /64) with a global budget, the ui.allow address list, and security

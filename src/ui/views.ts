@@ -27,7 +27,7 @@ export interface UiDeps {
   buses: BusManager;
   profiles: ProfileRegistry;
   dispatch: { list(limit?: number): EventRow[] };
-  uplink: { stats(): Record<string, LaneStats> };
+  uplink: { stats(): Record<string, LaneStats>; backlog(): { depth: number; oldest_at: string | null } };
   samples: { stats(): SampleStoreStats };
   db: () => Db;
   history: MinuteHistory;
@@ -168,17 +168,13 @@ export function events(d: UiDeps): EventView[] {
 }
 
 export class UplinkView {
-  private stmt: { get(): unknown } | null = null;
-
   constructor(private readonly d: UiDeps) {}
 
   get() {
-    // Read-only look at the uplink's outbox table (owned by src/uplink): depth and oldest message.
-    this.stmt ??= this.d.db().prepare("SELECT count(*) AS n, min(created_at) AS oldest FROM ul_outbox");
-    const o = this.stmt.get() as { n: number; oldest: string | null };
+    const o = this.d.uplink.backlog();
     const st = this.d.samples.stats();
     return {
-      outbox: { depth: o.n, oldest_at: o.oldest, age_s: o.oldest ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest)) / 1000)) : null },
+      outbox: { depth: o.depth, oldest_at: o.oldest_at, age_s: o.oldest_at ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest_at)) / 1000)) : null },
       data_push: { pending_snapshots: st.pending_snapshots, buffer_bytes: st.bytes, dropped_samples: st.dropped_samples },
       lanes: Object.entries(this.d.uplink.stats()).map(([lane, l]) => ({ lane, sent: l.sent, failures: l.failures, attempt: l.attempt, last_sent_at: l.last_sent_at, last_error: l.last_error })),
     };

@@ -28,26 +28,9 @@ export function removeHealthMarker(dataDir: string, version: string): void {
   rmSync(healthMarkerPath(dataDir, version), { force: true });
 }
 
-/**
- * What the gate asks of the daemon. The controller's health hook (READY, database check,
- * first successful poll) can stand in for this probe once it lands.
- */
+/** What the gate asks of the daemon: the daemon answers with its health monitor's isHealthy (src/health.ts). */
 export interface HealthProbe {
   healthy(): boolean;
-}
-
-/** The usual probe: the database answers, and a device read succeeded when devices are configured. */
-export function daemonHealthProbe(p: { dbCheck: () => void; deviceCount: () => number; readsOk: () => number }): HealthProbe {
-  return {
-    healthy() {
-      try {
-        p.dbCheck();
-      } catch {
-        return false;
-      }
-      return p.deviceCount() === 0 || p.readsOk() > 0;
-    },
-  };
 }
 
 /** Started last; checks the probe after start() has returned and writes the marker once. */

@@ -20,6 +20,7 @@ import { exists, fsyncPath, fsyncTree, readLinkOrNull, removeTree, symlinkAtomic
 import { hasHealthMarker } from "./health-marker.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, Incoming, receiveFile, receiveUrl, removeStaleIncoming, type ReceivedBundle } from "./receive.js";
 import { SafeUntar } from "./untar.js";
+import { testHook } from "../util/test-hooks.js";
 
 export const DEFAULT_ROOT = "/opt/sitegate";
 export const DEFAULT_KEYS_DIR = "/etc/sitegate/update-keys";
@@ -114,23 +115,6 @@ function restart(ctl: ServiceControl, say: Say): void {
   if (r.status !== 0) throw new Error(`restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
 }
 
-/**
- * Test hook: SITEGATE_UPDATE_HOOK=<point> makes apply write SITEGATE_UPDATE_HOOK_FILE at that point,
- * then wait forever (to be killed), or, with SITEGATE_UPDATE_HOOK_RESUME naming a FIFO, until the
- * test writes to that FIFO.
- */
-async function hook(point: "verified" | "unpack" | "unpacked" | "pending" | "switched", ready: () => boolean = () => true): Promise<void> {
-  if (process.env.SITEGATE_UPDATE_HOOK !== point) return;
-  while (!ready()) await new Promise((r) => setTimeout(r, 10));
-  writeFileSync(process.env.SITEGATE_UPDATE_HOOK_FILE ?? "/dev/stderr", point + "\n");
-  const resume = process.env.SITEGATE_UPDATE_HOOK_RESUME;
-  if (resume) {
-    readFileSync(resume); // blocks until the test opens the FIFO for writing and closes it
-    return;
-  }
-  await new Promise(() => setInterval(() => {}, 1 << 30));
-}
-
 // == apply ==
 
 export interface ApplyOptions extends ServiceControl {
@@ -213,7 +197,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
     throw new BundleRefused(`refused: the release unpacks to ${mib(m.unpacked_size)} and needs ${mib(SPACE_HEADROOM)} to spare; ${l.root} has ${mib(free)} free`);
   }
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
-  await hook("verified");
+  await testHook("verified");
 
   // Nothing has changed so far. From here on every step leaves `current` at a complete release.
   mkdirSync(l.releases, { recursive: true });
@@ -242,7 +226,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   }
   renameSync(tmp, dest);
   fsyncPath(l.releases);
-  await hook("unpacked");
+  await testHook("unpacked");
 
   // Taken here, not at the first start: a large database on an SD card can take longer
   // than systemd grants a start. Rows written by the old release from now until the
@@ -274,7 +258,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
     // "installing" until the switch: a check that runs meanwhile leaves it alone, and one
     // after a power cut here (current still the old release) drops it
     writeState(l, { pending, last: st.last, highest: st.highest });
-    await hook("pending");
+    await testHook("pending");
     symlinkAtomic(`releases/${cur}`, l.previous);
     symlinkAtomic(target, l.current);
     pending.phase = "gating";
@@ -284,7 +268,7 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   // the release before `previous` is no longer a rollback target: its space goes back now
   pruneReleases(l);
   o.say(`installed ${dest}; current -> ${target}`);
-  await hook("switched");
+  await testHook("switched");
   restart(o, o.say);
   return { version: m.version, previous: cur };
 }
@@ -309,7 +293,7 @@ async function unpack(file: string, offset: number, size: number, dir: string, l
         for await (const chunk of src) {
           sent += chunk.length;
           yield chunk;
-          if (sent >= size / 2 && sent - chunk.length < size / 2) await hook("unpack", () => readdirSync(dir).length > 0);
+          if (sent >= size / 2 && sent - chunk.length < size / 2) await testHook("unpack", () => readdirSync(dir).length > 0);
         }
       },
       createGunzip(),

@@ -7,6 +7,7 @@ import type { IncomingMessage } from "node:http";
 import { Agent, request } from "node:https";
 import { createSecureContext, rootCertificates } from "node:tls";
 import { readFileSync } from "node:fs";
+import type { Outcome } from "../delivery/lane.js";
 import { VERSION } from "../version.js";
 
 export interface SendResult {
@@ -18,13 +19,9 @@ export interface SendResult {
 }
 
 /**
- * What a lane does with an answer: `ok` settles; `transient` (408, 429, 5xx, timeout,
- * network) is retried for as long as it takes; `auth` (401, 403) holds the lane with a
- * health warning; `rejected` (any other answer) is retried for a bounded window, then
- * dead-lettered.
+ * What an answer is to a lane (delivery/lane.ts): `ok` any 2xx; `transient` 408, 429,
+ * 5xx, timeout, network; `auth` 401, 403; `rejected` any other answer.
  */
-export type Outcome = "ok" | "transient" | "auth" | "rejected";
-
 export function classify(r: SendResult): Outcome {
   if (r.ok) return "ok";
   const s = r.status;

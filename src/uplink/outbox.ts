@@ -1,14 +1,20 @@
-// The durable outbox for callbacks that are messages in their own right (execution
-// responses; any future kind): committed before the first send, removed only when the
-// partner settled it. Each message belongs to a lane (execution responses to
+// The HTTPS consumer's view of the delivery log: callbacks that are messages in their own
+// right (execution responses; any future kind), committed before the first send and
+// settled only by the partner. Each belongs to a lane (execution responses to
 // `execution`, any other kind to a lane of its own name) so that one kind never holds
 // back another. Data pushes come from the sample store instead (data-push.ts), so every
 // sample is written once, not twice; only a data push that was dead-lettered and then
-// retried by hand comes back through this table (lane `data_push`).
-// Dead letters (ul_dead_letter) are messages the partner kept rejecting: kept, listed by
-// `sitegate outbox`, and put back in their lane by `sitegate outbox retry`.
+// retried by hand comes back through the log (lane `data_push`).
+// Dead letters are messages the partner kept rejecting: kept, listed by `sitegate outbox`,
+// and put back in their lane by `sitegate outbox retry`.
+// The tables of older releases (ul_outbox, ul_dead_letter) are moved into the log by the
+// last migration here; ul_meta keeps the instance id.
 import type { Db, ModuleMigrations } from "../storage/db.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog, type DeadLetter as LogDeadLetter, type LogMessage, type Route } from "../delivery/log.js";
+import { migrate } from "../storage/db.js";
 import { newKey } from "../util/idempotency.js";
+
+export const HTTPS = "https";
 
 export const OUTBOX_MIGRATIONS: ModuleMigrations = {
   module: "uplink",
@@ -50,8 +56,27 @@ export const OUTBOX_MIGRATIONS: ModuleMigrations = {
         );
       `,
     },
+    // The callbacks move into the delivery log (consumer https), keys and order kept.
+    { version: 3, sql: (db) => moveIntoLog(db) },
   ],
 };
+
+
+function moveIntoLog(db: Db): void {
+  migrate(db, [DELIVERY_MIGRATIONS]);
+  const log = new DeliveryLog({ db });
+  const pending = db.prepare("SELECT id, lane, kind, url, body, idempotency_key, created_at, attempts, last_error FROM ul_outbox ORDER BY id").all() as Array<OutboxMessage>;
+  for (const m of pending) {
+    log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [{ consumer: HTTPS, lane: m.lane, address: m.url }]);
+  }
+  // A lane's head keeps its failure count: `sitegate outbox` still shows it.
+  for (const m of pending) {
+    if (m.attempts > 0 && log.cursor(HTTPS, m.lane).attempts === 0) db.prepare("UPDATE dl_cursor SET attempts = ?, last_error = ? WHERE consumer = ? AND lane = ?").run(m.attempts, m.last_error, HTTPS, m.lane);
+  }
+  db.prepare(`INSERT INTO dl_dead_letter (consumer, lane, kind, address, body, idempotency_key, created_at, dead_at, attempts, last_error)
+    SELECT ?, lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error FROM ul_dead_letter ORDER BY id`).run(HTTPS);
+  db.exec("DROP TABLE ul_outbox; DROP TABLE ul_dead_letter;");
+}
 
 /** The lane a kind of message travels in. */
 export function laneOf(kind: string): string {
@@ -60,6 +85,29 @@ export function laneOf(kind: string): string {
 
 const KIND_RE = /^[a-z][a-z0-9_]{0,63}$/;
 const KEY_RE = /^[\x21-\x7e]{1,200}$/;
+
+/** Where a callback of `kind` to `url` waits in the log; TypeError on bad input. */
+export function httpsRoute(kind: string, url: string): Route {
+  if (!KIND_RE.test(kind)) throw new TypeError(`outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`);
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new TypeError(`outbox: ${JSON.stringify(url)} is not a URL`);
+  }
+  if (u.protocol !== "https:") throw new TypeError(`outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
+  return { consumer: HTTPS, lane: laneOf(kind), address: url };
+}
+
+/** A message body as JSON text, and its key (the caller's or a new one); TypeError on bad input. */
+export function messageOf(kind: string, body: unknown, idempotencyKey?: string): { kind: string; body: string; idempotencyKey: string } {
+  if (idempotencyKey !== undefined && !KEY_RE.test(idempotencyKey)) {
+    throw new TypeError("outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
+  }
+  const text = JSON.stringify(body);
+  if (text === undefined) throw new TypeError("outbox: the body cannot be serialized as JSON");
+  return { kind, body: text, idempotencyKey: idempotencyKey ?? newKey() };
+}
 
 export interface OutboxMessage {
   id: number;
@@ -77,31 +125,15 @@ export interface DeadLetter extends OutboxMessage {
   dead_at: string;
 }
 
-const COLS = "id, lane, kind, url, body, idempotency_key, attempts, created_at, last_error";
+const asOutbox = ({ consumer: _c, address, ...m }: LogMessage): OutboxMessage => ({ ...m, url: address });
+const asDead = (d: LogDeadLetter): DeadLetter => ({ ...asOutbox(d), dead_at: d.dead_at });
 
+/** The HTTPS consumer's messages and dead letters in the delivery log. */
 export class Outbox {
-  private readonly stmts;
+  readonly log: DeliveryLog;
 
-  constructor(private readonly db: Db) {
-    this.stmts = {
-      insert: db.prepare("INSERT INTO ul_outbox (lane, kind, url, body, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING"),
-      byKey: db.prepare("SELECT id FROM ul_outbox WHERE idempotency_key = ?").pluck(),
-      deadByKey: db.prepare("SELECT id FROM ul_dead_letter WHERE idempotency_key = ?").pluck(),
-      heads: db.prepare(`SELECT ${COLS} FROM ul_outbox WHERE lane = ? ORDER BY id LIMIT ?`),
-      get: db.prepare(`SELECT ${COLS} FROM ul_outbox WHERE id = ?`),
-      remove: db.prepare("DELETE FROM ul_outbox WHERE id = ?"),
-      fail: db.prepare("UPDATE ul_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?"),
-      count: db.prepare("SELECT count(*) FROM ul_outbox").pluck(),
-      lanes: db.prepare("SELECT DISTINCT lane FROM ul_outbox").pluck(),
-      all: db.prepare(`SELECT ${COLS} FROM ul_outbox ORDER BY lane, id`),
-      dead: db.prepare(`SELECT ${COLS}, dead_at FROM ul_dead_letter ORDER BY id`),
-      deadGet: db.prepare(`SELECT ${COLS}, dead_at FROM ul_dead_letter WHERE id = ?`),
-      deadInsert: db.prepare("INSERT INTO ul_dead_letter (lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING"),
-      deadRemove: db.prepare("DELETE FROM ul_dead_letter WHERE id = ?"),
-      deadCount: db.prepare("SELECT count(*) FROM ul_dead_letter").pluck(),
-      requeue: db.prepare("INSERT INTO ul_outbox (lane, kind, url, body, idempotency_key, created_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (idempotency_key) DO NOTHING"),
-      oldest: db.prepare("SELECT lane, min(created_at) AS at FROM ul_outbox GROUP BY lane"),
-    };
+  constructor(db: Db | DeliveryLog) {
+    this.log = db instanceof DeliveryLog ? db : new DeliveryLog({ db });
   }
 
   /**
@@ -110,98 +142,53 @@ export class Outbox {
    * returned, not queued twice.
    */
   enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
-    if (!KIND_RE.test(kind)) throw new TypeError(`outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`);
-    let u: URL;
-    try {
-      u = new URL(url);
-    } catch {
-      throw new TypeError(`outbox: ${JSON.stringify(url)} is not a URL`);
-    }
-    if (u.protocol !== "https:") throw new TypeError(`outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
-    if (opts.idempotencyKey !== undefined && !KEY_RE.test(opts.idempotencyKey)) {
-      throw new TypeError("outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
-    }
-    const text = JSON.stringify(body);
-    if (text === undefined) throw new TypeError("outbox: the body cannot be serialized as JSON");
-    const key = opts.idempotencyKey ?? newKey();
-    const r = this.stmts.insert.run(laneOf(kind), kind, url, text, key, new Date().toISOString());
-    if (r.changes === 1) return { id: Number(r.lastInsertRowid), idempotency_key: key };
-    const id = (this.stmts.byKey.get(key) ?? this.stmts.deadByKey.get(key)) as number | undefined;
-    return { id: id ?? 0, idempotency_key: key };
+    const route = httpsRoute(kind, url);
+    return this.log.append(messageOf(kind, body, opts.idempotencyKey), [route]);
   }
 
   /** Up to `limit` oldest messages of a lane. */
   heads(lane: string, limit: number): OutboxMessage[] {
-    return this.stmts.heads.all(lane, limit) as OutboxMessage[];
+    return this.pending().filter((m) => m.lane === lane).slice(0, limit);
   }
 
-  /** The oldest message of any lane (kept for diagnostics and older callers). */
-  head(lane = "execution"): OutboxMessage | undefined {
-    return this.heads(lane, 1)[0];
-  }
-
-  settle(id: number): void {
-    this.stmts.remove.run(id);
-  }
-
-  recordFailure(id: number, error: string): void {
-    this.stmts.fail.run(error.slice(0, 500), id);
-  }
-
-  /** Moves a pending message to the dead letters (one transaction). */
-  deadLetter(id: number, error: string): void {
-    this.db.transaction(() => {
-      const m = this.stmts.get.get(id) as OutboxMessage | undefined;
-      if (!m) return;
-      this.stmts.deadInsert.run(m.lane, m.kind, m.url, m.body, m.idempotency_key, m.created_at, new Date().toISOString(), m.attempts + 1, error.slice(0, 500));
-      this.stmts.remove.run(id);
-    })();
-  }
-
-  /** Stores a message that never was in the outbox (a data push) as a dead letter. */
+  /** Stores a message that never was in the log (a data push) as a dead letter. */
   addDeadLetter(m: { lane: string; kind: string; url: string; body: string; idempotency_key: string; created_at: string; attempts: number; error: string }): void {
-    this.stmts.deadInsert.run(m.lane, m.kind, m.url, m.body, m.idempotency_key, m.created_at, new Date().toISOString(), m.attempts, m.error.slice(0, 500));
+    this.log.deadLetter({ consumer: HTTPS, lane: m.lane, kind: m.kind, address: m.url, body: m.body, idempotency_key: m.idempotency_key, created_at: m.created_at, attempts: m.attempts }, m.error);
   }
 
   /** Puts dead letters back at the end of their lanes; returns how many. */
   retry(ids: number[] | "all"): number {
-    return this.db.transaction(() => {
-      const rows = ids === "all" ? (this.stmts.dead.all() as DeadLetter[]) : ids.map((id) => this.stmts.deadGet.get(id) as DeadLetter | undefined).filter((m): m is DeadLetter => !!m);
-      for (const m of rows) {
-        this.stmts.requeue.run(m.lane, m.kind, m.url, m.body, m.idempotency_key, m.created_at, m.last_error);
-        this.stmts.deadRemove.run(m.id);
-      }
-      return rows.length;
-    })();
+    return this.log.retry(HTTPS, ids);
   }
 
   lanes(): string[] {
-    return this.stmts.lanes.all() as string[];
+    return this.log.lanes(HTTPS);
   }
 
   pending(): OutboxMessage[] {
-    return this.stmts.all.all() as OutboxMessage[];
+    return this.log.pending(HTTPS).map(asOutbox);
   }
 
   deadLetters(): DeadLetter[] {
-    return this.stmts.dead.all() as DeadLetter[];
+    return this.log.deadLetters(HTTPS).map(asDead);
   }
 
   getDeadLetter(id: number): DeadLetter | undefined {
-    return this.stmts.deadGet.get(id) as DeadLetter | undefined;
+    const d = this.log.getDeadLetter(HTTPS, id);
+    return d && asDead(d);
   }
 
   size(): number {
-    return this.stmts.count.get() as number;
+    return this.log.size(HTTPS);
   }
 
   deadCount(): number {
-    return this.stmts.deadCount.get() as number;
+    return this.log.deadCount(HTTPS);
   }
 
   /** Per lane, when its oldest unsettled message was committed (ms since the epoch). */
   oldestByLane(): Array<{ lane: string; at: number }> {
-    return (this.stmts.oldest.all() as Array<{ lane: string; at: string }>).map((r) => ({ lane: r.lane, at: Date.parse(r.at) }));
+    return this.log.oldestByLane(HTTPS);
   }
 }
 

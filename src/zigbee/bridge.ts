@@ -8,7 +8,7 @@
 // nothing else stops. Every MQTT topic of the gateway's Zigbee side is in this file.
 import type { MqttClient } from "mqtt";
 import { SitegateError, errorMessage } from "../errors.js";
-import type { Part } from "../lifecycle.js";
+import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { ZigbeeConfig, ZigbeeDeviceConfig } from "../config/local-schema.js";
 import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
@@ -241,6 +241,10 @@ export class ZigbeeBridge implements Part, LocalFamily {
     this.client = null;
     this.connected = false;
     if (c) await c.endAsync(true).catch(() => undefined);
+  }
+
+  metrics(): MetricFamily[] {
+    return [{ name: "sitegate_zigbee_connected", help: "1 while the zigbee2mqtt broker connection is up", type: "gauge", values: [{ value: this.connected ? 1 : 0 }] }];
   }
 
   async publish(sub: string, body: Record<string, unknown>): Promise<void> {

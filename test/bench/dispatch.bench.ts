@@ -1,4 +1,4 @@
-// Dispatch figures (issue 9) against references measured in the same run:
+// Dispatch figures against references measured in the same run:
 // - /dr requests/s for 10-event requests (new event_ids, starts in the future), keep-alive
 //   HTTPS with 4 concurrent clients, from `sitegate run` under the unit's node flags against
 //   a bare fastify HTTPS route under the same flags that parses the same body, commits one
@@ -244,7 +244,7 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     // Reference for lateness: a bare timer and a modbus-serial write of the same register,
     // same number of starts, to the same simulator (no gateway running).
     const address = writes.find((x) => x.at >= plan[0].start)!.address;
-    const bare = await bareTimerWrites(site.tcpPorts[0], address, n, writes, wall);
+    const bare = await bareTimerWrites(site.tcpPorts[0], address, n, writes);
     ctx.log(`bare timer + write: p50 ${percentile(bare, 50).toFixed(2)} ms, p99 ${percentile(bare, 99).toFixed(2)} ms`);
 
     const l50 = percentile(late, 50);
@@ -270,7 +270,7 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
 }
 
 /** Lateness of `n` plain setTimeout-driven single-register writes, as the simulator sees them. */
-async function bareTimerWrites(port: number, address: number, n: number, writes: SimWrite[], wall: () => number): Promise<number[]> {
+async function bareTimerWrites(port: number, address: number, n: number, writes: SimWrite[]): Promise<number[]> {
   const c = new ModbusRTU.default();
   await c.connectTCP("127.0.0.1", { port });
   c.setID(1);

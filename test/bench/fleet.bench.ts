@@ -11,7 +11,8 @@ import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
 import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/outbox.js";
 import { buildPayloads } from "../../src/uplink/data-push.js";
-import { FLEET_MIGRATIONS, FleetQueue } from "../../src/fleet/queue.js";
+import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "../../src/fleet/queue.js";
+import { DeliveryLog } from "../../src/delivery/log.js";
 import { Fleet } from "../../src/fleet/fleet.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "../support/config.js";
@@ -94,11 +95,11 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   storage.start();
   samples.start();
   const queue = new FleetQueue(storage);
-  samples.hold(() => queue.telemetryCursor());
+  const telemetry = telemetryConsumer(samples, queue);
   const ns = instanceId(storage.db);
   const stub = { list: () => [], onChange: () => () => {} };
   const fleet = new Fleet({
-    config, fleet: config.fleet!, queue, samples, registry: stub as never, health: { health: () => undefined },
+    config, fleet: config.fleet!, queue, messages: new DeliveryLog(storage), samples, telemetry, registry: stub as never, health: { health: () => undefined },
     dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 }, connector: {} as never, profiles: { has: () => false, names: () => [] }, instance: () => ns, log,
   });
   const clients: MqttClient[] = [];

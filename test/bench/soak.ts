@@ -111,4 +111,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (process.argv[1]?.endsWith("soak.js")) main().then((c) => process.exit(c));
+if (process.argv[1]?.endsWith("soak.js")) void main().then((c) => process.exit(c));

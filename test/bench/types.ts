@@ -18,7 +18,7 @@ export interface BenchContext {
   quick: boolean;
   /** A scratch directory for this run. */
   dir: string;
-  log(msg: string): void;
+  log: (msg: string) => void;
 }
 
 export type BenchFn = (ctx: BenchContext) => Promise<BenchRow[]>;

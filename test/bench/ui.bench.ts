@@ -1,7 +1,7 @@
 // Resident memory of `sitegate run` on the four-device dispatch site with the status page
 // open in headless Chromium (overview and devices polling, 1 s and 2 s) against the same
-// daemon run without any page open, each a fresh process for the same time. The issue's
-// bound: within 10 MiB. Lower is better, so ratio = without / with.
+// daemon run without any page open, each a fresh process for the same time. The bound:
+// within 10 MiB. Lower is better, so ratio = without / with.
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

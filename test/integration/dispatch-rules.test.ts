@@ -3,7 +3,7 @@
 // 409 after start, overlapping events stacking, idempotent repeats, test mode, bad input.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { event, withDispatchRig, type DispatchRig } from "../support/dispatch.js";
+import { event, executionResponses, withDispatchRig, type DispatchRig } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 
@@ -12,7 +12,7 @@ const devOf = (body: any, id: string) => body.details.devices.find((d: any) => d
 const count = (rig: DispatchRig, sql: string) => (rig.gw.daemon.storage.db.prepare(sql).get() as { n: number }).n;
 /** Devices the ledger still holds (a release is complete once its row is gone). */
 const ledgerRows = (rig: DispatchRig) => count(rig, "SELECT COUNT(*) AS n FROM dp_ledger");
-const outboxRows = (rig: DispatchRig) => count(rig, "SELECT COUNT(*) AS n FROM ul_outbox WHERE kind = 'execution_response'");
+const outboxRows = (rig: DispatchRig) => executionResponses(rig).length;
 
 test("two batteries share in proportion to max power; one that runs empty makes the result partial", async () => {
   await withDispatchRig({ batteries: [{ name: "big", max_power_w: 5000 }, { name: "small", max_power_w: 3000, capacity_wh: 4, soc_pct: 50 }] }, async (rig) => {

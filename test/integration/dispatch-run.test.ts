@@ -4,11 +4,9 @@
 // each event gets one measured execution response.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { assertMeasuredDelivery, event, withDispatchRig } from "../support/dispatch.js";
+import { assertMeasuredDelivery, event, executionResponses, withDispatchRig } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
-
-const writesOf = (d: Record<string, any>) => (d.writes as unknown[]).length;
 
 test("discharge moves the battery and the grid meter by about the requested power; one measured execution response", async () => {
   await withDispatchRig({}, async (rig) => {
@@ -37,8 +35,7 @@ test("discharge moves the battery and the grid meter by about the requested powe
     assert.equal(dev.requested_w, 3000);
     // Released at the end: back to idle.
     await until(() => rig.simDevice("battery").power_w === 0, "battery released");
-    const outbox = () => rig.gw.daemon.storage.db.prepare("SELECT COUNT(*) AS n FROM ul_outbox WHERE kind = 'execution_response'").get() as { n: number };
-    await until(() => outbox().n === 0, "outbox settled");
+    await until(() => executionResponses(rig).length === 0, "outbox settled");
     assert.equal(rig.sink.requests.filter((x) => x.path === "/exec" && (x.body as any).event_id === ev.event_id).length, 1, "one response, sent once");
   });
 });
@@ -54,10 +51,10 @@ test("charge makes the battery absorb the requested power and the grid import ri
     const dispatcher = rig.gw.daemon.part<Dispatcher>("dispatch");
     await until(() => dispatcher.list().some((e) => e.spec.event_id === ev.event_id && e.state === "done"), "event done while the partner is down");
     // Committed with the end of the event: exactly one execution response waits in the outbox.
-    const queued = rig.gw.daemon.storage.db.prepare("SELECT body FROM ul_outbox WHERE kind = 'execution_response'").all() as Array<{ body: string }>;
+    const queued = executionResponses(rig);
     assert.equal(queued.length, 1, JSON.stringify(queued));
     assert.equal(JSON.parse(queued[0].body).event_id, ev.event_id);
-    const attempts = () => (rig.gw.daemon.storage.db.prepare("SELECT attempts FROM ul_outbox WHERE kind = 'execution_response'").get() as { attempts: number } | undefined)?.attempts ?? 0;
+    const attempts = () => executionResponses(rig)[0]?.attempts ?? 0;
     await until(() => attempts() > 0, "a refused attempt");
     assert.equal(rig.responses().length, 0);
     await rig.sink.accept();

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { startGateway, type Gateway } from "../support/gateway.js";
 import { withTmpDir } from "../support/tmp.js";
 import { readDb } from "../support/db.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 
 const DR = "/v1/api/gateway/site-001/dr";
 const MIN = 60_000;

@@ -11,6 +11,8 @@ import { startGateway } from "../support/gateway.js";
 import { withSite } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
+import { DeliveryLog } from "../../src/delivery/log.js";
+import { MQTT } from "../../src/fleet/mqtt-sink.js";
 import { command, fleetClient, fleetConfig, record, withBroker } from "../support/mosquitto.js";
 
 test("dr over MQTT: the battery discharges, one execution response to the partner and the same on the events topic, with the state changes", async () => {
@@ -44,7 +46,7 @@ test("dr over MQTT: the battery discharges, one execution response to the partne
             assert.deepEqual(states.map((x) => x.json.state), ["scheduled", "running", "done"]);
             assert.ok(states.every((x) => x.json.source === "partner" && x.json.mode === "live" && typeof x.json.at === "string"));
             // Settled on PUBACK: the fleet outbox is empty again.
-            await until(() => (gw.daemon.storage.db.prepare("SELECT count(*) FROM fl_outbox").pluck().get() as number) === 0, "fleet outbox settled");
+            await until(() => new DeliveryLog(gw.daemon.storage).size(MQTT) === 0, "fleet outbox settled");
           } finally {
             await cl.endAsync();
             await gw.stop();

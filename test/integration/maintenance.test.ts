@@ -40,7 +40,7 @@ test("an ordinary sweep deletes settled telemetry rows and keeps their pages for
     const empty = pageCount();
     for (let i = 0; i < 300; i++) samples.append(snapshot(i, 3));
     const pages = pageCount();
-    samples.settleThrough(samples.stats().pending_snapshots - 10 + samples.stats().push_cursor);
+    samples.consumer("push", { inRow: true }).settleThrough(samples.stats().pending_snapshots - 10 + samples.stats().push_cursor);
     maintenance.sweep();
     assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 10, "only the unsent rows remain");
     const free = db.pragma("freelist_count", { simple: true }) as number;
@@ -59,7 +59,7 @@ test("a sweep after a drained backlog deletes the settled rows and gives the fre
     assert.ok(pages * 1024 > 2 * FREE_TO_VACUUM, `${pages} pages: a backlog the sweep gives back`);
     // The partner has all but the last 10; the cursor is not persisted yet (that waits for a sweep).
     const last = samples.stats().push_cursor + samples.stats().pending_snapshots;
-    samples.settleThrough(last - 10, Number.POSITIVE_INFINITY);
+    samples.consumer("push", { inRow: true }).settleThrough(last - 10);
     assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 6000, "nothing deleted before the sweep");
 
     maintenance.sweep();

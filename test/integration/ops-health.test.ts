@@ -36,11 +36,11 @@ test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async (
       try {
         const poller = gw.daemon.part<Poller>("poller");
         await until(() => poller.stats.reads_ok >= 2, "two successful polls");
-        let junk: number[][] = [];
+        let _junk: number[][] = [];
         const scrape = async () => (await gw.call("GET", "/metrics")).text;
         // Allocate until the GC observer has seen a collection (scavenges are certain to come).
         await until(async () => {
-          junk = Array.from({ length: 2000 }, () => new Array(100).fill(Math.random()));
+          _junk = Array.from({ length: 2000 }, () => new Array(100).fill(Math.random()));
           return metricValues(await scrape(), "sitegate_gc_seconds_total").length > 0;
         }, "a garbage collection to be counted");
         const text = await scrape();

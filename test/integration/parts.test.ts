@@ -13,7 +13,11 @@ import type { UiPart } from "../../src/ui/part.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 
-const metric = (text: string, line: string) => text.split("\n").find((l) => l.startsWith(line + " "))?.slice(line.length + 1);
+const metric = (text: string, line: string) =>
+  text
+    .split("\n")
+    .find((l) => l.startsWith(line + " "))
+    ?.slice(line.length + 1);
 
 test("the status page's snapshot listener throws on every snapshot: samples are still stored and a dispatch event is measured", async () => {
   await withDispatchRig({}, async (rig) => {
@@ -49,12 +53,19 @@ test("a part that cannot start is shown in /healthz and /metrics, polling goes o
   try {
     await withSiteGateway(
       { seed: 1, ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 1, model: "sunspec-meter", name: "grid" }] }] },
-      (site) => ({ devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"], ui: { enabled: true, listen: `127.0.0.1:${taken.port}` } }),
+      (site) => ({
+        devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"],
+        ui: { enabled: true, listen: `127.0.0.1:${taken.port}` },
+      }),
       async (_site, gw) => {
         const health = (await gw.call("GET", "/healthz")).json;
         assert.equal(health.status, "ok");
         const warning = health.warnings.find((w: { code: string }) => w.code === "part_not_running");
-        assert.match(warning?.message ?? "", /^ui failed to start 1 times \(.*EADDRINUSE.*\); retrying$/, JSON.stringify(health.warnings));
+        assert.match(
+          warning?.message ?? "",
+          /^ui is not running after 1 failed start \(.*EADDRINUSE.*\); retrying$/,
+          JSON.stringify(health.warnings),
+        );
         const text = (await gw.call("GET", "/metrics")).text;
         assert.equal(metric(text, 'sitegate_part_up{part="ui"}'), "0");
         assert.equal(metric(text, 'sitegate_part_up{part="poller"}'), "1");
@@ -64,7 +75,11 @@ test("a part that cannot start is shown in /healthz and /metrics, polling goes o
 
         await taken.release();
         released = true;
-        await until(async () => metric((await gw.call("GET", "/metrics")).text, 'sitegate_part_up{part="ui"}') === "1", "the status page started on a retry", 15_000);
+        await until(
+          async () => metric((await gw.call("GET", "/metrics")).text, 'sitegate_part_up{part="ui"}') === "1",
+          "the status page started on a retry",
+          15_000,
+        );
         assert.equal(gw.daemon.part<UiPart>("ui").port, taken.port);
         assert.deepEqual((await gw.call("GET", "/healthz")).json.warnings, []);
       },

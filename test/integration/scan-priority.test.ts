@@ -7,7 +7,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { withSite, demoScenario } from "../support/site.js";
 import { startGateway, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 import { Jobs } from "../../src/ui/jobs.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";

@@ -17,6 +17,8 @@ import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { freePort } from "../support/net.js";
 
 const LISTENER = resolve(fileURLToPath(import.meta.url), "../../../../test/support/notify-listener.py");
+// Preloaded into the daemon: SIGUSR2 stalls its event loop for 3 s.
+const LOOP_BLOCKER = resolve(fileURLToPath(import.meta.url), "../../support/loop-blocker.js");
 
 type Msg = Record<string, string>;
 
@@ -49,9 +51,9 @@ async function startDaemon(dir: string, socket: string, watchdogUsec = 2_000_000
   const file = writeConfig(dir, { ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${await freePort()}` } });
   const unit = unitCommand();
   return spawnDaemon(file, {
-    nodeArgs: unit.nodeArgs,
+    nodeArgs: [...unit.nodeArgs, "--import", LOOP_BLOCKER],
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...unit.env, NOTIFY_SOCKET: socket, WATCHDOG_USEC: String(watchdogUsec), SITEGATE_TEST_HOOKS: "1" },
+    env: { ...unit.env, NOTIFY_SOCKET: socket, WATCHDOG_USEC: String(watchdogUsec) },
   });
 }
 
@@ -114,8 +116,8 @@ test("no WATCHDOG=1 while the database cannot commit; pings resume once it can",
 test("no WATCHDOG=1 while the event loop is blocked; the stall is reported, then pings resume", async () => {
   await withNotifyDaemon(async (l, child) => {
     await until(() => l.real().some(isPing), "a first watchdog ping", 30_000);
-    child.kill("SIGUSR2"); // test hook: blocks the loop for 3 s (SITEGATE_TEST_HOOKS=1)
-    await until(() => l.real().some((m) => /^test: blocking the event loop/.test(m.STATUS ?? "")), "the test hook to start blocking", 30_000);
+    child.kill("SIGUSR2");
+    await until(() => l.real().some((m) => /^test: blocking the event loop/.test(m.STATUS ?? "")), "the loop blocker to start", 30_000);
     const blocked = l.real().findIndex((m) => /^test: blocking/.test(m.STATUS ?? ""));
     await until(() => indexAfter(l.real(), blocked, (m) => /watchdog withheld: event loop stalled \d+ ms/.test(m.STATUS ?? "")) >= 0, "the stall to be reported", 30_000);
     const reported = indexAfter(l.real(), blocked, (m) => /event loop stalled/.test(m.STATUS ?? ""));

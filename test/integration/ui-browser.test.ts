@@ -1,4 +1,4 @@
-// The local status page (issue 12) in real headless Chromium against the real daemon on a
+// The local status page in real headless Chromium against the real daemon on a
 // simulated site (battery, PV, grid meter, relay over Modbus TCP).
 import { after, afterEach, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -24,7 +24,7 @@ describe("status page in a browser", () => {
   // Each test has its own browser context (cookies, session) and page, closed after it.
   let ctx: BrowserContext;
   let page: Page;
-  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  const cleanup: Array<() => unknown> = [];
 
   before(async () => {
     const sink = await startSink();
@@ -118,7 +118,7 @@ describe("status page in a browser", () => {
     assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
     await until(() => Math.abs((rig.simDevice("battery").power_w as number) - 2500) < 100, "simulated battery discharging at 2.5 kW");
     const simW = rig.simDevice("battery").power_w as number;
-    // The page follows the simulator (waited for as an event; the 3 s of issue 12 is a
+    // The page follows the simulator (waited for as an event; its 3 s update bound is a
     // latency, measured by the ui bench, not asserted here).
     await page.waitForFunction((w) => Math.abs(Number(document.querySelector("#flow-battery-w")?.getAttribute("data-value")) - w) < 150, simW, { timeout: 30_000 });
     assert.match(await page.textContent("#flow-battery-w") ?? "", /kW/);

@@ -148,7 +148,7 @@ test("a bundle swapped for unsigned code after its signature was checked is not 
     const fifo = join(dir, "resume");
     assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
     const hookFile = join(env.dataDir, "hook");
-    const run = updateAsync(env, ["apply", good], { SITEGATE_UPDATE_HOOK: "verified", SITEGATE_UPDATE_HOOK_FILE: hookFile, SITEGATE_UPDATE_HOOK_RESUME: fifo });
+    const run = updateAsync(env, ["apply", good], { SITEGATE_TEST_HOOKS: "1", SITEGATE_TEST_HOOK_AT: "verified", SITEGATE_TEST_HOOK_FILE: hookFile, SITEGATE_TEST_HOOK_RESUME: fifo });
     await waitFor(env, () => existsSync(hookFile), "apply to have checked the signature");
     renameSync(forged, good); // the swap, while apply waits between its checks and its unpack
     writeFileSync(fifo, "go\n");
@@ -179,7 +179,7 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
       const hookFile = join(env.dataDir, "hook");
       const child = spawn(process.execPath, [CLI, "update", "apply", b], {
         stdio: "ignore",
-        env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", SITEGATE_UPDATE_HOOK: point, SITEGATE_UPDATE_HOOK_FILE: hookFile },
+        env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", SITEGATE_TEST_HOOKS: "1", SITEGATE_TEST_HOOK_AT: point, SITEGATE_TEST_HOOK_FILE: hookFile },
       });
       const exited = new Promise((r) => child.once("exit", r));
       await waitFor(env, () => existsSync(hookFile), `apply to reach ${point}`);

@@ -79,9 +79,12 @@ test("the bridge going offline takes its devices offline and nothing else; so do
     await until(() => zigbee.every((id) => !online(id)), "every zigbee device offline without the broker");
     await until(() => /broker/.test(poller.health("plug-1")!.last_error ?? ""), "the broker's loss named as the reason");
     await gridReadAfter("without the broker");
+    const connected = async () => /^sitegate_zigbee_connected (\d)$/m.exec((await gw.call("GET", "/metrics")).text)?.[1];
+    assert.equal(await connected(), "0");
     const again = await startLocalBroker(join(dir, "broker2"), { port: broker.port });
     try {
       await until(() => zigbee.every(online), "zigbee devices back with the broker", 30_000);
+      assert.equal(await connected(), "1");
     } finally {
       await again.stop();
     }

@@ -10,6 +10,8 @@ import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
 import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
 import { withTmpDir } from "./tmp.js";
 import { until } from "./wait.js";
+import type { Uplink } from "../../src/uplink/uplink.js";
+import type { OutboxMessage } from "../../src/uplink/outbox.js";
 
 export const POLL_MS = 250;
 
@@ -95,6 +97,11 @@ export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: st
     },
     simDevice: (name) => site.state().devices[name] as Record<string, any>,
   };
+}
+
+/** Execution responses the partner has not accepted yet (the uplink's view of the delivery log). */
+export function executionResponses(rig: DispatchRig): OutboxMessage[] {
+  return rig.gw.daemon.part<Uplink>("uplink").outbox.pending().filter((m) => m.kind === "execution_response");
 }
 
 /** Waits until device sync lists `n` devices (pairing of the config's devices is done). */

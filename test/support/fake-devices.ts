@@ -5,7 +5,7 @@
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import type { ActionParams, DeviceControl, RawWrite } from "../../src/dispatch/control.js";
 import type { ActionName } from "../../src/profiles/schema.js";
-import type { FakeClock } from "../../src/util/clock.js";
+import type { FakeClock } from "./fake-clock.js";
 
 /** Battery mode register values. */
 const MODES: Record<string, number> = { release: 0, charge: 1, discharge: 2 };

@@ -1,3 +1,4 @@
+// Temporary directories that a test always removes.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -6,7 +6,7 @@ import { Backoff, FailureThrottle, LruMap, sourceKey } from "../../src/api/throt
 import { LoginThrottle, parseCookies } from "../../src/ui/session.js";
 import { basicClientId } from "../../src/api/token.js";
 import { bearerToken, splitAuthorization } from "../../src/api/headers.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 
 test("source keys: IPv4 per address (IPv4-mapped too), IPv6 per /64 whatever its spelling", () => {
   assert.equal(sourceKey("192.0.2.7"), "192.0.2.7");

@@ -113,7 +113,7 @@ test("scale factors are read once per pairing; a failed or unimplemented read th
   const d = fakeDriver(new Map([[M124 + 25, word(-2)], [M123 + 23, word(-1)]]));
   const drv = d as unknown as DeviceDriver;
   assert.deepEqual([...(await readScaleFactors(drv, discharge))], [[M124 + 25, -2]]);
-  assert.deepEqual([...(await readScaleFactors(drv, [...discharge, ...curtail]))].sort(), [[M124 + 25, -2], [M123 + 23, -1]]);
+  assert.deepEqual([...(await readScaleFactors(drv, [...discharge, ...curtail]))].sort((a, b) => a[0] - b[0]), [[M124 + 25, -2], [M123 + 23, -1]]);
   await readScaleFactors(drv, discharge);
   assert.deepEqual(d.reads, [M124 + 25, M123 + 23], "each scale factor read once");
   d.descriptor = { max_power_w: 5000 }; // paired again

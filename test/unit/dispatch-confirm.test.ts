@@ -19,7 +19,7 @@ import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest } from "../../src/dispatch/request.js";
 import { Poller } from "../../src/telemetry/poller.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 import { silentLogger } from "../../src/log.js";
 import { makeTmpDir } from "../support/tmp.js";
 

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import { dispatchRequest, type DispatchRequest } from "../../src/dispatch/request.js";
 import { shedOrder } from "../../src/dispatch/kinds/shed.js";

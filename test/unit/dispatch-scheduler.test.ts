@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import { allocateProportional, compareEvents, statusFor } from "../../src/dispatch/allocate.js";
 import { dispatchRequest, toSpec, type DispatchRequest } from "../../src/dispatch/request.js";

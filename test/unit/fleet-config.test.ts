@@ -10,7 +10,7 @@ import { buildDaemon } from "../../src/daemon.js";
 import { silentLogger } from "../../src/log.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
-import { FLEET_MIGRATIONS, FleetQueue } from "../../src/fleet/queue.js";
+import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "../../src/fleet/queue.js";
 import { testConfig, testConfigInput } from "../support/config.js";
 import { testCert } from "../support/tls.js";
 import { snapshot } from "../support/uplink-harness.js";
@@ -44,7 +44,7 @@ test("fleet: relative files resolve against the config folder; no fleet block, n
   assert.equal(withFleet.parts.has("fleet"), true);
 });
 
-test("the sample store deletes only what the HTTPS push and the fleet cursor both have", async () => {
+test("the sample store deletes only what its consumers (the HTTPS push, the fleet) both have; the fleet starts at its older cursor", async () => {
   await withTmpDir(async (dir) => {
     const log = silentLogger();
     const storage = new StoragePart(join(dir, "d"), [SAMPLE_MIGRATIONS, FLEET_MIGRATIONS], log);
@@ -52,20 +52,25 @@ test("the sample store deletes only what the HTTPS push and the fleet cursor bot
     storage.start();
     samples.start();
     const queue = new FleetQueue(storage);
-    samples.hold(() => queue.telemetryCursor());
+    storage.db.prepare("UPDATE fl_state SET value = 2 WHERE key = 'telemetry_cursor'").run();
+    const push = samples.consumer("push", { inRow: true });
+    const fleet = telemetryConsumer(samples, queue);
     for (let i = 0; i < 10; i++) samples.append(snapshot(i));
     const rows = () => storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get() as number;
-    samples.settleThrough(10, 0); // HTTPS has all ten
+    assert.equal(fleet.through, 2, "where the fleet's older cursor was");
+    push.settleThrough(10); // HTTPS has all ten
     samples.persistCursor();
-    assert.equal(rows(), 10, "the fleet has none yet: all kept");
+    assert.equal(rows(), 8, "the fleet has two: the rest kept");
     assert.equal(samples.stats().pending_snapshots, 0, "HTTPS progress is its own");
-    queue.saveTelemetryCursor(4);
+    assert.equal(fleet.backlog, 8);
+    fleet.settleThrough(4);
     samples.persistCursor();
     assert.equal(rows(), 6);
-    assert.deepEqual(samples.pending(100, queue.telemetryCursor()).map((s) => s.id), [5, 6, 7, 8, 9, 10]);
-    queue.saveTelemetryCursor(10);
+    assert.deepEqual(fleet.pending(100).map((s) => s.id), [5, 6, 7, 8, 9, 10]);
+    fleet.settleThrough(10);
     samples.persistCursor();
     assert.equal(rows(), 0);
+    assert.equal(storage.telemetryDb.prepare("SELECT value FROM tm_state WHERE key = 'cursor:fleet_telemetry'").pluck().get(), 10, "the fleet's cursor persisted in the store");
     samples.stop();
     storage.stop();
   });

@@ -37,6 +37,35 @@ test("a bus with work and no finished request for 30 s fails the check; progress
   });
 });
 
+test("while a check fails, the monitor's health() names it; once checks pass the warning goes", async () => {
+  await withTmpDir(async (dir) => {
+    const storage = new StoragePart(dir, [HEALTH_MIGRATIONS], silentLogger());
+    storage.start();
+    const bus = { key: "rtu:/dev/ttyS1", busy: true, queued: 1, stats: { busy_ms: 10 } };
+    const mon = new HealthMonitor(
+      { storage, buses: () => [bus], devices: () => ({ configured: 0, online: 0 }), readsOk: () => 0, backlog: () => ({ outbox: 0, snapshots: 0 }) },
+      new SystemdNotifier(silentLogger(), {}),
+      silentLogger(),
+      { statusEveryMs: 20, busStuckMs: 30, stallMs: 5000 },
+    );
+    mon.start();
+    try {
+      assert.deepEqual(mon.health().warnings, []);
+      const stuck = () => mon.health().warnings.some((w) => w.code === "health_checks_failing" && /bus rtu:\/dev\/ttyS1 stuck/.test(w.message));
+      for (let i = 0; i < 100 && !stuck(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(stuck(), JSON.stringify(mon.health()));
+      assert.ok(mon.stats.withheld > 0);
+      bus.busy = false;
+      bus.queued = 0;
+      for (let i = 0; i < 100 && mon.health().warnings.length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(mon.health().warnings, []);
+    } finally {
+      await mon.stop();
+      storage.stop();
+    }
+  });
+});
+
 test("the certificate warning starts 14 days before expiry and says when it expires", () => {
   const { cert, certFile } = testCert();
   const expires = Date.parse(new X509Certificate(cert).validTo);

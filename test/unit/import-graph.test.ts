@@ -18,9 +18,10 @@
 //   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
 //   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
 //   telemetry     telemetry/: poller (drives device drivers), sample store
-//   uplink | dispatch   siblings: the outbound messages and the data push (uplink/); events
-//                 on devices and telemetry (dispatch/), which hands its messages over through
-//                 the composition root
+//   delivery      delivery/: the durable log of outbound messages, lanes, the retry policy
+//   uplink | dispatch   siblings: the HTTPS sink and the data push (uplink/); events on
+//                 devices and telemetry (dispatch/), which hands its messages to the log
+//                 through the composition root
 //   ops           maintenance.ts, runtime-metrics.ts: housekeeping timers, process metrics
 //   services      services/: what both front ends call (configure, device sync, events,
 //                 the status of an error)
@@ -52,6 +53,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["zigbee", ["zigbee/"]],
   ["gpio", ["gpio/"]],
   ["telemetry", ["telemetry/"]],
+  ["delivery", ["delivery/"]],
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],
   ["ops", ["maintenance.ts", "runtime-metrics.ts"]],

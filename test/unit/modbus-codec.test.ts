@@ -95,8 +95,8 @@ test("scaled integers carry the decimals of their scale factor and constant scal
   assert.equal(readingValue(4999, "u16", -2), 49.99);
   assert.equal(readingValue(2297, "u16", -1), 229.7);
   assert.equal(readingValue(5, "u16", 3), 5000);
-  assert.equal(roundReading(12.340000000000001, "s32", -2), 12.34);
-  assert.equal(roundReading(12.340000000000001, "u16", 0, 0.01), 12.34);
+  assert.equal(roundReading(12.340000000000002, "s32", -2), 12.34);
+  assert.equal(roundReading(12.340000000000002, "u16", 0, 0.01), 12.34);
   // A scale without a short decimal form: 15 significant digits.
   assert.equal(readingValue(3, "u16", 0, 1 / 3), 1);
   // Counters beyond 2^53 stay as the double they decoded to; big exact ones are untouched.

@@ -121,29 +121,29 @@ test("the cursor rides in the last row of a commit; deletes never orphan a delta
       const samples = new SampleStore(storage, { retentionBytes: 64 * 1024 * 1024, log, commitIntervalMs: 10_000 });
       storage.start();
       samples.start();
-      return { storage, samples };
+      return { storage, samples, push: samples.consumer("push", { inRow: true }) };
     };
-    let { storage, samples } = open();
+    let { storage, samples, push } = open();
     for (let i = 0; i < 10; i++) samples.append(snap(i));
     samples.flush(); // rows 1..10, key row 1
-    samples.settleThrough(7);
+    push.settleThrough(7);
     for (let i = 10; i < 20; i++) samples.append(snap(i));
     samples.flush(); // rows 11..20, key row 11, cursor 7 in row 20
     const db = storage.telemetryDb;
     assert.equal(db.prepare("SELECT cursor FROM tm_snapshot WHERE id = 20").pluck().get(), 7);
     samples.persistCursor();
     assert.equal(db.prepare("SELECT min(id) FROM tm_snapshot").pluck().get(), 1, "rows 8..10 still need key row 1: nothing deleted");
-    samples.settleThrough(15);
+    push.settleThrough(15);
     samples.persistCursor();
     assert.equal(db.prepare("SELECT min(id) FROM tm_snapshot").pluck().get(), 11, "the first commit went whole; the second waits for its key row's readers");
     assert.deepEqual(samples.pending(100).map((s) => s.id), [16, 17, 18, 19, 20]);
-    samples.settleThrough(20);
+    push.settleThrough(20);
     samples.persistCursor();
     assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 0);
     // A crash (no stop): the cursor and the last id come back from the state and the rows.
     storage.stop();
-    ({ storage, samples } = open());
-    assert.equal(samples.pushCursor, 20);
+    ({ storage, samples, push } = open());
+    assert.equal(push.through, 20);
     samples.append(snap(20));
     assert.deepEqual(samples.pending(10).map((s) => s.id), [21], "id 21, never an id used before");
     samples.stop();

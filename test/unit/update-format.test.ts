@@ -1,10 +1,10 @@
-// Versions, the health probe, and the marker the daemon writes for the update gate.
+// Versions, and the marker the daemon writes for the update gate.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { compareVersions, isValidVersion } from "../../src/update/bundle-format.js";
-import { daemonHealthProbe, healthMarkerPath, ReleaseHealthPart } from "../../src/update/health-marker.js";
+import { healthMarkerPath, ReleaseHealthPart } from "../../src/update/health-marker.js";
 import { nodeMinFromEngines } from "../../src/update/bundle.js";
 import { silentLogger } from "../../src/log.js";
 import { withTmpDir } from "../support/tmp.js";
@@ -18,20 +18,6 @@ test("versions compare numerically, a pre-release before its release", () => {
   assert.ok(isValidVersion("1.2.3-beta.1") && !isValidVersion("1.2") && !isValidVersion("../x"));
   assert.equal(nodeMinFromEngines(">=20"), "20.0.0");
   assert.equal(nodeMinFromEngines(">=20.3.1"), "20.3.1");
-});
-
-test("the probe wants a working database, and a successful read once devices exist", () => {
-  let devices = 0;
-  let reads = 0;
-  let dbOk = true;
-  const p = daemonHealthProbe({ dbCheck: () => { if (!dbOk) throw new Error("locked"); }, deviceCount: () => devices, readsOk: () => reads });
-  assert.equal(p.healthy(), true, "no devices: the database is enough");
-  devices = 2;
-  assert.equal(p.healthy(), false, "devices but no successful poll yet");
-  reads = 1;
-  assert.equal(p.healthy(), true);
-  dbOk = false;
-  assert.equal(p.healthy(), false);
 });
 
 test("the release health part writes the marker once the probe holds, not before", async () => {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { packSamples, unpackSamples } from "../../src/telemetry/sample-codec.js";
-import { backoffMs, BACKOFF_MAX_MS } from "../../src/uplink/backoff.js";
+import { backoffMs, BACKOFF_MAX_MS } from "../../src/delivery/backoff.js";
 import { buildPayloads } from "../../src/uplink/data-push.js";
 import { nameKey } from "../../src/util/idempotency.js";
 import type { StoredSnapshot } from "../../src/telemetry/sample-store.js";

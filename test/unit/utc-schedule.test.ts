@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { dailyLocal, dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
-import { FakeClock } from "../../src/util/clock.js";
+import { FakeClock } from "../support/fake-clock.js";
 import { maintenanceSchedule, SCHEDULE } from "../../src/maintenance.js";
 
 const at = (iso: string) => Date.parse(iso);

@@ -46,7 +46,7 @@ function every(ms, fn) {
     try { await fn(); status(`updated ${new Date().toLocaleTimeString()}`); } catch (e) { status(`update failed: ${e.message}`); }
     if (!stopped) setTimeout(run, ms);
   };
-  run();
+  void run();
   return () => { stopped = true; };
 }
 

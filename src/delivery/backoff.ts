@@ -1,4 +1,4 @@
-// Retry delays for callbacks: 1 s doubling to 5 min, with ±20 % jitter so that a fleet
+// Retry delays of every lane: 1 s doubling to 5 min, with ±20 % jitter so that a fleet
 // of gateways does not retry in step after a partner outage.
 export const BACKOFF_BASE_MS = 1000;
 export const BACKOFF_MAX_MS = 300_000;

@@ -1,0 +1,234 @@
+// One lane of the delivery core: a stream of messages from a source (the log, the sample
+// store) to a sink (HTTPS, MQTT), with up to `window` in flight and the one retry policy
+// of every sink. The sink says what an attempt came to; the lane decides:
+// - `ok` settles; `transient` is retried with backoff (1 s doubling to 5 min, jittered),
+//   or after the receiver's Retry-After, for as long as it takes;
+// - `auth` holds the lane (every message would fail the same way): one message probes
+//   with backoff, nothing is dropped, `stats.held` says so until an answer gets through;
+// - `rejected` is retried for at most `rejectWindowMs` (one hour), then the message
+//   becomes a dead letter and the lane goes on.
+// While a message is failing, a lane sends only its failing messages, nothing newer.
+// Event-driven: a lane sleeps until it is woken (something new, the sink ready again) and
+// re-checks its source every couple of seconds for what another process put there.
+import type { Logger } from "../log.js";
+
+export type Outcome = "ok" | "transient" | "auth" | "rejected";
+
+/** What one attempt came to, as the sink classified it. */
+export interface Attempt {
+  outcome: Outcome;
+  status?: number;
+  error?: string;
+  /** The receiver asked for this pause (a 429's or 503's Retry-After), for `transient`. */
+  retryAfterMs?: number;
+  /** What to check when the receiver rejects our credentials. */
+  hint?: string;
+}
+
+/** Where a lane's messages go: one strategy per transport. */
+export interface Sink {
+  /** False while the transport cannot take anything new (MQTT disconnected). */
+  ready(): boolean;
+  send(item: LaneItem): Promise<Attempt>;
+}
+
+export interface LaneItem {
+  /** Unique within its lane while it is queued. */
+  ref: string;
+  /** A URL or a topic, as the sink reads it. */
+  address: string;
+  kind: string;
+  body: string;
+  key: string;
+  describe: Record<string, unknown>;
+  settle(): void;
+  failed(error: string): void;
+  deadLetter(error: string, attempts: number): void;
+}
+
+export interface LaneSource {
+  /** The oldest item not in `busy` (in flight or waiting for a retry), if any. */
+  next(busy: ReadonlySet<string>): LaneItem | undefined;
+}
+
+export interface LaneStats {
+  sent: number;
+  failures: number;
+  dead_lettered: number;
+  attempt: number;
+  in_flight: number;
+  last_error: string | null;
+  last_sent_at: string | null;
+  held: { status: number; since: string } | null;
+}
+
+export interface LaneOptions {
+  /** How long a message the receiver rejects is retried before it is dead-lettered. */
+  rejectWindowMs: number;
+  /** How often an idle lane re-checks its source for messages put there by another process. */
+  idleRecheckMs: number;
+}
+
+/** One stream of messages to one sink, with its own backoff and up to `window` in flight. */
+export class Lane {
+  readonly stats: LaneStats = { sent: 0, failures: 0, dead_lettered: 0, attempt: 0, in_flight: 0, last_error: null, last_sent_at: null, held: null };
+  private stopped = false;
+  private running: Promise<void> | null = null;
+  private readonly inflight = new Map<string, Promise<void>>();
+  private retryQueue: Array<{ seq: number; item: LaneItem }> = [];
+  private readonly attempts = new Map<string, number>();
+  private readonly rejectedSince = new Map<string, number>();
+  private readonly seqOf = new Map<string, number>();
+  private seq = 0;
+  private pauseUntil = 0;
+  private signal: (() => void) | null = null;
+
+  constructor(
+    readonly name: string,
+    private readonly source: LaneSource,
+    private readonly sink: Sink,
+    private readonly log: Logger,
+    private readonly backoff: (attempt: number) => number,
+    private readonly window: number,
+    private readonly opts: LaneOptions,
+  ) {}
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  /** Something new may be queued; a backoff in progress is not cut short. */
+  wake(): void {
+    const s = this.signal;
+    this.signal = null;
+    s?.();
+  }
+
+  private wait(ms: number | null): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = ms === null ? null : setTimeout(() => this.wake(), Math.max(0, ms));
+      this.signal = () => {
+        if (timer) clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private busy(): Set<string> {
+    const s = new Set(this.inflight.keys());
+    for (const r of this.retryQueue) s.add(r.item.ref);
+    return s;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const now = performance.now();
+      if (now >= this.pauseUntil && this.sink.ready()) {
+        while (this.inflight.size < this.window) {
+          let item = this.retryQueue.shift()?.item;
+          // While a message is failing, only the failing ones are tried: nothing new runs
+          // ahead of them (bounded look-ahead, and the backlog stays in order).
+          if (!item && this.attempts.size === 0) {
+            try {
+              item = this.source.next(this.busy());
+            } catch (e) {
+              this.log.error({ err: e, lane: this.name }, "cannot read the queue");
+              this.pauseUntil = performance.now() + 5000;
+              break;
+            }
+          }
+          if (!item) break;
+          this.dispatch(item);
+          // While the partner rejects our credentials, one request probes at a time.
+          if (this.stats.held) break;
+        }
+      }
+      if (this.stopped) break;
+      const paused = this.pauseUntil - performance.now();
+      const full = this.inflight.size >= this.window || (this.stats.held !== null && this.inflight.size > 0);
+      await this.wait(paused > 0 ? paused : full ? null : this.opts.idleRecheckMs);
+    }
+    await Promise.allSettled([...this.inflight.values()]);
+  }
+
+  private dispatch(item: LaneItem): void {
+    if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
+    // The in-flight entry goes in the same step as the result is booked: a retry
+    // dispatched right after (a Retry-After of 0) must not lose its own entry.
+    const p = this.sink.send(item).then((r) => {
+      this.inflight.delete(item.ref);
+      try {
+        this.onResult(item, r);
+      } catch (e) {
+        this.log.error({ err: e, lane: this.name, ...item.describe }, "delivery bookkeeping failed");
+      }
+      this.stats.in_flight = this.inflight.size;
+      this.wake();
+    });
+    this.inflight.set(item.ref, p);
+    this.stats.in_flight = this.inflight.size;
+  }
+
+  private forget(ref: string): void {
+    this.attempts.delete(ref);
+    this.rejectedSince.delete(ref);
+    this.seqOf.delete(ref);
+  }
+
+  private onResult(item: LaneItem, r: Attempt): void {
+    const outcome = r.outcome;
+    if (outcome === "ok") {
+      item.settle();
+      this.forget(item.ref);
+      this.stats.sent++;
+      this.stats.attempt = 0;
+      this.stats.last_sent_at = new Date().toISOString();
+      if (this.stats.held) {
+        this.log.info({ lane: this.name, held_since: this.stats.held.since }, "the receiver accepts our messages again");
+        this.stats.held = null;
+      }
+      return;
+    }
+    if (this.stopped) return; // not settled: it stays queued for the next start
+    const attempt = (this.attempts.get(item.ref) ?? 0) + 1;
+    this.attempts.set(item.ref, attempt);
+    this.stats.failures++;
+    this.stats.attempt = attempt;
+    const error = r.error ?? "failed";
+    this.stats.last_error = error;
+    if (outcome === "auth" && !this.stats.held) {
+      this.stats.held = { status: r.status ?? 0, since: new Date().toISOString() };
+      this.log.error({ lane: this.name, status: r.status, ...item.describe }, `the receiver rejects our credentials; the lane holds until it accepts them${r.hint ? ` (${r.hint})` : ""}`);
+    }
+    if (outcome === "rejected") {
+      const now = Date.now();
+      const since = this.rejectedSince.get(item.ref) ?? now;
+      this.rejectedSince.set(item.ref, since);
+      if (now - since >= this.opts.rejectWindowMs) {
+        item.deadLetter(error, attempt);
+        this.forget(item.ref);
+        this.stats.dead_lettered++;
+        this.log.error({ lane: this.name, ...item.describe, error, attempts: attempt }, "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)");
+        return;
+      }
+    }
+    try {
+      item.failed(error);
+    } catch (e) {
+      this.log.warn({ err: e, lane: this.name }, "cannot record the failed attempt");
+    }
+    const delay = r.retryAfterMs !== undefined && outcome === "transient" ? Math.min(r.retryAfterMs, 3_600_000) : this.backoff(attempt);
+    this.pauseUntil = Math.max(this.pauseUntil, performance.now() + delay);
+    const seq = this.seqOf.get(item.ref) ?? 0;
+    this.retryQueue.push({ seq, item });
+    this.retryQueue.sort((a, b) => a.seq - b.seq);
+    this.log.warn({ lane: this.name, ...item.describe, error, outcome, attempt, retry_in_ms: delay }, "message not accepted; will retry");
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.running;
+  }
+}
+

@@ -1,0 +1,57 @@
+// A lane's source in the delivery log: the messages of one consumer's lane after its
+// cursor, oldest first. Several may be in flight; the cursor moves only over the
+// contiguous prefix of settled (or dead-lettered) messages, so a crash sends again, with
+// the same keys, what was not settled, and never skips it.
+import type { LaneItem, LaneSource } from "./lane.js";
+import type { DeliveryLog, LogMessage } from "./log.js";
+
+export class LogSource implements LaneSource {
+  /** The newest message handed out (at first the cursor); the next one read is after it. */
+  private handed: number | null = null;
+  /** Messages handed out and not yet passed by the cursor, oldest first. */
+  private open: Array<{ id: number; done: boolean }> = [];
+
+  constructor(
+    private readonly log: DeliveryLog,
+    readonly consumer: string,
+    readonly lane: string,
+  ) {}
+
+  next(busy: ReadonlySet<string>): LaneItem | undefined {
+    this.handed ??= this.log.cursor(this.consumer, this.lane).through;
+    for (const m of this.log.after(this.consumer, this.lane, this.handed, busy.size + 1)) {
+      if (busy.has(`m${m.id}`)) continue;
+      this.handed = m.id;
+      this.open.push({ id: m.id, done: false });
+      return this.item(m);
+    }
+    return undefined;
+  }
+
+  private item(m: LogMessage): LaneItem {
+    const done = () => this.done(m.id);
+    return {
+      ref: `m${m.id}`,
+      address: m.address,
+      kind: m.kind,
+      body: m.body,
+      key: m.idempotency_key,
+      describe: { message: m.id, kind: m.kind },
+      settle: done,
+      failed: (error) => this.log.recordFailure(this.consumer, this.lane, error),
+      deadLetter: (error, attempts) =>
+        this.log.atomically(() => {
+          this.log.deadLetter({ ...m, attempts }, error);
+          done();
+        }),
+    };
+  }
+
+  private done(id: number): void {
+    const entry = this.open.find((o) => o.id === id);
+    if (entry) entry.done = true;
+    let through = 0;
+    while (this.open.length && this.open[0].done) through = this.open.shift()!.id;
+    if (through) this.log.advance(this.consumer, this.lane, through);
+  }
+}

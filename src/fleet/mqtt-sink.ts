@@ -1,0 +1,45 @@
+// The MQTT sink of the delivery core: a lane's message is published with QoS 1 on its
+// topic below {prefix}/{site_id}/, and settled on PUBACK only. A broker that refuses it
+// (a PUBACK reason code >= 0x80) makes it `transient`: sent again after a backoff, never
+// dead-lettered. While the connection is down the lane sends nothing new; MQTT.js resends
+// the publishes in flight (same packet, same key) once it is back.
+import type { Attempt, LaneItem, Sink } from "../delivery/lane.js";
+import type { Route } from "../delivery/log.js";
+
+export const MQTT = "mqtt";
+export const EVENTS_LANE = "events";
+
+/** Where a message for {prefix}/{site_id}/`topic` waits in the log (the events lane, in order). */
+export function mqttRoute(topic = "events"): Route {
+  return { consumer: MQTT, lane: EVENTS_LANE, address: topic };
+}
+
+export type MqttPublish = (item: LaneItem, done: (err?: Error) => void) => void;
+
+export class MqttSink implements Sink {
+  private readonly waiting = new Set<(a: Attempt) => void>();
+
+  constructor(
+    private readonly publish: MqttPublish,
+    private readonly connected: () => boolean,
+  ) {}
+
+  ready(): boolean {
+    return this.connected();
+  }
+
+  send(item: LaneItem): Promise<Attempt> {
+    return new Promise((resolve) => {
+      const finish = (a: Attempt) => {
+        if (this.waiting.delete(finish)) resolve(a);
+      };
+      this.waiting.add(finish);
+      this.publish(item, (err) => finish(err ? { outcome: "transient", error: err.message } : { outcome: "ok" }));
+    });
+  }
+
+  /** The connection is closed for good: what is in flight stays unsettled in the log. */
+  close(): void {
+    for (const finish of [...this.waiting]) finish({ outcome: "transient", error: "fleet uplink stopped" });
+  }
+}

@@ -1,0 +1,75 @@
+// What each of the later parts is given, taken from the core parts the composition root
+// built before them: the health monitor's sources, and the deps of the three front ends
+// (the partner API, the status page, the fleet uplink).
+import type { ApiDeps } from "../api/context.js";
+import type { Config } from "../config/schema.js";
+import type { Pairing } from "../devices/pairing.js";
+import type { LocalDevices } from "../devices/local.js";
+import type { DeviceRegistry } from "../devices/registry.js";
+import type { Dispatcher } from "../dispatch/dispatcher.js";
+import type { FleetDeps } from "../fleet/fleet.js";
+import type { FleetQueue } from "../fleet/queue.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
+import { HealthMonitor } from "../health.js";
+import type { Logger } from "../log.js";
+import type { ModbusEngine } from "../modbus/part.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import type { StoragePart } from "../storage/part.js";
+import { SystemdNotifier } from "../systemd/notify.js";
+import type { Poller } from "../telemetry/poller.js";
+import type { SampleStore } from "../telemetry/sample-store.js";
+import type { UiPart } from "../ui/part.js";
+import type { Uplink } from "../uplink/uplink.js";
+
+export interface Core {
+  config: Config;
+  storage: StoragePart;
+  profiles: ProfileRegistry;
+  connector: Pairing;
+  registry: DeviceRegistry;
+  local: LocalDevices;
+  modbus: ModbusEngine;
+  poller: Poller;
+  samples: SampleStore;
+  messages: DeliveryLog;
+  uplink: Uplink;
+  dispatch: Dispatcher;
+}
+
+export function sampleStoreOptions(tm: Config["telemetry"], log: Logger): ConstructorParameters<typeof SampleStore>[1] {
+  return { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log };
+}
+
+/** The watchdog checks and systemd notifications, looking at the core parts. */
+export function healthMonitor(c: Core, log: (part: string) => Logger): HealthMonitor {
+  const sources = {
+    storage: c.storage,
+    buses: () => c.modbus.buses.all(),
+    devices: () => {
+      const devs = c.registry.list();
+      return { configured: devs.length, online: devs.filter((d) => c.poller.health(d.config.device_id)?.online).length };
+    },
+    readsOk: () => c.poller.stats.reads_ok,
+    backlog: () => ({ outbox: c.uplink.outboxDepth(), snapshots: c.samples.stats().pending_snapshots }),
+  };
+  const monitor = new HealthMonitor(sources, new SystemdNotifier(log("systemd")), log("health"));
+  monitor.setEventsRunning(() => c.dispatch.running());
+  return monitor;
+}
+
+export function statusPageDeps(c: Core, log: Logger): ConstructorParameters<typeof UiPart>[0] {
+  const { config, registry, local, poller, profiles, dispatch, uplink, samples } = c;
+  return { config, log, registry, local, poller, buses: c.modbus.buses, profiles, dispatch, uplink, samples, db: () => c.storage.db };
+}
+
+export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" | "plugins">): ApiDeps {
+  const { config, storage, registry, connector, local, profiles, uplink, dispatch } = c;
+  return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
+}
+
+export function fleetDeps(c: Core, own: { queue: FleetQueue; telemetry: TelemetryCursor }, instance: () => string, log: Logger): FleetDeps | null {
+  if (!c.config.fleet) return null;
+  const { config, samples, registry, local, dispatch, connector, profiles } = c;
+  return { config, fleet: c.config.fleet, ...own, messages: c.messages, samples, registry, health: c.poller, local, dispatch, connector, profiles, instance, log };
+}
