@@ -27,11 +27,21 @@ test("every built-in profile declares roles; the wire codes come from the one ta
   for (const r of roles) assert.ok(ROLES.includes(r), r);
   const relay = builtinProfiles().get("relay-coils");
   assert.equal(relay.kind === "fixed" && relay.role, "switch");
-  assert.deepEqual(["battery", "pv", "meter", "switch", "unknown"].map((r) => wireType(r as never)), [10, 11, 12, 14, 0]);
-  assert.deepEqual([typed("switch", "zigbee"), typed("thermostat", "zigbee"), typed("switch", "gpio"), typed("input", "gpio")].map((t) => t.device_type), [30, 31, 41, 40]);
+  assert.deepEqual(
+    ["battery", "pv", "meter", "switch", "unknown"].map((r) => wireType(r as never)),
+    [10, 11, 12, 14, 0],
+  );
+  assert.deepEqual(
+    [typed("switch", "zigbee"), typed("thermostat", "zigbee"), typed("switch", "gpio"), typed("input", "gpio")].map((t) => t.device_type),
+    [30, 31, 41, 40],
+  );
   for (const code of [0, 10, 11, 12, 14, 30, 31, 40, 41]) {
     const role = roleOfWire(code);
-    assert.equal(wireType(role, code >= 40 ? "gpio" : code >= 30 ? "zigbee" : "modbus"), code, `code ${code} round-trips through role ${role}`);
+    assert.equal(
+      wireType(role, code >= 40 ? "gpio" : code >= 30 ? "zigbee" : "modbus"),
+      code,
+      `code ${code} round-trips through role ${role}`,
+    );
   }
   assert.equal(roleOfWire(77), "unknown");
   assert.deepEqual([wireLabel(10), wireLabel(41), wireLabel(null)], ["battery inverter", "GPIO output", "device"]);
@@ -39,7 +49,10 @@ test("every built-in profile declares roles; the wire codes come from the one ta
 
 test("device_op_mode follows the profile's op-mode map; a relay's state is its coils, never an op mode", () => {
   const inverter = driver("sunspec");
-  assert.deepEqual([4, 5, 1, 8, 7, 99].map((st) => inverter.opMode({ state: st })), [1, 1, 3, 3, 4, 0]);
+  assert.deepEqual(
+    [4, 5, 1, 8, 7, 99].map((st) => inverter.opMode({ state: st })),
+    [1, 1, 3, 3, 4, 0],
+  );
   assert.equal(inverter.opMode({ power_w: 100 }), 0, "no reading of the state: unknown");
   assert.equal(inverter.coilsOn({ state: 4 }), undefined, "an inverter's St is no coil mask");
   const relay = driver("relay-coils");
@@ -49,7 +62,14 @@ test("device_op_mode follows the profile's op-mode map; a relay's state is its c
 });
 
 test("the grid meter: fully configured, online, with a power reading; a 'grid' id first, then by id", () => {
-  const m = (device_id: string, over: Partial<MeterCandidate> = {}): MeterCandidate => ({ device_id, role: "meter", fully_configured: true, online: true, power_w: 100, ...over });
+  const m = (device_id: string, over: Partial<MeterCandidate> = {}): MeterCandidate => ({
+    device_id,
+    role: "meter",
+    fully_configured: true,
+    online: true,
+    power_w: 100,
+    ...over,
+  });
   const pick = (devs: MeterCandidate[]) => gridMeter(devs, (d) => d)?.device_id;
   assert.equal(pick([m("b"), m("a")]), "a");
   assert.equal(pick([m("a"), m("z-grid")]), "z-grid");
@@ -64,8 +84,23 @@ test("a descriptor stored with only its wire device_type (an earlier release) re
     const storage = new StoragePart(dir, [REGISTRY_MIGRATIONS], silentLogger());
     storage.start();
     try {
-      const config = { device_id: "bat", device_type: "modbus", device_integration: "org/sunspec", mb_type: 2, mb_device_type: 3, mb_ip: "127.0.0.1", mb_port: 502, mb_slave_id: 1 };
-      const old = { device_type: 10, max_power_w: 5000, capabilities: ["telemetry", "charge", "discharge"], profile: "sunspec", identity: {} };
+      const config = {
+        device_id: "bat",
+        device_type: "modbus",
+        device_integration: "org/sunspec",
+        mb_type: 2,
+        mb_device_type: 3,
+        mb_ip: "127.0.0.1",
+        mb_port: 502,
+        mb_slave_id: 1,
+      };
+      const old = {
+        device_type: 10,
+        max_power_w: 5000,
+        capabilities: ["telemetry", "charge", "discharge"],
+        profile: "sunspec",
+        identity: {},
+      };
       storage.db
         .prepare("INSERT INTO dv_device (device_id, config, descriptor, fully_configured, updated_at) VALUES (?, ?, ?, 1, ?)")
         .run("bat", JSON.stringify(config), JSON.stringify(old), new Date().toISOString());
