@@ -7,6 +7,11 @@ import type { EventSpec } from "./request.js";
 import type { RawWrite } from "./control.js";
 import { LEDGER_SQL } from "./ledger.js";
 
+/** An event row's columns after its key (the same in the first table and its rowid successor). */
+const EVENT_COLUMNS = `spec TEXT NOT NULL, content_hash TEXT NOT NULL, source TEXT NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
+  state TEXT NOT NULL, receipt TEXT NOT NULL, started_at INTEGER, ended_at INTEGER, progress TEXT, result TEXT,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL`;
+
 export const DISPATCH_MIGRATIONS: ModuleMigrations = {
   module: "dispatch",
   migrations: [
@@ -15,19 +20,7 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
       sql: `
         CREATE TABLE dp_event (
           event_id TEXT PRIMARY KEY,
-          spec TEXT NOT NULL,
-          content_hash TEXT NOT NULL,
-          source TEXT NOT NULL,
-          start_ms INTEGER NOT NULL,
-          end_ms INTEGER NOT NULL,
-          state TEXT NOT NULL,
-          receipt TEXT NOT NULL,
-          started_at INTEGER,
-          ended_at INTEGER,
-          progress TEXT,
-          result TEXT,
-          created_at INTEGER NOT NULL,
-          updated_at INTEGER NOT NULL
+          ${EVENT_COLUMNS}
         ) WITHOUT ROWID;
         CREATE INDEX dp_event_state ON dp_event (state, start_ms);
       `,
@@ -50,19 +43,7 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
         CREATE TABLE dp_event_v4 (
           id INTEGER PRIMARY KEY,
           event_id TEXT NOT NULL UNIQUE,
-          spec TEXT NOT NULL,
-          content_hash TEXT NOT NULL,
-          source TEXT NOT NULL,
-          start_ms INTEGER NOT NULL,
-          end_ms INTEGER NOT NULL,
-          state TEXT NOT NULL,
-          receipt TEXT NOT NULL,
-          started_at INTEGER,
-          ended_at INTEGER,
-          progress TEXT,
-          result TEXT,
-          created_at INTEGER NOT NULL,
-          updated_at INTEGER NOT NULL
+          ${EVENT_COLUMNS}
         );
         INSERT INTO dp_event_v4 (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at)
           SELECT event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, started_at, ended_at, progress, result, created_at, updated_at
