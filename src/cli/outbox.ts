@@ -10,6 +10,7 @@ import { loadConfig } from "../config/load.js";
 import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
+import { pendingDataPush } from "../telemetry/sample-store.js";
 
 function openOutbox(configFile: string): { db: Db; outbox: Outbox; dataDir: string } {
   const cfg = loadConfig(configFile);
@@ -27,8 +28,7 @@ function dataPushBacklog(dataDir: string): number | null {
   let db: Db | null = null;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
-    const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
-    return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
+    return pendingDataPush(db);
   } catch (e) {
     if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? "")) return null;
     return 0; // no telemetry tables yet

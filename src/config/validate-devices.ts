@@ -17,11 +17,19 @@ export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceR
   const seen = new Set<string>();
   devices.forEach((d, i) => {
     const org = organizationOf(d);
-    if (org !== rules.organizationId) out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's` });
+    if (org !== rules.organizationId)
+      out.push({ path: `devices[${i}].device_integration`, message: `organization "${org}" is not this gateway's` });
     const name = integrationName(d);
-    if (!rules.profiles.has(name)) out.push({ path: `devices[${i}].device_integration`, message: `unknown integration "${name}" (known: ${rules.profiles.names().join(", ")})` });
+    if (!rules.profiles.has(name))
+      out.push({
+        path: `devices[${i}].device_integration`,
+        message: `unknown integration "${name}" (known: ${rules.profiles.names().join(", ")})`,
+      });
     if (d.mb_type === 1 && !(String(d.mb_rtu_no) in rules.rtuPorts)) {
-      out.push({ path: `devices[${i}].mb_rtu_no`, message: `RTU port ${d.mb_rtu_no} is not in rtu_ports (${Object.keys(rules.rtuPorts).join(", ") || "none configured"})` });
+      out.push({
+        path: `devices[${i}].mb_rtu_no`,
+        message: `RTU port ${d.mb_rtu_no} is not in rtu_ports (${Object.keys(rules.rtuPorts).join(", ") || "none configured"})`,
+      });
     }
     if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `duplicate device_id "${d.device_id}"` });
     seen.add(d.device_id);

@@ -2,7 +2,7 @@
 // each transport family (zigbee/, gpio/) offers of them, by role, and one view over all
 // of them for telemetry, dispatch, device sync and the status page. Declared in the
 // config file, so they need neither pairing nor the registry.
-import type { Role } from "./roles.js";
+import { opModeCode, type Role } from "./roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "./types.js";
 
 /** The roles a local device can have (roles.ts). */
@@ -39,7 +39,7 @@ export interface LocalFamily {
   devices(): readonly LocalDevice[];
 }
 
-const NO_HEALTH: DeviceHealth = { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 0 };
+const NO_HEALTH: DeviceHealth = { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") };
 
 /** Every local device of every family, by device_id. */
 export class LocalDevices {
@@ -58,12 +58,12 @@ export class LocalDevices {
     return this.list().find((d) => d.device_id === deviceId);
   }
 
-  /** Health with device_op_mode 2 while dispatch drives the device. */
+  /** Health with the remote op mode while dispatch drives the device. */
   health(deviceId: string): DeviceHealth | undefined {
     const d = this.get(deviceId);
     if (!d) return undefined;
     const h = d.health() ?? NO_HEALTH;
-    return this.remote.has(deviceId) && h.online ? { ...h, op_mode: 2 } : h;
+    return this.remote.has(deviceId) && h.online ? { ...h, op_mode: opModeCode("remote") } : h;
   }
 
   latest(deviceId: string): Metrics | undefined {

@@ -45,7 +45,7 @@ export class Pairing implements DeviceConnector {
   private async pairOne(config: DeviceConfig, endpoint: Endpoint): Promise<ConfigureResult> {
     const { pool, registry, log } = this.deps;
     const id = config.device_id;
-    const clash = baudConflict(config, { registry, rtuPorts: pool.rtuPorts });
+    const clash = baudConflict(config, { registry, rtuPorts: pool.rtuPorts }); // 1. the endpoint's line suits the devices on it
     if (clash) return this.refused(id, clash);
     let driver: DeviceDriver;
     try {
@@ -68,7 +68,12 @@ export class Pairing implements DeviceConnector {
     const noted = note ? `; ${note}` : "";
     if (writeError !== undefined) {
       log.warn({ device_id: id, err: writeError }, "check write failed; device stored, not fully configured");
-      return { device_id: id, status: "error", code: "REGISTRY_WRITE_FAILED", message: `${writeError}; the configuration is stored but the device is not fully configured${noted}` };
+      return {
+        device_id: id,
+        status: "error",
+        code: "REGISTRY_WRITE_FAILED",
+        message: `${writeError}; the configuration is stored but the device is not fully configured${noted}`,
+      };
     }
     return { device_id: id, status: "accepted", message: acceptedMessage(config, descriptor) + noted };
   }
@@ -101,7 +106,10 @@ function acceptedMessage(config: DeviceConfig, d: DeviceDescriptor): string {
  * other devices use the port is refused (reopening the port would cut them off); the
  * port's only device may change it, and the port is reopened at the new baud.
  */
-export function baudConflict(config: DeviceConfig, deps: { registry: Pick<DeviceRegistry, "list">; rtuPorts: Record<string, RtuPortConfig> }): string | null {
+export function baudConflict(
+  config: DeviceConfig,
+  deps: { registry: Pick<DeviceRegistry, "list">; rtuPorts: Record<string, RtuPortConfig> },
+): string | null {
   if (config.mb_type !== 1) return null;
   const port = deps.rtuPorts[String(config.mb_rtu_no)];
   if (!port) return null;
@@ -133,5 +141,8 @@ export function resolveRole(declared: number, discovered: Role): { role: Role; n
   // 99 "others" agrees with anything that is not a meter or an inverter.
   const agrees = named.role === undefined ? !DECLARABLE_ROLES.has(discovered) : named.role === discovered;
   if (agrees) return { role: discovered };
-  return { role: discovered, note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${wireType(discovered)} is used` };
+  return {
+    role: discovered,
+    note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${wireType(discovered)} is used`,
+  };
 }

@@ -36,7 +36,11 @@ const WIRE_TYPES: readonly WireType[] = [
 
 /** The device_type device sync publishes for a role reached through this family. */
 export function wireType(role: Role, family: Family = "modbus"): number {
-  return (WIRE_TYPES.find((t) => t.role === role && t.family === family) ?? WIRE_TYPES.find((t) => t.role === role && t.family === "modbus") ?? WIRE_TYPES[0]).code;
+  return (
+    WIRE_TYPES.find((t) => t.role === role && t.family === family) ??
+    WIRE_TYPES.find((t) => t.role === role && t.family === "modbus") ??
+    WIRE_TYPES[0]
+  ).code;
 }
 
 /** A role with the device_type device sync publishes for it. */

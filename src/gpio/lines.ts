@@ -6,7 +6,7 @@ import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
-import { typed } from "../devices/roles.js";
+import { opModeCode, typed } from "../devices/roles.js";
 import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import type { ChipBackend, Level } from "./backend.js";
@@ -39,7 +39,7 @@ abstract class GpioDevice {
 
   health(): DeviceHealth {
     const online = this.error === null;
-    return { online, last_ok_at: this.ok, last_error: this.error, consecutive_failures: online ? 0 : 1, op_mode: online ? 1 : 0 };
+    return { online, last_ok_at: this.ok, last_error: this.error, consecutive_failures: online ? 0 : 1, op_mode: opModeCode(online ? "automatic" : "unknown") };
   }
 
   protected okNow(): void {

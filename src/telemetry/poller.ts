@@ -95,7 +95,7 @@ export class Poller implements Part, HealthView {
       const old = this.devices.get(device.config.device_id);
       next.set(device.config.device_id, old && old.driver === driver
         ? { ...old, device }
-        : { device, driver, health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 0 }, lastSlowAt: -Infinity, nextTryAt: 0, latest: {}, latestAt: undefined });
+        : { device, driver, health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") }, lastSlowAt: -Infinity, nextTryAt: 0, latest: {}, latestAt: undefined });
     }
     this.devices = next;
   }
@@ -221,7 +221,7 @@ export class Poller implements Part, HealthView {
       const backoff = Math.min(MAX_BACKOFF_MS, this.opts.intervalMs * 2 ** (failures - 1));
       p.nextTryAt = now + backoff;
       if (p.health.online || failures === 1) this.opts.log.warn({ device_id: id, err: errorMessage(e), retry_in_ms: backoff }, "device read failed");
-      p.health = { online: false, last_ok_at: p.health.last_ok_at, last_error: errorMessage(e), consecutive_failures: failures, op_mode: 0 };
+      p.health = { online: false, last_ok_at: p.health.last_ok_at, last_error: errorMessage(e), consecutive_failures: failures, op_mode: opModeCode("unknown") };
       this.stats.reads_failed++;
       return null;
     }
@@ -270,7 +270,7 @@ export class Poller implements Part, HealthView {
     return this.devices.get(deviceId)?.latestAt;
   }
 
-  /** Marks a device as under remote dispatch (device_op_mode 2) or not. */
+  /** Marks a device as under remote dispatch (op mode remote) or not. */
   setRemote(deviceId: string, remote: boolean): void {
     if (remote) this.remote.add(deviceId);
     else this.remote.delete(deviceId);

@@ -518,3 +518,9 @@ export class SampleStore implements SnapshotSink, Part {
     ];
   }
 }
+
+/** Snapshots after the data push's cursor, read from a telemetry.db the daemon is not holding (`sitegate outbox`). */
+export function pendingDataPush(db: Db): number {
+  const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
+  return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
+}

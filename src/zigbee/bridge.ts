@@ -12,7 +12,7 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { ZigbeeConfig, ZigbeeDeviceConfig } from "../config/local-schema.js";
 import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
-import { roleOfWire, typed } from "../devices/roles.js";
+import { opModeCode, roleOfWire, typed } from "../devices/roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import { parseBridgeDevices, parseOnline, stateMetrics, type Z2mDevice } from "./exposes.js";
 
@@ -83,7 +83,7 @@ class ZigbeeDevice implements LocalDevice {
 
   health(): DeviceHealth {
     const why = this.offlineReason();
-    return { online: !why, last_ok_at: this.lastOk, last_error: why ?? null, consecutive_failures: 0, op_mode: why ? 0 : 1 };
+    return { online: !why, last_ok_at: this.lastOk, last_error: why ?? null, consecutive_failures: 0, op_mode: opModeCode(why ? "unknown" : "automatic") };
   }
 
   latest(): Metrics {

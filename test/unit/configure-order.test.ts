@@ -12,7 +12,17 @@ import type { DeviceDriver } from "../../src/devices/driver.js";
 import type { PairingDeps } from "../../src/devices/pairing.js";
 
 const dev = (id: string, port: number, extra: Partial<DeviceConfig> = {}): DeviceConfig =>
-  ({ device_id: id, device_type: "modbus", device_integration: "org/sunspec", mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: port, mb_slave_id: 1, ...extra }) as DeviceConfig;
+  ({
+    device_id: id,
+    device_type: "modbus",
+    device_integration: "org/sunspec",
+    mb_type: 2,
+    mb_device_type: 99,
+    mb_ip: "127.0.0.1",
+    mb_port: port,
+    mb_slave_id: 1,
+    ...extra,
+  }) as DeviceConfig;
 
 /** A pool whose drivers answer as `answers` says, recording every step it is asked for. */
 function rig(answers: { fail?: string[]; badWrite?: string[] } = {}) {
@@ -30,7 +40,8 @@ function rig(answers: { fail?: string[]; badWrite?: string[] } = {}) {
       },
       async checkWrite(w: CheckWrite) {
         steps.push(`write ${c.device_id}`);
-        if (answers.badWrite?.includes(c.device_id)) throw new SitegateError("REGISTRY_WRITE_FAILED", `check write ${w.reg_cmd_id} did not stick: read back 0`);
+        if (answers.badWrite?.includes(c.device_id))
+          throw new SitegateError("REGISTRY_WRITE_FAILED", `check write ${w.reg_cmd_id} did not stick: read back 0`);
       },
     }) as unknown as DeviceDriver;
   const deps: PairingDeps = {
@@ -50,27 +61,43 @@ function rig(answers: { fail?: string[]; badWrite?: string[] } = {}) {
 test("one bus at a time per bus, buses in parallel, results in request order", async () => {
   const { pairing, steps, stored } = rig({ fail: ["a2"] });
   const results = await pairing.configure([dev("a1", 1), dev("b1", 2), dev("a2", 1), dev("b2", 2)]);
-  assert.deepEqual(results.map((r) => `${r.device_id}:${r.code ?? r.status}`), ["a1:accepted", "b1:accepted", "a2:PAIRING_FAILED", "b2:accepted"]);
+  assert.deepEqual(
+    results.map((r) => `${r.device_id}:${r.code ?? r.status}`),
+    ["a1:accepted", "b1:accepted", "a2:PAIRING_FAILED", "b2:accepted"],
+  );
   assert.match(results[2].message, /^device did not respond as sunspec: no answer/);
   // Bus 1 (a*) is serial: a1 ends before a2 starts. Bus 2 runs alongside bus 1.
   assert.ok(steps.indexOf("end a1") < steps.indexOf("start a2"));
   assert.ok(steps.indexOf("end b1") < steps.indexOf("start b2"));
   assert.ok(steps.indexOf("start b1") < steps.indexOf("end a1"), "the buses overlap");
   assert.deepEqual(stored.map((s) => s.id).sort(), ["a1", "b1", "b2"], "a device that fails pairing is not stored");
-  assert.ok(steps.includes("reject a2") && !steps.includes("adopt a2"), "a device that does not answer is rejected, its configuration in force stays");
+  assert.ok(
+    steps.includes("reject a2") && !steps.includes("adopt a2"),
+    "a device that does not answer is rejected, its configuration in force stays",
+  );
 });
 
 test("each entry goes down the pipeline once: endpoint, bus, identify, check writes, adopt", async () => {
-  const writes: CheckWrite[] = [{ reg_cmd_id: 1, reg_fun: 6, reg_reg: 40100, reg_value: 5 }, { reg_cmd_id: 2, reg_fun: 6, reg_reg: 40101, reg_value: 6 }];
+  const writes: CheckWrite[] = [
+    { reg_cmd_id: 1, reg_fun: 6, reg_reg: 40100, reg_value: 5 },
+    { reg_cmd_id: 2, reg_fun: 6, reg_reg: 40101, reg_value: 6 },
+  ];
   const { pairing, steps, stored } = rig({ badWrite: ["bad"] });
   const [ok] = await pairing.configure([dev("ok", 1, { mb_device_type: 3, mb_check_write: writes })]);
   assert.deepEqual(steps, ["endpoint ok", "bus ok", "start ok", "end ok", "write ok", "write ok", "adopt ok"]);
   assert.equal(ok.status, "accepted");
-  assert.match(ok.message, /^paired with 42 \(profile sunspec, device_type 10\); 2 check write\(s\) verified; device_type 10 from mb_device_type 3 \(storage inverter\)/);
+  assert.match(
+    ok.message,
+    /^paired with 42 \(profile sunspec, device_type 10\); 2 check write\(s\) verified; device_type 10 from mb_device_type 3 \(storage inverter\)/,
+  );
   assert.deepEqual(stored, [{ id: "ok", full: true, role: "battery" }], "mb_device_type decides the role the device does not tell");
   steps.length = 0;
   const [bad] = await pairing.configure([dev("bad", 1, { mb_check_write: writes })]);
-  assert.deepEqual(steps, ["endpoint bad", "bus bad", "start bad", "end bad", "write bad", "adopt bad"], "the first failed write ends the writes");
+  assert.deepEqual(
+    steps,
+    ["endpoint bad", "bus bad", "start bad", "end bad", "write bad", "adopt bad"],
+    "the first failed write ends the writes",
+  );
   assert.equal(bad.code, "REGISTRY_WRITE_FAILED");
   assert.match(bad.message, /check write 1 did not stick: read back 0; the configuration is stored but the device is not fully configured/);
   assert.deepEqual(stored[1], { id: "bad", full: false, role: "unknown" });

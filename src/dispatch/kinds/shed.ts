@@ -9,7 +9,7 @@
 // missing after the loads, never by the whole quantity. A thermostat's setback shows on no
 // meter at once (the heater may be idle): its share is its assumed rated power and the
 // response says measured: false.
-import { GENERATOR_ROLES } from "../../devices/roles.js";
+import { GENERATOR_ROLES, type Role } from "../../devices/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../request.js";
@@ -17,12 +17,50 @@ import type { DeviceProgress, EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
 
-/** A load switched off by a shed. */
-const isSwitch = (d: DispatchDevice) => d.role === "switch";
-/** A heating setpoint a shed lowers by its setback_c. */
-const isSetback = (d: DispatchDevice) => d.role === "thermostat";
-/** A load a shed turns down (a switch off, a thermostat set back), as opposed to curtailed PV. */
-const isLoad = (d: DispatchDevice) => isSwitch(d) || isSetback(d);
+/** How a shed takes one step on a device of a role: its action and what the step is expected to bring. */
+interface ShedRole {
+  /** A load turned down (a switch off, a thermostat set back), as opposed to curtailed PV. */
+  load: boolean;
+  /** Sets the step's expectations on its progress (requested, rated, before, pct). */
+  step(d: DispatchDevice, dp: DeviceProgress, missing: number): void;
+}
+
+/** A switch: off; its metered power before, or its rated load that is on. */
+const SWITCH: ShedRole = {
+  load: true,
+  step(d, dp, missing) {
+    if (d.metrics.power_w !== undefined) dp.before_w = Math.max(0, d.metrics.power_w);
+    dp.rated_w = ratedOn(d);
+    dp.requested_w = Math.min(missing, expected(dp) || missing);
+  },
+};
+
+/** A thermostat: set back by its setback_c; no meter shows that at once, so its share is its assumed rated power. */
+const THERMOSTAT: ShedRole = {
+  load: true,
+  step(d, dp, missing) {
+    const r = d.rated_power_w;
+    dp.setback = true;
+    dp.rated_w = (typeof r === "number" ? r : r?.reduce((a, b) => a + b, 0)) ?? d.max_power_w ?? 0;
+    dp.requested_w = Math.min(missing, dp.rated_w || missing);
+  },
+};
+
+/** Any other capable device is curtailable PV: limited by what is still missing, never by the whole quantity. */
+const CURTAILED: ShedRole = {
+  load: false,
+  step(d, dp, missing) {
+    const pv = Math.max(0, d.metrics.power_w ?? 0);
+    dp.before_w = pv;
+    dp.requested_w = Math.min(pv, missing);
+    const limit = Math.max(0, pv - missing);
+    dp.pct = Math.floor((limit / (d.max_power_w || pv || 1)) * 100);
+  },
+};
+
+const SHED_ROLES: Partial<Record<Role, ShedRole>> = { switch: SWITCH, thermostat: THERMOSTAT };
+const shedRole = (d: DispatchDevice): ShedRole => SHED_ROLES[d.role] ?? CURTAILED;
+const isLoad = (d: DispatchDevice) => shedRole(d).load;
 
 /** shed_priority of a device without one: loads (100) before curtailed PV (200). */
 export const DEFAULT_SHED_PRIORITY = { load: 100, pv: 200 } as const;
@@ -140,22 +178,7 @@ export const shed: EventKind = {
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
       p.drop_before_step = drop;
-      if (isSetback(next)) {
-        const r = next.rated_power_w;
-        dp.setback = true;
-        dp.rated_w = (typeof r === "number" ? r : r?.reduce((a, b) => a + b, 0)) ?? next.max_power_w ?? 0;
-        dp.requested_w = Math.min(missing, dp.rated_w || missing);
-      } else if (isSwitch(next)) {
-        if (next.metrics.power_w !== undefined) dp.before_w = Math.max(0, next.metrics.power_w);
-        dp.rated_w = ratedOn(next);
-        dp.requested_w = Math.min(missing, expected(dp) || missing);
-      } else {
-        const pv = Math.max(0, next.metrics.power_w ?? 0);
-        dp.before_w = pv;
-        dp.requested_w = Math.min(pv, missing);
-        const limit = Math.max(0, pv - missing);
-        dp.pct = Math.floor((limit / (next.max_power_w || pv || 1)) * 100);
-      }
+      shedRole(next).step(next, dp, missing);
       p.shed_steps.push(next.device_id);
       claim(next, dp);
       ctx.save(row);
