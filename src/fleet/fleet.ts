@@ -111,6 +111,50 @@ export class Fleet implements Part {
   start(): void {
     const { deps } = this;
     const f = deps.fleet;
+    this.startStreams();
+    const opts = this.clientOptions();
+    const client = connect(f.url, opts);
+    this.client = client;
+    // One warning per outage; the retries' errors (every few seconds) at debug.
+    let warned = false;
+    client.on("connect", (connack) => {
+      // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
+      // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
+      (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
+      this.connects++;
+      warned = false;
+      this.connectedAt = Date.now();
+      this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
+      const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
+      deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
+      this.publishState(true);
+      this.events?.wake();
+      this.telemetry?.resume(window);
+      this.drainWaiting();
+    });
+    client.on("close", () => this.telemetry?.pause());
+    client.on("offline", () => {
+      if (this.stopping) return;
+      this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
+      // Read by MQTT.js right after `offline` for this outage's retry period.
+      client.options.reconnectPeriod = this.reconnectDelay();
+      deps.log.warn({ retry_every_ms: client.options.reconnectPeriod }, "fleet broker unreachable; telemetry waits in the store");
+    });
+    client.on("error", (e) => {
+      if (warned) deps.log.debug({ err: errorMessage(e) }, "fleet connection error");
+      else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
+      warned = true;
+    });
+    client.on("message", (topic, payload, packet) => this.onCommand(topic, payload, packet));
+    client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
+      if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
+    });
+    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: deps.telemetry.through, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
+  }
+
+  /** Telemetry (a Pipe on the fleet's consumer of the sample store) and events (a lane on the delivery log). */
+  private startStreams(): void {
+    const { deps } = this;
     const site = deps.config.site_id;
     const samples = deps.samples;
     const teleTopic = this.topic("telemetry");
@@ -161,8 +205,12 @@ export class Fleet implements Part {
       }),
       deps.registry.onChange(() => this.publishState(false)),
     );
+  }
 
-    const opts: IClientOptions = {
+  private clientOptions(): IClientOptions {
+    const f = this.deps.fleet;
+    const site = this.deps.config.site_id;
+    return {
       protocolVersion: 5,
       clientId: f.client_id ?? `sitegate-${site}`,
       keepalive: f.keepalive_s,
@@ -178,43 +226,6 @@ export class Fleet implements Part {
       will: { topic: this.topic("status"), payload: Buffer.from(JSON.stringify({ state: "offline", site_id: site })), qos: 1, retain: true },
       log: () => {},
     };
-    const client = connect(f.url, opts);
-    this.client = client;
-    // One warning per outage; the retries' errors (every few seconds) at debug.
-    let warned = false;
-    client.on("connect", (connack) => {
-      // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
-      // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
-      (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
-      this.connects++;
-      warned = false;
-      this.connectedAt = Date.now();
-      this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
-      deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
-      this.publishState(true);
-      this.events?.wake();
-      this.telemetry?.resume(window);
-      this.drainWaiting();
-    });
-    client.on("close", () => this.telemetry?.pause());
-    client.on("offline", () => {
-      if (this.stopping) return;
-      this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
-      // Read by MQTT.js right after `offline` for this outage's retry period.
-      client.options.reconnectPeriod = this.reconnectDelay();
-      deps.log.warn({ retry_every_ms: client.options.reconnectPeriod }, "fleet broker unreachable; telemetry waits in the store");
-    });
-    client.on("error", (e) => {
-      if (warned) deps.log.debug({ err: errorMessage(e) }, "fleet connection error");
-      else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
-      warned = true;
-    });
-    client.on("message", (topic, payload, packet) => this.onCommand(topic, payload, packet));
-    client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
-      if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
-    });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: deps.telemetry.through, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
   }
 
   /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
