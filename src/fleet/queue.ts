@@ -1,9 +1,8 @@
 // The fleet uplink's own durable state: the nonces of signed commands. Its messages
-// (execution responses, event states) wait in the delivery log (consumer mqtt); the
-// fl_outbox of older releases is moved there by the last migration here. Telemetry is
-// read from the sample store (written once) as a consumer of its own, so HTTPS and MQTT
-// progress independently and the store keeps rows until both have them; its cursor
-// starts where fl_state's telemetry_cursor of older releases left it.
+// (execution responses, event states) wait in the delivery log (consumer mqtt); migration 3
+// moves the rows of fl_outbox (migration 1) there. Telemetry is read from the sample store
+// (written once) as a consumer of its own, so HTTPS and MQTT progress independently and the
+// store keeps rows until both have them; that cursor starts at fl_state's telemetry_cursor.
 import { migrate, type Db, type ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "../delivery/log.js";
@@ -73,7 +72,7 @@ export class FleetQueue {
     return this.stmts;
   }
 
-  /** The telemetry cursor older releases kept here: where the fleet's consumer starts. */
+  /** fl_state's telemetry cursor: where the fleet's consumer starts when the store has none of it. */
   telemetryCursor(): number {
     return this.s.getState.get("telemetry_cursor") as number;
   }

@@ -7,8 +7,8 @@
 // retried by hand comes back through the log (lane `data_push`).
 // Dead letters are messages the partner kept rejecting: kept, listed by `sitegate outbox`,
 // and put back in their lane by `sitegate outbox retry`.
-// The tables of older releases (ul_outbox, ul_dead_letter) are moved into the log by the
-// last migration here; ul_meta keeps the instance id.
+// Migration 3 moves the rows of ul_outbox and ul_dead_letter (migrations 1 and 2) into the
+// log; ul_meta keeps the instance id.
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog, type DeadLetter as LogDeadLetter, type LogMessage, type Route } from "../delivery/log.js";
 import { migrate } from "../storage/db.js";

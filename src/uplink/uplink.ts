@@ -149,7 +149,7 @@ export class Uplink implements Part {
 
   /** Callbacks waiting in the log (data pushes aside), and when the oldest was committed. */
   backlog(): { depth: number; oldest_at: string | null } {
-    const outbox = new Outbox(this.messages);
+    const outbox = this._outbox ?? new Outbox(this.messages);
     const oldest = Math.min(...outbox.oldestByLane().map((r) => r.at));
     return { depth: outbox.size(), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
   }
