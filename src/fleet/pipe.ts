@@ -1,6 +1,7 @@
-// One ordered stream of QoS 1 publishes from durable storage (telemetry snapshots, the
-// fleet outbox): at most `window` messages in flight, settled on PUBACK only, strictly
-// as a prefix (the durable cursor never passes a message the broker has not acknowledged).
+// One ordered stream of QoS 1 publishes from durable storage (the telemetry snapshots of
+// the fleet's consumer of the sample store): at most `window` messages in flight, settled
+// on PUBACK only, strictly as a prefix (the durable cursor never passes a message the
+// broker has not acknowledged).
 // In-flight messages that a dropped connection leaves without PUBACK are resent by MQTT.js
 // after it reconnects (same packet, same idempotency-key); after a crash the durable
 // cursor makes this pipe read and send them again, with the same keys.

@@ -369,14 +369,14 @@ export class SampleStore implements SnapshotSink, Part {
       if (this.db?.open) this.load(k);
     }
     const c = k;
-    const store = this;
+    const lastId = () => this.lastId;
     return {
       name,
       get through() {
         return c.through;
       },
       get backlog() {
-        return Math.max(0, store.lastId - c.through);
+        return Math.max(0, lastId() - c.through);
       },
       pending: (limit, afterId = c.through) => this.pending(limit, afterId),
       settleThrough: (id) => {
