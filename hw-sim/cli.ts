@@ -6,12 +6,16 @@ import { pino } from "pino";
 import { startSim } from "./sim.js";
 import { untilSignal } from "../src/util/process.js";
 
-const usage = "usage: sitegate-sim --scenario FILE [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).";
+const usage =
+  "usage: sitegate-sim --scenario FILE [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).";
 
 async function main(): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { scenario: { type: "string", short: "s" }, "base-dir": { type: "string" }, help: { type: "boolean", short: "h" } }, strict: true }));
+    ({ values } = parseArgs({
+      options: { scenario: { type: "string", short: "s" }, "base-dir": { type: "string" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+    }));
   } catch (e) {
     process.stderr.write(`sitegate-sim: ${(e as Error).message}\n${usage}\n`);
     return 2;
@@ -25,7 +29,11 @@ async function main(): Promise<number> {
     return 2;
   }
   const pretty = process.stdout.isTTY && process.env.LOG_FORMAT !== "json";
-  const log = pino({ level: process.env.LOG_LEVEL ?? "info", base: { name: "sitegate-sim" }, ...(pretty ? { transport: { target: "pino-pretty" } } : {}) });
+  const log = pino({
+    level: process.env.LOG_LEVEL ?? "info",
+    base: { name: "sitegate-sim" },
+    ...(pretty ? { transport: { target: "pino-pretty" } } : {}),
+  });
   let sim;
   try {
     sim = await startSim(resolve(values.scenario), { baseDir: values["base-dir"] ? resolve(values["base-dir"]) : process.cwd(), log });
@@ -40,7 +48,10 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then((c) => (process.exitCode = c), (e) => {
-  process.stderr.write(`sitegate-sim: ${(e as Error).stack ?? String(e)}\n`);
-  process.exitCode = 1;
-});
+main().then(
+  (c) => (process.exitCode = c),
+  (e) => {
+    process.stderr.write(`sitegate-sim: ${(e as Error).stack ?? String(e)}\n`);
+    process.exitCode = 1;
+  },
+);

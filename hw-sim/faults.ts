@@ -14,10 +14,7 @@ export const faultSchema = z.strictObject({
 export type FaultSpec = z.infer<typeof faultSchema>;
 export type FaultKind = FaultSpec["fault"];
 
-export type Decision =
-  | { kind: "reply"; pdu: Buffer; delayMs: number; corrupt: boolean }
-  | { kind: "silent" }
-  | { kind: "drop" };
+export type Decision = { kind: "reply"; pdu: Buffer; delayMs: number; corrupt: boolean } | { kind: "silent" } | { kind: "drop" };
 
 export interface LoggedWrite extends WriteRecord {
   at: string;

@@ -92,7 +92,10 @@ export class GpioChip implements SiteLoad {
   driveOutput(n: number, value: Level): { line: number; value: Level; changed: boolean } {
     const l = this.line(n);
     if (l.spec.direction !== "output") {
-      throw new GpioError(400, `line ${n} is an input: it cannot be driven (its level comes from outside; POST /gpio/${n} sets it in tests)`);
+      throw new GpioError(
+        400,
+        `line ${n} is an input: it cannot be driven (its level comes from outside; POST /gpio/${n} sets it in tests)`,
+      );
     }
     const changed = l.value !== value;
     this.site.advance();

@@ -38,9 +38,15 @@ export function requestPduLength(pdu: Buffer, offset = 0): number {
   if (pdu.length - offset < 1) return 0;
   const fn = pdu[offset];
   switch (fn) {
-    case 1: case 2: case 3: case 4: case 5: case 6:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
       return 5;
-    case 15: case 16:
+    case 15:
+    case 16:
       return pdu.length - offset < 6 ? 0 : 6 + pdu[offset + 5];
     default:
       return -1;
@@ -55,17 +61,21 @@ export function handlePdu(dev: RegisterModel, pdu: Buffer, onWrite: (w: WriteRec
   const fn = pdu[0];
   try {
     switch (fn) {
-      case 1: case 2: {
+      case 1:
+      case 2: {
         const [addr, count] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3)];
         if (count < 1 || count > 2000) throw new ModbusException(ILLEGAL_VALUE);
         const bits = dev.readCoils(addr, count);
         const out = Buffer.alloc(2 + Math.ceil(count / 8));
         out[0] = fn;
         out[1] = out.length - 2;
-        bits.forEach((b, i) => { if (b) out[2 + (i >> 3)] |= 1 << (i & 7); });
+        bits.forEach((b, i) => {
+          if (b) out[2 + (i >> 3)] |= 1 << (i & 7);
+        });
         return out;
       }
-      case 3: case 4: {
+      case 3:
+      case 4: {
         const [addr, count] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3)];
         if (count < 1 || count > 125 || count > dev.maxReadRegs) throw new ModbusException(ILLEGAL_VALUE);
         if (addr + count > 0x10000) throw new ModbusException(ILLEGAL_ADDRESS);

@@ -25,7 +25,10 @@ export class RtuServer {
   /** Frames dropped for a bad CRC or an unknown function (a real device ignores them). */
   badFrames = 0;
 
-  constructor(private readonly endpoint: Endpoint, private readonly spec: RtuPortSpec & { path: string; peer: string }) {}
+  constructor(
+    private readonly endpoint: Endpoint,
+    private readonly spec: RtuPortSpec & { path: string; peer: string },
+  ) {}
 
   /** Milliseconds one character takes on the wire, from the port's framing (11 bits at 8E1). */
   get charMs(): number {
@@ -39,7 +42,9 @@ export class RtuServer {
 
   async start(): Promise<void> {
     const { path, peer } = this.spec;
-    const socat = spawn("socat", ["-d", "-d", `pty,raw,echo=0,link=${path}`, `pty,raw,echo=0,link=${peer}`], { stdio: ["ignore", "ignore", "pipe"] });
+    const socat = spawn("socat", ["-d", "-d", `pty,raw,echo=0,link=${path}`, `pty,raw,echo=0,link=${peer}`], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     this.socat = socat;
     let err = "";
     socat.stderr!.on("data", (d) => (err = (err + d).slice(-2000)));
@@ -53,7 +58,14 @@ export class RtuServer {
     // Hold the gateway's end open so that socat keeps running when the gateway closes
     // and reopens the port (a pty master sees EIO once no slave descriptor is open).
     this.holdFd = openSync(peer, constants.O_RDWR | constants.O_NOCTTY | constants.O_NONBLOCK);
-    const port = new SerialPort({ path, baudRate: this.spec.baud, dataBits: 8, parity: this.spec.parity, stopBits: this.spec.stop_bits, autoOpen: false });
+    const port = new SerialPort({
+      path,
+      baudRate: this.spec.baud,
+      dataBits: 8,
+      parity: this.spec.parity,
+      stopBits: this.spec.stop_bits,
+      autoOpen: false,
+    });
     await new Promise<void>((resolve, reject) => port.open((e) => (e ? reject(e) : resolve())));
     port.on("data", (d: Buffer) => this.onData(d));
     port.on("error", () => {});
@@ -99,7 +111,11 @@ export class RtuServer {
     this.port = null;
     if (port?.isOpen) await new Promise<void>((r) => port.close(() => r()));
     if (this.holdFd !== null) {
-      try { closeSync(this.holdFd); } catch { /* already gone */ }
+      try {
+        closeSync(this.holdFd);
+      } catch {
+        /* already gone */
+      }
       this.holdFd = null;
     }
     const socat = this.socat;

@@ -25,7 +25,13 @@ export const deviceSchema = z.discriminatedUnion("model", [
     serial: z.string().optional(),
     control_sf: controlSf,
   }),
-  z.strictObject({ ...common, model: z.literal("sunspec-pv"), max_power_w: z.number().positive().default(6000), serial: z.string().optional(), control_sf: controlSf }),
+  z.strictObject({
+    ...common,
+    model: z.literal("sunspec-pv"),
+    max_power_w: z.number().positive().default(6000),
+    serial: z.string().optional(),
+    control_sf: controlSf,
+  }),
   z.strictObject({ ...common, model: z.literal("sunspec-meter"), serial: z.string().optional() }),
   /** Only the common model 1: a SunSpec device that does not tell what it is. */
   z.strictObject({ ...common, model: z.literal("sunspec-common"), serial: z.string().optional() }),
@@ -45,13 +51,19 @@ export const deviceSchema = z.discriminatedUnion("model", [
 const friendlyName = z
   .string()
   .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "must be letters, digits, _ . - and / between segments")
-  .refine((n) => !n.split("/").some((seg) => ["set", "get", "availability", "bridge"].includes(seg)), "must not contain the segments set, get, availability or bridge")
+  .refine(
+    (n) => !n.split("/").some((seg) => ["set", "get", "availability", "bridge"].includes(seg)),
+    "must not contain the segments set, get, availability or bridge",
+  )
   .refine((n) => !/\/\d+$/.test(n), "must not end with /<number> (zigbee2mqtt reads that as an endpoint)");
 
 const zigbeeDevice = z.strictObject({
   friendly_name: friendlyName,
   /** 64-bit IEEE address as zigbee2mqtt writes it; absent = derived from the seed and name. */
-  ieee_address: z.string().regex(/^0x[0-9a-f]{16}$/, 'must be "0x" and 16 lowercase hex digits').optional(),
+  ieee_address: z
+    .string()
+    .regex(/^0x[0-9a-f]{16}$/, 'must be "0x" and 16 lowercase hex digits')
+    .optional(),
   kind: z.enum(["plug", "thermostat"], { error: 'must be "plug" or "thermostat"' }),
   /** The device reports power (W) and energy (kWh). */
   metering: z.boolean().default(true),
@@ -79,7 +91,10 @@ const zigbeeBlock = z.strictObject({
   password: z.string().optional(),
   /** CA certificate file for mqtts:// (resolved against the base dir). */
   ca_file: z.string().min(1).optional(),
-  base_topic: z.string().regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "must be letters, digits, _ . - and / between segments").default("zigbee2mqtt"),
+  base_topic: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "must be letters, digits, _ . - and / between segments")
+    .default("zigbee2mqtt"),
   /** Default periodic state report interval, seconds. */
   report_interval_s: z.number().min(1).max(3600).default(10),
   devices: z.array(zigbeeDevice).min(1),
@@ -94,9 +109,15 @@ const gpioLine = z
     /** Output only: the load the line switches, counted in the site balance while the level is 1. */
     load_w: z.number().min(0).max(50000).optional(),
     /** A label for logs and /state. */
-    name: z.string().regex(/^[A-Za-z0-9_-]+$/).optional(),
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .optional(),
   })
-  .refine((l) => l.direction === "output" || l.load_w === undefined, { message: "load_w only applies to an output line", path: ["load_w"] });
+  .refine((l) => l.direction === "output" || l.load_w === undefined, {
+    message: "load_w only applies to an output line",
+    path: ["load_w"],
+  });
 
 const gpioBlock = z.strictObject({ lines: z.array(gpioLine).min(1) });
 
@@ -168,13 +189,14 @@ export function parseScenario(raw: unknown): Scenario {
   const ieee = new Set<string>();
   for (const [i, d] of (r.data.zigbee?.devices ?? []).entries()) {
     const where = `zigbee.devices[${i}]`;
-    if (names.has(d.friendly_name)) throw new Error(`scenario is invalid: ${where}.friendly_name: "${d.friendly_name}" is already the name of another device`);
+    if (names.has(d.friendly_name))
+      throw new Error(`scenario is invalid: ${where}.friendly_name: "${d.friendly_name}" is already the name of another device`);
     names.add(d.friendly_name);
     if (d.ieee_address !== undefined) {
       if (ieee.has(d.ieee_address)) throw new Error(`scenario is invalid: ${where}.ieee_address: ${d.ieee_address} is used twice`);
       ieee.add(d.ieee_address);
     }
-    if (d.kind === "plug" && (d.room_c !== undefined)) throw new Error(`scenario is invalid: ${where}.room_c: only a thermostat has a room`);
+    if (d.kind === "plug" && d.room_c !== undefined) throw new Error(`scenario is invalid: ${where}.room_c: only a thermostat has a room`);
   }
   const lines = new Set<number>();
   for (const [i, l] of (r.data.gpio?.lines ?? []).entries()) {

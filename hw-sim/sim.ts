@@ -53,12 +53,18 @@ export interface SimHandle {
 
 function buildDevice(spec: DeviceSpec, site: SiteModel): SimDevice {
   switch (spec.model) {
-    case "sunspec-storage": return new StorageInverter(spec, site);
-    case "sunspec-pv": return new PvInverter(spec, site);
-    case "sunspec-meter": return new SunSpecMeter(spec, site);
-    case "sunspec-common": return new SunSpecCommonOnly(spec, site);
-    case "sdm630": return new Sdm630(spec, site);
-    case "relay": return new Relay(spec, site);
+    case "sunspec-storage":
+      return new StorageInverter(spec, site);
+    case "sunspec-pv":
+      return new PvInverter(spec, site);
+    case "sunspec-meter":
+      return new SunSpecMeter(spec, site);
+    case "sunspec-common":
+      return new SunSpecCommonOnly(spec, site);
+    case "sdm630":
+      return new Sdm630(spec, site);
+    case "relay":
+      return new Relay(spec, site);
   }
 }
 
@@ -118,7 +124,16 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         rtuServers.push(srv);
         await srv.start();
         rtuPeers.push(abs(p.peer));
-        log.info({ peer: abs(p.peer), baud: p.baud, parity: p.parity, stop_bits: p.stop_bits, devices: p.devices.map((d) => `${d.unit}:${d.name}`) }, "modbus rtu on pty");
+        log.info(
+          {
+            peer: abs(p.peer),
+            baud: p.baud,
+            parity: p.parity,
+            stop_bits: p.stop_bits,
+            devices: p.devices.map((d) => `${d.unit}:${d.name}`),
+          },
+          "modbus rtu on pty",
+        );
       }
     }
     if (sc.zigbee) {
@@ -194,7 +209,9 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
 
   const { host, port } = splitHostPort(sc.control.listen);
   control = createServer((req, res) => {
-    void handleControl(req, res, { state, setFault, clearFaults, getSlot, site, zigbee, gpio, streams }).catch((e) => reply(res, 500, { error: String(e) }));
+    void handleControl(req, res, { state, setFault, clearFaults, getSlot, site, zigbee, gpio, streams }).catch((e) =>
+      reply(res, 500, { error: String(e) }),
+    );
   });
   const ctl = control;
   await new Promise<void>((res, rej) => {
@@ -285,7 +302,8 @@ async function handleControl(
       for (const [k, v] of Object.entries(body)) {
         if (k === "base_load_w" && typeof v === "number" && v >= 0) sim.site.base_load_w = v;
         else if (k === "load_noise_pct" && typeof v === "number" && v >= 0) sim.site.load_noise_pct = v;
-        else if (k === "pv_irradiance" && (v === null || (typeof v === "number" && v >= 0 && v <= 1))) sim.site.pv_irradiance = v ?? undefined;
+        else if (k === "pv_irradiance" && (v === null || (typeof v === "number" && v >= 0 && v <= 1)))
+          sim.site.pv_irradiance = v ?? undefined;
         else throw new BadRequest(`site.${k}: not settable or out of range`);
       }
       sim.site.advance();

@@ -35,7 +35,11 @@ export class SiteModel {
   private lastMs: number;
   private gridW = 0;
 
-  constructor(sc: Scenario["site"], seed: number, private readonly now: () => number = Date.now) {
+  constructor(
+    sc: Scenario["site"],
+    seed: number,
+    private readonly now: () => number = Date.now,
+  ) {
     this.base_load_w = sc.base_load_w;
     this.load_noise_pct = sc.load_noise_pct;
     this.pv_irradiance = sc.pv_irradiance;

@@ -12,7 +12,12 @@ export class TcpServer {
   port = 0;
 
   /** `framing: "rtu"` serves RTU frames over TCP, as a serial-to-Ethernet converter does. */
-  constructor(private readonly endpoint: Endpoint, private readonly host: string, private readonly wantPort: number, private readonly framing: "mbap" | "rtu" = "mbap") {}
+  constructor(
+    private readonly endpoint: Endpoint,
+    private readonly host: string,
+    private readonly wantPort: number,
+    private readonly framing: "mbap" | "rtu" = "mbap",
+  ) {}
 
   async start(): Promise<void> {
     const server = createServer((s) => (this.framing === "rtu" ? this.serveRtu(s) : this.serve(s)));

@@ -29,11 +29,28 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 
 /** A numeric expose (zigbee2mqtt exposes format; access: 1 published, 2 settable, 4 gettable). */
 function numeric(name: string, unit: string, access: number, description: string, extra: Record<string, unknown> = {}) {
-  return { type: "numeric", name, property: name, label: name.charAt(0).toUpperCase() + name.slice(1).replace(/_/g, " "), access, unit, description, ...extra };
+  return {
+    type: "numeric",
+    name,
+    property: name,
+    label: name.charAt(0).toUpperCase() + name.slice(1).replace(/_/g, " "),
+    access,
+    unit,
+    description,
+    ...extra,
+  };
 }
 
 function enumExpose(name: string, values: string[], access: number, description: string) {
-  return { type: "enum", name, property: name, label: name.charAt(0).toUpperCase() + name.slice(1).replace(/_/g, " "), access, values, description };
+  return {
+    type: "enum",
+    name,
+    property: name,
+    label: name.charAt(0).toUpperCase() + name.slice(1).replace(/_/g, " "),
+    access,
+    values,
+    description,
+  };
 }
 
 export abstract class ZigbeeDevice implements SiteLoad {
@@ -59,7 +76,7 @@ export abstract class ZigbeeDevice implements SiteLoad {
     this.name = spec.friendly_name;
     this.key = hashString(spec.friendly_name);
     this.ieee = spec.ieee_address ?? `0x00124b00${((this.key ^ Math.imul(site.seed, 0x9e3779b1)) >>> 0).toString(16).padStart(8, "0")}`;
-    this.networkAddress = 1 + ((this.key ^ site.seed) >>> 0) % 0xfff0;
+    this.networkAddress = 1 + (((this.key ^ site.seed) >>> 0) % 0xfff0);
     this.load_w = spec.load_w;
     this.energyKwh = spec.energy_kwh;
     site.loads.push(this);
@@ -120,7 +137,10 @@ export abstract class ZigbeeDevice implements SiteLoad {
   }
 
   protected linkqualityExpose(): unknown {
-    return { ...numeric("linkquality", "lqi", 1, "Link quality (signal strength)", { value_min: 0, value_max: 255 }), label: "Linkquality" };
+    return {
+      ...numeric("linkquality", "lqi", 1, "Link quality (signal strength)", { value_min: 0, value_max: 255 }),
+      label: "Linkquality",
+    };
   }
 
   protected baseView(): Record<string, unknown> {
@@ -174,9 +194,26 @@ export class ZigbeePlug extends ZigbeeDevice {
       exposes: [
         {
           type: "switch",
-          features: [{ type: "binary", name: "state", property: "state", label: "State", access: 7, value_on: "ON", value_off: "OFF", value_toggle: "TOGGLE", description: "On/off state of the switch" }],
+          features: [
+            {
+              type: "binary",
+              name: "state",
+              property: "state",
+              label: "State",
+              access: 7,
+              value_on: "ON",
+              value_off: "OFF",
+              value_toggle: "TOGGLE",
+              description: "On/off state of the switch",
+            },
+          ],
         },
-        enumExpose("power_on_behavior", ["off", "on", "toggle", "previous"], 7, "Controls the behavior when the device is powered on after power loss"),
+        enumExpose(
+          "power_on_behavior",
+          ["off", "on", "toggle", "previous"],
+          7,
+          "Controls the behavior when the device is powered on after power loss",
+        ),
         ...this.meteringExposes(),
         this.linkqualityExpose(),
       ],
@@ -282,14 +319,20 @@ export class ZigbeeThermostat extends ZigbeeDevice {
     return {
       model: this.spec.metering ? "SG-TRV-E2M" : "SG-TRV-E2",
       vendor: "sitegate-sim",
-      description: this.spec.metering ? "Electric heating thermostat with power monitoring (simulated)" : "Electric heating thermostat (simulated)",
+      description: this.spec.metering
+        ? "Electric heating thermostat with power monitoring (simulated)"
+        : "Electric heating thermostat (simulated)",
       supports_ota: false,
       options: [],
       exposes: [
         {
           type: "climate",
           features: [
-            numeric("occupied_heating_setpoint", "°C", 7, "Temperature setpoint", { value_min: SETPOINT_MIN, value_max: SETPOINT_MAX, value_step: 0.5 }),
+            numeric("occupied_heating_setpoint", "°C", 7, "Temperature setpoint", {
+              value_min: SETPOINT_MIN,
+              value_max: SETPOINT_MAX,
+              value_step: 0.5,
+            }),
             numeric("local_temperature", "°C", 5, "Current temperature measured on the device"),
             enumExpose("system_mode", ["off", "heat"], 7, "Mode of this device"),
             enumExpose("running_state", ["idle", "heat"], 5, "The current running state"),
@@ -319,7 +362,8 @@ export class ZigbeeThermostat extends ZigbeeDevice {
       if (k === "occupied_heating_setpoint") {
         const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
         if (typeof n !== "number" || !Number.isFinite(n)) out.errors.push(`occupied_heating_setpoint: '${String(v)}' is not a number`);
-        else if (n < SETPOINT_MIN || n > SETPOINT_MAX) out.errors.push(`occupied_heating_setpoint: ${n} is not in range ${SETPOINT_MIN}..${SETPOINT_MAX}`);
+        else if (n < SETPOINT_MIN || n > SETPOINT_MAX)
+          out.errors.push(`occupied_heating_setpoint: ${n} is not in range ${SETPOINT_MIN}..${SETPOINT_MAX}`);
         else {
           this.setpointC = Math.round(n * 100) / 100; // the ZCL attribute holds centi-degrees
           out.changed.push(k);

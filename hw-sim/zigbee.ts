@@ -69,7 +69,9 @@ export class ZigbeeBridge {
       will: { topic: `${this.base}/bridge/state`, payload: Buffer.from(JSON.stringify({ state: "offline" })), qos: 1, retain: true },
       ...(this.spec.username !== undefined ? { username: this.spec.username } : {}),
       ...(this.spec.password !== undefined ? { password: this.spec.password } : {}),
-      ...(this.spec.ca_file ? { ca: readFileSync(isAbsolute(this.spec.ca_file) ? this.spec.ca_file : resolve(this.baseDir, this.spec.ca_file)) } : {}),
+      ...(this.spec.ca_file
+        ? { ca: readFileSync(isAbsolute(this.spec.ca_file) ? this.spec.ca_file : resolve(this.baseDir, this.spec.ca_file)) }
+        : {}),
     };
     const client = connect(this.spec.broker, opts);
     this.client = client;
@@ -96,7 +98,15 @@ export class ZigbeeBridge {
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, rej) => {
-      timer = setTimeout(() => rej(new Error(`zigbee: cannot reach the broker ${this.spec.broker} within ${CONNECT_TIMEOUT_MS / 1000} s${lastError ? `: ${lastError}` : ""}`)), CONNECT_TIMEOUT_MS);
+      timer = setTimeout(
+        () =>
+          rej(
+            new Error(
+              `zigbee: cannot reach the broker ${this.spec.broker} within ${CONNECT_TIMEOUT_MS / 1000} s${lastError ? `: ${lastError}` : ""}`,
+            ),
+          ),
+        CONNECT_TIMEOUT_MS,
+      );
     });
     try {
       await Promise.race([firstReady, timeout]);
@@ -213,7 +223,12 @@ export class ZigbeeBridge {
             bindings: [],
             configured_reportings: [],
             clusters: {
-              input: ["genBasic", "genIdentify", d.kind === "plug" ? "genOnOff" : "hvacThermostat", ...(d.spec.metering ? ["haElectricalMeasurement", "seMetering"] : [])],
+              input: [
+                "genBasic",
+                "genIdentify",
+                d.kind === "plug" ? "genOnOff" : "hvacThermostat",
+                ...(d.spec.metering ? ["haElectricalMeasurement", "seMetering"] : []),
+              ],
               output: ["genOta"],
             },
             scenes: [],
@@ -275,7 +290,8 @@ export class ZigbeeBridge {
     } catch {
       body = text;
     }
-    const transaction = body && typeof body === "object" && "transaction" in body ? { transaction: (body as { transaction: unknown }).transaction } : {};
+    const transaction =
+      body && typeof body === "object" && "transaction" in body ? { transaction: (body as { transaction: unknown }).transaction } : {};
     const answer =
       name === "health_check"
         ? { data: { healthy: true }, status: "ok" }
@@ -303,7 +319,12 @@ export class ZigbeeBridge {
     if (silent) {
       // The device never confirms: zigbee2mqtt logs the failure after its timeout, and no state follows.
       w.ignored = silent;
-      this.timer(COMMAND_TIMEOUT_MS, () => this.logging("error", `Publish 'set' '${Object.keys(body).join(",")}' to '${d.name}' failed: 'Error: Command ${d.ieee}/1 timed out after ${COMMAND_TIMEOUT_MS} ms (no response)'`));
+      this.timer(COMMAND_TIMEOUT_MS, () =>
+        this.logging(
+          "error",
+          `Publish 'set' '${Object.keys(body).join(",")}' to '${d.name}' failed: 'Error: Command ${d.ieee}/1 timed out after ${COMMAND_TIMEOUT_MS} ms (no response)'`,
+        ),
+      );
       return;
     }
     this.later(d, () => {
@@ -352,7 +373,8 @@ export class ZigbeeBridge {
 
   setFault(name: string, fault: string, delay_ms?: number): void {
     const d = this.device(name);
-    if (!(ZIGBEE_FAULTS as readonly string[]).includes(fault)) throw new Error(`fault "${fault}" does not apply to a Zigbee device (one of ${ZIGBEE_FAULTS.join(", ")})`);
+    if (!(ZIGBEE_FAULTS as readonly string[]).includes(fault))
+      throw new Error(`fault "${fault}" does not apply to a Zigbee device (one of ${ZIGBEE_FAULTS.join(", ")})`);
     const wasOnline = d.online;
     d.faults.set(fault as ZigbeeFault, { fault: fault as ZigbeeFault, ...(delay_ms !== undefined ? { delay_ms } : {}) });
     if (wasOnline && !d.online && this.bridgeOnline) void this.pub(`${d.name}/availability`, { state: "offline" }, true);

@@ -54,7 +54,12 @@ export async function main(argv: string[]): Promise<number> {
   const cmd = await load();
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options: { ...cmd.options, help: { type: "boolean", short: "h" } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: rest,
+      options: { ...cmd.options, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (e) {
     process.stderr.write(`sitegate ${name}: ${errorMessage(e)}\nusage: ${cmd.usage}\n`);
     return EXIT_USAGE;

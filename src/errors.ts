@@ -36,11 +36,7 @@ export class SitegateError extends Error {
   readonly transient: boolean;
   readonly details: ErrorDetail[];
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    opts: { transient?: boolean; details?: ErrorDetail[]; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, opts: { transient?: boolean; details?: ErrorDetail[]; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "SitegateError";
     this.code = code;

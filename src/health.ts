@@ -113,8 +113,18 @@ export class HealthMonitor implements Part {
 
   metrics(): MetricFamily[] {
     return [
-      { name: "sitegate_watchdog_pings_total", help: "health ticks whose checks passed (WATCHDOG=1 under systemd)", type: "counter", values: [{ value: this.stats.pings }] },
-      { name: "sitegate_watchdog_withheld_total", help: "health ticks whose checks failed (ping withheld)", type: "counter", values: [{ value: this.stats.withheld }] },
+      {
+        name: "sitegate_watchdog_pings_total",
+        help: "health ticks whose checks passed (WATCHDOG=1 under systemd)",
+        type: "counter",
+        values: [{ value: this.stats.pings }],
+      },
+      {
+        name: "sitegate_watchdog_withheld_total",
+        help: "health ticks whose checks failed (ping withheld)",
+        type: "counter",
+        values: [{ value: this.stats.withheld }],
+      },
     ];
   }
 
@@ -153,7 +163,9 @@ export class HealthMonitor implements Part {
       // A locked database must not hold the event loop for the usual 2 s busy timeout.
       db.pragma("busy_timeout = 200");
       try {
-        db.transaction(() => db.prepare("INSERT INTO health_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at").run(Date.now()))();
+        db.transaction(() =>
+          db.prepare("INSERT INTO health_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at").run(Date.now()),
+        )();
       } finally {
         db.pragma("busy_timeout = 2000");
       }
@@ -203,7 +215,8 @@ export class HealthMonitor implements Part {
       else void this.notifier.send({ STATUS: status });
     } else {
       this.stats.withheld++;
-      if (r.failures.join() !== this.stats.last_failures.join()) this.log.error({ failures: r.failures }, "health check failed; watchdog ping withheld");
+      if (r.failures.join() !== this.stats.last_failures.join())
+        this.log.error({ failures: r.failures }, "health check failed; watchdog ping withheld");
       this.stats.last_failures = r.failures;
       void this.notifier.send({ STATUS: `${status}; watchdog withheld: ${r.failures.join(", ")}` });
     }

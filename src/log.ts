@@ -56,7 +56,9 @@ export function journalDestination(out: { write(s: string): unknown }): { write(
   };
 }
 
-export function createLogger(opts: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream; journal?: boolean } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream; journal?: boolean } = {},
+): Logger {
   const level = (process.env.LOG_LEVEL ?? opts.level ?? "info") as LevelWithSilent;
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && process.env.LOG_FORMAT !== "json");
   const options = {

@@ -32,10 +32,13 @@ export const SCHEDULE = {
  * The schedule for a config's `maintenance`: the nightly job at `at` in the controller's local
  * time ("local", the default), in UTC, or in a named zone (which becomes the daemon's TZ).
  */
-export function maintenanceSchedule(m: { at: string; timezone: string } = { at: "03:30", timezone: "UTC" }): Record<keyof typeof SCHEDULE, UtcRecurrence> {
+export function maintenanceSchedule(
+  m: { at: string; timezone: string } = { at: "03:30", timezone: "UTC" },
+): Record<keyof typeof SCHEDULE, UtcRecurrence> {
   if (m.timezone !== "local" && m.timezone !== "UTC") {
     // an unknown zone would silently be UTC: refuse it (Debian's tzdata names the zones)
-    if (!existsSync(join("/usr/share/zoneinfo", m.timezone))) throw new Error(`maintenance.timezone ${m.timezone}: no such zone in /usr/share/zoneinfo`);
+    if (!existsSync(join("/usr/share/zoneinfo", m.timezone)))
+      throw new Error(`maintenance.timezone ${m.timezone}: no such zone in /usr/share/zoneinfo`);
     process.env.TZ = m.timezone;
   }
   return { ...SCHEDULE, checkpoint: m.timezone === "UTC" ? dailyUtc(m.at) : dailyLocal(m.at) };
@@ -79,7 +82,11 @@ export class Maintenance implements Part {
           this.log.error({ job: name, err: errorMessage(e) }, "maintenance job failed");
         }
       });
-    this.jobs = [job("checkpoint", () => this.checkpoint()), job("retention", () => this.sweep()), job("certificate", () => this.checkCertificate())];
+    this.jobs = [
+      job("checkpoint", () => this.checkpoint()),
+      job("retention", () => this.sweep()),
+      job("certificate", () => this.checkCertificate()),
+    ];
     for (const j of this.jobs) j.start();
     this.log.info({ schedule: Object.fromEntries(Object.entries(schedule).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
   }

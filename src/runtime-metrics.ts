@@ -95,19 +95,64 @@ export class RuntimeMetrics implements Part {
     }
     const gc = [...this.gc];
     return [
-      { name: "sitegate_build_info", help: "the running release, its Node.js and CPU architecture (always 1)", type: "gauge", values: [{ labels: { version: VERSION, node: process.versions.node, arch: process.arch }, value: 1 }] },
+      {
+        name: "sitegate_build_info",
+        help: "the running release, its Node.js and CPU architecture (always 1)",
+        type: "gauge",
+        values: [{ labels: { version: VERSION, node: process.versions.node, arch: process.arch }, value: 1 }],
+      },
       { name: "process_resident_memory_bytes", help: "Resident memory size in bytes.", type: "gauge", values: [{ value: mem.rss }] },
-      { name: "process_cpu_user_seconds_total", help: "Total user CPU time spent in seconds.", type: "counter", values: [{ value: cpu.user / 1e6 }] },
-      { name: "process_cpu_system_seconds_total", help: "Total system CPU time spent in seconds.", type: "counter", values: [{ value: cpu.system / 1e6 }] },
-      { name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds.", type: "counter", values: [{ value: (cpu.user + cpu.system) / 1e6 }] },
-      { name: "process_start_time_seconds", help: "Start time of the process since unix epoch in seconds.", type: "gauge", values: [{ value: Math.round(this.startTime) }] },
-      { name: "process_open_fds", help: "Number of open file descriptors.", type: "gauge", values: Number.isFinite(fds) ? [{ value: fds }] : [] },
+      {
+        name: "process_cpu_user_seconds_total",
+        help: "Total user CPU time spent in seconds.",
+        type: "counter",
+        values: [{ value: cpu.user / 1e6 }],
+      },
+      {
+        name: "process_cpu_system_seconds_total",
+        help: "Total system CPU time spent in seconds.",
+        type: "counter",
+        values: [{ value: cpu.system / 1e6 }],
+      },
+      {
+        name: "process_cpu_seconds_total",
+        help: "Total user and system CPU time spent in seconds.",
+        type: "counter",
+        values: [{ value: (cpu.user + cpu.system) / 1e6 }],
+      },
+      {
+        name: "process_start_time_seconds",
+        help: "Start time of the process since unix epoch in seconds.",
+        type: "gauge",
+        values: [{ value: Math.round(this.startTime) }],
+      },
+      {
+        name: "process_open_fds",
+        help: "Number of open file descriptors.",
+        type: "gauge",
+        values: Number.isFinite(fds) ? [{ value: fds }] : [],
+      },
       { name: "nodejs_heap_size_used_bytes", help: "V8 heap in use", type: "gauge", values: [{ value: mem.heapUsed }] },
       { name: "nodejs_heap_size_total_bytes", help: "V8 heap reserved", type: "gauge", values: [{ value: mem.heapTotal }] },
-      { name: "nodejs_external_memory_bytes", help: "memory of C++ objects bound to JavaScript (buffers, SQLite statements)", type: "gauge", values: [{ value: mem.external }] },
+      {
+        name: "nodejs_external_memory_bytes",
+        help: "memory of C++ objects bound to JavaScript (buffers, SQLite statements)",
+        type: "gauge",
+        values: [{ value: mem.external }],
+      },
       this.lag.family("sitegate_event_loop_lag_seconds", "event-loop delay of a timer firing every 0.5 s"),
-      { name: "sitegate_gc_seconds_total", help: "time spent in garbage collection by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.seconds })) },
-      { name: "sitegate_gc_runs_total", help: "garbage collections by kind", type: "counter", values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.runs })) },
+      {
+        name: "sitegate_gc_seconds_total",
+        help: "time spent in garbage collection by kind",
+        type: "counter",
+        values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.seconds })),
+      },
+      {
+        name: "sitegate_gc_runs_total",
+        help: "garbage collections by kind",
+        type: "counter",
+        values: gc.map(([kind, g]) => ({ labels: { kind }, value: g.runs })),
+      },
     ];
   }
 }

@@ -23,7 +23,10 @@ export interface SimDevice extends RegisterModel {
 export abstract class DeviceBase implements SimDevice {
   abstract readonly model: string;
   maxReadRegs = 125;
-  constructor(readonly name: string, readonly unit: number) {}
+  constructor(
+    readonly name: string,
+    readonly unit: number,
+  ) {}
   abstract view(): DeviceView;
   set(values: Record<string, unknown>): void {
     const keys = Object.keys(values);

@@ -8,7 +8,11 @@ export class Relay extends DeviceBase implements SiteLoad {
   readonly model = "relay";
   readonly coils: boolean[];
 
-  constructor(spec: { name: string; unit: number; coils: number; load_per_coil_w: number }, private readonly site: SiteModel, private readonly perCoilW = spec.load_per_coil_w) {
+  constructor(
+    spec: { name: string; unit: number; coils: number; load_per_coil_w: number },
+    private readonly site: SiteModel,
+    private readonly perCoilW = spec.load_per_coil_w,
+  ) {
     super(spec.name, spec.unit);
     this.coils = new Array<boolean>(spec.coils).fill(true);
     site.loads.push(this);
@@ -41,7 +45,8 @@ export class Relay extends DeviceBase implements SiteLoad {
   override set(values: Record<string, unknown>): void {
     const { coils, ...rest } = values;
     if (coils !== undefined) {
-      if (!Array.isArray(coils) || coils.length !== this.coils.length || !coils.every((c) => typeof c === "boolean")) throw new Error(`coils must be ${this.coils.length} booleans`);
+      if (!Array.isArray(coils) || coils.length !== this.coils.length || !coils.every((c) => typeof c === "boolean"))
+        throw new Error(`coils must be ${this.coils.length} booleans`);
       this.writeCoils(0, coils as boolean[]);
     }
     super.set(rest);

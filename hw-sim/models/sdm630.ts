@@ -14,7 +14,10 @@ export class Sdm630 extends DeviceBase {
   /** Test hook (`POST /devices/<name> {"nan": true}`): every float input register reads NaN, no reading available. */
   private nan = false;
 
-  constructor(spec: { name: string; unit: number; serial?: number; max_read_regs?: number }, private readonly site: SiteModel) {
+  constructor(
+    spec: { name: string; unit: number; serial?: number; max_read_regs?: number },
+    private readonly site: SiteModel,
+  ) {
     super(spec.name, spec.unit);
     this.maxReadRegs = spec.max_read_regs ?? 80;
     this.serial = spec.serial ?? ((hashString(spec.name) ^ site.seed) >>> 0) % 100_000_000;
@@ -88,7 +91,13 @@ export class Sdm630 extends DeviceBase {
   }
 
   view(): DeviceView {
-    return { power_w: round1(this.site.grid()), energy_import_wh: round1(this.site.importWh), energy_export_wh: round1(this.site.exportWh), serial: this.serial, nan: this.nan };
+    return {
+      power_w: round1(this.site.grid()),
+      energy_import_wh: round1(this.site.importWh),
+      energy_export_wh: round1(this.site.exportWh),
+      serial: this.serial,
+      nan: this.nan,
+    };
   }
 
   override set(values: Record<string, unknown>): void {

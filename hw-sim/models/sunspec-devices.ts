@@ -20,7 +20,14 @@ function serialFor(name: string, seed: number, prefix: string, given?: string): 
 }
 
 /** Inverter model 103 (three-phase, integer + scale factors), single-phase devices leave B/C not implemented. */
-function inverter103(d: { powerW: () => number; energyWh: () => number; dcW: () => number | null; state: () => number; site: SiteModel; tempC: () => number }): ModelDef {
+function inverter103(d: {
+  powerW: () => number;
+  energyWh: () => number;
+  dcW: () => number | null;
+  state: () => number;
+  site: SiteModel;
+  tempC: () => number;
+}): ModelDef {
   const v = () => d.site.voltage_v;
   const amps = () => Math.abs(d.powerW()) / d.site.voltage_v;
   return {
@@ -114,11 +121,22 @@ function nameplate120(d: { derTyp: number; wRtg: number; whRtg: number | null; m
  * round(pct / 10^sf), writes take a raw value, refuse one outside min..max percent
  * (ILLEGAL_VALUE, as real devices do) and store it as percent.
  */
-function scaledPct(name: string, type: "int16" | "uint16", sfExp: number, min: number, max: number, get: () => number, set: (pct: number) => void): PointDef {
+function scaledPct(
+  name: string,
+  type: "int16" | "uint16",
+  sfExp: number,
+  min: number,
+  max: number,
+  get: () => number,
+  set: (pct: number) => void,
+): PointDef {
   const rawMin = Math.round(min / 10 ** sfExp);
   const rawMax = Math.round(max / 10 ** sfExp);
   return {
-    name, type, sf: sfExp, get,
+    name,
+    type,
+    sf: sfExp,
+    get,
     set: (raw) => {
       checkRange(raw, rawMin, rawMax);
       set(sfExp < 0 ? raw / 10 ** -sfExp : raw * 10 ** sfExp);
@@ -133,7 +151,10 @@ class Controls123 {
   limEna = 0;
   limRvrtS = 0;
   limWrittenAt = 0;
-  constructor(private readonly now: () => number, private readonly controlSf = 0) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly controlSf = 0,
+  ) {}
 
   tick(nowMs: number): void {
     if (this.limEna && this.limRvrtS > 0 && nowMs - this.limWrittenAt > this.limRvrtS * 1000) this.limEna = 0;
@@ -141,7 +162,13 @@ class Controls123 {
 
   model(): ModelDef {
     const rw = (name: string, get: () => number, set: (raw: number) => void, min: number, max: number): PointDef => ({
-      name, type: "uint16", get, set: (raw) => { checkRange(raw, min, max); set(raw); },
+      name,
+      type: "uint16",
+      get,
+      set: (raw) => {
+        checkRange(raw, min, max);
+        set(raw);
+      },
     });
     const ni = (name: string, type: PointDef["type"] = "uint16"): PointDef => ({ name, type, get: NI });
     return {
@@ -150,12 +177,50 @@ class Controls123 {
       points: [
         ni("Conn_WinTms"),
         ni("Conn_RvrtTms"),
-        { ...rw("Conn", () => this.conn, (r) => (this.conn = r), 0, 1), type: "enum16" },
-        scaledPct("WMaxLimPct", "uint16", this.controlSf, 0, 100, () => this.limPct, (pct) => { this.limPct = pct; this.limWrittenAt = this.now(); }),
+        {
+          ...rw(
+            "Conn",
+            () => this.conn,
+            (r) => (this.conn = r),
+            0,
+            1,
+          ),
+          type: "enum16",
+        },
+        scaledPct(
+          "WMaxLimPct",
+          "uint16",
+          this.controlSf,
+          0,
+          100,
+          () => this.limPct,
+          (pct) => {
+            this.limPct = pct;
+            this.limWrittenAt = this.now();
+          },
+        ),
         ni("WMaxLimPct_WinTms"),
-        rw("WMaxLimPct_RvrtTms", () => this.limRvrtS, (r) => (this.limRvrtS = r), 0, 0xfffe),
+        rw(
+          "WMaxLimPct_RvrtTms",
+          () => this.limRvrtS,
+          (r) => (this.limRvrtS = r),
+          0,
+          0xfffe,
+        ),
         ni("WMaxLimPct_RmpTms"),
-        { ...rw("WMaxLim_Ena", () => this.limEna, (r) => { this.limEna = r; this.limWrittenAt = this.now(); }, 0, 1), type: "enum16" },
+        {
+          ...rw(
+            "WMaxLim_Ena",
+            () => this.limEna,
+            (r) => {
+              this.limEna = r;
+              this.limWrittenAt = this.now();
+            },
+            0,
+            1,
+          ),
+          type: "enum16",
+        },
         ni("OutPFSet", "int16"),
         ni("OutPFSet_WinTms"),
         ni("OutPFSet_RvrtTms"),
@@ -179,7 +244,11 @@ class Controls123 {
 
 abstract class SunSpecDevice extends DeviceBase {
   protected image!: SunSpecImage;
-  constructor(name: string, unit: number, protected readonly site: SiteModel) {
+  constructor(
+    name: string,
+    unit: number,
+    protected readonly site: SiteModel,
+  ) {
     super(name, unit);
   }
   override readHolding(address: number, count: number): number[] {
@@ -208,7 +277,10 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
   energyOutWh = 0;
   readonly ctl123: Controls123;
 
-  constructor(spec: { name: string; unit: number; max_power_w: number; capacity_wh: number; soc_pct: number; serial?: string; control_sf?: number }, site: SiteModel) {
+  constructor(
+    spec: { name: string; unit: number; max_power_w: number; capacity_wh: number; soc_pct: number; serial?: string; control_sf?: number },
+    site: SiteModel,
+  ) {
     super(spec.name, spec.unit, site);
     this.maxW = spec.max_power_w;
     this.capWh = spec.capacity_wh;
@@ -219,25 +291,71 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
     const sn = serialFor(spec.name, site.seed, "ST", spec.serial);
     const stamp = () => (this.ctlWrittenAt = site.clock());
     const pct = (name: string, get: () => number, set: (pct: number) => void): PointDef =>
-      scaledPct(name, "int16", controlSf, -100, 100, get, (v) => { set(v); stamp(); });
+      scaledPct(name, "int16", controlSf, -100, 100, get, (v) => {
+        set(v);
+        stamp();
+      });
     const storage124: ModelDef = {
       id: 124,
       length: 24,
       points: [
-        { name: "WChaMax", type: "uint16", sf: 0, get: () => this.wChaMax, set: (r) => { checkRange(r, 0, this.maxW); this.wChaMax = r; } },
+        {
+          name: "WChaMax",
+          type: "uint16",
+          sf: 0,
+          get: () => this.wChaMax,
+          set: (r) => {
+            checkRange(r, 0, this.maxW);
+            this.wChaMax = r;
+          },
+        },
         { name: "WChaGra", type: "uint16", sf: 0, get: () => 100 },
         { name: "WDisChaGra", type: "uint16", sf: 0, get: () => 100 },
-        { name: "StorCtl_Mod", type: "bitfield16", get: () => this.ctl, set: (r) => { checkRange(r, 0, 3); this.ctl = r; stamp(); } },
+        {
+          name: "StorCtl_Mod",
+          type: "bitfield16",
+          get: () => this.ctl,
+          set: (r) => {
+            checkRange(r, 0, 3);
+            this.ctl = r;
+            stamp();
+          },
+        },
         { name: "VAChaMax", type: "uint16", get: NI },
-        { name: "MinRsvPct", type: "uint16", sf: 0, get: () => this.minRsv, set: (r) => { checkRange(r, 0, 100); this.minRsv = r; } },
+        {
+          name: "MinRsvPct",
+          type: "uint16",
+          sf: 0,
+          get: () => this.minRsv,
+          set: (r) => {
+            checkRange(r, 0, 100);
+            this.minRsv = r;
+          },
+        },
         { name: "ChaState", type: "uint16", sf: -1, get: () => this.soc },
         { name: "StorAval", type: "uint16", get: NI },
         { name: "InBatV", type: "uint16", sf: -1, get: () => 48 + this.soc * 0.06 },
         { name: "ChaSt", type: "enum16", get: () => this.chaSt() },
-        pct("OutWRte", () => this.outRte, (r) => (this.outRte = r)),
-        pct("InWRte", () => this.inRte, (r) => (this.inRte = r)),
+        pct(
+          "OutWRte",
+          () => this.outRte,
+          (r) => (this.outRte = r),
+        ),
+        pct(
+          "InWRte",
+          () => this.inRte,
+          (r) => (this.inRte = r),
+        ),
         { name: "InOutWRte_WinTms", type: "uint16", get: NI },
-        { name: "InOutWRte_RvrtTms", type: "uint16", get: () => this.rvrtS, set: (r) => { this.rvrtS = r; stamp(); } },
+        {
+          name: "InOutWRte_RvrtTms",
+          type: "uint16",
+          get: () => this.rvrtS,
+          set: (r) => {
+            this.rvrtS = r;
+            stamp();
+          },
+        },
         { name: "InOutWRte_RmpTms", type: "uint16", get: NI },
         { name: "ChaGriSet", type: "enum16", get: () => 1 },
         sf("WChaMax_SF", 0),
@@ -302,7 +420,12 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
 
   view(): DeviceView {
     this.site.advance();
-    return { power_w: round1(this.acPowerW()), setpoint_w: round1(this.commandedW()), soc_pct: round3(this.soc), connected: this.ctl123.conn === 1 };
+    return {
+      power_w: round1(this.acPowerW()),
+      setpoint_w: round1(this.commandedW()),
+      soc_pct: round3(this.soc),
+      connected: this.ctl123.conn === 1,
+    };
   }
 
   override set(values: Record<string, unknown>): void {
@@ -367,7 +490,12 @@ export class PvInverter extends SunSpecDevice implements PowerSource {
   view(): DeviceView {
     this.site.advance();
     const lim = this.limitW();
-    return { power_w: round1(this.acPowerW()), ...(Number.isFinite(lim) ? { setpoint_w: round1(lim) } : {}), available_w: round1(this.availableW()), connected: this.ctl123.conn === 1 };
+    return {
+      power_w: round1(this.acPowerW()),
+      ...(Number.isFinite(lim) ? { setpoint_w: round1(lim) } : {}),
+      available_w: round1(this.availableW()),
+      connected: this.ctl123.conn === 1,
+    };
   }
 }
 
@@ -386,29 +514,89 @@ export class SunSpecMeter extends SunSpecDevice {
       id: 203,
       length: 105,
       points: [
-        i16("A", () => Math.abs(site.grid()) / site.voltage_v, -2), i16("AphA", a, -2), i16("AphB", a, -2), i16("AphC", a, -2), sf("A_SF", -2),
-        i16("PhV", v, -1), i16("PhVphA", v, -1), i16("PhVphB", v, -1), i16("PhVphC", v, -1),
-        i16("PPV", () => v() * Math.sqrt(3), -1), i16("PhVphAB", NI), i16("PhVphBC", NI), i16("PhVphCA", NI), sf("V_SF", -1),
-        { name: "Hz", type: "int16", sf: -2, get: () => site.frequency_hz }, sf("Hz_SF", -2),
-        i16("W", w), i16("WphA", ph), i16("WphB", ph), i16("WphC", ph), sf("W_SF", 0),
-        i16("VA", () => Math.abs(site.grid())), i16("VAphA", NI), i16("VAphB", NI), i16("VAphC", NI), sf("VA_SF", 0),
-        i16("VAR", () => 0), i16("VARphA", NI), i16("VARphB", NI), i16("VARphC", NI), sf("VAR_SF", 0),
-        i16("PF", () => 100), i16("PFphA", NI), i16("PFphB", NI), i16("PFphC", NI), sf("PF_SF", 0),
-        acc("TotWhExp", () => site.exportWh), acc("TotWhExpPhA", NI), acc("TotWhExpPhB", NI), acc("TotWhExpPhC", NI),
-        acc("TotWhImp", () => site.importWh), acc("TotWhImpPhA", NI), acc("TotWhImpPhB", NI), acc("TotWhImpPhC", NI),
+        i16("A", () => Math.abs(site.grid()) / site.voltage_v, -2),
+        i16("AphA", a, -2),
+        i16("AphB", a, -2),
+        i16("AphC", a, -2),
+        sf("A_SF", -2),
+        i16("PhV", v, -1),
+        i16("PhVphA", v, -1),
+        i16("PhVphB", v, -1),
+        i16("PhVphC", v, -1),
+        i16("PPV", () => v() * Math.sqrt(3), -1),
+        i16("PhVphAB", NI),
+        i16("PhVphBC", NI),
+        i16("PhVphCA", NI),
+        sf("V_SF", -1),
+        { name: "Hz", type: "int16", sf: -2, get: () => site.frequency_hz },
+        sf("Hz_SF", -2),
+        i16("W", w),
+        i16("WphA", ph),
+        i16("WphB", ph),
+        i16("WphC", ph),
+        sf("W_SF", 0),
+        i16("VA", () => Math.abs(site.grid())),
+        i16("VAphA", NI),
+        i16("VAphB", NI),
+        i16("VAphC", NI),
+        sf("VA_SF", 0),
+        i16("VAR", () => 0),
+        i16("VARphA", NI),
+        i16("VARphB", NI),
+        i16("VARphC", NI),
+        sf("VAR_SF", 0),
+        i16("PF", () => 100),
+        i16("PFphA", NI),
+        i16("PFphB", NI),
+        i16("PFphC", NI),
+        sf("PF_SF", 0),
+        acc("TotWhExp", () => site.exportWh),
+        acc("TotWhExpPhA", NI),
+        acc("TotWhExpPhB", NI),
+        acc("TotWhExpPhC", NI),
+        acc("TotWhImp", () => site.importWh),
+        acc("TotWhImpPhA", NI),
+        acc("TotWhImpPhB", NI),
+        acc("TotWhImpPhC", NI),
         sf("TotWh_SF", 0),
-        ...["TotVAhExp", "TotVAhExpPhA", "TotVAhExpPhB", "TotVAhExpPhC", "TotVAhImp", "TotVAhImpPhA", "TotVAhImpPhB", "TotVAhImpPhC"].map((n) => acc(n, NI)),
+        ...["TotVAhExp", "TotVAhExpPhA", "TotVAhExpPhB", "TotVAhExpPhC", "TotVAhImp", "TotVAhImpPhA", "TotVAhImpPhB", "TotVAhImpPhC"].map(
+          (n) => acc(n, NI),
+        ),
         sf("TotVAh_SF", null),
-        ...["ImpQ1", "ImpQ1PhA", "ImpQ1PhB", "ImpQ1PhC", "ImpQ2", "ImpQ2PhA", "ImpQ2PhB", "ImpQ2PhC", "ExpQ3", "ExpQ3PhA", "ExpQ3PhB", "ExpQ3PhC", "ExpQ4", "ExpQ4PhA", "ExpQ4PhB", "ExpQ4PhC"].map((n) => acc(`TotVArh${n}`, NI)),
+        ...[
+          "ImpQ1",
+          "ImpQ1PhA",
+          "ImpQ1PhB",
+          "ImpQ1PhC",
+          "ImpQ2",
+          "ImpQ2PhA",
+          "ImpQ2PhB",
+          "ImpQ2PhC",
+          "ExpQ3",
+          "ExpQ3PhA",
+          "ExpQ3PhB",
+          "ExpQ3PhC",
+          "ExpQ4",
+          "ExpQ4PhA",
+          "ExpQ4PhB",
+          "ExpQ4PhC",
+        ].map((n) => acc(`TotVArh${n}`, NI)),
         sf("TotVArh_SF", null),
         { name: "Evt", type: "bitfield32", get: () => 0 },
       ],
     };
-    this.image = new SunSpecImage(SUNSPEC_BASE, [commonModel("SimEnergy", "SimMeter 3", "1.0.0", serialFor(spec.name, site.seed, "MT", spec.serial)), model203]);
+    this.image = new SunSpecImage(SUNSPEC_BASE, [
+      commonModel("SimEnergy", "SimMeter 3", "1.0.0", serialFor(spec.name, site.seed, "MT", spec.serial)),
+      model203,
+    ]);
   }
 
   view(): DeviceView {
-    return { power_w: round1(this.site.grid()), energy_import_wh: round1(this.site.importWh), energy_export_wh: round1(this.site.exportWh) };
+    return {
+      power_w: round1(this.site.grid()),
+      energy_import_wh: round1(this.site.importWh),
+      energy_export_wh: round1(this.site.exportWh),
+    };
   }
 }
 
@@ -418,7 +606,9 @@ export class SunSpecCommonOnly extends SunSpecDevice {
 
   constructor(spec: { name: string; unit: number; serial?: string }, site: SiteModel) {
     super(spec.name, spec.unit, site);
-    this.image = new SunSpecImage(SUNSPEC_BASE, [commonModel("SimEnergy", "SimBox 1", "1.0.0", serialFor(spec.name, site.seed, "CB", spec.serial))]);
+    this.image = new SunSpecImage(SUNSPEC_BASE, [
+      commonModel("SimEnergy", "SimBox 1", "1.0.0", serialFor(spec.name, site.seed, "CB", spec.serial)),
+    ]);
   }
 
   view(): DeviceView {

@@ -32,14 +32,32 @@ interface Slot {
   start: number; // address of the point's first register
 }
 
-const SIZE: Record<PointType, number> = { uint16: 1, int16: 1, acc32: 2, uint32: 2, string: 0, sunssf: 1, enum16: 1, bitfield16: 1, bitfield32: 2, pad: 1 };
+const SIZE: Record<PointType, number> = {
+  uint16: 1,
+  int16: 1,
+  acc32: 2,
+  uint32: 2,
+  string: 0,
+  sunssf: 1,
+  enum16: 1,
+  bitfield16: 1,
+  bitfield32: 2,
+  pad: 1,
+};
 
 function notImplemented(type: PointType): number {
   switch (type) {
-    case "int16": case "sunssf": case "pad": return 0x8000;
-    case "uint32": case "bitfield32": return 0xffffffff;
-    case "acc32": return 0;
-    default: return 0xffff;
+    case "int16":
+    case "sunssf":
+    case "pad":
+      return 0x8000;
+    case "uint32":
+    case "bitfield32":
+      return 0xffffffff;
+    case "acc32":
+      return 0;
+    default:
+      return 0xffff;
   }
 }
 
@@ -47,7 +65,10 @@ export class SunSpecImage {
   private readonly slots = new Map<number, Slot>();
   readonly end: number;
 
-  constructor(readonly base: number, models: ModelDef[]) {
+  constructor(
+    readonly base: number,
+    models: ModelDef[],
+  ) {
     let a = base;
     const fixed = (v: number) => this.slots.set(a++, { point: null, fixed: v, word: 0, start: a - 1 });
     fixed(0x5375);

@@ -87,14 +87,19 @@ export class TokenStore {
 
 /** `sitegate token revoke`: deletes issued tokens (all, or one user's). Returns how many. */
 export function revokeTokens(db: Db, username?: string): number {
-  const r = username === undefined ? db.prepare("DELETE FROM api_token").run() : db.prepare("DELETE FROM api_token WHERE username = ?").run(username);
+  const r =
+    username === undefined
+      ? db.prepare("DELETE FROM api_token").run()
+      : db.prepare("DELETE FROM api_token WHERE username = ?").run(username);
   return r.changes;
 }
 
 /** Live tokens per user, for `sitegate token list`. */
 export function tokenCounts(db: Db, now: number): Array<{ username: string; tokens: number; last_issued_at: number }> {
   return db
-    .prepare("SELECT username, count(*) AS tokens, max(issued_at) AS last_issued_at FROM api_token WHERE expires_at > ? GROUP BY username ORDER BY username")
+    .prepare(
+      "SELECT username, count(*) AS tokens, max(issued_at) AS last_issued_at FROM api_token WHERE expires_at > ? GROUP BY username ORDER BY username",
+    )
     .all(now) as Array<{ username: string; tokens: number; last_issued_at: number }>;
 }
 

@@ -31,7 +31,8 @@ export function fromSitegateError(e: SitegateError): HttpError {
 }
 
 export const badRequest = (message: string, details: ErrorDetail[] = []) => new HttpError(400, "invalid_request", message, details);
-export const unauthorized = (message: string, headers: Record<string, string> = {}) => new HttpError(401, "unauthorized", message, [], headers);
+export const unauthorized = (message: string, headers: Record<string, string> = {}) =>
+  new HttpError(401, "unauthorized", message, [], headers);
 export const forbidden = (message: string) => new HttpError(403, "forbidden", message);
 export const notFound = (message: string) => new HttpError(404, "not_found", message);
 export const unavailable = (message: string) => new HttpError(503, "unavailable", message);

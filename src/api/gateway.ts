@@ -11,13 +11,17 @@ export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
     let registryVersion = 0;
     ctx.registry.onChange(() => registryVersion++);
     let cache: { version: number; modes: string; body: string } | null = null;
-    app.get<{ Params: { version: string; site: string } }>("/:version/api/gateway/:site/devicesync", { config: { auth: "webhook" } }, async (_req, reply) => {
-      const listed = syncedDevices(ctx.registry, ctx.local);
-      const modes = listed.map((d) => ctx.health.health(d.config.device_id)?.op_mode ?? 0).join("");
-      if (!cache || cache.version !== registryVersion || cache.modes !== modes) {
-        cache = { version: registryVersion, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed, ctx.health)) };
-      }
-      return reply.type("application/json; charset=utf-8").send(cache.body);
-    });
+    app.get<{ Params: { version: string; site: string } }>(
+      "/:version/api/gateway/:site/devicesync",
+      { config: { auth: "webhook" } },
+      async (_req, reply) => {
+        const listed = syncedDevices(ctx.registry, ctx.local);
+        const modes = listed.map((d) => ctx.health.health(d.config.device_id)?.op_mode ?? 0).join("");
+        if (!cache || cache.version !== registryVersion || cache.modes !== modes) {
+          cache = { version: registryVersion, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed, ctx.health)) };
+        }
+        return reply.type("application/json; charset=utf-8").send(cache.body);
+      },
+    );
   };
 }

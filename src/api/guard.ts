@@ -68,7 +68,8 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     try {
       ok = await ctx.credentials.checkApiKey(key);
     } catch (e) {
-      if (e instanceof HashBusyError) throw new HttpError(429, "rate_limited", "the gateway is busy checking keys; retry in 1 s", [], { "retry-after": "1" });
+      if (e instanceof HashBusyError)
+        throw new HttpError(429, "rate_limited", "the gateway is busy checking keys; retry in 1 s", [], { "retry-after": "1" });
       throw e;
     }
     if (!ok) throw unauthorized("X-API-Key is not valid");
@@ -83,16 +84,25 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
 /** A bearer token from POST /connect/token, then this gateway's organizationId and moleculeId. */
 export function adminGuard(ctx: ApiContext): Guard {
   return async (req) => {
-    if (!ctx.credentials.adminIpAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
+    if (!ctx.credentials.adminIpAllowed(req.ip))
+      throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
     const token = bearerToken(req.headers.authorization);
     if (!token) throw unauthorized("a Bearer token is required (POST /connect/token)", { "www-authenticate": 'Bearer realm="sitegate"' });
     const state = ctx.tokens.check(token);
-    if (state === "revoked") throw unauthorized("the token was revoked (its user left the config, changed password, or `sitegate token revoke` ran)", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token was revoked"' });
-    if (state === "expired") throw unauthorized("the token has expired", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token has expired"' });
-    if (state !== "ok") throw unauthorized("the token is not valid", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token"' });
+    if (state === "revoked")
+      throw unauthorized("the token was revoked (its user left the config, changed password, or `sitegate token revoke` ran)", {
+        "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token was revoked"',
+      });
+    if (state === "expired")
+      throw unauthorized("the token has expired", {
+        "www-authenticate": 'Bearer realm="sitegate", error="invalid_token", error_description="the token has expired"',
+      });
+    if (state !== "ok")
+      throw unauthorized("the token is not valid", { "www-authenticate": 'Bearer realm="sitegate", error="invalid_token"' });
     const q = configureQuery.safeParse(req.query ?? {});
     if (!q.success) throw badRequest("organizationId and moleculeId are required", issuesToDetails(q.error.issues));
-    if (q.data.organizationId !== ctx.config.organization_id) throw forbidden(`organization "${q.data.organizationId}" is not this gateway's`);
+    if (q.data.organizationId !== ctx.config.organization_id)
+      throw forbidden(`organization "${q.data.organizationId}" is not this gateway's`);
     if (q.data.moleculeId !== ctx.config.site_id) throw notFound(`site "${q.data.moleculeId}" is not this gateway's`);
   };
 }

@@ -16,7 +16,11 @@ function prometheus(src: MetricsSource): string {
   for (const g of src.gauges()) {
     lines.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} ${g.type}`);
     for (const v of g.values) {
-      const labels = v.labels ? `{${Object.entries(v.labels).map(([k, x]) => `${k}="${x.replace(/["\\\n]/g, "_")}"`).join(",")}}` : "";
+      const labels = v.labels
+        ? `{${Object.entries(v.labels)
+            .map(([k, x]) => `${k}="${x.replace(/["\\\n]/g, "_")}"`)
+            .join(",")}}`
+        : "";
       lines.push(`${g.name}${v.suffix ?? ""}${labels} ${Number.isFinite(v.value) ? v.value : 0}`);
     }
   }
@@ -26,23 +30,53 @@ function prometheus(src: MetricsSource): string {
 export function openApi(ctx: ApiContext): Record<string, unknown> {
   const js = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" });
   const json = (s: z.ZodType) => ({ content: { "application/json": { schema: js(s) } } });
-  const errors = { "400": { description: "invalid request", ...json(errorBody) }, "401": { description: "unauthorized", ...json(errorBody) }, "403": { description: "forbidden", ...json(errorBody) }, "404": { description: "not found", ...json(errorBody) }, "413": { description: "body over 256 KiB", ...json(errorBody) }, "415": { description: "wrong content type", ...json(errorBody) }, "429": { description: "rate limited", ...json(errorBody) }, "503": { description: "storage cannot commit", ...json(errorBody) } };
+  const errors = {
+    "400": { description: "invalid request", ...json(errorBody) },
+    "401": { description: "unauthorized", ...json(errorBody) },
+    "403": { description: "forbidden", ...json(errorBody) },
+    "404": { description: "not found", ...json(errorBody) },
+    "413": { description: "body over 256 KiB", ...json(errorBody) },
+    "415": { description: "wrong content type", ...json(errorBody) },
+    "429": { description: "rate limited", ...json(errorBody) },
+    "503": { description: "storage cannot commit", ...json(errorBody) },
+  };
   const v = ctx.config.api_version;
   return {
     openapi: "3.1.0",
     info: { title: "sitegate partner interface", version: VERSION },
-    components: { securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }, bearer: { type: "http", scheme: "bearer" }, clientBasic: { type: "http", scheme: "basic", description: "client_id with an empty client_secret (RFC 6749 2.3.1), instead of the form field" } } },
+    components: {
+      securitySchemes: {
+        apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+        bearer: { type: "http", scheme: "bearer" },
+        clientBasic: {
+          type: "http",
+          scheme: "basic",
+          description: "client_id with an empty client_secret (RFC 6749 2.3.1), instead of the form field",
+        },
+      },
+    },
     paths: {
       "/connect/token": {
         post: {
           summary: "Obtain a token (OAuth 2.0 password grant)",
           security: [{}, { clientBasic: [] }],
           requestBody: { content: { "application/x-www-form-urlencoded": { schema: js(tokenForm) } } },
-          responses: { "200": { description: "token", ...json(tokenResponse) }, "400": { description: "RFC 6749 error", ...json(oauthError) }, "401": { description: "invalid_client", ...json(oauthError) }, "403": { description: "source not on auth.admin_allowlist", ...json(oauthError) }, "429": { description: "too many failed attempts from this source or for this username; see Retry-After", ...json(errorBody) } },
+          responses: {
+            "200": { description: "token", ...json(tokenResponse) },
+            "400": { description: "RFC 6749 error", ...json(oauthError) },
+            "401": { description: "invalid_client", ...json(oauthError) },
+            "403": { description: "source not on auth.admin_allowlist", ...json(oauthError) },
+            "429": { description: "too many failed attempts from this source or for this username; see Retry-After", ...json(errorBody) },
+          },
         },
       },
       [`/${v}/api/gateway/{site_id}/devicesync`]: {
-        get: { summary: "Device sync", security: [{ apiKey: [] }], parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }], responses: { "200": { description: "devices", ...json(deviceSyncResponse) }, ...errors } },
+        get: {
+          summary: "Device sync",
+          security: [{ apiKey: [] }],
+          parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }],
+          responses: { "200": { description: "devices", ...json(deviceSyncResponse) }, ...errors },
+        },
       },
       [`/${v}/api/gateway/{site_id}/dr`]: {
         post: {
@@ -50,14 +84,21 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
           security: [{ apiKey: [] }],
           parameters: [{ name: "site_id", in: "path", required: true, schema: { type: "string" } }],
           requestBody: json(dispatchRequest),
-          responses: { "200": { description: "one receipt per event, in request order", ...json(receiptSchema) }, "409": { description: "event changed after its start", ...json(errorBody) }, ...errors },
+          responses: {
+            "200": { description: "one receipt per event, in request order", ...json(receiptSchema) },
+            "409": { description: "event changed after its start", ...json(errorBody) },
+            ...errors,
+          },
         },
       },
       "/gateway/admin/device/configure": {
         put: {
           summary: "Pair and configure devices",
           security: [{ bearer: [] }],
-          parameters: [{ name: "organizationId", in: "query", required: true, schema: { type: "string" } }, { name: "moleculeId", in: "query", required: true, schema: { type: "string" } }],
+          parameters: [
+            { name: "organizationId", in: "query", required: true, schema: { type: "string" } },
+            { name: "moleculeId", in: "query", required: true, schema: { type: "string" } },
+          ],
           requestBody: json(configureBody),
           responses: { "200": { description: "per-device results", ...json(configureResponse) }, ...errors },
         },

@@ -16,7 +16,14 @@ export { MAX_CONFIGURE_DEVICES, configureBody } from "../services/schemas.js";
 export const configureQuery = z.object({ organizationId: z.string({ error: "required" }), moleculeId: z.string({ error: "required" }) });
 
 export const configureResponse = z.object({
-  devices: z.array(z.object({ device_id: z.string(), status: z.enum(["accepted", "error"]), code: z.enum(["PAIRING_FAILED", "REGISTRY_WRITE_FAILED"]).optional(), message: z.string() })),
+  devices: z.array(
+    z.object({
+      device_id: z.string(),
+      status: z.enum(["accepted", "error"]),
+      code: z.enum(["PAIRING_FAILED", "REGISTRY_WRITE_FAILED"]).optional(),
+      message: z.string(),
+    }),
+  ),
 });
 
 export const deviceSyncResponse = z.object({

@@ -35,7 +35,8 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
   await app.register(rateLimit, {
     max: config.http.rate_limit_per_min,
     timeWindow: 60_000,
-    errorResponseBuilder: (_req, c) => new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
+    errorResponseBuilder: (_req, c) =>
+      new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });
 
   // After the rate limit (its onRoute hook runs first), before every route.
@@ -47,8 +48,10 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
     if (err instanceof HttpError) h = err;
     else if (err instanceof SitegateError) h = fromSitegateError(err);
     else if (isStorageUnavailable(err)) h = new HttpError(503, "unavailable", "storage cannot commit now; nothing was stored");
-    else if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE") h = new HttpError(413, "payload_too_large", `the body is over ${BODY_LIMIT / 1024} KiB`);
-    else if (e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") h = new HttpError(415, "unsupported_media_type", `content type ${req.headers["content-type"] ?? "(none)"} is not accepted here`);
+    else if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE")
+      h = new HttpError(413, "payload_too_large", `the body is over ${BODY_LIMIT / 1024} KiB`);
+    else if (e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE")
+      h = new HttpError(415, "unsupported_media_type", `content type ${req.headers["content-type"] ?? "(none)"} is not accepted here`);
     else if (e.statusCode === 429) h = new HttpError(429, "rate_limited", e.message);
     else if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) h = new HttpError(e.statusCode, "invalid_request", e.message);
     else {

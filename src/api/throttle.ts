@@ -43,14 +43,20 @@ export function sourceKey(ip: string): string {
   if (isIPv4(ip)) return ip;
   const g = expandIPv6(ip);
   if (!g) return ip; // not an address (cannot happen for a socket's peer): its own key
-  return `${g.slice(0, 4).map((x) => x.toString(16)).join(":")}::/64`;
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(":")}::/64`;
 }
 
 /** A Map bounded to `capacity` that evicts least recently used entries, disposable ones first. */
 export class LruMap<V> {
   private readonly map = new Map<string, V>();
 
-  constructor(private readonly capacity: number, private readonly disposable: (v: V) => boolean) {}
+  constructor(
+    private readonly capacity: number,
+    private readonly disposable: (v: V) => boolean,
+  ) {}
 
   get size(): number {
     return this.map.size;

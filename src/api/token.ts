@@ -36,7 +36,8 @@ function oauthError(reply: FastifyReply, error: OAuthError, description: string)
     .send({ error, error_description: description });
 }
 
-const tooMany = (s: number, why: string) => new HttpError(429, "rate_limited", `${why}; retry in ${s} s`, [], { "retry-after": String(s), "cache-control": "no-store" });
+const tooMany = (s: number, why: string) =>
+  new HttpError(429, "rate_limited", `${why}; retry in ${s} s`, [], { "retry-after": String(s), "cache-control": "no-store" });
 
 /** Form-urlencoding, as RFC 6749 2.3.1 has the Basic user and password encoded. */
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/; // linear: one character class, then a tail it cannot overlap
@@ -53,7 +54,9 @@ function formDecode(s: string): string {
 export function basicClientId(header: unknown): { id: string } | { refused: string } | null {
   if (typeof header !== "string") return null;
   if (header.length > MAX_AUTHORIZATION) {
-    return header.slice(0, 6).toLowerCase().startsWith("basic") ? { refused: `the Authorization header is over ${MAX_AUTHORIZATION} characters` } : null;
+    return header.slice(0, 6).toLowerCase().startsWith("basic")
+      ? { refused: `the Authorization header is over ${MAX_AUTHORIZATION} characters` }
+      : null;
   }
   const { scheme, rest } = splitAuthorization(header);
   if (scheme.toLowerCase() !== "basic") {
@@ -97,15 +100,21 @@ export class TokenLimiter {
 export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
   const limiter = new TokenLimiter(ctx.now);
   const gate = async (req: FastifyRequest) => {
-    if (!ctx.credentials.adminIpAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
+    if (!ctx.credentials.adminIpAllowed(req.ip))
+      throw forbidden(`source address ${req.ip} is not on the admin allowlist (auth.admin_allowlist)`);
     const wait = limiter.sources.retryAfterS(sourceKey(req.ip));
     if (wait > 0) throw tooMany(wait, `too many failed token requests from ${req.ip}`);
   };
   return async (app) => {
     app.post("/connect/token", { onRequest: gate }, async (req, reply) => {
-      const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+      const type = String(req.headers["content-type"] ?? "")
+        .split(";")[0]
+        .trim()
+        .toLowerCase();
       if (type !== "application/x-www-form-urlencoded") {
-        return reply.code(415).send({ error: "invalid_request", error_description: "the token request must be application/x-www-form-urlencoded" });
+        return reply
+          .code(415)
+          .send({ error: "invalid_request", error_description: "the token request must be application/x-www-form-urlencoded" });
       }
       const basic = basicClientId(req.headers.authorization);
       if (basic && "refused" in basic) {

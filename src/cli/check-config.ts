@@ -19,7 +19,11 @@ const command: Command = {
       `  users:           ${cfg.auth.users.length}, api keys: ${cfg.auth.api_keys.length}, allowlist: ${cfg.auth.ip_allowlist.join(", ")}`,
       `  execution_url:   ${cfg.partner.execution_url}`,
       `  data push:       ${cfg.partner.data_push_url.replace(/\/$/, "")}/${cfg.api_version}/${cfg.partner.data_push_path}`,
-      `  rtu_ports:       ${Object.entries(cfg.rtu_ports).map(([k, v]) => `${k}=${v.path} ${v.baud} 8${v.parity[0].toUpperCase()}${v.stop_bits}`).join(", ") || "(none)"}`,
+      `  rtu_ports:       ${
+        Object.entries(cfg.rtu_ports)
+          .map(([k, v]) => `${k}=${v.path} ${v.baud} 8${v.parity[0].toUpperCase()}${v.stop_bits}`)
+          .join(", ") || "(none)"
+      }`,
       `  poll interval:   ${cfg.telemetry.poll_interval_ms} ms, retention ${cfg.telemetry.retention_max_mb} MB`,
       `  devices:         ${cfg.devices.length}`,
     ];

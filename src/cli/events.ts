@@ -9,7 +9,6 @@ import { DB_FILE } from "../storage/db.js";
 import { readEvents, type EventRow } from "../dispatch/store.js";
 import { eventView } from "../dispatch/view.js";
 
-
 const command: Command = {
   summary: "List dispatch events (partner and local schedules) with their state and result.",
   usage: "sitegate events [--config FILE] [--json] [--limit N]",
@@ -43,9 +42,22 @@ const command: Command = {
     }
     const head = ["event_id", "source", "type", "quantity", "start_time", "end_time", "state", "result"];
     const status = (v: (typeof view)[number]) => String((v.result as { status?: string } | null)?.status ?? "-");
-    const lines = view.map((v) => [v.event_id, v.source, v.mode === "test" ? `${v.event_type} (test)` : v.event_type, `${v.event_quantity} ${v.event_unit}`, v.start_time, v.end_time, v.state, status(v)]);
+    const lines = view.map((v) => [
+      v.event_id,
+      v.source,
+      v.mode === "test" ? `${v.event_type} (test)` : v.event_type,
+      `${v.event_quantity} ${v.event_unit}`,
+      v.start_time,
+      v.end_time,
+      v.state,
+      status(v),
+    ]);
     const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
-    const fmt = (cols: string[]) => cols.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
+    const fmt = (cols: string[]) =>
+      cols
+        .map((c, i) => String(c).padEnd(widths[i]))
+        .join("  ")
+        .trimEnd();
     process.stdout.write([fmt(head), ...lines.map((l) => fmt(l.map(String)))].join("\n") + "\n");
     return EXIT_OK;
   },

@@ -17,13 +17,20 @@ async function readStdin(): Promise<Buffer> {
 const command: Command = {
   summary: "Sign a fleet command with an ed25519 private key; prints the MQTT v5 user properties to send it with.",
   usage: "sitegate fleet sign --key KEY.pem --site SITE_ID --command NAME [--body FILE|-] [--format json|mosquitto]",
-  options: { key: { type: "string" }, site: { type: "string" }, command: { type: "string" }, body: { type: "string" }, format: { type: "string" } },
+  options: {
+    key: { type: "string" },
+    site: { type: "string" },
+    command: { type: "string" },
+    body: { type: "string" },
+    format: { type: "string" },
+  },
   async run(values, positionals) {
     if (positionals[0] !== "sign" || positionals.length !== 1) throw new UsageError('the only subcommand is "sign"');
     if (typeof values.key !== "string") throw new UsageError("--key is required (an ed25519 private key in PEM)");
     if (typeof values.site !== "string" || values.site === "") throw new UsageError("--site is required");
     const name = values.command;
-    if (typeof name !== "string" || !(COMMANDS as readonly string[]).includes(name)) throw new UsageError(`--command must be one of: ${COMMANDS.join(", ")}`);
+    if (typeof name !== "string" || !(COMMANDS as readonly string[]).includes(name))
+      throw new UsageError(`--command must be one of: ${COMMANDS.join(", ")}`);
     const format = values.format ?? "json";
     if (format !== "json" && format !== "mosquitto") throw new UsageError("--format must be json or mosquitto");
     const from = values.body;
@@ -36,7 +43,12 @@ const command: Command = {
       throw new UsageError(`--key: ${errorMessage(e)}`);
     }
     if (format === "json") process.stdout.write(JSON.stringify(props) + "\n");
-    else process.stdout.write(Object.entries(props).map(([k, v]) => `-D publish user-property ${k} ${v}`).join(" ") + "\n");
+    else
+      process.stdout.write(
+        Object.entries(props)
+          .map(([k, v]) => `-D publish user-property ${k} ${v}`)
+          .join(" ") + "\n",
+      );
     return EXIT_OK;
   },
 };

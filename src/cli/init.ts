@@ -6,7 +6,19 @@
 // certificate it would make) is refused before anything is written.
 import { execFileSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { chmodSync, chownSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
@@ -68,11 +80,29 @@ function selfSignedCert(certFile: string, keyFile: string, siteId: string, gid: 
   mkdirSync(work, { mode: 0o750 });
   try {
     const host = hostname();
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-      "-keyout", join(work, "key.pem"), "-out", join(work, "cert.pem"), "-days", "3650",
-      "-subj", `/CN=${siteId}`, "-addext", `subjectAltName=DNS:${host},DNS:localhost,IP:127.0.0.1,IP:::1`,
-    ], { stdio: ["ignore", "ignore", "pipe"] });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        join(work, "key.pem"),
+        "-out",
+        join(work, "cert.pem"),
+        "-days",
+        "3650",
+        "-subj",
+        `/CN=${siteId}`,
+        "-addext",
+        `subjectAltName=DNS:${host},DNS:localhost,IP:127.0.0.1,IP:::1`,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
     chmodSync(join(work, "cert.pem"), 0o644);
     chmodSync(join(work, "key.pem"), 0o640);
     if (gid !== null && process.getuid?.() === 0) chownSync(join(work, "key.pem"), 0, gid);
@@ -87,7 +117,11 @@ function selfSignedCert(certFile: string, keyFile: string, siteId: string, gid: 
 }
 
 /** The config init writes, before the certificate exists (paths only). */
-export function initConfig(a: InitAnswers, tls: { cert: string; key: string }, hashes: { password: string; apiKey: string }): Record<string, unknown> {
+export function initConfig(
+  a: InitAnswers,
+  tls: { cert: string; key: string },
+  hashes: { password: string; apiKey: string },
+): Record<string, unknown> {
   return {
     site_id: a.siteId,
     organization_id: a.organizationId,
@@ -144,7 +178,8 @@ const command: Command = {
   },
   async run(values) {
     const file = resolve(str(values.config) ?? DEFAULT_CONFIG);
-    if (existsSync(file)) throw new UsageError(`refused: ${file} exists (sitegate init never overwrites; remove it first or pass --config FILE)`);
+    if (existsSync(file))
+      throw new UsageError(`refused: ${file} exists (sitegate init never overwrites; remove it first or pass --config FILE)`);
     if ((values.cert === undefined) !== (values.key === undefined)) throw new UsageError("--cert and --key go together");
     let a: InitAnswers = {
       siteId: str(values["site-id"]) ?? hostname(),
@@ -161,10 +196,15 @@ const command: Command = {
       a = await ask(a);
     }
     const dir = dirname(file);
-    const tls = a.certFile && a.keyFile ? { cert: a.certFile, key: a.keyFile } : { cert: join(dir, "tls", "cert.pem"), key: join(dir, "tls", "key.pem") };
+    const tls =
+      a.certFile && a.keyFile
+        ? { cert: a.certFile, key: a.keyFile }
+        : { cert: join(dir, "tls", "cert.pem"), key: join(dir, "tls", "key.pem") };
     const made = !a.certFile;
-    if (made && (existsSync(tls.cert) || existsSync(tls.key))) throw new UsageError(`refused: ${tls.cert} or ${tls.key} exists (pass --cert FILE --key FILE to use them)`);
-    if (!made && !(existsSync(tls.cert) && existsSync(tls.key))) throw new UsageError(`--cert ${tls.cert} / --key ${tls.key}: no such file`);
+    if (made && (existsSync(tls.cert) || existsSync(tls.key)))
+      throw new UsageError(`refused: ${tls.cert} or ${tls.key} exists (pass --cert FILE --key FILE to use them)`);
+    if (!made && !(existsSync(tls.cert) && existsSync(tls.key)))
+      throw new UsageError(`--cert ${tls.cert} / --key ${tls.key}: no such file`);
     const apiKey = randomBytes(24).toString("base64url");
     const password = randomBytes(18).toString("base64url");
     const cfg = initConfig(a, tls, { password: hashSecret(password), apiKey: hashSecret(apiKey) });
@@ -173,7 +213,8 @@ const command: Command = {
     try {
       parseConfig(cfg, dir);
     } catch (e) {
-      const tlsOnly = made && isSitegateError(e, "CONFIG_INVALID") && e.details.every((d) => d.path === "http.tls.cert" || d.path === "http.tls.key");
+      const tlsOnly =
+        made && isSitegateError(e, "CONFIG_INVALID") && e.details.every((d) => d.path === "http.tls.cert" || d.path === "http.tls.key");
       if (!tlsOnly) throw e;
     }
 
@@ -183,8 +224,11 @@ const command: Command = {
       mkdirSync(dirname(tls.cert), { recursive: true, mode: 0o755 });
       selfSignedCert(tls.cert, tls.key, a.siteId, gid);
     }
-    const header = `# Written by \`sitegate init\` on ${new Date().toISOString()}. Reference: docs/configuration.md.\n` +
-      (a.executionUrl.startsWith(PLACEHOLDER_PARTNER) ? "# partner: placeholder URLs; set your partner's execution_url and data_push_url.\n" : "");
+    const header =
+      `# Written by \`sitegate init\` on ${new Date().toISOString()}. Reference: docs/configuration.md.\n` +
+      (a.executionUrl.startsWith(PLACEHOLDER_PARTNER)
+        ? "# partner: placeholder URLs; set your partner's execution_url and data_push_url.\n"
+        : "");
     parseConfig(cfg, dir);
     writeNew(file, header + stringify(cfg), 0o640, gid);
     if (gid === null) process.stderr.write(`note: no group "sitegate" on this machine; ${file} is mode 0640 for its owner only\n`);

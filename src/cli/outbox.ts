@@ -39,7 +39,11 @@ function dataPushBacklog(dataDir: string): number | null {
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
   return [line(head), ...rows.map(line)].join("\n");
 }
 
@@ -69,7 +73,11 @@ const command: Command = {
         }
         const n = outbox.retry(values.all ? "all" : ids);
         const result = { requeued: n };
-        process.stdout.write(values.json ? JSON.stringify(result) + "\n" : `put ${n} dead letter(s) back in their lanes; the running gateway sends them within a few seconds\n`);
+        process.stdout.write(
+          values.json
+            ? JSON.stringify(result) + "\n"
+            : `put ${n} dead letter(s) back in their lanes; the running gateway sends them within a few seconds\n`,
+        );
         return EXIT_OK;
       } finally {
         db.close();
@@ -82,14 +90,48 @@ const command: Command = {
       const dead = outbox.deadLetters();
       const backlog = dataPushBacklog(dataDir);
       if (values.json) {
-        const view = (m: (typeof pending)[number]) => ({ id: m.id, lane: m.lane, kind: m.kind, url: m.url, idempotency_key: m.idempotency_key, created_at: m.created_at, attempts: m.attempts, last_error: m.last_error, body: m.body });
-        process.stdout.write(JSON.stringify({ data_push_backlog: backlog, pending: pending.map(view), dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })) }) + "\n");
+        const view = (m: (typeof pending)[number]) => ({
+          id: m.id,
+          lane: m.lane,
+          kind: m.kind,
+          url: m.url,
+          idempotency_key: m.idempotency_key,
+          created_at: m.created_at,
+          attempts: m.attempts,
+          last_error: m.last_error,
+          body: m.body,
+        });
+        process.stdout.write(
+          JSON.stringify({
+            data_push_backlog: backlog,
+            pending: pending.map(view),
+            dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })),
+          }) + "\n",
+        );
         return EXIT_OK;
       }
-      const out = [backlog === null ? "data push backlog: held by the running gateway (its /metrics: sitegate_samples_pending_snapshots)" : `data push backlog: ${backlog} snapshot(s)`, "", `pending: ${pending.length}`];
-      if (pending.length) out.push(table(["id", "lane", "kind", "created_at", "attempts", "last_error"], pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)])));
+      const out = [
+        backlog === null
+          ? "data push backlog: held by the running gateway (its /metrics: sitegate_samples_pending_snapshots)"
+          : `data push backlog: ${backlog} snapshot(s)`,
+        "",
+        `pending: ${pending.length}`,
+      ];
+      if (pending.length)
+        out.push(
+          table(
+            ["id", "lane", "kind", "created_at", "attempts", "last_error"],
+            pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)]),
+          ),
+        );
       out.push("", `dead letters: ${dead.length}${dead.length ? " (sitegate outbox retry ID|--all)" : ""}`);
-      if (dead.length) out.push(table(["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"], dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)])));
+      if (dead.length)
+        out.push(
+          table(
+            ["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"],
+            dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)]),
+          ),
+        );
       process.stdout.write(out.join("\n") + "\n");
       return EXIT_OK;
     } finally {

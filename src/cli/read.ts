@@ -19,7 +19,12 @@ export function parseUnit(v: unknown): number {
 const command: Command = {
   summary: "Read one device and print its decoded metrics (a table, or --json).",
   usage: "sitegate read --endpoint tcp://HOST:PORT|rtu:/dev/ttyX?baud=9600 --unit N --profile NAME [--json]",
-  options: { endpoint: { type: "string", short: "e" }, unit: { type: "string", short: "u" }, profile: { type: "string", short: "p" }, json: { type: "boolean" } },
+  options: {
+    endpoint: { type: "string", short: "e" },
+    unit: { type: "string", short: "u" },
+    profile: { type: "string", short: "p" },
+    json: { type: "boolean" },
+  },
   async run(values) {
     if (typeof values.endpoint !== "string") throw new UsageError("--endpoint is required");
     if (typeof values.profile !== "string") throw new UsageError(`--profile is required (one of: ${builtinProfiles().names().join(", ")})`);
@@ -30,7 +35,8 @@ const command: Command = {
     } catch (e) {
       throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
     }
-    if (!builtinProfiles().has(values.profile)) throw new UsageError(`unknown profile "${values.profile}" (known: ${builtinProfiles().names().join(", ")})`);
+    if (!builtinProfiles().has(values.profile))
+      throw new UsageError(`unknown profile "${values.profile}" (known: ${builtinProfiles().names().join(", ")})`);
     const bus = new Bus(endpoint, silentLogger());
     try {
       let got;
@@ -44,7 +50,11 @@ const command: Command = {
       if (values.json) {
         process.stdout.write(JSON.stringify({ device, metrics }) + "\n");
       } else {
-        const rows = [...Object.entries(device).map(([k, v]) => [k, String(v)]), ["", ""], ...Object.entries(metrics).map(([k, v]) => [k, String(v)])];
+        const rows = [
+          ...Object.entries(device).map(([k, v]) => [k, String(v)]),
+          ["", ""],
+          ...Object.entries(metrics).map(([k, v]) => [k, String(v)]),
+        ];
         const w = Math.max(...rows.map((r) => r[0].length));
         process.stdout.write(rows.map(([k, v]) => (k ? `${k.padEnd(w)}  ${v}` : "")).join("\n") + "\n");
       }

@@ -17,7 +17,14 @@ const DEFAULT_MAX_S = 600;
 const command: Command = {
   summary: "Probe unit ids (1..247 by default) and list the ones that answer.",
   usage: "sitegate scan --endpoint tcp://HOST:PORT|rtu:/dev/ttyX?baud=9600 [--from 1] [--to 247] [--timeout-ms 300] [--max-s 600] [--json]",
-  options: { endpoint: { type: "string", short: "e" }, from: { type: "string" }, to: { type: "string" }, "timeout-ms": { type: "string" }, "max-s": { type: "string" }, json: { type: "boolean" } },
+  options: {
+    endpoint: { type: "string", short: "e" },
+    from: { type: "string" },
+    to: { type: "string" },
+    "timeout-ms": { type: "string" },
+    "max-s": { type: "string" },
+    json: { type: "boolean" },
+  },
   async run(values) {
     if (typeof values.endpoint !== "string") throw new UsageError("--endpoint is required");
     const maxS = Number(values["max-s"] ?? DEFAULT_MAX_S);
@@ -27,7 +34,8 @@ const command: Command = {
       endpoint = checkEndpoint(values.endpoint);
       range = checkScanRange(values.from, values.to, values["timeout-ms"]);
     } catch (e) {
-      if (e instanceof ProbeInputError) throw new UsageError(e.message.replace(/^from\/to/, "--from/--to").replace(/^timeout/, "--timeout-ms"));
+      if (e instanceof ProbeInputError)
+        throw new UsageError(e.message.replace(/^from\/to/, "--from/--to").replace(/^timeout/, "--timeout-ms"));
       throw e;
     }
     const bus = new Bus(endpoint, silentLogger());
@@ -38,10 +46,15 @@ const command: Command = {
     const timer = setTimeout(() => cap.abort(), maxS * 1000);
     let probed = 0;
     try {
-      found = await scanUnits(bus, range, (p) => {
-        probed = p.probed;
-        if (tty) process.stderr.write(bar(p.probed, p.total, p.found.length));
-      }, cap.signal);
+      found = await scanUnits(
+        bus,
+        range,
+        (p) => {
+          probed = p.probed;
+          if (tty) process.stderr.write(bar(p.probed, p.total, p.found.length));
+        },
+        cap.signal,
+      );
     } catch (e) {
       if (isSitegateError(e, "MODBUS_DISCONNECTED")) {
         if (tty) process.stderr.write("\n");
@@ -56,10 +69,17 @@ const command: Command = {
     if (tty) process.stderr.write("\n");
     const total = range.to - range.from + 1;
     const capped = cap.signal.aborted && probed < total;
-    if (capped) process.stderr.write(`sitegate scan: stopped at the ${maxS} s time cap after ${probed} of ${total} unit ids; go on with --from ${range.from + probed}\n`);
+    if (capped)
+      process.stderr.write(
+        `sitegate scan: stopped at the ${maxS} s time cap after ${probed} of ${total} unit ids; go on with --from ${range.from + probed}\n`,
+      );
     if (values.json) process.stdout.write(JSON.stringify({ endpoint: values.endpoint, found, probed, total, capped }) + "\n");
     else {
-      process.stdout.write(found.length ? found.map((f) => `unit ${String(f.unit).padStart(3)}  answered (${f.answer})`).join("\n") + "\n" : "no unit answered\n");
+      process.stdout.write(
+        found.length
+          ? found.map((f) => `unit ${String(f.unit).padStart(3)}  answered (${f.answer})`).join("\n") + "\n"
+          : "no unit answered\n",
+      );
     }
     return EXIT_OK;
   },

@@ -33,7 +33,11 @@ const command: Command = {
       const db = openTokens(config);
       try {
         const n = revokeTokens(db, values.all ? undefined : String(values.user));
-        process.stdout.write(values.json ? JSON.stringify({ revoked: n }) + "\n" : `revoked ${n} token(s)${values.user !== undefined ? ` of ${String(values.user)}` : ""}\n`);
+        process.stdout.write(
+          values.json
+            ? JSON.stringify({ revoked: n }) + "\n"
+            : `revoked ${n} token(s)${values.user !== undefined ? ` of ${String(values.user)}` : ""}\n`,
+        );
         return EXIT_OK;
       } finally {
         db.close();
@@ -44,9 +48,16 @@ const command: Command = {
     const db = openTokens(config);
     try {
       const rows = tokenCounts(db, Date.now());
-      if (values.json) process.stdout.write(JSON.stringify({ users: rows.map((r) => ({ ...r, last_issued_at: new Date(r.last_issued_at).toISOString() })) }) + "\n");
+      if (values.json)
+        process.stdout.write(
+          JSON.stringify({ users: rows.map((r) => ({ ...r, last_issued_at: new Date(r.last_issued_at).toISOString() })) }) + "\n",
+        );
       else if (rows.length === 0) process.stdout.write("no live tokens\n");
-      else process.stdout.write(rows.map((r) => `${r.username}: ${r.tokens} live token(s), last issued ${new Date(r.last_issued_at).toISOString()}`).join("\n") + "\n");
+      else
+        process.stdout.write(
+          rows.map((r) => `${r.username}: ${r.tokens} live token(s), last issued ${new Date(r.last_issued_at).toISOString()}`).join("\n") +
+            "\n",
+        );
       return EXIT_OK;
     } finally {
       db.close();

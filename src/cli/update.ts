@@ -5,7 +5,18 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
-import { applyBundle, checkUpdate, DEFAULT_KEYS_DIR, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_RESTART_CMD, DEFAULT_ROOT, recordRefused, requestRollback, updateStatus, type ApplyOptions } from "../update/install.js";
+import {
+  applyBundle,
+  checkUpdate,
+  DEFAULT_KEYS_DIR,
+  DEFAULT_MAX_BUNDLE_BYTES,
+  DEFAULT_RESTART_CMD,
+  DEFAULT_ROOT,
+  recordRefused,
+  requestRollback,
+  updateStatus,
+  type ApplyOptions,
+} from "../update/install.js";
 import { takeUpdateRequest } from "../update/request.js";
 import { errorMessage } from "../errors.js";
 
@@ -157,7 +168,8 @@ function keygen(values: Record<string, unknown>): number {
   const out = str(values.out);
   if (!out) throw new UsageError("keygen needs --out DIR");
   const name = str(values.name) ?? "sitegate-update";
-  if (!/^[A-Za-z0-9._-]+$/.test(name) || name.startsWith(".")) throw new UsageError(`--name ${name}: letters, digits, ".", "_" and "-" only`);
+  if (!/^[A-Za-z0-9._-]+$/.test(name) || name.startsWith("."))
+    throw new UsageError(`--name ${name}: letters, digits, ".", "_" and "-" only`);
   const priv = join(out, `${name}.key`);
   const pub = join(out, `${name}.pub`);
   mkdirSync(out, { recursive: true, mode: 0o700 });
@@ -166,7 +178,10 @@ function keygen(values: Record<string, unknown>): number {
   // O_EXCL|O_NOFOLLOW: never overwrite a key, never write through a symlink, dangling or not
   const created: string[] = [];
   try {
-    for (const [file, pem, mode] of [[priv, privatePem, 0o600], [pub, publicPem, 0o644]] as const) {
+    for (const [file, pem, mode] of [
+      [priv, privatePem, 0o600],
+      [pub, publicPem, 0o644],
+    ] as const) {
       let fd: number;
       try {
         fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
@@ -216,10 +231,28 @@ async function bundle(values: Record<string, unknown>): Promise<number> {
   const arch = str(values.arch) ?? process.arch;
   const stageDir = mkdtempSync(join(tmpdir(), "sitegate-stage-"));
   try {
-    const node = stageRelease({ projectDir, stageDir, arch, version, nodeModulesDir: str(values["node-modules"]), runtimeDir: str(values.runtime) });
+    const node = stageRelease({
+      projectDir,
+      stageDir,
+      arch,
+      version,
+      nodeModulesDir: str(values["node-modules"]),
+      runtimeDir: str(values.runtime),
+    });
     const migrations = Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, Math.max(0, ...m.migrations.map((x) => x.version))]));
-    const r = await packBundle({ stageDir, version, arch, nodeMin: nodeMinFromEngines(pkg.engines?.node), node, migrations, privateKey: loadPrivateKey(keyFile), out: resolve(out) });
-    say(`${r.file}: sitegate ${version} for linux-${arch}, ${node.runtime ? "with" : "without"} Node.js ${node.version} (ABI ${node.abi}), ${(r.size / 1048576).toFixed(1)} MiB, payload sha256 ${r.manifest.payload_sha256}`);
+    const r = await packBundle({
+      stageDir,
+      version,
+      arch,
+      nodeMin: nodeMinFromEngines(pkg.engines?.node),
+      node,
+      migrations,
+      privateKey: loadPrivateKey(keyFile),
+      out: resolve(out),
+    });
+    say(
+      `${r.file}: sitegate ${version} for linux-${arch}, ${node.runtime ? "with" : "without"} Node.js ${node.version} (ABI ${node.abi}), ${(r.size / 1048576).toFixed(1)} MiB, payload sha256 ${r.manifest.payload_sha256}`,
+    );
     return EXIT_OK;
   } finally {
     rmSync(stageDir, { recursive: true, force: true });

@@ -13,16 +13,20 @@ const base = {
   device_id: z.string().min(1).max(128),
   device_type: z.literal("modbus", { error: 'device_type must be "modbus"' }),
   device_name: z.string().max(128).optional(),
-  device_integration: z
-    .string()
-    .regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>"),
+  device_integration: z.string().regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>"),
   mb_device_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)]),
   mb_check_write: z.array(checkWriteSchema).max(64).optional(),
   /** Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter. */
   rated_power_w: z
-    .union([z.number().positive("must be > 0").max(1e7, "is too large"), z.array(z.number().min(0, "must not be negative").max(1e7, "is too large")).min(1).max(64)], {
-      error: "must be a number of watts or an array of watts, one per coil",
-    })
+    .union(
+      [
+        z.number().positive("must be > 0").max(1e7, "is too large"),
+        z.array(z.number().min(0, "must not be negative").max(1e7, "is too large")).min(1).max(64),
+      ],
+      {
+        error: "must be a number of watts or an array of watts, one per coil",
+      },
+    )
     .optional(),
   /** Shed order: lower first, then device_id; default 100 for switched loads, 200 for curtailed PV. */
   shed_priority: z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000").optional(),

@@ -24,7 +24,10 @@ function sharedBauds(cfg: Config): ErrorDetail[] {
     const first = portBaud.get(port.path);
     if (!first) portBaud.set(port.path, { baud: d.mb_baud, index: i });
     else if (first.baud !== d.mb_baud) {
-      out.push({ path: `devices[${i}].mb_baud`, message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${port.path}); the devices of one port share its baud` });
+      out.push({
+        path: `devices[${i}].mb_baud`,
+        message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${port.path}); the devices of one port share its baud`,
+      });
     }
   });
   return out;
@@ -68,13 +71,21 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
   cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
-  if (cfg.fleet) for (const k of ["ca_file", "cert_file", "key_file"] as const) if (cfg.fleet[k]) cfg.fleet[k] = resolveFrom(baseDir, cfg.fleet[k]);
+  if (cfg.fleet)
+    for (const k of ["ca_file", "cert_file", "key_file"] as const) if (cfg.fleet[k]) cfg.fleet[k] = resolveFrom(baseDir, cfg.fleet[k]);
   for (const port of Object.values(cfg.rtu_ports)) {
     if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }
   // Files the gateway cannot start without. Serial ports are not checked: a USB adapter
   // may appear after the gateway starts, and the bus reconnects when it does.
-  const files: Array<[string, string | undefined]> = [["http.tls.cert", cfg.http.tls.cert], ["http.tls.key", cfg.http.tls.key], ["partner.ca_file", cfg.partner.ca_file], ["fleet.ca_file", cfg.fleet?.ca_file], ["fleet.cert_file", cfg.fleet?.cert_file], ["fleet.key_file", cfg.fleet?.key_file]];
+  const files: Array<[string, string | undefined]> = [
+    ["http.tls.cert", cfg.http.tls.cert],
+    ["http.tls.key", cfg.http.tls.key],
+    ["partner.ca_file", cfg.partner.ca_file],
+    ["fleet.ca_file", cfg.fleet?.ca_file],
+    ["fleet.cert_file", cfg.fleet?.cert_file],
+    ["fleet.key_file", cfg.fleet?.key_file],
+  ];
   const missing = files.flatMap(([path, file]) => {
     if (!file) return [];
     try {

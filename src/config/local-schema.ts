@@ -8,14 +8,25 @@ const deviceId = z.string().min(1).max(128);
 const ratedPower = z.number().positive("must be > 0").max(1e7, "is too large");
 const shedPriority = z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000");
 
-const mqttUrl = z.url({ error: "must be a URL" }).refine((u) => /^mqtts?:$/.test(new URL(u).protocol), { error: "must be an mqtt:// or mqtts:// URL" });
+const mqttUrl = z
+  .url({ error: "must be a URL" })
+  .refine((u) => /^mqtts?:$/.test(new URL(u).protocol), { error: "must be an mqtt:// or mqtts:// URL" });
 
 const zigbeeDevice = z
   .strictObject({
     device_id: deviceId,
     device_name: z.string().max(128).optional(),
-    friendly_name: z.string().min(1).max(256).regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)").optional(),
-    ieee_address: z.string().regex(/^0x[0-9a-f]{16}$/i, "must be 0x and 16 hex digits").transform((s) => s.toLowerCase()).optional(),
+    friendly_name: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
+      .optional(),
+    ieee_address: z
+      .string()
+      .regex(/^0x[0-9a-f]{16}$/i, "must be 0x and 16 hex digits")
+      .transform((s) => s.toLowerCase())
+      .optional(),
     device_type: z.union([z.literal(30), z.literal(31)], { error: "must be 30 (switch or plug) or 31 (thermostat)" }),
     /** The load the device switches (W): a shed without the device's own metering counts it. */
     rated_power_w: ratedPower.optional(),
@@ -24,8 +35,10 @@ const zigbeeDevice = z
     setback_c: z.number().positive("must be > 0").max(15, "must be at most 15").optional(),
   })
   .superRefine((d, ctx) => {
-    if ((d.friendly_name === undefined) === (d.ieee_address === undefined)) ctx.addIssue({ code: "custom", path: ["friendly_name"], message: "give exactly one of friendly_name and ieee_address" });
-    if (d.setback_c !== undefined && d.device_type !== 31) ctx.addIssue({ code: "custom", path: ["setback_c"], message: "only a thermostat (device_type 31) takes setback_c" });
+    if ((d.friendly_name === undefined) === (d.ieee_address === undefined))
+      ctx.addIssue({ code: "custom", path: ["friendly_name"], message: "give exactly one of friendly_name and ieee_address" });
+    if (d.setback_c !== undefined && d.device_type !== 31)
+      ctx.addIssue({ code: "custom", path: ["setback_c"], message: "only a thermostat (device_type 31) takes setback_c" });
   })
   .transform((d) => ({ ...d, setback_c: d.device_type === 31 ? (d.setback_c ?? 2) : undefined }));
 
@@ -33,7 +46,10 @@ export const zigbeeSchema = z
   .strictObject({
     /** The bridge's broker (usually the local mosquitto). */
     url: mqttUrl,
-    base_topic: z.string().regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)").default("zigbee2mqtt"),
+    base_topic: z
+      .string()
+      .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
+      .default("zigbee2mqtt"),
     username: z.string().min(1).optional(),
     password: z.string().optional(),
     /** How long a command waits for the device's state message that confirms it. */
@@ -41,12 +57,18 @@ export const zigbeeSchema = z
     devices: z.array(zigbeeDevice).max(256).default([]),
   })
   .superRefine((z_, ctx) => {
-    if (z_.password !== undefined && z_.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
+    if (z_.password !== undefined && z_.username === undefined)
+      ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
     const seen = new Map<string, number>();
     z_.devices.forEach((d, i) => {
       const key = d.friendly_name ?? d.ieee_address!;
       const j = seen.get(key);
-      if (j !== undefined) ctx.addIssue({ code: "custom", path: ["devices", i, d.friendly_name ? "friendly_name" : "ieee_address"], message: `names the same Zigbee device as devices[${j}]` });
+      if (j !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["devices", i, d.friendly_name ? "friendly_name" : "ieee_address"],
+          message: `names the same Zigbee device as devices[${j}]`,
+        });
       seen.set(key, i);
     });
   });
@@ -85,10 +107,18 @@ export const gpioSchema = z
     backend: z.enum(["chardev", "sim"], { error: 'must be "chardev" (the Linux GPIO character device) or "sim" (the simulator)' }),
     /** chardev: a chip name (gpiochip0), path (/dev/gpiochip0) or label (pinctrl-bcm2711); sim: the simulator's control URL. */
     chip: z.string().min(1),
-    lines: z.array(z.discriminatedUnion("device_type", [gpioOutput, gpioInput], { error: "device_type must be 41 (output) or 40 (input)" })).max(64).default([]),
+    lines: z
+      .array(z.discriminatedUnion("device_type", [gpioOutput, gpioInput], { error: "device_type must be 41 (output) or 40 (input)" }))
+      .max(64)
+      .default([]),
   })
   .superRefine((g, ctx) => {
-    if (g.backend === "sim" && !/^https?:\/\/[^/]+/.test(g.chip)) ctx.addIssue({ code: "custom", path: ["chip"], message: "with backend sim, must be the simulator's control URL (http://127.0.0.1:PORT)" });
+    if (g.backend === "sim" && !/^https?:\/\/[^/]+/.test(g.chip))
+      ctx.addIssue({
+        code: "custom",
+        path: ["chip"],
+        message: "with backend sim, must be the simulator's control URL (http://127.0.0.1:PORT)",
+      });
     const seen = new Map<number, number>();
     g.lines.forEach((l, i) => {
       const j = seen.get(l.line);

@@ -20,9 +20,13 @@ function validZone(tz: string): boolean {
 
 export const scheduleSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/, "letters, digits, dot, dash and underscore only"),
-  cron: z.string().refine((c) => nodeCron().validate(c), { error: "is not a valid cron expression (node-cron syntax, e.g. \"0 1 * * *\")" }),
+  cron: z.string().refine((c) => nodeCron().validate(c), { error: 'is not a valid cron expression (node-cron syntax, e.g. "0 1 * * *")' }),
   timezone: z.string().default("UTC").refine(validZone, { error: "is not an IANA time zone (e.g. Europe/Berlin)" }),
-  duration_s: z.number().int().min(1).max(7 * 86400),
+  duration_s: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 86400),
   event_type: z.enum(EVENT_TYPES),
   event_quantity: z.number().nonnegative(),
   event_unit: z.enum(Object.keys(UNITS) as [EventUnit, ...EventUnit[]]),

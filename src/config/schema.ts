@@ -10,18 +10,23 @@ const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("h
   error: "must be an https:// URL (callbacks are HTTPS only)",
 });
 
-const secretHash = z
-  .string({ error: "required" })
-  .regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
+const secretHash = z.string({ error: "required" }).regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
 
-const listenAddr = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
+const listenAddr = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
 
 /** Who may open the status page by default: loopback and the private LAN ranges (an installer on site). */
-export const UI_DEFAULT_ALLOW = ["127.0.0.1/32", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "fc00::/7", "fe80::/10"];
+export const UI_DEFAULT_ALLOW = [
+  "127.0.0.1/32",
+  "::1/128",
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "169.254.0.0/16",
+  "fc00::/7",
+  "fe80::/10",
+];
 
 /** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
@@ -53,19 +58,34 @@ export const fleetSchema = z
     password: z.string().optional(),
     /** The password read from this file at start instead (exactly one of password and password_file). */
     password_file: z.string().min(1).optional(),
-    topic_prefix: z.string().regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)").default("sitegate"),
+    topic_prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)")
+      .default("sitegate"),
     keepalive_s: z.number().int().min(5).max(3600).default(60),
     client_id: z.string().min(1).max(128).optional(),
     /** Ed25519 public keys (PEM) of who may send commands; set, every command must be signed (docs/fleet-security.md). */
-    command_keys: z.array(z.string().refine(isEd25519PublicPem, { error: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" })).min(1, { error: "list at least one key, or leave command_keys out" }).max(16).optional(),
+    command_keys: z
+      .array(z.string().refine(isEd25519PublicPem, { error: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" }))
+      .min(1, { error: "list at least one key, or leave command_keys out" })
+      .max(16)
+      .optional(),
     /** Oldest signed command accepted, by its issued_at. */
     command_max_age_s: z.number().int().min(10).max(86_400).default(300),
   })
   .superRefine((f, ctx) => {
-    if ((f.cert_file === undefined) !== (f.key_file === undefined)) ctx.addIssue({ code: "custom", path: [f.cert_file ? "key_file" : "cert_file"], message: "cert_file and key_file go together" });
-    if (f.password !== undefined && f.password_file !== undefined) ctx.addIssue({ code: "custom", path: ["password_file"], message: "give password or password_file, not both" });
-    if ((f.password !== undefined || f.password_file !== undefined) && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
-    if (f.cert_file === undefined && f.username === undefined) ctx.addIssue({ code: "custom", path: ["username"], message: "a client certificate (cert_file + key_file) or username + password is required" });
+    if ((f.cert_file === undefined) !== (f.key_file === undefined))
+      ctx.addIssue({ code: "custom", path: [f.cert_file ? "key_file" : "cert_file"], message: "cert_file and key_file go together" });
+    if (f.password !== undefined && f.password_file !== undefined)
+      ctx.addIssue({ code: "custom", path: ["password_file"], message: "give password or password_file, not both" });
+    if ((f.password !== undefined || f.password_file !== undefined) && f.username === undefined)
+      ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
+    if (f.cert_file === undefined && f.username === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["username"],
+        message: "a client certificate (cert_file + key_file) or username + password is required",
+      });
   });
 
 export type FleetConfig = z.infer<typeof fleetSchema>;
@@ -82,14 +102,23 @@ const rtuPortObject = z.strictObject({
 });
 export type RtuPortConfig = z.output<typeof rtuPortObject>;
 const rtuPort = z.union(
-  [z.string().min(1).transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })), rtuPortObject],
+  [
+    z
+      .string()
+      .min(1)
+      .transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })),
+    rtuPortObject,
+  ],
   { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
 );
 
 export const configSchema = z.strictObject({
   site_id: z.string().min(1).max(128),
   organization_id: z.uuid(),
-  api_version: z.string().regex(/^[A-Za-z0-9._-]+$/).default("v1"),
+  api_version: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .default("v1"),
   data_dir: z.string().min(1).default("./var"),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   http: z.strictObject({
@@ -98,15 +127,16 @@ export const configSchema = z.strictObject({
     rate_limit_per_min: z.number().int().positive().default(600),
     metrics_allow: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
   }),
-  auth: z.strictObject({
-    client_id: z.string().min(1),
-    users: z.array(z.strictObject({ username: z.string().min(1), password_hash: secretHash })).default([]),
-    token_ttl_s: z.number().int().min(60).max(86400).default(3600),
-    api_keys: z.array(z.strictObject({ name: z.string().min(1), key_hash: secretHash })).default([]),
-    ip_allowlist: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
-    /** Who may ask for a token and call /gateway/admin/ (default: ip_allowlist). */
-    admin_allowlist: z.array(cidr).optional(),
-  })
+  auth: z
+    .strictObject({
+      client_id: z.string().min(1),
+      users: z.array(z.strictObject({ username: z.string().min(1), password_hash: secretHash })).default([]),
+      token_ttl_s: z.number().int().min(60).max(86400).default(3600),
+      api_keys: z.array(z.strictObject({ name: z.string().min(1), key_hash: secretHash })).default([]),
+      ip_allowlist: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
+      /** Who may ask for a token and call /gateway/admin/ (default: ip_allowlist). */
+      admin_allowlist: z.array(cidr).optional(),
+    })
     .transform((a) => ({ ...a, admin_allowlist: a.admin_allowlist ?? a.ip_allowlist })),
   partner: z.strictObject({
     headers: z
@@ -119,7 +149,8 @@ export const configSchema = z.strictObject({
             value_file: z.string().min(1).optional(),
           })
           .superRefine((h, ctx) => {
-            if ((h.value === undefined) === (h.value_file === undefined)) ctx.addIssue({ code: "custom", path: ["value"], message: "exactly one of value and value_file is required" });
+            if ((h.value === undefined) === (h.value_file === undefined))
+              ctx.addIssue({ code: "custom", path: ["value"], message: "exactly one of value and value_file is required" });
           })
           // parseConfig fills value from value_file.
           .transform((h) => ({ name: h.name, value: h.value ?? "", value_file: h.value_file })),
@@ -127,7 +158,10 @@ export const configSchema = z.strictObject({
       .default([]),
     execution_url: httpsUrl,
     data_push_url: httpsUrl,
-    data_push_path: z.string().regex(/^[A-Za-z0-9._~/-]+$/).default("telemetry"),
+    data_push_path: z
+      .string()
+      .regex(/^[A-Za-z0-9._~/-]+$/)
+      .default("telemetry"),
     timeout_ms: z.number().int().positive().default(10000),
     // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
     ca_file: z.string().optional(),
@@ -159,7 +193,12 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(true),
       listen: listenAddr.optional(),
       allow: z.array(cidr).default(UI_DEFAULT_ALLOW),
-      session_ttl_s: z.number().int().min(300).max(7 * 86400).default(43200),
+      session_ttl_s: z
+        .number()
+        .int()
+        .min(300)
+        .max(7 * 86400)
+        .default(43200),
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
   fleet: fleetSchema.optional(),
@@ -170,7 +209,10 @@ export const configSchema = z.strictObject({
   /** The nightly maintenance (WAL checkpoint, optimize): a time of day in the controller's local time, UTC or a named zone. */
   maintenance: z
     .strictObject({
-      at: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "must be HH:MM (00:00-23:59)").default("03:30"),
+      at: z
+        .string()
+        .regex(/^([01]\d|2[0-3]):[0-5]\d$/, "must be HH:MM (00:00-23:59)")
+        .default("03:30"),
       timezone: z
         .string()
         .regex(/^(local|UTC|[A-Za-z]+(\/[A-Za-z0-9_+-]+)+)$/, 'must be "local", "UTC" or a zone name such as Australia/Sydney')

@@ -71,7 +71,16 @@ export interface LaneOptions {
 
 /** One stream of messages to one sink, with its own backoff and up to `window` in flight. */
 export class Lane {
-  readonly stats: LaneStats = { sent: 0, failures: 0, dead_lettered: 0, attempt: 0, in_flight: 0, last_error: null, last_sent_at: null, held: null };
+  readonly stats: LaneStats = {
+    sent: 0,
+    failures: 0,
+    dead_lettered: 0,
+    attempt: 0,
+    in_flight: 0,
+    last_error: null,
+    last_sent_at: null,
+    held: null,
+  };
   private stopped = false;
   private running: Promise<void> | null = null;
   private readonly inflight = new Map<string, Promise<void>>();
@@ -198,7 +207,10 @@ export class Lane {
     this.stats.last_error = error;
     if (outcome === "auth" && !this.stats.held) {
       this.stats.held = { status: r.status ?? 0, since: new Date().toISOString() };
-      this.log.error({ lane: this.name, status: r.status, ...item.describe }, `the receiver rejects our credentials; the lane holds until it accepts them${r.hint ? ` (${r.hint})` : ""}`);
+      this.log.error(
+        { lane: this.name, status: r.status, ...item.describe },
+        `the receiver rejects our credentials; the lane holds until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
+      );
     }
     if (outcome === "rejected") {
       const now = Date.now();
@@ -208,7 +220,10 @@ export class Lane {
         item.deadLetter(error, attempt);
         this.forget(item.ref);
         this.stats.dead_lettered++;
-        this.log.error({ lane: this.name, ...item.describe, error, attempts: attempt }, "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)");
+        this.log.error(
+          { lane: this.name, ...item.describe, error, attempts: attempt },
+          "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)",
+        );
         return;
       }
     }
@@ -231,4 +246,3 @@ export class Lane {
     await this.running;
   }
 }
-

@@ -104,20 +104,43 @@ function prepare(db: Db) {
     cursorRow: db.prepare("INSERT OR IGNORE INTO dl_cursor (consumer, lane) VALUES (?, ?)"),
     byKey: db.prepare("SELECT id FROM dl_message WHERE idempotency_key = ? LIMIT 1").pluck(),
     deadByKey: db.prepare("SELECT id FROM dl_dead_letter WHERE idempotency_key = ? LIMIT 1").pluck(),
-    after: db.prepare(`SELECT ${MSG} FROM dl_route r JOIN dl_message m ON m.id = r.message_id WHERE r.consumer = ? AND r.lane = ? AND r.message_id > ? ORDER BY r.message_id LIMIT ?`),
+    after: db.prepare(
+      `SELECT ${MSG} FROM dl_route r JOIN dl_message m ON m.id = r.message_id WHERE r.consumer = ? AND r.lane = ? AND r.message_id > ? ORDER BY r.message_id LIMIT ?`,
+    ),
     cursor: db.prepare("SELECT through, attempts, last_error FROM dl_cursor WHERE consumer = ? AND lane = ?"),
-    advance: db.prepare("UPDATE dl_cursor SET through = ?, attempts = 0, last_error = NULL WHERE consumer = ? AND lane = ? AND through < ?"),
+    advance: db.prepare(
+      "UPDATE dl_cursor SET through = ?, attempts = 0, last_error = NULL WHERE consumer = ? AND lane = ? AND through < ?",
+    ),
     fail: db.prepare("UPDATE dl_cursor SET attempts = attempts + 1, last_error = ? WHERE consumer = ? AND lane = ?"),
-    passed: db.prepare("SELECT r.message_id FROM dl_route r WHERE r.consumer = ? AND r.lane = ? AND r.message_id > ? AND r.message_id <= ?").pluck(),
-    unsettled: db.prepare("SELECT count(*) FROM dl_route r JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.message_id = ? AND r.message_id > c.through").pluck(),
+    passed: db
+      .prepare("SELECT r.message_id FROM dl_route r WHERE r.consumer = ? AND r.lane = ? AND r.message_id > ? AND r.message_id <= ?")
+      .pluck(),
+    unsettled: db
+      .prepare(
+        "SELECT count(*) FROM dl_route r JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.message_id = ? AND r.message_id > c.through",
+      )
+      .pluck(),
     removeMessage: db.prepare("DELETE FROM dl_message WHERE id = ?"),
     removeRoutes: db.prepare("DELETE FROM dl_route WHERE message_id = ?"),
-    pending: db.prepare(`SELECT ${MSG} FROM dl_route r JOIN dl_message m ON m.id = r.message_id JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through ORDER BY r.lane, r.message_id`),
-    count: db.prepare("SELECT count(*) FROM dl_route r JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through").pluck(),
-    lanes: db.prepare("SELECT c.lane FROM dl_cursor c WHERE c.consumer = ? AND EXISTS (SELECT 1 FROM dl_route r WHERE r.consumer = c.consumer AND r.lane = c.lane AND r.message_id > c.through)").pluck(),
+    pending: db.prepare(
+      `SELECT ${MSG} FROM dl_route r JOIN dl_message m ON m.id = r.message_id JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through ORDER BY r.lane, r.message_id`,
+    ),
+    count: db
+      .prepare(
+        "SELECT count(*) FROM dl_route r JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through",
+      )
+      .pluck(),
+    lanes: db
+      .prepare(
+        "SELECT c.lane FROM dl_cursor c WHERE c.consumer = ? AND EXISTS (SELECT 1 FROM dl_route r WHERE r.consumer = c.consumer AND r.lane = c.lane AND r.message_id > c.through)",
+      )
+      .pluck(),
     cursors: db.prepare("SELECT lane, attempts, last_error FROM dl_cursor WHERE consumer = ?"),
-    oldest: db.prepare("SELECT r.lane, min(m.created_at) AS at FROM dl_route r JOIN dl_message m ON m.id = r.message_id JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through GROUP BY r.lane"),
-    deadInsert: db.prepare(`INSERT INTO dl_dead_letter (consumer, lane, kind, address, body, idempotency_key, created_at, dead_at, attempts, last_error)
+    oldest: db.prepare(
+      "SELECT r.lane, min(m.created_at) AS at FROM dl_route r JOIN dl_message m ON m.id = r.message_id JOIN dl_cursor c ON c.consumer = r.consumer AND c.lane = r.lane WHERE r.consumer = ? AND r.message_id > c.through GROUP BY r.lane",
+    ),
+    deadInsert:
+      db.prepare(`INSERT INTO dl_dead_letter (consumer, lane, kind, address, body, idempotency_key, created_at, dead_at, attempts, last_error)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (consumer, idempotency_key) DO NOTHING`),
     dead: db.prepare(`SELECT ${DEAD} FROM dl_dead_letter WHERE consumer = ? ORDER BY id`),
     deadGet: db.prepare(`SELECT ${DEAD} FROM dl_dead_letter WHERE consumer = ? AND id = ?`),
@@ -192,7 +215,13 @@ export class DeliveryLog {
 
   /** Where a consumer's lane stands: the settled prefix and the failures after it. */
   cursor(consumer: string, lane: string): { through: number; attempts: number; last_error: string | null } {
-    return (this.s.cursor.get(consumer, lane) as { through: number; attempts: number; last_error: string | null } | undefined) ?? { through: 0, attempts: 0, last_error: null };
+    return (
+      (this.s.cursor.get(consumer, lane) as { through: number; attempts: number; last_error: string | null } | undefined) ?? {
+        through: 0,
+        attempts: 0,
+        last_error: null,
+      }
+    );
   }
 
   /** Up to `limit` messages of a lane after id `after` (the caller starts at the cursor), oldest first. */
@@ -225,17 +254,31 @@ export class DeliveryLog {
 
   /** Copies a message into the consumer's dead letters; the lane then advances past it. */
   deadLetter(m: Omit<LogMessage, "id" | "last_error">, error: string): void {
-    this.s.deadInsert.run(m.consumer, m.lane, m.kind, m.address, m.body, m.idempotency_key, m.created_at, new Date().toISOString(), m.attempts, error.slice(0, 500));
+    this.s.deadInsert.run(
+      m.consumer,
+      m.lane,
+      m.kind,
+      m.address,
+      m.body,
+      m.idempotency_key,
+      m.created_at,
+      new Date().toISOString(),
+      m.attempts,
+      error.slice(0, 500),
+    );
   }
 
   /** Appends dead letters again at the end of their lanes, same key; returns how many. */
   retry(consumer: string, ids: number[] | "all"): number {
     const s = this.s;
     return this.storage.db.transaction(() => {
-      const rows = ids === "all" ? this.deadLetters(consumer) : ids.map((id) => this.getDeadLetter(consumer, id)).filter((m): m is DeadLetter => !!m);
+      const rows =
+        ids === "all" ? this.deadLetters(consumer) : ids.map((id) => this.getDeadLetter(consumer, id)).filter((m): m is DeadLetter => !!m);
       for (const d of rows) {
         s.deadRemove.run(d.id);
-        this.insert({ kind: d.kind, body: d.body, idempotencyKey: d.idempotency_key, createdAt: d.created_at }, [{ consumer, lane: d.lane, address: d.address }]);
+        this.insert({ kind: d.kind, body: d.body, idempotencyKey: d.idempotency_key, createdAt: d.created_at }, [
+          { consumer, lane: d.lane, address: d.address },
+        ]);
       }
       return rows.length;
     })();
@@ -243,7 +286,9 @@ export class DeliveryLog {
 
   /** Every message a consumer has not settled yet, by lane, oldest first. */
   pending(consumer: string): LogMessage[] {
-    const failures = new Map((this.s.cursors.all(consumer) as Array<{ lane: string; attempts: number; last_error: string | null }>).map((c) => [c.lane, c]));
+    const failures = new Map(
+      (this.s.cursors.all(consumer) as Array<{ lane: string; attempts: number; last_error: string | null }>).map((c) => [c.lane, c]),
+    );
     const seen = new Set<string>();
     return (this.s.pending.all(consumer) as LogMessage[]).map((m) => {
       const head = !seen.has(m.lane);

@@ -29,7 +29,8 @@ export interface ScanProgress {
 export class ProbeInputError extends Error {}
 
 export function checkEndpoint(text: unknown): Endpoint {
-  if (typeof text !== "string" || text.trim() === "") throw new ProbeInputError("an endpoint is required, e.g. tcp://192.168.1.20:502 or rtu:/dev/ttyUSB0?baud=9600");
+  if (typeof text !== "string" || text.trim() === "")
+    throw new ProbeInputError("an endpoint is required, e.g. tcp://192.168.1.20:502 or rtu:/dev/ttyUSB0?baud=9600");
   try {
     return parseEndpoint(text.trim());
   } catch (e) {
@@ -42,7 +43,8 @@ export function checkScanRange(from: unknown, to: unknown, timeoutMs: unknown): 
   const f = Number(from ?? 1);
   const t = Number(to ?? 247);
   const ms = Number(timeoutMs ?? 300);
-  if (!Number.isInteger(f) || !Number.isInteger(t) || f < 1 || t > 247 || f > t) throw new ProbeInputError("from/to must be unit ids 1..247 with from <= to");
+  if (!Number.isInteger(f) || !Number.isInteger(t) || f < 1 || t > 247 || f > t)
+    throw new ProbeInputError("from/to must be unit ids 1..247 with from <= to");
   if (!Number.isInteger(ms) || ms < 20 || ms > 10_000) throw new ProbeInputError("timeout must be 20..10000 ms");
   return { from: f, to: t, timeoutMs: ms };
 }
@@ -64,7 +66,12 @@ export function checkProfile(profiles: ProfileRegistry, name: unknown): string {
  * (other than 10/11: a TCP gateway saying nobody is behind that id) counts as found.
  * Throws MODBUS_DISCONNECTED when the very first probe cannot reach the endpoint.
  */
-export async function scanUnits(bus: Bus, range: ScanRange, onProgress?: (p: ScanProgress) => void, signal?: AbortSignal): Promise<ScanHit[]> {
+export async function scanUnits(
+  bus: Bus,
+  range: ScanRange,
+  onProgress?: (p: ScanProgress) => void,
+  signal?: AbortSignal,
+): Promise<ScanHit[]> {
   const found: ScanHit[] = [];
   const total = range.to - range.from + 1;
   for (let unit = range.from; unit <= range.to; unit++) {
@@ -92,7 +99,13 @@ export interface ReadResult {
 }
 
 /** Pairs one device with a profile and reads every metric; throws a SitegateError naming what failed. */
-export async function readDevice(bus: Bus, endpointText: string, unit: number, profiles: ProfileRegistry, profileName: string): Promise<ReadResult> {
+export async function readDevice(
+  bus: Bus,
+  endpointText: string,
+  unit: number,
+  profiles: ProfileRegistry,
+  profileName: string,
+): Promise<ReadResult> {
   const driver = new DeviceDriver(bus, unit, profiles.get(profileName));
   let descriptor, metrics;
   try {

@@ -17,8 +17,18 @@ import type { DeviceConnector } from "./types.js";
 /** Content hash of a device entry: stable across key order. */
 export function deviceConfigHash(d: DeviceConfig): string {
   const canon = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canon) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
-  return createHash("sha256").update(JSON.stringify(canon(d))).digest("hex");
+    Array.isArray(v)
+      ? v.map(canon)
+      : v && typeof v === "object"
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return createHash("sha256")
+    .update(JSON.stringify(canon(d)))
+    .digest("hex");
 }
 
 const RETRY_MIN_MS = 5000;

@@ -85,10 +85,17 @@ export class DeviceDriver {
       identity[r.name] = String(decodeRaw(r.type, words, r.word_order));
     }
     const points: ResolvedPoint[] = p.points.map((pt) => ({
-      metric: pt.metric, table: pt.table, address: pt.address,
+      metric: pt.metric,
+      table: pt.table,
+      address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
-      type: pt.type, word_order: pt.word_order, scale: pt.scale, sf_address: pt.sf_address, sunspec_na: pt.sunspec_na,
-      class: pt.class, bitmask: pt.bitmask,
+      type: pt.type,
+      word_order: pt.word_order,
+      scale: pt.scale,
+      sf_address: pt.sf_address,
+      sunspec_na: pt.sunspec_na,
+      class: pt.class,
+      bitmask: pt.bitmask,
     }));
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
@@ -116,7 +123,10 @@ export class DeviceDriver {
       }
     }
     if (base === null) {
-      throw new SitegateError("PAIRING_FAILED", `no SunSpec marker at ${p.bases.join(", ")}${lastError ? `: ${(lastError as Error).message}` : ""}`);
+      throw new SitegateError(
+        "PAIRING_FAILED",
+        `no SunSpec marker at ${p.bases.join(", ")}${lastError ? `: ${(lastError as Error).message}` : ""}`,
+      );
     }
     // Walk the chain, one header read per model (some devices omit the end model's length).
     const models: SunSpecModelInfo[] = [];
@@ -141,15 +151,24 @@ export class DeviceDriver {
       for (const pt of p.models[String(m.id)] ?? []) {
         if (pt.offset + typeRegs(pt.type, pt.length) > m.length + 2) continue;
         points.push({
-          metric: pt.metric, table: "holding", address: m.address + pt.offset, count: typeRegs(pt.type, pt.length),
-          type: pt.type, word_order: "big", scale: pt.scale, sf_address: pt.sf_offset === undefined ? undefined : m.address + pt.sf_offset,
-          sunspec_na: true, class: pt.class, bitmask: false,
+          metric: pt.metric,
+          table: "holding",
+          address: m.address + pt.offset,
+          count: typeRegs(pt.type, pt.length),
+          type: pt.type,
+          word_order: "big",
+          scale: pt.scale,
+          sf_address: pt.sf_offset === undefined ? undefined : m.address + pt.sf_offset,
+          sunspec_na: true,
+          class: pt.class,
+          bitmask: false,
         });
       }
     }
     const has = new Set(models.map((m) => m.id));
     const rule = p.roles.find((r) => r.models.every((id) => has.has(id)));
-    if (!rule) throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
+    if (!rule)
+      throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
     let max_power_w: number | undefined;
     for (const mp of p.max_power) {
       const m = models.find((x) => x.id === mp.model);
@@ -270,7 +289,12 @@ export class DeviceDriver {
     return blocks.length ? this.readPlanned(blocks, pick, priority, retries) : {};
   }
 
-  private async readPlanned(blocks: readonly Block[], pick: (pt: ResolvedPoint) => boolean, priority: Priority, retries: number): Promise<Metrics> {
+  private async readPlanned(
+    blocks: readonly Block[],
+    pick: (pt: ResolvedPoint) => boolean,
+    priority: Priority,
+    retries: number,
+  ): Promise<Metrics> {
     const data = new Map<Table, Map<number, number>>();
     for (const b of blocks) {
       const words = await this.readRegs(b.table, b.address, b.count, priority, retries);

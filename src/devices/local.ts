@@ -39,7 +39,13 @@ export interface LocalFamily {
   devices(): readonly LocalDevice[];
 }
 
-const NO_HEALTH: DeviceHealth = { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") };
+const NO_HEALTH: DeviceHealth = {
+  online: false,
+  last_ok_at: null,
+  last_error: null,
+  consecutive_failures: 0,
+  op_mode: opModeCode("unknown"),
+};
 
 /** Every local device of every family, by device_id. */
 export class LocalDevices {

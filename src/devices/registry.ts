@@ -50,8 +50,14 @@ export class DeviceRegistry implements DeviceSource, Part {
   start(): void {
     this.db = this.storage.db;
     this.cache.clear();
-    const rows = this.db.prepare("SELECT device_id, config, descriptor, fully_configured, updated_at FROM dv_device ORDER BY device_id").all() as Array<{
-      device_id: string; config: string; descriptor: string | null; fully_configured: number; updated_at: string;
+    const rows = this.db
+      .prepare("SELECT device_id, config, descriptor, fully_configured, updated_at FROM dv_device ORDER BY device_id")
+      .all() as Array<{
+      device_id: string;
+      config: string;
+      descriptor: string | null;
+      fully_configured: number;
+      updated_at: string;
     }>;
     for (const r of rows) {
       this.cache.set(r.device_id, {

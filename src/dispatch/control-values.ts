@@ -47,9 +47,11 @@ export function scaleFactorAddress(target: ControlTarget, step: WriteStep): numb
 
 /** A scale-factor register's word as an exponent; throws on "not implemented" and nonsense. */
 export function decodeScaleFactor(word: number, address: number): number {
-  if (word === 0x8000) throw invalid(`scale factor at register ${address} is not implemented (0x8000); refusing to write an unscaled value`);
+  if (word === 0x8000)
+    throw invalid(`scale factor at register ${address} is not implemented (0x8000); refusing to write an unscaled value`);
   const sf = word >= 0x8000 ? word - 0x10000 : word;
-  if (sf < SF_MIN || sf > SF_MAX) throw invalid(`scale factor at register ${address} is ${sf}, outside ${SF_MIN}..${SF_MAX}; refusing to write`);
+  if (sf < SF_MIN || sf > SF_MAX)
+    throw invalid(`scale factor at register ${address} is ${sf}, outside ${SF_MIN}..${SF_MAX}; refusing to write`);
   return sf;
 }
 
@@ -96,7 +98,8 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
   if (step.range) {
     const lo = bound(step.range[0], target);
     const hi = bound(step.range[1], target);
-    if (lo === undefined || hi === undefined) throw invalid(`${what}: the device did not report its rated power, so the range cannot be checked`);
+    if (lo === undefined || hi === undefined)
+      throw invalid(`${what}: the device did not report its rated power, so the range cannot be checked`);
     if (value < lo || value > hi) throw invalid(`${what}: ${value} is outside the device's range ${lo}..${hi}`);
   }
   return value;
@@ -107,7 +110,12 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
  * from the device (by register address). Steps of models the device lacks are skipped.
  * Pure: throws CONTROL_VALUE_INVALID before returning anything when any value is bad.
  */
-export function planWrites(target: ControlTarget, steps: readonly WriteStep[], params: ControlParams, sfs: ReadonlyMap<number, number> = new Map()): Write[] {
+export function planWrites(
+  target: ControlTarget,
+  steps: readonly WriteStep[],
+  params: ControlParams,
+  sfs: ReadonlyMap<number, number> = new Map(),
+): Write[] {
   const out: Write[] = [];
   for (const step of steps) {
     const where = resolve(target, step);
@@ -125,7 +133,8 @@ export function planWrites(target: ControlTarget, steps: readonly WriteStep[], p
     let sf = 0;
     if (sfAt !== undefined) {
       const known = sfs.get(sfAt);
-      if (known === undefined) throw invalid(`${describe(step, where)}: scale factor at register ${sfAt} was not read; refusing to write an unscaled value`);
+      if (known === undefined)
+        throw invalid(`${describe(step, where)}: scale factor at register ${sfAt} was not read; refusing to write an unscaled value`);
       sf = known;
     }
     const raw = toRaw(value, sf, step.type);
@@ -133,7 +142,9 @@ export function planWrites(target: ControlTarget, steps: readonly WriteStep[], p
     try {
       words = encodeValue(step.type, raw);
     } catch (e) {
-      throw invalid(`${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`);
+      throw invalid(
+        `${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`,
+      );
     }
     out.push({ table: "holding", address: where.address, words, coils: [] });
   }
@@ -153,12 +164,20 @@ export async function readScaleFactors(driver: DeviceDriver, steps: readonly Wri
     if (at === undefined || known.has(at)) continue;
     let word: number;
     try {
-      [word] = await driver.bus.read(driver.unit, "holding", at, 1, { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 });
-    } catch (e) {
-      throw new SitegateError(e instanceof SitegateError ? e.code : "CONTROL_VALUE_INVALID", `scale factor at register ${at} could not be read: ${errorMessage(e)}; nothing written`, {
-        transient: e instanceof SitegateError ? e.transient : false,
-        cause: e,
+      [word] = await driver.bus.read(driver.unit, "holding", at, 1, {
+        priority: PRIORITY.control,
+        timeoutMs: driver.timeoutMs,
+        retries: 1,
       });
+    } catch (e) {
+      throw new SitegateError(
+        e instanceof SitegateError ? e.code : "CONTROL_VALUE_INVALID",
+        `scale factor at register ${at} could not be read: ${errorMessage(e)}; nothing written`,
+        {
+          transient: e instanceof SitegateError ? e.transient : false,
+          cause: e,
+        },
+      );
     }
     known.set(at, decodeScaleFactor(word, at));
   }

@@ -89,7 +89,8 @@ export class ModbusDeviceControl implements DeviceControl {
     if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
     if (!driver.paired) await driver.pair(PRIORITY.control);
     const writes = await planControlWrites(driver, steps, params);
-    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
+    if (writes.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
     return writes;
   }
 

@@ -79,7 +79,15 @@ export class Dispatcher implements Part {
 
   get stats() {
     const w = this.exec.stats;
-    return { ...this.counts, writes_ok: w.writes_ok, writes_failed: w.writes_failed, releases_ok: w.releases_ok, releases_failed: w.releases_failed, confirms_ok: w.confirms_ok, confirms_failed: w.confirms_failed };
+    return {
+      ...this.counts,
+      writes_ok: w.writes_ok,
+      writes_failed: w.writes_failed,
+      releases_ok: w.releases_ok,
+      releases_failed: w.releases_failed,
+      confirms_ok: w.confirms_ok,
+      confirms_failed: w.confirms_failed,
+    };
   }
 
   start(): void {
@@ -129,7 +137,10 @@ export class Dispatcher implements Part {
   submit(req: DispatchRequest): Receipt[] {
     const now = this.deps.clock.now();
     let staged!: Staged;
-    withFullSync(this.store.db, this.store.db.transaction(() => (staged = this.stage(req, now))));
+    withFullSync(
+      this.store.db,
+      this.store.db.transaction(() => (staged = this.stage(req, now))),
+    );
     this.applyStaged(staged, now);
     this.replan();
     return staged.receipts;
@@ -151,7 +162,9 @@ export class Dispatcher implements Part {
    * The group commit's transaction, made once (better-sqlite3 builds five wrappers per
    * db.transaction() call): each request of the batch in a savepoint of its own.
    */
-  private batchTx: ((batch: Array<{ req: DispatchRequest }>, now: number, out: Array<{ staged?: Staged; error?: unknown }>) => void) | null = null;
+  private batchTx:
+    | ((batch: Array<{ req: DispatchRequest }>, now: number, out: Array<{ staged?: Staged; error?: unknown }>) => void)
+    | null = null;
 
   private flush(): void {
     const batch = this.batch;
@@ -164,15 +177,17 @@ export class Dispatcher implements Part {
     const out: Array<{ staged?: Staged; error?: unknown }> = [];
     if (!this.batchTx) {
       const inner = db.transaction((req: DispatchRequest, at: number) => this.stage(req, at));
-      this.batchTx = db.transaction((reqs: Array<{ req: DispatchRequest }>, at: number, results: Array<{ staged?: Staged; error?: unknown }>) => {
-        for (const b of reqs) {
-          try {
-            results.push({ staged: inner(b.req, at) });
-          } catch (e) {
-            results.push({ error: e });
+      this.batchTx = db.transaction(
+        (reqs: Array<{ req: DispatchRequest }>, at: number, results: Array<{ staged?: Staged; error?: unknown }>) => {
+          for (const b of reqs) {
+            try {
+              results.push({ staged: inner(b.req, at) });
+            } catch (e) {
+              results.push({ error: e });
+            }
           }
-        }
-      });
+        },
+      );
     }
     const tx = this.batchTx;
     try {
@@ -228,7 +243,13 @@ export class Dispatcher implements Part {
           this.deps.onState?.(row.spec, row.state, now);
           staged.touched.push(row);
         } else if (old.state === "running") {
-          const row: EventRow = { ...old, content_hash: hash, receipt: "cancelled", spec: { ...old.spec, cancelled: true }, updated_at: now };
+          const row: EventRow = {
+            ...old,
+            content_hash: hash,
+            receipt: "cancelled",
+            spec: { ...old.spec, cancelled: true },
+            updated_at: now,
+          };
           this.store.put(row, old);
           staged.stopRunning.push(row);
         } else {
@@ -241,7 +262,12 @@ export class Dispatcher implements Part {
       }
       if (old.state !== "scheduled" || old.spec.start_ms <= now) {
         throw new SitegateError("CONFLICT", `event ${spec.event_id} has started; it can no longer be changed, only cancelled`, {
-          details: [{ path: `event_slots[${i}]`, message: `event ${old.state === "scheduled" ? "is starting" : `is ${old.state}`}; changes after start are refused` }],
+          details: [
+            {
+              path: `event_slots[${i}]`,
+              message: `event ${old.state === "scheduled" ? "is starting" : `is ${old.state}`}; changes after start are refused`,
+            },
+          ],
         });
       }
       const row = newRow(spec, hash, now, old.created_at);
@@ -325,10 +351,13 @@ export class Dispatcher implements Part {
     let next = Math.min(this.open.nextStart(), this.exec.nextDue());
     for (const row of this.open.running.values()) next = Math.min(next, row.spec.end_ms);
     if (next === Infinity) return;
-    this.timer = this.deps.clock.setTimer(() => {
-      this.timer = null;
-      this.replan();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, next - this.deps.clock.now())));
+    this.timer = this.deps.clock.setTimer(
+      () => {
+        this.timer = null;
+        this.replan();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, next - this.deps.clock.now())),
+    );
   }
 
   private begin(row: EventRow, now: number): void {
@@ -342,7 +371,16 @@ export class Dispatcher implements Part {
       this.deps.onState?.(row.spec, row.state, now);
     })();
     this.counts.started++;
-    this.deps.log.info({ event_id: row.spec.event_id, type: row.spec.event_type, quantity_w: row.spec.quantity_w, mode: row.spec.mode, late_ms: now - row.spec.start_ms }, "event started");
+    this.deps.log.info(
+      {
+        event_id: row.spec.event_id,
+        type: row.spec.event_type,
+        quantity_w: row.spec.quantity_w,
+        mode: row.spec.mode,
+        late_ms: now - row.spec.start_ms,
+      },
+      "event started",
+    );
     this.exec.begin(row, [...this.open.running.values()], now);
   }
 
@@ -352,18 +390,33 @@ export class Dispatcher implements Part {
       event_id: s.event_id,
       status: "failed",
       timestamp: new Date(now).toISOString(),
-      details: { mode: s.mode, requested_quantity: s.quantity, delivered_quantity: 0, unit: s.unit, cancelled: false, measured: false, reason: "missed", devices: [] },
+      details: {
+        mode: s.mode,
+        requested_quantity: s.quantity,
+        delivered_quantity: 0,
+        unit: s.unit,
+        cancelled: false,
+        measured: false,
+        reason: "missed",
+        devices: [],
+      },
     };
     this.close(row, "missed", body, now);
     this.counts.missed++;
-    this.deps.log.warn({ event_id: s.event_id, start_time: new Date(s.start_ms).toISOString(), end_time: new Date(s.end_ms).toISOString() }, "event missed: it ended while the gateway was down");
+    this.deps.log.warn(
+      { event_id: s.event_id, start_time: new Date(s.start_ms).toISOString(), end_time: new Date(s.end_ms).toISOString() },
+      "event missed: it ended while the gateway was down",
+    );
   }
 
   private finish(row: EventRow, now: number, cancelled: boolean): void {
     const body = this.exec.result(row, Math.min(now, row.spec.end_ms), cancelled, now);
     this.close(row, cancelled ? "cancelled" : "done", body, now);
     this.counts.finished++;
-    this.deps.log.info({ event_id: row.spec.event_id, status: body.status, delivered: body.details.delivered_quantity, unit: row.spec.unit, cancelled }, "event ended");
+    this.deps.log.info(
+      { event_id: row.spec.event_id, status: body.status, delivered: body.details.delivered_quantity, unit: row.spec.unit, cancelled },
+      "event ended",
+    );
   }
 
   private close(row: EventRow, state: EventRow["state"], body: ExecutionResponse, now: number): void {
@@ -404,13 +457,47 @@ export class Dispatcher implements Part {
 
   metrics(): MetricFamily[] {
     const s = this.stats;
-    const byResult = (ok: number, failed: number) => [{ labels: { result: "ok" }, value: ok }, { labels: { result: "failed" }, value: failed }];
+    const byResult = (ok: number, failed: number) => [
+      { labels: { result: "ok" }, value: ok },
+      { labels: { result: "failed" }, value: failed },
+    ];
     return [
-      { name: "sitegate_dispatch_events", help: "dispatch events by state", type: "gauge", values: [{ labels: { state: "running" }, value: this.running() }, { labels: { state: "scheduled" }, value: this.scheduled() }] },
-      { name: "sitegate_dispatch_writes_total", help: "dispatch register writes by result", type: "counter", values: byResult(s.writes_ok, s.writes_failed) },
-      { name: "sitegate_dispatch_confirm_reads_total", help: "power reads in the control lane right after a setpoint write, by result", type: "counter", values: byResult(s.confirms_ok, s.confirms_failed) },
-      { name: "sitegate_dispatch_receipt_commits_total", help: "transactions that committed /dr receipts (group commit: several requests each)", type: "counter", values: [{ labels: { kind: "commits" }, value: s.receipt_commits }, { labels: { kind: "requests" }, value: s.receipt_requests }] },
-      { name: "sitegate_dispatch_clock_steps_total", help: "wall clock steps the scheduler noticed", type: "counter", values: [{ value: s.clock_steps }] },
+      {
+        name: "sitegate_dispatch_events",
+        help: "dispatch events by state",
+        type: "gauge",
+        values: [
+          { labels: { state: "running" }, value: this.running() },
+          { labels: { state: "scheduled" }, value: this.scheduled() },
+        ],
+      },
+      {
+        name: "sitegate_dispatch_writes_total",
+        help: "dispatch register writes by result",
+        type: "counter",
+        values: byResult(s.writes_ok, s.writes_failed),
+      },
+      {
+        name: "sitegate_dispatch_confirm_reads_total",
+        help: "power reads in the control lane right after a setpoint write, by result",
+        type: "counter",
+        values: byResult(s.confirms_ok, s.confirms_failed),
+      },
+      {
+        name: "sitegate_dispatch_receipt_commits_total",
+        help: "transactions that committed /dr receipts (group commit: several requests each)",
+        type: "counter",
+        values: [
+          { labels: { kind: "commits" }, value: s.receipt_commits },
+          { labels: { kind: "requests" }, value: s.receipt_requests },
+        ],
+      },
+      {
+        name: "sitegate_dispatch_clock_steps_total",
+        help: "wall clock steps the scheduler noticed",
+        type: "counter",
+        values: [{ value: s.clock_steps }],
+      },
     ];
   }
 }

@@ -82,7 +82,11 @@ export class Executor {
 
   start(db: Db): void {
     this.ledger = new Ledger(db, this.deps.control);
-    if (this.ledger.size) this.deps.log.info({ devices: this.ledger.all().map((r) => r.device_id) }, "device ledger holds devices from before the restart; releasing those no running event drives");
+    if (this.ledger.size)
+      this.deps.log.info(
+        { devices: this.ledger.all().map((r) => r.device_id) },
+        "device ledger holds devices from before the restart; releasing those no running event drives",
+      );
   }
 
   private ctx(now: number): KindContext {
@@ -139,7 +143,10 @@ export class Executor {
         } catch (e) {
           this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event");
         }
-        claimed.set(row.spec.event_id, claims.map((c) => c.device_id));
+        claimed.set(
+          row.spec.event_id,
+          claims.map((c) => c.device_id),
+        );
         if (mode === "test") continue; // test mode plans like live but writes nothing
         for (const c of claims) {
           const w = desired.get(c.device_id);
@@ -214,7 +221,13 @@ export class Executor {
     this.chain(id, async () => {
       try {
         const keep = (this.ledger.get(id)?.holders ?? []).filter((h) => this.running.some((r) => r.spec.event_id === h));
-        await this.ledger.hold(id, [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS), want.action, { pct: want.pct, watts: want.watts === undefined ? undefined : Math.round(want.watts) }, now);
+        await this.ledger.hold(
+          id,
+          [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS),
+          want.action,
+          { pct: want.pct, watts: want.watts === undefined ? undefined : Math.round(want.watts) },
+          now,
+        );
         this.stats.writes_ok++;
         for (const row of rows) {
           const dp = row.progress.devices[id];
@@ -261,7 +274,10 @@ export class Executor {
       metrics = await this.deps.control.confirm(id); // queued on the bus before this returns
     } catch (e) {
       this.stats.confirms_failed++;
-      this.deps.log.warn({ device_id: id, err: errorMessage(e) }, "confirmation read after a setpoint write failed; the next poll reads the device");
+      this.deps.log.warn(
+        { device_id: id, err: errorMessage(e) },
+        "confirmation read after a setpoint write failed; the next poll reads the device",
+      );
       return;
     }
     this.stats.confirms_ok++;
@@ -294,7 +310,9 @@ export class Executor {
   private sampleCoverage(row: EventRow, ctx: KindContext, ts: number): boolean {
     const p = row.progress;
     const kind = kindOf(row.spec.event_type);
-    const driving = kind.driving ? kind.driving(row, ctx) : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
+    const driving = kind.driving
+      ? kind.driving(row, ctx)
+      : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
     const first = driving && !p.driven?.value;
     p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
     return first;
@@ -310,7 +328,8 @@ export class Executor {
         const out = await this.ledger.release(id);
         this.stats.releases_ok++;
         this.releaseFailedAt.delete(id);
-        if (out.mismatch) this.deps.log.warn({ device_id: id, mismatch: out.mismatch }, "device released but does not read back its pre-event state");
+        if (out.mismatch)
+          this.deps.log.warn({ device_id: id, mismatch: out.mismatch }, "device released but does not read back its pre-event state");
         else this.deps.log.info({ device_id: id }, "device put back to its pre-event state");
       } catch (e) {
         this.stats.releases_failed++;
@@ -393,9 +412,22 @@ export class Executor {
       // Test mode: the plan is the result (nothing was written, nothing measured).
       const devices: DeviceEntry[] = Object.entries(p.devices)
         .sort(([a], [b]) => byCodeUnit(a, b))
-        .map(([id, dp]) => ({ device_id: id, status: dp.skipped ? "skipped" : "completed", requested_w: Math.round(dp.requested_w), delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w), ...(dp.skipped ? { error: dp.skipped } : {}) }));
-      const planned = Math.min(s.quantity_w, devices.reduce((a, d) => a + d.delivered_w, 0));
-      return respond(statusFor(planned, s.quantity_w), planned, { measured: false, coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0, devices });
+        .map(([id, dp]) => ({
+          device_id: id,
+          status: dp.skipped ? "skipped" : "completed",
+          requested_w: Math.round(dp.requested_w),
+          delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w),
+          ...(dp.skipped ? { error: dp.skipped } : {}),
+        }));
+      const planned = Math.min(
+        s.quantity_w,
+        devices.reduce((a, d) => a + d.delivered_w, 0),
+      );
+      return respond(statusFor(planned, s.quantity_w), planned, {
+        measured: false,
+        coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0,
+        devices,
+      });
     }
     const r = kind.result(row, ctx, until);
     let status = r.status ?? statusFor(r.delivered_w, s.quantity_w);

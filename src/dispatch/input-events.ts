@@ -69,7 +69,11 @@ export class InputEvents implements Part {
       if (active) {
         if (this.dispatch.hasOpen(source)) return;
         const spec = inputEvent(t, this.now());
-        if (this.dispatch.submitLocal(spec)) this.log.info({ device_id: t.device_id, event_id: spec.event_id, event_type: spec.event_type, limit_pct: spec.limit_pct }, "input active: local event started");
+        if (this.dispatch.submitLocal(spec))
+          this.log.info(
+            { device_id: t.device_id, event_id: spec.event_id, event_type: spec.event_type, limit_pct: spec.limit_pct },
+            "input active: local event started",
+          );
       } else if (this.dispatch.endLocal(source, `input ${t.device_id} released`) > 0) {
         this.log.info({ device_id: t.device_id }, "input released: local event ended");
       }

@@ -100,7 +100,12 @@ export class Ledger {
 
   private save(row: LedgerRow, full: boolean): void {
     const run = () =>
-      this.stmts.upsert.run({ ...row, holders: JSON.stringify(row.holders), actions: JSON.stringify(row.actions), pre: JSON.stringify(row.pre) });
+      this.stmts.upsert.run({
+        ...row,
+        holders: JSON.stringify(row.holders),
+        actions: JSON.stringify(row.actions),
+        pre: JSON.stringify(row.pre),
+      });
     if (full) withFullSync(this.db, run);
     else run();
     this.rows.set(row.device_id, row);
@@ -115,7 +120,8 @@ export class Ledger {
   async hold(deviceId: string, holders: readonly string[], action: ActionName, params: ActionParams, now: number): Promise<void> {
     const old = this.rows.get(deviceId);
     const writes = await this.control.plan(deviceId, action, { ...params, held: old?.pre });
-    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
+    if (writes.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
     const row: LedgerRow = old
       ? { ...old, holders: [...old.holders], actions: [...old.actions], pre: [...old.pre] }
       : { device_id: deviceId, holders: [], actions: [], pre: [], created_at: now, updated_at: now };

@@ -56,7 +56,8 @@ export class LocalDeviceControl implements DeviceControl {
 
   async plan(deviceId: string, action: ActionName, params: ActionParams): Promise<RawWrite[]> {
     const d = this.dev(deviceId);
-    if (action !== "shed" || !SHED_ROLES.has(d.role)) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} (${d.role}) has no ${action} action`);
+    if (action !== "shed" || !SHED_ROLES.has(d.role))
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} (${d.role}) has no ${action} action`);
     if (d.role === "switch") return [{ table: "coil", address: 0, words: [], coils: [false] }];
     const held = params.held?.find((w) => w.table === "holding" && w.address === 0)?.words[0];
     const before = held ?? Math.round((await d.readSetpoint!()) * 10);
@@ -67,7 +68,10 @@ export class LocalDeviceControl implements DeviceControl {
     const d = this.dev(deviceId);
     if (count === 1 && address === 0 && table === "coil" && d.readOn) return [(await d.readOn()) ? 1 : 0];
     if (count === 1 && address === 0 && table === "holding" && d.readSetpoint) return [Math.round((await d.readSetpoint()) * 10)];
-    throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has no ${table} ${address}${count > 1 ? `..${address + count - 1}` : ""}`);
+    throw new SitegateError(
+      "DEVICE_NOT_FOUND",
+      `device ${deviceId} has no ${table} ${address}${count > 1 ? `..${address + count - 1}` : ""}`,
+    );
   }
 
   async write(deviceId: string, writes: readonly RawWrite[]): Promise<void> {

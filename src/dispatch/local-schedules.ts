@@ -45,12 +45,17 @@ export class LocalSchedules implements Part {
 
   start(): void {
     for (const s of this.schedules) {
-      const task = nodeCron().schedule(s.cron, (ctx) => this.fire(s, ctx.date.getTime()), { timezone: s.timezone, name: `schedule:${s.name}`, noOverlap: true });
+      const task = nodeCron().schedule(s.cron, (ctx) => this.fire(s, ctx.date.getTime()), {
+        timezone: s.timezone,
+        name: `schedule:${s.name}`,
+        noOverlap: true,
+      });
       this.tasks.push(task);
       const open = this.openOccurrence(s, task);
       if (open !== undefined) this.fire(s, open);
     }
-    if (this.schedules.length) this.log.info({ schedules: this.schedules.map((s) => `${s.name} (${s.cron} ${s.timezone})`) }, "local schedules armed");
+    if (this.schedules.length)
+      this.log.info({ schedules: this.schedules.map((s) => `${s.name} (${s.cron} ${s.timezone})`) }, "local schedules armed");
   }
 
   /** The start of an occurrence whose window holds now, if any. */
@@ -64,7 +69,11 @@ export class LocalSchedules implements Part {
   fire(s: Schedule, at: number): void {
     const spec = occurrence(s, at);
     try {
-      if (this.target.submitLocal(spec)) this.log.info({ schedule: s.name, event_id: spec.event_id, start: new Date(spec.start_ms).toISOString() }, "local schedule occurrence added");
+      if (this.target.submitLocal(spec))
+        this.log.info(
+          { schedule: s.name, event_id: spec.event_id, start: new Date(spec.start_ms).toISOString() },
+          "local schedule occurrence added",
+        );
     } catch (e) {
       this.log.error({ schedule: s.name, err: (e as Error).message }, "cannot add a local schedule occurrence");
     }

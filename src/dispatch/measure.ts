@@ -44,7 +44,8 @@ export class RollingWindow {
     const last = this.samples[this.samples.length - 1];
     if (last && at <= last.at) return;
     this.samples.push({ at, value });
-    while (this.samples.length > this.maxSamples || (this.samples.length > 0 && this.samples[0].at < at - this.spanMs)) this.samples.shift();
+    while (this.samples.length > this.maxSamples || (this.samples.length > 0 && this.samples[0].at < at - this.spanMs))
+      this.samples.shift();
   }
 
   /** Mean of the samples in [until - span, until), or undefined when there are none. */

@@ -32,7 +32,10 @@ export function roundTrips(s: string): boolean {
 /** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */
 const utcTime = z
   .string({ error: "required" })
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/, "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)")
+  .regex(
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/,
+    "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)",
+  )
   .refine((s) => roundTrips(s) && Number.isFinite(Date.parse(s)), "is not a real calendar time (such as February 30 or 24:00)");
 
 /** Any 8-4-4-4-12 hex GUID, whatever its version and variant nibbles; the case is kept as sent. */
@@ -49,7 +52,11 @@ export const dispatchEvent = z.object({
   event_type: z.enum(EVENT_TYPES, { error: `must be one of ${EVENT_TYPES.join(", ")}` }),
   event_quantity: z.number({ error: "must be a number" }).finite().nonnegative("must not be negative").max(1e9, "is too large"),
   event_unit: z.enum(Object.keys(UNITS) as [EventUnit, ...EventUnit[]], { error: "must be one of w, kW, MW" }),
-  priority: z.number({ error: "must be an integer 1..99" }).int("must be an integer 1..99").min(1, "must be 1..99").max(99, "must be 1..99"),
+  priority: z
+    .number({ error: "must be an integer 1..99" })
+    .int("must be an integer 1..99")
+    .min(1, "must be 1..99")
+    .max(99, "must be 1..99"),
   mandatory: z.boolean({ error: "must be true or false" }),
   cancelled: z.boolean({ error: "must be true or false" }),
 });
@@ -78,7 +85,8 @@ export const dispatchRequest = z
       }
       if (zeroQuantity(e)) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_quantity"], message: QUANTITY_ZERO });
       const first = seen.get(e.event_id.toLowerCase());
-      if (first !== undefined) ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_id"], message: `repeats event_slots[${first}].event_id` });
+      if (first !== undefined)
+        ctx.addIssue({ code: "custom", path: ["event_slots", i, "event_id"], message: `repeats event_slots[${first}].event_id` });
       else seen.set(e.event_id.toLowerCase(), i);
     });
   });
@@ -90,7 +98,9 @@ export type DispatchRequest = z.infer<typeof dispatchRequest>;
  * event_ids and zero quantities (which the request-level refinement skips when an event
  * also has other problems). `ignored` lists the fields of events that were dropped.
  */
-export function validateDispatch(body: unknown): { ok: true; data: DispatchRequest; ignored: string[] } | { ok: false; details: ErrorDetail[] } {
+export function validateDispatch(
+  body: unknown,
+): { ok: true; data: DispatchRequest; ignored: string[] } | { ok: false; details: ErrorDetail[] } {
   const r = dispatchRequest.safeParse(body);
   const slots = (body as { event_slots?: unknown } | null)?.event_slots;
   if (r.success) return { ok: true, data: r.data, ignored: ignoredFields(slots) };
@@ -106,7 +116,8 @@ export function validateDispatch(body: unknown): { ok: true; data: DispatchReque
       if (typeof id !== "string") return;
       const first = seen.get(id.toLowerCase());
       const path = `event_slots[${i}].event_id`;
-      if (first !== undefined && !details.some((d) => d.path === path)) details.push({ path, message: `repeats event_slots[${first}].event_id` });
+      if (first !== undefined && !details.some((d) => d.path === path))
+        details.push({ path, message: `repeats event_slots[${first}].event_id` });
       else if (first === undefined) seen.set(id.toLowerCase(), i);
     });
   }
@@ -169,7 +180,19 @@ export function toSpec(e: DispatchEventInput, mode: "test" | "live", source = "p
  */
 export function contentHash(s: EventSpec): string {
   const { event_id, source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled, limit_pct } = s;
-  const fields: unknown[] = [event_id.toLowerCase(), source, mode, event_type, quantity, unit, start_ms, end_ms, priority, mandatory, cancelled];
+  const fields: unknown[] = [
+    event_id.toLowerCase(),
+    source,
+    mode,
+    event_type,
+    quantity,
+    unit,
+    start_ms,
+    end_ms,
+    priority,
+    mandatory,
+    cancelled,
+  ];
   if (limit_pct !== undefined) fields.push(limit_pct);
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
 }

@@ -244,4 +244,3 @@ export class EventStore {
     return this.stmts.sweep.run(before).changes;
   }
 }
-

@@ -20,7 +20,8 @@ export interface DispatchSubmit {
 function validated(body: unknown, log?: Pick<Logger, "debug">): DispatchRequest {
   const v = validateDispatch(body);
   if (!v.ok) throw new SitegateError("INVALID_REQUEST", "the dispatch request is invalid; nothing was stored", { details: v.details });
-  if (v.ignored.length) log?.debug({ ignored: v.ignored.slice(0, 20), count: v.ignored.length }, "dispatch request: unknown event fields ignored");
+  if (v.ignored.length)
+    log?.debug({ ignored: v.ignored.slice(0, 20), count: v.ignored.length }, "dispatch request: unknown event fields ignored");
   return v.data;
 }
 

@@ -30,12 +30,16 @@ export interface CommandAnswer {
 
 export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping", "update"] as const;
 
-export function errorAnswer(status: number, error: string, message: string, details: Array<{ path: string; message: string }> = []): CommandAnswer {
+export function errorAnswer(
+  status: number,
+  error: string,
+  message: string,
+  details: Array<{ path: string; message: string }> = [],
+): CommandAnswer {
   return { status, body: { status, error, message, details } };
 }
 
 const ok = (data: unknown): CommandAnswer => ({ status: 200, body: { status: 200, data } });
-
 
 /**
  * Runs one command on an already parsed JSON payload (undefined when the payload was
@@ -46,7 +50,12 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
   try {
     switch (name) {
       case "ping":
-        return ok({ pong: true, version: VERSION, uptime_s: Math.round((Date.now() - deps.startedAt) / 1000), at: new Date().toISOString() });
+        return ok({
+          pong: true,
+          version: VERSION,
+          uptime_s: Math.round((Date.now() - deps.startedAt) / 1000),
+          at: new Date().toISOString(),
+        });
       case "dr":
         return ok(submitDispatch(deps.dispatch, payload, deps.log));
       case "configure":

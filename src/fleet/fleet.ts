@@ -125,8 +125,14 @@ export class Fleet implements Part {
       warned = false;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = (this.telemetryWindow = Math.max(1, Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW)));
-      deps.log.info({ url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window }, "fleet broker connected");
+      const window = (this.telemetryWindow = Math.max(
+        1,
+        Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW),
+      ));
+      deps.log.info(
+        { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window },
+        "fleet broker connected",
+      );
       this.publishState(true);
       this.events?.wake();
       this.telemetry?.resume(window);
@@ -149,7 +155,18 @@ export class Fleet implements Part {
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
-    deps.log.info({ url: f.url, prefix: this.base, telemetry_cursor: deps.telemetry.through, outbox: deps.messages.size(MQTT), signed_commands: this.verifier ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)` : "not required (the broker ACL is the only gate)" }, "fleet uplink started");
+    deps.log.info(
+      {
+        url: f.url,
+        prefix: this.base,
+        telemetry_cursor: deps.telemetry.through,
+        outbox: deps.messages.size(MQTT),
+        signed_commands: this.verifier
+          ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)`
+          : "not required (the broker ACL is the only gate)",
+      },
+      "fleet uplink started",
+    );
   }
 
   /** Telemetry (a Pipe on the fleet's consumer of the sample store) and events (a lane on the delivery log). */
@@ -169,7 +186,16 @@ export class Fleet implements Part {
           if (snaps.length === 0) break;
           for (const snap of snaps) {
             const parts = buildPayloads(snap, site, deps.instance());
-            parts.forEach((p, i) => out.push({ seq: snap.id, last: i === parts.length - 1, topic: teleTopic, payload: p.body, key: p.idempotencyKey, kind: "telemetry" }));
+            parts.forEach((p, i) =>
+              out.push({
+                seq: snap.id,
+                last: i === parts.length - 1,
+                topic: teleTopic,
+                payload: p.body,
+                key: p.idempotencyKey,
+                kind: "telemetry",
+              }),
+            );
           }
           from = snaps[snaps.length - 1].id;
         }
@@ -179,20 +205,40 @@ export class Fleet implements Part {
     };
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
-      this.qos1(msg.topic, msg.payload, {
-        retain: msg.retain ?? false,
-        properties: { userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind }, contentType: "application/json" },
-      }, done);
+      this.qos1(
+        msg.topic,
+        msg.payload,
+        {
+          retain: msg.retain ?? false,
+          properties: {
+            userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind },
+            contentType: "application/json",
+          },
+        },
+        done,
+      );
     const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
     const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
-      deps.log.warn({ stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs }, "broker refused a message; will send it again");
+      deps.log.warn(
+        { stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs },
+        "broker refused a message; will send it again",
+      );
     this.telemetry = new Pipe("telemetry", teleSource, publish, deps.telemetry.through, TELEMETRY_WINDOW, refused("telemetry"), backoff);
     this.eventsSink = new MqttSink(
-      (item, done) => publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
+      (item, done) =>
+        publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
       () => this.connected,
     );
     const lanes = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
-    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), this.eventsSink, deps.log, backoff, EVENTS_WINDOW, lanes);
+    this.events = new Lane(
+      EVENTS_LANE,
+      new LogSource(deps.messages, MQTT, EVENTS_LANE),
+      this.eventsSink,
+      deps.log,
+      backoff,
+      EVENTS_WINDOW,
+      lanes,
+    );
     this.events.start();
 
     this.unsubscribe.push(
@@ -223,7 +269,12 @@ export class Fleet implements Part {
       ...(f.ca_file ? { ca: [...rootCertificates, readFileSync(f.ca_file, "utf8")] } : {}),
       ...(f.cert_file && f.key_file ? { cert: readFileSync(f.cert_file), key: readFileSync(f.key_file) } : {}),
       rejectUnauthorized: true,
-      will: { topic: this.topic("status"), payload: Buffer.from(JSON.stringify({ state: "offline", site_id: site })), qos: 1, retain: true },
+      will: {
+        topic: this.topic("status"),
+        payload: Buffer.from(JSON.stringify({ state: "offline", site_id: site })),
+        qos: 1,
+        retain: true,
+      },
       log: () => {},
     };
   }
@@ -306,21 +357,31 @@ export class Fleet implements Part {
     // publish on its status, telemetry or events (or anywhere else the broker lets it).
     const replyPrefix = this.topic("reply/");
     if (/[+#]/.test(responseTopic) || !responseTopic.startsWith(replyPrefix) || responseTopic.length === replyPrefix.length) {
-      log.warn({ topic, response_topic: responseTopic, allowed: `${replyPrefix}...` }, "command with a response topic outside reply/ ignored");
+      log.warn(
+        { topic, response_topic: responseTopic, allowed: `${replyPrefix}...` },
+        "command with a response topic outside reply/ ignored",
+      );
       return;
     }
     this.commands++;
     const answer = (a: CommandAnswer) => {
       if (a.status >= 400) log.warn({ command: name, status: a.status, error: a.body.error, message: a.body.message }, "command refused");
       else log.debug({ command: name }, "command answered");
-      this.qos1(responseTopic, JSON.stringify(a.body), {
-        retain: false,
-        properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json" },
-      }, (err) => {
-        if (err) log.warn({ command: name, response_topic: responseTopic, err: errorMessage(err) }, "command answer not accepted by the broker");
-      });
+      this.qos1(
+        responseTopic,
+        JSON.stringify(a.body),
+        {
+          retain: false,
+          properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json" },
+        },
+        (err) => {
+          if (err)
+            log.warn({ command: name, response_topic: responseTopic, err: errorMessage(err) }, "command answer not accepted by the broker");
+        },
+      );
     };
-    if (payload.length > MAX_COMMAND_BYTES) return answer(errorAnswer(413, "payload_too_large", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
+    if (payload.length > MAX_COMMAND_BYTES)
+      return answer(errorAnswer(413, "payload_too_large", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
     // Signed commands: signature and age before the payload is even parsed.
     let verdict: Verdict | null = null;
     if (this.verifier) {
@@ -335,8 +396,10 @@ export class Fleet implements Part {
         return answer(errorAnswer(400, "invalid_request", "the payload is not JSON"));
       }
     }
-    if (!(COMMANDS as readonly string[]).includes(name)) return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
-    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
+    if (!(COMMANDS as readonly string[]).includes(name))
+      return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
+    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS)
+      return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
     if (verdict?.ok) {
       // Committed before the command runs: a replay, even after a restart, finds it.
       let claim;
@@ -346,8 +409,16 @@ export class Fleet implements Part {
         log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
         return answer(errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run"));
       }
-      if (claim === "replayed") return answer(errorAnswer(409, "conflict", `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`));
-      if (claim === "full") return answer(errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later"));
+      if (claim === "replayed")
+        return answer(
+          errorAnswer(
+            409,
+            "conflict",
+            `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`,
+          ),
+        );
+      if (claim === "full")
+        return answer(errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later"));
     }
     const r = runCommand(name, body, this.commandDeps);
     if (!(r instanceof Promise)) return answer(r);
@@ -370,13 +441,41 @@ export class Fleet implements Part {
   /** Prometheus figures for /metrics. */
   gauges(): ReturnType<MetricsSource["gauges"]> {
     const st = this.stats();
-    const streams = [["telemetry", st.telemetry], ["events", st.events]] as const;
+    const streams = [
+      ["telemetry", st.telemetry],
+      ["events", st.events],
+    ] as const;
     return [
-      { name: "sitegate_fleet_connected", help: "1 while the fleet broker connection is up", type: "gauge", values: [{ value: st.connected ? 1 : 0 }] },
-      { name: "sitegate_fleet_connects_total", help: "connections made to the fleet broker", type: "counter", values: [{ value: st.connects }] },
-      { name: "sitegate_fleet_acked_total", help: "fleet messages acknowledged by the broker (PUBACK)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })) },
-      { name: "sitegate_fleet_rejected_total", help: "fleet messages the broker refused (retried)", type: "counter", values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })) },
-      { name: "sitegate_fleet_pending_snapshots", help: "stored snapshots the fleet broker does not have yet", type: "gauge", values: [{ value: this.deps.telemetry.backlog }] },
+      {
+        name: "sitegate_fleet_connected",
+        help: "1 while the fleet broker connection is up",
+        type: "gauge",
+        values: [{ value: st.connected ? 1 : 0 }],
+      },
+      {
+        name: "sitegate_fleet_connects_total",
+        help: "connections made to the fleet broker",
+        type: "counter",
+        values: [{ value: st.connects }],
+      },
+      {
+        name: "sitegate_fleet_acked_total",
+        help: "fleet messages acknowledged by the broker (PUBACK)",
+        type: "counter",
+        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })),
+      },
+      {
+        name: "sitegate_fleet_rejected_total",
+        help: "fleet messages the broker refused (retried)",
+        type: "counter",
+        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })),
+      },
+      {
+        name: "sitegate_fleet_pending_snapshots",
+        help: "stored snapshots the fleet broker does not have yet",
+        type: "gauge",
+        values: [{ value: this.deps.telemetry.backlog }],
+      },
       { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
     ];
   }
@@ -408,7 +507,13 @@ export class Fleet implements Part {
 /** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
 function streamStats(l: LaneStats | undefined): Pipe["stats"] {
   if (!l) return { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };
-  return { published: l.sent + l.failures + l.in_flight, acked: l.sent, rejected: l.failures, in_flight: l.in_flight, last_error: l.last_error };
+  return {
+    published: l.sent + l.failures + l.in_flight,
+    acked: l.sent,
+    rejected: l.failures,
+    in_flight: l.in_flight,
+    last_error: l.last_error,
+  };
 }
 
 /**

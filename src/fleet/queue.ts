@@ -44,8 +44,15 @@ export const FLEET_MIGRATIONS: ModuleMigrations = {
 function moveIntoLog(db: Db): void {
   migrate(db, [DELIVERY_MIGRATIONS]);
   const log = new DeliveryLog({ db });
-  const rows = db.prepare("SELECT topic, kind, body, idempotency_key, created_at FROM fl_outbox ORDER BY id").all() as Array<{ topic: string; kind: string; body: string; idempotency_key: string; created_at: string }>;
-  for (const m of rows) log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [mqttRoute(m.topic)]);
+  const rows = db.prepare("SELECT topic, kind, body, idempotency_key, created_at FROM fl_outbox ORDER BY id").all() as Array<{
+    topic: string;
+    kind: string;
+    body: string;
+    idempotency_key: string;
+    created_at: string;
+  }>;
+  for (const m of rows)
+    log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [mqttRoute(m.topic)]);
   db.exec("DROP TABLE fl_outbox");
 }
 
@@ -84,11 +91,13 @@ export class FleetQueue {
    */
   claimNonce(nonce: string, expiresAt: number, now: number): "ok" | "replayed" | "full" {
     const s = this.s;
-    return this.storage.db.transaction(() => {
-      s.pruneNonces.run(now);
-      if ((s.countNonces.get() as number) >= MAX_NONCES) return "full";
-      return s.addNonce.run(nonce, expiresAt).changes === 1 ? "ok" : "replayed";
-    }).immediate();
+    return this.storage.db
+      .transaction(() => {
+        s.pruneNonces.run(now);
+        if ((s.countNonces.get() as number) >= MAX_NONCES) return "full";
+        return s.addNonce.run(nonce, expiresAt).changes === 1 ? "ok" : "replayed";
+      })
+      .immediate();
   }
 
   /** Forgets prepared statements (the database was closed). */

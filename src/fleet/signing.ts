@@ -29,7 +29,10 @@ export function signedText(f: SignedFields): Buffer {
 }
 
 /** The user properties of a signed command (a fresh nonce; issued now unless given). */
-export function signCommand(privateKeyPem: string | KeyObject, c: { site: string; name: string; body: Buffer; issuedAt?: string; nonce?: string }): Record<string, string> {
+export function signCommand(
+  privateKeyPem: string | KeyObject,
+  c: { site: string; name: string; body: Buffer; issuedAt?: string; nonce?: string },
+): Record<string, string> {
   const key = typeof privateKeyPem === "string" ? createPrivateKey(privateKeyPem) : privateKeyPem;
   if (key.asymmetricKeyType !== "ed25519") throw new Error(`the key is ${key.asymmetricKeyType}, not ed25519`);
   const issuedAt = c.issuedAt ?? new Date().toISOString();
@@ -54,7 +57,10 @@ function one(props: UserProperties, name: string): string | undefined | null {
 export class CommandVerifier {
   private readonly keys: KeyObject[];
 
-  constructor(keysPem: readonly string[], private readonly maxAgeS: number) {
+  constructor(
+    keysPem: readonly string[],
+    private readonly maxAgeS: number,
+  ) {
     this.keys = keysPem.map((k) => createPublicKey(k));
   }
 
@@ -63,19 +69,38 @@ export class CommandVerifier {
     const nonce = one(props, SIGNATURE_PROPS.nonce);
     const signature = one(props, SIGNATURE_PROPS.signature);
     if (issuedAt === undefined && nonce === undefined && signature === undefined) {
-      return { ok: false, message: `unsigned command refused: this gateway requires the user properties ${Object.values(SIGNATURE_PROPS).join(", ")}` };
+      return {
+        ok: false,
+        message: `unsigned command refused: this gateway requires the user properties ${Object.values(SIGNATURE_PROPS).join(", ")}`,
+      };
     }
-    if (typeof issuedAt !== "string" || !ISSUED_AT.test(issuedAt)) return { ok: false, message: `${SIGNATURE_PROPS.issuedAt} must be one UTC time like 2025-01-31T12:00:00.000Z` };
-    if (typeof nonce !== "string" || !NONCE.test(nonce)) return { ok: false, message: `${SIGNATURE_PROPS.nonce} must be one string of 16..64 letters, digits, - or _` };
-    if (typeof signature !== "string" || !SIGNATURE.test(signature)) return { ok: false, message: `${SIGNATURE_PROPS.signature} must be one base64 ed25519 signature (64 bytes)` };
+    if (typeof issuedAt !== "string" || !ISSUED_AT.test(issuedAt))
+      return { ok: false, message: `${SIGNATURE_PROPS.issuedAt} must be one UTC time like 2025-01-31T12:00:00.000Z` };
+    if (typeof nonce !== "string" || !NONCE.test(nonce))
+      return { ok: false, message: `${SIGNATURE_PROPS.nonce} must be one string of 16..64 letters, digits, - or _` };
+    if (typeof signature !== "string" || !SIGNATURE.test(signature))
+      return { ok: false, message: `${SIGNATURE_PROPS.signature} must be one base64 ed25519 signature (64 bytes)` };
     const text = signedText({ site, name, body, issuedAt, nonce });
     const sig = Buffer.from(signature, signature.includes("-") || signature.includes("_") ? "base64url" : "base64");
-    if (!this.keys.some((k) => verify(null, text, k, sig))) return { ok: false, message: "the signature does not verify with any key in fleet.command_keys (over this site, command, payload, issue time and nonce)" };
+    if (!this.keys.some((k) => verify(null, text, k, sig)))
+      return {
+        ok: false,
+        message:
+          "the signature does not verify with any key in fleet.command_keys (over this site, command, payload, issue time and nonce)",
+      };
     const at = Date.parse(issuedAt);
     if (Number.isNaN(at)) return { ok: false, message: `${SIGNATURE_PROPS.issuedAt} is not a valid time` };
     const age = now - at;
-    if (age > this.maxAgeS * 1000) return { ok: false, message: `the command was issued ${Math.round(age / 1000)} s ago; older than fleet.command_max_age_s (${this.maxAgeS} s) is refused` };
-    if (-age > FUTURE_SKEW_MS) return { ok: false, message: `the command is dated ${Math.round(-age / 1000)} s ahead of the gateway's clock; more than ${FUTURE_SKEW_MS / 1000} s is refused` };
+    if (age > this.maxAgeS * 1000)
+      return {
+        ok: false,
+        message: `the command was issued ${Math.round(age / 1000)} s ago; older than fleet.command_max_age_s (${this.maxAgeS} s) is refused`,
+      };
+    if (-age > FUTURE_SKEW_MS)
+      return {
+        ok: false,
+        message: `the command is dated ${Math.round(-age / 1000)} s ahead of the gateway's clock; more than ${FUTURE_SKEW_MS / 1000} s is refused`,
+      };
     return { ok: true, nonce, expiresAt: at + this.maxAgeS * 1000 };
   }
 }

@@ -8,7 +8,11 @@ export interface ChipBackend {
    * Starts watching the inputs: `level` hears each input's level at subscription and at
    * every change after it; `connected` hears when the watch is up or lost.
    */
-  watch(inputs: readonly number[], level: (line: number, value: Level) => void, connected: (up: boolean, error?: string) => void): Promise<void>;
+  watch(
+    inputs: readonly number[],
+    level: (line: number, value: Level) => void,
+    connected: (up: boolean, error?: string) => void,
+  ): Promise<void>;
   /** An output's level as the chip has it now. */
   readOutput(line: number): Promise<Level>;
   /** Drives an output; resolves once the chip has it (throws a SitegateError otherwise). */

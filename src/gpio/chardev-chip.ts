@@ -28,7 +28,10 @@ export class ChardevChip implements ChipBackend {
 
   private async name(): Promise<string> {
     if (this.chipName) return this.chipName;
-    const detected = await run("gpiodetect", [], { timeout: 5000 }).then((r) => parseGpiodetect(r.stdout), () => []);
+    const detected = await run("gpiodetect", [], { timeout: 5000 }).then(
+      (r) => parseGpiodetect(r.stdout),
+      () => [],
+    );
     this.chipName = resolveChip(this.chip, detected);
     return this.chipName;
   }
@@ -52,7 +55,13 @@ export class ChardevChip implements ChipBackend {
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(resolve, SETTLE_MS);
       child.once("error", (e) => (clearTimeout(t), reject(new SitegateError("DEVICE_OFFLINE", `gpioset: ${errorMessage(e)}`))));
-      child.once("exit", (code) => (clearTimeout(t), reject(new SitegateError("DEVICE_OFFLINE", `gpioset ${chip} ${line}=${value} exited ${code}: ${stderr.trim()}`))));
+      child.once(
+        "exit",
+        (code) => (
+          clearTimeout(t),
+          reject(new SitegateError("DEVICE_OFFLINE", `gpioset ${chip} ${line}=${value} exited ${code}: ${stderr.trim()}`))
+        ),
+      );
     });
     this.holders.set(line, { child, value });
     child.once("exit", () => {
@@ -70,7 +79,11 @@ export class ChardevChip implements ChipBackend {
     await gone;
   }
 
-  async watch(inputs: readonly number[], level: (line: number, value: Level) => void, connected: (up: boolean, error?: string) => void): Promise<void> {
+  async watch(
+    inputs: readonly number[],
+    level: (line: number, value: Level) => void,
+    connected: (up: boolean, error?: string) => void,
+  ): Promise<void> {
     if (inputs.length === 0) return;
     const start = async () => {
       if (this.stopped) return;

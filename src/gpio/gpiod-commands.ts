@@ -44,7 +44,8 @@ export function gpiogetArgs(chip: string, lines: readonly number[]): string[] {
 
 export function parseGpioget(stdout: string, lines: readonly number[]): Map<number, Level> {
   const values = stdout.trim().split(/\s+/);
-  if (values.length !== lines.length || values.some((v) => v !== "0" && v !== "1")) throw new SitegateError("DEVICE_NOT_FOUND", `gpioget printed "${stdout.trim()}" for lines ${lines.join(", ")}`);
+  if (values.length !== lines.length || values.some((v) => v !== "0" && v !== "1"))
+    throw new SitegateError("DEVICE_NOT_FOUND", `gpioget printed "${stdout.trim()}" for lines ${lines.join(", ")}`);
   return new Map(lines.map((l, i) => [l, values[i] === "1" ? 1 : 0]));
 }
 

@@ -39,7 +39,13 @@ abstract class GpioDevice {
 
   health(): DeviceHealth {
     const online = this.error === null;
-    return { online, last_ok_at: this.ok, last_error: this.error, consecutive_failures: online ? 0 : 1, op_mode: opModeCode(online ? "automatic" : "unknown") };
+    return {
+      online,
+      last_ok_at: this.ok,
+      last_error: this.error,
+      consecutive_failures: online ? 0 : 1,
+      op_mode: opModeCode(online ? "automatic" : "unknown"),
+    };
   }
 
   protected okNow(): void {
@@ -65,7 +71,13 @@ class GpioOutput extends GpioDevice implements LocalDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { ...typed("switch", "gpio"), ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}), capabilities: ["telemetry", "shed", "restore"], profile: "gpio", identity: { line: String(this.out.line) } };
+    return {
+      ...typed("switch", "gpio"),
+      ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
+      capabilities: ["telemetry", "shed", "restore"],
+      profile: "gpio",
+      identity: { line: String(this.out.line) },
+    };
   }
 
   latest(): Metrics {
@@ -187,7 +199,8 @@ export class GpioLines implements Part, LocalFamily {
 
   /** Reads the outputs' levels (without driving them) and starts watching the inputs; a chip that does not answer is retried, not fatal. */
   async start(): Promise<void> {
-    for (const o of this.outputs) await o.readOn().catch((e) => this.log.warn({ device_id: o.device_id, err: errorMessage(e) }, "cannot read gpio output"));
+    for (const o of this.outputs)
+      await o.readOn().catch((e) => this.log.warn({ device_id: o.device_id, err: errorMessage(e) }, "cannot read gpio output"));
     const byLine = new Map(this.inputs.map((i) => [i.input.line, i]));
     await this.backend.watch(
       this.inputs.map((i) => i.input.line),

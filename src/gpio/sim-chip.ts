@@ -16,7 +16,12 @@ export class SimChip implements ChipBackend {
   private async call(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
     let res: Response;
     try {
-      res = await fetch(this.url.replace(/\/$/, "") + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json" }, signal: AbortSignal.timeout(5000) });
+      res = await fetch(this.url.replace(/\/$/, "") + path, {
+        method,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+        signal: AbortSignal.timeout(5000),
+      });
     } catch (e) {
       throw new SitegateError("DEVICE_OFFLINE", `gpio chip ${this.url} cannot be reached: ${errorMessage(e)}`, { transient: true });
     }
@@ -31,16 +36,24 @@ export class SimChip implements ChipBackend {
 
   async writeOutput(line: number, value: Level): Promise<void> {
     const r = await this.call("POST", `/gpio/${line}/output`, { value });
-    if (r.value !== value) throw new SitegateError("DEVICE_TIMEOUT", `gpio line ${line} reads ${String(r.value)} after it was driven to ${value}`);
+    if (r.value !== value)
+      throw new SitegateError("DEVICE_TIMEOUT", `gpio line ${line} reads ${String(r.value)} after it was driven to ${value}`);
   }
 
-  async watch(inputs: readonly number[], level: (line: number, value: Level) => void, connected: (up: boolean, error?: string) => void): Promise<void> {
+  async watch(
+    inputs: readonly number[],
+    level: (line: number, value: Level) => void,
+    connected: (up: boolean, error?: string) => void,
+  ): Promise<void> {
     if (inputs.length === 0) return;
     const loop = async () => {
       while (!this.stopped) {
         this.abort = new AbortController();
         try {
-          const res = await fetch(`${this.url.replace(/\/$/, "")}/gpio/events?lines=${inputs.join(",")}`, { signal: this.abort.signal, headers: { accept: "text/event-stream" } });
+          const res = await fetch(`${this.url.replace(/\/$/, "")}/gpio/events?lines=${inputs.join(",")}`, {
+            signal: this.abort.signal,
+            headers: { accept: "text/event-stream" },
+          });
           if (!res.ok || !res.body) throw new Error(`GET /gpio/events: ${res.status}`);
           await this.read(res.body, inputs, level, connected);
           throw new Error("the event stream ended");
@@ -55,7 +68,12 @@ export class SimChip implements ChipBackend {
   }
 
   /** Parses the event stream: `event:` and `data:` lines, a blank line ends one event. */
-  private async read(body: ReadableStream<Uint8Array>, inputs: readonly number[], level: (line: number, value: Level) => void, connected: (up: boolean) => void): Promise<void> {
+  private async read(
+    body: ReadableStream<Uint8Array>,
+    inputs: readonly number[],
+    level: (line: number, value: Level) => void,
+    connected: (up: boolean) => void,
+  ): Promise<void> {
     const decoder = new TextDecoder();
     let buf = "";
     let event = "message";
@@ -76,7 +94,13 @@ export class SimChip implements ChipBackend {
     }
   }
 
-  private dispatch(event: string, data: string, inputs: readonly number[], level: (line: number, value: Level) => void, connected: (up: boolean) => void): void {
+  private dispatch(
+    event: string,
+    data: string,
+    inputs: readonly number[],
+    level: (line: number, value: Level) => void,
+    connected: (up: boolean) => void,
+  ): void {
     const j = JSON.parse(data) as { lines?: Record<string, number>; line?: number; value?: number };
     if (event === "snapshot" && j.lines) {
       connected(true);

@@ -103,7 +103,10 @@ export class Bus {
   reframe(endpoint: Endpoint): boolean {
     if (endpointKey(endpoint) !== this.key) throw new Error(`bus ${this.key} cannot become ${endpointKey(endpoint)}`);
     if (sameFraming(endpoint, this.current)) return false;
-    this.log.info({ bus: this.key, from: describeFraming(this.current), to: describeFraming(endpoint) }, "line settings change; the port is reopened");
+    this.log.info(
+      { bus: this.key, from: describeFraming(this.current), to: describeFraming(endpoint) },
+      "line settings change; the port is reopened",
+    );
     this.current = endpoint;
     this.line = endpoint.kind === "rtu" ? lineTiming(endpoint) : null;
     this.reopenWanted = true;
@@ -116,19 +119,36 @@ export class Bus {
     else this.deviceDelay.delete(unit);
   }
 
-  read(unit: number, table: Table, address: number, count: number, opts: { priority?: Priority; timeoutMs?: number; retries?: number } = {}): Promise<number[]> {
+  read(
+    unit: number,
+    table: Table,
+    address: number,
+    count: number,
+    opts: { priority?: Priority; timeoutMs?: number; retries?: number } = {},
+  ): Promise<number[]> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, timeout, (t) => t.read(unit, table, address, count, timeout)) as Promise<number[]>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, timeout, (t) =>
+      t.read(unit, table, address, count, timeout),
+    ) as Promise<number[]>;
   }
 
-  writeRegisters(unit: number, address: number, values: number[], opts: { priority?: Priority; timeoutMs?: number; fn?: 6 | 16 } = {}): Promise<void> {
+  writeRegisters(
+    unit: number,
+    address: number,
+    values: number[],
+    opts: { priority?: Priority; timeoutMs?: number; fn?: 6 | 16 } = {},
+  ): Promise<void> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) => t.writeRegisters(unit, address, values, timeout, opts.fn)) as Promise<void>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) =>
+      t.writeRegisters(unit, address, values, timeout, opts.fn),
+    ) as Promise<void>;
   }
 
   writeCoils(unit: number, address: number, values: boolean[], opts: { priority?: Priority; timeoutMs?: number } = {}): Promise<void> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) => t.writeCoils(unit, address, values, timeout)) as Promise<void>;
+    return this.enqueue(unit, opts.priority ?? PRIORITY.control, 0, timeout, (t) =>
+      t.writeCoils(unit, address, values, timeout),
+    ) as Promise<void>;
   }
 
   /** True while a request is on the wire (for the watchdog's stuck-bus check). */
@@ -141,9 +161,16 @@ export class Bus {
     return this.queues.reduce((n, q) => n + q.length, 0);
   }
 
-  private enqueue(unit: number, priority: Priority, retries: number, timeoutMs: number, run: (t: Transport) => Promise<unknown>): Promise<unknown> {
+  private enqueue(
+    unit: number,
+    priority: Priority,
+    retries: number,
+    timeoutMs: number,
+    run: (t: Transport) => Promise<unknown>,
+  ): Promise<unknown> {
     if (this.closed) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
-    if (this.queued >= MAX_QUEUE) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} queue is full`, { transient: true }));
+    if (this.queued >= MAX_QUEUE)
+      return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} queue is full`, { transient: true }));
     return new Promise((resolve, reject) => {
       this.queues[priority].push({ unit, priority, run, retries, timeoutMs, resolve, reject });
       this.stats.queued = this.queued;
@@ -178,10 +205,13 @@ export class Bus {
       // Timers have millisecond resolution and fire late rather than early: wait the whole
       // milliseconds and let the next pass take the job once less than one is left.
       if (!this.wakeTimer) {
-        this.wakeTimer = setTimeout(() => {
-          this.wakeTimer = null;
-          this.pump();
-        }, Math.max(1, Math.floor(next.waitMs)));
+        this.wakeTimer = setTimeout(
+          () => {
+            this.wakeTimer = null;
+            this.pump();
+          },
+          Math.max(1, Math.floor(next.waitMs)),
+        );
       }
       return;
     }
@@ -204,7 +234,9 @@ export class Bus {
     if (this.conn.isOpen) return;
     const now = Date.now();
     if (now < this.nextConnectAt) {
-      throw new SitegateError("MODBUS_DISCONNECTED", `${this.key} is not connected; next attempt in ${this.nextConnectAt - now} ms`, { transient: true });
+      throw new SitegateError("MODBUS_DISCONNECTED", `${this.key} is not connected; next attempt in ${this.nextConnectAt - now} ms`, {
+        transient: true,
+      });
     }
     try {
       await this.conn.open();
@@ -246,7 +278,8 @@ export class Bus {
         }
         if (err.code === "MODBUS_DISCONNECTED" && this.conn.isOpen) await this.conn.close();
         // A dropped TCP peer is reopened at once on the retry; after that, with backoff.
-        const retryable = err.transient && err.code !== "MODBUS_TIMEOUT" && !(err.code === "MODBUS_DISCONNECTED" && Date.now() < this.nextConnectAt);
+        const retryable =
+          err.transient && err.code !== "MODBUS_TIMEOUT" && !(err.code === "MODBUS_DISCONNECTED" && Date.now() < this.nextConnectAt);
         if (attempt < job.retries && retryable && !this.closed) continue;
         job.reject(err);
         return;

@@ -2,11 +2,37 @@
 // order, constant scale, SunSpec scale factors, and SunSpec "not implemented" values
 // (which give no value rather than a wrong number).
 
-export type ValueType = "u16" | "s16" | "u32" | "s32" | "u64" | "s64" | "f32" | "f64" | "string" | "bitfield16" | "bitfield32" | "acc32" | "acc64" | "sunssf";
+export type ValueType =
+  | "u16"
+  | "s16"
+  | "u32"
+  | "s32"
+  | "u64"
+  | "s64"
+  | "f32"
+  | "f64"
+  | "string"
+  | "bitfield16"
+  | "bitfield32"
+  | "acc32"
+  | "acc64"
+  | "sunssf";
 export type WordOrder = "big" | "little";
 
 export const TYPE_REGS: Record<Exclude<ValueType, "string">, number> = {
-  u16: 1, s16: 1, bitfield16: 1, sunssf: 1, u32: 2, s32: 2, f32: 2, bitfield32: 2, acc32: 2, u64: 4, s64: 4, f64: 4, acc64: 4,
+  u16: 1,
+  s16: 1,
+  bitfield16: 1,
+  sunssf: 1,
+  u32: 2,
+  s32: 2,
+  f32: 2,
+  bitfield32: 2,
+  acc32: 2,
+  u64: 4,
+  s64: 4,
+  f64: 4,
+  acc64: 4,
 };
 
 export function typeRegs(type: ValueType, length?: number): number {
@@ -29,15 +55,29 @@ export function decodeRaw(type: ValueType, words: readonly number[], order: Word
   const w = type === "string" ? [...words] : ordered(words, order);
   const b = toBuffer(w);
   switch (type) {
-    case "u16": case "bitfield16": return b.readUInt16BE(0);
-    case "s16": case "sunssf": return b.readInt16BE(0);
-    case "u32": case "bitfield32": case "acc32": return b.readUInt32BE(0);
-    case "s32": return b.readInt32BE(0);
-    case "u64": case "acc64": return Number(b.readBigUInt64BE(0));
-    case "s64": return Number(b.readBigInt64BE(0));
-    case "f32": return b.readFloatBE(0);
-    case "f64": return b.readDoubleBE(0);
-    case "string": return b.toString("latin1").replace(/\0+$/, "").replace(/\0/g, "").trim();
+    case "u16":
+    case "bitfield16":
+      return b.readUInt16BE(0);
+    case "s16":
+    case "sunssf":
+      return b.readInt16BE(0);
+    case "u32":
+    case "bitfield32":
+    case "acc32":
+      return b.readUInt32BE(0);
+    case "s32":
+      return b.readInt32BE(0);
+    case "u64":
+    case "acc64":
+      return Number(b.readBigUInt64BE(0));
+    case "s64":
+      return Number(b.readBigInt64BE(0));
+    case "f32":
+      return b.readFloatBE(0);
+    case "f64":
+      return b.readDoubleBE(0);
+    case "string":
+      return b.toString("latin1").replace(/\0+$/, "").replace(/\0/g, "").trim();
   }
 }
 
@@ -45,16 +85,30 @@ export function decodeRaw(type: ValueType, words: readonly number[], order: Word
 export function isSunSpecNotImplemented(type: ValueType, words: readonly number[], order: WordOrder = "big"): boolean {
   const w = ordered(words, order);
   switch (type) {
-    case "s16": case "sunssf": return w[0] === 0x8000;
-    case "u16": case "bitfield16": return w[0] === 0xffff;
-    case "s32": return w[0] === 0x8000 && w[1] === 0;
-    case "u32": case "bitfield32": return w[0] === 0xffff && w[1] === 0xffff;
-    case "acc32": return w[0] === 0 && w[1] === 0;
-    case "u64": case "acc64": return w.every((x) => (type === "acc64" ? x === 0 : x === 0xffff));
-    case "s64": return w[0] === 0x8000 && w.slice(1).every((x) => x === 0);
-    case "f32": return Number.isNaN(toBuffer(w).readFloatBE(0));
-    case "f64": return Number.isNaN(toBuffer(w).readDoubleBE(0));
-    case "string": return words.every((x) => x === 0);
+    case "s16":
+    case "sunssf":
+      return w[0] === 0x8000;
+    case "u16":
+    case "bitfield16":
+      return w[0] === 0xffff;
+    case "s32":
+      return w[0] === 0x8000 && w[1] === 0;
+    case "u32":
+    case "bitfield32":
+      return w[0] === 0xffff && w[1] === 0xffff;
+    case "acc32":
+      return w[0] === 0 && w[1] === 0;
+    case "u64":
+    case "acc64":
+      return w.every((x) => (type === "acc64" ? x === 0 : x === 0xffff));
+    case "s64":
+      return w[0] === 0x8000 && w.slice(1).every((x) => x === 0);
+    case "f32":
+      return Number.isNaN(toBuffer(w).readFloatBE(0));
+    case "f64":
+      return Number.isNaN(toBuffer(w).readDoubleBE(0));
+    case "string":
+      return words.every((x) => x === 0);
   }
 }
 
@@ -120,15 +174,43 @@ export function encodeValue(type: ValueType, value: number, order: WordOrder = "
     if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${value} does not fit ${type}`);
   };
   switch (type) {
-    case "u16": case "bitfield16": int(0, 0xffff); b.writeUInt16BE(value); break;
-    case "s16": case "sunssf": int(-0x8000, 0x7fff); b.writeInt16BE(value); break;
-    case "u32": case "bitfield32": case "acc32": int(0, 0xffffffff); b.writeUInt32BE(value); break;
-    case "s32": int(-0x80000000, 0x7fffffff); b.writeInt32BE(value); break;
-    case "f32": b.writeFloatBE(value); break;
-    case "f64": b.writeDoubleBE(value); break;
-    case "u64": case "acc64": int(0, Number.MAX_SAFE_INTEGER); b.writeBigUInt64BE(BigInt(value)); break;
-    case "s64": int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER); b.writeBigInt64BE(BigInt(value)); break;
-    case "string": throw new RangeError("strings are not written");
+    case "u16":
+    case "bitfield16":
+      int(0, 0xffff);
+      b.writeUInt16BE(value);
+      break;
+    case "s16":
+    case "sunssf":
+      int(-0x8000, 0x7fff);
+      b.writeInt16BE(value);
+      break;
+    case "u32":
+    case "bitfield32":
+    case "acc32":
+      int(0, 0xffffffff);
+      b.writeUInt32BE(value);
+      break;
+    case "s32":
+      int(-0x80000000, 0x7fffffff);
+      b.writeInt32BE(value);
+      break;
+    case "f32":
+      b.writeFloatBE(value);
+      break;
+    case "f64":
+      b.writeDoubleBE(value);
+      break;
+    case "u64":
+    case "acc64":
+      int(0, Number.MAX_SAFE_INTEGER);
+      b.writeBigUInt64BE(BigInt(value));
+      break;
+    case "s64":
+      int(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+      b.writeBigInt64BE(BigInt(value));
+      break;
+    case "string":
+      throw new RangeError("strings are not written");
   }
   const words = Array.from({ length: b.length / 2 }, (_, i) => b.readUInt16BE(i * 2));
   return ordered(words, order);

@@ -6,10 +6,7 @@ import { rtuGapRegs } from "./planner.js";
 
 export type Parity = "none" | "even" | "odd";
 export type RtuEndpoint = { kind: "rtu"; path: string; baud: number; parity: Parity; stopBits: 1 | 2 };
-export type Endpoint =
-  | { kind: "tcp"; host: string; port: number }
-  | { kind: "rtu-tcp"; host: string; port: number }
-  | RtuEndpoint;
+export type Endpoint = { kind: "tcp"; host: string; port: number } | { kind: "rtu-tcp"; host: string; port: number } | RtuEndpoint;
 
 export function endpointKey(e: Endpoint): string {
   return e.kind === "rtu" ? `rtu:${e.path}` : `${e.kind}://${e.host}:${e.port}`;

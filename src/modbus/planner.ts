@@ -48,7 +48,9 @@ function crossesUnreadable(table: Table, from: number, to: number, unreadable: R
 
 export function planBlocks(ranges: readonly Range[], opts: PlanOptions): Block[] {
   const unreadable = opts.unreadable ?? [];
-  const order = ranges.map((r, i) => ({ r, i })).sort((a, b) => (a.r.table === b.r.table ? a.r.address - b.r.address : a.r.table < b.r.table ? -1 : 1));
+  const order = ranges
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => (a.r.table === b.r.table ? a.r.address - b.r.address : a.r.table < b.r.table ? -1 : 1));
   const blocks: Block[] = [];
   let cur: Block | null = null;
   for (const { r, i } of order) {

@@ -19,8 +19,14 @@ export interface Transport {
 }
 
 const EXCEPTIONS: Record<number, string> = {
-  1: "illegal function", 2: "illegal data address", 3: "illegal data value", 4: "slave device failure",
-  5: "acknowledge", 6: "slave device busy", 10: "gateway path unavailable", 11: "gateway target failed to respond",
+  1: "illegal function",
+  2: "illegal data address",
+  3: "illegal data value",
+  4: "slave device failure",
+  5: "acknowledge",
+  6: "slave device busy",
+  10: "gateway path unavailable",
+  11: "gateway target failed to respond",
 };
 
 export function mapModbusError(e: unknown, what: string): SitegateError {
@@ -40,7 +46,11 @@ export function mapModbusError(e: unknown, what: string): SitegateError {
     return new SitegateError("MODBUS_TIMEOUT", `${what}: no answer (timeout)`, { transient: true, cause: e });
   }
   if (/CRC/i.test(msg)) return new SitegateError("MODBUS_CRC", `${what}: bad CRC`, { transient: true, cause: e });
-  if (/Port Not Open|ECONNREFUSED|ECONNRESET|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOENT|EACCES|closed|socket/i.test(msg + (err?.code ?? "") + (err?.errno ?? ""))) {
+  if (
+    /Port Not Open|ECONNREFUSED|ECONNRESET|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOENT|EACCES|closed|socket/i.test(
+      msg + (err?.code ?? "") + (err?.errno ?? ""),
+    )
+  ) {
     return new SitegateError("MODBUS_DISCONNECTED", `${what}: ${msg}`, { transient: true, cause: e });
   }
   return new SitegateError("MODBUS_BAD_RESPONSE", `${what}: ${msg}`, { transient: true, cause: e });
@@ -51,7 +61,10 @@ export class ModbusSerialTransport implements Transport {
   /** The options the serial port was last opened with (null before, or for TCP); tests read them. */
   openedWith: SerialOpenOptions | null = null;
 
-  constructor(readonly endpoint: Endpoint, private readonly connectTimeoutMs = 3000) {}
+  constructor(
+    readonly endpoint: Endpoint,
+    private readonly connectTimeoutMs = 3000,
+  ) {}
 
   get isOpen(): boolean {
     return this.client.isOpen;
@@ -104,17 +117,27 @@ export class ModbusSerialTransport implements Transport {
     const what = `read unit ${unit} ${table} ${address}+${count}`;
     try {
       switch (table) {
-        case "holding": return (await c.readHoldingRegisters(address, count)).data;
-        case "input": return (await c.readInputRegisters(address, count)).data;
-        case "coil": return (await c.readCoils(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
-        case "discrete": return (await c.readDiscreteInputs(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
+        case "holding":
+          return (await c.readHoldingRegisters(address, count)).data;
+        case "input":
+          return (await c.readInputRegisters(address, count)).data;
+        case "coil":
+          return (await c.readCoils(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
+        case "discrete":
+          return (await c.readDiscreteInputs(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
       }
     } catch (e) {
       throw mapModbusError(e, what);
     }
   }
 
-  async writeRegisters(unit: number, address: number, values: number[], timeoutMs: number, fn: 6 | 16 = values.length === 1 ? 6 : 16): Promise<void> {
+  async writeRegisters(
+    unit: number,
+    address: number,
+    values: number[],
+    timeoutMs: number,
+    fn: 6 | 16 = values.length === 1 ? 6 : 16,
+  ): Promise<void> {
     const c = this.client;
     c.setID(unit);
     c.setTimeout(timeoutMs);

@@ -31,7 +31,9 @@ export class ProfileRegistry {
 
   constructor(dirs: string[] = [BUILTIN_DIR]) {
     for (const dir of dirs) {
-      for (const f of readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f)).sort()) {
+      for (const f of readdirSync(dir)
+        .filter((f) => /\.(ya?ml|json)$/.test(f))
+        .sort()) {
         const p = loadProfileFile(join(dir, f));
         this.profiles.set(p.name, p);
       }

@@ -6,7 +6,22 @@
 import { z } from "zod";
 import { OP_MODE_NAMES, ROLES } from "../devices/roles.js";
 
-const valueType = z.enum(["u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64", "string", "bitfield16", "bitfield32", "acc32", "acc64", "sunssf"]);
+const valueType = z.enum([
+  "u16",
+  "s16",
+  "u32",
+  "s32",
+  "u64",
+  "s64",
+  "f32",
+  "f64",
+  "string",
+  "bitfield16",
+  "bitfield32",
+  "acc32",
+  "acc64",
+  "sunssf",
+]);
 const table = z.enum(["holding", "input", "coil", "discrete"]);
 const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake_case with a unit suffix (power_w)");
 const role = z.enum(ROLES);
@@ -44,15 +59,23 @@ const writeStep = z
     range: z.tuple([rangeBound, rangeBound]).optional(),
   })
   .superRefine((s, ctx) => {
-    if (s.sf_offset !== undefined && s.model === undefined) ctx.addIssue({ code: "custom", path: ["sf_offset"], message: "needs model (SunSpec steps); use sf_address for a fixed address" });
-    if (s.sf_offset !== undefined && s.sf_address !== undefined) ctx.addIssue({ code: "custom", path: ["sf_address"], message: "give sf_offset or sf_address, not both" });
+    if (s.sf_offset !== undefined && s.model === undefined)
+      ctx.addIssue({ code: "custom", path: ["sf_offset"], message: "needs model (SunSpec steps); use sf_address for a fixed address" });
+    if (s.sf_offset !== undefined && s.sf_address !== undefined)
+      ctx.addIssue({ code: "custom", path: ["sf_address"], message: "give sf_offset or sf_address, not both" });
     if ((s.sf_offset !== undefined || s.sf_address !== undefined || s.range) && s.table === "coil") {
       ctx.addIssue({ code: "custom", path: ["table"], message: "coils take no scale factor or range" });
     }
     if (s.range && typeof s.range[0] === "number" && typeof s.range[1] === "number" && s.range[0] > s.range[1]) {
       ctx.addIssue({ code: "custom", path: ["range"], message: "min must not exceed max" });
     }
-    if (s.range && typeof s.value === "number" && typeof s.range[0] === "number" && typeof s.range[1] === "number" && (s.value < s.range[0] || s.value > s.range[1])) {
+    if (
+      s.range &&
+      typeof s.value === "number" &&
+      typeof s.range[0] === "number" &&
+      typeof s.range[1] === "number" &&
+      (s.value < s.range[0] || s.value > s.range[1])
+    ) {
       ctx.addIssue({ code: "custom", path: ["value"], message: `is outside its range [${s.range[0]}, ${s.range[1]}]` });
     }
   });
@@ -119,7 +142,10 @@ const common = {
   op_mode: z
     .strictObject({
       metric: metricName,
-      states: z.record(z.string().regex(/^\d+$/), z.enum(OP_MODE_NAMES.filter((n) => n !== "remote") as ["unknown", "automatic", "standby", "fault"])),
+      states: z.record(
+        z.string().regex(/^\d+$/),
+        z.enum(OP_MODE_NAMES.filter((n) => n !== "remote") as ["unknown", "automatic", "standby", "fault"]),
+      ),
     })
     .optional(),
 };
@@ -154,7 +180,9 @@ export const sunspecProfileSchema = z.strictObject({
   /** Metric points per model id; a device is polled for the models it has. */
   models: z.record(z.string().regex(/^\d+$/), z.array(sunspecPoint)),
   /** Where the rated power is: the first model present wins. */
-  max_power: z.array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() })).default([]),
+  max_power: z
+    .array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() }))
+    .default([]),
   /** Role and capabilities by the models found: the first rule whose models are all present wins. */
   roles: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), role, capabilities: z.array(capability) })).min(1),
 });

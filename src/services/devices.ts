@@ -29,11 +29,20 @@ export interface ConfigureAnswer {
 /** Validates a configure body (spec 2.7) as a whole, then pairs and check-writes each device. */
 export async function configureService(body: unknown, deps: ConfigureDeps): Promise<ConfigureAnswer> {
   const parsed = configureBody.safeParse(body);
-  if (!parsed.success) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: issuesToDetails(parsed.error.issues) });
-  const cross = validateDevices(parsed.data.devices, { organizationId: deps.config.organization_id, rtuPorts: deps.config.rtu_ports, profiles: deps.profiles });
+  if (!parsed.success)
+    throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", {
+      details: issuesToDetails(parsed.error.issues),
+    });
+  const cross = validateDevices(parsed.data.devices, {
+    organizationId: deps.config.organization_id,
+    rtuPorts: deps.config.rtu_ports,
+    profiles: deps.profiles,
+  });
   if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
   const results = await deps.connector.configure(parsed.data.devices);
-  return { devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })) };
+  return {
+    devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })),
+  };
 }
 
 /** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */
@@ -48,7 +57,8 @@ export interface SyncedDevice {
 /** The devices device sync lists: fully configured Modbus devices, with what pairing found, and the local (Zigbee, GPIO) devices. */
 export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { list(): LocalDevice[] }): SyncedDevice[] {
   const out: SyncedDevice[] = registry.list().filter((d: RegisteredDevice) => d.fully_configured && d.descriptor);
-  for (const d of local?.list() ?? []) out.push({ config: { device_id: d.device_id, ...(d.device_name ? { device_name: d.device_name } : {}) }, descriptor: d.descriptor() });
+  for (const d of local?.list() ?? [])
+    out.push({ config: { device_id: d.device_id, ...(d.device_name ? { device_name: d.device_name } : {}) }, descriptor: d.descriptor() });
   return out;
 }
 

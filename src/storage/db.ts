@@ -55,7 +55,10 @@ export function openDatabase(dataDir: string, file = DB_FILE, opts: OpenOptions 
     if (check !== "ok") throw new Error(`quick_check: ${String(check)}`);
   } catch (e) {
     if (e instanceof SitegateError) throw e;
-    if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? "")) throw new SitegateError("STORAGE_UNAVAILABLE", `database ${path} is held by another process (is the gateway already running?)`, { cause: e });
+    if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? ""))
+      throw new SitegateError("STORAGE_UNAVAILABLE", `database ${path} is held by another process (is the gateway already running?)`, {
+        cause: e,
+      });
     throw new SitegateError("STORAGE_CORRUPT", `database ${path} cannot be opened: ${(e as Error).message}`, { cause: e });
   }
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -52,7 +52,10 @@ export class StoragePart implements Part {
   start(): void {
     this.handle = openDatabase(this.dataDir);
     const telemetry = this.migrations.filter((m) => m.module === TELEMETRY_MODULE);
-    let ran = migrate(this.handle, this.migrations.filter((m) => m.module !== TELEMETRY_MODULE));
+    let ran = migrate(
+      this.handle,
+      this.migrations.filter((m) => m.module !== TELEMETRY_MODULE),
+    );
     if (telemetry.length) {
       this.telemetryHandle = openDatabase(this.dataDir, TELEMETRY_DB_FILE, { pageSize: 1024, autoVacuum: "NONE", exclusive: true });
       ran += migrate(this.telemetryHandle, telemetry);

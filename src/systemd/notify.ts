@@ -71,7 +71,10 @@ export class SystemdNotifier {
         this.stats.total_ms += ms;
         if (err) {
           this.stats.failed++;
-          this.log.warn({ err: err.message, stderr: String(stderr).trim(), fields: args.map((a) => a.split("=")[0]) }, "systemd notification failed");
+          this.log.warn(
+            { err: err.message, stderr: String(stderr).trim(), fields: args.map((a) => a.split("=")[0]) },
+            "systemd notification failed",
+          );
         } else {
           this.stats.sent++;
         }

@@ -35,21 +35,33 @@ export function moveTelemetry(main: Db, tele: Db, log: Logger): void {
       // Series by name (ids may differ), rows as packed alone with their series renumbered.
       const ids = new Map<number, number>();
       const find = tele.prepare("SELECT id FROM main.tm_series WHERE device_id = ? AND metric = ?").pluck();
-      const add = tele.prepare("INSERT INTO main.tm_series (id, device_id, metric) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM main.tm_series), ?, ?)");
-      for (const r of tele.prepare("SELECT id, device_id, metric FROM old.tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
+      const add = tele.prepare(
+        "INSERT INTO main.tm_series (id, device_id, metric) VALUES ((SELECT coalesce(max(id), 0) + 1 FROM main.tm_series), ?, ?)",
+      );
+      for (const r of tele.prepare("SELECT id, device_id, metric FROM old.tm_series").all() as Array<{
+        id: number;
+        device_id: string;
+        metric: string;
+      }>) {
         ids.set(r.id, (find.get(r.device_id, r.metric) as number | undefined) ?? Number(add.run(r.device_id, r.metric).lastInsertRowid));
       }
       const sentOld = (tele.prepare("SELECT value FROM old.tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
       let last = Math.max(
-        (tele.prepare("SELECT coalesce(max(id), 0) FROM main.tm_snapshot").pluck().get() as number),
+        tele.prepare("SELECT coalesce(max(id), 0) FROM main.tm_snapshot").pluck().get() as number,
         (tele.prepare("SELECT value FROM main.tm_state WHERE key = 'last_id'").pluck().get() as number | undefined) ?? 0,
       );
       const insert = tele.prepare("INSERT INTO main.tm_snapshot (id, ts, n, data) VALUES (?, ?, ?, ?)");
-      for (const r of tele.prepare("SELECT ts, n, data FROM old.tm_snapshot WHERE id > ? ORDER BY id").all(sentOld) as Array<{ ts: number; n: number; data: Buffer }>) {
+      for (const r of tele.prepare("SELECT ts, n, data FROM old.tm_snapshot WHERE id > ? ORDER BY id").all(sentOld) as Array<{
+        ts: number;
+        n: number;
+        data: Buffer;
+      }>) {
         const samples = unpackSamples(r.data).map((x) => ({ series: ids.get(x.series) ?? x.series, value: x.value }));
         insert.run(++last, r.ts, r.n, packSamples(samples));
       }
-      tele.prepare("INSERT INTO main.tm_state (key, value) VALUES ('last_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(last);
+      tele
+        .prepare("INSERT INTO main.tm_state (key, value) VALUES ('last_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+        .run(last);
     })();
   } finally {
     tele.exec("DETACH DATABASE old");

@@ -93,9 +93,20 @@ export class Poller implements Part, HealthView {
         continue;
       }
       const old = this.devices.get(device.config.device_id);
-      next.set(device.config.device_id, old && old.driver === driver
-        ? { ...old, device }
-        : { device, driver, health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") }, lastSlowAt: -Infinity, nextTryAt: 0, latest: {}, latestAt: undefined });
+      next.set(
+        device.config.device_id,
+        old && old.driver === driver
+          ? { ...old, device }
+          : {
+              device,
+              driver,
+              health: { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") },
+              lastSlowAt: -Infinity,
+              nextTryAt: 0,
+              latest: {},
+              latestAt: undefined,
+            },
+      );
     }
     this.devices = next;
   }
@@ -204,7 +215,10 @@ export class Poller implements Part, HealthView {
       if (slowDue) p.lastSlowAt = now;
       const wasOffline = !p.health.online;
       p.health = {
-        online: true, last_ok_at: new Date().toISOString(), last_error: null, consecutive_failures: 0,
+        online: true,
+        last_ok_at: new Date().toISOString(),
+        last_error: null,
+        consecutive_failures: 0,
         op_mode: this.remote.has(id) ? opModeCode("remote") : p.driver.opMode(metrics),
       };
       p.nextTryAt = 0;
@@ -220,8 +234,15 @@ export class Poller implements Part, HealthView {
       const failures = p.health.consecutive_failures + 1;
       const backoff = Math.min(MAX_BACKOFF_MS, this.opts.intervalMs * 2 ** (failures - 1));
       p.nextTryAt = now + backoff;
-      if (p.health.online || failures === 1) this.opts.log.warn({ device_id: id, err: errorMessage(e), retry_in_ms: backoff }, "device read failed");
-      p.health = { online: false, last_ok_at: p.health.last_ok_at, last_error: errorMessage(e), consecutive_failures: failures, op_mode: opModeCode("unknown") };
+      if (p.health.online || failures === 1)
+        this.opts.log.warn({ device_id: id, err: errorMessage(e), retry_in_ms: backoff }, "device read failed");
+      p.health = {
+        online: false,
+        last_ok_at: p.health.last_ok_at,
+        last_error: errorMessage(e),
+        consecutive_failures: failures,
+        op_mode: opModeCode("unknown"),
+      };
       this.stats.reads_failed++;
       return null;
     }
@@ -237,14 +258,38 @@ export class Poller implements Part, HealthView {
 
   metrics(): MetricFamily[] {
     const ids = [...this.source.list().map((d) => d.config.device_id), ...(this.opts.local?.list().map((d) => d.device_id) ?? [])];
-    const perDevice = (value: (h: DeviceHealth | undefined) => number) => ids.map((device_id) => ({ labels: { device_id }, value: value(this.health(device_id)) }));
+    const perDevice = (value: (h: DeviceHealth | undefined) => number) =>
+      ids.map((device_id) => ({ labels: { device_id }, value: value(this.health(device_id)) }));
     const s = this.stats;
     return [
-      { name: "sitegate_device_online", help: "1 when the last read of the device succeeded", type: "gauge", values: perDevice((h) => (h?.online ? 1 : 0)) },
-      { name: "sitegate_device_consecutive_failures", help: "failed reads in a row", type: "gauge", values: perDevice((h) => h?.consecutive_failures ?? 0) },
+      {
+        name: "sitegate_device_online",
+        help: "1 when the last read of the device succeeded",
+        type: "gauge",
+        values: perDevice((h) => (h?.online ? 1 : 0)),
+      },
+      {
+        name: "sitegate_device_consecutive_failures",
+        help: "failed reads in a row",
+        type: "gauge",
+        values: perDevice((h) => h?.consecutive_failures ?? 0),
+      },
       { name: "sitegate_poll_snapshots_total", help: "poll-cycle snapshots stored", type: "counter", values: [{ value: s.snapshots }] },
-      { name: "sitegate_poll_late_snapshots_total", help: "snapshots of a bus that finished after its tick's deadline (stored on their own with the tick's time)", type: "counter", values: [{ value: s.late_snapshots }] },
-      { name: "sitegate_poll_reads_total", help: "device reads by result", type: "counter", values: [{ labels: { result: "ok" }, value: s.reads_ok }, { labels: { result: "failed" }, value: s.reads_failed }] },
+      {
+        name: "sitegate_poll_late_snapshots_total",
+        help: "snapshots of a bus that finished after its tick's deadline (stored on their own with the tick's time)",
+        type: "counter",
+        values: [{ value: s.late_snapshots }],
+      },
+      {
+        name: "sitegate_poll_reads_total",
+        help: "device reads by result",
+        type: "counter",
+        values: [
+          { labels: { result: "ok" }, value: s.reads_ok },
+          { labels: { result: "failed" }, value: s.reads_failed },
+        ],
+      },
     ];
   }
 

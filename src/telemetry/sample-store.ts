@@ -150,7 +150,11 @@ export class SampleStore implements SnapshotSink, Part {
 
   constructor(
     private readonly storage: StoragePart,
-    private readonly opts: { retentionBytes: number; log: Logger; /** ms between telemetry commits; <= 1000: every snapshot at once */ commitIntervalMs?: number },
+    private readonly opts: {
+      retentionBytes: number;
+      log: Logger;
+      /** ms between telemetry commits; <= 1000: every snapshot at once */ commitIntervalMs?: number;
+    },
   ) {}
 
   private get batched(): boolean {
@@ -169,9 +173,13 @@ export class SampleStore implements SnapshotSink, Part {
       setState: db.prepare("INSERT INTO tm_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
       addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
       getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
-      count: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last, coalesce(max(cursor), 0) AS cursor FROM tm_snapshot"),
+      count: db.prepare(
+        "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last, coalesce(max(cursor), 0) AS cursor FROM tm_snapshot",
+      ),
       countThrough: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id <= ?"),
-      countBetween: db.prepare("SELECT count(*) AS rows, coalesce(sum(n), 0) AS samples, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id > ? AND id <= ?"),
+      countBetween: db.prepare(
+        "SELECT count(*) AS rows, coalesce(sum(n), 0) AS samples, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id > ? AND id <= ?",
+      ),
     };
   }
 
@@ -197,7 +205,14 @@ export class SampleStore implements SnapshotSink, Part {
       batch.forEach((h, i) => {
         const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1].samples);
         this.storedAlone += i === 0 ? data.length : packSnapshot(h.samples).length;
-        this.stmts.insertSnap.run(h.id, h.ts, h.samples.length, data, batch[0].id, i === batch.length - 1 ? (this.inRow()?.through ?? null) : null);
+        this.stmts.insertSnap.run(
+          h.id,
+          h.ts,
+          h.samples.length,
+          data,
+          batch[0].id,
+          i === batch.length - 1 ? (this.inRow()?.through ?? null) : null,
+        );
         this.bytes += data.length + ROW_OVERHEAD;
         this.storedBytes += data.length;
         n += h.samples.length;
@@ -270,7 +285,10 @@ export class SampleStore implements SnapshotSink, Part {
     try {
       this.commit();
     } catch (e) {
-      this.opts.log.error({ err: (e as Error).message, waiting: this.held.length }, "telemetry could not be committed; kept in memory for the next interval");
+      this.opts.log.error(
+        { err: (e as Error).message, waiting: this.held.length },
+        "telemetry could not be committed; kept in memory for the next interval",
+      );
       if (!this.stopping) this.flushTimer = setTimeout(() => ((this.flushTimer = null), this.flush()), this.opts.commitIntervalMs ?? 1000);
     }
   }
@@ -302,7 +320,11 @@ export class SampleStore implements SnapshotSink, Part {
     this.names.clear();
     this.newSeries = [];
     this.nextSeries = 1;
-    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{ id: number; device_id: string; metric: string }>) {
+    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{
+      id: number;
+      device_id: string;
+      metric: string;
+    }>) {
       let byMetric = this.series.get(r.device_id);
       if (!byMetric) this.series.set(r.device_id, (byMetric = new Map()));
       byMetric.set(r.metric, r.id);
@@ -325,7 +347,8 @@ export class SampleStore implements SnapshotSink, Part {
       const first = this.stmts.firstAfter.get(afterId) as { id: number; base: number | null } | undefined;
       if (first) {
         // A delta row is read from its key row, unless the row before it was the last one decoded.
-        const chained = first.base !== null && first.base !== first.id && this.lastDecoded?.id === afterId && this.lastDecoded.base === first.base;
+        const chained =
+          first.base !== null && first.base !== first.id && this.lastDecoded?.id === afterId && this.lastDecoded.base === first.base;
         let prev: PackedSample[] | null = chained ? this.lastDecoded!.samples : null;
         for (const r of this.stmts.from.iterate(chained || first.base === null ? first.id : first.base) as IterableIterator<Row>) {
           const samples = r.base === null ? unpackSamples(r.data) : unpackSnapshot(r.data, r.base === r.id ? null : prev);
@@ -479,7 +502,12 @@ export class SampleStore implements SnapshotSink, Part {
     this.rows -= gone.rows;
     this.bytes -= gone.bytes + gone.rows * ROW_OVERHEAD;
     this.opts.log.warn(
-      { dropped_snapshots: gone.rows, dropped_samples: gone.samples, retention_bytes: this.opts.retentionBytes, dropped_samples_total: this.stmts.getState.get("dropped_samples") },
+      {
+        dropped_snapshots: gone.rows,
+        dropped_samples: gone.samples,
+        retention_bytes: this.opts.retentionBytes,
+        dropped_samples_total: this.stmts.getState.get("dropped_samples"),
+      },
       "telemetry buffer full: dropped the oldest unsent samples",
     );
   }
@@ -508,13 +536,43 @@ export class SampleStore implements SnapshotSink, Part {
   metrics(): MetricFamily[] {
     const st = this.stats();
     return [
-      { name: "sitegate_samples_pending_snapshots", help: "snapshots not yet accepted by the partner", type: "gauge", values: [{ value: st.pending_snapshots }] },
+      {
+        name: "sitegate_samples_pending_snapshots",
+        help: "snapshots not yet accepted by the partner",
+        type: "gauge",
+        values: [{ value: st.pending_snapshots }],
+      },
       { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
-      { name: "sitegate_samples_stored_total", help: "samples committed to the telemetry buffer", type: "counter", values: [{ value: st.stored_samples_total }] },
-      { name: "sitegate_samples_stored_bytes_total", help: "bytes of the packed samples committed (what the write budget is measured against)", type: "counter", values: [{ value: st.stored_bytes_total }] },
-      { name: "sitegate_samples_stored_alone_bytes_total", help: "bytes the committed samples would take with every snapshot packed alone (no deltas)", type: "counter", values: [{ value: st.stored_alone_bytes_total }] },
-      { name: "sitegate_samples_committed_snapshots_total", help: "snapshots committed to telemetry.db", type: "counter", values: [{ value: st.committed_snapshots_total }] },
-      { name: "sitegate_samples_dropped_total", help: "unsent samples dropped because the buffer was full", type: "counter", values: [{ value: st.dropped_samples }] },
+      {
+        name: "sitegate_samples_stored_total",
+        help: "samples committed to the telemetry buffer",
+        type: "counter",
+        values: [{ value: st.stored_samples_total }],
+      },
+      {
+        name: "sitegate_samples_stored_bytes_total",
+        help: "bytes of the packed samples committed (what the write budget is measured against)",
+        type: "counter",
+        values: [{ value: st.stored_bytes_total }],
+      },
+      {
+        name: "sitegate_samples_stored_alone_bytes_total",
+        help: "bytes the committed samples would take with every snapshot packed alone (no deltas)",
+        type: "counter",
+        values: [{ value: st.stored_alone_bytes_total }],
+      },
+      {
+        name: "sitegate_samples_committed_snapshots_total",
+        help: "snapshots committed to telemetry.db",
+        type: "counter",
+        values: [{ value: st.committed_snapshots_total }],
+      },
+      {
+        name: "sitegate_samples_dropped_total",
+        help: "unsent samples dropped because the buffer was full",
+        type: "counter",
+        values: [{ value: st.dropped_samples }],
+      },
     ];
   }
 }

@@ -11,7 +11,16 @@ import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { Logger } from "../log.js";
 import { systemClock, type Clock } from "../util/clock.js";
-import { checkEndpoint, checkProfile, checkScanRange, checkUnit, readDevice, scanUnits, type ReadResult, type ScanHit } from "../devices/commission.js";
+import {
+  checkEndpoint,
+  checkProfile,
+  checkScanRange,
+  checkUnit,
+  readDevice,
+  scanUnits,
+  type ReadResult,
+  type ScanHit,
+} from "../devices/commission.js";
 
 export interface Job {
   id: string;
@@ -46,7 +55,12 @@ export class Jobs {
   private readonly scanCapMs: number;
   private readonly clock: Clock;
 
-  constructor(private readonly buses: BusManager, private readonly profiles: ProfileRegistry, private readonly log: Logger, opts: JobsOptions = {}) {
+  constructor(
+    private readonly buses: BusManager,
+    private readonly profiles: ProfileRegistry,
+    private readonly log: Logger,
+    opts: JobsOptions = {},
+  ) {
     this.scanCapMs = opts.scanCapMs ?? SCAN_CAP_MS;
     this.clock = opts.clock ?? systemClock;
   }
@@ -67,19 +81,30 @@ export class Jobs {
     this.abort.signal.addEventListener("abort", stop);
     const timer = this.clock.setTimer(stop, this.scanCapMs);
     let capped = false;
-    this.run(job, ep, async (bus) => {
-      try {
-        job.found = await scanUnits(bus, range, (p) => {
-          job.probed = p.probed;
-          job.found = [...p.found];
-        }, cap.signal);
-        capped = cap.signal.aborted && !this.abort.signal.aborted && job.probed < job.total;
-        if (capped) job.error = `stopped at the ${Math.round(this.scanCapMs / 1000)} s time cap after ${job.probed} of ${job.total} unit ids; scan the rest with from ${range.from + job.probed}`;
-      } finally {
-        this.clock.clearTimer(timer);
-        this.abort.signal.removeEventListener("abort", stop);
-      }
-    }, () => ({ shared, timeout_ms: range.timeoutMs, capped }));
+    this.run(
+      job,
+      ep,
+      async (bus) => {
+        try {
+          job.found = await scanUnits(
+            bus,
+            range,
+            (p) => {
+              job.probed = p.probed;
+              job.found = [...p.found];
+            },
+            cap.signal,
+          );
+          capped = cap.signal.aborted && !this.abort.signal.aborted && job.probed < job.total;
+          if (capped)
+            job.error = `stopped at the ${Math.round(this.scanCapMs / 1000)} s time cap after ${job.probed} of ${job.total} unit ids; scan the rest with from ${range.from + job.probed}`;
+        } finally {
+          this.clock.clearTimer(timer);
+          this.abort.signal.removeEventListener("abort", stop);
+        }
+      },
+      () => ({ shared, timeout_ms: range.timeoutMs, capped }),
+    );
     return job;
   }
 
@@ -97,7 +122,19 @@ export class Jobs {
 
   private begin(kind: Job["kind"], endpoint: string, total: number): Job {
     if (this.current?.state === "running") throw new BusyError("a scan or read is already running; wait for it to finish");
-    this.current = { id: randomUUID(), kind, endpoint, state: "running", probed: 0, total, found: [], result: null, error: null, started_at: new Date().toISOString(), finished_at: null };
+    this.current = {
+      id: randomUUID(),
+      kind,
+      endpoint,
+      state: "running",
+      probed: 0,
+      total,
+      found: [],
+      result: null,
+      error: null,
+      started_at: new Date().toISOString(),
+      finished_at: null,
+    };
     return this.current;
   }
 
@@ -118,7 +155,10 @@ export class Jobs {
       } finally {
         job.finished_at = new Date().toISOString();
         if (!shared) await bus.close().catch(() => undefined);
-        this.log.info({ kind: job.kind, endpoint: job.endpoint, state: job.state, probed: job.probed, found: job.found.length, ...extra() }, "commissioning job finished");
+        this.log.info(
+          { kind: job.kind, endpoint: job.endpoint, state: job.state, probed: job.probed, found: job.found.length, ...extra() },
+          "commissioning job finished",
+        );
       }
     })();
   }

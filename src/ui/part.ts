@@ -50,7 +50,10 @@ export class UiPart implements Part {
     await app.register(rateLimit, {
       max: config.http.rate_limit_per_min,
       timeWindow: 60_000,
-      errorResponseBuilder: (_req, c) => Object.assign(new Error(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`), { statusCode: 429 }),
+      errorResponseBuilder: (_req, c) =>
+        Object.assign(new Error(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`), {
+          statusCode: 429,
+        }),
     });
     await app.register(this.plugin().plugin);
     app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());

@@ -16,7 +16,10 @@ export interface Session {
 export class Sessions {
   private readonly byHash = new Map<string, Session>();
 
-  constructor(private readonly ttlMs: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   create(user: string): { id: string; session: Session } {
     this.sweep();

@@ -116,7 +116,8 @@ function modbusDevices(d: UiDeps) {
         device_id: id,
         name: (c.device_name as string | undefined) ?? id,
         integration: c.device_integration,
-        address: c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
+        address:
+          c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
         fully_configured: dev.fully_configured,
         device_type: dev.descriptor?.device_type ?? null,
         type_name: wireLabel(dev.descriptor?.device_type),
@@ -174,9 +175,20 @@ export class UplinkView {
     const o = this.d.uplink.backlog();
     const st = this.d.samples.stats();
     return {
-      outbox: { depth: o.depth, oldest_at: o.oldest_at, age_s: o.oldest_at ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest_at)) / 1000)) : null },
+      outbox: {
+        depth: o.depth,
+        oldest_at: o.oldest_at,
+        age_s: o.oldest_at ? Math.max(0, Math.round((Date.now() - Date.parse(o.oldest_at)) / 1000)) : null,
+      },
       data_push: { pending_snapshots: st.pending_snapshots, buffer_bytes: st.bytes, dropped_samples: st.dropped_samples },
-      lanes: Object.entries(this.d.uplink.stats()).map(([lane, l]) => ({ lane, sent: l.sent, failures: l.failures, attempt: l.attempt, last_sent_at: l.last_sent_at, last_error: l.last_error })),
+      lanes: Object.entries(this.d.uplink.stats()).map(([lane, l]) => ({
+        lane,
+        sent: l.sent,
+        failures: l.failures,
+        attempt: l.attempt,
+        last_sent_at: l.last_sent_at,
+        last_error: l.last_error,
+      })),
     };
   }
 }

@@ -124,7 +124,9 @@ export interface TrustedKey {
 export function loadTrustedKeys(dir: string): TrustedKey[] {
   if (!existsSync(dir)) return [];
   const out: TrustedKey[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith(".pub")).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith(".pub"))
+    .sort()) {
     const key = createPublicKey(readFileSync(join(dir, f)));
     if (key.asymmetricKeyType !== "ed25519") throw new Error(`${join(dir, f)} is not an ed25519 public key`);
     out.push({ name: f, key });
@@ -148,7 +150,8 @@ export function generateKeyPair(): { publicPem: string; privatePem: string } {
 
 // == versions ==
 
-const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+const SEMVER =
+  /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 /**
  * Compares two versions by semver 2.0 precedence: negative when a < b. A pre-release sorts

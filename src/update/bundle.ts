@@ -4,7 +4,24 @@
 // package-lock.json), never downloaded: for another architecture pass --node-modules with
 // an install made on (or for) that architecture; native modules are checked by their ELF header.
 import { spawnSync } from "node:child_process";
-import { chmodSync, closeSync, cpSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
 import type { KeyObject } from "node:crypto";
@@ -53,8 +70,10 @@ export function stageRelease(o: StageOptions): NodeTarget {
   }
   copyProductionModules(o.projectDir, o.nodeModulesDir ?? join(o.projectDir, "node_modules"), join(o.stageDir, "node_modules"), o.arch);
   // the bench simulator (sitegate-sim) and its scenarios ship in the release too
-  if (existsSync(join(o.projectDir, "dist", "hw-sim", "cli.js"))) cpSync(join(o.projectDir, "dist", "hw-sim"), join(o.stageDir, "dist", "hw-sim"), { recursive: true });
-  if (existsSync(join(o.projectDir, "hw-sim", "scenarios"))) cpSync(join(o.projectDir, "hw-sim", "scenarios"), join(o.stageDir, "hw-sim", "scenarios"), { recursive: true });
+  if (existsSync(join(o.projectDir, "dist", "hw-sim", "cli.js")))
+    cpSync(join(o.projectDir, "dist", "hw-sim"), join(o.stageDir, "dist", "hw-sim"), { recursive: true });
+  if (existsSync(join(o.projectDir, "hw-sim", "scenarios")))
+    cpSync(join(o.projectDir, "hw-sim", "scenarios"), join(o.stageDir, "hw-sim", "scenarios"), { recursive: true });
   if (!o.runtimeDir) return { version: process.versions.node, abi: process.versions.modules, runtime: false };
   return stageRuntime(o.runtimeDir, join(o.stageDir, "node"), o.arch);
 }
@@ -70,7 +89,8 @@ function stageRuntime(from: string, to: string, arch: string): NodeTarget {
   const v = (name: string) => new RegExp(`#define ${name} (\\d+)`).exec(h)?.[1];
   const abi = v("NODE_MODULE_VERSION");
   const version = [v("NODE_MAJOR_VERSION"), v("NODE_MINOR_VERSION"), v("NODE_PATCH_VERSION")];
-  if (!abi || version.some((x) => x === undefined)) throw new Error(`${header}: no NODE_MODULE_VERSION / NODE_*_VERSION (not a Node.js runtime package?)`);
+  if (!abi || version.some((x) => x === undefined))
+    throw new Error(`${header}: no NODE_MODULE_VERSION / NODE_*_VERSION (not a Node.js runtime package?)`);
   mkdirSync(join(to, "bin"), { recursive: true });
   cpSync(bin, join(to, "bin", "node"));
   chmodSync(join(to, "bin", "node"), 0o755);
@@ -95,11 +115,19 @@ export function prebuildMatches(entry: string, arch: string): boolean {
   const name = entry.replace(/\.node$/, "");
   const dash = name.indexOf("-");
   if (dash < 0) return false;
-  return name.slice(0, dash) === "linux" && name.slice(dash + 1).split("+").includes(arch);
+  return (
+    name.slice(0, dash) === "linux" &&
+    name
+      .slice(dash + 1)
+      .split("+")
+      .includes(arch)
+  );
 }
 
 function copyProductionModules(projectDir: string, from: string, to: string, arch: string): void {
-  const lock = JSON.parse(readFileSync(join(projectDir, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(projectDir, "package-lock.json"), "utf8")) as {
+    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+  };
   for (const [path, info] of Object.entries(lock.packages)) {
     if (!path.startsWith("node_modules/") || info.dev || info.devOptional) continue;
     const src = join(from, path.slice("node_modules/".length));
@@ -113,7 +141,9 @@ function copyProductionModules(projectDir: string, from: string, to: string, arc
     });
     // a package that builds an addon and has none for this arch would crash-loop on the controller
     if (native && !hasAddon(dst)) {
-      throw new Error(`${path.slice("node_modules/".length)} has a binding.gyp but no addon for linux-${arch} (neither build/Release/*.node nor prebuilds/linux-${arch}); build it for ${arch} (make bundle BUNDLE_ARCH=${arch}) or pass --node-modules DIR`);
+      throw new Error(
+        `${path.slice("node_modules/".length)} has a binding.gyp but no addon for linux-${arch} (neither build/Release/*.node nor prebuilds/linux-${arch}); build it for ${arch} (make bundle BUNDLE_ARCH=${arch}) or pass --node-modules DIR`,
+      );
     }
   }
   checkNativeModules(to, arch);
@@ -186,7 +216,9 @@ export async function packBundle(o: PackOptions): Promise<{ file: string; manife
   try {
     const payload = join(work, "payload.tar.gz");
     chmodSync(o.stageDir, 0o755);
-    const tar = spawnSync("tar", ["-C", o.stageDir, "--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf", payload, "."], { encoding: "utf8" });
+    const tar = spawnSync("tar", ["-C", o.stageDir, "--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf", payload, "."], {
+      encoding: "utf8",
+    });
     if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr.trim()}`);
     const payloadSize = statSync(payload).size;
     const manifest: Manifest = {

@@ -5,7 +5,20 @@
 // a symlink the daemon planted reaches nothing the daemon could not reach anyway. Root only
 // looks (lstat) first, and refuses a symlinked `update/` folder or database file outright.
 import { spawnSync } from "node:child_process";
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type Stats,
+} from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DB_FILE, TELEMETRY_DB_FILE } from "../storage/files.js";
@@ -29,7 +42,10 @@ function lstatOrNull(path: string): Stats | null {
 export function checkDataDir(dataDir: string): void {
   const upd = join(dataDir, "update");
   const u = lstatOrNull(upd);
-  if (u && (u.isSymbolicLink() || !u.isDirectory())) throw new BundleRefused(`refused: ${upd} is ${u.isSymbolicLink() ? "a symbolic link" : "not a folder"}; the updater follows no link in the data dir`);
+  if (u && (u.isSymbolicLink() || !u.isDirectory()))
+    throw new BundleRefused(
+      `refused: ${upd} is ${u.isSymbolicLink() ? "a symbolic link" : "not a folder"}; the updater follows no link in the data dir`,
+    );
   for (const name of DB_PATHS) {
     const p = join(dataDir, name);
     const st = lstatOrNull(p);
@@ -76,7 +92,8 @@ function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unkn
     ids.gid = st.gid;
   }
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), op, real, json], { ...ids, cwd: "/", encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`data dir ${op} (as uid ${ids.uid ?? process.getuid?.()}) failed: ${(r.stderr || r.error?.message || "").trim()}`);
+  if (r.status !== 0)
+    throw new Error(`data dir ${op} (as uid ${ids.uid ?? process.getuid?.()}) failed: ${(r.stderr || r.error?.message || "").trim()}`);
   const lines = r.stdout.trim().split("\n");
   return JSON.parse(lines[lines.length - 1]);
 }
@@ -96,7 +113,8 @@ async function childPrepare(dataDir: string, req: PrepareRequest): Promise<{ bac
   const dir = join(dataDir, "update");
   rmSync(join(dir, `healthy-${req.version}`), { force: true });
   // backups belong to the update they were taken for; a new update makes them stale
-  if (lstatOrNull(dir)) for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
+  if (lstatOrNull(dir))
+    for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
   const db = join(dataDir, DB_FILE);
   if (!req.migrations || !lstatOrNull(db)) return { backup: null };
   const { default: Database } = await import("better-sqlite3");
@@ -104,7 +122,10 @@ async function childPrepare(dataDir: string, req: PrepareRequest): Promise<{ bac
   try {
     let have: Record<string, number> = {};
     try {
-      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as { module: string; v: number }[];
+      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as {
+        module: string;
+        v: number;
+      }[];
       have = Object.fromEntries(rows.map((r) => [r.module, r.v]));
     } catch {
       /* no schema_migrations yet: every migration is new */
@@ -140,7 +161,12 @@ function childRestore(dataDir: string, req: { backup: string | null; version: st
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [op, dataDir, json] = process.argv.slice(2);
-  const run = op === "prepare" ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest) : op === "restore" ? Promise.resolve(childRestore(dataDir, JSON.parse(json))) : Promise.reject(new Error(`unknown op ${op}`));
+  const run =
+    op === "prepare"
+      ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest)
+      : op === "restore"
+        ? Promise.resolve(childRestore(dataDir, JSON.parse(json)))
+        : Promise.reject(new Error(`unknown op ${op}`));
   run.then(
     (r) => process.stdout.write(JSON.stringify(r) + "\n"),
     (e: unknown) => {

@@ -1,7 +1,19 @@
 // Crash-safe file operations for the updater: every change is a temp name, fsync, rename,
 // and an fsync of the directory that holds the new name, so a power cut leaves either the
 // old or the new state on the SD card, never a half-written one.
-import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 

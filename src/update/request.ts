@@ -17,8 +17,14 @@ import { writeFileAtomic } from "./fsx.js";
 const MAX_REQUEST_BYTES = 4096;
 
 export const updateRequestSchema = z.strictObject({
-  url: z.string().max(2048).regex(/^https:\/\/[^\s]+$/i, "must be an https:// URL"),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/i, "must be 64 hex digits (the bundle file's sha256)").transform((s) => s.toLowerCase()),
+  url: z
+    .string()
+    .max(2048)
+    .regex(/^https:\/\/[^\s]+$/i, "must be an https:// URL"),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/i, "must be 64 hex digits (the bundle file's sha256)")
+    .transform((s) => s.toLowerCase()),
   version: z.string().refine(isValidVersion, "must be a semantic version such as 1.4.0"),
 });
 export type UpdateRequest = z.infer<typeof updateRequestSchema>;
@@ -64,7 +70,8 @@ export function takeUpdateRequest(dataDir: string): UpdateRequest | null {
   let text: string;
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_REQUEST_BYTES) throw new BundleRefused(`refused: ${file} is not a regular file of at most ${MAX_REQUEST_BYTES} bytes`);
+    if (!st.isFile() || st.size > MAX_REQUEST_BYTES)
+      throw new BundleRefused(`refused: ${file} is not a regular file of at most ${MAX_REQUEST_BYTES} bytes`);
     const buf = Buffer.alloc(st.size);
     let off = 0;
     while (off < buf.length) {
@@ -85,6 +92,7 @@ export function takeUpdateRequest(dataDir: string): UpdateRequest | null {
   }
   const { requested_at: _at, ...rest } = (json ?? {}) as Record<string, unknown>;
   const r = updateRequestSchema.safeParse(rest);
-  if (!r.success) throw new BundleRefused(`refused: ${file}: ${r.error.issues.map((i) => `${i.path.join(".") || "request"} ${i.message}`).join("; ")}`);
+  if (!r.success)
+    throw new BundleRefused(`refused: ${file}: ${r.error.issues.map((i) => `${i.path.join(".") || "request"} ${i.message}`).join("; ")}`);
   return r.data;
 }

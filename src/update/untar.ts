@@ -92,7 +92,8 @@ export class SafeUntar {
 
   /** Called at the end of the stream: refuses a payload cut short. */
   finish(): void {
-    if (this.remaining > 0 || this.pending.length > 0 || this.meta || this.nextPath !== null) throw refused("the payload's archive is truncated");
+    if (this.remaining > 0 || this.pending.length > 0 || this.meta || this.nextPath !== null)
+      throw refused("the payload's archive is truncated");
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }

@@ -59,7 +59,14 @@ export class HttpSender {
     const secureContext = opts.caFile ? createSecureContext({ ca: [...rootCertificates, readFileSync(opts.caFile, "utf8")] }) : undefined;
     // Up to 4 data pushes in flight plus the outbox lanes: 8 connections per origin, kept
     // open between pushes; an idle socket is closed after 30 s.
-    this.agent = new Agent({ ...(secureContext ? { secureContext } : {}), keepAlive: true, maxSockets: 8, maxFreeSockets: 8, timeout: 30_000, scheduling: "lifo" });
+    this.agent = new Agent({
+      ...(secureContext ? { secureContext } : {}),
+      keepAlive: true,
+      maxSockets: 8,
+      maxFreeSockets: 8,
+      timeout: 30_000,
+      scheduling: "lifo",
+    });
     this.headers = {};
     for (const h of opts.headers) this.headers[h.name] = h.value;
   }
@@ -74,9 +81,11 @@ export class HttpSender {
     } catch {
       return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to an unreadable location` };
     }
-    if (next.protocol !== "https:") return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to ${next.protocol} refused (https only)` };
+    if (next.protocol !== "https:")
+      return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to ${next.protocol} refused (https only)` };
     const second = await this.once(next.href, body, idempotencyKey);
-    if (second.location) return { ok: false, status: second.result.status, error: `HTTP ${second.result.status}: a second redirect is not followed` };
+    if (second.location)
+      return { ok: false, status: second.result.status, error: `HTTP ${second.result.status}: a second redirect is not followed` };
     return second.result;
   }
 

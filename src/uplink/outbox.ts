@@ -61,20 +61,31 @@ export const OUTBOX_MIGRATIONS: ModuleMigrations = {
   ],
 };
 
-
 function moveIntoLog(db: Db): void {
   migrate(db, [DELIVERY_MIGRATIONS]);
   const log = new DeliveryLog({ db });
-  const pending = db.prepare("SELECT id, lane, kind, url, body, idempotency_key, created_at, attempts, last_error FROM ul_outbox ORDER BY id").all() as Array<OutboxMessage>;
+  const pending = db
+    .prepare("SELECT id, lane, kind, url, body, idempotency_key, created_at, attempts, last_error FROM ul_outbox ORDER BY id")
+    .all() as Array<OutboxMessage>;
   for (const m of pending) {
-    log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [{ consumer: HTTPS, lane: m.lane, address: m.url }]);
+    log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [
+      { consumer: HTTPS, lane: m.lane, address: m.url },
+    ]);
   }
   // A lane's head keeps its failure count: `sitegate outbox` still shows it.
   for (const m of pending) {
-    if (m.attempts > 0 && log.cursor(HTTPS, m.lane).attempts === 0) db.prepare("UPDATE dl_cursor SET attempts = ?, last_error = ? WHERE consumer = ? AND lane = ?").run(m.attempts, m.last_error, HTTPS, m.lane);
+    if (m.attempts > 0 && log.cursor(HTTPS, m.lane).attempts === 0)
+      db.prepare("UPDATE dl_cursor SET attempts = ?, last_error = ? WHERE consumer = ? AND lane = ?").run(
+        m.attempts,
+        m.last_error,
+        HTTPS,
+        m.lane,
+      );
   }
   db.prepare(`INSERT INTO dl_dead_letter (consumer, lane, kind, address, body, idempotency_key, created_at, dead_at, attempts, last_error)
-    SELECT ?, lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error FROM ul_dead_letter ORDER BY id`).run(HTTPS);
+    SELECT ?, lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error FROM ul_dead_letter ORDER BY id`).run(
+    HTTPS,
+  );
   db.exec("DROP TABLE ul_outbox; DROP TABLE ul_dead_letter;");
 }
 
@@ -88,7 +99,8 @@ const KEY_RE = /^[\x21-\x7e]{1,200}$/;
 
 /** Where a callback of `kind` to `url` waits in the log; TypeError on bad input. */
 export function httpsRoute(kind: string, url: string): Route {
-  if (!KIND_RE.test(kind)) throw new TypeError(`outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`);
+  if (!KIND_RE.test(kind))
+    throw new TypeError(`outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`);
   let u: URL;
   try {
     u = new URL(url);
@@ -148,12 +160,35 @@ export class Outbox {
 
   /** Up to `limit` oldest messages of a lane. */
   heads(lane: string, limit: number): OutboxMessage[] {
-    return this.pending().filter((m) => m.lane === lane).slice(0, limit);
+    return this.pending()
+      .filter((m) => m.lane === lane)
+      .slice(0, limit);
   }
 
   /** Stores a message that never was in the log (a data push) as a dead letter. */
-  addDeadLetter(m: { lane: string; kind: string; url: string; body: string; idempotency_key: string; created_at: string; attempts: number; error: string }): void {
-    this.log.deadLetter({ consumer: HTTPS, lane: m.lane, kind: m.kind, address: m.url, body: m.body, idempotency_key: m.idempotency_key, created_at: m.created_at, attempts: m.attempts }, m.error);
+  addDeadLetter(m: {
+    lane: string;
+    kind: string;
+    url: string;
+    body: string;
+    idempotency_key: string;
+    created_at: string;
+    attempts: number;
+    error: string;
+  }): void {
+    this.log.deadLetter(
+      {
+        consumer: HTTPS,
+        lane: m.lane,
+        kind: m.kind,
+        address: m.url,
+        body: m.body,
+        idempotency_key: m.idempotency_key,
+        created_at: m.created_at,
+        attempts: m.attempts,
+      },
+      m.error,
+    );
   }
 
   /** Puts dead letters back at the end of their lanes; returns how many. */

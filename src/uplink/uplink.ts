@@ -113,7 +113,14 @@ export class Uplink implements Part {
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
     this.sink = new HttpsSink(this.sender);
     this._outbox = new Outbox(this.messages);
-    const pushSource = new PushSource(this.push, new LogSource(this.messages, HTTPS, DATA_PUSH_LANE), this._outbox, this.dataPushUrl, this.config.site_id, instanceId(db));
+    const pushSource = new PushSource(
+      this.push,
+      new LogSource(this.messages, HTTPS, DATA_PUSH_LANE),
+      this._outbox,
+      this.dataPushUrl,
+      this.config.site_id,
+      instanceId(db),
+    );
     const push = new Lane(DATA_PUSH_LANE, pushSource, this.sink, this.log, this.backoff, DATA_PUSH_IN_FLIGHT, this.opts);
     this.lanes.set(DATA_PUSH_LANE, push);
     push.start();
@@ -130,7 +137,15 @@ export class Uplink implements Part {
         for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
       }),
     );
-    this.log.info({ data_push_url: this.dataPushUrl, pending_snapshots: this.samples.stats().pending_snapshots, outbox: this._outbox.size(), dead_letters: this._outbox.deadCount() }, "uplink started");
+    this.log.info(
+      {
+        data_push_url: this.dataPushUrl,
+        pending_snapshots: this.samples.stats().pending_snapshots,
+        outbox: this._outbox.size(),
+        dead_letters: this._outbox.deadCount(),
+      },
+      "uplink started",
+    );
   }
 
   private discoverLanes(): void {
@@ -174,7 +189,14 @@ export class Uplink implements Part {
     const warnings: UplinkWarning[] = [];
     for (const [lane, l] of this.lanes) {
       const h = l.stats.held;
-      if (h) warnings.push({ lane, code: "partner_rejects_credentials", status: h.status, since: h.since, message: `the partner answers ${h.status} to the ${lane} callbacks; they are held (nothing dropped) until it accepts them: check partner.headers` });
+      if (h)
+        warnings.push({
+          lane,
+          code: "partner_rejects_credentials",
+          status: h.status,
+          since: h.since,
+          message: `the partner answers ${h.status} to the ${lane} callbacks; they are held (nothing dropped) until it accepts them: check partner.headers`,
+        });
     }
     return { warnings };
   }
@@ -182,11 +204,36 @@ export class Uplink implements Part {
   metrics(): MetricFamily[] {
     const lanes = Object.entries(this.stats());
     return [
-      { name: "sitegate_uplink_sent_total", help: "callbacks accepted by the partner", type: "counter", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.sent })) },
-      { name: "sitegate_uplink_failures_total", help: "callback attempts not accepted", type: "counter", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.failures })) },
-      { name: "sitegate_uplink_dead_letters", help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`", type: "gauge", values: [{ value: this.deadLetterCount() }] },
-      { name: "sitegate_uplink_lane_held", help: "1 while a lane is held because the partner rejects our credentials", type: "gauge", values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })) },
-      { name: "sitegate_uplink_oldest_age_seconds", help: "age of the oldest message not yet accepted by the partner (0 when none)", type: "gauge", values: this.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })) },
+      {
+        name: "sitegate_uplink_sent_total",
+        help: "callbacks accepted by the partner",
+        type: "counter",
+        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.sent })),
+      },
+      {
+        name: "sitegate_uplink_failures_total",
+        help: "callback attempts not accepted",
+        type: "counter",
+        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.failures })),
+      },
+      {
+        name: "sitegate_uplink_dead_letters",
+        help: "callbacks the partner kept rejecting, kept for `sitegate outbox retry`",
+        type: "gauge",
+        values: [{ value: this.deadLetterCount() }],
+      },
+      {
+        name: "sitegate_uplink_lane_held",
+        help: "1 while a lane is held because the partner rejects our credentials",
+        type: "gauge",
+        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })),
+      },
+      {
+        name: "sitegate_uplink_oldest_age_seconds",
+        help: "age of the oldest message not yet accepted by the partner (0 when none)",
+        type: "gauge",
+        values: this.oldestAges().map(({ lane, age_s }) => ({ labels: { lane }, value: age_s })),
+      },
     ];
   }
 
@@ -265,7 +312,16 @@ class PushSource implements LaneSource {
       settle: done,
       failed: () => {},
       deadLetter: (error, attempts) => {
-        this.outbox.addDeadLetter({ lane: DATA_PUSH_LANE, kind: DATA_PUSH_LANE, url: this.url, body: p.body, idempotency_key: p.idempotencyKey, created_at: new Date(p.ts).toISOString(), attempts, error });
+        this.outbox.addDeadLetter({
+          lane: DATA_PUSH_LANE,
+          kind: DATA_PUSH_LANE,
+          url: this.url,
+          body: p.body,
+          idempotency_key: p.idempotencyKey,
+          created_at: new Date(p.ts).toISOString(),
+          attempts,
+          error,
+        });
         done();
       },
     };

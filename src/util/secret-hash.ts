@@ -71,7 +71,9 @@ async function slot(): Promise<void> {
 async function scryptLimited(secret: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
   await slot();
   try {
-    return await new Promise<Buffer>((resolve, reject) => scrypt(secret, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
+    return await new Promise<Buffer>((resolve, reject) =>
+      scrypt(secret, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))),
+    );
   } finally {
     release();
   }

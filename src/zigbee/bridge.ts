@@ -83,7 +83,13 @@ class ZigbeeDevice implements LocalDevice {
 
   health(): DeviceHealth {
     const why = this.offlineReason();
-    return { online: !why, last_ok_at: this.lastOk, last_error: why ?? null, consecutive_failures: 0, op_mode: opModeCode(why ? "unknown" : "automatic") };
+    return {
+      online: !why,
+      last_ok_at: this.lastOk,
+      last_error: why ?? null,
+      consecutive_failures: 0,
+      op_mode: opModeCode(why ? "unknown" : "automatic"),
+    };
   }
 
   latest(): Metrics {
@@ -109,12 +115,18 @@ class ZigbeeDevice implements LocalDevice {
 
   private usable(): Z2mDevice {
     const why = this.offlineReason();
-    if (why && !(why === "no state reported yet" && this.info)) throw new SitegateError("DEVICE_OFFLINE", `${this.device_id}: ${why}`, { transient: true });
+    if (why && !(why === "no state reported yet" && this.info))
+      throw new SitegateError("DEVICE_OFFLINE", `${this.device_id}: ${why}`, { transient: true });
     return this.info!;
   }
 
   /** Publishes to `{name}/{suffix}` and waits for a state message that `match` accepts. */
-  private async command(suffix: "set" | "get", body: Record<string, unknown>, match: (p: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> {
+  private async command(
+    suffix: "set" | "get",
+    body: Record<string, unknown>,
+    match: (p: Record<string, unknown>) => boolean,
+    what: string,
+  ): Promise<Record<string, unknown>> {
     const name = this.topicName!;
     const timeoutMs = this.bridge.commandTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
@@ -124,7 +136,11 @@ class ZigbeeDevice implements LocalDevice {
       this.waiters.add(waiter);
       timer = setTimeout(() => {
         this.waiters.delete(waiter);
-        reject(new SitegateError("DEVICE_TIMEOUT", `${this.device_id} (${name}) did not confirm ${what} within ${timeoutMs} ms`, { transient: true }));
+        reject(
+          new SitegateError("DEVICE_TIMEOUT", `${this.device_id} (${name}) did not confirm ${what} within ${timeoutMs} ms`, {
+            transient: true,
+          }),
+        );
       }, timeoutMs);
     });
     // The timeout may fire while the publish still waits for the broker's acknowledgement.
@@ -154,7 +170,12 @@ class ZigbeeDevice implements LocalDevice {
     if (!info.onOff) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no on/off state`);
     const { property, on, off } = info.onOff;
     const value = want ? on : off;
-    await this.command("set", { [property]: value }, (p) => String(p[property]).toUpperCase() === value.toUpperCase(), `${property} ${value}`);
+    await this.command(
+      "set",
+      { [property]: value },
+      (p) => String(p[property]).toUpperCase() === value.toUpperCase(),
+      `${property} ${value}`,
+    );
   }
 
   async readSetpoint(): Promise<number> {
@@ -171,8 +192,14 @@ class ZigbeeDevice implements LocalDevice {
     if (!info.setpoint) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no heating setpoint`);
     const { property, min, max, step } = info.setpoint;
     const value = Math.round(Math.round(c / step) * step * 100) / 100;
-    if (value < min || value > max) throw new SitegateError("CONTROL_VALUE_INVALID", `${this.device_id}: setpoint ${value} °C is outside ${min}..${max} °C`);
-    await this.command("set", { [property]: value }, (p) => typeof p[property] === "number" && Math.abs((p[property] as number) - value) < 1e-6, `${property} ${value}`);
+    if (value < min || value > max)
+      throw new SitegateError("CONTROL_VALUE_INVALID", `${this.device_id}: setpoint ${value} °C is outside ${min}..${max} °C`);
+    await this.command(
+      "set",
+      { [property]: value },
+      (p) => typeof p[property] === "number" && Math.abs((p[property] as number) - value) < 1e-6,
+      `${property} ${value}`,
+    );
   }
 }
 
@@ -244,7 +271,14 @@ export class ZigbeeBridge implements Part, LocalFamily {
   }
 
   metrics(): MetricFamily[] {
-    return [{ name: "sitegate_zigbee_connected", help: "1 while the zigbee2mqtt broker connection is up", type: "gauge", values: [{ value: this.connected ? 1 : 0 }] }];
+    return [
+      {
+        name: "sitegate_zigbee_connected",
+        help: "1 while the zigbee2mqtt broker connection is up",
+        type: "gauge",
+        values: [{ value: this.connected ? 1 : 0 }],
+      },
+    ];
   }
 
   async publish(sub: string, body: Record<string, unknown>): Promise<void> {
@@ -257,7 +291,8 @@ export class ZigbeeBridge implements Part, LocalFamily {
     const b = this.baseTopic;
     if (topic === `${b}/bridge/state`) {
       const online = parseOnline(text);
-      if (online !== undefined && online !== this.bridgeOnline) this.log.info({ state: online ? "online" : "offline" }, "zigbee2mqtt bridge state");
+      if (online !== undefined && online !== this.bridgeOnline)
+        this.log.info({ state: online ? "online" : "offline" }, "zigbee2mqtt bridge state");
       this.bridgeOnline = online;
       return;
     }
@@ -282,7 +317,8 @@ export class ZigbeeBridge implements Part, LocalFamily {
       const hit = list.find((x) => (d.cfg.ieee_address ? x.ieee_address === d.cfg.ieee_address : x.friendly_name === d.cfg.friendly_name));
       if (!hit && d.info) this.log.warn({ device_id: d.device_id }, "zigbee device no longer in the bridge's device list");
       const found = hit && !d.info;
-      if (found) this.log.info({ device_id: d.device_id, friendly_name: hit.friendly_name, ieee_address: hit.ieee_address }, "zigbee device found");
+      if (found)
+        this.log.info({ device_id: d.device_id, friendly_name: hit.friendly_name, ieee_address: hit.ieee_address }, "zigbee device found");
       d.info = hit;
       d.refresh();
       if (found && this.routes.has(`${this.baseTopic}/${hit.friendly_name}`)) this.askState(d);

@@ -61,7 +61,8 @@ export function parseBridgeDevices(payload: unknown): Z2mDevice[] {
     if (typeof def?.model === "string") dev.model = def.model;
     if (typeof def?.vendor === "string") dev.vendor = def.vendor;
     for (const e of exposes) {
-      if (e.type === "binary" && e.property === "state" && typeof e.value_on === "string" && typeof e.value_off === "string") dev.onOff = { property: "state", on: e.value_on, off: e.value_off };
+      if (e.type === "binary" && e.property === "state" && typeof e.value_on === "string" && typeof e.value_off === "string")
+        dev.onOff = { property: "state", on: e.value_on, off: e.value_off };
       if (e.type === "numeric" && (e.property === "occupied_heating_setpoint" || e.property === "current_heating_setpoint")) {
         dev.setpoint ??= { property: e.property, min: num(e.value_min, 5), max: num(e.value_max, 30), step: num(e.value_step, 0.5) };
       }

@@ -14,15 +14,28 @@ const bench: BenchFn = async (ctx) => {
   const sim = await startSim({
     seed: 1,
     control: { listen: "127.0.0.1:0" },
-    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [
-      { unit: 1, model: "sunspec-storage", name: "b" }, { unit: 2, model: "sunspec-pv", name: "p" }, { unit: 3, model: "sunspec-meter", name: "m" },
-    ] }],
+    ports: [
+      {
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          { unit: 1, model: "sunspec-storage", name: "b" },
+          { unit: 2, model: "sunspec-pv", name: "p" },
+          { unit: 3, model: "sunspec-meter", name: "m" },
+        ],
+      },
+    ],
   });
-  const gw = await startGateway(ctx.dir, { http: { listen: "127.0.0.1:0", tls: { cert: testCert().certFile, key: testCert().keyFile }, rate_limit_per_min: 100_000_000 } });
+  const gw = await startGateway(ctx.dir, {
+    http: { listen: "127.0.0.1:0", tls: { cert: testCert().certFile, key: testCert().keyFile }, rate_limit_per_min: 100_000_000 },
+  });
   try {
     const token = await gw.token();
     const devices = [1, 2, 3].map((u) => tcpDevice(`dev-${u}`, sim.tcpPorts[0], u));
-    await gw.call("PUT", `/gateway/admin/device/configure?organizationId=6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f&moleculeId=site-001`, { headers: { authorization: `Bearer ${token}` }, body: { devices } });
+    await gw.call("PUT", `/gateway/admin/device/configure?organizationId=6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f&moleculeId=site-001`, {
+      headers: { authorization: `Bearer ${token}` },
+      body: { devices },
+    });
     const path = "/v1/api/gateway/site-001/devicesync";
     const sample = (await gw.call("GET", path, { headers: gw.apiKeyHeaders })).text;
     const bare = Fastify({ https: { key: testCert().key, cert: testCert().cert } });
@@ -41,7 +54,16 @@ const bench: BenchFn = async (ctx) => {
         ours = Math.max(ours, await oursRun());
         ref = Math.max(ref, await refRun());
       }
-      return [{ name: "devicesync throughput", value: ours, unit: "req/s", reference: ref, ratio: ours / ref, note: "bare fastify HTTPS route, same JSON" }];
+      return [
+        {
+          name: "devicesync throughput",
+          value: ours,
+          unit: "req/s",
+          reference: ref,
+          ratio: ours / ref,
+          note: "bare fastify HTTPS route, same JSON",
+        },
+      ];
     } finally {
       await bare.close();
     }

@@ -8,7 +8,10 @@ process.once("message", (msg: { moduleUrl: string; fn: string; arg: unknown }) =
     try {
       const mod = (await import(msg.moduleUrl)) as Record<string, Fn>;
       const out = await mod[msg.fn](msg.arg);
-      const server = out !== null && typeof out === "object" && typeof (out as { stop?: unknown }).stop === "function" ? (out as { stop: () => Promise<void> }) : null;
+      const server =
+        out !== null && typeof out === "object" && typeof (out as { stop?: unknown }).stop === "function"
+          ? (out as { stop: () => Promise<void> })
+          : null;
       if (!server) {
         process.send!({ result: out }, () => process.exit(0));
         return;

@@ -40,12 +40,22 @@ const bench: BenchFn = async (ctx) => {
   const runMs = ctx.quick ? 8000 : 45000;
   const unit = unitCommand();
   const nodeArgs = process.env.BENCH_NODE_ARGS !== undefined ? process.env.BENCH_NODE_ARGS.split(/\s+/).filter(Boolean) : unit.nodeArgs;
-  ctx.log(`node ${nodeArgs.join(" ")} (env ${Object.entries(unit.env).map(([k, v]) => `${k}=${v}`).join(" ")})`);
-  const extraEnv = Object.fromEntries((process.env.BENCH_ENV ?? "").split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  ctx.log(
+    `node ${nodeArgs.join(" ")} (env ${Object.entries(unit.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ")})`,
+  );
+  const extraEnv = Object.fromEntries(
+    (process.env.BENCH_ENV ?? "")
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
   if (Object.keys(extraEnv).length) ctx.log(`extra env ${JSON.stringify(extraEnv)}`);
   const site = await startSite50(ctx.dir, { nodeArgs, extraEnv });
   // The idle reference under the daemon's node flags (like with like), and with none (the flags' own cost).
-  const idleProc = (args: string[]) => spawn(process.execPath, [...args, "-e", "setInterval(() => {}, 1000)"], { stdio: "ignore", env: { ...process.env, ...unit.env } });
+  const idleProc = (args: string[]) =>
+    spawn(process.execPath, [...args, "-e", "setInterval(() => {}, 1000)"], { stdio: "ignore", env: { ...process.env, ...unit.env } });
   const idle = idleProc(nodeArgs);
   const idlePlain = idleProc([]);
   let memory: BenchRow[];
@@ -65,9 +75,30 @@ const bench: BenchFn = async (ctx) => {
     ctx.log(`${seen} devices reached the partner in ${site.sink.accepted().length} pushes`);
     if (seen < 50) throw new Error(`only ${seen} of 50 devices reached the partner`);
     memory = [
-      { name: "resident memory, 50 devices, steady", value: steady, unit: "MiB", reference: ref, ratio: ref / steady, note: "idle node process, same node flags (lower is better)" },
-      { name: "resident memory, 50 devices, peak", value: peak, unit: "MiB", reference: ref, ratio: ref / peak, note: "idle node process, same node flags (lower is better)" },
-      { name: "flags' own cost: idle node process, daemon's node flags", value: ref, unit: "MiB", reference: refPlain, ratio: refPlain / ref, note: "idle node process, no node flags (lower is better)" },
+      {
+        name: "resident memory, 50 devices, steady",
+        value: steady,
+        unit: "MiB",
+        reference: ref,
+        ratio: ref / steady,
+        note: "idle node process, same node flags (lower is better)",
+      },
+      {
+        name: "resident memory, 50 devices, peak",
+        value: peak,
+        unit: "MiB",
+        reference: ref,
+        ratio: ref / peak,
+        note: "idle node process, same node flags (lower is better)",
+      },
+      {
+        name: "flags' own cost: idle node process, daemon's node flags",
+        value: ref,
+        unit: "MiB",
+        reference: refPlain,
+        ratio: refPlain / ref,
+        note: "idle node process, no node flags (lower is better)",
+      },
     ];
   } finally {
     idle.kill("SIGKILL");
@@ -80,7 +111,14 @@ const bench: BenchFn = async (ctx) => {
   ctx.log(`device sync: ${flagged.toFixed(0)} req/s with ${nodeArgs.join(" ") || "no flags"}, ${plain.toFixed(0)} with none`);
   return [
     ...memory,
-    { name: "flags' own cost: device sync, 50 devices, unit's node flags", value: flagged, unit: "req/s", reference: plain, ratio: flagged / plain, note: "same daemon, no node flags" },
+    {
+      name: "flags' own cost: device sync, 50 devices, unit's node flags",
+      value: flagged,
+      unit: "req/s",
+      reference: plain,
+      ratio: flagged / plain,
+      note: "same daemon, no node flags",
+    },
   ];
 };
 export default bench;

@@ -85,7 +85,8 @@ function hammerDr(url: string, headers: Record<string, string>, ms: number): Pro
     check(status, text) {
       if (status !== 200) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
       const receipts = JSON.parse(text) as Array<{ status: string }>;
-      if (receipts.length !== 10 || receipts.some((x) => x.status !== "accepted")) throw new Error(`unexpected receipts: ${text.slice(0, 300)}`);
+      if (receipts.length !== 10 || receipts.some((x) => x.status !== "accepted"))
+        throw new Error(`unexpected receipts: ${text.slice(0, 300)}`);
     },
   });
 }
@@ -99,7 +100,14 @@ async function drThroughput(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
   // The daemon as the unit starts it (its node flags), the reference in a child under the
   // same flags, and the same reference with no flags (what the flags cost on their own).
   mkdirSync(join(ctx.dir, "dr"));
-  const gw = await spawnDaemonProcess(join(ctx.dir, "dr"), { log_level: "warn", http: { listen: "127.0.0.1:0", tls: { cert: cert.certFile, key: cert.keyFile }, rate_limit_per_min: 100_000_000 } }, { nodeArgs: [...unit.nodeArgs, ...prof] });
+  const gw = await spawnDaemonProcess(
+    join(ctx.dir, "dr"),
+    {
+      log_level: "warn",
+      http: { listen: "127.0.0.1:0", tls: { cert: cert.certFile, key: cert.keyFile }, rate_limit_per_min: 100_000_000 },
+    },
+    { nodeArgs: [...unit.nodeArgs, ...prof] },
+  );
   const bare = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-flags"), path: DR_PATH }, unit);
   const barePlain = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-plain"), path: DR_PATH }, plain);
   try {
@@ -119,8 +127,22 @@ async function drThroughput(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     }
     ctx.log(`/dr req/s ours/bare/bare without flags (${flagsLabel(unit.nodeArgs)}): rounds ${rounds.join(", ")}`);
     return [
-      { name: "/dr throughput, 10 events/request", value: best.ours, unit: "req/s", reference: best.ref, ratio: best.ours / best.ref, note: "bare fastify HTTPS route, unit's node flags: parse, 1 SQLite tx (FULL), 10 receipts" },
-      { name: "flags' own cost: bare /dr route, unit's node flags", value: best.ref, unit: "req/s", reference: best.refPlain, ratio: best.ref / best.refPlain, note: "the same bare route, no node flags" },
+      {
+        name: "/dr throughput, 10 events/request",
+        value: best.ours,
+        unit: "req/s",
+        reference: best.ref,
+        ratio: best.ours / best.ref,
+        note: "bare fastify HTTPS route, unit's node flags: parse, 1 SQLite tx (FULL), 10 receipts",
+      },
+      {
+        name: "flags' own cost: bare /dr route, unit's node flags",
+        value: best.ref,
+        unit: "req/s",
+        reference: best.refPlain,
+        ratio: best.ref / best.refPlain,
+        note: "the same bare route, no node flags",
+      },
     ];
   } finally {
     await gw.stop();
@@ -164,7 +186,10 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     let plan: Planned[] = [];
     try {
       await waitPaired(gw, 4).catch((e: Error) => {
-        const reg = gw.daemon.part<DeviceRegistry>("registry").list().map((d) => `${d.config.device_id}:${d.fully_configured}`);
+        const reg = gw.daemon
+          .part<DeviceRegistry>("registry")
+          .list()
+          .map((d) => `${d.config.device_id}:${d.fully_configured}`);
         const reqs = Object.entries(site.state().devices).map(([k, v]) => `${k}:${v.requests}`);
         throw new Error(`${e.message}; registry [${reg.join(" ")}]; simulator requests [${reqs.join(" ")}]`);
       });
@@ -193,8 +218,15 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
       });
       for (let i = 0; i < plan.length; i += 100) {
         const slots = plan.slice(i, i + 100).map((p) => ({
-          event_id: p.id, start_time: new Date(p.start).toISOString(), end_time: new Date(p.end).toISOString(),
-          event_type: "discharge", event_quantity: p.watts, event_unit: "w", priority: 10, mandatory: false, cancelled: false,
+          event_id: p.id,
+          start_time: new Date(p.start).toISOString(),
+          end_time: new Date(p.end).toISOString(),
+          event_type: "discharge",
+          event_quantity: p.watts,
+          event_unit: "w",
+          priority: 10,
+          mandatory: false,
+          cancelled: false,
         }));
         const r = await gw.call("POST", DR_PATH, { body: { mode: "live", event_slots: slots }, headers: gw.apiKeyHeaders });
         if (r.status !== 200) throw new Error(`/dr: HTTP ${r.status} ${r.text}`);
@@ -203,7 +235,9 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
       await sleep(plan[plan.length - 1].end - Date.now() + 1500); // wait: the benchmark runs the real-time plan to its end
       const statuses = new Map<string, number>();
       for (const r of sink.accepted("/exec")) statuses.set(r.body?.status, (statuses.get(r.body?.status) ?? 0) + 1);
-      ctx.log(`execution responses: ${[...statuses].map(([k, v]) => `${v} ${k}`).join(", ") || "none"}; dispatcher ${JSON.stringify(dispatch.stats)}`);
+      ctx.log(
+        `execution responses: ${[...statuses].map(([k, v]) => `${v} ${k}`).join(", ") || "none"}; dispatcher ${JSON.stringify(dispatch.stats)}`,
+      );
     } finally {
       await gw.stop();
     }
@@ -237,9 +271,16 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     }
     if (late.length === 0) throw new Error("the simulator saw no write inside any event");
     if (deliver.length === 0) throw new Error("no reading showed the battery at its setpoint inside any event");
-    ctx.log(`lateness over ${late.length} events: p50 ${percentile(late, 50).toFixed(2)} ms, p99 ${percentile(late, 99).toFixed(2)} ms, max ${Math.max(...late).toFixed(2)} ms; ${noWrite} without a write inside the event`);
-    ctx.log(`delivery seen by the gateway (poll every ${POLL_MS} ms): p50 ${percentile(deliver, 50).toFixed(1)} ms, p99 ${percentile(deliver, 99).toFixed(1)} ms, first reading at the setpoint from ${firstBy.confirm} confirmation reads and ${firstBy.poll} polls; simulator at setpoint p50 ${percentile(simAt, 50).toFixed(2)} ms; ${undelivered} events without a reading at the setpoint before their end`);
-    if (byPoll.length) ctx.log(`the first poll at the setpoint alone: p50 ${percentile(byPoll, 50).toFixed(1)} ms, p99 ${percentile(byPoll, 99).toFixed(1)} ms (${byPoll.length} events)`);
+    ctx.log(
+      `lateness over ${late.length} events: p50 ${percentile(late, 50).toFixed(2)} ms, p99 ${percentile(late, 99).toFixed(2)} ms, max ${Math.max(...late).toFixed(2)} ms; ${noWrite} without a write inside the event`,
+    );
+    ctx.log(
+      `delivery seen by the gateway (poll every ${POLL_MS} ms): p50 ${percentile(deliver, 50).toFixed(1)} ms, p99 ${percentile(deliver, 99).toFixed(1)} ms, first reading at the setpoint from ${firstBy.confirm} confirmation reads and ${firstBy.poll} polls; simulator at setpoint p50 ${percentile(simAt, 50).toFixed(2)} ms; ${undelivered} events without a reading at the setpoint before their end`,
+    );
+    if (byPoll.length)
+      ctx.log(
+        `the first poll at the setpoint alone: p50 ${percentile(byPoll, 50).toFixed(1)} ms, p99 ${percentile(byPoll, 99).toFixed(1)} ms (${byPoll.length} events)`,
+      );
 
     // Reference for lateness: a bare timer and a modbus-serial write of the same register,
     // same number of starts, to the same simulator (no gateway running).
@@ -258,9 +299,30 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     const lateNote = "bare setTimeout + modbus-serial write; goal p99 <= 20 ms";
     const delNote = `simulator power_w at setpoint; first reading: ${firstBy.confirm} confirm, ${firstBy.poll} poll (every ${POLL_MS} ms)`;
     return [
-      { name: `event start lateness p50 (${late.length} events)`, value: l50, unit: "ms", reference: b50, ratio: b50 / l50, note: lateNote },
-      { name: `event start lateness p99 (${late.length} events)`, value: l99, unit: "ms", reference: b99, ratio: b99 / l99, note: lateNote },
-      { name: "setpoint-to-delivery p50 (within 5%)", value: d50, unit: "ms", reference: s50, ratio: s50 / d50, note: `${delNote}; goal p50 <= 50 ms` },
+      {
+        name: `event start lateness p50 (${late.length} events)`,
+        value: l50,
+        unit: "ms",
+        reference: b50,
+        ratio: b50 / l50,
+        note: lateNote,
+      },
+      {
+        name: `event start lateness p99 (${late.length} events)`,
+        value: l99,
+        unit: "ms",
+        reference: b99,
+        ratio: b99 / l99,
+        note: lateNote,
+      },
+      {
+        name: "setpoint-to-delivery p50 (within 5%)",
+        value: d50,
+        unit: "ms",
+        reference: s50,
+        ratio: s50 / d50,
+        note: `${delNote}; goal p50 <= 50 ms`,
+      },
       { name: "setpoint-to-delivery p99 (within 5%)", value: d99, unit: "ms", reference: s99, ratio: s99 / d99, note: delNote },
     ];
   } finally {

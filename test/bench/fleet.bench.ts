@@ -27,7 +27,13 @@ function median(xs: number[]): number {
 }
 
 async function bareClient(broker: Broker, user = FLEET_USER, password = FLEET_PASSWORD): Promise<MqttClient> {
-  const c = await connectAsync(broker.url, { protocolVersion: 5, username: user, password, reconnectPeriod: 0, clientId: `bench-${Math.random().toString(16).slice(2, 8)}` });
+  const c = await connectAsync(broker.url, {
+    protocolVersion: 5,
+    username: user,
+    password,
+    reconnectPeriod: 0,
+    clientId: `bench-${Math.random().toString(16).slice(2, 8)}`,
+  });
   return c;
 }
 
@@ -89,7 +95,9 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   // The references run as another gateway (site-002): the same ACL patterns on the broker.
   const broker = await startBroker(join(ctx.dir, "broker"), { tls: false, users: { "site-002": GATEWAY_PASSWORD } });
   const log = silentLogger();
-  const config = testConfig(join(ctx.dir, "gw"), { fleet: { url: broker.url, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 30 } });
+  const config = testConfig(join(ctx.dir, "gw"), {
+    fleet: { url: broker.url, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 30 },
+  });
   const storage = new StoragePart(config.data_dir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, FLEET_MIGRATIONS], log);
   const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log });
   storage.start();
@@ -99,8 +107,19 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   const ns = instanceId(storage.db);
   const stub = { list: () => [], onChange: () => () => {} };
   const fleet = new Fleet({
-    config, fleet: config.fleet!, queue, messages: new DeliveryLog(storage), samples, telemetry, registry: stub as never, health: { health: () => undefined },
-    dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 }, connector: {} as never, profiles: { has: () => false, names: () => [] }, instance: () => ns, log,
+    config,
+    fleet: config.fleet!,
+    queue,
+    messages: new DeliveryLog(storage),
+    samples,
+    telemetry,
+    registry: stub as never,
+    health: { health: () => undefined },
+    dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },
+    connector: {} as never,
+    profiles: { has: () => false, names: () => [] },
+    instance: () => ns,
+    log,
   });
   const clients: MqttClient[] = [];
   try {
@@ -134,10 +153,26 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
       ref.push(await bareLoop(bare, "sitegate/site-002/telemetry", payloads, window));
       const c3 = process.cpuUsage(c2);
       cpuRef.push((c3.user + c3.system) / n);
-      ctx.log(`round ${r + 1}: telemetry ours ${Math.round(ours[r])} / bare ${Math.round(ref[r])} msgs/s, CPU ${cpuOurs[r].toFixed(1)} / ${cpuRef[r].toFixed(1)} us per message`);
+      ctx.log(
+        `round ${r + 1}: telemetry ours ${Math.round(ours[r])} / bare ${Math.round(ref[r])} msgs/s, CPU ${cpuOurs[r].toFixed(1)} / ${cpuRef[r].toFixed(1)} us per message`,
+      );
     }
-    rows.push({ name: "fleet: telemetry QoS 1 from the store (demo snapshots)", value: median(ours), unit: "msgs/s", reference: median(ref), ratio: median(ours.map((o, i) => o / ref[i])), note: "bare MQTT.js QoS 1 loop, same window" });
-    rows.push({ name: "fleet: process CPU per telemetry message", value: median(cpuOurs), unit: "us", reference: median(cpuRef), ratio: median(cpuRef.map((c, i) => c / cpuOurs[i])), note: "the bare loop (lower is better)" });
+    rows.push({
+      name: "fleet: telemetry QoS 1 from the store (demo snapshots)",
+      value: median(ours),
+      unit: "msgs/s",
+      reference: median(ref),
+      ratio: median(ours.map((o, i) => o / ref[i])),
+      note: "bare MQTT.js QoS 1 loop, same window",
+    });
+    rows.push({
+      name: "fleet: process CPU per telemetry message",
+      value: median(cpuOurs),
+      unit: "us",
+      reference: median(cpuRef),
+      ratio: median(cpuRef.map((c, i) => c / cpuOurs[i])),
+      note: "the bare loop (lower is better)",
+    });
     rows.push({ name: "fleet: telemetry message size (5 devices)", value: bytes, unit: "bytes", reference: null, ratio: null });
 
     // Commands: ping answered through the fleet part vs a bare echo responder.
@@ -158,7 +193,14 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
       refCmd.push(await requestLoop(req2, "sitegate/site-002/cmd/ping", "sitegate/site-002/reply/bench", m, 8));
       ctx.log(`round ${r + 1}: commands ours ${Math.round(oursCmd[r])} / echo ${Math.round(refCmd[r])} per s`);
     }
-    rows.push({ name: "fleet: commands answered (ping, 8 outstanding)", value: median(oursCmd), unit: "cmds/s", reference: median(refCmd), ratio: median(oursCmd.map((o, i) => o / refCmd[i])), note: "bare MQTT.js echo responder" });
+    rows.push({
+      name: "fleet: commands answered (ping, 8 outstanding)",
+      value: median(oursCmd),
+      unit: "cmds/s",
+      reference: median(refCmd),
+      ratio: median(oursCmd.map((o, i) => o / refCmd[i])),
+      note: "bare MQTT.js echo responder",
+    });
   } finally {
     await Promise.all(clients.map((c) => c.endAsync().catch(() => {})));
     await fleet.stop();
@@ -174,15 +216,34 @@ const bench: BenchFn = async (ctx) => {
   const self = import.meta.url;
   // Ours and the references under the unit's flags (the rows), then the same again with no
   // node flags: the bare loop's two figures are the flags' own cost.
-  const flagged = await runInChild<BenchRow[]>(self, "fleetFigures", { quick: ctx.quick, dir: join(ctx.dir, "flags"), label: "unit's node flags" }, unit);
-  const none = await runInChild<BenchRow[]>(self, "fleetFigures", { quick: ctx.quick, dir: join(ctx.dir, "plain"), label: "no node flags" }, plain);
+  const flagged = await runInChild<BenchRow[]>(
+    self,
+    "fleetFigures",
+    { quick: ctx.quick, dir: join(ctx.dir, "flags"), label: "unit's node flags" },
+    unit,
+  );
+  const none = await runInChild<BenchRow[]>(
+    self,
+    "fleetFigures",
+    { quick: ctx.quick, dir: join(ctx.dir, "plain"), label: "no node flags" },
+    plain,
+  );
   const tele = (rows: BenchRow[]) => rows.find((r) => r.name.startsWith("fleet: telemetry QoS 1"))!;
   const withFlags = tele(flagged).reference!;
   const without = tele(none).reference!;
-  ctx.log(`telemetry with no node flags: ours ${Math.round(tele(none).value)} / bare ${Math.round(without)} msgs/s (${tele(none).ratio!.toFixed(2)}x)`);
+  ctx.log(
+    `telemetry with no node flags: ours ${Math.round(tele(none).value)} / bare ${Math.round(without)} msgs/s (${tele(none).ratio!.toFixed(2)}x)`,
+  );
   return [
     ...flagged.map((r) => (r.note ? { ...r, note: `${r.note}, unit's node flags` } : r)),
-    { name: "flags' own cost: bare MQTT.js QoS 1 loop, unit's node flags", value: withFlags, unit: "msgs/s", reference: without, ratio: withFlags / without, note: "the same loop, no node flags" },
+    {
+      name: "flags' own cost: bare MQTT.js QoS 1 loop, unit's node flags",
+      value: withFlags,
+      unit: "msgs/s",
+      reference: without,
+      ratio: withFlags / without,
+      note: "the same loop, no node flags",
+    },
   ];
 };
 

@@ -5,14 +5,23 @@ import { testCert } from "../support/tls.js";
 
 export async function httpsLoad(
   url: string,
-  opts: { ms: number; clients?: number; headers?: Record<string, string>; method?: "GET" | "POST"; body?: () => string; check?: (status: number, text: string) => void },
+  opts: {
+    ms: number;
+    clients?: number;
+    headers?: Record<string, string>;
+    method?: "GET" | "POST";
+    body?: () => string;
+    check?: (status: number, text: string) => void;
+  },
 ): Promise<number> {
   const clients = opts.clients ?? 4;
   const agent = new Agent({ connect: { ca: testCert().cert }, connections: clients, pipelining: 1 });
   const headers = { ...(opts.headers ?? {}), ...(opts.body ? { "content-type": "application/json" } : {}) };
-  const check = opts.check ?? ((status) => {
-    if (status !== 200) throw new Error(`HTTP ${status}`);
-  });
+  const check =
+    opts.check ??
+    ((status) => {
+      if (status !== 200) throw new Error(`HTTP ${status}`);
+    });
   let n = 0;
   const end = performance.now() + opts.ms;
   const t0 = performance.now();

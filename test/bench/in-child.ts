@@ -14,14 +14,22 @@ export interface ChildHandle<T> {
 }
 
 /** The unit's node flags and environment, and "no flags" with the same environment. */
-export function flagSets(): { unit: { nodeArgs: string[]; env: Record<string, string> }; plain: { nodeArgs: string[]; env: Record<string, string> } } {
+export function flagSets(): {
+  unit: { nodeArgs: string[]; env: Record<string, string> };
+  plain: { nodeArgs: string[]; env: Record<string, string> };
+} {
   const unit = unitCommand();
   return { unit, plain: { nodeArgs: [], env: unit.env } };
 }
 
 export const flagsLabel = (nodeArgs: string[]) => (nodeArgs.length ? nodeArgs.join(" ") : "no node flags");
 
-export function inChild<T>(moduleUrl: string, fn: string, arg: unknown, opts: { nodeArgs: string[]; env?: Record<string, string> }): Promise<ChildHandle<T>> {
+export function inChild<T>(
+  moduleUrl: string,
+  fn: string,
+  arg: unknown,
+  opts: { nodeArgs: string[]; env?: Record<string, string> },
+): Promise<ChildHandle<T>> {
   const child = fork(fileURLToPath(new URL("./child-main.js", import.meta.url)), [], {
     execArgv: opts.nodeArgs,
     env: { ...process.env, ...(opts.env ?? {}) },
@@ -50,7 +58,12 @@ export function inChild<T>(moduleUrl: string, fn: string, arg: unknown, opts: { 
 }
 
 /** One-shot: runs fn in a child under the flags and returns its result. */
-export async function runInChild<T>(moduleUrl: string, fn: string, arg: unknown, opts: { nodeArgs: string[]; env?: Record<string, string> }): Promise<T> {
+export async function runInChild<T>(
+  moduleUrl: string,
+  fn: string,
+  arg: unknown,
+  opts: { nodeArgs: string[]; env?: Record<string, string> },
+): Promise<T> {
   const h = await inChild<T>(moduleUrl, fn, arg, opts);
   await h.stop();
   return h.result;

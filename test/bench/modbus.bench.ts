@@ -20,7 +20,11 @@ const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js"
 
 /** Registers/s mbpoll gets over `ms`: its polls counted from its output. */
 async function mbpollRate(port: number, ms: number): Promise<number> {
-  const child = spawn("mbpoll", ["-m", "tcp", "-p", String(port), "-a", "1", "-t", "4", "-r", "40001", "-c", "125", "-l", "11", "127.0.0.1"], { stdio: ["ignore", "pipe", "ignore"] });
+  const child = spawn(
+    "mbpoll",
+    ["-m", "tcp", "-p", String(port), "-a", "1", "-t", "4", "-r", "40001", "-c", "125", "-l", "11", "127.0.0.1"],
+    { stdio: ["ignore", "pipe", "ignore"] },
+  );
   let polls = 0;
   let first = 0;
   let last = 0;
@@ -111,7 +115,14 @@ const bench: BenchFn = async (ctx) => {
     const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: sim.tcpPorts[0] }, silentLogger());
     const ours = await pollRate(bus, 1, ms);
     await bus.close();
-    rows.push({ name: "TCP poll throughput", value: ours, unit: "registers/s", reference: theirs, ratio: ours / theirs, note: "mbpoll -c 125 -l 11 (its fastest)" });
+    rows.push({
+      name: "TCP poll throughput",
+      value: ours,
+      unit: "registers/s",
+      reference: theirs,
+      ratio: ours / theirs,
+      note: "mbpoll -c 125 -l 11 (its fastest)",
+    });
     // mbpoll cannot poll faster than every 11 ms, so it says little about the engine itself.
     // The poll path above reads only the 52 registers the profile needs (two requests), so
     // compare the bus with a bare modbus-serial loop on the same request shape: 125 registers.
@@ -126,7 +137,14 @@ const bench: BenchFn = async (ctx) => {
     }
     const busRate = (n * 125 * 1000) / (performance.now() - t0);
     await bus125.close();
-    rows.push({ name: "TCP bus, 125-register reads", value: busRate, unit: "registers/s", reference: bare, ratio: busRate / bare, note: "bare modbus-serial read loop, same reads" });
+    rows.push({
+      name: "TCP bus, 125-register reads",
+      value: busRate,
+      unit: "registers/s",
+      reference: bare,
+      ratio: busRate / bare,
+      note: "bare modbus-serial read loop, same reads",
+    });
   } finally {
     await sim.stop();
   }
@@ -134,12 +152,27 @@ const bench: BenchFn = async (ctx) => {
   for (const baud of [9600, 115200]) {
     const dir = mkdtempSync(join(tmpdir(), "sitegate-bench-rtu-"));
     const scenario = join(dir, "scenario.json");
-    writeFileSync(scenario, JSON.stringify({
-      seed: 1,
-      control: { listen: "127.0.0.1:0" },
-      ports: [{ kind: "rtu", path: "sim", peer: "gw", baud, turnaround_ms: 5, devices: [{ unit: 1, model: "sunspec-storage", name: "battery" }] }],
-    }));
-    const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_FORMAT: "json" } });
+    writeFileSync(
+      scenario,
+      JSON.stringify({
+        seed: 1,
+        control: { listen: "127.0.0.1:0" },
+        ports: [
+          {
+            kind: "rtu",
+            path: "sim",
+            peer: "gw",
+            baud,
+            turnaround_ms: 5,
+            devices: [{ unit: 1, model: "sunspec-storage", name: "battery" }],
+          },
+        ],
+      }),
+    );
+    const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, LOG_FORMAT: "json" },
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         let out = "";
@@ -153,12 +186,26 @@ const bench: BenchFn = async (ctx) => {
       const got = await rtuRate(bus, baud === 9600 ? Math.max(ms, 3000) : ms);
       await bus.close();
       const ideal = lineRate(baud);
-      rows.push({ name: `RTU bus efficiency ${baud} baud`, value: got, unit: "registers/s", reference: ideal, ratio: got / ideal, note: "line rate, 8N1, 5 ms turnaround" });
+      rows.push({
+        name: `RTU bus efficiency ${baud} baud`,
+        value: got,
+        unit: "registers/s",
+        reference: ideal,
+        ratio: got / ideal,
+        note: "line rate, 8N1, 5 ms turnaround",
+      });
       if (baud === 115200) {
         // What a bare modbus-serial loop gets over the same pty: the part of the gap to the
         // line rate that is the pty and the event loops, not our bus.
         const bare = await bareRate((c) => c.connectRTUBuffered(join(dir, "gw"), { baudRate: baud }), ms);
-        rows.push({ name: `RTU ${baud} baud, bus vs bare client`, value: got, unit: "registers/s", reference: bare, ratio: got / bare, note: "bare modbus-serial read loop, same pty" });
+        rows.push({
+          name: `RTU ${baud} baud, bus vs bare client`,
+          value: got,
+          unit: "registers/s",
+          reference: bare,
+          ratio: got / bare,
+          note: "bare modbus-serial read loop, same pty",
+        });
       }
     } finally {
       sim.kill("SIGTERM");

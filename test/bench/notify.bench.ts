@@ -34,8 +34,19 @@ const bench: BenchFn = async (ctx) => {
     for (let i = 0; i < n; i++) await new Promise((ok) => execFile("true", ok));
     const ref = (performance.now() - t1) / n;
     const cpuMs = (cpu.user + cpu.system) / 1000 / n;
-    ctx.log(`${received}/${n} delivered; daemon-side CPU ${cpuMs.toFixed(2)} ms per message, ${((cpuMs / 15000) * 100).toFixed(3)}% of a core at one message per 15 s`);
-    return [{ name: "systemd notification (systemd-notify + barrier)", value: ms, unit: "ms", reference: ref, ratio: ref / ms, note: "spawning `true` (lower is better)" }];
+    ctx.log(
+      `${received}/${n} delivered; daemon-side CPU ${cpuMs.toFixed(2)} ms per message, ${((cpuMs / 15000) * 100).toFixed(3)}% of a core at one message per 15 s`,
+    );
+    return [
+      {
+        name: "systemd notification (systemd-notify + barrier)",
+        value: ms,
+        unit: "ms",
+        reference: ref,
+        ratio: ref / ms,
+        note: "spawning `true` (lower is better)",
+      },
+    ];
   } finally {
     py.kill("SIGKILL");
   }

@@ -32,7 +32,12 @@ export const METERS = 8;
 export const INVERTERS = 2;
 
 /** Wire time of one read request and its answer, silences and turnaround included (ms). */
-export function requestLineMs(block: Pick<Block, "table" | "count">, baud: number, bitsPerChar: number, turnaroundMs = TURNAROUND_MS): number {
+export function requestLineMs(
+  block: Pick<Block, "table" | "count">,
+  baud: number,
+  bitsPerChar: number,
+  turnaroundMs = TURNAROUND_MS,
+): number {
   const charMs = (bitsPerChar * 1000) / baud;
   const silence = baud > 19200 ? 1.75 : 3.5 * charMs;
   const bits = block.table === "coil" || block.table === "discrete";
@@ -48,19 +53,31 @@ export function coalescing(ranges: readonly Range[], blocks: readonly Block[]): 
 }
 
 /** The simulator of one full bus as its own process; resolves once it listens. */
-export async function startBusSim(dir: string, baud: number, parity: Parity, meters = METERS, inverters = INVERTERS): Promise<ChildProcess> {
+export async function startBusSim(
+  dir: string,
+  baud: number,
+  parity: Parity,
+  meters = METERS,
+  inverters = INVERTERS,
+): Promise<ChildProcess> {
   const scenario = join(dir, "scenario.json");
   const devices = [
     ...Array.from({ length: meters }, (_, i) => ({ unit: i + 1, model: "sdm630", name: `meter${i + 1}` })),
     ...Array.from({ length: inverters }, (_, i) => ({ unit: meters + i + 1, model: "sunspec-pv", name: `pv${i + 1}` })),
   ];
-  writeFileSync(scenario, JSON.stringify({
-    seed: 1,
-    control: { listen: "127.0.0.1:0" },
-    site: { pv_irradiance: 0.5 },
-    ports: [{ kind: "rtu", path: "sim", peer: "gw", baud, parity, stop_bits: 1, turnaround_ms: TURNAROUND_MS, devices }],
-  }));
-  const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_FORMAT: "json" } });
+  writeFileSync(
+    scenario,
+    JSON.stringify({
+      seed: 1,
+      control: { listen: "127.0.0.1:0" },
+      site: { pv_irradiance: 0.5 },
+      ports: [{ kind: "rtu", path: "sim", peer: "gw", baud, parity, stop_bits: 1, turnaround_ms: TURNAROUND_MS, devices }],
+    }),
+  );
+  const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, LOG_FORMAT: "json" },
+  });
   await new Promise<void>((ok, fail) => {
     let out = "";
     sim.stdout!.on("data", (d: Buffer) => {
@@ -123,7 +140,10 @@ const bench: BenchFn = async (ctx) => {
   const ms = ctx.quick ? 3000 : 15000;
   const rows: BenchRow[] = [];
   const profiles = builtinProfiles();
-  for (const [baud, parity] of [[9600, "none"], [19200, "even"]] as const) {
+  for (const [baud, parity] of [
+    [9600, "none"],
+    [19200, "even"],
+  ] as const) {
     const framing = `${baud} 8${parity[0].toUpperCase()}1`;
     const dir = mkdtempSync(join(tmpdir(), "sitegate-bench-bus-"));
     const sim = await startBusSim(dir, baud, parity);
@@ -135,25 +155,63 @@ const bench: BenchFn = async (ctx) => {
         ...Array.from({ length: INVERTERS }, (_, i) => new DeviceDriver(bus, METERS + i + 1, profiles.get("sunspec"))),
       ];
       for (const d of drivers) await d.pair();
-      ctx.log(`${framing}: ${lineTiming(endpoint).bitsPerChar} bits/char, silence ${bus.gapMs.toFixed(2)} ms, planner gap ${lineTiming(endpoint).gapRegs} registers`);
+      ctx.log(
+        `${framing}: ${lineTiming(endpoint).bitsPerChar} bits/char, silence ${bus.gapMs.toFixed(2)} ms, planner gap ${lineTiming(endpoint).gapRegs} registers`,
+      );
       for (const classes of [["fast"], ["fast", "slow"]] as PointClass[][]) {
         const f = await measureBus(bus, drivers, classes, classes.length === 1 ? ms : Math.max(2000, ms / 3));
         const what = classes.length === 1 ? "power points" : "all points";
-        ctx.log(`${framing} ${what}: ${f.cycles} cycles, ${f.cycleMs.toFixed(1)} ms each, line minimum ${f.lineMs.toFixed(1)} ms, ${f.requests} requests, ${f.read} registers read for ${f.needed} needed (${f.exactRequests} requests and ${f.exactLineMs.toFixed(1)} ms of line without reading through gaps), ${f.failures} failures`);
+        ctx.log(
+          `${framing} ${what}: ${f.cycles} cycles, ${f.cycleMs.toFixed(1)} ms each, line minimum ${f.lineMs.toFixed(1)} ms, ${f.requests} requests, ${f.read} registers read for ${f.needed} needed (${f.exactRequests} requests and ${f.exactLineMs.toFixed(1)} ms of line without reading through gaps), ${f.failures} failures`,
+        );
         if (f.failures) throw new Error(`${f.failures} failed reads on a healthy bus`);
-        rows.push({ name: `full bus ${framing}, 8 SDM630 + 2 PV, poll cycle (${what})`, value: f.cycleMs, unit: "ms", reference: f.lineMs, ratio: f.lineMs / f.cycleMs, note: `line minimum, same ${f.requests} frames, ${lineTiming(endpoint).bitsPerChar} bits/char, 3.5-char gaps, 5 ms turnaround` });
-        rows.push({ name: `full bus ${framing}, registers per cycle (${what})`, value: f.read, unit: "registers", reference: f.needed, ratio: f.needed / f.read, note: "registers the points need (lower is better)" });
-        rows.push({ name: `full bus ${framing}, line minimum of the plan (${what})`, value: f.lineMs, unit: "ms", reference: f.exactLineMs, ratio: f.exactLineMs / f.lineMs, note: `reading only the registers needed, ${f.exactRequests} requests (lower is better)` });
+        rows.push({
+          name: `full bus ${framing}, 8 SDM630 + 2 PV, poll cycle (${what})`,
+          value: f.cycleMs,
+          unit: "ms",
+          reference: f.lineMs,
+          ratio: f.lineMs / f.cycleMs,
+          note: `line minimum, same ${f.requests} frames, ${lineTiming(endpoint).bitsPerChar} bits/char, 3.5-char gaps, 5 ms turnaround`,
+        });
+        rows.push({
+          name: `full bus ${framing}, registers per cycle (${what})`,
+          value: f.read,
+          unit: "registers",
+          reference: f.needed,
+          ratio: f.needed / f.read,
+          note: "registers the points need (lower is better)",
+        });
+        rows.push({
+          name: `full bus ${framing}, line minimum of the plan (${what})`,
+          value: f.lineMs,
+          unit: "ms",
+          reference: f.exactLineMs,
+          ratio: f.exactLineMs / f.lineMs,
+          note: `reading only the registers needed, ${f.exactRequests} requests (lower is better)`,
+        });
       }
       // Sizing: SDM630 meters alone on such a bus, every point every cycle (the slow energy
       // counters included, so the tick that reads them still fits), at the measured ratio.
-      const meter = drivers[0].plan(["fast", "slow"]).blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
-      const pv = drivers[METERS].plan(["fast", "slow"]).blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
+      const meter = drivers[0]
+        .plan(["fast", "slow"])
+        .blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
+      const pv = drivers[METERS]
+        .plan(["fast", "slow"])
+        .blocks.reduce((a, b) => a + requestLineMs(b, baud, lineTiming(endpoint).bitsPerChar), 0);
       const ratio = Math.min(1, rows[rows.length - 3].ratio ?? 1);
-      ctx.log(`${framing}: line time per cycle ${meter.toFixed(1)} ms per SDM630, ${pv.toFixed(1)} ms per SunSpec PV inverter (all points)`);
+      ctx.log(
+        `${framing}: line time per cycle ${meter.toFixed(1)} ms per SDM630, ${pv.toFixed(1)} ms per SunSpec PV inverter (all points)`,
+      );
       for (const period of [1, 5, 10]) {
         const fit = Math.min(247, Math.floor((period * 1000 * ratio) / meter));
-        rows.push({ name: `full bus ${framing}, SDM630 meters per bus at ${period} s`, value: fit, unit: "meters", reference: null, ratio: null, note: `${meter.toFixed(0)} ms line time each, at the measured ratio` });
+        rows.push({
+          name: `full bus ${framing}, SDM630 meters per bus at ${period} s`,
+          value: fit,
+          unit: "meters",
+          reference: null,
+          ratio: null,
+          note: `${meter.toFixed(0)} ms line time each, at the measured ratio`,
+        });
       }
       await bus.close();
     } finally {

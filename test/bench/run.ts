@@ -20,9 +20,20 @@ function fmt(n: number | null): string {
 
 export function table(rows: BenchRow[]): string {
   const head = ["benchmark", "value", "unit", "reference", "ratio", "reference is"];
-  const body = rows.map((r) => [r.name, fmt(r.value), r.unit, fmt(r.reference), r.ratio === null ? "-" : `${r.ratio.toFixed(2)}x`, r.note ?? ""]);
+  const body = rows.map((r) => [
+    r.name,
+    fmt(r.value),
+    r.unit,
+    fmt(r.reference),
+    r.ratio === null ? "-" : `${r.ratio.toFixed(2)}x`,
+    r.note ?? "",
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 1 || i === 3 || i === 4 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 1 || i === 3 || i === 4 ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
@@ -54,11 +65,24 @@ async function main(): Promise<number> {
   process.stdout.write(table(rows) + "\n");
   const out = join(root, "var/bench");
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, "latest.json"), JSON.stringify(rows.map(({ name, value, unit, reference, ratio }) => ({ name, value, unit, reference, ratio })), null, 2) + "\n");
+  writeFileSync(
+    join(out, "latest.json"),
+    JSON.stringify(
+      rows.map(({ name, value, unit, reference, ratio }) => ({ name, value, unit, reference, ratio })),
+      null,
+      2,
+    ) + "\n",
+  );
   process.stderr.write(`wrote ${join(out, "latest.json")}${failed ? `; ${failed} benchmark(s) failed` : ""}\n`);
   return failed ? 1 : 0;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().then((c) => process.exit(c), (e) => { process.stderr.write(String(e) + "\n"); process.exit(1); });
+  main().then(
+    (c) => process.exit(c),
+    (e) => {
+      process.stderr.write(String(e) + "\n");
+      process.exit(1);
+    },
+  );
 }

@@ -96,17 +96,27 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function startSimProcess(dir: string, devices: number): Promise<{ child: ChildProcess; ports: number[] }> {
   const ports = Math.ceil(devices / PER_PORT);
   const scenario = join(dir, "scenario.json");
-  writeFileSync(scenario, JSON.stringify({
-    seed: 3,
-    control: { listen: "127.0.0.1:0" },
-    site: { pv_irradiance: 0.5 },
-    ports: Array.from({ length: ports }, (_, p) => ({
-      kind: "tcp",
-      listen: "127.0.0.1:0",
-      devices: Array.from({ length: Math.min(PER_PORT, devices - p * PER_PORT) }, (_, u) => ({ unit: u + 1, model: MODELS[u % 3], name: `d${p}-${u}` })),
-    })),
-  }));
-  const child = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "info" } });
+  writeFileSync(
+    scenario,
+    JSON.stringify({
+      seed: 3,
+      control: { listen: "127.0.0.1:0" },
+      site: { pv_irradiance: 0.5 },
+      ports: Array.from({ length: ports }, (_, p) => ({
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: Array.from({ length: Math.min(PER_PORT, devices - p * PER_PORT) }, (_, u) => ({
+          unit: u + 1,
+          model: MODELS[u % 3],
+          name: `d${p}-${u}`,
+        })),
+      })),
+    }),
+  );
+  const child = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
+  });
   const tcp = await new Promise<number[]>((ok, fail) => {
     let out = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -115,7 +125,9 @@ async function startSimProcess(dir: string, devices: number): Promise<{ child: C
         if (!line.includes("simulator running")) continue;
         try {
           ok((JSON.parse(line) as { tcp: number[] }).tcp);
-        } catch { /* a partial line: wait for the rest */ }
+        } catch {
+          /* a partial line: wait for the rest */
+        }
       }
     });
     child.once("exit", (c) => fail(new Error(`sitegate-sim exited (${c})`)));
@@ -126,7 +138,13 @@ async function startSimProcess(dir: string, devices: number): Promise<{ child: C
 }
 
 /** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs`. */
-export async function measureSite(devices: number, warmMs: number, windowMs: number, log: (m: string) => void, commitS = Number(process.env.BENCH_COMMIT_S ?? 10)): Promise<ScalePoint> {
+export async function measureSite(
+  devices: number,
+  warmMs: number,
+  windowMs: number,
+  log: (m: string) => void,
+  commitS = Number(process.env.BENCH_COMMIT_S ?? 10),
+): Promise<ScalePoint> {
   const { dir, cleanup } = makeTmpDir();
   const apiPort = await freePort();
   const sim = await startSimProcess(dir, devices);
@@ -137,14 +155,26 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
     ...base,
     log_level: "warn",
     http: { ...base.http, listen: `127.0.0.1:${apiPort}` },
-    partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+    partner: {
+      headers: [],
+      execution_url: `${sink.url}/exec`,
+      data_push_url: sink.url,
+      data_push_path: "telemetry",
+      ca_file: testCert().certFile,
+    },
     // the product default (10 s) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
     telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: commitS },
-    devices: Array.from({ length: devices }, (_, i) => tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1)),
+    devices: Array.from({ length: devices }, (_, i) =>
+      tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1),
+    ),
   };
   // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
   const extra = (process.env.BENCH_NODE_EXTRA ?? "").split(/\s+/).filter(Boolean);
-  const child = spawnDaemon(writeConfig(dir, cfg), { nodeArgs: [...unit.nodeArgs, ...extra], env: unit.env, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawnDaemon(writeConfig(dir, cfg), {
+    nodeArgs: [...unit.nodeArgs, ...extra],
+    env: unit.env,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const pid = child.pid!;
@@ -187,7 +217,9 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
       bytesPerSample: (m1.bytes - m0.bytes) / (m1.samples - m0.samples),
       alonePerSample: (m1.alone - m0.alone) / (m1.samples - m0.samples),
     };
-    log(`${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner; commit every ${commitS} s: ${p.samplesPerS.toFixed(0)} samples/s stored at ${p.bytesPerSample.toFixed(2)} B (${p.alonePerSample.toFixed(2)} B packed alone), ${p.writtenPerSample.toFixed(1)} B written per sample (${(p.writtenPerSample / p.bytesPerSample).toFixed(1)}x)`);
+    log(
+      `${devices} devices: RSS ${p.rssMiB.toFixed(1)} MiB, ${p.anonMiB.toFixed(1)} anonymous (samples ${rss.map((r) => r.toFixed(0)).join(" ")}), CPU ${p.cpuPct.toFixed(1)} %, ${(p.bytesPerDay / 1e6).toFixed(1)} MB/day written, ${p.writeCallsPerS.toFixed(1)} write calls/s, ${p.readsPerS.toFixed(1)} device readings/s pushed, ${seen} devices reached the partner; commit every ${commitS} s: ${p.samplesPerS.toFixed(0)} samples/s stored at ${p.bytesPerSample.toFixed(2)} B (${p.alonePerSample.toFixed(2)} B packed alone), ${p.writtenPerSample.toFixed(1)} B written per sample (${(p.writtenPerSample / p.bytesPerSample).toFixed(1)}x)`,
+    );
     if (seen < devices) throw new Error(`only ${seen} of ${devices} devices reached the partner: ${stderr}`);
     return p;
   } finally {
@@ -202,7 +234,11 @@ export async function measureSite(devices: number, warmMs: number, windowMs: num
 /** The daemon's telemetry counters from its /metrics. */
 async function storedCounters(port: number): Promise<{ samples: number; bytes: number; alone: number }> {
   const url = `https://127.0.0.1:${port}`;
-  const [samples, bytes, alone] = await Promise.all(["sitegate_samples_stored_total", "sitegate_samples_stored_bytes_total", "sitegate_samples_stored_alone_bytes_total"].map((n) => daemonMetric(url, n)));
+  const [samples, bytes, alone] = await Promise.all(
+    ["sitegate_samples_stored_total", "sitegate_samples_stored_bytes_total", "sitegate_samples_stored_alone_bytes_total"].map((n) =>
+      daemonMetric(url, n),
+    ),
+  );
   return { samples, bytes, alone };
 }
 
@@ -217,7 +253,13 @@ async function pollerReads(sink: Awaited<ReturnType<typeof startSink>>): Promise
 }
 
 const bench: BenchFn = async (ctx) => {
-  const sizes = process.env.BENCH_SCALE ? process.env.BENCH_SCALE.split(/[\s,]+/).filter(Boolean).map(Number) : ctx.quick ? [10, 50] : [10, 50, 200, 500];
+  const sizes = process.env.BENCH_SCALE
+    ? process.env.BENCH_SCALE.split(/[\s,]+/)
+        .filter(Boolean)
+        .map(Number)
+    : ctx.quick
+      ? [10, 50]
+      : [10, 50, 200, 500];
   const warmMs = ctx.quick ? 6000 : 15000;
   const windowMs = ctx.quick ? 12000 : 60000;
   const unit = unitCommand();
@@ -227,43 +269,170 @@ const bench: BenchFn = async (ctx) => {
   // The write budget: 4 and 50 devices, at the default commit interval and at 1 s (a commit per poll).
   const budget: ScalePoint[] = [];
   const defaultCommit = Number(process.env.BENCH_COMMIT_S ?? 10);
-  for (const [n, c] of [[4, defaultCommit], [4, 1], [50, defaultCommit], [50, 1]] as const) {
-    budget.push(pts.find((p) => p.devices === n && p.commitS === c) ?? (await measureSite(n, warmMs, Math.max(windowMs, 2 * c * 1000), ctx.log, c)));
+  for (const [n, c] of [
+    [4, defaultCommit],
+    [4, 1],
+    [50, defaultCommit],
+    [50, 1],
+  ] as const) {
+    budget.push(
+      pts.find((p) => p.devices === n && p.commitS === c) ?? (await measureSite(n, warmMs, Math.max(windowMs, 2 * c * 1000), ctx.log, c)),
+    );
   }
   const rows: BenchRow[] = [];
   for (const p of budget) {
     const what = `write budget, ${p.devices} devices at 1 s, commit every ${p.commitS} s`;
-    rows.push({ name: `${what}: written per sample`, value: p.writtenPerSample, unit: "B", reference: p.alonePerSample, ratio: p.writtenPerSample / p.alonePerSample, note: "reference: the sample packed alone (each snapshot without deltas, the store's earlier format); goal <= 3x" });
-    rows.push({ name: `${what}: written per stored byte`, value: p.writtenPerSample, unit: "B", reference: p.bytesPerSample, ratio: p.writtenPerSample / p.bytesPerSample, note: "reference: the bytes the sample is stored in (deltas); the amplification" });
-    rows.push({ name: `${what}: stored per sample`, value: p.bytesPerSample, unit: "B", reference: p.alonePerSample, ratio: p.bytesPerSample / p.alonePerSample, note: "deltas against the sample packed alone (below 1: what deltas save)" });
-    rows.push({ name: `${what}: written per day`, value: p.bytesPerDay / 1e6, unit: "MB/day", reference: (p.sampleBytesPerS * 86_400) / 1e6, ratio: p.bytesPerDay / (p.sampleBytesPerS * 86_400), note: "/proc/PID/io write_bytes; reference: the samples' own bytes a day" });
-    rows.push({ name: `${what}: write calls`, value: p.writeCallsPerS, unit: "calls/s", reference: null, ratio: null, note: "syscw of /proc/PID/io: files and sockets (the partner push) alike" });
+    rows.push({
+      name: `${what}: written per sample`,
+      value: p.writtenPerSample,
+      unit: "B",
+      reference: p.alonePerSample,
+      ratio: p.writtenPerSample / p.alonePerSample,
+      note: "reference: the sample packed alone (each snapshot without deltas, the store's earlier format); goal <= 3x",
+    });
+    rows.push({
+      name: `${what}: written per stored byte`,
+      value: p.writtenPerSample,
+      unit: "B",
+      reference: p.bytesPerSample,
+      ratio: p.writtenPerSample / p.bytesPerSample,
+      note: "reference: the bytes the sample is stored in (deltas); the amplification",
+    });
+    rows.push({
+      name: `${what}: stored per sample`,
+      value: p.bytesPerSample,
+      unit: "B",
+      reference: p.alonePerSample,
+      ratio: p.bytesPerSample / p.alonePerSample,
+      note: "deltas against the sample packed alone (below 1: what deltas save)",
+    });
+    rows.push({
+      name: `${what}: written per day`,
+      value: p.bytesPerDay / 1e6,
+      unit: "MB/day",
+      reference: (p.sampleBytesPerS * 86_400) / 1e6,
+      ratio: p.bytesPerDay / (p.sampleBytesPerS * 86_400),
+      note: "/proc/PID/io write_bytes; reference: the samples' own bytes a day",
+    });
+    rows.push({
+      name: `${what}: write calls`,
+      value: p.writeCallsPerS,
+      unit: "calls/s",
+      reference: null,
+      ratio: null,
+      note: "syscw of /proc/PID/io: files and sockets (the partner push) alike",
+    });
   }
   for (const p of pts) {
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS`, value: p.rssMiB, unit: "MiB", reference: null, ratio: null, note: "unit's node flags" });
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, RSS anonymous`, value: p.anonMiB, unit: "MiB", reference: null, ratio: null, note: "RSS less file-backed pages (node binary)" });
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, CPU`, value: p.cpuPct, unit: "% of a core", reference: 100, ratio: 100 / Math.max(p.cpuPct, 0.01), note: "one core = 100 % (headroom; noisy: shared machine)" });
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, readings pushed`, value: p.readsPerS, unit: "readings/s", reference: p.devices, ratio: p.readsPerS / p.devices, note: "one reading per device per second (keeps up)" });
-    rows.push({ name: `scale ${p.devices} TCP devices at 1 s, written`, value: p.bytesPerDay / 1e6, unit: "MB/day", reference: null, ratio: null, note: "/proc/PID/io write_bytes" });
+    rows.push({
+      name: `scale ${p.devices} TCP devices at 1 s, RSS`,
+      value: p.rssMiB,
+      unit: "MiB",
+      reference: null,
+      ratio: null,
+      note: "unit's node flags",
+    });
+    rows.push({
+      name: `scale ${p.devices} TCP devices at 1 s, RSS anonymous`,
+      value: p.anonMiB,
+      unit: "MiB",
+      reference: null,
+      ratio: null,
+      note: "RSS less file-backed pages (node binary)",
+    });
+    rows.push({
+      name: `scale ${p.devices} TCP devices at 1 s, CPU`,
+      value: p.cpuPct,
+      unit: "% of a core",
+      reference: 100,
+      ratio: 100 / Math.max(p.cpuPct, 0.01),
+      note: "one core = 100 % (headroom; noisy: shared machine)",
+    });
+    rows.push({
+      name: `scale ${p.devices} TCP devices at 1 s, readings pushed`,
+      value: p.readsPerS,
+      unit: "readings/s",
+      reference: p.devices,
+      ratio: p.readsPerS / p.devices,
+      note: "one reading per device per second (keeps up)",
+    });
+    rows.push({
+      name: `scale ${p.devices} TCP devices at 1 s, written`,
+      value: p.bytesPerDay / 1e6,
+      unit: "MB/day",
+      reference: null,
+      ratio: null,
+      note: "/proc/PID/io write_bytes",
+    });
   }
   if (pts.length >= 2) {
     const xs = pts.map((p) => p.devices);
-    const rssSlope = slope(xs, pts.map((p) => p.rssMiB));
-    const anonSlope = slope(xs, pts.map((p) => p.anonMiB));
-    const cpuSlope = slope(xs, pts.map((p) => p.cpuPct));
-    const wSlope = slope(xs, pts.map((p) => p.bytesPerDay));
-    rows.push({ name: "scale slope, RSS per device", value: rssSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
-    rows.push({ name: "scale slope, anonymous RSS per device", value: anonSlope * 1024, unit: "KiB/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
-    rows.push({ name: "scale slope, CPU per device", value: cpuSlope, unit: "% of a core/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
-    rows.push({ name: "scale slope, written per device", value: wSlope / 1e6, unit: "MB/day/device", reference: null, ratio: null, note: `least squares over ${xs.join(", ")}` });
+    const rssSlope = slope(
+      xs,
+      pts.map((p) => p.rssMiB),
+    );
+    const anonSlope = slope(
+      xs,
+      pts.map((p) => p.anonMiB),
+    );
+    const cpuSlope = slope(
+      xs,
+      pts.map((p) => p.cpuPct),
+    );
+    const wSlope = slope(
+      xs,
+      pts.map((p) => p.bytesPerDay),
+    );
+    rows.push({
+      name: "scale slope, RSS per device",
+      value: rssSlope * 1024,
+      unit: "KiB/device",
+      reference: null,
+      ratio: null,
+      note: `least squares over ${xs.join(", ")}`,
+    });
+    rows.push({
+      name: "scale slope, anonymous RSS per device",
+      value: anonSlope * 1024,
+      unit: "KiB/device",
+      reference: null,
+      ratio: null,
+      note: `least squares over ${xs.join(", ")}`,
+    });
+    rows.push({
+      name: "scale slope, CPU per device",
+      value: cpuSlope,
+      unit: "% of a core/device",
+      reference: null,
+      ratio: null,
+      note: `least squares over ${xs.join(", ")}`,
+    });
+    rows.push({
+      name: "scale slope, written per device",
+      value: wSlope / 1e6,
+      unit: "MB/day/device",
+      reference: null,
+      ratio: null,
+      note: `least squares over ${xs.join(", ")}`,
+    });
     if (pts.length >= 3) {
       // Per-device cost of the last step against the first: ~1 when linear.
       const step = (f: (p: ScalePoint) => number, i: number) => (f(pts[i + 1]) - f(pts[i])) / (pts[i + 1].devices - pts[i].devices);
       const last = pts.length - 2;
-      for (const [what, f] of [["RSS", (p: ScalePoint) => p.rssMiB], ["CPU", (p: ScalePoint) => p.cpuPct]] as const) {
+      for (const [what, f] of [
+        ["RSS", (p: ScalePoint) => p.rssMiB],
+        ["CPU", (p: ScalePoint) => p.cpuPct],
+      ] as const) {
         const a = step(f, 0);
         const b = step(f, last);
-        rows.push({ name: `scale linearity, ${what} per device ${pts[last].devices}->${pts[last + 1].devices} vs ${pts[0].devices}->${pts[1].devices}`, value: b, unit: what === "RSS" ? "MiB/device" : "%/device", reference: a, ratio: a / b, note: "first step's per-device cost (1.00x = linear)" });
+        rows.push({
+          name: `scale linearity, ${what} per device ${pts[last].devices}->${pts[last + 1].devices} vs ${pts[0].devices}->${pts[1].devices}`,
+          value: b,
+          unit: what === "RSS" ? "MiB/device" : "%/device",
+          reference: a,
+          ratio: a / b,
+          note: "first step's per-device cost (1.00x = linear)",
+        });
       }
     }
   }

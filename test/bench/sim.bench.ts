@@ -56,8 +56,22 @@ const bench: BenchFn = async (ctx) => {
     const ours4 = await hammer(sim.tcpPorts[0], 1, 40000, ms, 4);
     const theirs4 = await hammer(refPort, 1, 0, ms, 4);
     return [
-      { name: "sim TCP requests/s, 1 connection", value: ours1, unit: "req/s", reference: theirs1, ratio: ours1 / theirs1, note: "modbus-serial ServerTCP" },
-      { name: "sim TCP requests/s, 4 connections", value: ours4, unit: "req/s", reference: theirs4, ratio: ours4 / theirs4, note: "modbus-serial ServerTCP" },
+      {
+        name: "sim TCP requests/s, 1 connection",
+        value: ours1,
+        unit: "req/s",
+        reference: theirs1,
+        ratio: ours1 / theirs1,
+        note: "modbus-serial ServerTCP",
+      },
+      {
+        name: "sim TCP requests/s, 4 connections",
+        value: ours4,
+        unit: "req/s",
+        reference: theirs4,
+        ratio: ours4 / theirs4,
+        note: "modbus-serial ServerTCP",
+      },
     ];
   } finally {
     await sim.stop();

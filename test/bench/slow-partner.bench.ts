@@ -54,7 +54,10 @@ const bench: BenchFn = async (ctx) => {
   };
   const scenarioFile = join(ctx.dir, "scenario.yaml");
   writeFileSync(scenarioFile, stringify(scenario));
-  const sim = spawn(process.execPath, [SIM, "--scenario", scenarioFile], { stdio: "ignore", env: { ...process.env, LOG_LEVEL: "warn", LOG_FORMAT: "json" } });
+  const sim = spawn(process.execPath, [SIM, "--scenario", scenarioFile], {
+    stdio: "ignore",
+    env: { ...process.env, LOG_LEVEL: "warn", LOG_FORMAT: "json" },
+  });
   const simEnd = Date.now() + 20_000;
   for (const port of tcpPorts) {
     while (!(await listening(port))) {
@@ -70,7 +73,14 @@ const bench: BenchFn = async (ctx) => {
     ...testConfigInput(join(ctx.dir, "data")),
     log_level: "warn",
     http: { ...testConfigInput(ctx.dir).http, listen: `127.0.0.1:${port}` },
-    partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile, timeout_ms: 5000 },
+    partner: {
+      headers: [],
+      execution_url: `${sink.url}/exec`,
+      data_push_url: sink.url,
+      data_push_path: "telemetry",
+      ca_file: testCert().certFile,
+      timeout_ms: 5000,
+    },
     telemetry: { poll_interval_ms: 1000, retention_max_mb: 64 },
     devices,
   };
@@ -106,11 +116,18 @@ const bench: BenchFn = async (ctx) => {
     }
     const secs = (Date.now() - t0) / 1000;
     const tickRate = ((await gauge("sitegate_poll_snapshots_total")) - ticks0) / secs;
-    ctx.log(`late bus snapshots ${await gauge("sitegate_poll_late_snapshots_total")}, push failures ${await gauge('sitegate_uplink_failures_total{lane="data_push"}')}`);
+    ctx.log(
+      `late bus snapshots ${await gauge("sitegate_poll_late_snapshots_total")}, push failures ${await gauge('sitegate_uplink_failures_total{lane="data_push"}')}`,
+    );
     const pushRate = (sink.accepted().length - acc0) / secs;
     const hist = new Map<number, number>();
     for (const b of backlog) hist.set(b, (hist.get(b) ?? 0) + 1);
-    ctx.log(`steady backlog (snapshots: samples) ${[...hist].sort((x, y) => x[0] - y[0]).map(([k, v]) => `${k}: ${v}`).join(", ")}; ${tickRate.toFixed(2)} snapshots/s stored, ${pushRate.toFixed(2)} pushes/s accepted`);
+    ctx.log(
+      `steady backlog (snapshots: samples) ${[...hist]
+        .sort((x, y) => x[0] - y[0])
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(", ")}; ${tickRate.toFixed(2)} snapshots/s stored, ${pushRate.toFixed(2)} pushes/s accepted`,
+    );
 
     // Outage, then drain: how fast the backlog of a partner outage goes, 250 ms a request.
     await sink.refuse();
@@ -128,11 +145,34 @@ const bench: BenchFn = async (ctx) => {
       await sleep(100); // wait: polling the drain being timed, bounded by drainEnd
     }
     const drainRate = built / ((Date.now() - d0) / 1000);
-    ctx.log(`outage backlog ${built} snapshots drained at ${drainRate.toFixed(1)} snapshots/s; sink held up to ${sink.maxInFlight} requests at once`);
+    ctx.log(
+      `outage backlog ${built} snapshots drained at ${drainRate.toFixed(1)} snapshots/s; sink held up to ${sink.maxInFlight} requests at once`,
+    );
     return [
-      { name: "slow partner (250 ms): steady backlog, 50 devices on 10 hosts", value: maxBacklog, unit: "snapshots", reference: BACKLOG_LIMIT, ratio: BACKLOG_LIMIT / Math.max(1, maxBacklog), note: "limit (lower is better)" },
-      { name: "slow partner (250 ms): live push rate", value: pushRate, unit: "pushes/s", reference: tickRate, ratio: pushRate / tickRate, note: "snapshots stored per second" },
-      { name: "slow partner (250 ms): outage backlog drain", value: drainRate, unit: "snapshots/s", reference: tickRate, ratio: drainRate / tickRate, note: "snapshots stored per second" },
+      {
+        name: "slow partner (250 ms): steady backlog, 50 devices on 10 hosts",
+        value: maxBacklog,
+        unit: "snapshots",
+        reference: BACKLOG_LIMIT,
+        ratio: BACKLOG_LIMIT / Math.max(1, maxBacklog),
+        note: "limit (lower is better)",
+      },
+      {
+        name: "slow partner (250 ms): live push rate",
+        value: pushRate,
+        unit: "pushes/s",
+        reference: tickRate,
+        ratio: pushRate / tickRate,
+        note: "snapshots stored per second",
+      },
+      {
+        name: "slow partner (250 ms): outage backlog drain",
+        value: drainRate,
+        unit: "snapshots/s",
+        reference: tickRate,
+        ratio: drainRate / tickRate,
+        note: "snapshots stored per second",
+      },
     ];
   } finally {
     child.kill("SIGTERM");

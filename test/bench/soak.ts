@@ -66,7 +66,8 @@ async function main(): Promise<number> {
   const { dir, cleanup } = makeTmpDir();
   const port = await freePort();
   // SOAK_NODE_ARGS="--flag ..." soaks other node flags than the unit's (for exploring).
-  const nodeArgs = process.env.SOAK_NODE_ARGS !== undefined ? process.env.SOAK_NODE_ARGS.split(/\s+/).filter(Boolean) : unitCommand().nodeArgs;
+  const nodeArgs =
+    process.env.SOAK_NODE_ARGS !== undefined ? process.env.SOAK_NODE_ARGS.split(/\s+/).filter(Boolean) : unitCommand().nodeArgs;
   const site = await startSite50(dir, { listen: `127.0.0.1:${port}`, nodeArgs });
   const url = `https://127.0.0.1:${port}`;
   const agent = new Agent({ connect: { ca: testCert().cert } });
@@ -88,18 +89,25 @@ async function main(): Promise<number> {
         process.stderr.write(`soak: /metrics: ${(e as Error).message}\n`);
       }
       const last = rss[rss.length - 1];
-      process.stderr.write(`  ${(t / 60_000).toFixed(1)} min: RSS ${last.v.toFixed(1)} MiB, heap used ${heap.at(-1)?.v.toFixed(1) ?? "?"} MiB\n`);
+      process.stderr.write(
+        `  ${(t / 60_000).toFixed(1)} min: RSS ${last.v.toFixed(1)} MiB, heap used ${heap.at(-1)?.v.toFixed(1) ?? "?"} MiB\n`,
+      );
     }
     const half = <T extends { t: number }>(xs: T[]) => xs.filter((p) => p.t >= (minutes * 60_000) / 2);
     const m = await scrape(url, agent);
     const br = smapsBreakdown(site.child.pid!);
     console.log(`soak ${minutes} min, 50 devices, ${site.devicesSeen()} reached the partner in ${site.sink.accepted().length} pushes`);
-    console.log(`RSS  slope ${slopePerHour(half(rss)).toFixed(2)} MiB/hour (last ${rss.at(-1)?.v.toFixed(1)} MiB, peak ${(rssKb(site.child.pid!, "VmHWM") / 1024).toFixed(1)} MiB)`);
+    console.log(
+      `RSS  slope ${slopePerHour(half(rss)).toFixed(2)} MiB/hour (last ${rss.at(-1)?.v.toFixed(1)} MiB, peak ${(rssKb(site.child.pid!, "VmHWM") / 1024).toFixed(1)} MiB)`,
+    );
     console.log(`heap slope ${slopePerHour(half(heap)).toFixed(2)} MiB/hour (last used ${heap.at(-1)?.v.toFixed(1)} MiB)`);
     console.log("where the resident memory is (MiB):");
-    for (const [k, v] of Object.entries(br).sort((a, b) => b[1] - a[1])) if (v >= 512) console.log(`  ${(v / 1024).toFixed(1).padStart(6)}  ${k}`);
+    for (const [k, v] of Object.entries(br).sort((a, b) => b[1] - a[1]))
+      if (v >= 512) console.log(`  ${(v / 1024).toFixed(1).padStart(6)}  ${k}`);
     const g = (k: string) => ((m.get(k) ?? NaN) / MiB).toFixed(1);
-    console.log(`  V8 heap used ${g("nodejs_heap_size_used_bytes")} of ${g("nodejs_heap_size_total_bytes")} reserved; external ${g("nodejs_external_memory_bytes")}`);
+    console.log(
+      `  V8 heap used ${g("nodejs_heap_size_used_bytes")} of ${g("nodejs_heap_size_total_bytes")} reserved; external ${g("nodejs_external_memory_bytes")}`,
+    );
     return 0;
   } catch (e) {
     process.stderr.write(`soak failed: ${(e as Error).message}\n`);

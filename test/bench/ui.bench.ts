@@ -81,7 +81,16 @@ const bench: BenchFn = async (ctx) => {
     const without = await run("without-page", false);
     const withPage = await run("with-page", true);
     ctx.log(`difference ${((withPage - without) / 1024).toFixed(1)} MiB (bound: 10 MiB)`);
-    return [{ name: "daemon RSS, status page open and polling", value: withPage / 1024, unit: "MiB", reference: without / 1024, ratio: without / withPage, note: "same daemon, no page open (lower is better; bound +10 MiB)" }];
+    return [
+      {
+        name: "daemon RSS, status page open and polling",
+        value: withPage / 1024,
+        unit: "MiB",
+        reference: without / 1024,
+        ratio: without / withPage,
+        note: "same daemon, no page open (lower is better; bound +10 MiB)",
+      },
+    ];
   } finally {
     await agent.close();
     await sim.stop();

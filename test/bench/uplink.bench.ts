@@ -53,7 +53,9 @@ const bench: BenchFn = async (ctx) => {
     ndb.pragma("synchronous = NORMAL");
     ndb.exec("CREATE TABLE s (ts INTEGER, device TEXT, metric TEXT, value REAL)");
     const ins = ndb.prepare("INSERT INTO s VALUES (?, ?, ?, ?)");
-    const tx = ndb.transaction((batch: typeof flat) => { for (const r of batch) ins.run(...r); });
+    const tx = ndb.transaction((batch: typeof flat) => {
+      for (const r of batch) ins.run(...r);
+    });
     const t0 = performance.now();
     for (let i = 0; i < flat.length; i += 5000) tx(flat.slice(i, i + 5000));
     const rate = samples / ((performance.now() - t0) / 1000);
@@ -85,8 +87,22 @@ const bench: BenchFn = async (ctx) => {
     if (n.rate > naive.rate) naive = n;
     if (o.rate > ours.rate) ours = o;
   }
-  rows.push({ name: "sample-store ingest", value: ours.rate, unit: "samples/s", reference: naive.rate, ratio: ours.rate / naive.rate, note: "bare better-sqlite3 loop, naive rows" });
-  rows.push({ name: "bytes on disk per sample", value: ours.bytes, unit: "B", reference: naive.bytes, ratio: naive.bytes / ours.bytes, note: "naive row (ts, device, metric, value)" });
+  rows.push({
+    name: "sample-store ingest",
+    value: ours.rate,
+    unit: "samples/s",
+    reference: naive.rate,
+    ratio: ours.rate / naive.rate,
+    note: "bare better-sqlite3 loop, naive rows",
+  });
+  rows.push({
+    name: "bytes on disk per sample",
+    value: ours.bytes,
+    unit: "B",
+    reference: naive.bytes,
+    ratio: naive.bytes / ours.bytes,
+    note: "naive row (ts, device, metric, value)",
+  });
 
   // Backlog drain: restart the uplink with the partner back; time until all is settled.
   await sink.accept();
@@ -100,7 +116,14 @@ const bench: BenchFn = async (ctx) => {
   const rig3 = await startUplink(join(ctx.dir, "drain"), sink);
   await sink.waitFor(() => sink.requests.length - before >= drainN, 120_000, "drain");
   const drainRate = drainN / ((performance.now() - t0) / 1000);
-  rows.push({ name: "backlog drain after an outage", value: drainRate, unit: "snapshots/s", reference: DEMO_SNAPSHOTS_PER_S, ratio: drainRate / DEMO_SNAPSHOTS_PER_S, note: "demo site ingest rate" });
+  rows.push({
+    name: "backlog drain after an outage",
+    value: drainRate,
+    unit: "snapshots/s",
+    reference: DEMO_SNAPSHOTS_PER_S,
+    ratio: drainRate / DEMO_SNAPSHOTS_PER_S,
+    note: "demo site ingest rate",
+  });
 
   await rig3.stop();
   await sink.stop();
@@ -113,7 +136,9 @@ const bench: BenchFn = async (ctx) => {
   const flagged = await runInChild<Latency>(self, "latencyFigures", { n, dir: join(ctx.dir, "latency-flags") }, unit);
   const none = await runInChild<Latency>(self, "latencyFigures", { n, dir: join(ctx.dir, "latency-plain") }, plain);
   const ms = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(2)} ms, p99 ${percentile(xs, 99).toFixed(2)} ms`;
-  ctx.log(`latency, unit's node flags: ours ${ms(flagged.ours)}, bare ${ms(flagged.bare)}; no node flags: ours ${ms(none.ours)}, bare ${ms(none.bare)}`);
+  ctx.log(
+    `latency, unit's node flags: ours ${ms(flagged.ours)}, bare ${ms(flagged.bare)}; no node flags: ours ${ms(none.ours)}, bare ${ms(none.bare)}`,
+  );
   const note = "bare node:https keep-alive POST to the same sink, unit's node flags";
   for (const p of [50, 99]) {
     const v = percentile(flagged.ours, p);
@@ -122,7 +147,14 @@ const bench: BenchFn = async (ctx) => {
   }
   const fb = percentile(flagged.bare, 99);
   const pb = percentile(none.bare, 99);
-  rows.push({ name: "flags' own cost: bare HTTPS POST p99, unit's node flags", value: fb, unit: "ms", reference: pb, ratio: pb / fb, note: "the same POST, no node flags (lower is better)" });
+  rows.push({
+    name: "flags' own cost: bare HTTPS POST p99, unit's node flags",
+    value: fb,
+    unit: "ms",
+    reference: pb,
+    ratio: pb / fb,
+    note: "the same POST, no node flags (lower is better)",
+  });
   return rows;
 };
 export default bench;
@@ -145,10 +177,18 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
     const b = r.body as { devices?: Array<{ metrics?: { energy_import_wh?: number } }> } | null;
     if (want && b?.devices?.[0]?.metrics?.energy_import_wh === 100000 + want.marker) want.done();
   };
-  const seen = (marker: number) => new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the sink did not get snapshot ${marker} in 10 s`)), 10_000);
-    want = { marker, done: () => { clearTimeout(timer); want = null; resolve(); } };
-  });
+  const seen = (marker: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the sink did not get snapshot ${marker} in 10 s`)), 10_000);
+      want = {
+        marker,
+        done: () => {
+          clearTimeout(timer);
+          want = null;
+          resolve();
+        },
+      };
+    });
   const ours: number[] = [];
   const bare: number[] = [];
   try {
@@ -166,14 +206,28 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
     }
     const agent = new https.Agent({ keepAlive: true, maxSockets: 8, ca: testCert().cert });
     try {
-      const post = (body: string) => new Promise<void>((resolve, reject) => {
-        const req = https.request(`${sink.url}/bare`, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), "X-Partner-Key": "k-123", "X-Trace": "bench" } }, (res) => {
-          res.resume();
-          res.on("end", resolve);
+      const post = (body: string) =>
+        new Promise<void>((resolve, reject) => {
+          const req = https.request(
+            `${sink.url}/bare`,
+            {
+              method: "POST",
+              agent,
+              headers: {
+                "content-type": "application/json",
+                "content-length": Buffer.byteLength(body),
+                "X-Partner-Key": "k-123",
+                "X-Trace": "bench",
+              },
+            },
+            (res) => {
+              res.resume();
+              res.on("end", resolve);
+            },
+          );
+          req.on("error", reject);
+          req.end(body);
         });
-        req.on("error", reject);
-        req.end(body);
-      });
       for (let i = -5; i < arg.n; i++) {
         const seq = arg.n + 100 + i;
         const got = seen(seq);

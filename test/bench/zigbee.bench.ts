@@ -40,7 +40,10 @@ const bench: BenchFn = async (ctx) => {
         try {
           // Ready: the gateway has the plug (bridge/devices read, its topic subscribed, a first state).
           const ready = performance.now() + 20_000;
-          const has = () => samples.pending(1, samples.stats().push_cursor + samples.stats().pending_snapshots - 1)[0]?.devices.some((d) => d.device_id === "plug-1");
+          const has = () =>
+            samples
+              .pending(1, samples.stats().push_cursor + samples.stats().pending_snapshots - 1)[0]
+              ?.devices.some((d) => d.device_id === "plug-1");
           while (!has()) {
             if (performance.now() > ready) throw new Error("the gateway never reported the plug");
             await new Promise((r) => setTimeout(r, 50));
@@ -51,10 +54,14 @@ const bench: BenchFn = async (ctx) => {
             want = 1000 + i;
             bareAt = oursAt = 0;
             sentAt = performance.now();
-            await pub.publishAsync(topic, JSON.stringify({ state: "ON", power: want, energy: 1.5, voltage: 230, current: want / 230, linkquality: 120 }));
+            await pub.publishAsync(
+              topic,
+              JSON.stringify({ state: "ON", power: want, energy: 1.5, voltage: 230, current: want / 230, linkquality: 120 }),
+            );
             const deadline = sentAt + 10 * POLL_MS + 2000;
             while ((!oursAt || !bareAt) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-            if (!oursAt || !bareAt) throw new Error(`message ${i} (power ${want}) not seen: gateway ${oursAt > 0}, bare subscriber ${bareAt > 0}`);
+            if (!oursAt || !bareAt)
+              throw new Error(`message ${i} (power ${want}) not seen: gateway ${oursAt > 0}, bare subscriber ${bareAt > 0}`);
             ours.push(oursAt - sentAt);
             bare.push(bareAt - sentAt);
           }
@@ -71,7 +78,9 @@ const bench: BenchFn = async (ctx) => {
   const o99 = percentile(ours, 99);
   const b50 = percentile(bare, 50);
   const b99 = percentile(bare, 99);
-  ctx.log(`${n} state messages: in SQLite p50 ${o50.toFixed(1)} ms, p99 ${o99.toFixed(1)} ms (poll ${POLL_MS} ms); bare subscriber p50 ${b50.toFixed(2)} ms, p99 ${b99.toFixed(2)} ms`);
+  ctx.log(
+    `${n} state messages: in SQLite p50 ${o50.toFixed(1)} ms, p99 ${o99.toFixed(1)} ms (poll ${POLL_MS} ms); bare subscriber p50 ${b50.toFixed(2)} ms, p99 ${b99.toFixed(2)} ms`,
+  );
   const note = `a bare MQTT.js subscriber on the same broker (lower is better; ours waits for the next ${POLL_MS} ms tick)`;
   return [
     { name: "zigbee state message to the sample in SQLite p50", value: o50, unit: "ms", reference: b50, ratio: b50 / o50, note },

@@ -51,21 +51,76 @@ const sizes = [0, 1, 7, 64, 1000, 7000, 16_000];
 
 function seeds(token: string): Req[] {
   const start = Date.now() + 3_600_000;
-  const event = { event_id: randomUUID(), start_time: new Date(start).toISOString(), end_time: new Date(start + 60_000).toISOString(), event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
-  const device = { device_id: "fz-1", device_type: "modbus", device_name: "fz", device_integration: `${TEST_ORG}/sunspec`, mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 9, mb_slave_id: 1 };
+  const event = {
+    event_id: randomUUID(),
+    start_time: new Date(start).toISOString(),
+    end_time: new Date(start + 60_000).toISOString(),
+    event_type: "discharge",
+    event_quantity: 3,
+    event_unit: "kW",
+    priority: 10,
+    mandatory: false,
+    cancelled: false,
+  };
+  const device = {
+    device_id: "fz-1",
+    device_type: "modbus",
+    device_name: "fz",
+    device_integration: `${TEST_ORG}/sunspec`,
+    mb_type: 2,
+    mb_device_type: 99,
+    mb_ip: "127.0.0.1",
+    mb_port: 9,
+    mb_slave_id: 1,
+  };
   return [
-    { method: "POST", path: "/connect/token", headers: { "content-type": FORM }, body: new URLSearchParams({ grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD }).toString() },
-    { method: "POST", path: "/connect/token", headers: { "content-type": FORM, authorization: `Basic ${Buffer.from("partner-portal:").toString("base64")}` }, body: "grant_type=password&username=partner&password=wrong" },
-    { method: "POST", path: "/v1/api/gateway/site-001/dr", headers: { "content-type": JSON_T, "x-api-key": TEST_API_KEY }, body: JSON.stringify({ event_slots: [event] }) },
+    {
+      method: "POST",
+      path: "/connect/token",
+      headers: { "content-type": FORM },
+      body: new URLSearchParams({
+        grant_type: "password",
+        client_id: "partner-portal",
+        username: "partner",
+        password: TEST_PASSWORD,
+      }).toString(),
+    },
+    {
+      method: "POST",
+      path: "/connect/token",
+      headers: { "content-type": FORM, authorization: `Basic ${Buffer.from("partner-portal:").toString("base64")}` },
+      body: "grant_type=password&username=partner&password=wrong",
+    },
+    {
+      method: "POST",
+      path: "/v1/api/gateway/site-001/dr",
+      headers: { "content-type": JSON_T, "x-api-key": TEST_API_KEY },
+      body: JSON.stringify({ event_slots: [event] }),
+    },
     { method: "GET", path: "/v1/api/gateway/site-001/devicesync", headers: { "x-api-key": TEST_API_KEY } },
-    { method: "PUT", path: `/gateway/admin/device/configure?organizationId=${TEST_ORG}&moleculeId=site-001`, headers: { "content-type": JSON_T, authorization: `Bearer ${token}` }, body: JSON.stringify({ devices: [device] }) },
+    {
+      method: "PUT",
+      path: `/gateway/admin/device/configure?organizationId=${TEST_ORG}&moleculeId=site-001`,
+      headers: { "content-type": JSON_T, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ devices: [device] }),
+    },
     { method: "GET", path: "/healthz", headers: {} },
     { method: "GET", path: "/metrics", headers: {} },
     { method: "GET", path: "/openapi.json", headers: {} },
     { method: "GET", path: "/ui/login", headers: {} },
-    { method: "POST", path: "/ui/login", headers: { "content-type": FORM, cookie: "sg_login=abc" }, body: "csrf=abc&username=partner&password=wrong" },
+    {
+      method: "POST",
+      path: "/ui/login",
+      headers: { "content-type": FORM, cookie: "sg_login=abc" },
+      body: "csrf=abc&username=partner&password=wrong",
+    },
     { method: "GET", path: "/ui/api/overview", headers: { cookie: "sg_session=x" } },
-    { method: "POST", path: "/ui/api/commission/scan", headers: { "content-type": JSON_T, cookie: "sg_session=x", "x-csrf-token": "y" }, body: "{}" },
+    {
+      method: "POST",
+      path: "/ui/api/commission/scan",
+      headers: { "content-type": JSON_T, cookie: "sg_session=x", "x-csrf-token": "y" },
+      body: "{}",
+    },
   ];
 }
 
@@ -76,7 +131,25 @@ function mutateJson(body: string): string {
   } catch {
     return body;
   }
-  const values: unknown[] = [null, true, 0, -1, 1e308, -0, "", "x".repeat(int(5000)), [], {}, "\u0000", "\ud800", "2024-13-45T25:61:61Z", 2 ** 53 + 1, "NaN", { __proto__: { polluted: 1 } }, { constructor: { prototype: { x: 1 } } }];
+  const values: unknown[] = [
+    null,
+    true,
+    0,
+    -1,
+    1e308,
+    -0,
+    "",
+    "x".repeat(int(5000)),
+    [],
+    {},
+    "\u0000",
+    "\ud800",
+    "2024-13-45T25:61:61Z",
+    2 ** 53 + 1,
+    "NaN",
+    { __proto__: { polluted: 1 } },
+    { constructor: { prototype: { x: 1 } } },
+  ];
   const walk = (x: unknown, depth: number): unknown => {
     if (rnd() < 0.15 || depth > 6) return pick(values);
     if (Array.isArray(x)) return rnd() < 0.2 ? [...x, ...x] : x.map((y) => walk(y, depth + 1));
@@ -140,10 +213,26 @@ function mutateHeaders(h: Record<string, string>): Record<string, string> {
         out.authorization = authValues();
         break;
       case 1:
-        out.cookie = pick(["a=%", "sg_session=%E0%A4%A", "sg_login=%; a=%zz", `sg_session=${junk(pick(sizes), "abcdef%=;")}`, `${junk(50)}=${junk(50)}`, ";;;=;="]);
+        out.cookie = pick([
+          "a=%",
+          "sg_session=%E0%A4%A",
+          "sg_login=%; a=%zz",
+          `sg_session=${junk(pick(sizes), "abcdef%=;")}`,
+          `${junk(50)}=${junk(50)}`,
+          ";;;=;=",
+        ]);
         break;
       case 2:
-        out["content-type"] = pick([JSON_T, FORM, "text/plain", "application/json; charset=utf-16", "multipart/form-data; boundary=x", junk(int(200)), "", "application/x-www-form-urlencoded;" + " ".repeat(5000)]);
+        out["content-type"] = pick([
+          JSON_T,
+          FORM,
+          "text/plain",
+          "application/json; charset=utf-16",
+          "multipart/form-data; boundary=x",
+          junk(int(200)),
+          "",
+          "application/x-www-form-urlencoded;" + " ".repeat(5000),
+        ]);
         break;
       case 3:
         out["x-api-key"] = pick([TEST_API_KEY, "", junk(pick(sizes)), TEST_API_KEY + " "]);
@@ -166,7 +255,9 @@ function mutatePath(path: string): string {
     case 0:
       return path + junk(int(200), PATH_CHARS);
     case 1:
-      return path.replace(/site-001|v1|admin|token|ui/, () => pick(["site-999", "%2e%2e", "..", "%", "%00", "v2", junk(int(40), PATH_CHARS)]));
+      return path.replace(/site-001|v1|admin|token|ui/, () =>
+        pick(["site-999", "%2e%2e", "..", "%", "%00", "v2", junk(int(40), PATH_CHARS)]),
+      );
     case 2:
       return "/" + junk(pick([1, 50, 2000, 6000]), PATH_CHARS);
     case 3:
@@ -217,7 +308,8 @@ async function lagBuckets(d: DaemonProcess, agent: Agent): Promise<Map<number, n
   const r = await request(`${d.url}/metrics`, { dispatcher: agent });
   const text = await r.body.text();
   const buckets = new Map<number, number>();
-  for (const m of text.matchAll(/^sitegate_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)) buckets.set(m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2]));
+  for (const m of text.matchAll(/^sitegate_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm))
+    buckets.set(m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2]));
   if (buckets.size === 0) throw new Error(`no event-loop lag histogram in /metrics (${r.statusCode})`);
   return buckets;
 }
@@ -244,7 +336,10 @@ async function main(): Promise<number> {
     ui: { enabled: true },
   });
   const ca = testCert().cert;
-  const agents = Array.from({ length: SOURCES }, (_, i) => new Agent({ connect: { ca, localAddress: `127.0.0.${i + 1}` }, connections: 4, pipelining: 1 }));
+  const agents = Array.from(
+    { length: SOURCES },
+    (_, i) => new Agent({ connect: { ca, localAddress: `127.0.0.${i + 1}` }, connections: 4, pipelining: 1 }),
+  );
   const probe = new Agent({ connect: { ca }, pipelining: 1 });
   const counts = { requests: 0, "2xx": 0, "3xx": 0, "4xx": 0, "429": 0, "5xx": 0, net_errors: 0, skipped: 0 };
   const fiveXX: string[] = [];
@@ -252,7 +347,12 @@ async function main(): Promise<number> {
   let crashed = false;
   d.child.once("exit", () => (crashed = true));
   try {
-    const tr = await request(`${d.url}/connect/token`, { method: "POST", headers: { "content-type": FORM }, body: `grant_type=password&client_id=partner-portal&username=partner&password=${TEST_PASSWORD}`, dispatcher: probe });
+    const tr = await request(`${d.url}/connect/token`, {
+      method: "POST",
+      headers: { "content-type": FORM },
+      body: `grant_type=password&client_id=partner-portal&username=partner&password=${TEST_PASSWORD}`,
+      dispatcher: probe,
+    });
     const token = ((await tr.body.json()) as { access_token: string }).access_token;
     const corpus = seeds(token);
     // Lag is counted from this scrape on (the start-up's own lag is not the fuzz's).
@@ -278,7 +378,14 @@ async function main(): Promise<number> {
         issued++;
         const req = mutate(pick(corpus));
         try {
-          const r = await request(`${d.url}${req.path}`, { method: req.method as "GET", headers: req.headers, body: req.body, dispatcher: pick(agents), headersTimeout: 30_000, bodyTimeout: 30_000 });
+          const r = await request(`${d.url}${req.path}`, {
+            method: req.method as "GET",
+            headers: req.headers,
+            body: req.body,
+            dispatcher: pick(agents),
+            headersTimeout: 30_000,
+            bodyTimeout: 30_000,
+          });
           await r.body.dump();
           counts.requests++;
           const s = r.statusCode;

@@ -37,8 +37,18 @@ test("admin route: an unauthenticated huge, malformed or mistyped body is 401, a
     const elsewhere = await gw.call("PUT", configurePath(undefined, "site-999"), { headers: { ...auth, ...JSON_TYPE }, raw: "{not json" });
     assertError(elsewhere, 404, "not_found", "malformed JSON, valid token, another site");
     // Once authenticated the body is read: the limits still hold.
-    assertError(await gw.call("PUT", configurePath(), { headers: { ...auth, ...JSON_TYPE }, raw: HUGE }), 413, "payload_too_large", "10 MiB JSON, valid token");
-    assertError(await gw.call("PUT", configurePath(), { headers: { ...auth, ...JSON_TYPE }, raw: "{not json" }), 400, "invalid_request", "malformed JSON, valid token");
+    assertError(
+      await gw.call("PUT", configurePath(), { headers: { ...auth, ...JSON_TYPE }, raw: HUGE }),
+      413,
+      "payload_too_large",
+      "10 MiB JSON, valid token",
+    );
+    assertError(
+      await gw.call("PUT", configurePath(), { headers: { ...auth, ...JSON_TYPE }, raw: "{not json" }),
+      400,
+      "invalid_request",
+      "malformed JSON, valid token",
+    );
   });
 });
 
@@ -53,19 +63,37 @@ test("webhook routes: an unauthenticated huge or malformed body to /dr or to any
     for (const [what, headers, raw] of cases) assertError(await gw.call("POST", DR, { headers, raw }), 401, "unauthorized", what);
     const elsewhere = await gw.call("POST", "/v1/api/gateway/site-999/dr", { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: HUGE });
     assertError(elsewhere, 404, "not_found", "10 MiB JSON, valid key, another site");
-    assertError(await gw.call("POST", DR, { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: HUGE }), 413, "payload_too_large", "10 MiB JSON, valid key");
-    assertError(await gw.call("POST", DR, { headers: gw.apiKeyHeaders, body: {} }), 400, "invalid_request", "the /dr route itself validates an authenticated body");
+    assertError(
+      await gw.call("POST", DR, { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: HUGE }),
+      413,
+      "payload_too_large",
+      "10 MiB JSON, valid key",
+    );
+    assertError(
+      await gw.call("POST", DR, { headers: gw.apiKeyHeaders, body: {} }),
+      400,
+      "invalid_request",
+      "the /dr route itself validates an authenticated body",
+    );
     // A path under the prefix that no route serves is guarded the same way, then 404.
     const nowhere = "/v1/api/gateway/site-001/no-such-route";
     assertError(await gw.call("POST", nowhere, { headers: JSON_TYPE, raw: HUGE }), 401, "unauthorized", "no route, 10 MiB JSON, no key");
-    assertError(await gw.call("POST", nowhere, { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: "{}" }), 404, "not_found", "no route, valid key");
+    assertError(
+      await gw.call("POST", nowhere, { headers: { ...gw.apiKeyHeaders, ...JSON_TYPE }, raw: "{}" }),
+      404,
+      "not_found",
+      "no route, valid key",
+    );
   });
 });
 
 test("webhook route: a source off the allowlist gets 403 for a huge or malformed body, even with a valid key", async () => {
   await withGateway(
     async (gw) => {
-      for (const [what, raw] of [["10 MiB JSON", HUGE], ["malformed JSON", "{not json"]]) {
+      for (const [what, raw] of [
+        ["10 MiB JSON", HUGE],
+        ["malformed JSON", "{not json"],
+      ]) {
         for (const headers of [JSON_TYPE, { ...JSON_TYPE, ...gw.apiKeyHeaders }] as Array<Record<string, string>>) {
           const r = await gw.call("POST", DR, { headers, raw });
           assertError(r, 403, "forbidden", `${what}, ${headers["x-api-key"] ? "valid key" : "no key"}`);
@@ -79,16 +107,26 @@ test("webhook route: a source off the allowlist gets 403 for a huge or malformed
 
 test("token: client_id by HTTP Basic with an empty secret; a mismatch with the form or a secret is invalid_client", async () => {
   await withGateway(async (gw) => {
-    const basic = (user: string, secret = "") => ({ authorization: `Basic ${Buffer.from(`${encodeURIComponent(user)}:${secret}`).toString("base64")}` });
+    const basic = (user: string, secret = "") => ({
+      authorization: `Basic ${Buffer.from(`${encodeURIComponent(user)}:${secret}`).toString("base64")}`,
+    });
     const creds = { grant_type: "password", username: "partner", password: TEST_PASSWORD };
-    const token = async (headers: Record<string, string>, form: Record<string, string>) => gw.call("POST", "/connect/token", { headers, form });
+    const token = async (headers: Record<string, string>, form: Record<string, string>) =>
+      gw.call("POST", "/connect/token", { headers, form });
 
     const viaBasic = await token(basic("partner-portal"), creds);
     assert.equal(viaBasic.status, 200, viaBasic.text);
     assert.equal(viaBasic.json.token_type, "Bearer");
-    const works = await gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${viaBasic.json.access_token}` }, body: { devices: [] } });
+    const works = await gw.call("PUT", configurePath(), {
+      headers: { authorization: `Bearer ${viaBasic.json.access_token}` },
+      body: { devices: [] },
+    });
     assert.equal(works.status, 400, "the token is accepted (the empty body is what is refused)");
-    assert.equal((await token(basic("partner-portal"), { ...creds, client_id: "partner-portal" })).status, 200, "the same client_id in both places");
+    assert.equal(
+      (await token(basic("partner-portal"), { ...creds, client_id: "partner-portal" })).status,
+      200,
+      "the same client_id in both places",
+    );
 
     const refused: Array<[string, Record<string, string>, Record<string, string>]> = [
       ["Basic and form client_id differ", basic("partner-portal"), { ...creds, client_id: "someone-else" }],

@@ -26,9 +26,19 @@ import { spawnDaemon } from "../support/daemon-process.js";
 import { CLI } from "../support/site50.js";
 
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
-const creds = (o: Record<string, string> = {}) => ({ grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD, ...o });
+const creds = (o: Record<string, string> = {}) => ({
+  grant_type: "password",
+  client_id: "partner-portal",
+  username: "partner",
+  password: TEST_PASSWORD,
+  ...o,
+});
 
-async function withGateway(over: (dir: string) => Partial<ConfigInput>, fn: (gw: Gateway, dir: string) => Promise<void>, opts: { now?: () => number } = {}): Promise<void> {
+async function withGateway(
+  over: (dir: string) => Partial<ConfigInput>,
+  fn: (gw: Gateway, dir: string) => Promise<void>,
+  opts: { now?: () => number } = {},
+): Promise<void> {
   await withTmpDir(async (dir) => {
     const gw = await startGateway(dir, over(dir), opts);
     try {
@@ -55,7 +65,12 @@ test("ReDoS: Authorization headers of thousands of spaces leave /healthz answeri
       // 16,000 spaces: over the header cap; 7,000: parsed by the token route.
       const attack = [16_000, 16_000, 16_000, 7_000, 7_000, 7_000].map(async (n) => {
         try {
-          const r = await request(`${d.url}/connect/token`, { method: "POST", headers: { ...FORM, authorization: `Basic${" ".repeat(n)}x y` }, body: "grant_type=password", dispatcher: agent });
+          const r = await request(`${d.url}/connect/token`, {
+            method: "POST",
+            headers: { ...FORM, authorization: `Basic${" ".repeat(n)}x y` },
+            body: "grant_type=password",
+            dispatcher: agent,
+          });
           return { n, status: r.statusCode, body: await r.body.text() };
         } catch (e) {
           return { n, status: 0, body: String(e) }; // the server may close the connection after 431
@@ -66,12 +81,16 @@ test("ReDoS: Authorization headers of thousands of spaces leave /healthz answeri
       const lags: number[] = [];
       while (!done || lags.length < 3) lags.push(await healthz());
       const results = await all;
-      assert.ok(Math.max(...lags) < 100, `/healthz took up to ${Math.max(...lags).toFixed(0)} ms while the headers were handled (${lags.map((l) => l.toFixed(0)).join(", ")})`);
+      assert.ok(
+        Math.max(...lags) < 100,
+        `/healthz took up to ${Math.max(...lags).toFixed(0)} ms while the headers were handled (${lags.map((l) => l.toFixed(0)).join(", ")})`,
+      );
       for (const r of results.filter((x) => x.n === 7_000)) {
         assert.equal(r.status, 401, r.body);
         assert.equal(JSON.parse(r.body).error, "invalid_client");
       }
-      for (const r of results.filter((x) => x.n === 16_000)) assert.ok(r.status === 431 || r.status === 0, `over the header cap: ${r.status}`);
+      for (const r of results.filter((x) => x.n === 16_000))
+        assert.ok(r.status === 431 || r.status === 0, `over the header cap: ${r.status}`);
       assert.ok(d.alive());
     } finally {
       await agent.close();
@@ -131,20 +150,29 @@ test("guessing one username: exponential backoff per username, answered 429 with
   await withGateway(
     () => ({}),
     async (gw) => {
-      for (let i = 0; i < 5; i++) assert.equal((await gw.call("POST", "/connect/token", { form: creds({ password: `guess-${i}` }) })).status, 400);
+      for (let i = 0; i < 5; i++)
+        assert.equal((await gw.call("POST", "/connect/token", { form: creds({ password: `guess-${i}` }) })).status, 400);
       const r = await gw.call("POST", "/connect/token", { form: creds({ password: "guess-5" }) });
       assert.equal(r.status, 400, "the 6th failure still reaches the password check and starts the backoff");
       const locked = await gw.call("POST", "/connect/token", { form: creds() });
       assert.equal(locked.status, 429, locked.text);
       assert.equal(locked.headers["retry-after"], "1");
-      assert.equal((await gw.call("POST", "/connect/token", { form: creds({ username: "other" }) })).json.error, "invalid_grant", "another username is not locked");
+      assert.equal(
+        (await gw.call("POST", "/connect/token", { form: creds({ username: "other" }) })).json.error,
+        "invalid_grant",
+        "another username is not locked",
+      );
       now += 1000;
       assert.equal((await gw.call("POST", "/connect/token", { form: creds({ password: "guess-6" }) })).status, 400);
       const twice = await gw.call("POST", "/connect/token", { form: creds() });
       assert.equal(twice.headers["retry-after"], "2", "the lock doubles");
       now += 2000;
       assert.equal((await gw.call("POST", "/connect/token", { form: creds() })).status, 200);
-      assert.equal((await gw.call("POST", "/connect/token", { form: creds({ password: "typo" }) })).status, 400, "a success cleared the count: a typo is not locked");
+      assert.equal(
+        (await gw.call("POST", "/connect/token", { form: creds({ password: "typo" }) })).status,
+        400,
+        "a success cleared the count: a typo is not locked",
+      );
     },
     { now: () => now },
   );
@@ -154,7 +182,11 @@ test("RFC 6749 5.2: an unsupported grant_type is unsupported_grant_type, checked
   await withGateway(
     () => ({}),
     async (gw) => {
-      const forms: Array<Record<string, string>> = [{ grant_type: "client_credentials" }, { grant_type: "authorization_code", code: "x" }, { grant_type: "client_credentials", client_id: "nobody" }];
+      const forms: Array<Record<string, string>> = [
+        { grant_type: "client_credentials" },
+        { grant_type: "authorization_code", code: "x" },
+        { grant_type: "client_credentials", client_id: "nobody" },
+      ];
       for (const form of forms) {
         const r = await gw.call("POST", "/connect/token", { form });
         assert.equal(r.status, 400, r.text);
@@ -169,7 +201,8 @@ test("RFC 6749 5.2: an unsupported grant_type is unsupported_grant_type, checked
 test("a token dies when its user leaves the config or its password hash changes, and survives a plain restart", async () => {
   await withTmpDir(async (dir) => {
     const base = testConfigInput(dir);
-    const configure = (gw: Gateway, token: string) => gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
+    const configure = (gw: Gateway, token: string) =>
+      gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
     /** The gateway on the same data dir with `over`, always stopped. */
     const run = async (over: Partial<ConfigInput>, fn: (gw: Gateway) => Promise<void>) => {
       const gw = await startGateway(dir, over);
@@ -185,12 +218,15 @@ test("a token dies when its user leaves the config or its password hash changes,
       assert.equal((await configure(gw, token)).status, 400, "valid (the empty body is what is refused)");
     });
     await run({}, async (gw) => assert.equal((await configure(gw, token)).status, 400, "still valid after a restart with the same users"));
-    await run({ auth: { ...base.auth, users: [{ username: "someone-else", password_hash: base.auth.users![0].password_hash }] } }, async (gw) => {
-      const r = await configure(gw, token);
-      assert.equal(r.status, 401, r.text);
-      assert.match(String(r.headers["www-authenticate"]), /invalid_token/);
-      assert.match(r.json.message, /revoked/);
-    });
+    await run(
+      { auth: { ...base.auth, users: [{ username: "someone-else", password_hash: base.auth.users![0].password_hash }] } },
+      async (gw) => {
+        const r = await configure(gw, token);
+        assert.equal(r.status, 401, r.text);
+        assert.match(String(r.headers["www-authenticate"]), /invalid_token/);
+        assert.match(r.json.message, /revoked/);
+      },
+    );
     await run({}, async (gw) => assert.equal((await configure(gw, token)).status, 401, "and stays dead when the user comes back"));
     await run({}, async (gw) => {
       token = await gw.token();
@@ -209,7 +245,8 @@ test("`sitegate token revoke --all` ends every issued token while the daemon run
       const file = join(dir, "config.yaml");
       writeFileSync(file, stringify(testConfigInput(dir)), { mode: 0o600 });
       const tokens = [await gw.token(), await gw.token()];
-      const configure = (t: string) => gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${t}` }, body: { devices: [] } });
+      const configure = (t: string) =>
+        gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${t}` }, body: { devices: [] } });
       for (const t of tokens) assert.equal((await configure(t)).status, 400);
       const run = promisify(execFile);
       const list = await run(process.execPath, [CLI, "token", "list", "--config", file, "--json"]);
@@ -218,7 +255,10 @@ test("`sitegate token revoke --all` ends every issued token while the daemon run
       assert.match(out.stdout, /revoked 2 token\(s\)/);
       for (const t of tokens) assert.equal((await configure(t)).status, 401);
       assert.equal((await configure(await gw.token())).status, 400, "a new token works");
-      await assert.rejects(run(process.execPath, [CLI, "token", "revoke", "--config", file]), (e: { code?: number; stderr?: string }) => e.code === 2 && /--all or --user/.test(e.stderr ?? ""));
+      await assert.rejects(
+        run(process.execPath, [CLI, "token", "revoke", "--config", file]),
+        (e: { code?: number; stderr?: string }) => e.code === 2 && /--all or --user/.test(e.stderr ?? ""),
+      );
     },
   );
 });
@@ -248,7 +288,10 @@ test("auth.admin_allowlist: /connect/token and /gateway/admin/ from a source out
 });
 
 /** The daemon in this process with a logger whose lines the test reads. */
-async function withLoggedGateway(over: Partial<ConfigInput>, fn: (urls: { api: string; ui: string }, logs: string[]) => Promise<void>): Promise<void> {
+async function withLoggedGateway(
+  over: Partial<ConfigInput>,
+  fn: (urls: { api: string; ui: string }, logs: string[]) => Promise<void>,
+): Promise<void> {
   await withTmpDir(async (dir) => {
     const logs: string[] = [];
     const sink = new Writable({
@@ -282,7 +325,11 @@ test("status page: `Cookie: a=%` gets the normal answer, no 500 and no logged st
       assert.equal((await get(`${ui}/ui/`, { cookie })).status, 303, cookie);
       assert.equal((await get(`${ui}/ui/api/overview`, { cookie })).status, 401, cookie);
     }
-    assert.deepEqual(logs.filter((l) => /"level":50/.test(l)), [], "nothing logged as an error");
+    assert.deepEqual(
+      logs.filter((l) => /"level":50/.test(l)),
+      [],
+      "nothing logged as an error",
+    );
   });
 });
 
@@ -302,18 +349,24 @@ test("status page: a failed login logs the source, never the typed username", as
     const refused = logs.filter((l) => l.includes("status page login refused"));
     assert.equal(refused.length, 1, logs.join(""));
     assert.match(refused[0], /"ip":"127\.0\.0\.1"/);
-    assert.deepEqual(logs.filter((l) => l.includes(typed)), []);
+    assert.deepEqual(
+      logs.filter((l) => l.includes(typed)),
+      [],
+    );
   });
 });
 
 test("status page on its own listener (ui.listen) is rate limited per source like the API", async () => {
   const base = testConfigInput("/x");
-  await withLoggedGateway({ ui: { enabled: true, listen: "127.0.0.1:0" }, http: { ...base.http, rate_limit_per_min: 5 } }, async ({ ui, api }) => {
-    assert.notEqual(ui, api);
-    const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await get(`${ui}/ui/login`)).status);
-    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
-    const limited = await get(`${ui}/ui/login`);
-    assert.ok(Number(limited.headers["retry-after"]) > 0);
-  });
+  await withLoggedGateway(
+    { ui: { enabled: true, listen: "127.0.0.1:0" }, http: { ...base.http, rate_limit_per_min: 5 } },
+    async ({ ui, api }) => {
+      assert.notEqual(ui, api);
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await get(`${ui}/ui/login`)).status);
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+      const limited = await get(`${ui}/ui/login`);
+      assert.ok(Number(limited.headers["retry-after"]) > 0);
+    },
+  );
 });

@@ -9,7 +9,13 @@ import { readDb } from "../support/db.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
 const SYNC = "/v1/api/gateway/site-001/devicesync";
-const form = (over: Record<string, string> = {}) => ({ grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD, ...over });
+const form = (over: Record<string, string> = {}) => ({
+  grant_type: "password",
+  client_id: "partner-portal",
+  username: "partner",
+  password: TEST_PASSWORD,
+  ...over,
+});
 
 function assertErrorBody(r: { json: any }, code: string): void {
   assert.equal(r.json?.error, code, JSON.stringify(r.json));
@@ -55,17 +61,21 @@ test("tokens are stored only as hashes", async () => {
 
 test("a token expires after its lifetime", async () => {
   let now = Date.now();
-  await withGateway(async (gw) => {
-    const token = await gw.token();
-    const put = () => gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
-    assert.equal((await put()).status, 400, "the token works (the empty body is what is refused)");
-    now += 3601 * 1000;
-    const r = await put();
-    assert.equal(r.status, 401);
-    assertErrorBody(r, "unauthorized");
-    assert.match(String(r.headers["www-authenticate"]), /^Bearer .*invalid_token/);
-    assert.match(r.json.message, /expired/);
-  }, {}, { now: () => now });
+  await withGateway(
+    async (gw) => {
+      const token = await gw.token();
+      const put = () => gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
+      assert.equal((await put()).status, 400, "the token works (the empty body is what is refused)");
+      now += 3601 * 1000;
+      const r = await put();
+      assert.equal(r.status, 401);
+      assertErrorBody(r, "unauthorized");
+      assert.match(String(r.headers["www-authenticate"]), /^Bearer .*invalid_token/);
+      assert.match(r.json.message, /expired/);
+    },
+    {},
+    { now: () => now },
+  );
 });
 
 test("401: no or wrong API key, no or wrong bearer token", async () => {
@@ -85,15 +95,21 @@ test("401: no or wrong API key, no or wrong bearer token", async () => {
 });
 
 test("403: a source address not on the allowlist; an organizationId that is not ours", async () => {
-  await withGateway(async (gw) => {
-    const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
-    assert.equal(r.status, 403);
-    assertErrorBody(r, "forbidden");
-    assert.match(r.json.message, /allowlist/);
-  }, (dir) => ({ auth: { ...testConfigInput(dir).auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } }));
+  await withGateway(
+    async (gw) => {
+      const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
+      assert.equal(r.status, 403);
+      assertErrorBody(r, "forbidden");
+      assert.match(r.json.message, /allowlist/);
+    },
+    (dir) => ({ auth: { ...testConfigInput(dir).auth, ip_allowlist: ["192.0.2.0/24", "2001:db8::/32"] } }),
+  );
   await withGateway(async (gw) => {
     const token = await gw.token();
-    const r = await gw.call("PUT", configurePath("00000000-0000-4000-8000-000000000000"), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
+    const r = await gw.call("PUT", configurePath("00000000-0000-4000-8000-000000000000"), {
+      headers: { authorization: `Bearer ${token}` },
+      body: { devices: [] },
+    });
     assert.equal(r.status, 403);
     assertErrorBody(r, "forbidden");
   });
@@ -107,7 +123,10 @@ test("404: another site, another API version, another moleculeId, an unknown rou
       assertErrorBody(r, "not_found");
     }
     const token = await gw.token();
-    const r = await gw.call("PUT", configurePath(undefined, "site-999"), { headers: { authorization: `Bearer ${token}` }, body: { devices: [] } });
+    const r = await gw.call("PUT", configurePath(undefined, "site-999"), {
+      headers: { authorization: `Bearer ${token}` },
+      body: { devices: [] },
+    });
     assert.equal(r.status, 404);
     const nowhere = await gw.call("GET", "/nowhere");
     assert.equal(nowhere.status, 404);
@@ -118,13 +137,27 @@ test("404: another site, another API version, another moleculeId, an unknown rou
 test("400: every invalid configure body is refused whole with paths, and nothing is stored", async () => {
   await withGateway(async (gw) => {
     const auth = { authorization: `Bearer ${await gw.token()}` };
-    const good = { device_id: "m1", device_type: "modbus", device_integration: "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f/sunspec", mb_type: 2, mb_device_type: 1, mb_ip: "127.0.0.1", mb_port: 1502 };
+    const good = {
+      device_id: "m1",
+      device_type: "modbus",
+      device_integration: "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f/sunspec",
+      mb_type: 2,
+      mb_device_type: 1,
+      mb_ip: "127.0.0.1",
+      mb_port: 1502,
+    };
     const cases: Array<[unknown, string]> = [
       [{ devices: [{ ...good, mb_ip: undefined }] }, "devices[0].mb_ip"],
       [{ devices: [{ ...good, mb_type: 1 }] }, "devices[0].mb_slave_id"],
-      [{ devices: [{ ...good, device_integration: "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f/no-such-thing" }] }, "devices[0].device_integration"],
+      [
+        { devices: [{ ...good, device_integration: "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f/no-such-thing" }] },
+        "devices[0].device_integration",
+      ],
       [{ devices: [good, { ...good, mb_ip: "127.0.0.2" }] }, "devices[1].device_id"],
-      [{ devices: [{ ...good, mb_check_write: [{ reg_cmd_id: 1, reg_fun: 16, reg_reg: 1, reg_value: 1 }] }] }, "devices[0].mb_check_write[0].reg_fun"],
+      [
+        { devices: [{ ...good, mb_check_write: [{ reg_cmd_id: 1, reg_fun: 16, reg_reg: 1, reg_value: 1 }] }] },
+        "devices[0].mb_check_write[0].reg_fun",
+      ],
       [{ devices: [{ ...good, surprise: 1 }] }, "devices[0].surprise"],
       [{ devices: Array.from({ length: 65 }, (_, i) => ({ ...good, device_id: `d${i}` })) }, "devices"],
       [{ devices: [] }, "devices"],
@@ -133,7 +166,10 @@ test("400: every invalid configure body is refused whole with paths, and nothing
       const r = await gw.call("PUT", configurePath(), { headers: auth, body });
       assert.equal(r.status, 400, `${path}: ${r.text}`);
       assertErrorBody(r, "invalid_request");
-      assert.ok(r.json.details.some((d: { path: string }) => d.path === path), `${path} not in ${JSON.stringify(r.json.details)}`);
+      assert.ok(
+        r.json.details.some((d: { path: string }) => d.path === path),
+        `${path} not in ${JSON.stringify(r.json.details)}`,
+      );
     }
     const broken = await gw.call("PUT", configurePath(), { headers: { ...auth, "content-type": "application/json" }, raw: "{not json" });
     assert.equal(broken.status, 400);
@@ -146,7 +182,10 @@ test("400: every invalid configure body is refused whole with paths, and nothing
 test("413 for a body over 256 KiB, 415 for a wrong content type", async () => {
   await withGateway(async (gw) => {
     const auth = { authorization: `Bearer ${await gw.token()}` };
-    const big = await gw.call("PUT", configurePath(), { headers: { ...auth, "content-type": "application/json" }, raw: JSON.stringify({ devices: [], pad: "x".repeat(300 * 1024) }) });
+    const big = await gw.call("PUT", configurePath(), {
+      headers: { ...auth, "content-type": "application/json" },
+      raw: JSON.stringify({ devices: [], pad: "x".repeat(300 * 1024) }),
+    });
     assert.equal(big.status, 413, big.text);
     assertErrorBody(big, "payload_too_large");
     const text = await gw.call("PUT", configurePath(), { headers: { ...auth, "content-type": "text/plain" }, raw: "hello" });
@@ -158,19 +197,22 @@ test("413 for a body over 256 KiB, 415 for a wrong content type", async () => {
 });
 
 test("429 with Retry-After once a source exceeds its rate", async () => {
-  await withGateway(async (gw) => {
-    const statuses: number[] = [];
-    let limited: Awaited<ReturnType<Gateway["call"]>> | null = null;
-    for (let i = 0; i < 8; i++) {
-      const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
-      statuses.push(r.status);
-      if (r.status === 429) limited = r;
-    }
-    assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
-    assert.ok(limited, `no 429 in ${statuses}`);
-    assertErrorBody(limited!, "rate_limited");
-    assert.ok(Number(limited!.headers["retry-after"]) > 0);
-  }, { http: { listen: "127.0.0.1:0", tls: (await import("../support/config.js")).testConfigInput("/x").http.tls, rate_limit_per_min: 5 } });
+  await withGateway(
+    async (gw) => {
+      const statuses: number[] = [];
+      let limited: Awaited<ReturnType<Gateway["call"]>> | null = null;
+      for (let i = 0; i < 8; i++) {
+        const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
+        statuses.push(r.status);
+        if (r.status === 429) limited = r;
+      }
+      assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
+      assert.ok(limited, `no 429 in ${statuses}`);
+      assertErrorBody(limited!, "rate_limited");
+      assert.ok(Number(limited!.headers["retry-after"]) > 0);
+    },
+    { http: { listen: "127.0.0.1:0", tls: (await import("../support/config.js")).testConfigInput("/x").http.tls, rate_limit_per_min: 5 } },
+  );
 });
 
 test("503 when storage cannot commit, and nothing is acknowledged", async () => {
@@ -211,41 +253,58 @@ test("healthz, metrics and the OpenAPI document", async () => {
 });
 
 test("/dr and configure answer 503 and store nothing while SQLite cannot commit; the same requests succeed afterwards", async () => {
-  await withSiteGateway(tcpScenario(), () => ({}), async (site, gw, dir) => {
-    const auth = { authorization: `Bearer ${await gw.token()}` }; // issuing a token commits too
-    const start = Date.now() + 3_600_000;
-    const ev = { event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 600_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
-    const dr = () => gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
-    const configure = () => gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice("grid-1", site.tcpPorts[0], 3)] } });
-    const stored = () => readDb(dir, (db) => ({
-      events: db.prepare("SELECT count(*) FROM dp_event").pluck().get(),
-      devices: db.prepare("SELECT count(*) FROM dv_device").pluck().get(),
-    }));
-    // Another connection holds the write lock: the gateway's commits time out (busy).
-    const locker = new Database(join(dir, "sitegate.db"));
-    locker.exec("BEGIN IMMEDIATE");
-    try {
-      const r = await dr();
-      assert.equal(r.status, 503, r.text);
-      assertErrorBody(r, "unavailable");
-      assert.match(r.json.message, /nothing was stored/);
-      const c = await configure();
-      assert.equal(c.status, 503, c.text);
-      assertErrorBody(c, "unavailable");
-    } finally {
-      locker.exec("ROLLBACK");
-      locker.close();
-    }
-    assert.deepEqual(stored(), { events: 0, devices: 0 }, "nothing was stored");
-    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-    assert.deepEqual(sync.json.devices, [], "device sync lists nothing");
-    // Storage is back: the very same requests are new to the gateway, not replays.
-    const again = await dr();
-    assert.equal(again.status, 200, again.text);
-    assert.deepEqual(again.json, [{ event_id: ev.event_id, status: "accepted" }]);
-    const conf = await configure();
-    assert.equal(conf.status, 200, conf.text);
-    assert.equal(conf.json.devices[0].status, "accepted");
-    assert.deepEqual(stored(), { events: 1, devices: 1 });
-  });
+  await withSiteGateway(
+    tcpScenario(),
+    () => ({}),
+    async (site, gw, dir) => {
+      const auth = { authorization: `Bearer ${await gw.token()}` }; // issuing a token commits too
+      const start = Date.now() + 3_600_000;
+      const ev = {
+        event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f",
+        start_time: new Date(start).toISOString(),
+        end_time: new Date(start + 600_000).toISOString(),
+        event_type: "discharge",
+        event_quantity: 1,
+        event_unit: "kW",
+        priority: 10,
+        mandatory: false,
+        cancelled: false,
+      };
+      const dr = () =>
+        gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
+      const configure = () =>
+        gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice("grid-1", site.tcpPorts[0], 3)] } });
+      const stored = () =>
+        readDb(dir, (db) => ({
+          events: db.prepare("SELECT count(*) FROM dp_event").pluck().get(),
+          devices: db.prepare("SELECT count(*) FROM dv_device").pluck().get(),
+        }));
+      // Another connection holds the write lock: the gateway's commits time out (busy).
+      const locker = new Database(join(dir, "sitegate.db"));
+      locker.exec("BEGIN IMMEDIATE");
+      try {
+        const r = await dr();
+        assert.equal(r.status, 503, r.text);
+        assertErrorBody(r, "unavailable");
+        assert.match(r.json.message, /nothing was stored/);
+        const c = await configure();
+        assert.equal(c.status, 503, c.text);
+        assertErrorBody(c, "unavailable");
+      } finally {
+        locker.exec("ROLLBACK");
+        locker.close();
+      }
+      assert.deepEqual(stored(), { events: 0, devices: 0 }, "nothing was stored");
+      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      assert.deepEqual(sync.json.devices, [], "device sync lists nothing");
+      // Storage is back: the very same requests are new to the gateway, not replays.
+      const again = await dr();
+      assert.equal(again.status, 200, again.text);
+      assert.deepEqual(again.json, [{ event_id: ev.event_id, status: "accepted" }]);
+      const conf = await configure();
+      assert.equal(conf.status, 200, conf.text);
+      assert.equal(conf.json.devices[0].status, "accepted");
+      assert.deepEqual(stored(), { events: 1, devices: 1 });
+    },
+  );
 });

@@ -25,69 +25,117 @@ import { until } from "../support/wait.js";
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
-const why = !have("qemu-aarch64-static") ? "needs qemu-user-static (make test-arm installs it)" : !have("aarch64-linux-gnu-g++") ? "needs g++-aarch64-linux-gnu (make test-arm installs it)" : false;
+const why = !have("qemu-aarch64-static")
+  ? "needs qemu-user-static (make test-arm installs it)"
+  : !have("aarch64-linux-gnu-g++")
+    ? "needs g++-aarch64-linux-gnu (make test-arm installs it)"
+    : false;
 
-test("the arm64 .deb carries aarch64 node and addons; its gateway under qemu pairs devices and pushes to a sink", { skip: why, timeout: 900_000 }, async (t) => {
-  const built = spawnSync("make", ["--no-print-directory", "deb", "DEB_ARCHS=arm64", "NO_BUILD=1"], { cwd: ROOT, encoding: "utf8" });
-  assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
-  const dir = mkdtempSync(join(tmpdir(), "sitegate-arm64-"));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const deb = join(ROOT, "var", "pkg", `sitegate_${VERSION}_arm64.deb`);
-  const x = spawnSync("dpkg-deb", ["-x", deb, join(dir, "pkg")], { encoding: "utf8" });
-  assert.equal(x.status, 0, x.stderr);
-  const rel = join(dir, "pkg", "usr", "lib", "sitegate", "release");
-  const node = join(rel, "node", "bin", "node");
-  const addon = join(rel, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node");
-  for (const f of [node, addon]) {
-    const file = spawnSync("file", ["-b", f], { encoding: "utf8" }).stdout;
-    assert.match(file, /ELF 64-bit .*ARM aarch64/, `${f}: ${file}`);
-  }
-  const manifest = JSON.parse(readFileSync(join(rel, "manifest.json"), "utf8")) as Record<string, unknown>;
-  assert.equal(manifest.arch, "arm64");
-  assert.equal(manifest.runtime, true);
-  assert.equal(manifest.node_version, "24.21.0");
-  assert.equal(manifest.node_abi, "137");
-
-  // the simulator natively, the gateway emulated
-  const sim = await startSim({
-    seed: 5,
-    control: { listen: "127.0.0.1:0" },
-    ports: [
-      { kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 1, model: "sunspec-storage", name: "battery" }] },
-      { kind: "rtu", path: join(dir, "ttySIM"), peer: join(dir, "ttyGW"), baud: 9600, devices: [{ unit: 10, model: "sdm630", name: "meter" }] },
-    ],
-  });
-  const sink = await startSink();
-  const port = await freePort();
-  const base = testConfigInput(join(dir, "data"));
-  const config = {
-    ...base,
-    log_level: "warn",
-    http: { ...base.http, listen: `127.0.0.1:${port}` },
-    partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
-    rtu_ports: { "1": sim.rtuPeers[0] },
-    devices: [tcpDevice("battery", sim.tcpPorts[0], 1), rtuDevice("meter", 10, "sdm630")],
-  };
-  writeFileSync(join(dir, "config.yaml"), stringify(config));
-  const unit = unitCommand();
-  let out = "";
-  const gw = spawn("qemu-aarch64-static", ["-L", "/usr/aarch64-linux-gnu", node, ...unit.nodeArgs, join(rel, "dist", "src", "cli.js"), "run", "--config", join(dir, "config.yaml")], {
-    env: { ...process.env, ...unit.env, LOG_FORMAT: "json" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  gw.stdout.on("data", (d) => (out = (out + d).slice(-4000)));
-  gw.stderr.on("data", (d) => (out = (out + d).slice(-4000)));
-  t.after(async () => {
-    if (gw.exitCode === null && gw.signalCode === null) {
-      gw.kill("SIGTERM");
-      await new Promise((r) => gw.once("exit", r));
+test(
+  "the arm64 .deb carries aarch64 node and addons; its gateway under qemu pairs devices and pushes to a sink",
+  { skip: why, timeout: 900_000 },
+  async (t) => {
+    const built = spawnSync("make", ["--no-print-directory", "deb", "DEB_ARCHS=arm64", "NO_BUILD=1"], { cwd: ROOT, encoding: "utf8" });
+    assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
+    const dir = mkdtempSync(join(tmpdir(), "sitegate-arm64-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const deb = join(ROOT, "var", "pkg", `sitegate_${VERSION}_arm64.deb`);
+    const x = spawnSync("dpkg-deb", ["-x", deb, join(dir, "pkg")], { encoding: "utf8" });
+    assert.equal(x.status, 0, x.stderr);
+    const rel = join(dir, "pkg", "usr", "lib", "sitegate", "release");
+    const node = join(rel, "node", "bin", "node");
+    const addon = join(rel, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node");
+    for (const f of [node, addon]) {
+      const file = spawnSync("file", ["-b", f], { encoding: "utf8" }).stdout;
+      assert.match(file, /ELF 64-bit .*ARM aarch64/, `${f}: ${file}`);
     }
-    await sink.stop();
-    await sim.stop();
-  });
-  const version = spawnSync("qemu-aarch64-static", ["-L", "/usr/aarch64-linux-gnu", node, join(rel, "dist", "src", "cli.js"), "--version"], { encoding: "utf8" });
-  assert.match(version.stdout, /node 24\.21\.0 \(abi 137\) linux-arm64/, version.stderr);
-  const pushed = (id: string) => sink.accepted().some((q) => (q.body?.devices ?? []).some((d: { device_id: string; metrics?: Record<string, unknown> }) => d.device_id === id && Object.keys(d.metrics ?? {}).length > 0));
-  await until(() => gw.exitCode !== null || (pushed("meter") && pushed("battery")), "readings of the RTU meter and the TCP battery at the sink", 300_000);
-  assert.equal(gw.exitCode, null, `the emulated gateway exited (${gw.exitCode}): ${out}`);
-});
+    const manifest = JSON.parse(readFileSync(join(rel, "manifest.json"), "utf8")) as Record<string, unknown>;
+    assert.equal(manifest.arch, "arm64");
+    assert.equal(manifest.runtime, true);
+    assert.equal(manifest.node_version, "24.21.0");
+    assert.equal(manifest.node_abi, "137");
+
+    // the simulator natively, the gateway emulated
+    const sim = await startSim({
+      seed: 5,
+      control: { listen: "127.0.0.1:0" },
+      ports: [
+        { kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 1, model: "sunspec-storage", name: "battery" }] },
+        {
+          kind: "rtu",
+          path: join(dir, "ttySIM"),
+          peer: join(dir, "ttyGW"),
+          baud: 9600,
+          devices: [{ unit: 10, model: "sdm630", name: "meter" }],
+        },
+      ],
+    });
+    const sink = await startSink();
+    const port = await freePort();
+    const base = testConfigInput(join(dir, "data"));
+    const config = {
+      ...base,
+      log_level: "warn",
+      http: { ...base.http, listen: `127.0.0.1:${port}` },
+      partner: {
+        headers: [],
+        execution_url: `${sink.url}/exec`,
+        data_push_url: sink.url,
+        data_push_path: "telemetry",
+        ca_file: testCert().certFile,
+      },
+      rtu_ports: { "1": sim.rtuPeers[0] },
+      devices: [tcpDevice("battery", sim.tcpPorts[0], 1), rtuDevice("meter", 10, "sdm630")],
+    };
+    writeFileSync(join(dir, "config.yaml"), stringify(config));
+    const unit = unitCommand();
+    let out = "";
+    const gw = spawn(
+      "qemu-aarch64-static",
+      [
+        "-L",
+        "/usr/aarch64-linux-gnu",
+        node,
+        ...unit.nodeArgs,
+        join(rel, "dist", "src", "cli.js"),
+        "run",
+        "--config",
+        join(dir, "config.yaml"),
+      ],
+      {
+        env: { ...process.env, ...unit.env, LOG_FORMAT: "json" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    gw.stdout.on("data", (d) => (out = (out + d).slice(-4000)));
+    gw.stderr.on("data", (d) => (out = (out + d).slice(-4000)));
+    t.after(async () => {
+      if (gw.exitCode === null && gw.signalCode === null) {
+        gw.kill("SIGTERM");
+        await new Promise((r) => gw.once("exit", r));
+      }
+      await sink.stop();
+      await sim.stop();
+    });
+    const version = spawnSync(
+      "qemu-aarch64-static",
+      ["-L", "/usr/aarch64-linux-gnu", node, join(rel, "dist", "src", "cli.js"), "--version"],
+      { encoding: "utf8" },
+    );
+    assert.match(version.stdout, /node 24\.21\.0 \(abi 137\) linux-arm64/, version.stderr);
+    const pushed = (id: string) =>
+      sink
+        .accepted()
+        .some((q) =>
+          (q.body?.devices ?? []).some(
+            (d: { device_id: string; metrics?: Record<string, unknown> }) => d.device_id === id && Object.keys(d.metrics ?? {}).length > 0,
+          ),
+        );
+    await until(
+      () => gw.exitCode !== null || (pushed("meter") && pushed("battery")),
+      "readings of the RTU meter and the TCP battery at the sink",
+      300_000,
+    );
+    assert.equal(gw.exitCode, null, `the emulated gateway exited (${gw.exitCode}): ${out}`);
+  },
+);

@@ -72,7 +72,10 @@ test("run starts, stops on SIGTERM with exit 0, and leaves a clean database", as
     const db = join(dir, "data", "sitegate.db");
     assert.ok(existsSync(db));
     assert.ok(!existsSync(db + "-wal") || statSync(db + "-wal").size === 0, "WAL was checkpointed");
-    assert.equal(readDb(db, (check) => check.pragma("integrity_check", { simple: true })), "ok");
+    assert.equal(
+      readDb(db, (check) => check.pragma("integrity_check", { simple: true })),
+      "ok",
+    );
   });
 });
 

@@ -49,12 +49,34 @@ function writePreviousRelease(dataDir: string, sinkUrl: string): void {
     db.pragma("journal_mode = WAL");
     db.exec(PREVIOUS_SCHEMA);
     db.prepare("INSERT INTO ul_meta (key, value) VALUES ('instance_id', ?)").run("6f1c2d3e-0000-4000-8000-000000000001");
-    const ul = db.prepare("INSERT INTO ul_outbox (lane, kind, url, body, idempotency_key, created_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    ul.run("execution", "execution_response", `${sinkUrl}/exec`, '{"event_id":"e-1","status":"completed"}', "exec-e-1", at(1), 3, "HTTP 503");
+    const ul = db.prepare(
+      "INSERT INTO ul_outbox (lane, kind, url, body, idempotency_key, created_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+    ul.run(
+      "execution",
+      "execution_response",
+      `${sinkUrl}/exec`,
+      '{"event_id":"e-1","status":"completed"}',
+      "exec-e-1",
+      at(1),
+      3,
+      "HTTP 503",
+    );
     ul.run("device_report", "device_report", `${sinkUrl}/report`, '{"report":1}', "report-1", at(2), 0, null);
     ul.run("execution", "execution_response", `${sinkUrl}/exec`, '{"event_id":"e-2","status":"failed"}', "exec-e-2", at(3), 0, null);
-    db.prepare("INSERT INTO ul_dead_letter (lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-      .run("execution", "execution_response", `${sinkUrl}/exec`, '{"event_id":"e-0","status":"partial"}', "exec-e-0", at(0), at(0), 40, "HTTP 400");
+    db.prepare(
+      "INSERT INTO ul_dead_letter (lane, kind, url, body, idempotency_key, created_at, dead_at, attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      "execution",
+      "execution_response",
+      `${sinkUrl}/exec`,
+      '{"event_id":"e-0","status":"partial"}',
+      "exec-e-0",
+      at(0),
+      at(0),
+      40,
+      "HTTP 400",
+    );
     const fl = db.prepare("INSERT INTO fl_outbox (topic, kind, body, idempotency_key, created_at) VALUES ('events', ?, ?, ?, ?)");
     fl.run("event_state", '{"event_id":"e-1","state":"done"}', "state-e-1-done", at(1));
     fl.run("execution_response", '{"event_id":"e-1","status":"completed"}', "exec-e-1", at(1));
@@ -80,7 +102,13 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
         const got = record(cl);
         await cl.subscribeAsync("sitegate/site-001/events", { qos: 1 });
         const over = {
-          partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          partner: {
+            headers: [],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
           fleet: fleetConfig(broker),
         };
         let gw = await startGateway(dataDir, over);
@@ -90,9 +118,19 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
           await settle();
           assert.deepEqual(httpsKeys(sink, "/exec"), ["exec-e-1", "exec-e-2"], "execution responses once each, oldest first, keys kept");
           assert.deepEqual(httpsKeys(sink, "/report"), ["report-1"]);
-          assert.deepEqual(sink.accepted("/exec").map((r) => r.body.event_id), ["e-1", "e-2"]);
-          assert.deepEqual(mqttKeys(got), ["state-e-1-done", "exec-e-1", "state-e-2-done", "exec-e-2"], "the fleet's events once each, in their order");
-          assert.deepEqual(got.filter((m) => m.topic.endsWith("/events")).map((m) => m.props?.userProperties?.kind), ["event_state", "execution_response", "event_state", "execution_response"]);
+          assert.deepEqual(
+            sink.accepted("/exec").map((r) => r.body.event_id),
+            ["e-1", "e-2"],
+          );
+          assert.deepEqual(
+            mqttKeys(got),
+            ["state-e-1-done", "exec-e-1", "state-e-2-done", "exec-e-2"],
+            "the fleet's events once each, in their order",
+          );
+          assert.deepEqual(
+            got.filter((m) => m.topic.endsWith("/events")).map((m) => m.props?.userProperties?.kind),
+            ["event_state", "execution_response", "event_state", "execution_response"],
+          );
 
           // The dead letter came along: listed with its key, sent once when retried.
           const outbox = gw.daemon.part<Uplink>("uplink").outbox;
@@ -104,7 +142,10 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
           await settle();
           assert.deepEqual(httpsKeys(sink, "/exec"), ["exec-e-1", "exec-e-2", "exec-e-0"]);
           assert.equal(outbox.size(), 0);
-          const tables = gw.daemon.storage.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('ul_outbox', 'ul_dead_letter', 'fl_outbox')").pluck().all();
+          const tables = gw.daemon.storage.db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('ul_outbox', 'ul_dead_letter', 'fl_outbox')")
+            .pluck()
+            .all();
           assert.deepEqual(tables, [], "the old tables are gone");
 
           // A restart sends nothing again.

@@ -28,7 +28,12 @@ function startDaemon(configFile: string): ChildProcess {
 async function post(port: number, body: unknown): Promise<{ status: number; json: any }> {
   const agent = new Agent({ connect: { ca: testCert().cert } });
   try {
-    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/dr`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", "x-api-key": TEST_API_KEY }, dispatcher: agent });
+    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/dr`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json", "x-api-key": TEST_API_KEY },
+      dispatcher: agent,
+    });
     return { status: r.statusCode, json: await r.body.json() };
   } finally {
     await agent.close();
@@ -38,7 +43,10 @@ async function post(port: number, body: unknown): Promise<{ status: number; json
 async function devicesync(port: number): Promise<unknown[]> {
   const agent = new Agent({ connect: { ca: testCert().cert } });
   try {
-    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/devicesync`, { headers: { "x-api-key": TEST_API_KEY }, dispatcher: agent });
+    const r = await request(`https://127.0.0.1:${port}/v1/api/gateway/site-001/devicesync`, {
+      headers: { "x-api-key": TEST_API_KEY },
+      dispatcher: agent,
+    });
     return ((await r.body.json()) as { devices: unknown[] }).devices;
   } finally {
     await agent.close();
@@ -46,13 +54,20 @@ async function devicesync(port: number): Promise<unknown[]> {
 }
 
 /** A simulated site, a partner sink, and the config file of a daemon to run as a child process. */
-async function withDaemonSite(fn: (rig: { site: SimHandle; sink: PartnerSink; port: number; file: string }) => Promise<void>): Promise<void> {
+async function withDaemonSite(
+  fn: (rig: { site: SimHandle; sink: PartnerSink; port: number; file: string }) => Promise<void>,
+): Promise<void> {
   const sink = await startSink();
   try {
     await withSite(siteScenario(), async (site) => {
       await withTmpDir(async (dir) => {
         const port = await freePort();
-        const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", http: { listen: `127.0.0.1:${port}`, tls: { cert: testCert().certFile, key: testCert().keyFile } }, ...rigConfig(site, sink) };
+        const cfg = {
+          ...testConfigInput(join(dir, "data")),
+          log_level: "warn",
+          http: { listen: `127.0.0.1:${port}`, tls: { cert: testCert().certFile, key: testCert().keyFile } },
+          ...rigConfig(site, sink),
+        };
         const file = join(dir, "config.yaml");
         writeFileSync(file, stringify(cfg));
         await fn({ site, sink, port, file });
@@ -67,7 +82,11 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
   await withDaemonSite(async ({ site, sink, port, file }) => {
     let child = startDaemon(file);
     try {
-      await until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 45_000);
+      await until(
+        async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400,
+        "daemon up",
+        45_000,
+      );
       await until(async () => (await devicesync(port)).length === 4, "devices paired", 45_000);
       const running = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 2500, 14_000);
       assert.equal((await post(port, { mode: "live", event_slots: [running] })).status, 200);
@@ -76,8 +95,11 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
       await new Promise((r) => child.once("exit", r));
       child = startDaemon(file);
       // The battery keeps its setpoint (revert timeout 60 s); the restarted daemon takes the event up again.
-      const body = await until(() => sink.accepted("/exec").some((r) => r.body.event_id === running.event_id), "execution response after the restart", 30_000)
-        .then(() => sink.accepted("/exec").find((r) => r.body.event_id === running.event_id)!.body as any);
+      const body = await until(
+        () => sink.accepted("/exec").some((r) => r.body.event_id === running.event_id),
+        "execution response after the restart",
+        30_000,
+      ).then(() => sink.accepted("/exec").find((r) => r.body.event_id === running.event_id)!.body as any);
       // The time the daemon was down counts as nothing delivered (the window is measured,
       // never assumed): resumed means most of the window driven, 2 kW over that part.
       assertMeasuredDelivery(body, 2);
@@ -86,7 +108,11 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
       // "Exactly one" is a claim about nothing more happening: give a duplicate the time the
       // outbox would take to send one (it sends at once when the sink accepts).
       await sleep(1500);
-      const keys = new Set(sink.requests.filter((r) => r.path === "/exec" && (r.body as any).event_id === running.event_id).map((r) => r.headers["idempotency-key"]));
+      const keys = new Set(
+        sink.requests
+          .filter((r) => r.path === "/exec" && (r.body as any).event_id === running.event_id)
+          .map((r) => r.headers["idempotency-key"]),
+      );
       assert.equal(sink.accepted("/exec").filter((r) => r.body.event_id === running.event_id).length, 1, "exactly one execution response");
       assert.equal(keys.size, 1);
 
@@ -121,7 +147,12 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
 test("a shed running at kill -9, restarted after its end: the coils are back to their pre-shed states at once (an off coil stays off); the same after a clean stop", async () => {
   await withDaemonSite(async ({ site, sink, port, file }) => {
     const coils = () => site.state().devices.relay.coils as boolean[];
-    const up = () => until(async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400, "daemon up", 45_000);
+    const up = () =>
+      until(
+        async () => (await post(port, { mode: "live", event_slots: [] }).catch(() => ({ status: 0 }))).status === 400,
+        "daemon up",
+        45_000,
+      );
     const PRE = [true, true, true, false];
     let child = startDaemon(file);
     try {
@@ -134,14 +165,19 @@ test("a shed running at kill -9, restarted after its end: the coils are back to 
         await until(() => coils().every((c) => !c), `relay open (${signal})`, 20_000);
         child.kill(signal);
         await new Promise((r) => child.once("exit", r));
-        if (signal === "SIGKILL") assert.deepEqual(coils(), [false, false, false, false], "nothing released them while the gateway was down");
+        if (signal === "SIGKILL")
+          assert.deepEqual(coils(), [false, false, false, false], "nothing released them while the gateway was down");
         else assert.deepEqual(coils(), PRE, "a clean stop puts the coils back at once");
         await until(() => Date.now() > Date.parse(shed.end_time) + 500, "past end_time", 20_000);
         child = startDaemon(file);
         await up();
         // Released from the ledger when dispatch starts, before the API answers: within one poll interval at most.
         await until(() => JSON.stringify(coils()) === JSON.stringify(PRE), `coils back to their pre-shed states after ${signal}`, POLL_MS);
-        await until(() => sink.accepted("/exec").some((r) => r.body.event_id === shed.event_id), `execution response after ${signal}`, 20_000);
+        await until(
+          () => sink.accepted("/exec").some((r) => r.body.event_id === shed.event_id),
+          `execution response after ${signal}`,
+          20_000,
+        );
         const body = sink.accepted("/exec").find((r) => r.body.event_id === shed.event_id)!.body as any;
         assert.notEqual(body.details.reason, "missed", "it ran: reported, not missed");
         assert.deepEqual(coils(), PRE, "the fourth coil stays off");

@@ -15,18 +15,29 @@ const ledgerRows = (rig: DispatchRig) => count(rig, "SELECT COUNT(*) AS n FROM d
 const outboxRows = (rig: DispatchRig) => executionResponses(rig).length;
 
 test("two batteries share in proportion to max power; one that runs empty makes the result partial", async () => {
-  await withDispatchRig({ batteries: [{ name: "big", max_power_w: 5000 }, { name: "small", max_power_w: 3000, capacity_wh: 4, soc_pct: 50 }] }, async (rig) => {
-    const ev = event({ event_type: "discharge", event_quantity: 7, event_unit: "kW" }, 1200, 9000);
-    assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
-    await until(() => Math.abs(rig.simDevice("big").power_w - 4375) < 100 && Math.abs(rig.simDevice("small").power_w - 2625) < 100, "4375 W + 2625 W");
-    // small holds 2 Wh: empty after under 3 s at 2625 W; big then runs at its maximum.
-    await until(() => rig.simDevice("small").soc_pct <= 0.5, "small battery empty", 20_000);
-    await until(() => Math.abs(rig.simDevice("big").power_w - 5000) < 100, "big takes what it can of the empty one's share");
-    const body = await rig.waitResponse(ev.event_id);
-    assert.equal(devOf(body, "big").requested_w, 5000, JSON.stringify(body));
-    assert.match(devOf(body, "small").error ?? "", /empty/);
-    assert.equal(body.status, "partial", JSON.stringify(body));
-  });
+  await withDispatchRig(
+    {
+      batteries: [
+        { name: "big", max_power_w: 5000 },
+        { name: "small", max_power_w: 3000, capacity_wh: 4, soc_pct: 50 },
+      ],
+    },
+    async (rig) => {
+      const ev = event({ event_type: "discharge", event_quantity: 7, event_unit: "kW" }, 1200, 9000);
+      assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
+      await until(
+        () => Math.abs(rig.simDevice("big").power_w - 4375) < 100 && Math.abs(rig.simDevice("small").power_w - 2625) < 100,
+        "4375 W + 2625 W",
+      );
+      // small holds 2 Wh: empty after under 3 s at 2625 W; big then runs at its maximum.
+      await until(() => rig.simDevice("small").soc_pct <= 0.5, "small battery empty", 20_000);
+      await until(() => Math.abs(rig.simDevice("big").power_w - 5000) < 100, "big takes what it can of the empty one's share");
+      const body = await rig.waitResponse(ev.event_id);
+      assert.equal(devOf(body, "big").requested_w, 5000, JSON.stringify(body));
+      assert.match(devOf(body, "small").error ?? "", /empty/);
+      assert.equal(body.status, "partial", JSON.stringify(body));
+    },
+  );
 });
 
 test("a battery that runs empty mid-event with nobody to take over gives partial", async () => {
@@ -42,21 +53,33 @@ test("a battery that runs empty mid-event with nobody to take over gives partial
 });
 
 test("a dead inverter gives partial with device-level detail; the other takes what it can", async () => {
-  await withDispatchRig({ batteries: [{ name: "b1", max_power_w: 5000 }, { name: "b2", max_power_w: 3000 }] }, async (rig) => {
-    rig.site.setFault({ device: "b2", fault: "no_answer" });
-    await until(async () => {
-      const s = await rig.gw.call("GET", "/healthz");
-      return s.json.devices.detail.find((d: any) => d.device_id === "b2")?.online === false;
-    }, "b2 offline", 20_000);
-    const ev = event({ event_type: "discharge", event_quantity: 7, event_unit: "kW" }, 1000, 8000);
-    assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
-    const body = await rig.waitResponse(ev.event_id);
-    assert.equal(body.status, "partial", JSON.stringify(body));
-    assert.equal(devOf(body, "b2").status, "skipped");
-    assert.equal(devOf(body, "b2").error, "offline");
-    assert.equal(devOf(body, "b1").requested_w, 5000);
-    assert.ok(Math.abs(body.details.delivered_quantity - 5) < 0.3, JSON.stringify(body.details));
-  });
+  await withDispatchRig(
+    {
+      batteries: [
+        { name: "b1", max_power_w: 5000 },
+        { name: "b2", max_power_w: 3000 },
+      ],
+    },
+    async (rig) => {
+      rig.site.setFault({ device: "b2", fault: "no_answer" });
+      await until(
+        async () => {
+          const s = await rig.gw.call("GET", "/healthz");
+          return s.json.devices.detail.find((d: any) => d.device_id === "b2")?.online === false;
+        },
+        "b2 offline",
+        20_000,
+      );
+      const ev = event({ event_type: "discharge", event_quantity: 7, event_unit: "kW" }, 1000, 8000);
+      assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
+      const body = await rig.waitResponse(ev.event_id);
+      assert.equal(body.status, "partial", JSON.stringify(body));
+      assert.equal(devOf(body, "b2").status, "skipped");
+      assert.equal(devOf(body, "b2").error, "offline");
+      assert.equal(devOf(body, "b1").requested_w, 5000);
+      assert.ok(Math.abs(body.details.delivered_quantity - 5) < 0.3, JSON.stringify(body.details));
+    },
+  );
 });
 
 for (const fault of ["exception", "ignore_writes"] as const) {
@@ -65,7 +88,12 @@ for (const fault of ["exception", "ignore_writes"] as const) {
       rig.site.setFault({ device: "battery", fault, ...(fault === "exception" ? { code: 4 } : {}) });
       // A device that answers every request with an exception goes offline before the event.
       if (fault === "exception") {
-        await until(async () => (await rig.gw.call("GET", "/healthz")).json.devices.detail.find((d: any) => d.device_id === "battery")?.online === false, "battery offline", 20_000);
+        await until(
+          async () =>
+            (await rig.gw.call("GET", "/healthz")).json.devices.detail.find((d: any) => d.device_id === "battery")?.online === false,
+          "battery offline",
+          20_000,
+        );
       }
       const ev = event({ event_type: "discharge", event_quantity: 2, event_unit: "kW" }, 800, 3000);
       assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
@@ -86,7 +114,10 @@ test("cancellation stops a running event, a change after start is 409, overlappi
     const low = event({ event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 60 }, 800, 30_000);
     const high = event({ event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 2 }, 800, 30_000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [low, high] })).status, 200);
-    await until(() => Math.abs(rig.simDevice("battery").power_w - 4000) < 100, "3 kW of the priority-2 event plus 1 kW of the priority-60 one");
+    await until(
+      () => Math.abs(rig.simDevice("battery").power_w - 4000) < 100,
+      "3 kW of the priority-2 event plus 1 kW of the priority-60 one",
+    );
     const changed = await rig.dr({ mode: "live", event_slots: [{ ...high, event_quantity: 4 }] });
     assert.equal(changed.status, 409);
     assert.equal(changed.json.error, "conflict");
@@ -140,7 +171,10 @@ test("a repeated request never writes twice; test mode writes nothing", async ()
 test("bad requests get 400 with a path per problem and store nothing", async () => {
   await withDispatchRig({}, async (rig) => {
     const good = event();
-    const r = await rig.dr({ mode: "live", event_slots: [good, { ...event(), priority: 0, event_unit: "GW" }, { ...event(), event_id: good.event_id }] });
+    const r = await rig.dr({
+      mode: "live",
+      event_slots: [good, { ...event(), priority: 0, event_unit: "GW" }, { ...event(), event_id: good.event_id }],
+    });
     assert.equal(r.status, 400);
     assert.equal(r.json.error, "invalid_request");
     const paths = r.json.details.map((d: any) => d.path);
@@ -152,7 +186,10 @@ test("bad requests get 400 with a path per problem and store nothing", async () 
     assert.equal(past.json.details[0].path, "event_slots[0].end_time");
     const offset = await rig.dr({ mode: "live", event_slots: [{ ...event(), start_time: "2030-01-01T10:00:00+01:00" }] });
     assert.equal(offset.status, 400);
-    const text = await rig.gw.call("POST", "/v1/api/gateway/site-001/dr", { raw: "mode=live", headers: { ...rig.gw.apiKeyHeaders, "content-type": "text/plain" } });
+    const text = await rig.gw.call("POST", "/v1/api/gateway/site-001/dr", {
+      raw: "mode=live",
+      headers: { ...rig.gw.apiKeyHeaders, "content-type": "text/plain" },
+    });
     assert.equal(text.status, 415);
     const noKey = await rig.gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [event()] } });
     assert.equal(noKey.status, 401);
@@ -160,7 +197,10 @@ test("bad requests get 400 with a path per problem and store nothing", async () 
     assert.equal(many.status, 400);
     // The good event of the rejected request was not stored.
     const dispatch = rig.gw.daemon.part<Dispatcher>("dispatch");
-    assert.equal(dispatch.list().some((e) => e.spec.event_id === good.event_id), false);
+    assert.equal(
+      dispatch.list().some((e) => e.spec.event_id === good.event_id),
+      false,
+    );
     assert.equal(dispatch.scheduled() + dispatch.running(), 0);
     assert.equal(writes(rig, "battery"), 0);
   });

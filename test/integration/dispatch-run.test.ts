@@ -36,7 +36,11 @@ test("discharge moves the battery and the grid meter by about the requested powe
     // Released at the end: back to idle.
     await until(() => rig.simDevice("battery").power_w === 0, "battery released");
     await until(() => executionResponses(rig).length === 0, "outbox settled");
-    assert.equal(rig.sink.requests.filter((x) => x.path === "/exec" && (x.body as any).event_id === ev.event_id).length, 1, "one response, sent once");
+    assert.equal(
+      rig.sink.requests.filter((x) => x.path === "/exec" && (x.body as any).event_id === ev.event_id).length,
+      1,
+      "one response, sent once",
+    );
   });
 });
 
@@ -49,7 +53,10 @@ test("charge makes the battery absorb the requested power and the grid import ri
     await until(() => Math.abs((rig.simDevice("battery").power_w as number) + 2000) < 150, "battery charging at 2 kW");
     assert.ok(Math.abs((rig.simDevice("grid").power_w as number) - gridBefore - 2000) < 300, "grid import rises by about 2 kW");
     const dispatcher = rig.gw.daemon.part<Dispatcher>("dispatch");
-    await until(() => dispatcher.list().some((e) => e.spec.event_id === ev.event_id && e.state === "done"), "event done while the partner is down");
+    await until(
+      () => dispatcher.list().some((e) => e.spec.event_id === ev.event_id && e.state === "done"),
+      "event done while the partner is down",
+    );
     // Committed with the end of the event: exactly one execution response waits in the outbox.
     const queued = executionResponses(rig);
     assert.equal(queued.length, 1, JSON.stringify(queued));
@@ -65,7 +72,10 @@ test("charge makes the battery absorb the requested power and the grid import ri
 
 test("shed opens the relay (PV untouched when the loads cover the quantity), completed; a restore at the same priority ends a second shed and the coils read back their pre-shed states", async () => {
   await withDispatchRig({ irradiance: 0.5 }, async (rig) => {
-    assert.equal(rig.simDevice("relay").coils.every((c: boolean) => c), true);
+    assert.equal(
+      rig.simDevice("relay").coils.every((c: boolean) => c),
+      true,
+    );
     const pvBefore = rig.simDevice("pv").power_w as number;
     assert.ok(pvBefore > 2500, `pv produces (${pvBefore} W)`);
     // 4 x 400 W on the relay cover 1.2 kW: the grid meter sees it, PV is never curtailed.
@@ -76,7 +86,11 @@ test("shed opens the relay (PV untouched when the loads cover the quantity), com
     assert.equal(body.status, "completed", JSON.stringify(body));
     assert.equal(body.details.measured, true);
     assert.ok(body.details.coverage > 0.8, JSON.stringify(body.details));
-    assert.deepEqual(body.details.devices.map((d: any) => d.device_id), ["relay"], "PV is not curtailed on top of the loads");
+    assert.deepEqual(
+      body.details.devices.map((d: any) => d.device_id),
+      ["relay"],
+      "PV is not curtailed on top of the loads",
+    );
     assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "relay closed again at the end");
 
@@ -95,7 +109,11 @@ test("shed opens the relay (PV untouched when the loads cover the quantity), com
     assert.equal(rb.status, "completed", JSON.stringify(rb));
     const shedDevices = sb.details.devices.map((d: any) => d.device_id);
     assert.ok(shedDevices.includes("relay"), JSON.stringify(sb));
-    assert.deepEqual(rb.details.devices.map((d: any) => [d.device_id, d.status]), shedDevices.map((id: string) => [id, "completed"]), "exactly what the shed changed, each read back");
+    assert.deepEqual(
+      rb.details.devices.map((d: any) => [d.device_id, d.status]),
+      shedDevices.map((id: string) => [id, "completed"]),
+      "exactly what the shed changed, each read back",
+    );
     assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no PV limit left");
     assert.deepEqual(rig.simDevice("relay").coils, [true, true, true, false]);
   });
@@ -131,15 +149,30 @@ test("a discharge running beside a shed is not counted as shed delivery", async 
 });
 
 test("stacking: discharges of 3 kW (priority 10) and 5 kW (priority 20) on two 5 kW batteries deliver 3 kW and 5 kW", async () => {
-  await withDispatchRig({ batteries: [{ name: "b1", max_power_w: 5000 }, { name: "b2", max_power_w: 5000 }] }, async (rig) => {
-    const a = event({ event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 10 }, 1500, 10_000);
-    const b = event({ event_type: "discharge", event_quantity: 5, event_unit: "kW", priority: 20 }, 1500, 10_000);
-    assert.equal((await rig.dr({ mode: "live", event_slots: [a, b] })).status, 200);
-    await until(() => Math.abs((rig.simDevice("b1").power_w as number) - 4000) < 150 && Math.abs((rig.simDevice("b2").power_w as number) - 4000) < 150, "each battery at 4 kW");
-    const ra = await rig.waitResponse(a.event_id);
-    const rb = await rig.waitResponse(b.event_id);
-    assertMeasuredDelivery(ra, 3);
-    assertMeasuredDelivery(rb, 5);
-    assert.deepEqual(rb.details.devices.map((d: any) => d.requested_w), [2500, 2500]);
-  });
+  await withDispatchRig(
+    {
+      batteries: [
+        { name: "b1", max_power_w: 5000 },
+        { name: "b2", max_power_w: 5000 },
+      ],
+    },
+    async (rig) => {
+      const a = event({ event_type: "discharge", event_quantity: 3, event_unit: "kW", priority: 10 }, 1500, 10_000);
+      const b = event({ event_type: "discharge", event_quantity: 5, event_unit: "kW", priority: 20 }, 1500, 10_000);
+      assert.equal((await rig.dr({ mode: "live", event_slots: [a, b] })).status, 200);
+      await until(
+        () =>
+          Math.abs((rig.simDevice("b1").power_w as number) - 4000) < 150 && Math.abs((rig.simDevice("b2").power_w as number) - 4000) < 150,
+        "each battery at 4 kW",
+      );
+      const ra = await rig.waitResponse(a.event_id);
+      const rb = await rig.waitResponse(b.event_id);
+      assertMeasuredDelivery(ra, 3);
+      assertMeasuredDelivery(rb, 5);
+      assert.deepEqual(
+        rb.details.devices.map((d: any) => d.requested_w),
+        [2500, 2500],
+      );
+    },
+  );
 });

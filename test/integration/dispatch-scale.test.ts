@@ -5,7 +5,16 @@
 // unknown event fields accepted.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { assertMeasuredDelivery, makeRig, rigConfig, siteScenario, startSink, waitPaired, event, type DispatchRig } from "../support/dispatch.js";
+import {
+  assertMeasuredDelivery,
+  makeRig,
+  rigConfig,
+  siteScenario,
+  startSink,
+  waitPaired,
+  event,
+  type DispatchRig,
+} from "../support/dispatch.js";
 import { startGateway } from "../support/gateway.js";
 import { withSite, type ScenarioInput } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
@@ -44,7 +53,8 @@ async function withScaledRig(batterySf: number, pvSf: number, irradiance: number
   }
 }
 
-const writesAt = (rig: DispatchRig, name: string, address: number) => (rig.simDevice(name).writes as Array<{ address: number; values: number[] }>).filter((w) => w.address === address);
+const writesAt = (rig: DispatchRig, name: string, address: number) =>
+  (rig.simDevice(name).writes as Array<{ address: number; values: number[] }>).filter((w) => w.address === address);
 
 test("battery at SF -2: a 3 kW discharge writes 6000 (60.00 %) and delivers 3 kW; PV at SF -1 is curtailed with its raw value", async () => {
   await withScaledRig(-2, -1, 0.5, async (rig) => {
@@ -64,13 +74,20 @@ test("battery at SF -2: a 3 kW discharge writes 6000 (60.00 %) and delivers 3 kW
     assert.ok(pvEntry && pvEntry.requested_w > 0, JSON.stringify(sb));
     // The gateway planned to take requested_w off what PV produced: the limit the device
     // applies is that, within the 1 % steps the dispatcher plans in (not a tenth of it).
-    const pvAtStep = (rig.simDevice("pv").available_w as number);
-    assert.ok(Math.abs(limitW - (pvAtStep - pvEntry.requested_w)) <= 61 + 0.02 * pvAtStep, `limit ${limitW} W, planned ${pvAtStep - pvEntry.requested_w} W`);
+    const pvAtStep = rig.simDevice("pv").available_w as number;
+    assert.ok(
+      Math.abs(limitW - (pvAtStep - pvEntry.requested_w)) <= 61 + 0.02 * pvAtStep,
+      `limit ${limitW} W, planned ${pvAtStep - pvEntry.requested_w} W`,
+    );
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "relay closed again at the end");
 
     // An uppercase id with version nibble 0, and a field the spec does not name.
     const id = "8D3F0C1A-7B2E-0C4D-9E5F-A1B2C3D4E5F6";
-    const ev = { ...event({ event_type: "discharge", event_quantity: 3, event_unit: "kW" }, 1500, 4000), event_id: id, site_note: "added by a newer partner" };
+    const ev = {
+      ...event({ event_type: "discharge", event_quantity: 3, event_unit: "kW" }, 1500, 4000),
+      event_id: id,
+      site_note: "added by a newer partner",
+    };
     const r = await rig.dr({ mode: "live", event_slots: [ev] });
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.deepEqual(r.json, [{ event_id: id, status: "accepted" }], "the receipt echoes the id byte for byte");
@@ -80,27 +97,53 @@ test("battery at SF -2: a 3 kW discharge writes 6000 (60.00 %) and delivers 3 kW
     assert.equal(body.event_id, id, "the execution response echoes the id byte for byte");
     assertMeasuredDelivery(body, 3);
     const again = await rig.dr({ mode: "live", event_slots: [{ ...ev, event_id: id.toLowerCase() }] });
-    assert.deepEqual(again.json, [{ event_id: id.toLowerCase(), status: "accepted" }], "the same event in another case: the same command, echoed as sent");
+    assert.deepEqual(
+      again.json,
+      [{ event_id: id.toLowerCase(), status: "accepted" }],
+      "the same event in another case: the same command, echoed as sent",
+    );
   });
 });
 
 test("/dr request rules: Feb 30 and quantity 0 get 400 and store nothing; restore 0 and a version-0 GUID are accepted", async () => {
   await withScaledRig(0, 0, 0, async (rig) => {
-    const feb30 = await rig.dr({ mode: "live", event_slots: [{ ...event(), start_time: "2026-02-30T12:00:00Z", end_time: "2036-03-01T12:00:00Z" }] });
+    const feb30 = await rig.dr({
+      mode: "live",
+      event_slots: [{ ...event(), start_time: "2026-02-30T12:00:00Z", end_time: "2036-03-01T12:00:00Z" }],
+    });
     assert.equal(feb30.status, 400);
-    assert.deepEqual(feb30.json.details.map((d: any) => d.path), ["event_slots[0].start_time"]);
+    assert.deepEqual(
+      feb30.json.details.map((d: any) => d.path),
+      ["event_slots[0].start_time"],
+    );
     const midnight = await rig.dr({ mode: "live", event_slots: [{ ...event(), end_time: "2036-03-01T24:00:00Z" }] });
     assert.equal(midnight.status, 400);
     const zero = event({ event_quantity: 0 }, 1000, 3000);
     const z = await rig.dr({ mode: "live", event_slots: [zero] });
     assert.equal(z.status, 400);
-    assert.deepEqual(z.json.details.map((d: any) => d.path), ["event_slots[0].event_quantity"]);
+    assert.deepEqual(
+      z.json.details.map((d: any) => d.path),
+      ["event_slots[0].event_quantity"],
+    );
     // Nothing of the refused request was stored: the same id is new.
     const later = event({ event_type: "restore", event_quantity: 0, event_unit: "kW" }, 3_600_000, 60_000);
-    const ok = await rig.dr({ mode: "live", event_slots: [{ ...later, event_id: zero.event_id }, { ...event({}, 3_600_000, 60_000), event_id: "00000000-0000-0000-0000-000000000001" }] });
+    const ok = await rig.dr({
+      mode: "live",
+      event_slots: [
+        { ...later, event_id: zero.event_id },
+        { ...event({}, 3_600_000, 60_000), event_id: "00000000-0000-0000-0000-000000000001" },
+      ],
+    });
     assert.equal(ok.status, 200, JSON.stringify(ok.json));
-    assert.deepEqual(ok.json.map((x: any) => x.status), ["accepted", "accepted"]);
+    assert.deepEqual(
+      ok.json.map((x: any) => x.status),
+      ["accepted", "accepted"],
+    );
     const events = rig.gw.daemon.part<Dispatcher>("dispatch").list();
-    assert.equal(events.find((e) => e.spec.event_id === zero.event_id)?.spec.quantity, 0, "stored as the restore, not as the refused discharge");
+    assert.equal(
+      events.find((e) => e.spec.event_id === zero.event_id)?.spec.quantity,
+      0,
+      "stored as the restore, not as the refused discharge",
+    );
   });
 });

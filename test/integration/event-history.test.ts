@@ -29,8 +29,17 @@ function slot(startMs: number, endMs: number, over: Record<string, unknown> = {}
   };
 }
 
-const dr = (gw: Gateway, slots: unknown[]) => gw.call("POST", DR, { body: { mode: "live", event_slots: slots }, headers: gw.apiKeyHeaders });
-const states = (dir: string) => readDb(dir, (db) => Object.fromEntries((db.prepare("SELECT event_id, state FROM dp_event").all() as Array<{ event_id: string; state: string }>).map((r) => [r.event_id, r.state])));
+const dr = (gw: Gateway, slots: unknown[]) =>
+  gw.call("POST", DR, { body: { mode: "live", event_slots: slots }, headers: gw.apiKeyHeaders });
+const states = (dir: string) =>
+  readDb(dir, (db) =>
+    Object.fromEntries(
+      (db.prepare("SELECT event_id, state FROM dp_event").all() as Array<{ event_id: string; state: string }>).map((r) => [
+        r.event_id,
+        r.state,
+      ]),
+    ),
+  );
 
 /** A gateway whose dispatcher (and token clock) runs on `clock`. */
 const gatewayAt = (dir: string, clock: FakeClock) => startGateway(dir, {}, { clock, now: () => clock.now() });
@@ -73,7 +82,15 @@ test("finished events are kept 30 days after their end and swept at the next sta
     const open = slot(t0 + 40 * DAY, t0 + 40 * DAY + 60 * MIN);
     try {
       assert.equal((await dr(gw, [soon, later, open])).status, 200);
-      assert.equal((await dr(gw, [{ ...soon, cancelled: true }, { ...later, cancelled: true }])).status, 200);
+      assert.equal(
+        (
+          await dr(gw, [
+            { ...soon, cancelled: true },
+            { ...later, cancelled: true },
+          ])
+        ).status,
+        200,
+      );
       assert.deepEqual(states(dir), { [soon.event_id]: "cancelled", [later.event_id]: "cancelled", [open.event_id]: "scheduled" });
     } finally {
       await gw.stop();
@@ -81,7 +98,11 @@ test("finished events are kept 30 days after their end and swept at the next sta
     // 30 days and 2 hours on: `soon` ended over 30 days ago, `later` 28 days ago.
     gw = await gatewayAt(dir, new FakeClock(t0 + 30 * DAY + 2 * 60 * MIN));
     try {
-      assert.deepEqual(states(dir), { [later.event_id]: "cancelled", [open.event_id]: "scheduled" }, "only the event that ended over 30 days ago is gone");
+      assert.deepEqual(
+        states(dir),
+        { [later.event_id]: "cancelled", [open.event_id]: "scheduled" },
+        "only the event that ended over 30 days ago is gone",
+      );
     } finally {
       await gw.stop();
     }

@@ -34,7 +34,8 @@ test("dr over MQTT: the battery discharges, one execution response to the partne
             await until(() => Math.abs((rig.simDevice("battery").power_w as number) - 3000) < 150, "battery discharging at 3 kW");
             const body = await rig.waitResponse(ev.event_id);
             assertMeasuredDelivery(body, 3);
-            const isResponse = (x: (typeof got)[number]) => x.props?.userProperties?.kind === "execution_response" && x.json?.event_id === ev.event_id;
+            const isResponse = (x: (typeof got)[number]) =>
+              x.props?.userProperties?.kind === "execution_response" && x.json?.event_id === ev.event_id;
             await until(() => got.some(isResponse), "execution response on the events topic");
             const m = got.find(isResponse)!;
             assert.deepEqual(m.json, body, "the same execution response as the HTTPS callback");
@@ -43,7 +44,10 @@ test("dr over MQTT: the battery discharges, one execution response to the partne
             assert.equal(m.props?.userProperties?.kind, "execution_response");
             // Event state changes on the same topic, in the order they were committed.
             const states = got.filter((x) => x.props?.userProperties?.kind === "event_state" && x.json.event_id === ev.event_id);
-            assert.deepEqual(states.map((x) => x.json.state), ["scheduled", "running", "done"]);
+            assert.deepEqual(
+              states.map((x) => x.json.state),
+              ["scheduled", "running", "done"],
+            );
             assert.ok(states.every((x) => x.json.source === "partner" && x.json.mode === "live" && typeof x.json.at === "string"));
             // Settled on PUBACK: the fleet outbox is empty again.
             await until(() => new DeliveryLog(gw.daemon.storage).size(MQTT) === 0, "fleet outbox settled");

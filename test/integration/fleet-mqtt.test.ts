@@ -63,12 +63,18 @@ test("birth, retained status and device view, telemetry oldest first with the or
           const late = await fleetClient(broker);
           const lg = record(late);
           await late.subscribeAsync(`${T}/+`, { qos: 1 });
-          await until(() => lg.some((m) => m.topic === `${T}/status` && m.retain) && lg.some((m) => m.topic === `${T}/devices` && m.retain), "retained status and devices");
+          await until(
+            () => lg.some((m) => m.topic === `${T}/status` && m.retain) && lg.some((m) => m.topic === `${T}/devices` && m.retain),
+            "retained status and devices",
+          );
           const st = lg.find((m) => m.topic === `${T}/status`)!;
           assert.equal(st.json.state, "online");
           assert.equal(st.json.devices, 2);
           const dv = lg.find((m) => m.topic === `${T}/devices`)!;
-          assert.deepEqual(dv.json.devices.map((d: any) => d.device_id), ["battery", "grid"]);
+          assert.deepEqual(
+            dv.json.devices.map((d: any) => d.device_id),
+            ["battery", "grid"],
+          );
           const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
           assert.deepEqual(dv.json, sync.json, "the device view is the device sync answer");
           await late.endAsync();
@@ -79,7 +85,10 @@ test("birth, retained status and device view, telemetry oldest first with the or
           // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
           // still in the store), oldest first, each with its read time and its data-push key.
           const db = gw.daemon.storage.db;
-          const rows = gw.daemon.storage.telemetryDb.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>;
+          const rows = gw.daemon.storage.telemetryDb.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{
+            id: number;
+            ts: number;
+          }>;
           const msgs = tel(got);
           assert.ok(rows.length >= msgs.length);
           const ns = instanceId(db);
@@ -142,13 +151,20 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
           const gw = await startGateway(join(dir, "gw"), {
             // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
             // and the store must keep what MQTT has not had.
-            partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+            partner: {
+              headers: [{ name: "X-Partner-Key", value: "k" }],
+              execution_url: `${sink.url}/exec`,
+              data_push_url: sink.url,
+              data_push_path: "telemetry",
+              ca_file: testCert().certFile,
+            },
             fleet: fleetConfig(broker),
             telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
             devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
           });
           const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
-          const lastId = () => gw.daemon.storage.telemetryDb.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number;
+          const lastId = () =>
+            gw.daemon.storage.telemetryDb.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number;
           try {
             await until(() => tel(got).length >= 5, "live telemetry");
             await broker.stop();
@@ -160,7 +176,11 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
               const mqttNow = new Set(tel(got).map((m) => m.json.timestamp as string));
               return sink.accepted("/v1/telemetry").filter((r) => !mqttNow.has((r.body as any).timestamp as string)).length;
             };
-            await until(() => lastId() >= atStop + 20 && httpsOnly() >= 20, "20 snapshots polled and pushed over HTTPS during the outage", 60_000);
+            await until(
+              () => lastId() >= atStop + 20 && httpsOnly() >= 20,
+              "20 snapshots polled and pushed over HTTPS during the outage",
+              60_000,
+            );
             assert.equal(fleet.connected, false, "the broker was down all along");
             const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
             assert.equal(api.status, 200, "the API answers during the outage");
@@ -190,13 +210,19 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
-        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } });
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
+        });
         const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         const cl = await fleetClient(broker);
         try {
           await until(() => fleet.connected, "gateway connected");
           // Its subscription follows the CONNACK: ping until it answers.
-          await until(async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "the gateway answers a ping");
+          await until(
+            async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null,
+            "the gateway answers a ping",
+          );
           const ping = await command(cl, "site-001", "ping", undefined);
           assert.equal(ping.json.status, 200);
           assert.equal(ping.json.data.pong, true);
@@ -206,8 +232,13 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
           const port = site.tcpPorts[0];
           const conf = await command(cl, "site-001", "configure", { devices: [tcpDevice("battery", port, 1)] });
           assert.equal(conf.json.status, 200, JSON.stringify(conf.json));
-          assert.deepEqual(conf.json.data.devices.map((d: any) => [d.device_id, d.status]), [["battery", "accepted"]]);
-          const badOrg = await command(cl, "site-001", "configure", { devices: [{ ...tcpDevice("x", port, 1), device_integration: "00000000-0000-4000-8000-000000000000/sunspec" }] });
+          assert.deepEqual(
+            conf.json.data.devices.map((d: any) => [d.device_id, d.status]),
+            [["battery", "accepted"]],
+          );
+          const badOrg = await command(cl, "site-001", "configure", {
+            devices: [{ ...tcpDevice("x", port, 1), device_integration: "00000000-0000-4000-8000-000000000000/sunspec" }],
+          });
           assert.equal(badOrg.json.status, 400);
           assert.equal(badOrg.json.error, "invalid_request");
           assert.equal(badOrg.json.details[0].path, "devices[0].device_integration");
@@ -228,7 +259,17 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
 
           // dr: the same validation as POST .../dr.
           const start = Date.now() + 60_000;
-          const ev = { event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", start_time: new Date(start).toISOString(), end_time: new Date(start + 60_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
+          const ev = {
+            event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f",
+            start_time: new Date(start).toISOString(),
+            end_time: new Date(start + 60_000).toISOString(),
+            event_type: "discharge",
+            event_quantity: 1,
+            event_unit: "kW",
+            priority: 10,
+            mandatory: false,
+            cancelled: false,
+          };
           const dr = await command(cl, "site-001", "dr", { mode: "test", event_slots: [ev] });
           assert.deepEqual(dr.json, { status: 200, data: [{ event_id: ev.event_id, status: "accepted" }] });
           const badDr = { mode: "live", event_slots: [{ ...ev, priority: 0 }] };
@@ -238,7 +279,10 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
           assert.deepEqual(viaMqtt.json, { status: 400, ...viaHttps.json }, "same error body as the HTTPS route");
           const events = await command(cl, "site-001", "events", { limit: 10 });
           assert.equal(events.json.status, 200);
-          assert.deepEqual(events.json.data.events.map((e: any) => [e.event_id, e.state]), [[ev.event_id, "scheduled"]]);
+          assert.deepEqual(
+            events.json.data.events.map((e: any) => [e.event_id, e.state]),
+            [[ev.event_id, "scheduled"]],
+          );
 
           // Bad commands: answered 4xx where there is a response topic; the connection stays up.
           const notJson = await command(cl, "site-001", "dr", "{not json");
@@ -295,7 +339,10 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
           const atStop = await newest();
           await until(async () => (await newest()) >= atStop + 15, "a backlog while the broker is down", 20_000);
           await stopDaemon(child, "SIGKILL");
-          const rows = readTelemetry(join(dir, "data"), (db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>);
+          const rows = readTelemetry(
+            join(dir, "data"),
+            (db) => db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; ts: number }>,
+          );
           await broker.start();
           child = run();
           const want = rows.map((r) => new Date(r.ts).toISOString());
@@ -323,13 +370,23 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
         const replyTopic = `${T}/reply/${cl.options.clientId}`;
         await cl.subscribeAsync([replyTopic, `${T}/status`], { qos: 1 });
         const retainedCorr = Buffer.from("retained-ping");
-        await cl.publishAsync(`${T}/cmd/ping`, "{}", { qos: 1, retain: true, properties: { responseTopic: replyTopic, correlationData: retainedCorr } });
-        const gw = await startGateway(join(dir, "gw"), { fleet: fleetConfig(broker), telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 } });
+        await cl.publishAsync(`${T}/cmd/ping`, "{}", {
+          qos: 1,
+          retain: true,
+          properties: { responseTopic: replyTopic, correlationData: retainedCorr },
+        });
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
+        });
         let stopped = false;
         const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         try {
           await until(() => fleet.connected, "gateway connected");
-          await until(async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "the gateway answers a ping");
+          await until(
+            async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null,
+            "the gateway answers a ping",
+          );
           // The retained ping came with the subscription, before any of these pings: by now
           // it would have been answered.
           assert.equal(got.filter((m) => m.props?.correlationData?.equals(retainedCorr)).length, 0, "a retained command gets no answer");
@@ -346,7 +403,9 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
           // its Modbus timeout); the ninth command that would run is refused 503 at once.
           site.setFault({ device: "battery", fault: "no_answer" });
           const port = site.tcpPorts[0];
-          const slow = Array.from({ length: 8 }, (_, i) => command(cl, "site-001", "configure", { devices: [tcpDevice(`b${i}`, port, 1)] }, 110_000));
+          const slow = Array.from({ length: 8 }, (_, i) =>
+            command(cl, "site-001", "configure", { devices: [tcpDevice(`b${i}`, port, 1)] }, 110_000),
+          );
           const ninth = await command(cl, "site-001", "configure", { devices: [tcpDevice("b9", port, 1)] });
           assert.equal(ninth.json.status, 503, JSON.stringify(ninth.json));
           assert.equal(ninth.json.error, "unavailable");
@@ -365,7 +424,11 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
           const offline = got.filter((m) => m.topic === `${T}/status` && m.json?.state === "offline");
           // The first offline is the gateway's own. (The broker sends the Last Will after it
           // too today: Fleet.stop() ends the connection with force, without a DISCONNECT.)
-          assert.equal(typeof offline[0].json.at, "string", `published by the gateway, not the Last Will: ${JSON.stringify(offline.map((m) => m.payload))}`);
+          assert.equal(
+            typeof offline[0].json.at,
+            "string",
+            `published by the gateway, not the Last Will: ${JSON.stringify(offline.map((m) => m.payload))}`,
+          );
         } finally {
           if (!stopped) await gw.stop();
           await cl.endAsync();

@@ -17,7 +17,7 @@ import { testCert } from "../support/tls.js";
 import type { Fleet } from "../../src/fleet/fleet.js";
 import type { Part } from "../../src/lifecycle.js";
 
-const fleetOf = (gw: Gateway) => (gw.daemon.part<Part & { current: Fleet | null }>("fleet").current as unknown as { connected: boolean });
+const fleetOf = (gw: Gateway) => gw.daemon.part<Part & { current: Fleet | null }>("fleet").current as unknown as { connected: boolean };
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
 /** Serves files over HTTPS with the test certificate; the CLI trusts it through NODE_EXTRA_CA_CERTS. */
@@ -52,7 +52,12 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
         const statusOf = (m: { topic: string; json: unknown }) => (m.topic === "sitegate/site-001/status" ? (m.json as any) : null);
         try {
           await until(() => fleetOf(gw).connected, "gateway connected");
-          await until(async () => (await Promise.race([command(cl, "site-001", "ping", undefined), new Promise((r) => setTimeout(() => r(null), 1000))])) !== null, "the gateway answers");
+          await until(
+            async () =>
+              (await Promise.race([command(cl, "site-001", "ping", undefined), new Promise((r) => setTimeout(() => r(null), 1000))])) !==
+              null,
+            "the gateway answers",
+          );
 
           const bad = [
             { url: web.url("/0.2.0.bundle").replace("https:", "http:"), sha256: sha256(good), version: "0.2.0" },
@@ -86,7 +91,11 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
           assert.equal(releases(), releasesBefore, "no release added");
 
           // The right one is installed.
-          const ok = await command(cl, "site-001", "update", { url: web.url("/0.2.0.bundle"), sha256: sha256(good).toUpperCase(), version: "0.2.0" });
+          const ok = await command(cl, "site-001", "update", {
+            url: web.url("/0.2.0.bundle"),
+            sha256: sha256(good).toUpperCase(),
+            version: "0.2.0",
+          });
           assert.equal(ok.json.status, 202, JSON.stringify(ok.json));
           assert.deepEqual(ok.json.data, { status: "requested", version: "0.2.0" });
           r = await applyRequest(env);
@@ -100,7 +109,10 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
           // install is pending until its health check).
           await gw.stop();
           gw = await startGateway(env.dataDir, { fleet: fleetConfig(broker) });
-          await until(() => seen.some((m) => statusOf(m)?.state === "online" && statusOf(m)?.last_update?.result === "refused"), "status with the last update outcome");
+          await until(
+            () => seen.some((m) => statusOf(m)?.state === "online" && statusOf(m)?.last_update?.result === "refused"),
+            "status with the last update outcome",
+          );
           const st = statusOf([...seen].reverse().find((m) => statusOf(m)?.state === "online")!);
           assert.equal(typeof st.version, "string");
           assert.equal(st.last_update.version, "0.2.0");
@@ -145,7 +157,14 @@ test("with fleet.command_keys an unsigned update command is refused (401) and le
       try {
         await until(() => fleetOf(gw).connected, "gateway connected");
         let r: { json: any } | null = null;
-        await until(async () => (r = (await Promise.race([command(cl, "site-001", "update", { url: "https://127.0.0.1/x.bundle", sha256: "0".repeat(64), version: "0.2.0" }), new Promise((res) => setTimeout(() => res(null), 1000))])) as { json: any } | null) !== null, "an answer");
+        await until(
+          async () =>
+            (r = (await Promise.race([
+              command(cl, "site-001", "update", { url: "https://127.0.0.1/x.bundle", sha256: "0".repeat(64), version: "0.2.0" }),
+              new Promise((res) => setTimeout(() => res(null), 1000)),
+            ])) as { json: any } | null) !== null,
+          "an answer",
+        );
         r = r!;
         assert.equal(r.json.status, 401);
         assert.equal(existsSync(join(env.dataDir, "update", "request.json")), false);

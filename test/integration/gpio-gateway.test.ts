@@ -32,7 +32,12 @@ function scenario(): ScenarioInput {
       },
     ],
     // The ripple-control contact is active low: at level 1 it is released.
-    gpio: { lines: [{ line: 17, direction: "input", value: 1 }, { line: 27, direction: "output", load_w: 3000, value: 1 }] },
+    gpio: {
+      lines: [
+        { line: 17, direction: "input", value: 1 },
+        { line: 27, direction: "output", load_w: 3000, value: 1 },
+      ],
+    },
   } as ScenarioInput;
 }
 
@@ -42,15 +47,31 @@ async function withGpioRig(fn: (rig: DispatchRig) => Promise<void>): Promise<voi
     await withSite(scenario(), (site: SimHandle) =>
       withTmpDir(async (dir) => {
         const gw: Gateway = await startGateway(dir, {
-          partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          partner: {
+            headers: [{ name: "X-Partner-Key", value: "k" }],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
-          devices: [tcpDevice("pv", site.tcpPorts[0], 2, "sunspec", { mb_device_type: 2 }), tcpDevice("grid", site.tcpPorts[0], 3, "sunspec", { mb_device_type: 1 })] as never,
+          devices: [
+            tcpDevice("pv", site.tcpPorts[0], 2, "sunspec", { mb_device_type: 2 }),
+            tcpDevice("grid", site.tcpPorts[0], 3, "sunspec", { mb_device_type: 1 }),
+          ] as never,
           gpio: {
             backend: "sim",
             chip: site.controlUrl,
             lines: [
               { device_id: "boiler", line: 27, device_type: 41, rated_power_w: 3000, shed_priority: 1 },
-              { device_id: "rse-60", line: 17, device_type: 40, active_low: true, debounce_ms: 50, on_active: { event_type: "pv_limit", limit_pct: 25 } },
+              {
+                device_id: "rse-60",
+                line: 17,
+                device_type: 40,
+                active_low: true,
+                debounce_ms: 50,
+                on_active: { event_type: "pv_limit", limit_pct: 25 },
+              },
             ],
           },
         });
@@ -74,7 +95,11 @@ const gridW = (rig: DispatchRig) => rig.simDevice("grid").power_w as number;
 const pvW = (rig: DispatchRig) => rig.simDevice("pv").power_w as number;
 
 async function setInput(rig: DispatchRig, line: number, value: 0 | 1, bounce = 0): Promise<void> {
-  const res = await fetch(`${rig.site.controlUrl}/gpio/${line}`, { method: "POST", body: JSON.stringify({ value, bounce }), headers: { "content-type": "application/json" } });
+  const res = await fetch(`${rig.site.controlUrl}/gpio/${line}`, {
+    method: "POST",
+    body: JSON.stringify({ value, bounce }),
+    headers: { "content-type": "application/json" },
+  });
   assert.equal(res.status, 200);
 }
 
@@ -89,8 +114,20 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     assert.deepEqual(byId.get("rse-60").capabilities, ["telemetry"]);
     // The status page's device list has them beside the Modbus devices.
     const gpio = rig.gw.daemon.part<GpioLines>("gpio");
-    const page = statusDevices({ registry: rig.gw.daemon.part<DeviceRegistry>("registry"), local: { list: () => [...gpio.devices()] }, poller } as unknown as UiDeps);
-    assert.deepEqual(page.map((d) => [d.device_id, d.type_name]), [["boiler", "GPIO output"], ["grid", "meter"], ["pv", "PV inverter"], ["rse-60", "GPIO input"]]);
+    const page = statusDevices({
+      registry: rig.gw.daemon.part<DeviceRegistry>("registry"),
+      local: { list: () => [...gpio.devices()] },
+      poller,
+    } as unknown as UiDeps);
+    assert.deepEqual(
+      page.map((d) => [d.device_id, d.type_name]),
+      [
+        ["boiler", "GPIO output"],
+        ["grid", "meter"],
+        ["pv", "PV inverter"],
+        ["rse-60", "GPIO input"],
+      ],
+    );
     assert.equal(page[0].address, `${rig.site.controlUrl} line 27`);
     assert.equal(page[0].online, true);
     const metrics = await rig.gw.call("GET", "/metrics");
@@ -102,7 +139,11 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     await until(() => gpioLevel(rig, 27) === 0, "boiler output driven low");
     await until(() => Math.abs(before - 3000 - gridW(rig)) < 150, `grid drops by the boiler's 3 kW (was ${before}, is ${gridW(rig)})`);
     const body = await rig.waitResponse(shed.event_id);
-    assert.deepEqual(body.details.devices.map((d: any) => [d.device_id, d.status]), [["boiler", "completed"]], JSON.stringify(body));
+    assert.deepEqual(
+      body.details.devices.map((d: any) => [d.device_id, d.status]),
+      [["boiler", "completed"]],
+      JSON.stringify(body),
+    );
     assert.notEqual(body.status, "failed", JSON.stringify(body));
     await until(() => gpioLevel(rig, 27) === 1, "boiler output back on after the event");
   });

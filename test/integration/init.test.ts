@@ -13,12 +13,30 @@ import { withTmpDir } from "../support/tmp.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const CLI = join(ROOT, "dist/src/cli.js");
-const sitegate = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", env: { ...process.env, LOG_LEVEL: "warn", ...env }, input: "" });
+const sitegate = (args: string[], env: Record<string, string> = {}) =>
+  spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", env: { ...process.env, LOG_LEVEL: "warn", ...env }, input: "" });
 
 test("init --non-interactive writes a config check-config passes: 0640, a certificate, hashed secrets printed once", async () => {
   await withTmpDir(async (dir) => {
     const file = join(dir, "etc", "config.yaml");
-    const r = sitegate(["init", "--config", file, "--non-interactive", "--site-id", "bench-7", "--organization-id", "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c", "--listen", "127.0.0.1:9443", "--data-dir", join(dir, "data"), "--execution-url", "https://partner.example.com/exec", "--data-push-url", "https://partner.example.com"]);
+    const r = sitegate([
+      "init",
+      "--config",
+      file,
+      "--non-interactive",
+      "--site-id",
+      "bench-7",
+      "--organization-id",
+      "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c",
+      "--listen",
+      "127.0.0.1:9443",
+      "--data-dir",
+      join(dir, "data"),
+      "--execution-url",
+      "https://partner.example.com/exec",
+      "--data-push-url",
+      "https://partner.example.com",
+    ]);
     assert.equal(r.status, 0, r.stderr);
     const apiKey = /^api_key: (\S+)$/m.exec(r.stdout)?.[1];
     const password = /^password: (\S+)$/m.exec(r.stdout)?.[1];
@@ -27,7 +45,13 @@ test("init --non-interactive writes a config check-config passes: 0640, a certif
     assert.equal(statSync(join(dir, "etc", "tls", "key.pem")).mode & 0o777, 0o640);
     const text = readFileSync(file, "utf8");
     assert.ok(!text.includes(apiKey) && !text.includes(password), "no clear secret in the file");
-    const cfg = parse(text) as { site_id: string; organization_id: string; data_dir: string; http: { listen: string }; auth: { users: { password_hash: string }[]; api_keys: { key_hash: string }[] } };
+    const cfg = parse(text) as {
+      site_id: string;
+      organization_id: string;
+      data_dir: string;
+      http: { listen: string };
+      auth: { users: { password_hash: string }[]; api_keys: { key_hash: string }[] };
+    };
     assert.equal(cfg.site_id, "bench-7");
     assert.equal(cfg.organization_id, "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c");
     assert.equal(cfg.http.listen, "127.0.0.1:9443");
@@ -69,7 +93,18 @@ test("init with --cert/--key uses that certificate and makes none", async () => 
   await withTmpDir(async (dir) => {
     const file = join(dir, "config.yaml");
     const c = testCert();
-    const r = sitegate(["init", "--config", file, "--non-interactive", "--cert", c.certFile, "--key", c.keyFile, "--data-dir", join(dir, "data")]);
+    const r = sitegate([
+      "init",
+      "--config",
+      file,
+      "--non-interactive",
+      "--cert",
+      c.certFile,
+      "--key",
+      c.keyFile,
+      "--data-dir",
+      join(dir, "data"),
+    ]);
     assert.equal(r.status, 0, r.stderr);
     const cfg = parse(readFileSync(file, "utf8")) as { http: { tls: { cert: string; key: string } } };
     assert.deepEqual(cfg.http.tls, { cert: c.certFile, key: c.keyFile });
@@ -93,5 +128,8 @@ test("--version prints the version, the Node.js version and ABI, and the archite
   const r = sitegate(["--version"]);
   assert.equal(r.status, 0);
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
-  assert.equal(r.stdout.trim(), `sitegate ${pkg.version} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}`);
+  assert.equal(
+    r.stdout.trim(),
+    `sitegate ${pkg.version} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}`,
+  );
 });

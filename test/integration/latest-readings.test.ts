@@ -38,7 +38,13 @@ test("commit_interval_s 10: the status page and the partner push show a new read
       tcpScenario(),
       (site) => ({
         ui: { enabled: true },
-        partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+        partner: {
+          headers: [],
+          execution_url: `${sink.url}/exec`,
+          data_push_url: sink.url,
+          data_push_path: "telemetry",
+          ca_file: testCert().certFile,
+        },
         telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 10 },
         devices: [tcpDevice("grid", site.tcpPorts[0], 3)] as never,
       }),
@@ -62,7 +68,8 @@ test("commit_interval_s 10: the status page and the partner push show a new read
         const off = samples.onAppend(() => {
           const [snap] = samples.pending(1, samples.stats().push_cursor + samples.stats().pending_snapshots - 1);
           const power = snap?.devices.find((d) => d.device_id === "grid")?.metrics.power_w;
-          if (!seen && power !== undefined && power > want) seen = { id: snap.id, power, committed: samples.stats().committed_snapshots_total };
+          if (!seen && power !== undefined && power > want)
+            seen = { id: snap.id, power, committed: samples.stats().committed_snapshots_total };
         });
         try {
           await until(() => seen !== null, "a snapshot with the new load", 15_000);
@@ -70,12 +77,30 @@ test("commit_interval_s 10: the status page and the partner push show a new read
           off();
         }
         const taken = seen!;
-        assert.ok(taken.committed < taken.id, `snapshot ${taken.id} was not yet committed (${taken.committed} committed) when it was taken`);
+        assert.ok(
+          taken.committed < taken.id,
+          `snapshot ${taken.id} was not yet committed (${taken.committed} committed) when it was taken`,
+        );
         // The status page shows it now: it reads the poller's memory, not telemetry.db.
         const shown = await gridOnPage();
-        assert.ok(shown !== undefined && shown > want, `the status page shows the new load (${shown} W, was ${before} W), with the next commit up to 10 s away`);
+        assert.ok(
+          shown !== undefined && shown > want,
+          `the status page shows the new load (${shown} W, was ${before} W), with the next commit up to 10 s away`,
+        );
         // The partner push carries it too (the push reads held snapshots as well).
-        await until(() => sink.accepted().some((r) => ((r.body as { devices: Array<{ device_id: string; metrics: Record<string, number> }> }).devices.find((d) => d.device_id === "grid")?.metrics.power_w ?? 0) > want), "the partner gets the new reading", 15_000);
+        await until(
+          () =>
+            sink
+              .accepted()
+              .some(
+                (r) =>
+                  ((r.body as { devices: Array<{ device_id: string; metrics: Record<string, number> }> }).devices.find(
+                    (d) => d.device_id === "grid",
+                  )?.metrics.power_w ?? 0) > want,
+              ),
+          "the partner gets the new reading",
+          15_000,
+        );
       },
     );
   } finally {

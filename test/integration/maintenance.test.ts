@@ -16,7 +16,9 @@ import { testConfig } from "../support/config.js";
 import { snapshot } from "../support/uplink-harness.js";
 import { withTmpDir } from "../support/tmp.js";
 
-async function withStore(fn: (r: { storage: StoragePart; samples: SampleStore; maintenance: Maintenance; dir: string }) => void): Promise<void> {
+async function withStore(
+  fn: (r: { storage: StoragePart; samples: SampleStore; maintenance: Maintenance; dir: string }) => void,
+): Promise<void> {
   await withTmpDir((dir) => {
     const log = silentLogger();
     const storage = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);

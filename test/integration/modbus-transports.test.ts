@@ -27,7 +27,11 @@ test("TCP, RTU over TCP and RTU serial read the same way through one interface",
     const buses = [
       { bus: new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger()), unit: 1, type: 10 },
       { bus: new Bus({ kind: "rtu-tcp", host: "127.0.0.1", port: site.tcpPorts[1] }, silentLogger()), unit: 5, type: 12 },
-      { bus: new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 19200, parity: "none", stopBits: 1 }, silentLogger()), unit: 7, type: 11 },
+      {
+        bus: new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 19200, parity: "none", stopBits: 1 }, silentLogger()),
+        unit: 7,
+        type: 11,
+      },
     ];
     try {
       for (const { bus, unit, type } of buses) {
@@ -82,7 +86,17 @@ test("RTU: an answer that comes after its request timed out is never taken for t
     seed: 3,
     control: { listen: "127.0.0.1:0" },
     site: {},
-    ports: [{ kind: "rtu", path: "sim", peer: "gw", baud: 9600, line_timing: true, turnaround_ms: 5, devices: [{ unit: 11, model: "relay", name: "relay", coils: 4, load_per_coil_w: 500 }] }],
+    ports: [
+      {
+        kind: "rtu",
+        path: "sim",
+        peer: "gw",
+        baud: 9600,
+        line_timing: true,
+        turnaround_ms: 5,
+        devices: [{ unit: 11, model: "relay", name: "relay", coils: 4, load_per_coil_w: 500 }],
+      },
+    ],
   };
   await withSite(rtu, async (site) => {
     const bus = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());

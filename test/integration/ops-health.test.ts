@@ -49,7 +49,9 @@ test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async (
           assert.ok(v.length > 0, `${name} missing`);
           return v;
         };
-        assert.deepEqual(one("sitegate_build_info"), [{ labels: `{version="${VERSION}",node="${process.versions.node}",arch="${process.arch}"}`, value: 1 }]);
+        assert.deepEqual(one("sitegate_build_info"), [
+          { labels: `{version="${VERSION}",node="${process.versions.node}",arch="${process.arch}"}`, value: 1 },
+        ]);
         assert.ok(one("process_resident_memory_bytes")[0].value > 10 * 1024 * 1024);
         assert.ok(one("nodejs_heap_size_used_bytes")[0].value > 0);
         assert.ok(one("nodejs_heap_size_total_bytes")[0].value >= one("nodejs_heap_size_used_bytes")[0].value);
@@ -58,11 +60,17 @@ test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async (
         // a histogram: cumulative buckets ending in +Inf = _count
         const buckets = one("sitegate_event_loop_lag_seconds_bucket");
         assert.equal(buckets.at(-1)!.labels, '{le="+Inf"}');
-        assert.ok(buckets.every((b, i) => i === 0 || b.value >= buckets[i - 1].value), "cumulative");
+        assert.ok(
+          buckets.every((b, i) => i === 0 || b.value >= buckets[i - 1].value),
+          "cumulative",
+        );
         assert.equal(buckets.at(-1)!.value, one("sitegate_event_loop_lag_seconds_count")[0].value);
         assert.match(text, /^# TYPE sitegate_event_loop_lag_seconds histogram$/m);
         // one family per name, and no gauge of "since the previous scrape"
-        const types = text.split("\n").filter((l) => l.startsWith("# TYPE ")).map((l) => l.split(" ")[2]);
+        const types = text
+          .split("\n")
+          .filter((l) => l.startsWith("# TYPE "))
+          .map((l) => l.split(" ")[2]);
         assert.deepEqual(types, [...new Set(types)], "no family twice");
         assert.ok(!types.includes("sitegate_bus_utilisation") && !types.includes("sitegate_bus_queued"));
         assert.ok(one("sitegate_gc_runs_total").some((v) => v.value > 0));
@@ -87,7 +95,27 @@ test("/healthz warns when the HTTPS certificate expires within 14 days", async (
   await withTmpDir(async (dir) => {
     const cert = join(dir, "cert.pem");
     const key = join(dir, "key.pem");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "5", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+        "-days",
+        "5",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
     const gw = await startGateway(join(dir, "data"), { http: { listen: "127.0.0.1:0", tls: { cert, key } } });
     const agent = new Agent({ connect: { ca: readFileSync(cert, "utf8") } });
     try {
@@ -146,20 +174,26 @@ test("onHealthy() fires only after a first successful poll of the configured dev
 test("/healthz and /metrics refuse a source outside http.metrics_allow (403) while the partner API still answers it", async () => {
   const http = (metrics_allow: string[]) => (dir: string) => ({ http: { ...testConfigInput(dir).http, metrics_allow } });
   // Loopback's neighbours only: 127.0.0.1 is outside.
-  await withGateway(async (gw) => {
-    for (const path of ["/healthz", "/metrics"]) {
-      const r = await gw.call("GET", path);
-      assert.equal(r.status, 403, `${path}: ${r.text}`);
-      assert.equal(r.json.error, "forbidden");
-      assert.match(r.json.message, /127\.0\.0\.1 may not read/);
-      assert.doesNotMatch(r.text, /sitegate_|uptime_s/, "nothing of the answer leaks");
-    }
-    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-    assert.equal(sync.status, 200, "the partner API has its own allowlist");
-  }, http(["127.0.0.2/32", "::1/128", "10.0.0.0/8"]));
+  await withGateway(
+    async (gw) => {
+      for (const path of ["/healthz", "/metrics"]) {
+        const r = await gw.call("GET", path);
+        assert.equal(r.status, 403, `${path}: ${r.text}`);
+        assert.equal(r.json.error, "forbidden");
+        assert.match(r.json.message, /127\.0\.0\.1 may not read/);
+        assert.doesNotMatch(r.text, /sitegate_|uptime_s/, "nothing of the answer leaks");
+      }
+      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      assert.equal(sync.status, 200, "the partner API has its own allowlist");
+    },
+    http(["127.0.0.2/32", "::1/128", "10.0.0.0/8"]),
+  );
   // The same gateway with the source on the list answers.
-  await withGateway(async (gw) => {
-    assert.equal((await gw.call("GET", "/healthz")).status, 200);
-    assert.equal((await gw.call("GET", "/metrics")).status, 200);
-  }, http(["10.0.0.0/8", "127.0.0.1/32"]));
+  await withGateway(
+    async (gw) => {
+      assert.equal((await gw.call("GET", "/healthz")).status, 200);
+      assert.equal((await gw.call("GET", "/metrics")).status, 200);
+    },
+    http(["10.0.0.0/8", "127.0.0.1/32"]),
+  );
 });

@@ -19,8 +19,11 @@ test("the poller reads every device, follows the site, and survives every fault"
         rtu_ports: { "1": site.rtuPeers[0] },
         telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
         devices: [
-          tcpDevice("battery", port, 1), tcpDevice("pv", port, 2), tcpDevice("grid", port, 3),
-          rtuDevice("sdm", 10, "sdm630"), rtuDevice("relay", 11, "relay-coils"),
+          tcpDevice("battery", port, 1),
+          tcpDevice("pv", port, 2),
+          tcpDevice("grid", port, 3),
+          rtuDevice("sdm", 10, "sdm630"),
+          rtuDevice("relay", 11, "relay-coils"),
         ] as never,
       });
       const poller = gw.daemon.part<Poller>("poller");
@@ -49,16 +52,24 @@ test("the poller reads every device, follows the site, and survives every fault"
 
         // Every fault: only the faulty device goes offline; it recovers when cleared.
         const faults = [
-          { device: "pv", fault: "no_answer" }, { device: "pv", fault: "exception", code: 4 },
-          { device: "pv", fault: "delay", delay_ms: 1500 }, { device: "pv", fault: "drop" }, { device: "pv", fault: "crc" },
-          { device: "sdm", fault: "crc" }, { device: "sdm", fault: "no_answer" }, { device: "relay", fault: "exception", code: 6 },
+          { device: "pv", fault: "no_answer" },
+          { device: "pv", fault: "exception", code: 4 },
+          { device: "pv", fault: "delay", delay_ms: 1500 },
+          { device: "pv", fault: "drop" },
+          { device: "pv", fault: "crc" },
+          { device: "sdm", fault: "crc" },
+          { device: "sdm", fault: "no_answer" },
+          { device: "relay", fault: "exception", code: 6 },
         ] as const;
         for (const f of faults) {
           site.setFault(f);
           await until(() => !online(f.device), `${f.device} offline under ${f.fault}`);
           const others = all.filter((d) => d !== f.device);
           const before = new Map(others.map((d) => [d, poller.health(d)!.last_ok_at]));
-          await until(() => others.every((d) => poller.health(d)!.last_ok_at !== before.get(d)), `the others polled during ${f.fault} on ${f.device}`);
+          await until(
+            () => others.every((d) => poller.health(d)!.last_ok_at !== before.get(d)),
+            `the others polled during ${f.fault} on ${f.device}`,
+          );
           assert.ok(others.every(online), `others online during ${f.fault}: ${others.filter((d) => !online(d))}`);
           const h = (await gw.call("GET", "/healthz")).json.devices.detail.find((d: { device_id: string }) => d.device_id === f.device);
           assert.equal(h.online, false);
@@ -71,7 +82,10 @@ test("the poller reads every device, follows the site, and survives every fault"
         // time, never empty; a device at most once per tick.
         const snaps = samples.pending(10_000);
         assert.ok(snaps.length > 10);
-        assert.ok(snaps.some((s) => s.devices.some((d) => d.device_id === "grid")) && snaps.some((s) => s.devices.some((d) => d.device_id === "sdm")));
+        assert.ok(
+          snaps.some((s) => s.devices.some((d) => d.device_id === "grid")) &&
+            snaps.some((s) => s.devices.some((d) => d.device_id === "sdm")),
+        );
         const seen = new Set<string>();
         for (const s of snaps) {
           assert.equal(s.ts % 250, 0, "stamped with a tick of the site clock");
@@ -94,10 +108,15 @@ test("a failing device is backed off (1, 2, 4 ... ticks) while the others keep e
   await withSite(tcpScenario(), async (site) => {
     await withTmpDir(async (dir) => {
       const port = site.tcpPorts[0];
-      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("grid", port, 3), tcpDevice("pv", port, 2)] as never });
+      const gw = await startGateway(dir, {
+        telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 },
+        devices: [tcpDevice("grid", port, 3), tcpDevice("pv", port, 2)] as never,
+      });
       const poller = gw.daemon.part<Poller>("poller");
       const samples = gw.daemon.part<SampleStore>("samples");
-      const requests = async (name: string) => ((await (await fetch(`${site.controlUrl}/state`)).json()) as { devices: Record<string, { requests: number }> }).devices[name].requests;
+      const requests = async (name: string) =>
+        ((await (await fetch(`${site.controlUrl}/state`)).json()) as { devices: Record<string, { requests: number }> }).devices[name]
+          .requests;
       try {
         await until(() => poller.health("grid")?.online === true && poller.health("pv")?.online === true, "both devices polled");
         // Every snapshot from here on, as the store gets it.
@@ -129,10 +148,18 @@ test("a failing device is backed off (1, 2, 4 ... ticks) while the others keep e
 });
 
 test("slow points (energy counters) are read on their own interval, power points every tick", async () => {
-  const scenario: ScenarioInput = { seed: 5, control: { listen: "127.0.0.1:0" }, site: { base_load_w: 1500, load_noise_pct: 0 }, ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 10, model: "sdm630", name: "sdm" }] }] };
+  const scenario: ScenarioInput = {
+    seed: 5,
+    control: { listen: "127.0.0.1:0" },
+    site: { base_load_w: 1500, load_noise_pct: 0 },
+    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 10, model: "sdm630", name: "sdm" }] }],
+  };
   await withSite(scenario, async (site) => {
     await withTmpDir(async (dir) => {
-      const gw = await startGateway(dir, { telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("sdm", site.tcpPorts[0], 10, "sdm630")] as never });
+      const gw = await startGateway(dir, {
+        telemetry: { poll_interval_ms: 100, retention_max_mb: 64, commit_interval_s: 1 },
+        devices: [tcpDevice("sdm", site.tcpPorts[0], 10, "sdm630")] as never,
+      });
       const poller = gw.daemon.part<Poller>("poller");
       const samples = gw.daemon.part<SampleStore>("samples");
       const seen: Array<Record<string, number>> = [];
@@ -145,7 +172,10 @@ test("slow points (energy counters) are read on their own interval, power points
       try {
         await until(() => seen.length >= 30, "30 readings of the meter", 30_000);
         assert.equal(typeof poller.latest("sdm")?.energy_import_wh, "number", "the counters were read");
-        assert.ok(seen.every((m) => typeof m.power_w === "number"), "power in every reading");
+        assert.ok(
+          seen.every((m) => typeof m.power_w === "number"),
+          "power in every reading",
+        );
         // The profile's slow interval is 60 s: in 3 s of readings the counters come at most once.
         const withEnergy = seen.filter((m) => "energy_import_wh" in m).length;
         assert.ok(withEnergy <= 1, `energy in ${withEnergy} of ${seen.length} readings`);

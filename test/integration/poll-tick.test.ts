@@ -20,14 +20,22 @@ function twoHosts(): ScenarioInput {
     control: { listen: "127.0.0.1:0" },
     site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0.5 },
     ports: [
-      { kind: "tcp", listen: "127.0.0.1:0", devices: [
-        { unit: 1, model: "sunspec-storage", name: "battery", max_power_w: 5000, capacity_wh: 10000, soc_pct: 50 },
-        { unit: 2, model: "sunspec-pv", name: "pv", max_power_w: 6000 },
-      ] },
-      { kind: "tcp", listen: "127.0.0.1:0", devices: [
-        { unit: 3, model: "sunspec-meter", name: "grid" },
-        { unit: 4, model: "sunspec-meter", name: "grid2" },
-      ] },
+      {
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          { unit: 1, model: "sunspec-storage", name: "battery", max_power_w: 5000, capacity_wh: 10000, soc_pct: 50 },
+          { unit: 2, model: "sunspec-pv", name: "pv", max_power_w: 6000 },
+        ],
+      },
+      {
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          { unit: 3, model: "sunspec-meter", name: "grid" },
+          { unit: 4, model: "sunspec-meter", name: "grid2" },
+        ],
+      },
     ],
   } as ScenarioInput;
 }
@@ -39,10 +47,18 @@ test("every bus polls on one site tick: one payload per tick across two TCP host
       await withTmpDir(async (dir) => {
         const [a, b] = site.tcpPorts;
         const gw = await startGateway(dir, {
-          partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          partner: {
+            headers: [],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
           telemetry: { poll_interval_ms: INTERVAL, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [
-            tcpDevice("battery", a, 1), tcpDevice("pv", a, 2), tcpDevice("grid", b, 3),
+            tcpDevice("battery", a, 1),
+            tcpDevice("pv", a, 2),
+            tcpDevice("grid", b, 3),
             // 40088 is read-only: the check write fails, REGISTRY_WRITE_FAILED.
             tcpDevice("grid2", b, 4, "sunspec", { mb_check_write: [{ reg_cmd_id: 1, reg_fun: 6, reg_reg: 40088, reg_value: 1 }] }),
           ] as never,
@@ -52,23 +68,28 @@ test("every bus polls on one site tick: one payload per tick across two TCP host
           const registry = gw.daemon.part<DeviceRegistry>("registry");
           await until(() => registry.list().length === 4, "all four devices registered");
           assert.equal(registry.list().find((d) => d.config.device_id === "grid2")?.fully_configured, false);
-          const full = (r: { body: { devices: Array<{ device_id: string }> } }) => ["battery", "pv", "grid"].every((id) => r.body.devices.some((d) => d.device_id === id));
+          const full = (r: { body: { devices: Array<{ device_id: string }> } }) =>
+            ["battery", "pv", "grid"].every((id) => r.body.devices.some((d) => d.device_id === id));
           await sink.waitFor(() => sink.accepted().filter(full).length >= 5, 30000, "five payloads with both hosts' devices");
 
           const pushes = sink.accepted("/v1/telemetry");
           for (const r of pushes) {
             const ts = Date.parse(r.body.timestamp);
             assert.equal(ts % INTERVAL, 0, `${r.body.timestamp} is a tick of the site clock`);
-            assert.ok(!r.body.devices.some((d: { device_id: string }) => d.device_id === "grid2"), "the not fully configured device is never pushed");
+            assert.ok(
+              !r.body.devices.some((d: { device_id: string }) => d.device_id === "grid2"),
+              "the not fully configured device is never pushed",
+            );
           }
           // A device is read once per tick: never twice under one timestamp (a bus that
           // finished after its tick's deadline comes as its own payload with that tick's time).
           const seen = new Set<string>();
-          for (const r of pushes) for (const d of r.body.devices as Array<{ device_id: string }>) {
-            const k = `${r.body.timestamp} ${d.device_id}`;
-            assert.ok(!seen.has(k), `${k} twice`);
-            seen.add(k);
-          }
+          for (const r of pushes)
+            for (const d of r.body.devices as Array<{ device_id: string }>) {
+              const k = `${r.body.timestamp} ${d.device_id}`;
+              assert.ok(!seen.has(k), `${k} twice`);
+              seen.add(k);
+            }
 
           // Still polled: health and latest values, with the tick of its latest reading.
           await until(() => poller.health("grid2")?.online === true, "grid2 polled");

@@ -13,7 +13,6 @@ import type { ActionName } from "../../src/profiles/schema.js";
 import type { ScenarioInput } from "../support/site.js";
 import { runCli } from "../support/cli.js";
 
-
 /** Which simulated device each built-in profile is checked against, and what it must read. */
 const CHECKS: Record<string, Array<{ unit: number; rtu: boolean; type: number; metrics: string[] }>> = {
   sunspec: [
@@ -21,7 +20,14 @@ const CHECKS: Record<string, Array<{ unit: number; rtu: boolean; type: number; m
     { unit: 2, rtu: false, type: 11, metrics: ["power_w", "voltage_v", "state"] },
     { unit: 3, rtu: false, type: 12, metrics: ["power_w", "current_a", "voltage_v", "frequency_hz"] },
   ],
-  sdm630: [{ unit: 10, rtu: true, type: 12, metrics: ["power_w", "voltage_v", "current_a", "frequency_hz", "energy_import_wh", "energy_export_wh"] }],
+  sdm630: [
+    {
+      unit: 10,
+      rtu: true,
+      type: 12,
+      metrics: ["power_w", "voltage_v", "current_a", "frequency_hz", "energy_import_wh", "energy_export_wh"],
+    },
+  ],
   "relay-coils": [{ unit: 11, rtu: true, type: 14, metrics: ["state"] }],
 };
 
@@ -66,14 +72,16 @@ for (const sf of [-2, -1, 0, 1] as const) {
       seed: 7,
       control: { listen: "127.0.0.1:0" },
       site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 1 },
-      ports: [{
-        kind: "tcp",
-        listen: "127.0.0.1:0",
-        devices: [
-          { unit: 1, model: "sunspec-storage", name: "battery", max_power_w: 5000, capacity_wh: 100000, soc_pct: 50, control_sf: sf },
-          { unit: 2, model: "sunspec-pv", name: "pv", max_power_w: 6000, control_sf: sf },
-        ],
-      }],
+      ports: [
+        {
+          kind: "tcp",
+          listen: "127.0.0.1:0",
+          devices: [
+            { unit: 1, model: "sunspec-storage", name: "battery", max_power_w: 5000, capacity_wh: 100000, soc_pct: 50, control_sf: sf },
+            { unit: 2, model: "sunspec-pv", name: "pv", max_power_w: 6000, control_sf: sf },
+          ],
+        },
+      ],
     };
     await withSite(scenario, async (site) => {
       const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
@@ -113,8 +121,12 @@ for (const sf of [-2, -1, 0, 1] as const) {
 
         // The device refuses a raw value beyond 100 % at its own scale factor, as hardware does.
         const tooBig = Math.round(100 / 10 ** sf) + 1;
-        await assert.rejects(tcp.writeRegisters(1, m124 + 12, [tooBig & 0xffff], { fn: 6 }), (e: unknown) => isSitegateError(e, "MODBUS_EXCEPTION"));
-        await assert.rejects(tcp.writeRegisters(2, m123 + 5, [Math.round(100 / 10 ** sf) + 1], { fn: 6 }), (e: unknown) => isSitegateError(e, "MODBUS_EXCEPTION"));
+        await assert.rejects(tcp.writeRegisters(1, m124 + 12, [tooBig & 0xffff], { fn: 6 }), (e: unknown) =>
+          isSitegateError(e, "MODBUS_EXCEPTION"),
+        );
+        await assert.rejects(tcp.writeRegisters(2, m123 + 5, [Math.round(100 / 10 ** sf) + 1], { fn: 6 }), (e: unknown) =>
+          isSitegateError(e, "MODBUS_EXCEPTION"),
+        );
         assert.equal(site.state().devices.battery.power_w, 3000);
       } finally {
         await tcp.close();
@@ -125,7 +137,16 @@ for (const sf of [-2, -1, 0, 1] as const) {
 
 test("sitegate read prints decoded metrics as JSON and exits 1 with one line when nothing answers", async () => {
   await withSite(demoScenario({ pv_irradiance: 0.5 }), async (site) => {
-    const { stdout, code, stderr } = await runCli("read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "2", "--profile", "sunspec", "--json");
+    const { stdout, code, stderr } = await runCli(
+      "read",
+      "--endpoint",
+      `tcp://127.0.0.1:${site.tcpPorts[0]}`,
+      "--unit",
+      "2",
+      "--profile",
+      "sunspec",
+      "--json",
+    );
     assert.equal(code, 0, stderr);
     const out = JSON.parse(stdout);
     assert.equal(out.device.manufacturer, "SimEnergy");
@@ -148,9 +169,26 @@ test("sitegate scan lists the units that answer", async () => {
   await withSite(demoScenario(), async (site) => {
     const tcp = await runCli("scan", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--json");
     assert.equal(tcp.code, 0, tcp.stderr);
-    assert.deepEqual(JSON.parse(tcp.stdout).found.map((f: { unit: number }) => f.unit), [1, 2, 3]);
-    const rtu = await runCli("scan", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--from", "8", "--to", "12", "--timeout-ms", "100", "--json");
+    assert.deepEqual(
+      JSON.parse(tcp.stdout).found.map((f: { unit: number }) => f.unit),
+      [1, 2, 3],
+    );
+    const rtu = await runCli(
+      "scan",
+      "--endpoint",
+      `rtu:${site.rtuPeers[0]}?baud=9600`,
+      "--from",
+      "8",
+      "--to",
+      "12",
+      "--timeout-ms",
+      "100",
+      "--json",
+    );
     assert.equal(rtu.code, 0, rtu.stderr);
-    assert.deepEqual(JSON.parse(rtu.stdout).found.map((f: { unit: number }) => f.unit), [10, 11]);
+    assert.deepEqual(
+      JSON.parse(rtu.stdout).found.map((f: { unit: number }) => f.unit),
+      [10, 11],
+    );
   });
 });

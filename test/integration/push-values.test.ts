@@ -42,14 +42,27 @@ test("float readings arrive rounded, relay coils arrive as state and follow the 
   const sink = await startSink();
   try {
     await withSite(scenario, async (site) => {
-      const control = (name: string, body: unknown) => fetch(`${site.controlUrl}/devices/${name}`, { method: "POST", body: JSON.stringify(body) }).then((r) => assert.equal(r.status, 200));
+      const control = (name: string, body: unknown) =>
+        fetch(`${site.controlUrl}/devices/${name}`, { method: "POST", body: JSON.stringify(body) }).then((r) =>
+          assert.equal(r.status, 200),
+        );
       await control("dark", { nan: true });
       await withTmpDir(async (dir) => {
         const port = site.tcpPorts[0];
         const gw = await startGateway(dir, {
-          partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          partner: {
+            headers: [],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
-          devices: [tcpDevice("sdm", port, 10, "sdm630"), tcpDevice("relay", port, 11, "relay-coils"), tcpDevice("dark", port, 12, "sdm630")] as never,
+          devices: [
+            tcpDevice("sdm", port, 10, "sdm630"),
+            tcpDevice("relay", port, 11, "relay-coils"),
+            tcpDevice("dark", port, 12, "sdm630"),
+          ] as never,
         });
         const poller = gw.daemon.part<Poller>("poller");
         const samples = gw.daemon.part<SampleStore>("samples");
@@ -62,7 +75,12 @@ test("float readings arrive rounded, relay coils arrive as state and follow the 
         };
         const pushes = () => sink.accepted("/v1/telemetry");
         const devicesOf = (r: SinkRequest) => r.body.devices as Pushed[];
-        const pushed = (id: string) => pushes().flatMap((r) => devicesOf(r).filter((d) => d.device_id === id).map((d) => d.metrics));
+        const pushed = (id: string) =>
+          pushes().flatMap((r) =>
+            devicesOf(r)
+              .filter((d) => d.device_id === id)
+              .map((d) => d.metrics),
+          );
         const lastState = () => pushed("relay").at(-1)?.state;
         try {
           // The dark meter pairs (its serial number is readable) and answers every poll.
@@ -77,7 +95,8 @@ test("float readings arrive rounded, relay coils arrive as state and follow the 
           // |1333.333 W| / 230 V = 5.797101... A: 7 significant digits, not a float32's 5.797101497650146.
           assert.equal(sdm.current_a, 5.797101);
           for (const m of pushed("sdm")) {
-            for (const [k, v] of Object.entries(m)) assert.equal(v, Number(v.toPrecision(7)), `sdm ${k} = ${v} has more than 7 significant digits`);
+            for (const [k, v] of Object.entries(m))
+              assert.equal(v, Number(v.toPrecision(7)), `sdm ${k} = ${v} has more than 7 significant digits`);
           }
           // The same value for the store and the status page (the poller's latest).
           assert.equal(poller.latest("sdm")?.power_l1_w, 1333.333);
@@ -101,7 +120,10 @@ test("float readings arrive rounded, relay coils arrive as state and follow the 
           // The dark meter: polled all along, never in a snapshot, never pushed, no `{}` anywhere.
           const polled = poller.health("dark")!.last_ok_at;
           const from = stored.length;
-          await until(() => stored.length >= from + 4 && poller.health("dark")!.last_ok_at !== polled, "four more snapshots, the dark meter polled again");
+          await until(
+            () => stored.length >= from + 4 && poller.health("dark")!.last_ok_at !== polled,
+            "four more snapshots, the dark meter polled again",
+          );
           const through = stored.length;
           await sink.waitFor(() => pushes().length >= through, 15000, "the pushes of every stored snapshot");
           assert.equal(poller.health("dark")?.online, true);

@@ -59,38 +59,50 @@ test("an 8E1 port is opened with parity even and its bus timed at 11 bits a char
 });
 
 test("a device asking for another baud than the port's other devices use gets an error entry naming both, and nothing changes", async () => {
-  await withSiteGateway(rtuScenario(9600), (site) => ({ rtu_ports: { "1": site.rtuPeers[0] } }), async (site, gw) => {
-    const first = await configure(gw, [rtuDevice("sdm-1", 10, "sdm630"), rtuDevice("relay-1", 11, "relay-coils")]);
-    assert.deepEqual(first.map((d) => d.status), ["accepted", "accepted"], JSON.stringify(first));
-    const bus = rtuBus(gw, site.rtuPeers[0]);
-    const transport = bus.transport;
-    const r = await configure(gw, [rtuDevice("relay-1", 11, "relay-coils", { mb_baud: 19200 })]);
-    assert.equal(r[0].status, "error");
-    assert.equal(r[0].code, "PAIRING_FAILED");
-    assert.match(r[0].message, /mb_baud 19200 differs from the 9600 baud of RTU port 1/);
-    assert.match(r[0].message, /sdm-1/);
-    assert.equal(bus.transport, transport, "the port was not reopened");
-    assert.equal(openedWith(bus)?.baudRate, 9600);
-    assert.equal(stty(site.rtuPeers[0]).speed, 9600);
-    assert.equal(gw.daemon.part<DeviceRegistry>("registry").get("relay-1")?.config.mb_baud, 9600, "the previous configuration stays");
-  });
+  await withSiteGateway(
+    rtuScenario(9600),
+    (site) => ({ rtu_ports: { "1": site.rtuPeers[0] } }),
+    async (site, gw) => {
+      const first = await configure(gw, [rtuDevice("sdm-1", 10, "sdm630"), rtuDevice("relay-1", 11, "relay-coils")]);
+      assert.deepEqual(
+        first.map((d) => d.status),
+        ["accepted", "accepted"],
+        JSON.stringify(first),
+      );
+      const bus = rtuBus(gw, site.rtuPeers[0]);
+      const transport = bus.transport;
+      const r = await configure(gw, [rtuDevice("relay-1", 11, "relay-coils", { mb_baud: 19200 })]);
+      assert.equal(r[0].status, "error");
+      assert.equal(r[0].code, "PAIRING_FAILED");
+      assert.match(r[0].message, /mb_baud 19200 differs from the 9600 baud of RTU port 1/);
+      assert.match(r[0].message, /sdm-1/);
+      assert.equal(bus.transport, transport, "the port was not reopened");
+      assert.equal(openedWith(bus)?.baudRate, 9600);
+      assert.equal(stty(site.rtuPeers[0]).speed, 9600);
+      assert.equal(gw.daemon.part<DeviceRegistry>("registry").get("relay-1")?.config.mb_baud, 9600, "the previous configuration stays");
+    },
+  );
 });
 
 test("when the port's only device asks for a new baud, the port is reopened at it", async () => {
-  await withSiteGateway(rtuScenario(9600), (site) => ({ rtu_ports: { "1": site.rtuPeers[0] } }), async (site, gw) => {
-    assert.equal((await configure(gw, [rtuDevice("sdm-1", 10, "sdm630")]))[0].status, "accepted");
-    const bus = rtuBus(gw, site.rtuPeers[0]);
-    assert.equal(openedWith(bus)?.baudRate, 9600);
-    assert.equal(stty(site.rtuPeers[0]).speed, 9600);
-    const before = bus.transport;
-    const opens = bus.stats.reconnects;
-    const r = await configure(gw, [rtuDevice("sdm-1", 10, "sdm630", { mb_baud: 19200 })]);
-    assert.equal(r[0].status, "accepted", r[0].message);
-    assert.notEqual(bus.transport, before, "a new port handle");
-    assert.ok(bus.stats.reconnects > opens, "the port was opened again");
-    assert.deepEqual(openedWith(bus), { baudRate: 19200, dataBits: 8, parity: "none", stopBits: 1 });
-    assert.equal(stty(site.rtuPeers[0]).speed, 19200);
-    assert.ok(Math.abs(bus.timing!.charMs - 10000 / 19200) < 1e-9);
-    assert.equal(gw.daemon.part<DeviceRegistry>("registry").get("sdm-1")?.config.mb_baud, 19200);
-  });
+  await withSiteGateway(
+    rtuScenario(9600),
+    (site) => ({ rtu_ports: { "1": site.rtuPeers[0] } }),
+    async (site, gw) => {
+      assert.equal((await configure(gw, [rtuDevice("sdm-1", 10, "sdm630")]))[0].status, "accepted");
+      const bus = rtuBus(gw, site.rtuPeers[0]);
+      assert.equal(openedWith(bus)?.baudRate, 9600);
+      assert.equal(stty(site.rtuPeers[0]).speed, 9600);
+      const before = bus.transport;
+      const opens = bus.stats.reconnects;
+      const r = await configure(gw, [rtuDevice("sdm-1", 10, "sdm630", { mb_baud: 19200 })]);
+      assert.equal(r[0].status, "accepted", r[0].message);
+      assert.notEqual(bus.transport, before, "a new port handle");
+      assert.ok(bus.stats.reconnects > opens, "the port was opened again");
+      assert.deepEqual(openedWith(bus), { baudRate: 19200, dataBits: 8, parity: "none", stopBits: 1 });
+      assert.equal(stty(site.rtuPeers[0]).speed, 19200);
+      assert.ok(Math.abs(bus.timing!.charMs - 10000 / 19200) < 1e-9);
+      assert.equal(gw.daemon.part<DeviceRegistry>("registry").get("sdm-1")?.config.mb_baud, 19200);
+    },
+  );
 });

@@ -33,15 +33,23 @@ test("a scan of a polled serial bus: the polled device keeps fresh samples while
         // Ids 20..247 are silent on this line: every probe waits for its whole timeout.
         const job = jobs.scan({ endpoint: `rtu:${site.rtuPeers[0]}?baud=9600`, from: 9, to: 247, timeout_ms: 200 });
         await until(() => job.probed >= 12, "the scan is past the units that answer");
-        assert.deepEqual(job.found.map((f) => f.unit), [10, 11], "both units on the line found");
+        assert.deepEqual(
+          job.found.map((f) => f.unit),
+          [10, 11],
+          "both units on the line found",
+        );
         // While the next 15 silent ids are probed (15 x 200 ms of bus time), count the meter's samples.
         const stamps = new Set<number>();
         const from = job.probed;
-        await until(() => {
-          const at = poller.latestAt("sdm");
-          if (at !== undefined) stamps.add(at);
-          return job.probed >= from + 15 || job.state !== "running";
-        }, "15 more probes", 60_000);
+        await until(
+          () => {
+            const at = poller.latestAt("sdm");
+            if (at !== undefined) stamps.add(at);
+            return job.probed >= from + 15 || job.state !== "running";
+          },
+          "15 more probes",
+          60_000,
+        );
         assert.equal(job.state, "running");
         assert.ok(stamps.size >= 4, `the meter got ${stamps.size} fresh samples during 15 probes; polling must not wait for the scan`);
         assert.equal(poller.health("sdm")?.online, true);
@@ -51,7 +59,10 @@ test("a scan of a polled serial bus: the polled device keeps fresh samples while
         await until(() => job.state !== "running", "the scan stops at the cap");
         assert.equal(job.state, "done");
         assert.ok(job.probed < job.total, `stopped early (${job.probed}/${job.total})`);
-        assert.deepEqual(job.found.map((f) => f.unit), [10, 11]);
+        assert.deepEqual(
+          job.found.map((f) => f.unit),
+          [10, 11],
+        );
         assert.match(job.error ?? "", /stopped at the 60 s time cap after \d+ of 239 unit ids; scan the rest with from \d+/);
       } finally {
         await jobs.stop();

@@ -27,7 +27,11 @@ function scenario(): ScenarioInput {
 }
 
 async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const res = await fetch(site.controlUrl + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
@@ -40,7 +44,10 @@ interface SseEvent {
 }
 
 /** A reader of GET /gpio/events: next() resolves with each event in order. */
-async function events(site: SimHandle, query = ""): Promise<{ next: () => Promise<SseEvent>; close: () => void; contentType: string | null }> {
+async function events(
+  site: SimHandle,
+  query = "",
+): Promise<{ next: () => Promise<SseEvent>; close: () => void; contentType: string | null }> {
   const ac = new AbortController();
   const res = await fetch(`${site.controlUrl}/gpio/events${query}`, { signal: ac.signal });
   assert.equal(res.status, 200);
@@ -87,7 +94,10 @@ test("an input set through the control API shows in /gpio, /gpio/<line>, /state 
       const edge = await stream.next();
       assert.equal(edge.event, "edge");
       assert.equal(edge.id, "1");
-      assert.deepEqual({ ...edge.data, timestamp_ns: undefined }, { seqno: 1, line_seqno: 1, line: 17, direction: "input", edge: "rising", value: 1, timestamp_ns: undefined });
+      assert.deepEqual(
+        { ...edge.data, timestamp_ns: undefined },
+        { seqno: 1, line_seqno: 1, line: 17, direction: "input", edge: "rising", value: 1, timestamp_ns: undefined },
+      );
       assert.match(edge.data.timestamp_ns, /^\d{19}$/);
 
       assert.deepEqual((await control(site, "GET", "/gpio")).json.lines, { "17": 1, "22": 1, "27": 1 });
@@ -102,7 +112,13 @@ test("an input set through the control API shows in /gpio, /gpio/<line>, /state 
         const e = await stream.next();
         seen.push([e.data.line, e.data.edge]);
       }
-      assert.deepEqual(seen, [[22, "falling"], [22, "rising"], [22, "falling"], [22, "rising"], [22, "falling"]]);
+      assert.deepEqual(seen, [
+        [22, "falling"],
+        [22, "rising"],
+        [22, "falling"],
+        [22, "rising"],
+        [22, "falling"],
+      ]);
       assert.equal((await control(site, "GET", "/gpio/22")).json.value, 0);
     } finally {
       stream.close();
@@ -181,7 +197,13 @@ test("a scenario without gpio answers 404 on /gpio; bad gpio blocks are refused 
     return "accepted";
   };
   assert.match(err([{ line: 17, direction: "input", load_w: 100 }]), /gpio\.lines\[0\]\.load_w: load_w only applies to an output line/);
-  assert.match(err([{ line: 17, direction: "input" }, { line: 17, direction: "output" }]), /gpio\.lines\[1\]\.line: line 17 is declared twice/);
+  assert.match(
+    err([
+      { line: 17, direction: "input" },
+      { line: 17, direction: "output" },
+    ]),
+    /gpio\.lines\[1\]\.line: line 17 is declared twice/,
+  );
   assert.match(err([{ line: 17, direction: "sideways" }]), /gpio\.lines\[0\]\.direction: must be "input" or "output"/);
   assert.match(err([{ line: 17, direction: "output", value: 2 }]), /gpio\.lines\[0\]\.value: must be 0 or 1/);
   assert.match(err([]), /gpio\.lines/);
@@ -189,6 +211,15 @@ test("a scenario without gpio answers 404 on /gpio; bad gpio blocks are refused 
 
 test("the demo scenario hw-sim/scenarios/zigbee-gpio-site.yaml is valid", () => {
   const sc = loadScenario(join(REPO, "hw-sim/scenarios/zigbee-gpio-site.yaml"));
-  assert.deepEqual(sc.gpio?.lines.map((l) => [l.line, l.direction]), [[17, "input"], [27, "output"]]);
-  assert.deepEqual(sc.zigbee?.devices.map((d) => d.kind), ["plug", "plug", "thermostat"]);
+  assert.deepEqual(
+    sc.gpio?.lines.map((l) => [l.line, l.direction]),
+    [
+      [17, "input"],
+      [27, "output"],
+    ],
+  );
+  assert.deepEqual(
+    sc.zigbee?.devices.map((d) => d.kind),
+    ["plug", "plug", "thermostat"],
+  );
 });

@@ -32,7 +32,11 @@ const tcp = (site: SimHandle, unit: number) => ["-m", "tcp", "-p", String(site.t
 const tcpHost = "127.0.0.1";
 
 async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const res = await fetch(site.controlUrl + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
@@ -72,9 +76,18 @@ test("a storage setpoint written with mbpoll makes the battery discharge and the
     assert.equal((await mbpoll([...tcp(site, 1), "-t", "4", "-r", String(m124 + 5), tcpHost, "2"])).code, 0);
     const after = site.state();
     assert.equal(after.devices.battery.power_w, 2000, "40 % of 5000 W");
-    assert.ok(Math.abs((after.devices.grid.power_w as number) - (gridBefore - 2000)) < 50, `grid ${gridBefore} -> ${after.devices.grid.power_w}`);
+    assert.ok(
+      Math.abs((after.devices.grid.power_w as number) - (gridBefore - 2000)) < 50,
+      `grid ${gridBefore} -> ${after.devices.grid.power_w}`,
+    );
     const writes = after.devices.battery.writes as Array<{ fn: number; address: number; values: number[] }>;
-    assert.deepEqual(writes.map((w) => [w.fn, w.address, w.values[0]]), [[6, m124 + 12, 40], [6, m124 + 5, 2]]);
+    assert.deepEqual(
+      writes.map((w) => [w.fn, w.address, w.values[0]]),
+      [
+        [6, m124 + 12, 40],
+        [6, m124 + 5, 2],
+      ],
+    );
     // The inverter model's W reads the same power back.
     const w = await mbpoll([...tcp(site, 1), "-t", "4", "-r", "40084", "-c", "1", tcpHost]);
     assert.equal(w.values.get(40084), 2000);
@@ -101,7 +114,10 @@ test("mbpoll over the RTU pty reads the SDM630 and switches relay coils, with CR
     assert.equal((await mbpoll([...rtu(11), "-t", "0", "-r", "1", site.rtuPeers[0], "0"])).code, 0);
     assert.deepEqual(site.state().devices.relay.coils, [true, false, true, true]);
     const coils = await mbpoll([...rtu(11), "-t", "0", "-r", "0", "-c", "4", site.rtuPeers[0]]);
-    assert.deepEqual([0, 1, 2, 3].map((i) => coils.values.get(i)), [1, 0, 1, 1]);
+    assert.deepEqual(
+      [0, 1, 2, 3].map((i) => coils.values.get(i)),
+      [1, 0, 1, 1],
+    );
     // A unit id with no device stays silent on RTU.
     const none = await mbpoll([...rtu(99), "-t", "3", "-r", "0", "-c", "2", "-t", "3", site.rtuPeers[0]]);
     assert.notEqual(none.code, 0);
@@ -153,7 +169,24 @@ test("a delay fault slows answers by the given time", async () => {
     // mbpoll's timeout is 1 s by default: the delayed answer misses it, a 3 s timeout catches it.
     const late = await mbpoll(["-m", "tcp", "-p", String(site.tcpPorts[0]), "-a", "3", "-0", "-t", "4", "-r", "40000", "-c", "1", tcpHost]);
     assert.match(late.out, /timed out/i);
-    const patient = await mbpoll(["-m", "tcp", "-p", String(site.tcpPorts[0]), "-a", "3", "-0", "-o", "3", "-t", "4", "-r", "40000", "-c", "1", tcpHost]);
+    const patient = await mbpoll([
+      "-m",
+      "tcp",
+      "-p",
+      String(site.tcpPorts[0]),
+      "-a",
+      "3",
+      "-0",
+      "-o",
+      "3",
+      "-t",
+      "4",
+      "-r",
+      "40000",
+      "-c",
+      "1",
+      tcpHost,
+    ]);
     assert.equal(patient.values.get(40000), 0x5375, patient.out);
   });
 });

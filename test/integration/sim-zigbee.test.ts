@@ -37,7 +37,10 @@ function scenario(broker: string, over: Partial<NonNullable<ScenarioInput["zigbe
   };
 }
 
-async function withZigbeeSite(fn: (site: SimHandle, rec: Recorder, broker: LocalBroker) => Promise<void>, over: Partial<NonNullable<ScenarioInput["zigbee"]>> = {}): Promise<void> {
+async function withZigbeeSite(
+  fn: (site: SimHandle, rec: Recorder, broker: LocalBroker) => Promise<void>,
+  over: Partial<NonNullable<ScenarioInput["zigbee"]>> = {},
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "sitegate-z2m-"));
   const broker = await startLocalBroker(join(dir, "broker"));
   try {
@@ -57,7 +60,11 @@ async function withZigbeeSite(fn: (site: SimHandle, rec: Recorder, broker: Local
 }
 
 async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const res = await fetch(site.controlUrl + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
@@ -65,63 +72,76 @@ const grid = (site: SimHandle) => site.state().devices.grid.power_w as number;
 const dev = (site: SimHandle, name: string) => site.state().devices[name] as Record<string, any>;
 
 test("the bridge publishes retained bridge/state, bridge/info, bridge/devices with exposes, availability and device state", async () => {
-  await withZigbeeSite(async (_site, rec) => {
-    const state = await rec.wait(`${B}/bridge/state`);
-    assert.deepEqual(state.json, { state: "online" });
-    assert.equal(state.retain, true, "bridge/state is retained");
-    const hc = rec.mark();
-    await rec.publish(`${B}/bridge/request/health_check`, { transaction: 41 });
-    assert.deepEqual((await rec.wait(`${B}/bridge/response/health_check`, () => true, hc)).json, { data: { healthy: true }, status: "ok", transaction: 41 });
-    const info = await rec.wait(`${B}/bridge/info`);
-    assert.equal(info.retain, true);
-    assert.equal(typeof info.json.version, "string");
+  await withZigbeeSite(
+    async (_site, rec) => {
+      const state = await rec.wait(`${B}/bridge/state`);
+      assert.deepEqual(state.json, { state: "online" });
+      assert.equal(state.retain, true, "bridge/state is retained");
+      const hc = rec.mark();
+      await rec.publish(`${B}/bridge/request/health_check`, { transaction: 41 });
+      assert.deepEqual((await rec.wait(`${B}/bridge/response/health_check`, () => true, hc)).json, {
+        data: { healthy: true },
+        status: "ok",
+        transaction: 41,
+      });
+      const info = await rec.wait(`${B}/bridge/info`);
+      assert.equal(info.retain, true);
+      assert.equal(typeof info.json.version, "string");
 
-    const list = await rec.wait(`${B}/bridge/devices`);
-    assert.equal(list.retain, true, "bridge/devices is retained");
-    assert.ok(Array.isArray(list.json));
-    assert.equal(list.json[0].type, "Coordinator", "the coordinator is listed, as zigbee2mqtt lists it");
-    const plug = list.json.find((d: any) => d.friendly_name === PLUG);
-    assert.equal(plug.ieee_address, PLUG_IEEE);
-    assert.equal(plug.type, "Router");
-    assert.equal(plug.supported, true);
-    assert.equal(plug.interview_completed, true);
-    const sw = plug.definition.exposes.find((e: any) => e.type === "switch");
-    assert.deepEqual(
-      { name: sw.features[0].name, property: sw.features[0].property, access: sw.features[0].access, on: sw.features[0].value_on, off: sw.features[0].value_off },
-      { name: "state", property: "state", access: 7, on: "ON", off: "OFF" },
-    );
-    const prop = (d: any, name: string) => d.definition.exposes.find((e: any) => e.property === name);
-    assert.equal(prop(plug, "power").unit, "W");
-    assert.equal(prop(plug, "energy").unit, "kWh");
+      const list = await rec.wait(`${B}/bridge/devices`);
+      assert.equal(list.retain, true, "bridge/devices is retained");
+      assert.ok(Array.isArray(list.json));
+      assert.equal(list.json[0].type, "Coordinator", "the coordinator is listed, as zigbee2mqtt lists it");
+      const plug = list.json.find((d: any) => d.friendly_name === PLUG);
+      assert.equal(plug.ieee_address, PLUG_IEEE);
+      assert.equal(plug.type, "Router");
+      assert.equal(plug.supported, true);
+      assert.equal(plug.interview_completed, true);
+      const sw = plug.definition.exposes.find((e: any) => e.type === "switch");
+      assert.deepEqual(
+        {
+          name: sw.features[0].name,
+          property: sw.features[0].property,
+          access: sw.features[0].access,
+          on: sw.features[0].value_on,
+          off: sw.features[0].value_off,
+        },
+        { name: "state", property: "state", access: 7, on: "ON", off: "OFF" },
+      );
+      const prop = (d: any, name: string) => d.definition.exposes.find((e: any) => e.property === name);
+      assert.equal(prop(plug, "power").unit, "W");
+      assert.equal(prop(plug, "energy").unit, "kWh");
 
-    const trv = list.json.find((d: any) => d.friendly_name === TRV);
-    assert.match(trv.ieee_address, /^0x[0-9a-f]{16}$/, "an ieee address is made up when the scenario has none");
-    const climate = trv.definition.exposes.find((e: any) => e.type === "climate");
-    const f = (n: string) => climate.features.find((x: any) => x.name === n);
-    assert.equal(f("occupied_heating_setpoint").access & 2, 2, "the setpoint can be set");
-    assert.equal(f("occupied_heating_setpoint").unit, "°C");
-    assert.equal(f("local_temperature").access & 2, 0, "the room temperature cannot");
-    assert.ok(f("system_mode").values.includes("heat"));
-    assert.deepEqual(f("running_state").values, ["idle", "heat"]);
+      const trv = list.json.find((d: any) => d.friendly_name === TRV);
+      assert.match(trv.ieee_address, /^0x[0-9a-f]{16}$/, "an ieee address is made up when the scenario has none");
+      const climate = trv.definition.exposes.find((e: any) => e.type === "climate");
+      const f = (n: string) => climate.features.find((x: any) => x.name === n);
+      assert.equal(f("occupied_heating_setpoint").access & 2, 2, "the setpoint can be set");
+      assert.equal(f("occupied_heating_setpoint").unit, "°C");
+      assert.equal(f("local_temperature").access & 2, 0, "the room temperature cannot");
+      assert.ok(f("system_mode").values.includes("heat"));
+      assert.deepEqual(f("running_state").values, ["idle", "heat"]);
 
-    for (const name of [PLUG, TRV]) {
-      const a = await rec.wait(`${B}/${name}/availability`);
-      assert.deepEqual(a.json, { state: "online" });
-      assert.equal(a.retain, true, "availability is retained");
-    }
-    // State messages are not retained: these are the periodic reports (every second here).
-    const plugState = await rec.wait(`${B}/${PLUG}`);
-    assert.equal(plugState.retain, false);
-    assert.equal(plugState.json.state, "ON");
-    assert.ok(Math.abs(plugState.json.power - 2000) <= 40, `power ${plugState.json.power}`);
-    assert.equal(typeof plugState.json.energy, "number");
-    const trvState = await rec.wait(`${B}/${TRV}`);
-    assert.equal(trvState.json.occupied_heating_setpoint, 21);
-    assert.equal(trvState.json.running_state, "idle");
-    assert.equal(typeof trvState.json.local_temperature, "number");
-    const next = rec.mark();
-    await rec.wait(`${B}/${PLUG}`, () => true, next);
-  }, { report_interval_s: 1 });
+      for (const name of [PLUG, TRV]) {
+        const a = await rec.wait(`${B}/${name}/availability`);
+        assert.deepEqual(a.json, { state: "online" });
+        assert.equal(a.retain, true, "availability is retained");
+      }
+      // State messages are not retained: these are the periodic reports (every second here).
+      const plugState = await rec.wait(`${B}/${PLUG}`);
+      assert.equal(plugState.retain, false);
+      assert.equal(plugState.json.state, "ON");
+      assert.ok(Math.abs(plugState.json.power - 2000) <= 40, `power ${plugState.json.power}`);
+      assert.equal(typeof plugState.json.energy, "number");
+      const trvState = await rec.wait(`${B}/${TRV}`);
+      assert.equal(trvState.json.occupied_heating_setpoint, 21);
+      assert.equal(trvState.json.running_state, "idle");
+      assert.equal(typeof trvState.json.local_temperature, "number");
+      const next = rec.mark();
+      await rec.wait(`${B}/${PLUG}`, () => true, next);
+    },
+    { report_interval_s: 1 },
+  );
 });
 
 test("a /set OFF turns the plug off: it reports OFF and the grid meter drops by about its load; /get and /set/state work too", async () => {
@@ -174,7 +194,11 @@ test("ignore_writes on a Zigbee device: /set is not obeyed, the bridge logs the 
     await rec.publish(`${B}/${PLUG}/set`, { state: "OFF" });
     const log = await rec.wait(`${B}/bridge/logging`, (m) => String(m.json?.message).includes(PLUG), from);
     assert.equal(log.json.level, "error");
-    assert.deepEqual(rec.since(`${B}/${PLUG}`, from).filter((m) => m.json?.state === "OFF"), [], "no OFF state was reported");
+    assert.deepEqual(
+      rec.since(`${B}/${PLUG}`, from).filter((m) => m.json?.state === "OFF"),
+      [],
+      "no OFF state was reported",
+    );
     assert.equal(dev(site, PLUG).state, "ON");
     assert.equal(dev(site, PLUG).writes.at(-1).ignored, "ignore_writes");
     assert.ok(Math.abs(grid(site) - before) < 100, "the load is still on");
@@ -274,7 +298,10 @@ test("the bridge logs in with a username and password; a wrong password fails th
   const dir = mkdtempSync(join(tmpdir(), "sitegate-z2m-"));
   const broker = await startLocalBroker(join(dir, "broker"), { users: { z2m: "z2m-secret" } });
   try {
-    await assert.rejects(startSim(scenario(broker.url, { username: "z2m", password: "wrong" })), /zigbee: cannot connect to the broker mqtt:\/\/127\.0\.0\.1:\d+: .*(Not authorized|Bad username)/i);
+    await assert.rejects(
+      startSim(scenario(broker.url, { username: "z2m", password: "wrong" })),
+      /zigbee: cannot connect to the broker mqtt:\/\/127\.0\.0\.1:\d+: .*(Not authorized|Bad username)/i,
+    );
     await withSite(scenario(broker.url, { username: "z2m", password: "z2m-secret" }), async () => {
       const rec = await Recorder.connect(broker.url, [`${B}/bridge/state`], { username: "z2m", password: "z2m-secret" });
       try {
@@ -320,7 +347,10 @@ test("plug metering and the room model are a function of the seed and the clock"
   let now = Date.UTC(2025, 0, 15, 12, 0, 0);
   const clock = () => now;
   const siteSpec = parseScenario(scenario("mqtt://127.0.0.1:1")).site;
-  const spec = (kind: "plug" | "thermostat") => parseScenario(scenario("mqtt://127.0.0.1:1", { devices: [{ friendly_name: "d", kind, load_w: 2000, load_noise_pct: 5, setpoint_c: 21 }] })).zigbee!.devices[0];
+  const spec = (kind: "plug" | "thermostat") =>
+    parseScenario(
+      scenario("mqtt://127.0.0.1:1", { devices: [{ friendly_name: "d", kind, load_w: 2000, load_noise_pct: 5, setpoint_c: 21 }] }),
+    ).zigbee!.devices[0];
   const a = new SiteModel(siteSpec, 7, clock);
   const b = new SiteModel(siteSpec, 7, clock);
   const c = new SiteModel(siteSpec, 8, clock);
@@ -338,7 +368,10 @@ test("plug metering and the room model are a function of the seed and the clock"
   }
   assert.deepEqual(seqA, seqB, "same seed, same readings");
   assert.notDeepEqual(seqA, seqC, "another seed, other readings");
-  assert.ok(seqA.every((w) => Math.abs(w - 2000) <= 100), "within the 5 % noise");
+  assert.ok(
+    seqA.every((w) => Math.abs(w - 2000) <= 100),
+    "within the 5 % noise",
+  );
   assert.equal(pa.ieee, pb.ieee);
   assert.notEqual(pa.ieee, pc.ieee);
 
@@ -378,7 +411,10 @@ test("bad zigbee blocks are refused with the path and the reason", () => {
     return "accepted";
   };
   assert.match(err({ devices: [{ friendly_name: "x", kind: "bulb" }] }), /zigbee\.devices\[0\]\.kind: must be "plug" or "thermostat"/);
-  assert.match(err({ devices: [{ friendly_name: "x", kind: "plug", ieee_address: "0x12" }] }), /zigbee\.devices\[0\]\.ieee_address: must be "0x" and 16 lowercase hex digits/);
+  assert.match(
+    err({ devices: [{ friendly_name: "x", kind: "plug", ieee_address: "0x12" }] }),
+    /zigbee\.devices\[0\]\.ieee_address: must be "0x" and 16 lowercase hex digits/,
+  );
   assert.match(err({ broker: "http://127.0.0.1:1883" }), /zigbee\.broker: must be "mqtt:\/\/host:port"/);
   assert.match(err({ devices: [{ friendly_name: "a/set", kind: "plug" }] }), /friendly_name: must not contain the segments set/);
   assert.match(err({ devices: [{ friendly_name: "grid", kind: "plug" }] }), /"grid" is already the name of another device/);

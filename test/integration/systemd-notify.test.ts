@@ -87,7 +87,10 @@ test("READY=1 with a STATUS line, then WATCHDOG=1 pings, and STOPPING=1 last on 
     assert.equal(ready, 0, `READY=1 comes first: ${JSON.stringify(ms)}`);
     assert.match(ms[ready].STATUS, /^0\/0 devices online, 0 events running, outbox 0, \d+ snapshots to push$/);
     assert.ok(ms.findIndex(isPing) > ready, "pings only after READY");
-    assert.ok(ms.filter(isPing).every((m) => /devices online/.test(m.STATUS)), "each ping refreshes STATUS");
+    assert.ok(
+      ms.filter(isPing).every((m) => /devices online/.test(m.STATUS)),
+      "each ping refreshes STATUS",
+    );
     const stopping = ms.findIndex((m) => m.STOPPING === "1");
     assert.equal(stopping, ms.length - 1, `STOPPING=1 is the last message: ${JSON.stringify(ms.slice(-3))}`);
   });
@@ -100,9 +103,21 @@ test("no WATCHDOG=1 while the database cannot commit; pings resume once it can",
     const other = new Database(join(dir, "data", "sitegate.db"));
     other.exec("BEGIN EXCLUSIVE");
     try {
-      await until(() => l.real().some((m) => /watchdog withheld: .*database: SQLITE_BUSY/.test(m.STATUS ?? "")), "a withheld ping naming the database", 30_000);
+      await until(
+        () => l.real().some((m) => /watchdog withheld: .*database: SQLITE_BUSY/.test(m.STATUS ?? "")),
+        "a withheld ping naming the database",
+        30_000,
+      );
       const first = l.real().findIndex((m) => /watchdog withheld/.test(m.STATUS ?? ""));
-      await until(() => l.real().slice(first).filter((m) => /watchdog withheld/.test(m.STATUS ?? "")).length >= 4, "four withheld ticks", 30_000);
+      await until(
+        () =>
+          l
+            .real()
+            .slice(first)
+            .filter((m) => /watchdog withheld/.test(m.STATUS ?? "")).length >= 4,
+        "four withheld ticks",
+        30_000,
+      );
       assert.equal(l.real().slice(first).filter(isPing).length, 0, "no WATCHDOG=1 while the database is locked");
     } finally {
       other.exec("ROLLBACK");
@@ -119,7 +134,11 @@ test("no WATCHDOG=1 while the event loop is blocked; the stall is reported, then
     child.kill("SIGUSR2");
     await until(() => l.real().some((m) => /^test: blocking the event loop/.test(m.STATUS ?? "")), "the loop blocker to start", 30_000);
     const blocked = l.real().findIndex((m) => /^test: blocking/.test(m.STATUS ?? ""));
-    await until(() => indexAfter(l.real(), blocked, (m) => /watchdog withheld: event loop stalled \d+ ms/.test(m.STATUS ?? "")) >= 0, "the stall to be reported", 30_000);
+    await until(
+      () => indexAfter(l.real(), blocked, (m) => /watchdog withheld: event loop stalled \d+ ms/.test(m.STATUS ?? "")) >= 0,
+      "the stall to be reported",
+      30_000,
+    );
     const reported = indexAfter(l.real(), blocked, (m) => /event loop stalled/.test(m.STATUS ?? ""));
     assert.equal(l.real().slice(blocked, reported).filter(isPing).length, 0, "no WATCHDOG=1 between the block and the stall report");
     await until(() => indexAfter(l.real(), reported, isPing) >= 0, "pings to resume", 30_000);

@@ -26,7 +26,11 @@ const dir = join(ROOT, "systemd");
 const SANDBOX = join(ROOT, "test/support/unit-sandbox.py");
 const units = readdirSync(dir).filter((f) => f.endsWith(".service"));
 /** Ceilings of `systemd-analyze security` (systemd 252, Debian 12 / Raspberry Pi OS bookworm). */
-const MAX_EXPOSURE: Record<string, number> = { "sitegate.service": 1.7, "sitegate-update-check.service": 0.9, "sitegate-update-request.service": 4.0 };
+const MAX_EXPOSURE: Record<string, number> = {
+  "sitegate.service": 1.7,
+  "sitegate-update-check.service": 0.9,
+  "sitegate-update-request.service": 4.0,
+};
 
 const lines = (unit: string) => readFileSync(join(dir, unit), "utf8").split("\n");
 
@@ -41,7 +45,9 @@ test("every unit file passes systemd-analyze verify", () => {
     const r = spawnSync("systemd-analyze", ["verify", join(dir, u)], { encoding: "utf8" });
     // The release's own runtime (/opt/sitegate/{current,previous}/node/bin/node) exists only
     // where the package is installed: test/integration/deb.test.ts verifies the installed units.
-    const problems = r.stderr.split("\n").filter((l) => l.trim() && !/Command \/opt\/sitegate\/(current|previous)\/node\/bin\/node is not executable/.test(l));
+    const problems = r.stderr
+      .split("\n")
+      .filter((l) => l.trim() && !/Command \/opt\/sitegate\/(current|previous)\/node\/bin\/node is not executable/.test(l));
     assert.deepEqual(problems, [], `${u}: ${r.stderr}`);
     if (problems.length === 0 && r.status !== 0) assert.match(r.stderr, /\/opt\/sitegate\//, `${u}: exit ${r.status}`);
   }
@@ -52,16 +58,31 @@ test("systemd-analyze security: both services within their exposure ceilings", (
     const r = spawnSync("systemd-analyze", ["security", "--offline=true", "--no-pager", join(dir, u)], { encoding: "utf8" });
     const m = /Overall exposure level for \S+: (\d+\.\d)/.exec(r.stdout + r.stderr);
     assert.ok(m, `${u}: no score in ${r.stdout}${r.stderr}`);
-    assert.ok(Number(m[1]) <= max, `${u} scores ${m[1]}, over ${max}:\n${r.stdout.split("\n").filter((l) => l.includes("✗")).join("\n")}`);
+    assert.ok(
+      Number(m[1]) <= max,
+      `${u} scores ${m[1]}, over ${max}:\n${r.stdout
+        .split("\n")
+        .filter((l) => l.includes("✗"))
+        .join("\n")}`,
+    );
   }
 });
 
 test("the gateway unit is hardened: own user, dialout, strict filesystem, syscall filter, W^X, /proc subset, RS-485 HAT ports", () => {
   const text = lines("sitegate.service");
   for (const line of [
-    "User=sitegate", "SupplementaryGroups=dialout", "ProtectSystem=strict", "StateDirectory=sitegate", "Restart=always", "NoNewPrivileges=yes",
-    "SystemCallFilter=@system-service", "SystemCallFilter=~@privileged @resources", "SystemCallErrorNumber=EPERM",
-    "MemoryDenyWriteExecute=yes", "ProcSubset=pid", "DeviceAllow=char-ttySC rw",
+    "User=sitegate",
+    "SupplementaryGroups=dialout",
+    "ProtectSystem=strict",
+    "StateDirectory=sitegate",
+    "Restart=always",
+    "NoNewPrivileges=yes",
+    "SystemCallFilter=@system-service",
+    "SystemCallFilter=~@privileged @resources",
+    "SystemCallErrorNumber=EPERM",
+    "MemoryDenyWriteExecute=yes",
+    "ProcSubset=pid",
+    "DeviceAllow=char-ttySC rw",
   ]) {
     assert.ok(text.includes(line), `missing ${line}`);
   }
@@ -70,15 +91,28 @@ test("the gateway unit is hardened: own user, dialout, strict filesystem, syscal
     assert.match(l, / --jitless /, `${l} runs under MemoryDenyWriteExecute`);
   }
   const check = lines("sitegate-update-check.service");
-  for (const line of ["NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateNetwork=yes", "CapabilityBoundingSet=CAP_DAC_READ_SEARCH", "MemoryDenyWriteExecute=yes", "SystemCallFilter=~@privileged @resources"]) {
+  for (const line of [
+    "NoNewPrivileges=yes",
+    "ProtectSystem=strict",
+    "PrivateNetwork=yes",
+    "CapabilityBoundingSet=CAP_DAC_READ_SEARCH",
+    "MemoryDenyWriteExecute=yes",
+    "SystemCallFilter=~@privileged @resources",
+  ]) {
     assert.ok(check.includes(line), `update check unit: missing ${line}`);
   }
-  assert.match(check.find((l) => l.startsWith("ExecStart="))!, / --jitless /);
+  assert.match(
+    check.find((l) => l.startsWith("ExecStart="))!,
+    / --jitless /,
+  );
 });
 
 /** Runs a command under a unit's sandbox in a private mount namespace (for its /proc). */
 function sandboxed(unit: string, argv: string[], env: Record<string, string> = {}) {
-  return spawn("unshare", ["--mount", "--propagation", "private", "python3", SANDBOX, join(dir, unit), "--", ...argv], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  return spawn("unshare", ["--mount", "--propagation", "private", "python3", SANDBOX, join(dir, unit), "--", ...argv], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
 }
 
 async function finished(child: ReturnType<typeof sandboxed>): Promise<{ code: number | null; signal: string | null; out: string }> {
@@ -89,7 +123,9 @@ async function finished(child: ReturnType<typeof sandboxed>): Promise<{ code: nu
 }
 
 test("the sandbox is real: node with its JIT dies under MemoryDenyWriteExecute, setpriority (@resources) and chown (@privileged) get EPERM, /proc has only processes", async () => {
-  const jit = await finished(sandboxed("sitegate.service", [process.execPath, "-e", "let s = 0; for (let i = 0; i < 1e6; i++) s += i; console.log(s)"]));
+  const jit = await finished(
+    sandboxed("sitegate.service", [process.execPath, "-e", "let s = 0; for (let i = 0; i < 1e6; i++) s += i; console.log(s)"]),
+  );
   assert.ok(jit.code !== 0 || jit.signal !== null, `node with its JIT ran under the sandbox: ${jit.out}`);
   await withTmpDir(async (tmp) => {
     const probe = `
@@ -104,7 +140,12 @@ test("the sandbox is real: node with its JIT dies under MemoryDenyWriteExecute, 
       }));`;
     const r = await finished(sandboxed("sitegate.service", [process.execPath, "--jitless", "-e", probe]));
     assert.equal(r.code, 0, r.out);
-    assert.deepEqual(JSON.parse(r.out.split("\n").find((l) => l.startsWith("{"))!), { setpriority: "EPERM", chown: "EPERM", meminfo: false, self: true });
+    assert.deepEqual(JSON.parse(r.out.split("\n").find((l) => l.startsWith("{"))!), {
+      setpriority: "EPERM",
+      chown: "EPERM",
+      meminfo: false,
+      self: true,
+    });
   });
 });
 
@@ -114,13 +155,28 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
       const port = await freePort();
       const base = testConfigInput(join(tmp, "data"));
       const file = join(tmp, "config.yaml");
-      writeFileSync(file, stringify({ ...base, log_level: "warn", http: { ...base.http, listen: `127.0.0.1:${port}` }, telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 }, devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] }));
+      writeFileSync(
+        file,
+        stringify({
+          ...base,
+          log_level: "warn",
+          http: { ...base.http, listen: `127.0.0.1:${port}` },
+          telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
+          devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)],
+        }),
+      );
       const unit = unitCommand();
 
       // ExecStartPre's check-config, with its own flags.
       const pre = lines("sitegate.service").find((l) => l.startsWith("ExecStartPre=/opt/sitegate/current/node/bin/node"))!;
-      const preFlags = pre.slice("ExecStartPre=/opt/sitegate/current/node/bin/node".length).trim().split(/\s+/).filter((w) => w.startsWith("--") && !w.startsWith("--config"));
-      const checked = await finished(sandboxed("sitegate.service", [process.execPath, ...preFlags, CLI, "check-config", "--config", file], unit.env));
+      const preFlags = pre
+        .slice("ExecStartPre=/opt/sitegate/current/node/bin/node".length)
+        .trim()
+        .split(/\s+/)
+        .filter((w) => w.startsWith("--") && !w.startsWith("--config"));
+      const checked = await finished(
+        sandboxed("sitegate.service", [process.execPath, ...preFlags, CLI, "check-config", "--config", file], unit.env),
+      );
       assert.equal(checked.code, 0, checked.out);
       assert.match(checked.out, /config ok/);
 
@@ -129,16 +185,20 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
       const agent = new Agent({ connect: { ca: testCert().cert } });
       try {
         let health: any = null;
-        await until(async () => {
-          if (child.exitCode !== null) throw new Error(`the daemon exited under the sandbox: ${(await done).out}`);
-          try {
-            const res = await request(`https://127.0.0.1:${port}/healthz`, { dispatcher: agent });
-            health = await res.body.json();
-            return res.statusCode === 200 && health.devices?.online === 2;
-          } catch {
-            return false;
-          }
-        }, "both devices polled under the sandbox", 30_000);
+        await until(
+          async () => {
+            if (child.exitCode !== null) throw new Error(`the daemon exited under the sandbox: ${(await done).out}`);
+            try {
+              const res = await request(`https://127.0.0.1:${port}/healthz`, { dispatcher: agent });
+              health = await res.body.json();
+              return res.statusCode === 200 && health.devices?.online === 2;
+            } catch {
+              return false;
+            }
+          },
+          "both devices polled under the sandbox",
+          30_000,
+        );
         assert.equal(health.status, "ok");
       } finally {
         if (child.exitCode === null) child.kill("SIGTERM");
@@ -156,7 +216,16 @@ test("the update gate runs under its unit's sandbox (no network, no devices, W^X
     const exec = lines("sitegate-update-check.service").find((l) => l.startsWith("ExecStart="))!;
     const words = exec.slice("ExecStart=".length).trim().split(/\s+/);
     const script = words.findIndex((w) => w.endsWith("/cli.js"));
-    const r = await finished(sandboxed("sitegate-update-check.service", [process.execPath, ...words.slice(1, script), CLI, ...words.slice(script + 1), "--root", tmp]));
+    const r = await finished(
+      sandboxed("sitegate-update-check.service", [
+        process.execPath,
+        ...words.slice(1, script),
+        CLI,
+        ...words.slice(script + 1),
+        "--root",
+        tmp,
+      ]),
+    );
     assert.equal(r.code, 0, r.out);
   });
 });

@@ -40,8 +40,23 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
 
         // An acknowledged receipt is committed before its answer, whatever the telemetry interval.
         const agent = new Agent({ connect: { rejectUnauthorized: false } });
-        const ev = { event_id: randomUUID(), start_time: new Date(Date.now() + 3_600_000).toISOString(), end_time: new Date(Date.now() + 7_200_000).toISOString(), event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false };
-        const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, { method: "POST", headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" }, body: JSON.stringify({ mode: "test", event_slots: [ev] }), dispatcher: agent });
+        const ev = {
+          event_id: randomUUID(),
+          start_time: new Date(Date.now() + 3_600_000).toISOString(),
+          end_time: new Date(Date.now() + 7_200_000).toISOString(),
+          event_type: "discharge",
+          event_quantity: 1,
+          event_unit: "kW",
+          priority: 10,
+          mandatory: false,
+          cancelled: false,
+        };
+        const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, {
+          method: "POST",
+          headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" },
+          body: JSON.stringify({ mode: "test", event_slots: [ev] }),
+          dispatcher: agent,
+        });
         assert.equal(r.statusCode, 200, await r.body.text());
         await agent.close();
 
@@ -49,7 +64,10 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
         d.child.kill("SIGKILL");
         await new Promise((res) => (d.alive() ? d.child.once("exit", res) : res(null)));
         const newest = readTelemetry(data, (db) => db.prepare("SELECT max(ts) FROM tm_snapshot").pluck().get() as number);
-        assert.ok(killedAt - newest <= COMMIT_S * 1000 + 2 * POLL_MS, `the newest stored snapshot is ${killedAt - newest} ms older than the kill`);
+        assert.ok(
+          killedAt - newest <= COMMIT_S * 1000 + 2 * POLL_MS,
+          `the newest stored snapshot is ${killedAt - newest} ms older than the kill`,
+        );
         assert.equal(dbValue<number>(data, "SELECT count(*) FROM dp_event WHERE event_id = ?", ev.event_id), 1, "the receipt survives");
       } finally {
         await d.stop();

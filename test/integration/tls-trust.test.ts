@@ -21,7 +21,10 @@ test("a partner presenting a certificate the gateway does not trust gets nothing
       try {
         for (let i = 0; i < 3; i++) rig.samples.append(snapshot(i));
         rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-tls", status: "completed" });
-        await until(() => rig.uplink.stats().data_push.failures >= 2 && rig.uplink.stats().execution.failures >= 2, "refused attempts on both lanes");
+        await until(
+          () => rig.uplink.stats().data_push.failures >= 2 && rig.uplink.stats().execution.failures >= 2,
+          "refused attempts on both lanes",
+        );
         assert.match(rig.uplink.stats().data_push.last_error ?? "", /SELF_SIGNED|self[- ]signed|certificate/i);
         assert.equal(sink.requests.length, 0, "no request reached the untrusted partner");
         assert.equal(rig.samples.stats().pending_snapshots, 3, "the snapshots wait");
@@ -43,7 +46,11 @@ test("a fleet broker presenting a certificate the gateway does not trust is neve
       try {
         const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
         // The TLS handshake fails: wait until the broker logged the refused handshake.
-        await until(() => /OpenSSL Error|protocol error|Client .* disconnected|bad certificate|unknown ca/i.test(broker.log()), "the broker sees the handshake fail", 20_000);
+        await until(
+          () => /OpenSSL Error|protocol error|Client .* disconnected|bad certificate|unknown ca/i.test(broker.log()),
+          "the broker sees the handshake fail",
+          20_000,
+        );
         assert.equal(fleet.connected, false);
         assert.equal(fleet.stats().connects, 0, "never connected");
       } finally {

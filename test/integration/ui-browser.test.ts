@@ -96,8 +96,12 @@ describe("status page in a browser", () => {
 
     await login("not-the-password");
     assert.equal(new URL(page.url()).pathname, "/ui/login");
-    assert.match(await page.textContent("#login-error") ?? "", /wrong username or password/i);
-    assert.equal((await ctx.cookies()).some((c) => c.name === "sg_session"), false, "no session after a wrong password");
+    assert.match((await page.textContent("#login-error")) ?? "", /wrong username or password/i);
+    assert.equal(
+      (await ctx.cookies()).some((c) => c.name === "sg_session"),
+      false,
+      "no session after a wrong password",
+    );
 
     await login(TEST_PASSWORD);
     assert.equal(new URL(page.url()).pathname, "/ui/");
@@ -120,13 +124,17 @@ describe("status page in a browser", () => {
     const simW = rig.simDevice("battery").power_w as number;
     // The page follows the simulator (waited for as an event; its 3 s update bound is a
     // latency, measured by the ui bench, not asserted here).
-    await page.waitForFunction((w) => Math.abs(Number(document.querySelector("#flow-battery-w")?.getAttribute("data-value")) - w) < 150, simW, { timeout: 30_000 });
-    assert.match(await page.textContent("#flow-battery-w") ?? "", /kW/);
+    await page.waitForFunction(
+      (w) => Math.abs(Number(document.querySelector("#flow-battery-w")?.getAttribute("data-value")) - w) < 150,
+      simW,
+      { timeout: 30_000 },
+    );
+    assert.match((await page.textContent("#flow-battery-w")) ?? "", /kW/);
     // load = grid + pv + battery, from one reading of the page.
     const [bat, grid, pv, load] = await Promise.all(["#flow-battery-w", "#flow-grid-w", "#flow-pv-w", "#flow-load-w"].map(shown));
     assert.ok(Math.abs(load - (grid + pv + bat)) <= 2, `load ${load} = grid ${grid} + pv ${pv} + battery ${bat}`);
     assert.ok(pv > 0, "pv produces");
-    assert.match(await page.textContent("#flow-soc") ?? "", /SoC \d/);
+    assert.match((await page.textContent("#flow-soc")) ?? "", /SoC \d/);
     mkdirSync(SCREENSHOTS, { recursive: true });
     await page.screenshot({ path: join(SCREENSHOTS, "overview-discharging-desktop.png") });
     await rig.dr({ mode: "live", event_slots: [{ ...ev, cancelled: true }] });
@@ -141,14 +149,14 @@ describe("status page in a browser", () => {
     const ids = (await page.$$eval("[data-device-id]", (els) => els.map((e) => e.getAttribute("data-device-id") ?? ""))).sort();
     assert.deepEqual(ids, syncIds);
     const battery = page.locator('[data-device-id="battery"]');
-    assert.match(await battery.textContent() ?? "", /online/);
-    assert.match(await battery.textContent() ?? "", /battery inverter \(10\)/);
+    assert.match((await battery.textContent()) ?? "", /online/);
+    assert.match((await battery.textContent()) ?? "", /battery inverter \(10\)/);
     assert.equal(await battery.locator('[data-field="last_error"]').textContent(), "none");
     assert.ok(await battery.locator('tr[data-metric="soc_pct"]').count(), "live soc_pct");
     // A click on a metric charts that metric.
     await battery.locator('tr[data-metric="soc_pct"]').click();
     await page.waitForSelector('[data-device-id="battery"] tr.selected[data-metric="soc_pct"]');
-    assert.match(await battery.locator(".chart").getAttribute("aria-label") ?? "", /soc_pct/);
+    assert.match((await battery.locator(".chart").getAttribute("aria-label")) ?? "", /soc_pct/);
     assert.ok(await battery.locator(".chart polyline").count(), "a line of 1-minute means");
   });
 
@@ -176,8 +184,12 @@ describe("status page in a browser", () => {
     await page.fill("#scan-to", "20");
     await page.fill("#scan-endpoint", "ftp://somewhere");
     await page.click("#scan-submit");
-    await page.waitForFunction(() => (document.querySelector("#commission-error")?.textContent ?? "").length > 0 && !document.querySelector("#commission-error")!.textContent!.includes("1..247"));
-    assert.match(await page.textContent("#commission-error") ?? "", /endpoint|tcp:\/\/|rtu:/i);
+    await page.waitForFunction(
+      () =>
+        (document.querySelector("#commission-error")?.textContent ?? "").length > 0 &&
+        !document.querySelector("#commission-error")!.textContent!.includes("1..247"),
+    );
+    assert.match((await page.textContent("#commission-error")) ?? "", /endpoint|tcp:\/\/|rtu:/i);
     await page.fill("#read-unit", "256");
     await page.click("#read-submit");
     await page.waitForSelector("#commission-error:has-text('unit must be a number 0..255')");
@@ -194,8 +206,20 @@ describe("status page in a browser", () => {
       await page.goto(url(p));
       await page.waitForLoadState("networkidle");
     }
-    const extra = await Promise.all([rig.gw.call("GET", "/ui/login"), rig.gw.call("GET", "/ui/nope"), rig.gw.call("GET", "/ui/api/overview"), rig.gw.call("GET", "/ui/assets/app.css")]);
-    const all = [...seen, ...extra.map((r, i) => ({ url: `extra ${i}`, status: r.status, headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)])) }))];
+    const extra = await Promise.all([
+      rig.gw.call("GET", "/ui/login"),
+      rig.gw.call("GET", "/ui/nope"),
+      rig.gw.call("GET", "/ui/api/overview"),
+      rig.gw.call("GET", "/ui/assets/app.css"),
+    ]);
+    const all = [
+      ...seen,
+      ...extra.map((r, i) => ({
+        url: `extra ${i}`,
+        status: r.status,
+        headers: Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)])),
+      })),
+    ];
     assert.ok(all.length > 20, `${all.length} responses seen`);
     for (const r of all) {
       const csp = r.headers["content-security-policy"] ?? "";
@@ -211,7 +235,10 @@ describe("status page in a browser", () => {
 
   test("screenshots of every page at desktop and phone size", async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
-    for (const [size, vp] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {
+    for (const [size, vp] of [
+      ["desktop", DESKTOP],
+      ["phone", PHONE],
+    ] as const) {
       await page.setViewportSize(vp);
       for (const p of PAGES) {
         await page.goto(url(p));
@@ -238,7 +265,11 @@ describe("status page in a browser", () => {
     assert.equal((await rig.gw.call("GET", "/ui/api/overview", { headers: old })).status, 200, "still logged in");
     await Promise.all([page.waitForNavigation(), page.click("#logout-form button")]);
     assert.equal(new URL(page.url()).pathname, "/ui/login");
-    assert.equal((await ctx.cookies()).some((c) => c.name === "sg_session" && c.value !== ""), false, "the browser dropped the cookie");
+    assert.equal(
+      (await ctx.cookies()).some((c) => c.name === "sg_session" && c.value !== ""),
+      false,
+      "the browser dropped the cookie",
+    );
     // The old cookie, replayed, is nobody now.
     assert.equal((await rig.gw.call("GET", "/ui/api/overview", { headers: old })).status, 401);
     const r = await rig.gw.call("GET", "/ui/devices", { headers: old });
@@ -260,7 +291,7 @@ describe("status page in a browser", () => {
         if (i < 5) assert.equal(last, 401, `attempt ${i + 1}`);
       }
       assert.equal(last, 429);
-      assert.match(await p2.textContent("#login-error") ?? "", /too many failed logins/i);
+      assert.match((await p2.textContent("#login-error")) ?? "", /too many failed logins/i);
       // Even the right password waits now.
       await p2.goto(url("login"));
       await p2.fill("#username", "partner");

@@ -4,7 +4,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:https";
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,7 +26,21 @@ import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { migrate, openDatabase } from "../../src/storage/db.js";
 import { testCert } from "../support/tls.js";
 import { withTmpDir } from "../support/tmp.js";
-import { CLI, currentVersion, fakeBundle, releaseEntries, signedBundle, snapshotTree, state, tarOf, update, updateAsync, withInstalled, type TarEntry, type UpdateEnv } from "../support/ota.js";
+import {
+  CLI,
+  currentVersion,
+  fakeBundle,
+  releaseEntries,
+  signedBundle,
+  snapshotTree,
+  state,
+  tarOf,
+  update,
+  updateAsync,
+  withInstalled,
+  type TarEntry,
+  type UpdateEnv,
+} from "../support/ota.js";
 
 /** The daemon's user in these tests: tests run as root, so a real chown to it shows who owns what. */
 const DAEMON_UID = 65534;
@@ -36,7 +61,11 @@ test("a signed payload with a device, FIFO, link, setuid/setgid file or an escap
       ["fifo", { name: "./dist/pipe", type: "6" }, /refused: the payload holds a FIFO/],
       ["hard link", { name: "./dist/shadow", type: "1", linkname: "/etc/shadow" }, /refused: the payload holds a hard link/],
       ["symlink", { name: "./dist/keys", type: "2", linkname: "/etc/sitegate" }, /refused: the payload holds a symbolic link/],
-      ["setuid", { name: "./dist/su", type: "0", mode: 0o4755, data: "#!/bin/sh\n" }, /refused: the payload holds a setuid or setgid file \(\.\/dist\/su\)/],
+      [
+        "setuid",
+        { name: "./dist/su", type: "0", mode: 0o4755, data: "#!/bin/sh\n" },
+        /refused: the payload holds a setuid or setgid file \(\.\/dist\/su\)/,
+      ],
       ["setgid", { name: "./dist/sg", type: "0", mode: 0o2755, data: "#!/bin/sh\n" }, /refused: the payload holds a setuid or setgid file/],
       ["dot-dot", { name: "../escaped", type: "0", data: "x" }, /refused: the payload holds the name "\.\.\/escaped"/],
       ["absolute", { name: outside, type: "0", data: "x" }, /refused: the payload holds the name/],
@@ -59,7 +88,13 @@ test("a signed payload with a device, FIFO, link, setuid/setgid file or an escap
 
 test("modes from the payload lose group and world write", async () => {
   await withInstalled(async (env, dir) => {
-    const payload = gzipSync(tarOf([...releaseEntries("0.2.0"), { name: "./dist/open.js", type: "0", mode: 0o777, data: "x" }, { name: "./shared/", type: "5", mode: 0o1777 }]));
+    const payload = gzipSync(
+      tarOf([
+        ...releaseEntries("0.2.0"),
+        { name: "./dist/open.js", type: "0", mode: 0o777, data: "x" },
+        { name: "./shared/", type: "5", mode: 0o1777 },
+      ]),
+    );
     const r = update(env, ["apply", signedBundle(payload, "0.2.0", env.keys.privateKey, join(dir, "modes.bundle"))]);
     assert.equal(r.status, 0, r.stderr);
     const rel = join(env.root, "releases", "0.2.0");
@@ -81,7 +116,13 @@ test("a release larger than the free space is refused before unpacking; one that
     assert.equal(snapshotTree(env.root), before);
     assert.deepEqual(leftovers(env), []);
     // 3 MiB of zeros in a bundle of a few KiB whose manifest says 64 KiB
-    const bomb = signedBundle(gzipSync(tarOf([...entries, { name: "./zeros", type: "0", data: Buffer.alloc(3 << 20) }])), "0.2.0", env.keys.privateKey, join(dir, "bomb.bundle"), { unpacked_size: 64 * 1024 });
+    const bomb = signedBundle(
+      gzipSync(tarOf([...entries, { name: "./zeros", type: "0", data: Buffer.alloc(3 << 20) }])),
+      "0.2.0",
+      env.keys.privateKey,
+      join(dir, "bomb.bundle"),
+      { unpacked_size: 64 * 1024 },
+    );
     assert.ok(statSync(bomb).size < 16 * 1024);
     r = update(env, ["apply", bomb]);
     assert.equal(r.status, 2, r.stdout + r.stderr);
@@ -123,7 +164,13 @@ const migrating = () => ({ ...Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.mo
 test("a symlinked update/ folder or database file in the data dir makes apply refuse, and nothing outside the data dir changes owner", async () => {
   await withInstalled(async (env, dir) => {
     const { victim, victimFile } = daemonOwned(env, dir);
-    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "b2"), migrations: migrating() });
+    const b = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "b2"),
+      migrations: migrating(),
+    });
     const before = snapshotTree(env.root);
     const owners = () => [victim, victimFile].map((p) => `${lstatSync(p).uid}:${lstatSync(p).gid}`);
     const cases: [string, string, string][] = [
@@ -166,7 +213,10 @@ test("the highest release ever installed is the floor: after a rollback an older
     const before = snapshotTree(env.root);
     r = update(env, ["apply", rc9]);
     assert.equal(r.status, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, /refused: 0\.2\.0-rc\.9 is older than 0\.2\.0-rc\.10, the highest release installed here \(--allow-downgrade installs it\)/);
+    assert.match(
+      r.stderr,
+      /refused: 0\.2\.0-rc\.9 is older than 0\.2\.0-rc\.10, the highest release installed here \(--allow-downgrade installs it\)/,
+    );
     assert.equal(snapshotTree(env.root), before);
     assert.equal(state(env).highest, "0.2.0-rc.10");
     r = update(env, ["apply", "--allow-downgrade", rc9]);
@@ -203,9 +253,18 @@ test("downloads are capped and stay on https through redirects", async () => {
       const before = snapshotTree(env.root);
       const cap = String(bytes.length - 1);
       for (const [args, message] of [
-        [["apply", `${base}/to-http`], new RegExp(`refused: ${base}/to-http redirects to http://127\\.0\\.0\\.1:${plainPort}/b; only https:// is followed`)],
-        [["apply", "--max-size", cap, `${base}/b`], new RegExp(`refused: ${base}/b is ${bytes.length} bytes, more than ${cap} \\(--max-size\\)`)],
-        [["apply", "--max-size", cap, `${base}/chunked`], new RegExp(`refused: ${base}/chunked is larger than ${cap} bytes \\(--max-size\\)`)],
+        [
+          ["apply", `${base}/to-http`],
+          new RegExp(`refused: ${base}/to-http redirects to http://127\\.0\\.0\\.1:${plainPort}/b; only https:// is followed`),
+        ],
+        [
+          ["apply", "--max-size", cap, `${base}/b`],
+          new RegExp(`refused: ${base}/b is ${bytes.length} bytes, more than ${cap} \\(--max-size\\)`),
+        ],
+        [
+          ["apply", "--max-size", cap, `${base}/chunked`],
+          new RegExp(`refused: ${base}/chunked is larger than ${cap} bytes \\(--max-size\\)`),
+        ],
         [["apply", `${base}/loop`], /refused: more than 5 redirects/],
       ] as [string[], RegExp][]) {
         const r = await run(args);

@@ -12,7 +12,25 @@ import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
-import { FakeService, withInstalled, currentVersion, fakeBundle, forgedBundle, makeKeys, serving, snapshotTree, startsOf, state, status, update, updateAsync, updateEnv, waitFor, CLI, type UpdateEnv } from "../support/ota.js";
+import {
+  FakeService,
+  withInstalled,
+  currentVersion,
+  fakeBundle,
+  forgedBundle,
+  makeKeys,
+  serving,
+  snapshotTree,
+  startsOf,
+  state,
+  status,
+  update,
+  updateAsync,
+  updateEnv,
+  waitFor,
+  CLI,
+  type UpdateEnv,
+} from "../support/ota.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { testConfigInput } from "../support/config.js";
@@ -27,12 +45,38 @@ test("bad signature, wrong arch, tampered payload and a lower version are refuse
     const before = snapshotTree(env.root);
     const stranger = makeKeys(dir, "stranger");
     const cases: [string, string, RegExp][] = [
-      ["untrusted key", await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "unsigned.bundle") }), /refused: bad signature/],
-      ["wrong arch", await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "arch.bundle"), arch: OTHER_ARCH }), new RegExp(`refused: the bundle is for linux-${OTHER_ARCH}`)],
-      ["lower version", await fakeBundle({ version: "0.0.9", mode: "healthy", key: env.keys.privateKey, out: join(dir, "old.bundle") }), /refused: 0\.0\.9 is older than the current release 0\.1\.0 \(--allow-downgrade/],
-      ["same version", await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "same.bundle") }), /refused: 0\.1\.0 is already the current release/],
+      [
+        "untrusted key",
+        await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "unsigned.bundle") }),
+        /refused: bad signature/,
+      ],
+      [
+        "wrong arch",
+        await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "arch.bundle"), arch: OTHER_ARCH }),
+        new RegExp(`refused: the bundle is for linux-${OTHER_ARCH}`),
+      ],
+      [
+        "lower version",
+        await fakeBundle({ version: "0.0.9", mode: "healthy", key: env.keys.privateKey, out: join(dir, "old.bundle") }),
+        /refused: 0\.0\.9 is older than the current release 0\.1\.0 \(--allow-downgrade/,
+      ],
+      [
+        "same version",
+        await fakeBundle({ version: "0.1.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "same.bundle") }),
+        /refused: 0\.1\.0 is already the current release/,
+      ],
       // no runtime of its own: its addons must match this node's ABI (an apt upgrade of nodejs must not be able to break it)
-      ["other Node ABI", await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "abi.bundle"), node: { version: "22.23.3", abi: "1", runtime: false } }), /refused: the bundle's native addons are for Node\.js 22\.23\.3 \(ABI 1\) and it carries no runtime; this controller runs Node\.js/],
+      [
+        "other Node ABI",
+        await fakeBundle({
+          version: "0.2.0",
+          mode: "healthy",
+          key: env.keys.privateKey,
+          out: join(dir, "abi.bundle"),
+          node: { version: "22.23.3", abi: "1", runtime: false },
+        }),
+        /refused: the bundle's native addons are for Node\.js 22\.23\.3 \(ABI 1\) and it carries no runtime; this controller runs Node\.js/,
+      ],
     ];
     // tampered: a good bundle with one payload byte flipped after signing
     const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "tampered.bundle") });
@@ -41,7 +85,12 @@ test("bad signature, wrong arch, tampered payload and a lower version are refuse
     writeFileSync(good, bytes);
     cases.push(["tampered payload", good, /refused: the payload does not match the sha256/]);
     // a bit flipped in the signed manifest fails the signature
-    const manifestHit = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "manifest.bundle") });
+    const manifestHit = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "manifest.bundle"),
+    });
     const mb = readFileSync(manifestHit);
     const at = mb.indexOf(Buffer.from('"0.2.0"'));
     mb[at + 1] = "9".charCodeAt(0);
@@ -57,7 +106,13 @@ test("bad signature, wrong arch, tampered payload and a lower version are refuse
     }
     // a manifest that promises a runtime the payload lacks is refused after unpacking (the
     // unpacked copy is removed; only the releases folder's mtime moves), current unchanged
-    const noRuntime = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "noruntime.bundle"), node: { version: "24.21.0", abi: "137", runtime: true } });
+    const noRuntime = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "noruntime.bundle"),
+      node: { version: "24.21.0", abi: "137", runtime: true },
+    });
     const nr = update(env, ["apply", noRuntime]);
     assert.equal(nr.status, 2, nr.stderr);
     assert.match(nr.stderr, /refused: the payload is not release 0\.2\.0/);
@@ -86,13 +141,16 @@ test("a release that crash-loops is rolled back after 3 starts and its database 
       const r = update(env, ["apply", b]);
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, /database backed up to .*backup-before-0\.2\.0\.db/, "new migrations: a backup first");
-      await waitFor(env, () => state(env).last?.result === "rolled back" && serving(env) === "0.1.0", "the rollback and 0.1.0 serving again");
+      await waitFor(
+        env,
+        () => state(env).last?.result === "rolled back" && serving(env) === "0.1.0",
+        "the rollback and 0.1.0 serving again",
+      );
       const s = status(env);
       assert.equal(s.current, "0.1.0");
       assert.equal(s.pending, null);
       assert.match(s.last.reason, /started 3 times/);
       assert.equal(startsOf(env, "0.2.0"), 3, svc.log.join("\n"));
-
     } finally {
       await svc.stop();
     }
@@ -141,14 +199,31 @@ test("a release that never becomes healthy is rolled back at its deadline by the
 test("a bundle swapped for unsigned code after its signature was checked is not what gets installed", async () => {
   await withInstalled(async (env, dir) => {
     // the folder the bundle is applied from is writable by someone other than root
-    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "incoming", "sitegate.bundle"), padFiles: 1 });
+    const good = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "incoming", "sitegate.bundle"),
+      padFiles: 1,
+    });
     const stranger = makeKeys(dir, "stranger");
-    const evil = await fakeBundle({ version: "0.2.0", mode: "healthy", key: stranger.privateKey, out: join(dir, "evil.bundle"), extraFiles: { EVIL: "unsigned code\n" } });
+    const evil = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: stranger.privateKey,
+      out: join(dir, "evil.bundle"),
+      extraFiles: { EVIL: "unsigned code\n" },
+    });
     const forged = forgedBundle(good, evil, join(dir, "incoming", ".forged"));
     const fifo = join(dir, "resume");
     assert.equal(spawnSync("mkfifo", [fifo]).status, 0);
     const hookFile = join(env.dataDir, "hook");
-    const run = updateAsync(env, ["apply", good], { SITEGATE_TEST_HOOKS: "1", SITEGATE_TEST_HOOK_AT: "verified", SITEGATE_TEST_HOOK_FILE: hookFile, SITEGATE_TEST_HOOK_RESUME: fifo });
+    const run = updateAsync(env, ["apply", good], {
+      SITEGATE_TEST_HOOKS: "1",
+      SITEGATE_TEST_HOOK_AT: "verified",
+      SITEGATE_TEST_HOOK_FILE: hookFile,
+      SITEGATE_TEST_HOOK_RESUME: fifo,
+    });
     await waitFor(env, () => existsSync(hookFile), "apply to have checked the signature");
     renameSync(forged, good); // the swap, while apply waits between its checks and its unpack
     writeFileSync(fifo, "go\n");
@@ -175,11 +250,26 @@ function assertStartable(env: UpdateEnv): string {
 for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
   test(`kill -9 during apply at "${point}" leaves a release that starts`, async () => {
     await withInstalled(async (env, dir) => {
-      const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "new.bundle"), padFiles: point === "unpack" ? 200 : 0 });
+      const b = await fakeBundle({
+        version: "0.2.0",
+        mode: "healthy",
+        key: env.keys.privateKey,
+        out: join(dir, "new.bundle"),
+        padFiles: point === "unpack" ? 200 : 0,
+      });
       const hookFile = join(env.dataDir, "hook");
       const child = spawn(process.execPath, [CLI, "update", "apply", b], {
         stdio: "ignore",
-        env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", SITEGATE_TEST_HOOKS: "1", SITEGATE_TEST_HOOK_AT: point, SITEGATE_TEST_HOOK_FILE: hookFile },
+        env: {
+          ...process.env,
+          SITEGATE_ROOT: env.root,
+          SITEGATE_UPDATE_KEYS: env.keys.trustDir,
+          SITEGATE_DATA_DIR: env.dataDir,
+          SITEGATE_RESTART_CMD: "",
+          SITEGATE_TEST_HOOKS: "1",
+          SITEGATE_TEST_HOOK_AT: point,
+          SITEGATE_TEST_HOOK_FILE: hookFile,
+        },
       });
       const exited = new Promise((r) => child.once("exit", r));
       await waitFor(env, () => existsSync(hookFile), `apply to reach ${point}`);
@@ -205,10 +295,15 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
         } else {
           // the interrupted install can simply be done again
           assert.equal(status(env).pending, null);
-          if (point === "pending") assert.equal(status(env).last?.result, "abandoned", "the half-made update was dropped at the next start");
+          if (point === "pending")
+            assert.equal(status(env).last?.result, "abandoned", "the half-made update was dropped at the next start");
           const r = update(env, ["apply", b]);
           assert.equal(r.status, 0, r.stderr);
-          assert.deepEqual(readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".")), [], "no half-unpacked leftovers");
+          assert.deepEqual(
+            readdirSync(join(env.root, "releases")).filter((n) => n.startsWith(".")),
+            [],
+            "no half-unpacked leftovers",
+          );
           await waitFor(env, () => serving(env) === "0.2.0", "0.2.0 serving");
         }
       } finally {
@@ -224,7 +319,11 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
     let r = spawnSync(process.execPath, [CLI, "update", "keygen", "--out", keysDir], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     const bundleFile = join(dir, "real.bundle");
-    r = spawnSync(process.execPath, [CLI, "update", "bundle", "--key", join(keysDir, "sitegate-update.key"), "--out", bundleFile, "--version", "0.2.0"], { encoding: "utf8" });
+    r = spawnSync(
+      process.execPath,
+      [CLI, "update", "bundle", "--key", join(keysDir, "sitegate-update.key"), "--out", bundleFile, "--version", "0.2.0"],
+      { encoding: "utf8" },
+    );
     assert.equal(r.status, 0, r.stderr);
     const env = updateEnv(dir, { privateKey: null as never, trustDir: keysDir });
     // the old release: a fake 0.1.0 signed with the same key
@@ -273,7 +372,14 @@ test("apply fetches a bundle over https and refuses plain http", async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string }>((res) => {
         const c = spawn(process.execPath, [CLI, "update", ...args], {
-          env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", NODE_EXTRA_CA_CERTS: cert.certFile },
+          env: {
+            ...process.env,
+            SITEGATE_ROOT: env.root,
+            SITEGATE_UPDATE_KEYS: env.keys.trustDir,
+            SITEGATE_DATA_DIR: env.dataDir,
+            SITEGATE_RESTART_CMD: "",
+            NODE_EXTRA_CA_CERTS: cert.certFile,
+          },
         });
         let out = "";
         c.stdout.on("data", (d) => (out += d));
@@ -302,8 +408,17 @@ test("the units run the current release, gate it from the previous one before ev
   const dir = join(fileURLToPath(import.meta.url), "../../../../systemd");
   const unit = readFileSync(join(dir, "sitegate.service"), "utf8").split("\n");
   const pre = unit.filter((l) => l.startsWith("ExecStartPre="));
-  assert.match(pre[0] ?? "", /^ExecStartPre=-\+\/opt\/sitegate\/previous\/node\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/, "the gate runs first, as root, from the previous release on its own runtime, never blocking the start");
-  assert.ok(unit.some((l) => /^ExecStart=\/opt\/sitegate\/current\/node\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l)), "runs the current release on its own runtime (node flags may come first)");
+  assert.match(
+    pre[0] ?? "",
+    /^ExecStartPre=-\+\/opt\/sitegate\/previous\/node\/bin\/node \/opt\/sitegate\/previous\/dist\/src\/cli\.js update check$/,
+    "the gate runs first, as root, from the previous release on its own runtime, never blocking the start",
+  );
+  assert.ok(
+    unit.some((l) =>
+      /^ExecStart=\/opt\/sitegate\/current\/node\/bin\/node (--\S+ )*\/opt\/sitegate\/current\/dist\/src\/cli\.js run /.test(l),
+    ),
+    "runs the current release on its own runtime (node flags may come first)",
+  );
   assert.match(readFileSync(join(dir, "sitegate-update-check.service"), "utf8"), /update check --timer/);
   assert.match(readFileSync(join(dir, "sitegate-update-check.timer"), "utf8"), /OnUnitActiveSec=30/);
 });
@@ -346,7 +461,10 @@ test("a release that needs a newer Node.js than this controller has is refused",
     const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "b2"), nodeMin: "999.0.0" });
     const r = update(env, ["apply", b]);
     assert.equal(r.status, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, new RegExp(`refused: the release needs Node\\.js >= 999\\.0\\.0, this controller has ${process.versions.node.replace(/\./g, "\\.")}`));
+    assert.match(
+      r.stderr,
+      new RegExp(`refused: the release needs Node\\.js >= 999\\.0\\.0, this controller has ${process.versions.node.replace(/\./g, "\\.")}`),
+    );
     assert.equal(snapshotTree(env.root), before);
   });
 });

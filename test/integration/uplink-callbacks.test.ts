@@ -18,9 +18,11 @@ import { until } from "../support/wait.js";
 import { startSink, type PartnerSink } from "../support/partner-sink.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
 
-
 /** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
-async function withRig(over: Parameters<typeof startUplink>[2], fn: (sink: PartnerSink, rig: UplinkRig, dir: string) => Promise<void>): Promise<void> {
+async function withRig(
+  over: Parameters<typeof startUplink>[2],
+  fn: (sink: PartnerSink, rig: UplinkRig, dir: string) => Promise<void>,
+): Promise<void> {
   const sink = await startSink();
   try {
     await withTmpDir(async (dir) => {
@@ -54,9 +56,11 @@ test("a partner answering 204 or 202 has the message: settled once, never sent a
 test("a redirect is followed once, to https only", async () => {
   await withRig({ rejectWindowMs: 60_000 }, async (sink, rig) => {
     sink.decide = (r) =>
-      r.path === "/old" ? { status: 308, headers: { location: `${sink.url}/new` } }
-      : r.path === "/plain" ? { status: 307, headers: { location: `http://127.0.0.1:${sink.port}/new` } }
-      : undefined;
+      r.path === "/old"
+        ? { status: 308, headers: { location: `${sink.url}/new` } }
+        : r.path === "/plain"
+          ? { status: 307, headers: { location: `http://127.0.0.1:${sink.port}/new` } }
+          : undefined;
     rig.uplink.enqueue("notice", `${sink.url}/plain`, { n: 0 });
     rig.uplink.enqueue("execution_response", `${sink.url}/old`, { event_id: "e-r" });
     await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
@@ -103,7 +107,10 @@ test("429 with Retry-After as an HTTP date waits until that date, then delivers"
     assert.equal(a.status, 429);
     assert.match(String(a.body.event_id), /e-429-date/);
     assert.equal(sink.requests.length, 2, "no attempt before the date");
-    assert.ok(b.at >= until429! - 5, `retried at ${new Date(b.at).toISOString()}, before the Retry-After date ${new Date(until429!).toISOString()}`);
+    assert.ok(
+      b.at >= until429! - 5,
+      `retried at ${new Date(b.at).toISOString()}, before the Retry-After date ${new Date(until429!).toISOString()}`,
+    );
   });
 });
 
@@ -145,7 +152,11 @@ test("a message the partner keeps rejecting (400) is dead-lettered, the lane goe
     rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-next" });
     rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-last" });
     await sink.waitFor(() => sink.accepted("/exec").length === 2, 15000, "the later messages");
-    assert.deepEqual(sink.accepted("/exec").map((r) => r.body.event_id), ["e-next", "e-last"], "in order, after the dead letter");
+    assert.deepEqual(
+      sink.accepted("/exec").map((r) => r.body.event_id),
+      ["e-next", "e-last"],
+      "in order, after the dead letter",
+    );
     assert.ok(sink.requests.filter((r) => r.body?.event_id === "e-bad").length >= 2, "retried within the window first");
     await until(() => rig.uplink.outbox.size() === 0, "the lane empty");
     assert.equal(rig.uplink.deadLetterCount(), 1);
@@ -175,7 +186,11 @@ test("a message the partner keeps rejecting (400) is dead-lettered, the lane goe
     const retried = await cli("outbox", "retry", String(dl.id), "--config", configFile);
     assert.equal(retried.code, 0, retried.stderr);
     await sink.waitFor(() => sink.accepted("/exec").some((r) => r.body.event_id === "e-bad"), 15000, "the retried dead letter");
-    assert.equal(sink.accepted("/exec").find((r) => r.body.event_id === "e-bad")!.headers["idempotency-key"], bad.idempotency_key, "same key as before");
+    assert.equal(
+      sink.accepted("/exec").find((r) => r.body.event_id === "e-bad")!.headers["idempotency-key"],
+      bad.idempotency_key,
+      "same key as before",
+    );
     await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.outbox.size() === 0, "nothing left");
   });
 });
@@ -187,7 +202,10 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
     for (let i = 0; i < 6; i++) rig.samples.append(snapshot(i));
     await until(() => rig.samples.stats().pending_snapshots === 0, "the cursor past the rejected snapshot");
     const seqs = new Set(sink.accepted().map((r) => r.body.devices[0].metrics.energy_import_wh - 100000));
-    assert.deepEqual([...seqs].sort((a, b) => a - b), [0, 1, 3, 4, 5]);
+    assert.deepEqual(
+      [...seqs].sort((a, b) => a - b),
+      [0, 1, 3, 4, 5],
+    );
     const [dead] = rig.uplink.outbox.deadLetters();
     assert.equal(dead.lane, "data_push");
     assert.equal(JSON.parse(dead.body).timestamp, new Date(snapshot(2).ts).toISOString(), "the snapshot's payload, as it was");
@@ -200,7 +218,10 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
     const r = await cli("outbox", "retry", "--all", "--config", configFile);
     assert.equal(r.code, 0, r.stderr);
     await sink.waitFor(() => sink.accepted().some((x) => x.body.devices[0].metrics.energy_import_wh === 100002), 15000, "the retried push");
-    assert.equal(sink.accepted().find((x) => x.body.devices[0].metrics.energy_import_wh === 100002)!.headers["idempotency-key"], dead.idempotency_key);
+    assert.equal(
+      sink.accepted().find((x) => x.body.devices[0].metrics.energy_import_wh === 100002)!.headers["idempotency-key"],
+      dead.idempotency_key,
+    );
   });
 });
 
@@ -219,7 +240,10 @@ test("401 holds every lane with a health warning and loses nothing; it drains on
     assert.equal(rig.uplink.outbox.size(), 1);
     assert.equal(rig.samples.stats().pending_snapshots, 5);
     const tried = sink.requests.filter((r) => r.path === "/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w as number);
-    assert.ok(tried.every((p) => p < 40), "nothing new is sent while the lane is held (the first window only)");
+    assert.ok(
+      tried.every((p) => p < 40),
+      "nothing new is sent while the lane is held (the first window only)",
+    );
     assert.ok(tried.filter((p) => p === 0).length >= 2, "the held lane probes with its oldest message");
     sink.mode = { kind: "ok" };
     await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "the backlog drained");
@@ -233,7 +257,15 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
   try {
     await withTmpDir(async (dir) => {
       sink.mode = { kind: "status", status: 403 };
-      const gw = await startGateway(dir, { partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile } });
+      const gw = await startGateway(dir, {
+        partner: {
+          headers: [],
+          execution_url: `${sink.url}/exec`,
+          data_push_url: sink.url,
+          data_push_path: "telemetry",
+          ca_file: testCert().certFile,
+        },
+      });
       try {
         const uplink = gw.daemon.part<Uplink>("uplink");
         uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
@@ -241,7 +273,16 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
         const h = (await gw.call("GET", "/healthz")).json;
         assert.equal(h.uplink.warnings[0].lane, "execution");
         assert.equal(h.uplink.warnings[0].status, 403);
-        uplink.outbox.addDeadLetter({ lane: "execution", kind: "execution_response", url: `${sink.url}/exec`, body: "{}", idempotency_key: "k-dead", created_at: new Date().toISOString(), attempts: 3, error: "HTTP 400" });
+        uplink.outbox.addDeadLetter({
+          lane: "execution",
+          kind: "execution_response",
+          url: `${sink.url}/exec`,
+          body: "{}",
+          idempotency_key: "k-dead",
+          created_at: new Date().toISOString(),
+          attempts: 3,
+          error: "HTTP 400",
+        });
         const m = (await gw.call("GET", "/metrics")).text;
         assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
         assert.match(m, /^sitegate_uplink_lane_held\{lane="execution"\} 1$/m);

@@ -26,7 +26,14 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           ...base,
           http: { ...base.http, listen: api },
           log_level: "warn",
-          partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile, timeout_ms: 1000 },
+          partner: {
+            headers: [{ name: "X-Partner-Key", value: "k" }],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+            timeout_ms: 1000,
+          },
           telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
         };
@@ -40,19 +47,33 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           await until(async () => (await count()) >= 15, "a backlog of snapshots", 20000);
           await stopDaemon(child, "SIGKILL");
           const { committed, dbg } = readTelemetry(join(dir, "data"), (db) => ({
-            committed: (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString()),
-            dbg: { cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(), rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all() },
+            committed: (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) =>
+              new Date(t).toISOString(),
+            ),
+            dbg: {
+              cursor: db.prepare("SELECT value FROM tm_state WHERE key='push_cursor'").pluck().get(),
+              rows: db.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id LIMIT 3").all(),
+            },
           }));
           const before = new Set(sink.accepted().map((r) => r.body.timestamp as string));
           await sink.accept();
           child = spawnDaemon(file);
           const received = () => new Set(sink.accepted().map((r) => r.body.timestamp as string));
-          await until(() => committed.every((ts) => received().has(ts) || before.has(ts)), "every committed snapshot at the partner", 30000).catch((e) => {
+          await until(
+            () => committed.every((ts) => received().has(ts) || before.has(ts)),
+            "every committed snapshot at the partner",
+            30000,
+          ).catch((e) => {
             const missing = committed.filter((ts) => !received().has(ts) && !before.has(ts));
-            throw new Error(`${(e as Error).message}: ${missing.length} of ${committed.length} missing, e.g. ${missing.slice(0, 3)}; sink got ${sink.requests.length} requests, last ${sink.requests.at(-1)?.body?.timestamp}; db ${JSON.stringify(dbg)}; sink statuses ${sink.requests.map((r) => r.status + ":" + r.body?.timestamp?.slice(17, 23)).join(" ")}`);
+            throw new Error(
+              `${(e as Error).message}: ${missing.length} of ${committed.length} missing, e.g. ${missing.slice(0, 3)}; sink got ${sink.requests.length} requests, last ${sink.requests.at(-1)?.body?.timestamp}; db ${JSON.stringify(dbg)}; sink statuses ${sink.requests.map((r) => r.status + ":" + r.body?.timestamp?.slice(17, 23)).join(" ")}`,
+            );
           });
           // Order: the backlog arrives oldest first, give or take the 4 pushes in flight.
-          const after = sink.accepted().map((r) => r.body.timestamp as string).filter((ts) => committed.includes(ts) && !before.has(ts));
+          const after = sink
+            .accepted()
+            .map((r) => r.body.timestamp as string)
+            .filter((ts) => committed.includes(ts) && !before.has(ts));
           const firstSeen = [...new Set(after)];
           const sorted = [...firstSeen].sort();
           firstSeen.forEach((ts, i) => assert.ok(Math.abs(sorted.indexOf(ts) - i) < 4, `${ts} arrived as number ${i}, not oldest first`));

@@ -18,8 +18,13 @@ const seqOf = (r: SinkRequest) => (r.body.devices[0].metrics.power_w as number) 
  */
 function assertAll(sink: PartnerSink, n: number): void {
   const seen = new Map<string, number>();
-  for (const r of sink.accepted("/v1/telemetry")) if (!seen.has(r.headers["idempotency-key"] as string)) seen.set(r.headers["idempotency-key"] as string, seqOf(r));
-  assert.deepEqual([...seen.values()].sort((a, b) => a - b), Array.from({ length: n }, (_, i) => i), "every snapshot once");
+  for (const r of sink.accepted("/v1/telemetry"))
+    if (!seen.has(r.headers["idempotency-key"] as string)) seen.set(r.headers["idempotency-key"] as string, seqOf(r));
+  assert.deepEqual(
+    [...seen.values()].sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => i),
+    "every snapshot once",
+  );
 }
 
 test("a data push carries the partner's headers, a stable Idempotency-Key and the snapshot as spec 2.6", async () => {
@@ -85,7 +90,11 @@ for (const outage of ["status 500", "timeout", "refused"] as const) {
           const acceptedKeys = new Set(sink.accepted().map((r) => r.headers["idempotency-key"]));
           const failed = sink.requests.filter((r) => r.status < 200 || r.status >= 300);
           if (outage !== "refused") assert.ok(failed.length >= 1, "the sink saw failed attempts");
-          for (const r of failed) assert.ok(acceptedKeys.has(r.headers["idempotency-key"]), `a failed attempt's key (status ${r.status}) is retried until accepted`);
+          for (const r of failed)
+            assert.ok(
+              acceptedKeys.has(r.headers["idempotency-key"]),
+              `a failed attempt's key (status ${r.status}) is retried until accepted`,
+            );
           // Back to live pushing.
           rig.samples.append(snapshot(25));
           await sink.waitFor(() => sink.accepted().some((r) => seqOf(r) === 25));
@@ -140,7 +149,10 @@ test("outbox messages are committed, sent with their own key, and survive a rest
       try {
         await sink.waitFor(() => sink.accepted("/exec").length === 1);
         const keys = sink.requests.map((r) => r.headers["idempotency-key"]);
-        assert.ok(keys.every((k) => k === idempotency_key), "one key across every retry and the restart");
+        assert.ok(
+          keys.every((k) => k === idempotency_key),
+          "one key across every retry and the restart",
+        );
         assert.deepEqual(sink.accepted("/exec")[0].body, { event_id: "e-1", status: "completed" });
         await until(() => rig.uplink.outbox.size() === 0, "the accepted message settled (deleted from the outbox)");
       } finally {
@@ -167,7 +179,10 @@ test("a full buffer drops the oldest unsent samples, counts them, and keeps the 
         const kept = rig.samples.pending(1000);
         assert.equal(kept.at(-1)!.devices[0].metrics.power_w, 3990, "the newest snapshot is kept");
         assert.equal(kept[0].id, kept.at(-1)!.id - kept.length + 1, "what is kept is contiguous: only the oldest went");
-        const counted = rig.storage.telemetryDb.prepare("SELECT count(*) AS n, sum(length(data)) AS b FROM tm_snapshot").get() as { n: number; b: number };
+        const counted = rig.storage.telemetryDb.prepare("SELECT count(*) AS n, sum(length(data)) AS b FROM tm_snapshot").get() as {
+          n: number;
+          b: number;
+        };
         assert.equal(st.snapshots, counted.n, "the in-memory row count matches the table");
         assert.equal(st.pending_snapshots, kept.length);
         assert.ok(st.bytes >= counted.b && st.bytes <= counted.b + 64 * counted.n, "the size estimate follows the table");

@@ -19,7 +19,12 @@ import { zigbeeConfig, zigbeeScenario } from "../support/zigbee-site.js";
 async function post(url: string, body: unknown): Promise<number> {
   const agent = new Agent({ connect: { ca: testCert().cert } });
   try {
-    const r = await request(`${url}/v1/api/gateway/site-001/dr`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", "x-api-key": TEST_API_KEY }, dispatcher: agent });
+    const r = await request(`${url}/v1/api/gateway/site-001/dr`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json", "x-api-key": TEST_API_KEY },
+      dispatcher: agent,
+    });
     await r.body.text();
     return r.statusCode;
   } finally {
@@ -37,7 +42,13 @@ test("kill -9 during a thermostat setback, restart after end_time: the setpoint 
         const z = zigbeeConfig(broker.url);
         const over = {
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
-          partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          partner: {
+            headers: [{ name: "X-Partner-Key", value: "k" }],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
           zigbee: { ...z, devices: (z.devices ?? []).filter((d) => d.device_id === "trv-1") },
         };
         const gwDir = join(dir, "gw");

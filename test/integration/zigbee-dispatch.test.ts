@@ -18,8 +18,21 @@ async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: str
       {
         config: (_site, broker) => ({
           ...(meter ? {} : { devices: [] }),
-          ...(only ? { zigbee: { ...zigbeeConfig(broker.url), devices: (zigbeeConfig(broker.url).devices ?? []).filter((d) => only.includes(d.device_id)) } } : {}),
-          partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+          ...(only
+            ? {
+                zigbee: {
+                  ...zigbeeConfig(broker.url),
+                  devices: (zigbeeConfig(broker.url).devices ?? []).filter((d) => only.includes(d.device_id)),
+                },
+              }
+            : {}),
+          partner: {
+            headers: [{ name: "X-Partner-Key", value: "k" }],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+          },
         }),
       },
       async (site, gw, _broker, dir) => {
@@ -46,7 +59,10 @@ test("a shed switches a zigbee plug off (the grid meter drops by its load), a re
     await until(() => Math.abs(gridW(rig) - 3500) < 100, `grid drops by the plug's 2 kW (is ${gridW(rig)})`);
     assert.equal(rig.simDevice("dryer-plug").state, "ON", "the first step covered the quantity: the second plug stays on");
     const writes = rig.simDevice("washer-plug").writes as Array<{ topic: string; payload: unknown }>;
-    assert.ok(writes.some((w) => w.topic === "zigbee2mqtt/washer-plug/set" && JSON.stringify(w.payload) === '{"state":"OFF"}'), JSON.stringify(writes));
+    assert.ok(
+      writes.some((w) => w.topic === "zigbee2mqtt/washer-plug/set" && JSON.stringify(w.payload) === '{"state":"OFF"}'),
+      JSON.stringify(writes),
+    );
 
     const restore = event({ event_type: "restore", event_quantity: 1.5, event_unit: "kW", priority: 20 }, 500, 5000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [restore] })).status, 200);
@@ -54,7 +70,11 @@ test("a shed switches a zigbee plug off (the grid meter drops by its load), a re
     const sb = await rig.waitResponse(shed.event_id);
     // Ended early by the restore: measured at the meter over its short window, so the
     // status follows the delivered mean (the time before the first reading counts as nothing).
-    assert.deepEqual(sb.details.devices.map((d: any) => [d.device_id, d.status]), [["plug-1", "completed"]], JSON.stringify(sb));
+    assert.deepEqual(
+      sb.details.devices.map((d: any) => [d.device_id, d.status]),
+      [["plug-1", "completed"]],
+      JSON.stringify(sb),
+    );
     assert.equal(sb.details.measured, true);
     assert.match(sb.details.ended_by, /restore/);
     const q = sb.details.delivered_quantity;
@@ -62,7 +82,11 @@ test("a shed switches a zigbee plug off (the grid meter drops by its load), a re
     assert.equal(sb.status, q >= 0.95 * 1.5 ? "completed" : "partial", JSON.stringify(sb));
     const rb = await rig.waitResponse(restore.event_id);
     assert.equal(rb.status, "completed", JSON.stringify(rb));
-    assert.deepEqual(rb.details.devices.map((d: any) => [d.device_id, d.status]), [["plug-1", "completed"]], JSON.stringify(rb));
+    assert.deepEqual(
+      rb.details.devices.map((d: any) => [d.device_id, d.status]),
+      [["plug-1", "completed"]],
+      JSON.stringify(rb),
+    );
   });
 });
 
@@ -91,33 +115,44 @@ test("a plug that ignores its command is failed for that device and the shed par
 });
 
 test("a shed sets a thermostat back by setback_c (reported with its assumed rated power, measured: false) and its setpoint is put back at the end", async () => {
-  await withZigbeeRig(async (rig) => {
-    assert.equal(rig.simDevice("living-trv").setpoint_c, 21);
-    const shed = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 20 }, 1000, 5000);
-    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
-    await until(() => rig.simDevice("living-trv").setpoint_c === 19, "setpoint lowered by 2 °C");
-    const body = await rig.waitResponse(shed.event_id);
-    assert.equal(body.details.measured, false, JSON.stringify(body));
-    assert.deepEqual(body.details.devices.map((d: any) => [d.device_id, d.status, d.requested_w]), [["trv-1", "completed", 1000]], JSON.stringify(body));
-    // Its rated 1.5 kW over the part of the window it was set back (coverage).
-    const dw = body.details.devices[0].delivered_w;
-    assert.ok(dw <= 1500 && Math.abs(dw - 1500 * body.details.coverage) <= 20, JSON.stringify(body));
-    assert.equal(body.status, "completed", JSON.stringify(body));
-    await until(() => rig.simDevice("living-trv").setpoint_c === 21, "setpoint put back to 21 °C");
-  }, ["trv-1"]);
+  await withZigbeeRig(
+    async (rig) => {
+      assert.equal(rig.simDevice("living-trv").setpoint_c, 21);
+      const shed = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 20 }, 1000, 5000);
+      assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+      await until(() => rig.simDevice("living-trv").setpoint_c === 19, "setpoint lowered by 2 °C");
+      const body = await rig.waitResponse(shed.event_id);
+      assert.equal(body.details.measured, false, JSON.stringify(body));
+      assert.deepEqual(
+        body.details.devices.map((d: any) => [d.device_id, d.status, d.requested_w]),
+        [["trv-1", "completed", 1000]],
+        JSON.stringify(body),
+      );
+      // Its rated 1.5 kW over the part of the window it was set back (coverage).
+      const dw = body.details.devices[0].delivered_w;
+      assert.ok(dw <= 1500 && Math.abs(dw - 1500 * body.details.coverage) <= 20, JSON.stringify(body));
+      assert.equal(body.status, "completed", JSON.stringify(body));
+      await until(() => rig.simDevice("living-trv").setpoint_c === 21, "setpoint put back to 21 °C");
+    },
+    ["trv-1"],
+  );
 });
 
 test("without a grid meter a metered plug's shed is measured by its own power (measured: true)", async () => {
-  await withZigbeeRig(async (rig) => {
-    const shed = event({ event_type: "shed", event_quantity: 1.5, event_unit: "kW", priority: 20 }, 1000, 4000);
-    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
-    await until(() => rig.simDevice("washer-plug").state === "OFF", "washer-plug switched off");
-    const body = await rig.waitResponse(shed.event_id);
-    assert.equal(body.details.measured, true, JSON.stringify(body));
-    const d = body.details.devices.find((x: any) => x.device_id === "plug-1");
-    assert.equal(d.status, "completed", JSON.stringify(body));
-    // Its own 2 kW drop over the part of the window it was off.
-    assert.ok(d.delivered_w <= 2000 + 20 && Math.abs(d.delivered_w - 2000 * body.details.coverage) <= 60, JSON.stringify(body));
-    await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug back on after the event");
-  }, ["plug-1"], false);
+  await withZigbeeRig(
+    async (rig) => {
+      const shed = event({ event_type: "shed", event_quantity: 1.5, event_unit: "kW", priority: 20 }, 1000, 4000);
+      assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+      await until(() => rig.simDevice("washer-plug").state === "OFF", "washer-plug switched off");
+      const body = await rig.waitResponse(shed.event_id);
+      assert.equal(body.details.measured, true, JSON.stringify(body));
+      const d = body.details.devices.find((x: any) => x.device_id === "plug-1");
+      assert.equal(d.status, "completed", JSON.stringify(body));
+      // Its own 2 kW drop over the part of the window it was off.
+      assert.ok(d.delivered_w <= 2000 + 20 && Math.abs(d.delivered_w - 2000 * body.details.coverage) <= 60, JSON.stringify(body));
+      await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug back on after the event");
+    },
+    ["plug-1"],
+    false,
+  );
 });

@@ -121,13 +121,28 @@ function main(): void {
   }
   const pct = (hit: number, all: number) => (all === 0 ? 100 : (100 * hit) / all);
   const rows = [...folders].sort(([a], [b]) => (a < b ? -1 : 1));
-  const total = rows.reduce((t, [, a]) => ({ files: t.files + a.files, lines: t.lines + a.lines, linesHit: t.linesHit + a.linesHit, branches: t.branches + a.branches, branchesHit: t.branchesHit + a.branchesHit }), { files: 0, lines: 0, linesHit: 0, branches: 0, branchesHit: 0 });
+  const total = rows.reduce(
+    (t, [, a]) => ({
+      files: t.files + a.files,
+      lines: t.lines + a.lines,
+      linesHit: t.linesHit + a.linesHit,
+      branches: t.branches + a.branches,
+      branchesHit: t.branchesHit + a.branchesHit,
+    }),
+    { files: 0, lines: 0, linesHit: 0, branches: 0, branchesHit: 0 },
+  );
   const fmt = (name: string, a: typeof total, floor?: { line: number; branch: number }) =>
     `${name.padEnd(16)} ${String(a.files).padStart(5)} ${`${a.linesHit}/${a.lines}`.padStart(11)} ${pct(a.linesHit, a.lines).toFixed(1).padStart(6)} % ${`${a.branchesHit}/${a.branches}`.padStart(11)} ${pct(a.branchesHit, a.branches).toFixed(1).padStart(6)} %${floor ? `   floor ${floor.line} % / ${floor.branch} %` : ""}`;
   const out = [
     `coverage of dist/src from ${processes} processes (lines and V8 block branches of the compiled JavaScript)`,
     `${"folder".padEnd(16)} ${"files".padStart(5)} ${"lines".padStart(11)} ${"line".padStart(6)}   ${"branches".padStart(11)} ${"branch".padStart(6)}`,
-    ...rows.map(([name, a]) => fmt(name, a, floors.find((f) => f.folder === name))),
+    ...rows.map(([name, a]) =>
+      fmt(
+        name,
+        a,
+        floors.find((f) => f.folder === name),
+      ),
+    ),
     fmt("all", total),
   ];
   process.stdout.write(out.join("\n") + "\n");

@@ -22,7 +22,11 @@ export interface DaemonProcess {
   stop(): Promise<void>;
 }
 
-export async function spawnDaemon(dir: string, over: Partial<ConfigInput> = {}, opts: { configMode?: number; nodeArgs?: string[] } = {}): Promise<DaemonProcess> {
+export async function spawnDaemon(
+  dir: string,
+  over: Partial<ConfigInput> = {},
+  opts: { configMode?: number; nodeArgs?: string[] } = {},
+): Promise<DaemonProcess> {
   const cfg = { ...testConfigInput(join(dir, "data")), log_level: "info", ...over };
   const configFile = join(dir, "config.yaml");
   writeFileSync(configFile, stringify(cfg));

@@ -27,7 +27,14 @@ export function readTelemetry<T>(dataDir: string, fn: (db: ReadDb) => T): T {
 
 /** One value of a query (the first column of the first row). */
 export function dbValue<T = number>(file: string, sql: string, ...params: unknown[]): T {
-  return readDb(file, (db) => db.prepare(sql).pluck().get(...params) as T);
+  return readDb(
+    file,
+    (db) =>
+      db
+        .prepare(sql)
+        .pluck()
+        .get(...params) as T,
+  );
 }
 
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });

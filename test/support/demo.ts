@@ -20,7 +20,11 @@ const API_KEY = "demo-api-key";
 const ORG = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f";
 
 function start(name: string, args: string[], onLine: (line: string) => void): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LOG_FORMAT: "json" } });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LOG_FORMAT: "json" },
+  });
   let buf = "";
   const feed = (d: Buffer) => {
     buf += d.toString();
@@ -51,10 +55,16 @@ function logLine(name: string, pick: (o: Record<string, unknown>) => string | nu
 async function main(): Promise<void> {
   mkdirSync(varDir, { recursive: true });
   const cert = testCert();
-  const sim = start("sim", [join(dist, "hw-sim/cli.js"), "--scenario", join(root, "hw-sim/scenarios/demo-site.yaml")],
-    logLine("sim", (o) => (Number(o.level) >= 30 ? String(o.msg) : null)));
-  const sink = start("sink", [join(dist, "test/support/partner-sink.js"), "--port", String(SINK_PORT), "--cert", cert.certFile, "--key", cert.keyFile],
-    (line) => process.stdout.write(`[partner] ${line}\n`));
+  const sim = start(
+    "sim",
+    [join(dist, "hw-sim/cli.js"), "--scenario", join(root, "hw-sim/scenarios/demo-site.yaml")],
+    logLine("sim", (o) => (Number(o.level) >= 30 ? String(o.msg) : null)),
+  );
+  const sink = start(
+    "sink",
+    [join(dist, "test/support/partner-sink.js"), "--port", String(SINK_PORT), "--cert", cert.certFile, "--key", cert.keyFile],
+    (line) => process.stdout.write(`[partner] ${line}\n`),
+  );
   await new Promise((r) => setTimeout(r, 1500)); // the simulator makes its pty pair
 
   const tcp = { device_type: "modbus", mb_type: 2, mb_ip: "127.0.0.1", mb_port: 15020 } as const;
@@ -83,7 +93,14 @@ async function main(): Promise<void> {
     rtu_ports: { "1": join(root, "var/ttyGW") },
     telemetry: { poll_interval_ms: 1000, retention_max_mb: 64 },
     devices: [
-      { ...tcp, device_id: "battery", device_name: "Battery inverter", device_integration: `${ORG}/sunspec`, mb_device_type: 3, mb_slave_id: 1 },
+      {
+        ...tcp,
+        device_id: "battery",
+        device_name: "Battery inverter",
+        device_integration: `${ORG}/sunspec`,
+        mb_device_type: 3,
+        mb_slave_id: 1,
+      },
       { ...tcp, device_id: "pv", device_name: "PV inverter", device_integration: `${ORG}/sunspec`, mb_device_type: 2, mb_slave_id: 2 },
       { ...tcp, device_id: "grid", device_name: "Grid meter", device_integration: `${ORG}/sunspec`, mb_device_type: 1, mb_slave_id: 3 },
       { ...rtu, device_id: "sdm", device_name: "SDM630 meter", device_integration: `${ORG}/sdm630`, mb_device_type: 1, mb_slave_id: 10 },
@@ -93,8 +110,11 @@ async function main(): Promise<void> {
   };
   const configFile = join(varDir, "config.yaml");
   writeFileSync(configFile, stringify(config));
-  const gw = start("gateway", [join(dist, "src/cli.js"), "run", "--config", configFile],
-    logLine("gateway", (o) => (Number(o.level) >= 30 ? `${String(o.msg)}${o.device_id ? ` (${String(o.device_id)})` : ""}` : null)));
+  const gw = start(
+    "gateway",
+    [join(dist, "src/cli.js"), "run", "--config", configFile],
+    logLine("gateway", (o) => (Number(o.level) >= 30 ? `${String(o.msg)}${o.device_id ? ` (${String(o.device_id)})` : ""}` : null)),
+  );
 
   process.stdout.write(
     [
@@ -126,9 +146,21 @@ function commitIntervalTable(): string[] {
   const at = doc.findIndex((l) => l.includes("<!-- commit-interval-table -->"));
   const rows: string[] = [];
   for (let i = at + 1; at >= 0 && i < doc.length && doc[i].startsWith("|"); i++) if (!/^\|[-| ]+\|$/.test(doc[i])) rows.push(doc[i]);
-  const cells = rows.map((r) => r.slice(1, -1).split("|").map((c) => c.trim().replace(/`/g, "")));
+  const cells = rows.map((r) =>
+    r
+      .slice(1, -1)
+      .split("|")
+      .map((c) => c.trim().replace(/`/g, "")),
+  );
   const widths = cells[0]?.map((_, c) => Math.max(...cells.map((r) => r[c]?.length ?? 0))) ?? [];
-  return cells.map((r) => "  " + r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+  return cells.map(
+    (r) =>
+      "  " +
+      r
+        .map((c, i) => c.padEnd(widths[i]))
+        .join("  ")
+        .trimEnd(),
+  );
 }
 
 main().catch((e) => {

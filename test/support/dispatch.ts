@@ -36,7 +36,14 @@ export function siteScenario(extra: RigOptions = {}): ScenarioInput {
         kind: "tcp",
         listen: "127.0.0.1:0",
         devices: [
-          ...batteries.map((b, i) => ({ unit: 1 + i, model: "sunspec-storage" as const, name: b.name, max_power_w: b.max_power_w, capacity_wh: b.capacity_wh ?? 20000, soc_pct: b.soc_pct ?? 50 })),
+          ...batteries.map((b, i) => ({
+            unit: 1 + i,
+            model: "sunspec-storage" as const,
+            name: b.name,
+            max_power_w: b.max_power_w,
+            capacity_wh: b.capacity_wh ?? 20000,
+            soc_pct: b.soc_pct ?? 50,
+          })),
           ...(extra.pv === false ? [] : [{ unit: 10, model: "sunspec-pv" as const, name: "pv", max_power_w: 6000 }]),
           ...(extra.meter === false ? [] : [{ unit: 11, model: "sunspec-meter" as const, name: "grid" }]),
           { unit: 12, model: "relay" as const, name: "relay", coils: 4, load_per_coil_w: 400 },
@@ -76,7 +83,13 @@ export { startSink };
 
 export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[], opts: RigOptions = {}): Partial<ConfigInput> {
   return {
-    partner: { headers: [{ name: "X-Partner-Key", value: "k" }], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+    partner: {
+      headers: [{ name: "X-Partner-Key", value: "k" }],
+      execution_url: `${sink.url}/exec`,
+      data_push_url: sink.url,
+      data_push_path: "telemetry",
+      ca_file: testCert().certFile,
+    },
     telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: 1 },
     devices: siteDevices(site.tcpPorts[0], batteries, opts) as ConfigInput["devices"],
   };
@@ -85,7 +98,10 @@ export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string
 export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: string): DispatchRig {
   const responses = () => sink.accepted("/exec").map((r) => ({ body: r.body as any, headers: r.headers as Record<string, unknown> }));
   return {
-    site, gw, sink, dir,
+    site,
+    gw,
+    sink,
+    dir,
     async dr(body, headers = {}) {
       const r = await gw.call("POST", "/v1/api/gateway/site-001/dr", { body, headers: { ...gw.apiKeyHeaders, ...headers } });
       return { status: r.status, json: r.json };
@@ -101,15 +117,22 @@ export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: st
 
 /** Execution responses the partner has not accepted yet (the uplink's view of the delivery log). */
 export function executionResponses(rig: DispatchRig): OutboxMessage[] {
-  return rig.gw.daemon.part<Uplink>("uplink").outbox.pending().filter((m) => m.kind === "execution_response");
+  return rig.gw.daemon
+    .part<Uplink>("uplink")
+    .outbox.pending()
+    .filter((m) => m.kind === "execution_response");
 }
 
 /** Waits until device sync lists `n` devices (pairing of the config's devices is done). */
 export async function waitPaired(gw: Gateway, n: number): Promise<void> {
-  await until(async () => {
-    const r = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-    return r.status === 200 && r.json.devices.length >= n;
-  }, `${n} devices paired`, 45_000);
+  await until(
+    async () => {
+      const r = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      return r.status === 200 && r.json.devices.length >= n;
+    },
+    `${n} devices paired`,
+    45_000,
+  );
 }
 
 export async function withDispatchRig(opts: RigOptions, fn: (rig: DispatchRig) => Promise<void>): Promise<void> {
@@ -166,9 +189,13 @@ export function assertMeasuredDelivery(body: any, requested: number, tol = 0.03)
   const show = JSON.stringify(body);
   assert.equal(d.measured, true, show);
   assert.ok(d.coverage >= 0.75 && d.coverage <= 1, `coverage ${d.coverage}: ${show}`);
-  assert.ok(Math.abs(d.delivered_quantity - requested * d.coverage) <= tol * requested, `delivered ${d.delivered_quantity} of ${requested} at coverage ${d.coverage}: ${show}`);
+  assert.ok(
+    Math.abs(d.delivered_quantity - requested * d.coverage) <= tol * requested,
+    `delivered ${d.delivered_quantity} of ${requested} at coverage ${d.coverage}: ${show}`,
+  );
   assert.equal(body.status, ruleStatus(d.delivered_quantity, requested), show);
-  for (const dev of d.devices) if (dev.status !== "skipped") assert.equal(dev.status, ruleStatus(dev.delivered_w, dev.requested_w), `${dev.device_id}: ${show}`);
+  for (const dev of d.devices)
+    if (dev.status !== "skipped") assert.equal(dev.status, ruleStatus(dev.delivered_w, dev.requested_w), `${dev.device_id}: ${show}`);
 }
 
 function ruleStatus(delivered: number, requested: number): "completed" | "partial" | "failed" {

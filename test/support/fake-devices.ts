@@ -77,7 +77,8 @@ export class FakeDevices implements DeviceControl {
     const d = this.dev(id);
     const h = (address: number, words: number[]): RawWrite => ({ table: "holding", address, words, coils: [] });
     if (d.role === "battery" && action in MODES) return [h(100, [MODES[action], params.pct ?? 0])];
-    if (d.role === "switch" && (action === "shed" || action === "restore" || action === "release")) return [{ table: "coil", address: 0, words: [], coils: new Array(4).fill(action !== "shed") }];
+    if (d.role === "switch" && (action === "shed" || action === "restore" || action === "release"))
+      return [{ table: "coil", address: 0, words: [], coils: new Array(4).fill(action !== "shed") }];
     if (d.role === "pv" && action === "curtail") return [h(200, [1, params.pct ?? 0])];
     if (d.role === "pv" && action === "shed") return [h(210, [0])];
     if (d.role === "pv" && action === "release") return [h(200, [0]), h(210, [1])];
@@ -103,9 +104,15 @@ export class FakeDevices implements DeviceControl {
       w.words.forEach((v, i) => m.set(`holding:${w.address + i}`, v));
       if (d.role === "battery" && w.address === 100) {
         const action = MODE_NAMES[w.words[0]] ?? "release";
-        this.writes.push(action === "release" ? { at: this.clock.now(), id, action } : { at: this.clock.now(), id, action, pct: w.words[1] });
+        this.writes.push(
+          action === "release" ? { at: this.clock.now(), id, action } : { at: this.clock.now(), id, action, pct: w.words[1] },
+        );
       } else if (d.role === "pv" && w.address === 200) {
-        this.writes.push(w.words[0] === 1 ? { at: this.clock.now(), id, action: "curtail", pct: w.words[1] } : { at: this.clock.now(), id, action: "release" });
+        this.writes.push(
+          w.words[0] === 1
+            ? { at: this.clock.now(), id, action: "curtail", pct: w.words[1] }
+            : { at: this.clock.now(), id, action: "release" },
+        );
       } else this.writes.push({ at: this.clock.now(), id, action: `holding:${w.address}=${w.words.join(",")}` });
     }
   }
@@ -133,15 +140,40 @@ export class FakeDevices implements DeviceControl {
 }
 
 export function battery(id: string, max: number, soc = 50): DispatchDevice {
-  return { device_id: id, role: "battery", capabilities: ["telemetry", "charge", "discharge"], max_power_w: max, fully_configured: true, online: true, metrics: { soc_pct: soc, power_w: 0 } };
+  return {
+    device_id: id,
+    role: "battery",
+    capabilities: ["telemetry", "charge", "discharge"],
+    max_power_w: max,
+    fully_configured: true,
+    online: true,
+    metrics: { soc_pct: soc, power_w: 0 },
+  };
 }
 
 export function relay(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
-  return { device_id: id, role: "switch", capabilities: ["telemetry", "shed", "restore"], fully_configured: true, online: true, metrics: {}, coils_on: 15, ...extra };
+  return {
+    device_id: id,
+    role: "switch",
+    capabilities: ["telemetry", "shed", "restore"],
+    fully_configured: true,
+    online: true,
+    metrics: {},
+    coils_on: 15,
+    ...extra,
+  };
 }
 
 export function pv(id: string, max: number, power: number): DispatchDevice {
-  return { device_id: id, role: "pv", capabilities: ["telemetry", "curtail", "shed", "restore"], max_power_w: max, fully_configured: true, online: true, metrics: { power_w: power } };
+  return {
+    device_id: id,
+    role: "pv",
+    capabilities: ["telemetry", "curtail", "shed", "restore"],
+    max_power_w: max,
+    fully_configured: true,
+    online: true,
+    metrics: { power_w: power },
+  };
 }
 
 export function meter(id: string, power: number): DispatchDevice {

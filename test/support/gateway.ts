@@ -11,7 +11,11 @@ import { testCert } from "./tls.js";
 export interface Gateway {
   daemon: Daemon;
   url: string;
-  call(method: string, path: string, opts?: { body?: unknown; form?: Record<string, string>; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: any; text: string }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; form?: Record<string, string>; headers?: Record<string, string>; raw?: string },
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: any; text: string }>;
   token(): Promise<string>;
   apiKeyHeaders: Record<string, string>;
   stop(): Promise<void>;
@@ -56,7 +60,9 @@ export async function startGateway(dataDir: string, over: Partial<ConfigInput> =
     call,
     apiKeyHeaders: { "x-api-key": TEST_API_KEY },
     async token() {
-      const r = await call("POST", "/connect/token", { form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD } });
+      const r = await call("POST", "/connect/token", {
+        form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD },
+      });
       if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
       return r.json.access_token as string;
     },
@@ -64,15 +70,38 @@ export async function startGateway(dataDir: string, over: Partial<ConfigInput> =
   };
 }
 
-export const configurePath = (org = TEST_ORG, site = "site-001") => `/gateway/admin/device/configure?organizationId=${org}&moleculeId=${site}`;
+export const configurePath = (org = TEST_ORG, site = "site-001") =>
+  `/gateway/admin/device/configure?organizationId=${org}&moleculeId=${site}`;
 
 /** A configure-request device on the simulator's TCP port. */
 export function tcpDevice(id: string, port: number, unit: number, integration = "sunspec", extra: Record<string, unknown> = {}) {
-  return { device_id: id, device_type: "modbus", device_name: id, device_integration: `${TEST_ORG}/${integration}`, mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: port, mb_slave_id: unit, ...extra };
+  return {
+    device_id: id,
+    device_type: "modbus",
+    device_name: id,
+    device_integration: `${TEST_ORG}/${integration}`,
+    mb_type: 2,
+    mb_device_type: 99,
+    mb_ip: "127.0.0.1",
+    mb_port: port,
+    mb_slave_id: unit,
+    ...extra,
+  };
 }
 
 export function rtuDevice(id: string, unit: number, integration: string, extra: Record<string, unknown> = {}) {
-  return { device_id: id, device_type: "modbus", device_name: id, device_integration: `${TEST_ORG}/${integration}`, mb_type: 1, mb_device_type: 99, mb_slave_id: unit, mb_baud: 9600, mb_rtu_no: 1, ...extra };
+  return {
+    device_id: id,
+    device_type: "modbus",
+    device_name: id,
+    device_integration: `${TEST_ORG}/${integration}`,
+    mb_type: 1,
+    mb_device_type: 99,
+    mb_slave_id: unit,
+    mb_baud: 9600,
+    mb_rtu_no: 1,
+    ...extra,
+  };
 }
 
 /**

@@ -51,10 +51,14 @@ export async function startLocalBroker(dir: string, opts: { users?: Record<strin
     await gone;
   };
   try {
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`mosquitto exited ${child.exitCode}: ${log}`);
-      return canConnect(port);
-    }, "mosquitto listening", 10_000);
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`mosquitto exited ${child.exitCode}: ${log}`);
+        return canConnect(port);
+      },
+      "mosquitto listening",
+      10_000,
+    );
   } catch (e) {
     await stop();
     throw e;
@@ -104,7 +108,12 @@ export class Recorder {
   }
 
   static async connect(url: string, topics: string[], over: IClientOptions = {}): Promise<Recorder> {
-    const client = await connectAsync(url, { reconnectPeriod: 200, connectTimeout: 5000, clientId: `test-${Math.random().toString(16).slice(2, 10)}`, ...over });
+    const client = await connectAsync(url, {
+      reconnectPeriod: 200,
+      connectTimeout: 5000,
+      clientId: `test-${Math.random().toString(16).slice(2, 10)}`,
+      ...over,
+    });
     const r = new Recorder(client);
     await client.subscribeAsync(topics, { qos: 1 });
     return r;
@@ -131,7 +140,16 @@ export class Recorder {
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`no message on ${topic} matching within ${timeoutMs} ms; got on it: ${JSON.stringify(this.got.filter((m) => m.topic === topic).map((m) => m.text).slice(-5))}`));
+        reject(
+          new Error(
+            `no message on ${topic} matching within ${timeoutMs} ms; got on it: ${JSON.stringify(
+              this.got
+                .filter((m) => m.topic === topic)
+                .map((m) => m.text)
+                .slice(-5),
+            )}`,
+          ),
+        );
       }, timeoutMs);
       const w = () => void check();
       const cleanup = () => {

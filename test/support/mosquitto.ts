@@ -40,7 +40,10 @@ export function fleetAcl(prefix = "sitegate"): string {
   ].join("\n");
 }
 
-export async function startBroker(dir: string, opts: { users?: Record<string, string>; tls?: boolean; cert?: { certFile: string; keyFile: string } } = {}): Promise<Broker> {
+export async function startBroker(
+  dir: string,
+  opts: { users?: Record<string, string>; tls?: boolean; cert?: { certFile: string; keyFile: string } } = {},
+): Promise<Broker> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const tls = opts.tls ?? true;
@@ -89,10 +92,14 @@ export async function startBroker(dir: string, opts: { users?: Record<string, st
         if (log.length > 100_000) log = log.slice(-50_000);
       });
       const exited = new Promise<number | null>((r) => c.once("exit", (code) => r(code)));
-      await until(async () => {
-        if (c.exitCode !== null) throw new Error(`mosquitto exited ${c.exitCode}: ${log}`);
-        return canConnect(port);
-      }, "mosquitto listening", 10_000);
+      await until(
+        async () => {
+          if (c.exitCode !== null) throw new Error(`mosquitto exited ${c.exitCode}: ${log}`);
+          return canConnect(port);
+        },
+        "mosquitto listening",
+        10_000,
+      );
       void exited;
     },
     async stop() {
@@ -163,13 +170,26 @@ export function record(client: MqttClient): Received[] {
       json = null;
     }
     const up = packet.properties?.userProperties?.["idempotency-key"];
-    got.push({ topic, payload: payload.toString(), json, retain: packet.retain, key: Array.isArray(up) ? up[0] : up, props: packet.properties });
+    got.push({
+      topic,
+      payload: payload.toString(),
+      json,
+      retain: packet.retain,
+      key: Array.isArray(up) ? up[0] : up,
+      props: packet.properties,
+    });
   });
   return got;
 }
 
 /** Sends a command and waits for its answer on a reply topic, matched by correlation data. */
-export async function command(client: MqttClient, site: string, name: string, payload: string | Buffer | object | undefined, timeoutMs = 20_000): Promise<{ json: any; props: IPublishPacket["properties"] }> {
+export async function command(
+  client: MqttClient,
+  site: string,
+  name: string,
+  payload: string | Buffer | object | undefined,
+  timeoutMs = 20_000,
+): Promise<{ json: any; props: IPublishPacket["properties"] }> {
   const replyTopic = `sitegate/${site}/reply/${client.options.clientId}`;
   const corr = Buffer.from(Math.random().toString(16).slice(2));
   await client.subscribeAsync(replyTopic, { qos: 1 });
@@ -192,5 +212,12 @@ export async function command(client: MqttClient, site: string, name: string, pa
 
 /** The fleet config block for a gateway (user site-001) on this broker. */
 export function fleetConfig(broker: Broker) {
-  return { url: broker.url, ca_file: testCert().certFile, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 10 };
+  return {
+    url: broker.url,
+    ca_file: testCert().certFile,
+    username: "site-001",
+    password: GATEWAY_PASSWORD,
+    topic_prefix: "sitegate",
+    keepalive_s: 10,
+  };
 }

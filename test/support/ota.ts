@@ -5,7 +5,19 @@
 // (Restart=always).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash, generateKeyPairSync, randomBytes, type KeyObject } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  watch,
+  writeFileSync,
+  type FSWatcher,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,7 +49,13 @@ export type FakeMode = "healthy" | "crash" | "hang";
  * health marker and runs, exits 1 (after changing the database when FAKE_SQLITE is set), or
  * runs without ever becoming healthy.
  */
-export function stageFakeRelease(dir: string, version: string, mode: FakeMode, padFiles = 0, extraFiles: Record<string, string> = {}): void {
+export function stageFakeRelease(
+  dir: string,
+  version: string,
+  mode: FakeMode,
+  padFiles = 0,
+  extraFiles: Record<string, string> = {},
+): void {
   mkdirSync(join(dir, "dist", "src"), { recursive: true });
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "sitegate", version, type: "module" }));
   writeFileSync(
@@ -95,7 +113,16 @@ export async function fakeBundle(o: FakeBundleOptions): Promise<string> {
   const stage = mkdtempSync(join(tmpdir(), "sitegate-fake-"));
   try {
     stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0, o.extraFiles);
-    await packBundle({ stageDir: stage, version: o.version, arch: o.arch ?? process.arch, nodeMin: o.nodeMin ?? "20.0.0", node: o.node, migrations: o.migrations ?? {}, privateKey: o.key, out: o.out });
+    await packBundle({
+      stageDir: stage,
+      version: o.version,
+      arch: o.arch ?? process.arch,
+      nodeMin: o.nodeMin ?? "20.0.0",
+      node: o.node,
+      migrations: o.migrations ?? {},
+      privateKey: o.key,
+      out: o.out,
+    });
     return o.out;
   } finally {
     rmSync(stage, { recursive: true, force: true });
@@ -113,14 +140,26 @@ export interface UpdateEnv {
 export function updateEnv(dir: string, keys: Keys): UpdateEnv {
   const dataDir = join(dir, "data");
   mkdirSync(dataDir, { recursive: true });
-  return { root: join(dir, "root"), dataDir, keys, restartCmd: `kill -TERM "$(cat '${join(dataDir, "service.pid")}' 2>/dev/null)" 2>/dev/null; true` };
+  return {
+    root: join(dir, "root"),
+    dataDir,
+    keys,
+    restartCmd: `kill -TERM "$(cat '${join(dataDir, "service.pid")}' 2>/dev/null)" 2>/dev/null; true`,
+  };
 }
 
 /** Runs `sitegate update <args>` against the env's root and data dir. */
 export function update(env: UpdateEnv, args: string[], extraEnv: Record<string, string> = {}) {
   return spawnSync(process.execPath, [CLI, "update", ...args], {
     encoding: "utf8",
-    env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: env.restartCmd, ...extraEnv },
+    env: {
+      ...process.env,
+      SITEGATE_ROOT: env.root,
+      SITEGATE_UPDATE_KEYS: env.keys.trustDir,
+      SITEGATE_DATA_DIR: env.dataDir,
+      SITEGATE_RESTART_CMD: env.restartCmd,
+      ...extraEnv,
+    },
   });
 }
 
@@ -194,7 +233,9 @@ export function serving(env: UpdateEnv): string | null {
 
 export function startsOf(env: UpdateEnv, version: string): number {
   try {
-    return readFileSync(join(env.dataDir, "starts.log"), "utf8").split("\n").filter((l) => l === version).length;
+    return readFileSync(join(env.dataDir, "starts.log"), "utf8")
+      .split("\n")
+      .filter((l) => l === version).length;
   } catch {
     return 0;
   }
@@ -238,10 +279,21 @@ export function forgedBundle(good: string, evil: string, out: string): string {
 }
 
 /** Runs `sitegate update <args>` without blocking this process (for servers that run in it). */
-export function updateAsync(env: UpdateEnv, args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+export function updateAsync(
+  env: UpdateEnv,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number | null; out: string }> {
   return new Promise((res) => {
     const c = spawn(process.execPath, [CLI, "update", ...args], {
-      env: { ...process.env, SITEGATE_ROOT: env.root, SITEGATE_UPDATE_KEYS: env.keys.trustDir, SITEGATE_DATA_DIR: env.dataDir, SITEGATE_RESTART_CMD: "", ...extraEnv },
+      env: {
+        ...process.env,
+        SITEGATE_ROOT: env.root,
+        SITEGATE_UPDATE_KEYS: env.keys.trustDir,
+        SITEGATE_DATA_DIR: env.dataDir,
+        SITEGATE_RESTART_CMD: "",
+        ...extraEnv,
+      },
     });
     let out = "";
     c.stdout.on("data", (d) => (out += d));

@@ -81,7 +81,9 @@ export class PartnerSink {
           for (const l of this.listeners) l();
           return;
         }
-        const answer: SinkAnswer = this.decide?.({ path, headers: req.headers, body }) ?? (mode.kind === "status" ? { status: mode.status, headers: mode.headers } : { status: 200 });
+        const answer: SinkAnswer =
+          this.decide?.({ path, headers: req.headers, body }) ??
+          (mode.kind === "status" ? { status: mode.status, headers: mode.headers } : { status: 200 });
         const reply = () => {
           const status = answer.status;
           const r: SinkRequest = { method: req.method ?? "", path, headers: req.headers, body, raw, status, at: Date.now() };
@@ -89,7 +91,9 @@ export class PartnerSink {
           this.onRequest?.(r);
           const ok = status >= 200 && status < 300;
           finish();
-          res.writeHead(status, { "content-type": "application/json", ...(answer.headers ?? {}) }).end(status === 204 ? undefined : ok ? '{"ok":true}' : '{"error":"sink told to fail"}');
+          res
+            .writeHead(status, { "content-type": "application/json", ...(answer.headers ?? {}) })
+            .end(status === 204 ? undefined : ok ? '{"ok":true}' : '{"error":"sink told to fail"}');
           for (const l of this.listeners) l();
         };
         if (answer.wait) void answer.wait.then(reply);
@@ -179,10 +183,19 @@ export async function startSink(c: { cert: string; key: string } = testCert()): 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { port: { type: "string" }, cert: { type: "string" }, key: { type: "string" } } });
   if (!values.cert || !values.key) throw new Error("usage: partner-sink --port P --cert FILE --key FILE");
-  const sink = await PartnerSink.start({ cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8"), port: Number(values.port ?? 18443) });
+  const sink = await PartnerSink.start({
+    cert: readFileSync(values.cert, "utf8"),
+    key: readFileSync(values.key, "utf8"),
+    port: Number(values.port ?? 18443),
+  });
   process.stdout.write(`partner sink listening on ${sink.url}\n`);
   sink.onRequest = (r) => {
-    const b = r.body as { timestamp?: string; devices?: Array<{ device_id: string; metrics: Record<string, number> }>; event_id?: string; status?: string };
+    const b = r.body as {
+      timestamp?: string;
+      devices?: Array<{ device_id: string; metrics: Record<string, number> }>;
+      event_id?: string;
+      status?: string;
+    };
     if (b?.devices) {
       const summary = b.devices.map((d) => {
         const m = d.metrics;

@@ -28,7 +28,9 @@ export async function withSite<T>(scenario: ScenarioInput, fn: (site: SimHandle)
 }
 
 /** The demo site of hw-sim/scenarios/demo-site.yaml on free ports and temp ptys. */
-export function demoScenario(over: { baud?: number; line_timing?: boolean; turnaround_ms?: number; pv_irradiance?: number } = {}): ScenarioInput {
+export function demoScenario(
+  over: { baud?: number; line_timing?: boolean; turnaround_ms?: number; pv_irradiance?: number } = {},
+): ScenarioInput {
   return {
     seed: 7,
     control: { listen: "127.0.0.1:0" },

@@ -48,7 +48,10 @@ export interface Site50 {
 }
 
 /** Starts the site and the daemon; `extraEnv` is added to the unit's environment. */
-export async function startSite50(dir: string, opts: { nodeArgs?: string[]; extraEnv?: Record<string, string>; listen?: string; rateLimitPerMin?: number } = {}): Promise<Site50> {
+export async function startSite50(
+  dir: string,
+  opts: { nodeArgs?: string[]; extraEnv?: Record<string, string>; listen?: string; rateLimitPerMin?: number } = {},
+): Promise<Site50> {
   const ports = 5;
   const perPort = 10;
   const scenario: ScenarioInput = {
@@ -68,8 +71,18 @@ export async function startSite50(dir: string, opts: { nodeArgs?: string[]; extr
   const cfg = {
     ...base,
     log_level: "warn",
-    http: { ...base.http, listen: opts.listen ?? "127.0.0.1:0", ...(opts.rateLimitPerMin ? { rate_limit_per_min: opts.rateLimitPerMin } : {}) },
-    partner: { headers: [], execution_url: `${sink.url}/exec`, data_push_url: sink.url, data_push_path: "telemetry", ca_file: testCert().certFile },
+    http: {
+      ...base.http,
+      listen: opts.listen ?? "127.0.0.1:0",
+      ...(opts.rateLimitPerMin ? { rate_limit_per_min: opts.rateLimitPerMin } : {}),
+    },
+    partner: {
+      headers: [],
+      execution_url: `${sink.url}/exec`,
+      data_push_url: sink.url,
+      data_push_path: "telemetry",
+      ca_file: testCert().certFile,
+    },
     devices,
   };
   const file = writeConfig(dir, cfg);

@@ -21,11 +21,27 @@ export function testCert(): TestCert {
   if (cached && existsSync(certFile)) return cached;
   if (!existsSync(certFile)) {
     const work = mkdtempSync(join(tmpdir(), "sitegate-tls-"));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(work, "key.pem"), "-out", join(work, "cert.pem"),
-      "-days", "3650", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        join(work, "key.pem"),
+        "-out",
+        join(work, "cert.pem"),
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+      ],
+      { stdio: "ignore" },
+    );
     try {
       renameSync(work, dir);
     } catch {
@@ -43,9 +59,26 @@ export function testCert(): TestCert {
 export function untrustedCert(dir: string): TestCert {
   const certFile = join(dir, "untrusted-cert.pem");
   const keyFile = join(dir, "untrusted-key.pem");
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile,
-    "-days", "30", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+      "-days",
+      "30",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+    ],
+    { stdio: "ignore" },
+  );
   return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
 }

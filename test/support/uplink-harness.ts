@@ -18,10 +18,23 @@ export interface UplinkRig {
 
 export { startSink } from "./partner-sink.js";
 
-export async function startUplink(dataDir: string, sink: PartnerSink, over: { retentionBytes?: number; timeoutMs?: number; backoff?: (n: number) => number; rejectWindowMs?: number; idleRecheckMs?: number } = {}): Promise<UplinkRig> {
+export async function startUplink(
+  dataDir: string,
+  sink: PartnerSink,
+  over: {
+    retentionBytes?: number;
+    timeoutMs?: number;
+    backoff?: (n: number) => number;
+    rejectWindowMs?: number;
+    idleRecheckMs?: number;
+  } = {},
+): Promise<UplinkRig> {
   const config = testConfig(dataDir, {
     partner: {
-      headers: [{ name: "X-Partner-Key", value: "k-123" }, { name: "X-Trace", value: "bench" }],
+      headers: [
+        { name: "X-Partner-Key", value: "k-123" },
+        { name: "X-Trace", value: "bench" },
+      ],
       execution_url: `${sink.url}/exec`,
       data_push_url: `${sink.url}/`,
       data_push_path: "telemetry",
@@ -32,12 +45,18 @@ export async function startUplink(dataDir: string, sink: PartnerSink, over: { re
   const log = silentLogger();
   const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS], log);
   const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log });
-  const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), { rejectWindowMs: over.rejectWindowMs, idleRecheckMs: over.idleRecheckMs });
+  const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), {
+    rejectWindowMs: over.rejectWindowMs,
+    idleRecheckMs: over.idleRecheckMs,
+  });
   storage.start();
   samples.start();
   uplink.start();
   return {
-    config, storage, samples, uplink,
+    config,
+    storage,
+    samples,
+    uplink,
     async stop() {
       await uplink.stop();
       samples.stop();
@@ -50,6 +69,9 @@ export async function startUplink(dataDir: string, sink: PartnerSink, over: { re
 export function snapshot(seq: number, n = 3, ts = Date.UTC(2026, 10, 22, 12, 0, 0) + seq * 1000) {
   return {
     ts,
-    devices: Array.from({ length: n }, (_, i) => ({ device_id: `dev-${i}`, metrics: { power_w: seq * 10 + i, soc_pct: 50 + i / 10, energy_import_wh: 100000 + seq } })),
+    devices: Array.from({ length: n }, (_, i) => ({
+      device_id: `dev-${i}`,
+      metrics: { power_w: seq * 10 + i, soc_pct: 50 + i / 10, energy_import_wh: 100000 + seq },
+    })),
   };
 }

@@ -73,6 +73,10 @@ export async function withZigbeeGateway(
 }
 
 export async function simControl(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { "content-type": "application/json" } });
+  const res = await fetch(site.controlUrl + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
   return { status: res.status, json: await res.json().catch(() => null) };
 }

@@ -35,9 +35,13 @@ test("a route under a guarded prefix without its auth option is refused at regis
         scope.post(url, opts, async () => ({}));
       });
     });
-    await assert.rejects(async () => {
-      await app.ready();
-    }, new RegExp(`POST ${url.replace(/[/:]/g, "\\$&")} must declare config: \\{ auth: "${kind}" \\}`), url);
+    await assert.rejects(
+      async () => {
+        await app.ready();
+      },
+      new RegExp(`POST ${url.replace(/[/:]/g, "\\$&")} must declare config: \\{ auth: "${kind}" \\}`),
+      url,
+    );
     await app.close();
   }
 });

@@ -13,7 +13,8 @@ test("source keys: IPv4 per address (IPv4-mapped too), IPv6 per /64 whatever its
   assert.equal(sourceKey("::ffff:192.0.2.7"), "192.0.2.7");
   const k = sourceKey("2001:db8:1:2::1");
   assert.equal(k, "2001:db8:1:2::/64");
-  for (const same of ["2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:0db8:0001:0002:0:0:0:9", "2001:DB8:1:2::abcd", "2001:db8:1:2::1.2.3.4"]) assert.equal(sourceKey(same), k, same);
+  for (const same of ["2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:0db8:0001:0002:0:0:0:9", "2001:DB8:1:2::abcd", "2001:db8:1:2::1.2.3.4"])
+    assert.equal(sourceKey(same), k, same);
   assert.notEqual(sourceKey("2001:db8:1:3::1"), k);
   assert.equal(sourceKey("fe80::1%eth0"), sourceKey("fe80::2"));
   assert.equal(sourceKey("::1"), "0:0:0:0::/64");
@@ -71,10 +72,16 @@ test("LRU map: bounded, least recently used disposable entry goes first", () => 
   m.set("b", 1);
   m.set("c", 2);
   m.set("d", 3); // b (oldest disposable) goes, a (not disposable) stays
-  assert.deepEqual(["a", "b", "c", "d"].map((k) => m.peek(k)), [99, undefined, 2, 3]);
+  assert.deepEqual(
+    ["a", "b", "c", "d"].map((k) => m.peek(k)),
+    [99, undefined, 2, 3],
+  );
   m.get("c");
   m.set("e", 4); // d is now the least recent disposable
-  assert.deepEqual(["a", "c", "d", "e"].map((k) => m.peek(k)), [99, 2, undefined, 4]);
+  assert.deepEqual(
+    ["a", "c", "d", "e"].map((k) => m.peek(k)),
+    [99, 2, undefined, 4],
+  );
 });
 
 test("username backoff: free failures, then 1 s, 2 s, 4 s ... capped; a success clears it", () => {

@@ -7,7 +7,6 @@ import { testConfigInput, TEST_ORG } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
 import { problems } from "../support/issues.js";
 
-
 function has(list: Array<{ path: string; message: string }>, path: string, re: RegExp): void {
   const hit = list.find((d) => d.path === path && re.test(d.message));
   assert.ok(hit, `no problem at ${path} matching ${re}; got ${JSON.stringify(list)}`);
@@ -48,7 +47,11 @@ test("every problem is reported at once", () => {
 test("an unknown nested key is an error", () => {
   const input = testConfigInput("/tmp/x");
   (input.http as Record<string, unknown>).port = 8443;
-  has(problems(() => parseConfig(input, "/")), "http.port", /unknown key/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "http.port",
+    /unknown key/,
+  );
 });
 
 test("callback URLs must be https://", () => {
@@ -63,7 +66,11 @@ test("callback URLs must be https://", () => {
 test("a password hash that is not an scrypt hash is refused", () => {
   const input = testConfigInput("/tmp/x");
   input.auth.users![0].password_hash = "hunter2";
-  has(problems(() => parseConfig(input, "/")), "auth.users[0].password_hash", /scrypt/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "auth.users[0].password_hash",
+    /scrypt/,
+  );
 });
 
 test("a bad CIDR in the allowlist and a bad organization id are refused", () => {
@@ -80,20 +87,38 @@ test("a device on an RTU port that is not configured is refused", () => {
     rtu_ports: { "1": "/dev/ttyUSB0" },
     devices: [
       {
-        device_id: "m1", device_type: "modbus", device_integration: "org/sdm630",
-        mb_type: 1, mb_device_type: 1, mb_slave_id: 10, mb_baud: 9600, mb_rtu_no: 2,
+        device_id: "m1",
+        device_type: "modbus",
+        device_integration: "org/sdm630",
+        mb_type: 1,
+        mb_device_type: 1,
+        mb_slave_id: 10,
+        mb_baud: 9600,
+        mb_rtu_no: 2,
       },
     ],
   });
-  has(problems(() => parseConfig(input, "/")), "devices[0].mb_rtu_no", /not in rtu_ports/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "devices[0].mb_rtu_no",
+    /not in rtu_ports/,
+  );
 });
 
 test("a missing file and invalid YAML are reported as config errors", async () => {
   await withTmpDir((dir) => {
-    has(problems(() => loadConfig(join(dir, "nope.yaml"))), "(file)", /ENOENT/);
+    has(
+      problems(() => loadConfig(join(dir, "nope.yaml"))),
+      "(file)",
+      /ENOENT/,
+    );
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "site_id: [unclosed\n");
-    has(problems(() => loadConfig(bad)), "(yaml)", /.+/);
+    has(
+      problems(() => loadConfig(bad)),
+      "(yaml)",
+      /.+/,
+    );
   });
 });
 
@@ -109,19 +134,53 @@ test("JSON is accepted as YAML", async () => {
 
 test("an unknown integration in devices and an unreadable TLS file are config errors", () => {
   const input = testConfigInput("/tmp/x", {
-    devices: [{ device_id: "d", device_type: "modbus", device_integration: "org/warp-drive", mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 }],
+    devices: [
+      {
+        device_id: "d",
+        device_type: "modbus",
+        device_integration: "org/warp-drive",
+        mb_type: 2,
+        mb_device_type: 99,
+        mb_ip: "127.0.0.1",
+        mb_port: 502,
+      },
+    ],
   });
-  has(problems(() => parseConfig(input, "/")), "devices[0].device_integration", /unknown integration "warp-drive"/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "devices[0].device_integration",
+    /unknown integration "warp-drive"/,
+  );
   const noCert = testConfigInput("/tmp/x");
   noCert.http.tls.cert = "/nonexistent/cert.pem";
-  has(problems(() => parseConfig(noCert, "/")), "http.tls.cert", /cannot read \/nonexistent\/cert.pem/);
+  has(
+    problems(() => parseConfig(noCert, "/")),
+    "http.tls.cert",
+    /cannot read \/nonexistent\/cert.pem/,
+  );
 });
 
 test("a device of another organization in devices is refused, as the configure endpoint does", () => {
   const input = testConfigInput("/tmp/x", {
     devices: [
-      { device_id: "ok", device_type: "modbus", device_integration: `${TEST_ORG}/sunspec`, mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 },
-      { device_id: "alien", device_type: "modbus", device_integration: "0b0b0b0b-1111-4222-8333-444455556666/sunspec", mb_type: 2, mb_device_type: 99, mb_ip: "127.0.0.1", mb_port: 502 },
+      {
+        device_id: "ok",
+        device_type: "modbus",
+        device_integration: `${TEST_ORG}/sunspec`,
+        mb_type: 2,
+        mb_device_type: 99,
+        mb_ip: "127.0.0.1",
+        mb_port: 502,
+      },
+      {
+        device_id: "alien",
+        device_type: "modbus",
+        device_integration: "0b0b0b0b-1111-4222-8333-444455556666/sunspec",
+        mb_type: 2,
+        mb_device_type: 99,
+        mb_ip: "127.0.0.1",
+        mb_port: 502,
+      },
     ],
   });
   const list = problems(() => parseConfig(input, "/"));
@@ -130,7 +189,13 @@ test("a device of another organization in devices is refused, as the configure e
 });
 
 test("an RTU port's framing is checked by path, and devices of one port must agree on its baud", () => {
-  const bad = testConfigInput("/tmp/x", { rtu_ports: { "1": { path: "/dev/ttyS0", parity: "mark" as never, stop_bits: 3 as never }, "2": 42 as never, "3": { baud: 9600 } as never } });
+  const bad = testConfigInput("/tmp/x", {
+    rtu_ports: {
+      "1": { path: "/dev/ttyS0", parity: "mark" as never, stop_bits: 3 as never },
+      "2": 42 as never,
+      "3": { baud: 9600 } as never,
+    },
+  });
   const list = problems(() => parseConfig(bad, "/"));
   has(list, "rtu_ports.1.parity", /none|even|odd/);
   has(list, "rtu_ports.1.stop_bits", /1 or 2/);
@@ -139,9 +204,16 @@ test("an RTU port's framing is checked by path, and devices of one port must agr
   const rtu = { device_type: "modbus", device_integration: `${TEST_ORG}/sdm630`, mb_type: 1, mb_device_type: 1, mb_rtu_no: 1 } as const;
   const input = testConfigInput("/tmp/x", {
     rtu_ports: { "1": "/dev/ttyUSB0" },
-    devices: [{ ...rtu, device_id: "a", mb_slave_id: 10, mb_baud: 9600 }, { ...rtu, device_id: "b", mb_slave_id: 11, mb_baud: 19200 }],
+    devices: [
+      { ...rtu, device_id: "a", mb_slave_id: 10, mb_baud: 9600 },
+      { ...rtu, device_id: "b", mb_slave_id: 11, mb_baud: 19200 },
+    ],
   });
-  has(problems(() => parseConfig(input, "/")), "devices[1].mb_baud", /19200 differs from 9600 of devices\[0\] on the same RTU port/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "devices[1].mb_baud",
+    /19200 differs from 9600 of devices\[0\] on the same RTU port/,
+  );
 });
 
 test("zigbee and gpio blocks load with their defaults", () => {
@@ -158,7 +230,14 @@ test("zigbee and gpio blocks load with their defaults", () => {
       chip: "pinctrl-bcm2711",
       lines: [
         { device_id: "boiler", line: 27, device_type: 41, rated_power_w: 3000 },
-        { device_id: "rse-60", line: 17, device_type: 40, active_low: true, debounce_ms: 50, on_active: { event_type: "pv_limit", limit_pct: 60 } },
+        {
+          device_id: "rse-60",
+          line: 17,
+          device_type: 40,
+          active_low: true,
+          debounce_ms: 50,
+          on_active: { event_type: "pv_limit", limit_pct: 60 },
+        },
       ],
     },
   });
@@ -210,5 +289,9 @@ test("a device_id may name one device only, across devices, zigbee and gpio", ()
     zigbee: { url: "mqtt://127.0.0.1:1883", devices: [{ device_id: "boiler", friendly_name: "p", device_type: 30 }] },
     gpio: { backend: "sim", chip: "http://127.0.0.1:1", lines: [{ device_id: "boiler", line: 27, device_type: 41 }] },
   });
-  has(problems(() => parseConfig(input, "/")), "gpio.lines[0].device_id", /duplicate device_id "boiler"/);
+  has(
+    problems(() => parseConfig(input, "/")),
+    "gpio.lines[0].device_id",
+    /duplicate device_id "boiler"/,
+  );
 });

@@ -10,7 +10,6 @@ import { testConfigInput } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
 import { problems } from "../support/issues.js";
 
-
 const fleet = { url: "mqtt://127.0.0.1:1883", username: "site-001" };
 
 test("partner header and fleet password values come from files, relative to the config, without the trailing newline", async () => {
@@ -18,10 +17,19 @@ test("partner header and fleet password values come from files, relative to the 
     writeFileSync(join(dir, "partner-key"), "s3cret-header\n", { mode: 0o600 });
     writeFileSync(join(dir, "mqtt-pass"), "mqtt-s3cret", { mode: 0o600 });
     const input = testConfigInput(dir);
-    input.partner.headers = [{ name: "X-Partner-Key", value_file: "partner-key" }, { name: "X-Plain", value: "plain" }];
+    input.partner.headers = [
+      { name: "X-Partner-Key", value_file: "partner-key" },
+      { name: "X-Plain", value: "plain" },
+    ];
     input.fleet = { ...fleet, password_file: join(dir, "mqtt-pass") };
     const cfg = parseConfig(input, dir);
-    assert.deepEqual(cfg.partner.headers.map((h) => [h.name, h.value]), [["X-Partner-Key", "s3cret-header"], ["X-Plain", "plain"]]);
+    assert.deepEqual(
+      cfg.partner.headers.map((h) => [h.name, h.value]),
+      [
+        ["X-Partner-Key", "s3cret-header"],
+        ["X-Plain", "plain"],
+      ],
+    );
     assert.equal(cfg.partner.headers[0].value_file, join(dir, "partner-key"));
     assert.equal(cfg.fleet?.password, "mqtt-s3cret");
   });
@@ -34,13 +42,23 @@ test("exactly one of a secret and its _file twin; an unreadable file is a config
     both.partner.headers = [{ name: "X-A", value: "v", value_file: "k" }, { name: "X-B" }];
     both.fleet = { ...fleet, password: "p", password_file: "k" };
     const list = problems(() => parseConfig(both, dir));
-    for (const path of ["partner.headers[0].value", "partner.headers[1].value", "fleet.password_file"]) assert.ok(list.some((d) => d.path === path), `${path} in ${JSON.stringify(list)}`);
+    for (const path of ["partner.headers[0].value", "partner.headers[1].value", "fleet.password_file"])
+      assert.ok(
+        list.some((d) => d.path === path),
+        `${path} in ${JSON.stringify(list)}`,
+      );
     const missing = testConfigInput(dir);
     missing.partner.headers = [{ name: "X-A", value_file: "no-such-file" }];
     missing.fleet = { ...fleet, password_file: "no-such-pass" };
     const m = problems(() => parseConfig(missing, dir));
-    assert.ok(m.some((d) => d.path === "partner.headers[0].value_file" && /cannot read .*no-such-file.*ENOENT/.test(d.message)), JSON.stringify(m));
-    assert.ok(m.some((d) => d.path === "fleet.password_file" && /no-such-pass/.test(d.message)), JSON.stringify(m));
+    assert.ok(
+      m.some((d) => d.path === "partner.headers[0].value_file" && /cannot read .*no-such-file.*ENOENT/.test(d.message)),
+      JSON.stringify(m),
+    );
+    assert.ok(
+      m.some((d) => d.path === "fleet.password_file" && /no-such-pass/.test(d.message)),
+      JSON.stringify(m),
+    );
   });
 });
 
@@ -54,10 +72,20 @@ test("the config file and secret files others can read are reported; 0640 and 06
     const cfg = parseConfig(input, dir);
     chmodSync(cfgFile, 0o644);
     chmodSync(join(dir, "k"), 0o600);
-    assert.deepEqual(readableByOthers(secretFiles(cfgFile, cfg)).map((w) => [w.file, w.mode]).filter(([f]) => f.startsWith(dir)), [[cfgFile, "0644"]]);
+    assert.deepEqual(
+      readableByOthers(secretFiles(cfgFile, cfg))
+        .map((w) => [w.file, w.mode])
+        .filter(([f]) => f.startsWith(dir)),
+      [[cfgFile, "0644"]],
+    );
     chmodSync(cfgFile, 0o640);
     chmodSync(join(dir, "k"), 0o604);
-    assert.deepEqual(readableByOthers(secretFiles(cfgFile, cfg)).map((w) => w.file).filter((f) => f.startsWith(dir)), [join(dir, "k")]);
+    assert.deepEqual(
+      readableByOthers(secretFiles(cfgFile, cfg))
+        .map((w) => w.file)
+        .filter((f) => f.startsWith(dir)),
+      [join(dir, "k")],
+    );
   });
 });
 

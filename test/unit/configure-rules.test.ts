@@ -13,19 +13,40 @@ test("mb_device_type decides where discovery cannot tell; discovery wins a disag
   assert.equal(resolveRole(3, "unknown").role, "battery");
   assert.match(resolveRole(1, "unknown").note ?? "", /device_type 12 from mb_device_type 1 \(meter\): the device does not tell its type/);
   assert.deepEqual(resolveRole(99, "unknown"), { role: "unknown" });
-  for (const [declared, found] of [[1, "meter"], [2, "pv"], [3, "battery"], [99, "switch"]] as const) assert.deepEqual(resolveRole(declared, found), { role: found });
+  for (const [declared, found] of [
+    [1, "meter"],
+    [2, "pv"],
+    [3, "battery"],
+    [99, "switch"],
+  ] as const)
+    assert.deepEqual(resolveRole(declared, found), { role: found });
   const clash = resolveRole(1, "battery");
   assert.equal(clash.role, "battery");
-  assert.match(clash.note ?? "", /mb_device_type 1 \(meter\) disagrees with the device, which reports itself as storage inverter; device_type 10 is used/);
+  assert.match(
+    clash.note ?? "",
+    /mb_device_type 1 \(meter\) disagrees with the device, which reports itself as storage inverter; device_type 10 is used/,
+  );
   assert.match(resolveRole(99, "pv").note ?? "", /mb_device_type 99 \(others\) disagrees/);
   assert.match(resolveRole(3, "switch").note ?? "", /on\/off switch/);
 });
 
 test("a baud that differs from the one the port's other devices use clashes; the port's only device may change it", () => {
   const rtu = (id: string, port: number, baud: number): DeviceConfig => ({
-    device_id: id, device_type: "modbus", device_integration: "org/sdm630", mb_type: 1, mb_device_type: 1, mb_slave_id: 10, mb_baud: baud, mb_rtu_no: port,
+    device_id: id,
+    device_type: "modbus",
+    device_integration: "org/sdm630",
+    mb_type: 1,
+    mb_device_type: 1,
+    mb_slave_id: 10,
+    mb_baud: baud,
+    mb_rtu_no: port,
   });
-  const held: RegisteredDevice[] = [rtu("a", 1, 9600), rtu("b", 1, 9600), rtu("c", 2, 19200)].map((config) => ({ config, descriptor: null, fully_configured: true, updated_at: "" }));
+  const held: RegisteredDevice[] = [rtu("a", 1, 9600), rtu("b", 1, 9600), rtu("c", 2, 19200)].map((config) => ({
+    config,
+    descriptor: null,
+    fully_configured: true,
+    updated_at: "",
+  }));
   const registry = { list: () => held } as unknown as DeviceRegistry;
   const rtuPorts = {
     "1": { path: "/dev/ttyA", baud: 9600, parity: "none" as const, stop_bits: 1 as const },

@@ -34,9 +34,22 @@ const invalid = (e: unknown) => isSitegateError(e, "CONTROL_VALUE_INVALID");
 const word = (sf: number) => sf & 0xffff;
 
 test("60 % is written as 6000 at SF -2, 600 at -1, 60 at 0 and 6 at 1", () => {
-  for (const [sf, raw] of [[-2, 6000], [-1, 600], [0, 60], [1, 6]] as const) {
+  for (const [sf, raw] of [
+    [-2, 6000],
+    [-1, 600],
+    [0, 60],
+    [1, 6],
+  ] as const) {
     const w = planWrites(target(), discharge, { pct: 60 }, new Map([[M124 + 25, sf]]));
-    assert.deepEqual(w.map((x) => [x.address, x.words]), [[M124 + 15, [60]], [M124 + 12, [raw]], [M124 + 5, [2]]], `sf ${sf}`);
+    assert.deepEqual(
+      w.map((x) => [x.address, x.words]),
+      [
+        [M124 + 15, [60]],
+        [M124 + 12, [raw]],
+        [M124 + 5, [2]],
+      ],
+      `sf ${sf}`,
+    );
     const c = planWrites(target(), curtail, { pct: 45 }, new Map([[M123 + 23, sf]]));
     assert.deepEqual(c[1].words, [Math.round(45 / 10 ** sf)], `curtail at sf ${sf}`);
   }
@@ -78,7 +91,10 @@ test("steps of a model the device lacks are skipped, and so is their scale facto
   const pvOnly = target({ models: [123] });
   assert.deepEqual(planWrites(pvOnly, discharge, { pct: 60 }, new Map()), []);
   const rel = planWrites(pvOnly, sunspec.actions.release!, {}, new Map());
-  assert.deepEqual(rel.map((w) => w.address), [M123 + 9, M123 + 4]);
+  assert.deepEqual(
+    rel.map((w) => w.address),
+    [M123 + 9, M123 + 4],
+  );
 });
 
 test("scale-factor words: -2 is 0xFFFE, 'not implemented' and nonsense are refused", () => {
@@ -110,10 +126,21 @@ function fakeDriver(regs: Map<number, number>, fail = false) {
 }
 
 test("scale factors are read once per pairing; a failed or unimplemented read throws and is not remembered", async () => {
-  const d = fakeDriver(new Map([[M124 + 25, word(-2)], [M123 + 23, word(-1)]]));
+  const d = fakeDriver(
+    new Map([
+      [M124 + 25, word(-2)],
+      [M123 + 23, word(-1)],
+    ]),
+  );
   const drv = d as unknown as DeviceDriver;
   assert.deepEqual([...(await readScaleFactors(drv, discharge))], [[M124 + 25, -2]]);
-  assert.deepEqual([...(await readScaleFactors(drv, [...discharge, ...curtail]))].sort((a, b) => a[0] - b[0]), [[M124 + 25, -2], [M123 + 23, -1]]);
+  assert.deepEqual(
+    [...(await readScaleFactors(drv, [...discharge, ...curtail]))].sort((a, b) => a[0] - b[0]),
+    [
+      [M124 + 25, -2],
+      [M123 + 23, -1],
+    ],
+  );
   await readScaleFactors(drv, discharge);
   assert.deepEqual(d.reads, [M124 + 25, M123 + 23], "each scale factor read once");
   d.descriptor = { max_power_w: 5000 }; // paired again
@@ -125,7 +152,10 @@ test("scale factors are read once per pairing; a failed or unimplemented read th
   await assert.rejects(readScaleFactors(ni as unknown as DeviceDriver, discharge), /not implemented/);
   assert.equal(ni.reads.length, 2, "a bad scale factor is read again next time");
   const dead = fakeDriver(new Map(), true);
-  await assert.rejects(readScaleFactors(dead as unknown as DeviceDriver, discharge), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT") && /nothing written/.test((e as Error).message) && (e as SitegateError).transient);
+  await assert.rejects(
+    readScaleFactors(dead as unknown as DeviceDriver, discharge),
+    (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT") && /nothing written/.test((e as Error).message) && (e as SitegateError).transient,
+  );
 });
 
 test("the profile schema: sf_offset needs a model, one scale factor per step, coils take none, range min <= max", () => {

@@ -34,15 +34,27 @@ test("one message, two consumers: each reads it on its own cursor; it is deleted
   await withLog((log, storage) => {
     const a = log.append(msg("k-1"), [HTTPS, MQTT]);
     log.append(msg("k-2", "event_state"), [MQTT]);
-    assert.deepEqual(log.after("https", "execution", 0, 10).map((m) => m.idempotency_key), ["k-1"]);
-    assert.deepEqual(log.after("mqtt", "events", 0, 10).map((m) => [m.idempotency_key, m.address]), [["k-1", "events"], ["k-2", "events"]]);
+    assert.deepEqual(
+      log.after("https", "execution", 0, 10).map((m) => m.idempotency_key),
+      ["k-1"],
+    );
+    assert.deepEqual(
+      log.after("mqtt", "events", 0, 10).map((m) => [m.idempotency_key, m.address]),
+      [
+        ["k-1", "events"],
+        ["k-2", "events"],
+      ],
+    );
     log.advance("https", "execution", a.id);
     assert.equal(log.size("https"), 0);
     assert.equal(log.size("mqtt"), 2);
     assert.equal(rows(storage), 2, "mqtt has not passed k-1 yet");
     log.advance("mqtt", "events", a.id);
     assert.equal(rows(storage), 1, "k-1 gone once both cursors passed it");
-    assert.deepEqual(log.pending("mqtt").map((m) => m.idempotency_key), ["k-2"]);
+    assert.deepEqual(
+      log.pending("mqtt").map((m) => m.idempotency_key),
+      ["k-2"],
+    );
   });
 });
 
@@ -52,7 +64,19 @@ test("a key already queued or dead-lettered is not appended again", async () => 
     assert.equal(log.append(msg("k-1"), [HTTPS, MQTT]).id, first.id);
     assert.equal(log.size("https"), 1);
     assert.equal(log.size("mqtt"), 0);
-    log.deadLetter({ consumer: "https", lane: "execution", kind: "x", address: HTTPS.address, body: "{}", idempotency_key: "k-dead", created_at: new Date().toISOString(), attempts: 1 }, "HTTP 400");
+    log.deadLetter(
+      {
+        consumer: "https",
+        lane: "execution",
+        kind: "x",
+        address: HTTPS.address,
+        body: "{}",
+        idempotency_key: "k-dead",
+        created_at: new Date().toISOString(),
+        attempts: 1,
+      },
+      "HTTP 400",
+    );
     log.append(msg("k-dead"), [HTTPS]);
     assert.equal(log.size("https"), 1, "dead-lettered keys are not queued twice");
   });
@@ -74,7 +98,11 @@ test("dead letters are per consumer; a retry appends the message again at the en
     const [dead] = log.deadLetters("https");
     assert.equal(dead.attempts, 2);
     assert.equal(log.retry("https", [dead.id]), 1);
-    assert.deepEqual(log.pending("https").map((m) => m.idempotency_key), ["k-2", "k-1"], "at the end of its lane");
+    assert.deepEqual(
+      log.pending("https").map((m) => m.idempotency_key),
+      ["k-2", "k-1"],
+      "at the end of its lane",
+    );
     assert.equal(log.deadCount("https"), 0);
   });
 });

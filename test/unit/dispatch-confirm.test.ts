@@ -34,7 +34,12 @@ const settle = async () => {
 /** A battery as a register map: its power follows the mode and rate registers at once. */
 class BatteryTransport implements Transport {
   isOpen = true;
-  regs = new Map<number, number>([[POWER, 0], [1, 50], [MODE, 0], [MODE + 1, 0]]);
+  regs = new Map<number, number>([
+    [POWER, 0],
+    [1, 50],
+    [MODE, 0],
+    [MODE + 1, 0],
+  ]);
   log: string[] = [];
   /** Reads of the power register fail (a device that stops answering after a write). */
   failPower = false;
@@ -66,7 +71,10 @@ const profile = fixedProfileSchema.parse({
     { metric: "soc_pct", address: 1 },
   ],
   actions: {
-    discharge: [{ address: MODE, value: 2 }, { address: MODE + 1, value: "$pct", range: [0, 100] }],
+    discharge: [
+      { address: MODE, value: 2 },
+      { address: MODE + 1, value: "$pct", range: [0, 100] },
+    ],
     release: [{ address: MODE, value: 0 }],
   },
 });
@@ -92,7 +100,14 @@ async function rig() {
   lanes.length = 0;
   const device: RegisteredDevice = {
     config: { device_id: "b1" } as RegisteredDevice["config"],
-    descriptor: { role: "battery", device_type: 10, max_power_w: 5000, capabilities: ["telemetry", "charge", "discharge"], profile: profile.name, identity: {} },
+    descriptor: {
+      role: "battery",
+      device_type: 10,
+      max_power_w: 5000,
+      capabilities: ["telemetry", "charge", "discharge"],
+      profile: profile.name,
+      identity: {},
+    },
     fully_configured: true,
     updated_at: new Date(T0).toISOString(),
   };
@@ -117,7 +132,12 @@ async function rig() {
   const d = new Dispatcher({ db: () => db, control, clock, log: silentLogger(), pollIntervalMs: 1000, respond: () => {} });
   d.start();
   return {
-    t, lanes, poller, control, clock, d,
+    t,
+    lanes,
+    poller,
+    control,
+    clock,
+    d,
     async close() {
       await d.stop();
       await bus.close();
@@ -130,10 +150,19 @@ async function rig() {
 function discharge(kw: number) {
   return dispatchRequest.parse({
     mode: "live",
-    event_slots: [{
-      event_id: randomUUID(), start_time: new Date(T0 + 10_000).toISOString(), end_time: new Date(T0 + 70_000).toISOString(),
-      event_type: "discharge", event_quantity: kw, event_unit: "kW", priority: 10, mandatory: false, cancelled: false,
-    }],
+    event_slots: [
+      {
+        event_id: randomUUID(),
+        start_time: new Date(T0 + 10_000).toISOString(),
+        end_time: new Date(T0 + 70_000).toISOString(),
+        event_type: "discharge",
+        event_quantity: kw,
+        event_unit: "kW",
+        priority: 10,
+        mandatory: false,
+        cancelled: false,
+      },
+    ],
   });
 }
 
@@ -149,7 +178,10 @@ test("after a setpoint write the battery's power is read once, in the control la
     const power = r.lanes.filter((x) => x.op === "read" && x.address === POWER);
     assert.equal(power.length, 1, "one confirmation read");
     assert.equal(power[0].priority, PRIORITY.control, "queued in the control lane, ahead of every poll");
-    assert.ok(r.lanes.every((x) => x.priority === PRIORITY.control), JSON.stringify(r.lanes));
+    assert.ok(
+      r.lanes.every((x) => x.priority === PRIORITY.control),
+      JSON.stringify(r.lanes),
+    );
     assert.equal(r.poller.latest("b1")?.power_w, 2500, "the latest values (status page, API) have the setpoint");
     assert.equal(r.control.devices()[0].metrics.power_w, 2500, "and so has dispatch's view of the device");
     assert.equal(r.clock.now(), T0 + 10_000, "at the write's instant, not a poll later");

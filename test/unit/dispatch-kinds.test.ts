@@ -20,26 +20,63 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const POLL = 1000;
 const flush = () => new Promise((r) => setImmediate(r));
 
-interface Rig { d: Dispatcher; clock: FakeClock; dev: FakeDevices; responses: ExecutionResponse[]; db: Db; close(): void }
+interface Rig {
+  d: Dispatcher;
+  clock: FakeClock;
+  dev: FakeDevices;
+  responses: ExecutionResponse[];
+  db: Db;
+  close(): void;
+}
 
-function rig(devices: DispatchDevice[], opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {}): Rig {
+function rig(
+  devices: DispatchDevice[],
+  opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {},
+): Rig {
   const tmp = opts.db ? null : makeTmpDir();
   const db = opts.db ?? openDatabase(tmp!.dir);
   if (!opts.db) migrate(db, [DISPATCH_MIGRATIONS]);
   const clock = opts.clock ?? new FakeClock(T0);
   const dev = opts.dev ?? new FakeDevices(devices, clock);
   const responses = opts.responses ?? [];
-  const d = new Dispatcher({ db: () => db, control: dev, clock, log: silentLogger(), pollIntervalMs: POLL, respond: (_s, body) => responses.push(body) });
+  const d = new Dispatcher({
+    db: () => db,
+    control: dev,
+    clock,
+    log: silentLogger(),
+    pollIntervalMs: POLL,
+    respond: (_s, body) => responses.push(body),
+  });
   d.start();
-  return { d, clock, dev, responses, db, close: () => { if (tmp) { db.close(); tmp.cleanup(); } } };
+  return {
+    d,
+    clock,
+    dev,
+    responses,
+    db,
+    close: () => {
+      if (tmp) {
+        db.close();
+        tmp.cleanup();
+      }
+    },
+  };
 }
 
 function req(events: Array<Partial<Record<string, unknown>>>, mode: "live" | "test" = "live"): DispatchRequest {
   return dispatchRequest.parse({
     mode,
     event_slots: events.map((e) => ({
-      event_id: randomUUID(), start_time: new Date(T0 + 10_000).toISOString(), end_time: new Date(T0 + 70_000).toISOString(),
-      event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 10, mandatory: false, cancelled: false, ...e,
+      event_id: randomUUID(),
+      start_time: new Date(T0 + 10_000).toISOString(),
+      end_time: new Date(T0 + 70_000).toISOString(),
+      event_type: "shed",
+      event_quantity: 1,
+      event_unit: "kW",
+      priority: 10,
+      mandatory: false,
+      cancelled: false,
+      ...e,
     })),
   });
 }
@@ -68,7 +105,11 @@ test("ledger: a shed records the coils' pre-shed state before writing; at end_ti
     r.clock.advance(10_000);
     await flush();
     assert.deepEqual(r.dev.coils("r1"), [false, false, false, false]);
-    const row = r.db.prepare("SELECT holders, actions, pre FROM dp_ledger WHERE device_id = 'r1'").get() as { holders: string; actions: string; pre: string };
+    const row = r.db.prepare("SELECT holders, actions, pre FROM dp_ledger WHERE device_id = 'r1'").get() as {
+      holders: string;
+      actions: string;
+      pre: string;
+    };
     assert.deepEqual(JSON.parse(row.pre), [{ table: "coil", address: 0, words: [], coils: [true, false, true, true] }]);
     assert.deepEqual(JSON.parse(row.holders), [rq.event_slots[0].event_id]);
     assert.deepEqual(JSON.parse(row.actions), ["shed"]);
@@ -127,7 +168,9 @@ test("ledger: after a crash mid-shed, the next start puts the coils back when th
     assert.equal((db.prepare("SELECT COUNT(*) AS n FROM dp_ledger").get() as { n: number }).n, 0);
 
     // A clean stop while a shed runs puts the coils back; the restart within the window sheds again.
-    const second = req([{ start_time: new Date(clock.now() + 1000).toISOString(), end_time: new Date(clock.now() + 60_000).toISOString() }]);
+    const second = req([
+      { start_time: new Date(clock.now() + 1000).toISOString(), end_time: new Date(clock.now() + 60_000).toISOString() },
+    ]);
     b.d.submit(second);
     clock.advance(1000);
     await flush();
@@ -147,21 +190,42 @@ test("ledger: after a crash mid-shed, the next start puts the coils back when th
 
 test("shed order is shed_priority, then device_id; loads (100) before PV (200) by default", () => {
   const list = [pv("a-pv", 5000, 0), relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 })];
-  assert.deepEqual([...list].sort(shedOrder).map((d) => d.device_id), ["z", "b", "a-pv", "a"]);
+  assert.deepEqual(
+    [...list].sort(shedOrder).map((d) => d.device_id),
+    ["z", "b", "a-pv", "a"],
+  );
 });
 
 test("shed without a meter: rated loads estimate the drop (coils off before are not counted), PV is curtailed only by what is missing, measured false", async () => {
-  const r = rig([relay("r1", { rated_power_w: [300, 300, 300, 300] }), relay("r2", { rated_power_w: 5000, shed_priority: 300 }), pv("pv", 6000, 3000)]);
+  const r = rig([
+    relay("r1", { rated_power_w: [300, 300, 300, 300] }),
+    relay("r2", { rated_power_w: 5000, shed_priority: 300 }),
+    pv("pv", 6000, 3000),
+  ]);
   try {
     r.dev.setCoils("r1", [true, true, true, false]); // 900 W on
     const rq = req([{ event_quantity: 1.5 }]);
     r.d.submit(rq);
     r.clock.advance(10_000);
     await flush();
-    await run(r, T0 + 70_000, (now) => ({ r1: {}, r2: {}, pv: { power_w: r.dev.reg("pv", "holding", 200) === 1 && now > T0 + 10_000 ? 2400 : 3000 } }));
+    await run(r, T0 + 70_000, (now) => ({
+      r1: {},
+      r2: {},
+      pv: { power_w: r.dev.reg("pv", "holding", 200) === 1 && now > T0 + 10_000 ? 2400 : 3000 },
+    }));
     const b = resp(r, rq.event_slots[0].event_id);
-    assert.deepEqual(devs(b).map((d) => [d.device_id, d.requested_w]), [["pv", 600], ["r1", 900]], "r1 (900 W), then PV (priority 200) for the 600 W missing; r2 (300) not needed");
-    assert.ok(r.dev.writes.some((w) => w.id === "pv" && w.action === "curtail" && w.pct === 40), JSON.stringify(r.dev.writes));
+    assert.deepEqual(
+      devs(b).map((d) => [d.device_id, d.requested_w]),
+      [
+        ["pv", 600],
+        ["r1", 900],
+      ],
+      "r1 (900 W), then PV (priority 200) for the 600 W missing; r2 (300) not needed",
+    );
+    assert.ok(
+      r.dev.writes.some((w) => w.id === "pv" && w.action === "curtail" && w.pct === 40),
+      JSON.stringify(r.dev.writes),
+    );
     assert.equal(b.details.measured, false);
     assert.equal(b.status, "completed", JSON.stringify(b));
     assert.deepEqual(r.dev.coils("r1"), [true, true, true, false]);
@@ -199,7 +263,15 @@ test("restore at the same priority ends the running shed and puts back only what
   try {
     r.dev.setCoils("r1", [false, true, true, true]);
     const shed = req([{ event_quantity: 1, priority: 30, end_time: new Date(T0 + 600_000).toISOString() }]).event_slots[0];
-    const restore = req([{ event_type: "restore", event_quantity: 0, priority: 30, start_time: new Date(T0 + 20_000).toISOString(), end_time: new Date(T0 + 30_000).toISOString() }]).event_slots[0];
+    const restore = req([
+      {
+        event_type: "restore",
+        event_quantity: 0,
+        priority: 30,
+        start_time: new Date(T0 + 20_000).toISOString(),
+        end_time: new Date(T0 + 30_000).toISOString(),
+      },
+    ]).event_slots[0];
     r.d.submit({ mode: "live", event_slots: [shed, restore] });
     r.clock.advance(10_000);
     await flush();
@@ -212,7 +284,10 @@ test("restore at the same priority ends the running shed and puts back only what
     assert.deepEqual(r.dev.coils("r2"), [true, true, true, true]);
     const rb = resp(r, restore.event_id);
     assert.equal(rb.status, "completed", JSON.stringify(rb));
-    assert.deepEqual(devs(rb).map((d) => [d.device_id, d.status]), shedDevices.map((id) => [id, "completed"]));
+    assert.deepEqual(
+      devs(rb).map((d) => [d.device_id, d.status]),
+      shedDevices.map((id) => [id, "completed"]),
+    );
     assert.equal(r.d.running(), 0, "the shed does not come back after the restore");
   } finally {
     r.close();
@@ -223,13 +298,22 @@ test("restore reports failed for a device that does not read back its pre-shed s
   const r = rig([relay("r1")]);
   try {
     const shed = req([{ event_quantity: 1, end_time: new Date(T0 + 600_000).toISOString() }]).event_slots[0];
-    const restore = req([{ event_type: "restore", event_quantity: 0, start_time: new Date(T0 + 20_000).toISOString(), end_time: new Date(T0 + 30_000).toISOString() }]).event_slots[0];
+    const restore = req([
+      {
+        event_type: "restore",
+        event_quantity: 0,
+        start_time: new Date(T0 + 20_000).toISOString(),
+        end_time: new Date(T0 + 30_000).toISOString(),
+      },
+    ]).event_slots[0];
     r.d.submit({ mode: "live", event_slots: [shed, restore] });
     r.clock.advance(10_000);
     await flush();
     // A relay that ignores the write-back (its coils stay open).
     const write = r.dev.write.bind(r.dev);
-    r.dev.write = async (id, ws) => { if (!ws.some((w) => w.table === "coil" && w.coils.some(Boolean))) await write(id, ws); };
+    r.dev.write = async (id, ws) => {
+      if (!ws.some((w) => w.table === "coil" && w.coils.some(Boolean))) await write(id, ws);
+    };
     await run(r, T0 + 30_000, () => ({ r1: {} }));
     const rb = resp(r, restore.event_id);
     assert.equal(rb.status, "failed", JSON.stringify(rb));
@@ -247,14 +331,26 @@ test("stacking: 3 kW at priority 10 and 5 kW at priority 20 on two 5 kW batterie
     r.d.submit({ mode: "live", event_slots: [a, b] });
     r.clock.advance(10_000);
     await flush();
-    assert.deepEqual(r.dev.writes.map((w) => [w.id, w.pct]), [["b1", 80], ["b2", 80]]);
+    assert.deepEqual(
+      r.dev.writes.map((w) => [w.id, w.pct]),
+      [
+        ["b1", 80],
+        ["b2", 80],
+      ],
+    );
     await run(r, T0 + 70_000, () => ({ b1: { power_w: 4000 }, b2: { power_w: 4000 } }));
     const ra = resp(r, a.event_id);
     const rb = resp(r, b.event_id);
-    assert.deepEqual(devs(ra).map((d) => d.requested_w), [1500, 1500]);
-    assert.deepEqual(devs(rb).map((d) => d.requested_w), [2500, 2500]);
-    assert.ok(Math.abs((ra.details.delivered_quantity as number) - 3 * 59 / 60) < 0.01, JSON.stringify(ra.details));
-    assert.ok(Math.abs((rb.details.delivered_quantity as number) - 5 * 59 / 60) < 0.01, JSON.stringify(rb.details));
+    assert.deepEqual(
+      devs(ra).map((d) => d.requested_w),
+      [1500, 1500],
+    );
+    assert.deepEqual(
+      devs(rb).map((d) => d.requested_w),
+      [2500, 2500],
+    );
+    assert.ok(Math.abs((ra.details.delivered_quantity as number) - (3 * 59) / 60) < 0.01, JSON.stringify(ra.details));
+    assert.ok(Math.abs((rb.details.delivered_quantity as number) - (5 * 59) / 60) < 0.01, JSON.stringify(rb.details));
     assert.equal(ra.status, "completed");
     assert.equal(rb.status, "completed");
     assert.ok(r.dev.writes.filter((w) => w.action === "release").length === 2, "both released at the end");
@@ -272,7 +368,11 @@ test("test mode plans in its own assignment: a test event at priority 1 never ta
     r.d.submit(t);
     r.clock.advance(10_000);
     await flush();
-    assert.deepEqual(r.dev.writes.map((w) => w.pct), [80], "the live event alone writes");
+    assert.deepEqual(
+      r.dev.writes.map((w) => w.pct),
+      [80],
+      "the live event alone writes",
+    );
     await run(r, T0 + 70_000, () => ({ b1: { power_w: 4000 } }));
     const tb = resp(r, t.event_slots[0].event_id);
     assert.equal(tb.details.mode, "test");

@@ -8,20 +8,44 @@ import type { Capacity, KindContext } from "../../src/dispatch/kinds/kind.js";
 import type { EventRow } from "../../src/dispatch/store.js";
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 
-const pv = (id: string, over: Partial<DispatchDevice> = {}): DispatchDevice => ({ device_id: id, role: "pv", capabilities: ["telemetry", "curtail"], max_power_w: 6000, fully_configured: true, online: true, metrics: {}, ...over });
+const pv = (id: string, over: Partial<DispatchDevice> = {}): DispatchDevice => ({
+  device_id: id,
+  role: "pv",
+  capabilities: ["telemetry", "curtail"],
+  max_power_w: 6000,
+  fully_configured: true,
+  online: true,
+  metrics: {},
+  ...over,
+});
 
 function rig(limit: number | undefined) {
   const row = { spec: { event_id: "rse-60", limit_pct: limit }, progress: { devices: {} } } as unknown as EventRow;
   const taken: string[] = [];
-  const cap = { free: (id: string) => id !== "pv-busy", takenBy: () => ["ev-1"], take: (id: string) => void taken.push(id) } as unknown as Capacity;
-  const ctx = { devices: [pv("pv-b"), pv("pv-a"), pv("pv-busy"), pv("pv-new", { fully_configured: false }), pv("battery", { role: "battery", capabilities: ["charge"] })] } as unknown as KindContext;
+  const cap = {
+    free: (id: string) => id !== "pv-busy",
+    takenBy: () => ["ev-1"],
+    take: (id: string) => void taken.push(id),
+  } as unknown as Capacity;
+  const ctx = {
+    devices: [
+      pv("pv-b"),
+      pv("pv-a"),
+      pv("pv-busy"),
+      pv("pv-new", { fully_configured: false }),
+      pv("battery", { role: "battery", capabilities: ["charge"] }),
+    ],
+  } as unknown as KindContext;
   return { row, cap, ctx, taken };
 }
 
 test("pv_limit caps every free PV inverter at limit_pct of its rating and skips the others with a reason", () => {
   const { row, cap, ctx, taken } = rig(60);
   const claims = pvLimit.plan(row, ctx, cap);
-  assert.deepEqual(claims, [{ device_id: "pv-a", action: "curtail", pct: 60 }, { device_id: "pv-b", action: "curtail", pct: 60 }]);
+  assert.deepEqual(claims, [
+    { device_id: "pv-a", action: "curtail", pct: 60 },
+    { device_id: "pv-b", action: "curtail", pct: 60 },
+  ]);
   assert.deepEqual(taken, ["pv-a", "pv-b"]);
   const p = row.progress.devices;
   assert.equal(p["pv-a"].requested_w, 3600);
@@ -46,7 +70,15 @@ test("pv_limit clamps the limit to 0..100 % and reports per device what was writ
   const r = pvLimit.result(row, ctx, 0);
   assert.equal(r.status, "partial");
   assert.equal(r.measured, false);
-  assert.deepEqual(r.devices.map((d) => [d.device_id, d.status, d.error]), [["pv-a", "completed", undefined], ["pv-b", "failed", "timeout"], ["pv-busy", "skipped", "driven by event ev-1 (before this one in B4 order)"], ["pv-new", "skipped", "not fully configured (REGISTRY_WRITE_FAILED)"]]);
+  assert.deepEqual(
+    r.devices.map((d) => [d.device_id, d.status, d.error]),
+    [
+      ["pv-a", "completed", undefined],
+      ["pv-b", "failed", "timeout"],
+      ["pv-busy", "skipped", "driven by event ev-1 (before this one in B4 order)"],
+      ["pv-new", "skipped", "not fully configured (REGISTRY_WRITE_FAILED)"],
+    ],
+  );
   row.progress.devices["pv-b"].writes_ok = 1;
   assert.equal(pvLimit.result(row, ctx, 0).status, "completed");
   const nothing = rig(60);

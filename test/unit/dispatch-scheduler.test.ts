@@ -20,26 +20,64 @@ import { makeTmpDir } from "../support/tmp.js";
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const POLL = 1000;
 
-interface Rig { d: Dispatcher; clock: FakeClock; dev: FakeDevices; responses: ExecutionResponse[]; db: Db; cleanup(): void }
+interface Rig {
+  d: Dispatcher;
+  clock: FakeClock;
+  dev: FakeDevices;
+  responses: ExecutionResponse[];
+  db: Db;
+  cleanup(): void;
+}
 
-function rig(devices: DispatchDevice[], opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {}): Rig {
+function rig(
+  devices: DispatchDevice[],
+  opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {},
+): Rig {
   const tmp = opts.db ? null : makeTmpDir();
   const db = opts.db ?? openDatabase(tmp!.dir);
   if (!opts.db) migrate(db, [DISPATCH_MIGRATIONS]);
   const clock = opts.clock ?? new FakeClock(T0);
   const dev = opts.dev ?? new FakeDevices(devices, clock);
   const responses = opts.responses ?? [];
-  const d = new Dispatcher({ db: () => db, control: dev, clock, log: silentLogger(), pollIntervalMs: POLL, respond: (_s, body) => responses.push(body) });
+  const d = new Dispatcher({
+    db: () => db,
+    control: dev,
+    clock,
+    log: silentLogger(),
+    pollIntervalMs: POLL,
+    respond: (_s, body) => responses.push(body),
+  });
   d.start();
-  return { d, clock, dev, responses, db, cleanup: () => { void d.stop(); if (tmp) { db.close(); tmp.cleanup(); } } };
+  return {
+    d,
+    clock,
+    dev,
+    responses,
+    db,
+    cleanup: () => {
+      void d.stop();
+      if (tmp) {
+        db.close();
+        tmp.cleanup();
+      }
+    },
+  };
 }
 
 function req(events: Array<Partial<Record<string, unknown>>>, mode: "live" | "test" = "live"): DispatchRequest {
   return dispatchRequest.parse({
     mode,
     event_slots: events.map((e) => ({
-      event_id: randomUUID(), start_time: new Date(T0 + 10_000).toISOString(), end_time: new Date(T0 + 70_000).toISOString(),
-      event_type: "discharge", event_quantity: 4, event_unit: "kW", priority: 10, mandatory: false, cancelled: false, ...e,
+      event_id: randomUUID(),
+      start_time: new Date(T0 + 10_000).toISOString(),
+      end_time: new Date(T0 + 70_000).toISOString(),
+      event_type: "discharge",
+      event_quantity: 4,
+      event_unit: "kW",
+      priority: 10,
+      mandatory: false,
+      cancelled: false,
+      ...e,
     })),
   });
 }
@@ -70,7 +108,10 @@ test("an event writes its first setpoint at start_time, not before; releases at 
       if (r.clock.now() < T0 + 70_000) poll(r, { b1: 4000 });
       await flush();
     }
-    assert.ok(r.dev.writes.some((w) => w.action === "discharge" && w.at === T0 + 30_000), "setpoint rewritten before the revert timeout (refresh 20 s)");
+    assert.ok(
+      r.dev.writes.some((w) => w.action === "discharge" && w.at === T0 + 30_000),
+      "setpoint rewritten before the revert timeout (refresh 20 s)",
+    );
     assert.equal(r.dev.writes.at(-1)!.action, "release");
     assert.ok(!r.dev.remote.has("b1"));
     assert.equal(r.responses.length, 1);
@@ -116,7 +157,10 @@ test("a restart resumes a running event; one that ended while down is reported m
     assert.equal(missed.status, "failed");
     assert.equal(missed.details.reason, "missed");
     assert.ok(!a.dev.writes.some((w) => w.at > T0 + 100_000 && w.action === "discharge"), "the missed event never ran");
-    const states = c.d.list().map((e) => e.state).sort();
+    const states = c.d
+      .list()
+      .map((e) => e.state)
+      .sort();
     assert.deepEqual(states, ["done", "missed"]);
     await c.d.stop();
   } finally {
@@ -162,7 +206,10 @@ test("receipts: identical repeat, replace before start, 409 after start, cancell
     r.clock.advance(10_000);
     await flush();
     assert.equal(r.dev.writes[0].pct, 40, "the replacement runs");
-    assert.throws(() => r.d.submit({ ...rq, event_slots: [{ ...rq.event_slots[0], event_quantity: 3 }] }), (e) => isSitegateError(e, "CONFLICT"));
+    assert.throws(
+      () => r.d.submit({ ...rq, event_slots: [{ ...rq.event_slots[0], event_quantity: 3 }] }),
+      (e) => isSitegateError(e, "CONFLICT"),
+    );
     const cancel = { ...changed, event_slots: [{ ...changed.event_slots[0], cancelled: true }] };
     assert.deepEqual(r.d.submit(cancel), [{ event_id: id, status: "cancelled" }]);
     await flush();
@@ -180,7 +227,9 @@ test("stacking: the first event in B4 order takes only what it needs, the next g
   const r = rig([battery("b1", 5000)]);
   try {
     const low = req([{ event_quantity: 1, priority: 50 }]).event_slots[0];
-    const high = req([{ event_quantity: 3, priority: 5, start_time: new Date(T0 + 20_000).toISOString(), end_time: new Date(T0 + 40_000).toISOString() }]).event_slots[0];
+    const high = req([
+      { event_quantity: 3, priority: 5, start_time: new Date(T0 + 20_000).toISOString(), end_time: new Date(T0 + 40_000).toISOString() },
+    ]).event_slots[0];
     r.d.submit({ mode: "live", event_slots: [low, high] });
     r.clock.advance(10_000);
     await flush();
@@ -200,7 +249,9 @@ test("overlap: an event gets only what the events before it left, and is measure
   const r = rig([battery("b1", 5000)]);
   try {
     const low = req([{ event_quantity: 3, priority: 50 }]).event_slots[0];
-    const high = req([{ event_quantity: 4, priority: 5, start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 50_000).toISOString() }]).event_slots[0];
+    const high = req([
+      { event_quantity: 4, priority: 5, start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 50_000).toISOString() },
+    ]).event_slots[0];
     r.d.submit({ mode: "live", event_slots: [low, high] });
     r.clock.advance(10_000);
     await flush();
@@ -211,7 +262,10 @@ test("overlap: an event gets only what the events before it left, and is measure
       if (r.clock.now() < T0 + 70_000) poll(r, { b1: last.action === "discharge" ? (last.pct! / 100) * 5000 : 0 });
       await flush();
     }
-    assert.ok(r.dev.writes.some((w) => w.pct === 100), "4 kW + the 1 kW left for the other");
+    assert.ok(
+      r.dev.writes.some((w) => w.pct === 100),
+      "4 kW + the 1 kW left for the other",
+    );
     const lr = r.responses.find((x) => x.event_id === low.event_id)!;
     const hr = r.responses.find((x) => x.event_id === high.event_id)!;
     assert.equal(hr.status, "completed");
@@ -237,7 +291,10 @@ test("test mode plans and reports like live but writes nothing", async () => {
     assert.equal(b.details.mode, "test");
     assert.equal(b.details.measured, false);
     assert.equal(b.details.delivered_quantity, 4);
-    assert.deepEqual((b.details.devices as Array<{ requested_w: number }>).map((d) => d.requested_w), [2500, 1500]);
+    assert.deepEqual(
+      (b.details.devices as Array<{ requested_w: number }>).map((d) => d.requested_w),
+      [2500, 1500],
+    );
   } finally {
     r.cleanup();
   }
@@ -248,7 +305,15 @@ test("a cron schedule fires on the scheduler at priority 100, taken up at start 
   try {
     // 01:30 in Berlin (UTC+1 in November): the 01:00 night charge of 4 h is running.
     r.clock.step(Date.UTC(2026, 10, 23, 0, 30) - r.clock.now());
-    const sched = { name: "night-charge", cron: "0 1 * * *", timezone: "Europe/Berlin", duration_s: 14400, event_type: "charge" as const, event_quantity: 3, event_unit: "kW" as const };
+    const sched = {
+      name: "night-charge",
+      cron: "0 1 * * *",
+      timezone: "Europe/Berlin",
+      duration_s: 14400,
+      event_type: "charge" as const,
+      event_quantity: 3,
+      event_unit: "kW" as const,
+    };
     const ls = new LocalSchedules([sched], r.d, silentLogger(), () => r.clock.now());
     ls.start();
     try {
@@ -259,12 +324,23 @@ test("a cron schedule fires on the scheduler at priority 100, taken up at start 
       assert.equal(ev.spec.priority, 100);
       assert.equal(new Date(ev.spec.start_ms).toISOString(), "2026-11-23T00:00:00.000Z");
       assert.equal(ev.state, "running");
-      assert.deepEqual(r.dev.writes.map((w) => [w.action, w.pct]), [["charge", 60]]);
+      assert.deepEqual(
+        r.dev.writes.map((w) => [w.action, w.pct]),
+        [["charge", 60]],
+      );
       // The same occurrence again (a restart, a clock step) adds nothing.
       ls.fire(sched, Date.UTC(2026, 10, 23, 0, 0));
       assert.equal(r.d.list().length, 1);
       // A partner event outranks it.
-      r.d.submit(req([{ start_time: new Date(r.clock.now() + 1000).toISOString(), end_time: new Date(r.clock.now() + 60_000).toISOString(), priority: 99 }]));
+      r.d.submit(
+        req([
+          {
+            start_time: new Date(r.clock.now() + 1000).toISOString(),
+            end_time: new Date(r.clock.now() + 60_000).toISOString(),
+            priority: 99,
+          },
+        ]),
+      );
       r.clock.advance(1000);
       await flush();
       assert.equal(r.dev.writes.at(-1)!.action, "discharge");
@@ -279,10 +355,19 @@ test("a cron schedule fires on the scheduler at priority 100, taken up at start 
 
 test("allocation: proportional to max power, capped, unavailable batteries give their share away", () => {
   const b = (id: string, max: number, soc = 50, online = true) => ({ ...battery(id, max, soc), online });
-  assert.deepEqual(allocateProportional("discharge", 4000, [b("a", 5000), b("b", 3000)]).map((s) => Math.round(s.watts)), [2500, 1500]);
-  assert.deepEqual(allocateProportional("discharge", 7500, [b("a", 5000), b("b", 2000)]).map((s) => Math.round(s.watts)), [5000, 2000]);
+  assert.deepEqual(
+    allocateProportional("discharge", 4000, [b("a", 5000), b("b", 3000)]).map((s) => Math.round(s.watts)),
+    [2500, 1500],
+  );
+  assert.deepEqual(
+    allocateProportional("discharge", 7500, [b("a", 5000), b("b", 2000)]).map((s) => Math.round(s.watts)),
+    [5000, 2000],
+  );
   const s = allocateProportional("discharge", 4000, [b("a", 5000, 0), b("b", 5000), b("c", 5000, 50, false)]);
-  assert.deepEqual(s.map((x) => Math.round(x.watts)), [0, 4000, 0]);
+  assert.deepEqual(
+    s.map((x) => Math.round(x.watts)),
+    [0, 4000, 0],
+  );
   assert.match(s[0].skipped!, /empty/);
   assert.equal(s[2].skipped, "offline");
   assert.match(allocateProportional("charge", 1000, [b("a", 5000, 100)])[0].skipped!, /full/);
@@ -307,12 +392,23 @@ test("request validation: one path per problem", () => {
   const r = dispatchRequest.safeParse({
     mode: "live",
     event_slots: [
-      { event_id: "not-a-uuid", start_time: "2026-01-01T10:00:00+02:00", end_time: "2026-01-01T09:00:00Z", event_type: "boost", event_quantity: -1, event_unit: "GW", priority: 0, mandatory: "yes", cancelled: false },
+      {
+        event_id: "not-a-uuid",
+        start_time: "2026-01-01T10:00:00+02:00",
+        end_time: "2026-01-01T09:00:00Z",
+        event_type: "boost",
+        event_quantity: -1,
+        event_unit: "GW",
+        priority: 0,
+        mandatory: "yes",
+        cancelled: false,
+      },
     ],
   });
   assert.equal(r.success, false);
   const paths = r.error!.issues.map((i) => i.path.join("."));
-  for (const p of ["event_id", "start_time", "event_type", "event_quantity", "event_unit", "priority", "mandatory"]) assert.ok(paths.includes(`event_slots.0.${p}`), `${p} in ${paths}`);
+  for (const p of ["event_id", "start_time", "event_type", "event_quantity", "event_unit", "priority", "mandatory"])
+    assert.ok(paths.includes(`event_slots.0.${p}`), `${p} in ${paths}`);
 });
 
 test("group commit: requests of one turn share a transaction, a conflicting one fails alone; a cancelled event stays cancelled", async () => {
@@ -329,7 +425,11 @@ test("group commit: requests of one turn share a transaction, a conflicting one 
     assert.ok(isSitegateError((a as PromiseRejectedResult).reason, "CONFLICT"));
     assert.deepEqual((b as PromiseFulfilledResult<unknown>).value, [{ event_id: other.event_slots[0].event_id, status: "accepted" }]);
     assert.equal(r.d.list().find((e) => e.spec.event_id === other.event_slots[0].event_id)?.state, "scheduled", "committed");
-    assert.equal(r.d.list().find((e) => e.spec.event_id === first.event_slots[0].event_id)?.spec.quantity, 4, "the conflicting change stored nothing");
+    assert.equal(
+      r.d.list().find((e) => e.spec.event_id === first.event_slots[0].event_id)?.spec.quantity,
+      4,
+      "the conflicting change stored nothing",
+    );
     // Cancel the scheduled one, then a late retry of the original request: still cancelled.
     const cancel = { ...other, event_slots: [{ ...other.event_slots[0], cancelled: true }] };
     assert.deepEqual(await r.d.submitBatched(cancel), [{ event_id: other.event_slots[0].event_id, status: "cancelled" }]);

@@ -21,7 +21,10 @@ const problems = (fleet: unknown) => configProblems(() => parseConfig({ ...testC
 
 test("fleet: mqtts:// anywhere, mqtt:// only to loopback; certificate or username + password", () => {
   const ca = testCert().certFile;
-  const ok = parseConfig({ ...testConfigInput("/tmp/x"), fleet: { url: "mqtts://broker.example:8883", ca_file: ca, username: "site-001", password: "p" } }, "/");
+  const ok = parseConfig(
+    { ...testConfigInput("/tmp/x"), fleet: { url: "mqtts://broker.example:8883", ca_file: ca, username: "site-001", password: "p" } },
+    "/",
+  );
   assert.equal(ok.fleet?.topic_prefix, "sitegate");
   assert.equal(ok.fleet?.keepalive_s, 60);
   parseConfig({ ...testConfigInput("/tmp/x"), fleet: { url: "mqtt://127.0.0.1:1883", username: "u", password: "p" } }, "/");
@@ -36,7 +39,10 @@ test("fleet: mqtts:// anywhere, mqtt:// only to loopback; certificate or usernam
 });
 
 test("fleet: relative files resolve against the config folder; no fleet block, no fleet part", () => {
-  const cfg = parseConfig({ ...testConfigInput("/tmp/x"), fleet: { url: "mqtts://b:8883", username: "u", ca_file: "cert.pem" } }, dirname(testCert().certFile));
+  const cfg = parseConfig(
+    { ...testConfigInput("/tmp/x"), fleet: { url: "mqtts://b:8883", username: "u", ca_file: "cert.pem" } },
+    dirname(testCert().certFile),
+  );
   assert.equal(cfg.fleet?.ca_file, testCert().certFile);
   const without = buildDaemon(testConfig("/tmp/sitegate-no-fleet"), silentLogger());
   assert.equal(without.parts.has("fleet"), false);
@@ -66,11 +72,18 @@ test("the sample store deletes only what its consumers (the HTTPS push, the flee
     fleet.settleThrough(4);
     samples.persistCursor();
     assert.equal(rows(), 6);
-    assert.deepEqual(fleet.pending(100).map((s) => s.id), [5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      fleet.pending(100).map((s) => s.id),
+      [5, 6, 7, 8, 9, 10],
+    );
     fleet.settleThrough(10);
     samples.persistCursor();
     assert.equal(rows(), 0);
-    assert.equal(storage.telemetryDb.prepare("SELECT value FROM tm_state WHERE key = 'cursor:fleet_telemetry'").pluck().get(), 10, "the fleet's cursor persisted in the store");
+    assert.equal(
+      storage.telemetryDb.prepare("SELECT value FROM tm_state WHERE key = 'cursor:fleet_telemetry'").pluck().get(),
+      10,
+      "the fleet's cursor persisted in the store",
+    );
     samples.stop();
     storage.stop();
   });

@@ -16,7 +16,10 @@ import { withTmpDir } from "../support/tmp.js";
 
 const pair = () => {
   const k = generateKeyPairSync("ed25519");
-  return { pub: k.publicKey.export({ type: "spki", format: "pem" }) as string, priv: k.privateKey.export({ type: "pkcs8", format: "pem" }) as string };
+  return {
+    pub: k.publicKey.export({ type: "spki", format: "pem" }) as string,
+    priv: k.privateKey.export({ type: "pkcs8", format: "pem" }) as string,
+  };
 };
 const A = pair();
 const B = pair();
@@ -95,7 +98,10 @@ test("config: command_keys must be ed25519 public keys in PEM; command_max_age_s
     assert.fail("accepted");
   };
   const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" }) as string;
-  assert.deepEqual(problems({ command_keys: [rsa] })[0], { path: "fleet.command_keys[0]", message: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" });
+  assert.deepEqual(problems({ command_keys: [rsa] })[0], {
+    path: "fleet.command_keys[0]",
+    message: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)",
+  });
   assert.equal(problems({ command_keys: [A.priv] })[0].path, "fleet.command_keys[0]", "a private key is not accepted");
   assert.equal(problems({ command_keys: ["not a key"] })[0].path, "fleet.command_keys[0]");
   assert.match(problems({ command_keys: [] })[0].message, /at least one key/);

@@ -18,7 +18,13 @@ test("a bus with work and no finished request for 30 s fails the check; progress
     try {
       const bus = { key: "tcp://10.0.0.9:502", busy: true, queued: 3, stats: { busy_ms: 10 } };
       const mon = new HealthMonitor(
-        { storage, buses: () => [bus], devices: () => ({ configured: 1, online: 0 }), readsOk: () => 0, backlog: () => ({ outbox: 0, snapshots: 0 }) },
+        {
+          storage,
+          buses: () => [bus],
+          devices: () => ({ configured: 1, online: 0 }),
+          readsOk: () => 0,
+          backlog: () => ({ outbox: 0, snapshots: 0 }),
+        },
         new SystemdNotifier(silentLogger(), {}),
         silentLogger(),
         { busStuckMs: 30_000 },
@@ -43,7 +49,13 @@ test("while a check fails, the monitor's health() names it; once checks pass the
     storage.start();
     const bus = { key: "rtu:/dev/ttyS1", busy: true, queued: 1, stats: { busy_ms: 10 } };
     const mon = new HealthMonitor(
-      { storage, buses: () => [bus], devices: () => ({ configured: 0, online: 0 }), readsOk: () => 0, backlog: () => ({ outbox: 0, snapshots: 0 }) },
+      {
+        storage,
+        buses: () => [bus],
+        devices: () => ({ configured: 0, online: 0 }),
+        readsOk: () => 0,
+        backlog: () => ({ outbox: 0, snapshots: 0 }),
+      },
       new SystemdNotifier(silentLogger(), {}),
       silentLogger(),
       { statusEveryMs: 20, busStuckMs: 30, stallMs: 5000 },
@@ -51,7 +63,8 @@ test("while a check fails, the monitor's health() names it; once checks pass the
     mon.start();
     try {
       assert.deepEqual(mon.health().warnings, []);
-      const stuck = () => mon.health().warnings.some((w) => w.code === "health_checks_failing" && /bus rtu:\/dev\/ttyS1 stuck/.test(w.message));
+      const stuck = () =>
+        mon.health().warnings.some((w) => w.code === "health_checks_failing" && /bus rtu:\/dev\/ttyS1 stuck/.test(w.message));
       for (let i = 0; i < 100 && !stuck(); i++) await new Promise((r) => setTimeout(r, 10));
       assert.ok(stuck(), JSON.stringify(mon.health()));
       assert.ok(mon.stats.withheld > 0);

@@ -144,7 +144,8 @@ export function analyze(files: ReadonlyMap<string, string>): Findings {
       const b = layerOf(e.to);
       if (a < 0 || b < 0 || a === b) continue;
       if (rankOf(b) > rankOf(a)) f.upward.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a layer above it`);
-      else if (rankOf(b) === rankOf(a)) f.lateral.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a sibling layer`);
+      else if (rankOf(b) === rankOf(a))
+        f.lateral.push(`${e.from} (${LAYERS[a][0]}) -> ${e.to} (${LAYERS[b][0]}) by ${e.kind}: a sibling layer`);
     }
   }
   // Cycles: depth-first search; a back edge to a file on the current path closes one.
@@ -178,7 +179,8 @@ function srcFiles(root: string): Map<string, string> {
     for (const ent of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, ent.name);
       if (ent.isDirectory()) walk(p);
-      else if (ent.name.endsWith(".ts") && !ent.name.endsWith(".d.ts")) out.set(relative(root, p).split("\\").join("/"), readFileSync(p, "utf8"));
+      else if (ent.name.endsWith(".ts") && !ent.name.endsWith(".d.ts"))
+        out.set(relative(root, p).split("\\").join("/"), readFileSync(p, "utf8"));
     }
   };
   walk(root);
@@ -195,7 +197,10 @@ test("src/: every file has a layer, every import resolves, no upward or lateral 
   assert.deepEqual(f.unresolved, []);
   assert.deepEqual(f.upward, [], "move the shared piece down a layer, or build the composition one layer up");
   assert.deepEqual(f.lateral, [], "move the shared piece down below both siblings");
-  assert.deepEqual(f.cycles.map((c) => c.join(" -> ")), []);
+  assert.deepEqual(
+    f.cycles.map((c) => c.join(" -> ")),
+    [],
+  );
 });
 
 test("the checker finds what it should: import forms, upward and lateral imports, cycles, unplaced files", () => {
@@ -241,7 +246,10 @@ test("the checker finds what it should: import forms, upward and lateral imports
   );
   assert.deepEqual(f.upward, ["modbus/part.ts (modbus) -> devices/pool.ts (devices) by import: a layer above it"]);
   assert.deepEqual(f.lateral, ["fleet/commands.ts (fleet) -> api/errors.ts (api) by import: a sibling layer"]);
-  assert.deepEqual(f.cycles.map((c) => c.join(" -> ")).sort(), ["api/gateway.ts -> api/server.ts -> api/gateway.ts", "cli.ts -> cli/run.ts -> cli.ts"]);
+  assert.deepEqual(f.cycles.map((c) => c.join(" -> ")).sort(), [
+    "api/gateway.ts -> api/server.ts -> api/gateway.ts",
+    "cli.ts -> cli/run.ts -> cli.ts",
+  ]);
   assert.deepEqual(f.unplaced, ["somewhere/new.ts"]);
   assert.deepEqual(f.unresolved, ['cli/run.ts: import "./gone.js" is not a file in src/']);
   assert.equal(LAYERS[layerOf("config/load.ts")][0], "config-load", "the most specific prefix wins");

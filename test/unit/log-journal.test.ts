@@ -5,13 +5,20 @@ import { createLogger, journalAttached, syslogPriority } from "../../src/log.js"
 
 test("with the journal attached every line starts with its syslog priority (journalctl -p warning)", () => {
   const lines: string[] = [];
-  const log = createLogger({ level: "trace", destination: { write: (s: string) => lines.push(s) } as unknown as NodeJS.WritableStream, journal: true });
+  const log = createLogger({
+    level: "trace",
+    destination: { write: (s: string) => lines.push(s) } as unknown as NodeJS.WritableStream,
+    journal: true,
+  });
   log.fatal("f");
   log.error("e");
   log.warn("w");
   log.info("i");
   log.debug("d");
-  assert.deepEqual(lines.map((l) => /^<(\d)>\{/.exec(l)?.[1]), ["2", "3", "4", "6", "7"]);
+  assert.deepEqual(
+    lines.map((l) => /^<(\d)>\{/.exec(l)?.[1]),
+    ["2", "3", "4", "6", "7"],
+  );
   assert.equal(JSON.parse(lines[1].slice(3)).msg, "e", "the rest of the line is the JSON record");
   assert.equal(syslogPriority(45), 4);
 });

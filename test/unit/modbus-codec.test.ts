@@ -116,18 +116,42 @@ test("NaN and Infinity pass the rounding unchanged (the driver drops them before
 test("the planner merges neighbours, bridges cheap gaps, splits at the read limit", () => {
   const r = (address: number, count = 1) => ({ table: "holding" as const, address, count });
   const blocks = planBlocks([r(100), r(102, 2), r(110), r(300), r(40000, 2)], { maxRegs: 125, maxGap: 10 });
-  assert.deepEqual(blocks.map((b) => [b.address, b.count]), [[100, 11], [300, 1], [40000, 2]]);
+  assert.deepEqual(
+    blocks.map((b) => [b.address, b.count]),
+    [
+      [100, 11],
+      [300, 1],
+      [40000, 2],
+    ],
+  );
   assert.deepEqual(blocks[0].members, [0, 1, 2]);
   const limited = planBlocks([r(0, 2), r(60, 2), r(78, 2)], { maxRegs: 50, maxGap: 100 });
-  assert.deepEqual(limited.map((b) => [b.address, b.count]), [[0, 2], [60, 20]]);
+  assert.deepEqual(
+    limited.map((b) => [b.address, b.count]),
+    [
+      [0, 2],
+      [60, 20],
+    ],
+  );
 });
 
 test("the planner never reads across an unreadable range, and keeps tables apart", () => {
   const blocks = planBlocks(
-    [{ table: "input", address: 0, count: 2 }, { table: "input", address: 10, count: 2 }, { table: "holding", address: 2, count: 2 }],
+    [
+      { table: "input", address: 0, count: 2 },
+      { table: "input", address: 10, count: 2 },
+      { table: "holding", address: 2, count: 2 },
+    ],
     { maxRegs: 125, maxGap: 50, unreadable: [{ table: "input", address: 4, count: 2 }] },
   );
-  assert.deepEqual(blocks.map((b) => [b.table, b.address, b.count]), [["holding", 2, 2], ["input", 0, 2], ["input", 10, 2]]);
+  assert.deepEqual(
+    blocks.map((b) => [b.table, b.address, b.count]),
+    [
+      ["holding", 2, 2],
+      ["input", 0, 2],
+      ["input", 10, 2],
+    ],
+  );
 });
 
 test("the gap worth bridging follows the wire: more at 9600 baud with turnaround than at 115200", () => {
@@ -138,7 +162,13 @@ test("the gap worth bridging follows the wire: more at 9600 baud with turnaround
 
 test("endpoints parse and name their bus", () => {
   assert.deepEqual(parseEndpoint("tcp://127.0.0.1:502"), { kind: "tcp", host: "127.0.0.1", port: 502 });
-  assert.deepEqual(parseEndpoint("rtu:/dev/ttyUSB0?baud=19200&parity=even"), { kind: "rtu", path: "/dev/ttyUSB0", baud: 19200, parity: "even", stopBits: 1 });
+  assert.deepEqual(parseEndpoint("rtu:/dev/ttyUSB0?baud=19200&parity=even"), {
+    kind: "rtu",
+    path: "/dev/ttyUSB0",
+    baud: 19200,
+    parity: "even",
+    stopBits: 1,
+  });
   assert.equal(endpointKey(parseEndpoint("rtu:/dev/ttyUSB0")), "rtu:/dev/ttyUSB0");
   assert.throws(() => parseEndpoint("udp://x:1"), /bad endpoint/);
   assert.throws(() => parseEndpoint("rtu:/dev/x?baud=12"), /baud/);

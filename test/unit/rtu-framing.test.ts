@@ -21,7 +21,16 @@ import { testConfigInput, TEST_ORG } from "../support/config.js";
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-9;
 
 function rtuDev(port: number, baud: number): DeviceConfig {
-  return { device_id: `d${port}`, device_type: "modbus", device_integration: `${TEST_ORG}/sdm630`, mb_type: 1, mb_device_type: 1, mb_slave_id: 10, mb_baud: baud, mb_rtu_no: port };
+  return {
+    device_id: `d${port}`,
+    device_type: "modbus",
+    device_integration: `${TEST_ORG}/sdm630`,
+    mb_type: 1,
+    mb_device_type: 1,
+    mb_slave_id: 10,
+    mb_baud: baud,
+    mb_rtu_no: port,
+  };
 }
 
 class NullTransport implements Transport {
@@ -46,7 +55,13 @@ class NullTransport implements Transport {
 
 test("rtu_ports takes the object form with its framing; the plain string is 9600 8N1; relative paths resolve against the config's folder", () => {
   const cfg = parseConfig(
-    testConfigInput("/tmp/x", { rtu_ports: { "1": { path: "./ttyE", baud: 9600, parity: "even", stop_bits: 1 }, "2": "./ttyN", "3": { path: "/dev/ttyUSB0", baud: 19200 } } }),
+    testConfigInput("/tmp/x", {
+      rtu_ports: {
+        "1": { path: "./ttyE", baud: 9600, parity: "even", stop_bits: 1 },
+        "2": "./ttyN",
+        "3": { path: "/dev/ttyUSB0", baud: 19200 },
+      },
+    }),
     "/etc/sitegate",
   );
   assert.deepEqual(cfg.rtu_ports, {
@@ -75,7 +90,9 @@ test("an 8E1 port opens the serial port with parity even and times the bus at 11
 
 test("the planner's gap follows the port's framing (11 bits at 8E1, 8N2)", async () => {
   const cfg = parseConfig(
-    testConfigInput("/tmp/x", { rtu_ports: { "1": { path: "/dev/ttyE", parity: "even" }, "2": { path: "/dev/ttyS2", stop_bits: 2 }, "3": "/dev/ttyN" } }),
+    testConfigInput("/tmp/x", {
+      rtu_ports: { "1": { path: "/dev/ttyE", parity: "even" }, "2": { path: "/dev/ttyS2", stop_bits: 2 }, "3": "/dev/ttyN" },
+    }),
     "/",
   );
   const sdm = builtinProfiles().get("sdm630");
@@ -135,5 +152,9 @@ test("the simulator's RTU port takes the same framing keys for its line timing",
   assert.ok(close(even.charMs, 11000 / 9600));
   assert.ok(close(even.silenceMs, (3.5 * 11000) / 9600));
   assert.ok(close(plain.charMs, 10000 / 9600));
-  assert.throws(() => parseScenario({ ports: [{ kind: "rtu", path: "a", peer: "b", parity: "mark", devices: [{ unit: 1, model: "relay", name: "r" }] }] }), /ports\[0\]\.parity/);
+  assert.throws(
+    () =>
+      parseScenario({ ports: [{ kind: "rtu", path: "a", peer: "b", parity: "mark", devices: [{ unit: 1, model: "relay", name: "r" }] }] }),
+    /ports\[0\]\.parity/,
+  );
 });

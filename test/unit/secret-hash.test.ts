@@ -15,7 +15,11 @@ function cheapHash(secret: string): string {
 
 test("password checks run off the event loop: other callbacks run while scrypt works", async () => {
   const creds = new Credentials(testConfig("/tmp/sitegate-unit"));
-  for (const [user, password, expect] of [["partner", TEST_PASSWORD, true], ["partner", "wrong", false], ["nobody", "x", false]] as const) {
+  for (const [user, password, expect] of [
+    ["partner", TEST_PASSWORD, true],
+    ["partner", "wrong", false],
+    ["nobody", "x", false],
+  ] as const) {
     const check = creds.checkPassword(user, password);
     let turns = 0;
     const spin = () => {

@@ -10,8 +10,18 @@ import { M124 } from "../support/site.js";
 
 function site(seed = 7, irradiance = 0.5) {
   let now = Date.UTC(2026, 5, 1, 12);
-  const s = new SiteModel({ base_load_w: 2000, load_noise_pct: 0, pv_irradiance: irradiance, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, seed, () => now);
-  return { s, advance: (ms: number) => { now += ms; s.advance(); } };
+  const s = new SiteModel(
+    { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: irradiance, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+    seed,
+    () => now,
+  );
+  return {
+    s,
+    advance: (ms: number) => {
+      now += ms;
+      s.advance();
+    },
+  };
 }
 
 const write = (dev: StorageInverter, address: number, value: number) => {

@@ -9,10 +9,13 @@ import { isSitegateError } from "../../src/errors.js";
 import { withTmpDir } from "../support/tmp.js";
 
 const mods = [
-  { module: "alpha", migrations: [
-    { version: 1, sql: "CREATE TABLE a (x INTEGER)" },
-    { version: 2, sql: "ALTER TABLE a ADD COLUMN y TEXT" },
-  ] },
+  {
+    module: "alpha",
+    migrations: [
+      { version: 1, sql: "CREATE TABLE a (x INTEGER)" },
+      { version: 2, sql: "ALTER TABLE a ADD COLUMN y TEXT" },
+    ],
+  },
   { module: "beta", migrations: [{ version: 1, sql: "CREATE TABLE b (z INTEGER)" }] },
 ];
 
@@ -24,7 +27,9 @@ test("migrations run once, in order, per module, and are recorded", async () => 
     db.prepare("INSERT INTO a (x, y) VALUES (1, 'one')").run();
     const rows = db.prepare("SELECT module, version FROM schema_migrations ORDER BY module, version").all();
     assert.deepEqual(rows, [
-      { module: "alpha", version: 1 }, { module: "alpha", version: 2 }, { module: "beta", version: 1 },
+      { module: "alpha", version: 1 },
+      { module: "alpha", version: 2 },
+      { module: "beta", version: 1 },
     ]);
     db.close();
     // A later release adds migration 3 to alpha: only it runs, data stays.
@@ -39,10 +44,15 @@ test("migrations run once, in order, per module, and are recorded", async () => 
 test("a failing migration rolls back and is not recorded", async () => {
   await withTmpDir((dir) => {
     const db = openDatabase(dir);
-    const bad = [{ module: "gamma", migrations: [
-      { version: 1, sql: "CREATE TABLE g (x INTEGER)" },
-      { version: 2, sql: "CREATE TABLE g2 (x INTEGER); INSERT INTO nowhere VALUES (1)" },
-    ] }];
+    const bad = [
+      {
+        module: "gamma",
+        migrations: [
+          { version: 1, sql: "CREATE TABLE g (x INTEGER)" },
+          { version: 2, sql: "CREATE TABLE g2 (x INTEGER); INSERT INTO nowhere VALUES (1)" },
+        ],
+      },
+    ];
     assert.throws(() => migrate(db, bad), /no such table: nowhere/);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 'g%'").pluck().all();
     assert.deepEqual(tables, ["g"], "migration 2's table was rolled back");
@@ -100,7 +110,10 @@ test("an unwritable data_dir is a clear STORAGE_UNAVAILABLE error naming the pat
       chownSync(rw, NOBODY, NOBODY);
       assert.equal(openAsNobody(rw).code, "opened");
     } else {
-      assert.throws(() => openDatabase(ro), (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(ro));
+      assert.throws(
+        () => openDatabase(ro),
+        (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(ro),
+      );
     }
   });
 });
@@ -109,14 +122,20 @@ test("a data_dir that is a file is a clear STORAGE_UNAVAILABLE error naming the 
   await withTmpDir((dir) => {
     const file = join(dir, "afile");
     writeFileSync(file, "x");
-    assert.throws(() => openDatabase(join(file, "sub")), (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(file));
+    assert.throws(
+      () => openDatabase(join(file, "sub")),
+      (e) => isSitegateError(e, "STORAGE_UNAVAILABLE") && e.message.includes(file),
+    );
   });
 });
 
 test("a corrupt database file is a clear STORAGE_CORRUPT error naming the path", async () => {
   await withTmpDir((dir) => {
     writeFileSync(join(dir, DB_FILE), Buffer.alloc(8192, 0x5a));
-    assert.throws(() => openDatabase(dir), (e) => isSitegateError(e, "STORAGE_CORRUPT") && e.message.includes(join(dir, DB_FILE)));
+    assert.throws(
+      () => openDatabase(dir),
+      (e) => isSitegateError(e, "STORAGE_CORRUPT") && e.message.includes(join(dir, DB_FILE)),
+    );
   });
 });
 
@@ -130,13 +149,29 @@ test("the dispatch timeline's move to a rowid table keeps every event and its fi
       const ins = db.prepare(
         "INSERT INTO dp_event (event_id, spec, content_hash, source, start_ms, end_ms, state, receipt, created_at, updated_at) VALUES (?, ?, 'h', 'partner', ?, ?, ?, 'accepted', 1, 1)",
       );
-      ins.run("b0000000-0000-4000-8000-000000000002", JSON.stringify({ event_id: "B0000000-0000-4000-8000-000000000002", source: "partner", start_ms: 2, end_ms: 3 }), 2, 3, "scheduled");
-      ins.run("a0000000-0000-4000-8000-000000000001", JSON.stringify({ event_id: "a0000000-0000-4000-8000-000000000001", source: "partner", start_ms: 1, end_ms: 2 }), 1, 2, "done");
+      ins.run(
+        "b0000000-0000-4000-8000-000000000002",
+        JSON.stringify({ event_id: "B0000000-0000-4000-8000-000000000002", source: "partner", start_ms: 2, end_ms: 3 }),
+        2,
+        3,
+        "scheduled",
+      );
+      ins.run(
+        "a0000000-0000-4000-8000-000000000001",
+        JSON.stringify({ event_id: "a0000000-0000-4000-8000-000000000001", source: "partner", start_ms: 1, end_ms: 2 }),
+        1,
+        2,
+        "done",
+      );
       assert.equal(migrate(db, [DISPATCH_MIGRATIONS]), 1, "only the rowid move runs");
       const cols = (db.prepare("PRAGMA table_info(dp_event)").all() as Array<{ name: string }>).map((c) => c.name);
       assert.equal(cols[0], "id");
       const store = new EventStore(db);
-      assert.equal(store.get("B0000000-0000-4000-8000-000000000002")?.spec.event_id, "B0000000-0000-4000-8000-000000000002", "first spelling kept");
+      assert.equal(
+        store.get("B0000000-0000-4000-8000-000000000002")?.spec.event_id,
+        "B0000000-0000-4000-8000-000000000002",
+        "first spelling kept",
+      );
       assert.equal(store.get("a0000000-0000-4000-8000-000000000001")?.state, "done");
       const row = store.get("b0000000-0000-4000-8000-000000000002")!;
       store.put({ ...row, state: "cancelled" });

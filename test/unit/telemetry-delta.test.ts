@@ -11,7 +11,33 @@ import { silentLogger } from "../../src/log.js";
 import { withTmpDir } from "../support/tmp.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
 
-const ODD = [0, 1, -1, 2000, -4975, 65535, 4294967295, 2 ** 50, -(2 ** 52), 229.7, 49.99, 0.1, -0.5, 12.345678, Math.PI, 1e-9, 1.5e300, -0, NaN, Infinity, -Infinity, Number.MAX_SAFE_INTEGER, 3.4028234663852886e38, -1959.854, 1e21];
+const ODD = [
+  0,
+  1,
+  -1,
+  2000,
+  -4975,
+  65535,
+  4294967295,
+  2 ** 50,
+  -(2 ** 52),
+  229.7,
+  49.99,
+  0.1,
+  -0.5,
+  12.345678,
+  Math.PI,
+  1e-9,
+  1.5e300,
+  -0,
+  NaN,
+  Infinity,
+  -Infinity,
+  Number.MAX_SAFE_INTEGER,
+  3.4028234663852886e38,
+  -1959.854,
+  1e21,
+];
 
 function same(a: readonly PackedSample[], b: readonly PackedSample[]): void {
   assert.equal(a.length, b.length);
@@ -38,13 +64,16 @@ test("every value round-trips exactly, alone and against any previous value", ()
 
 test("random walks of meter-like values round-trip exactly", () => {
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   let prev: PackedSample[] | null = null;
   let cur = Array.from({ length: 30 }, (_, i) => ({ series: i + 1, value: Math.round(rnd() * 5000 * 1000) / 1000 }));
   for (let step = 0; step < 500; step++) {
     same(unpackSnapshot(packSnapshot(cur, prev), prev), cur);
     prev = cur;
-    cur = cur.map((s, i) => ({ series: s.series, value: i % 3 === 0 ? s.value : i % 3 === 1 ? Math.round((s.value + (rnd() - 0.5) * 40) * 10) / 10 : Math.fround(s.value + rnd()) }));
+    cur = cur.map((s, i) => ({
+      series: s.series,
+      value: i % 3 === 0 ? s.value : i % 3 === 1 ? Math.round((s.value + (rnd() - 0.5) * 40) * 10) / 10 : Math.fround(s.value + rnd()),
+    }));
   }
 });
 
@@ -57,7 +86,10 @@ test("an unchanged value costs a bit; a small change two bytes; deltas beat pack
 });
 
 test("damaged records are errors, not wrong values", () => {
-  const s = [{ series: 1, value: 123456789 }, { series: 2, value: 229.7 }];
+  const s = [
+    { series: 1, value: 123456789 },
+    { series: 2, value: 229.7 },
+  ];
   const buf = packSnapshot(s);
   assert.throws(() => unpackSnapshot(buf.subarray(0, buf.length - 1)), /truncated/);
   assert.throws(() => unpackSnapshot(Buffer.concat([buf, Buffer.from([0])])), /trailing/);
@@ -80,7 +112,13 @@ function withStore(commitIntervalMs: number, fn: (r: { storage: StoragePart; sam
   });
 }
 
-const snap = (i: number): Snapshot => ({ ts: 1_700_000_000_000 + i * 1000, devices: [{ device_id: "meter", metrics: { power_w: 1000 + (i % 7) * 3.5, energy_import_wh: 5000 + Math.floor(i / 10) } }, { device_id: "battery", metrics: { soc_pct: 50, power_w: -2000 + (i % 3) } }] });
+const snap = (i: number): Snapshot => ({
+  ts: 1_700_000_000_000 + i * 1000,
+  devices: [
+    { device_id: "meter", metrics: { power_w: 1000 + (i % 7) * 3.5, energy_import_wh: 5000 + Math.floor(i / 10) } },
+    { device_id: "battery", metrics: { soc_pct: 50, power_w: -2000 + (i % 3) } },
+  ],
+});
 
 test("held snapshots are readable at once; one commit packs them against each other; reads resume mid-commit", async () => {
   await withStore(10_000, ({ storage, samples }) => {
@@ -88,11 +126,22 @@ test("held snapshots are readable at once; one commit packs them against each ot
     const db = storage.telemetryDb;
     assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 0, "held in memory until the interval ends");
     const early = samples.pending(100);
-    assert.deepEqual(early.map((s) => s.id), Array.from({ length: 25 }, (_, i) => i + 1), "the readers see them before the commit");
+    assert.deepEqual(
+      early.map((s) => s.id),
+      Array.from({ length: 25 }, (_, i) => i + 1),
+      "the readers see them before the commit",
+    );
     samples.flush();
-    const rows = db.prepare("SELECT id, base, cursor FROM tm_snapshot ORDER BY id").all() as Array<{ id: number; base: number; cursor: number | null }>;
+    const rows = db.prepare("SELECT id, base, cursor FROM tm_snapshot ORDER BY id").all() as Array<{
+      id: number;
+      base: number;
+      cursor: number | null;
+    }>;
     assert.equal(rows.length, 25);
-    assert.ok(rows.every((r) => r.base === 1), "one key row, every other row packed against the one before it");
+    assert.ok(
+      rows.every((r) => r.base === 1),
+      "one key row, every other row packed against the one before it",
+    );
     for (let i = 25; i < 40; i++) samples.append(snap(i));
     samples.flush();
     // Read page by page from any point: the same snapshots as appended.
@@ -107,9 +156,15 @@ test("held snapshots are readable at once; one commit packs them against each ot
         }
         after = page[page.length - 1].id;
       }
-      assert.deepEqual(got, Array.from({ length: 40 - from }, (_, i) => from + i + 1));
+      assert.deepEqual(
+        got,
+        Array.from({ length: 40 - from }, (_, i) => from + i + 1),
+      );
     }
-    assert.ok(samples.stats().stored_bytes_total * 2 < samples.stats().stored_alone_bytes_total, "deltas take less than half of packing each alone");
+    assert.ok(
+      samples.stats().stored_bytes_total * 2 < samples.stats().stored_alone_bytes_total,
+      "deltas take less than half of packing each alone",
+    );
   });
 });
 
@@ -135,8 +190,15 @@ test("the cursor rides in the last row of a commit; deletes never orphan a delta
     assert.equal(db.prepare("SELECT min(id) FROM tm_snapshot").pluck().get(), 1, "rows 8..10 still need key row 1: nothing deleted");
     push.settleThrough(15);
     samples.persistCursor();
-    assert.equal(db.prepare("SELECT min(id) FROM tm_snapshot").pluck().get(), 11, "the first commit went whole; the second waits for its key row's readers");
-    assert.deepEqual(samples.pending(100).map((s) => s.id), [16, 17, 18, 19, 20]);
+    assert.equal(
+      db.prepare("SELECT min(id) FROM tm_snapshot").pluck().get(),
+      11,
+      "the first commit went whole; the second waits for its key row's readers",
+    );
+    assert.deepEqual(
+      samples.pending(100).map((s) => s.id),
+      [16, 17, 18, 19, 20],
+    );
     push.settleThrough(20);
     samples.persistCursor();
     assert.equal(db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 0);
@@ -145,7 +207,11 @@ test("the cursor rides in the last row of a commit; deletes never orphan a delta
     ({ storage, samples, push } = open());
     assert.equal(push.through, 20);
     samples.append(snap(20));
-    assert.deepEqual(samples.pending(10).map((s) => s.id), [21], "id 21, never an id used before");
+    assert.deepEqual(
+      samples.pending(10).map((s) => s.id),
+      [21],
+      "id 21, never an id used before",
+    );
     samples.stop();
     storage.stop();
   });
@@ -159,7 +225,10 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
     const old = openDatabase(dir);
     migrate(old, [{ module: "telemetry", migrations: [SAMPLE_MIGRATIONS.migrations[0]] }]);
     old.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (1, 'grid', 'power_w')").run();
-    for (let id = 1; id <= 5; id++) old.prepare("INSERT INTO tm_snapshot (id, ts, n, data) VALUES (?, ?, 1, ?)").run(id, 1000 * id, packV1([{ series: 1, value: id * 100.5 }]));
+    for (let id = 1; id <= 5; id++)
+      old
+        .prepare("INSERT INTO tm_snapshot (id, ts, n, data) VALUES (?, ?, 1, ?)")
+        .run(id, 1000 * id, packV1([{ series: 1, value: id * 100.5 }]));
     old.prepare("UPDATE tm_state SET value = 2 WHERE key = 'push_cursor'").run();
     old.close();
     const log = silentLogger();
@@ -168,10 +237,24 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
     storage.start();
     samples.start();
     try {
-      assert.deepEqual(samples.pending(10).map((s) => [s.id, s.devices[0].metrics.power_w]), [[3, 301.5], [4, 402], [5, 502.5]]);
-      assert.equal(storage.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'tm_%'").pluck().get(), 0, "sitegate.db no longer holds telemetry");
+      assert.deepEqual(
+        samples.pending(10).map((s) => [s.id, s.devices[0].metrics.power_w]),
+        [
+          [3, 301.5],
+          [4, 402],
+          [5, 502.5],
+        ],
+      );
+      assert.equal(
+        storage.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'tm_%'").pluck().get(),
+        0,
+        "sitegate.db no longer holds telemetry",
+      );
       samples.append(snap(0));
-      assert.deepEqual(samples.pending(10).map((s) => s.id), [3, 4, 5, 6]);
+      assert.deepEqual(
+        samples.pending(10).map((s) => s.id),
+        [3, 4, 5, 6],
+      );
     } finally {
       samples.stop();
       storage.stop();
@@ -181,7 +264,15 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
     const again = openDatabase(dir);
     migrate(again, [{ module: "telemetry", migrations: [SAMPLE_MIGRATIONS.migrations[0]] }]);
     again.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (1, 'pv', 'power_w'), (2, 'grid', 'power_w')").run();
-    for (let id = 1; id <= 4; id++) again.prepare("INSERT INTO tm_snapshot (id, ts, n, data) VALUES (?, ?, 2, ?)").run(id, 9000 + id, packV1([{ series: 1, value: id }, { series: 2, value: -id }]));
+    for (let id = 1; id <= 4; id++)
+      again.prepare("INSERT INTO tm_snapshot (id, ts, n, data) VALUES (?, ?, 2, ?)").run(
+        id,
+        9000 + id,
+        packV1([
+          { series: 1, value: id },
+          { series: 2, value: -id },
+        ]),
+      );
     again.prepare("UPDATE tm_state SET value = 2 WHERE key = 'push_cursor'").run();
     again.close();
     const storage2 = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);
@@ -189,9 +280,22 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
     storage2.start();
     samples2.start();
     try {
-      const got = samples2.pending(10).map((s) => ({ id: s.id, ts: s.ts, devices: Object.fromEntries(s.devices.map((d) => [d.device_id, d.metrics.power_w])) }));
-      assert.deepEqual(got.map((g) => g.id), [3, 4, 5, 6, 7, 8], "the unsent rows of the rollback release after the newest id");
-      assert.deepEqual(got.slice(-2), [{ id: 7, ts: 9003, devices: { pv: 3, grid: -3 } }, { id: 8, ts: 9004, devices: { pv: 4, grid: -4 } }], "series matched by name");
+      const got = samples2
+        .pending(10)
+        .map((s) => ({ id: s.id, ts: s.ts, devices: Object.fromEntries(s.devices.map((d) => [d.device_id, d.metrics.power_w])) }));
+      assert.deepEqual(
+        got.map((g) => g.id),
+        [3, 4, 5, 6, 7, 8],
+        "the unsent rows of the rollback release after the newest id",
+      );
+      assert.deepEqual(
+        got.slice(-2),
+        [
+          { id: 7, ts: 9003, devices: { pv: 3, grid: -3 } },
+          { id: 8, ts: 9004, devices: { pv: 4, grid: -4 } },
+        ],
+        "series matched by name",
+      );
       assert.equal(storage2.db.prepare("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'tm_%'").pluck().get(), 0);
     } finally {
       samples2.stop();

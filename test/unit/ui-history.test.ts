@@ -13,11 +13,18 @@ test("history keeps one mean per minute, leaves gaps out and forgets what is old
   h.observe(snap(t0 + 30_000, 300));
   h.observe(snap(t0 + M, 50)); // minute 2
   h.observe(snap(t0 + 3 * M, 70)); // minute 4; minute 3 is a gap
-  assert.deepEqual(h.points("bat", "power_w", t0 + 3 * M), [[t0, 200], [t0 + M, 50], [t0 + 3 * M, 70]]);
+  assert.deepEqual(h.points("bat", "power_w", t0 + 3 * M), [
+    [t0, 200],
+    [t0 + M, 50],
+    [t0 + 3 * M, 70],
+  ]);
   // A day later the old minutes are gone, the ring reused.
   const later = t0 + HISTORY_MINUTES * M + 2 * M;
   h.observe(snap(later, 9));
-  assert.deepEqual(h.points("bat", "power_w", later), [[t0 + 3 * M, 70], [later, 9]]);
+  assert.deepEqual(h.points("bat", "power_w", later), [
+    [t0 + 3 * M, 70],
+    [later, 9],
+  ]);
   assert.deepEqual(h.points("bat", "soc_pct", later), []);
 });
 

@@ -4,7 +4,23 @@ import assert from "node:assert/strict";
 import { BundleRefused, compareVersions, isValidVersion } from "../../src/update/bundle-format.js";
 
 test("versions order by semver precedence, pre-release identifiers one by one", () => {
-  const ordered = ["0.9.9", "0.10.0", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0-rc.9", "1.0.0-rc.10", "1.0.0", "1.0.1-0", "1.0.1", "2.0.0"];
+  const ordered = [
+    "0.9.9",
+    "0.10.0",
+    "1.0.0-alpha",
+    "1.0.0-alpha.1",
+    "1.0.0-alpha.beta",
+    "1.0.0-beta",
+    "1.0.0-beta.2",
+    "1.0.0-beta.11",
+    "1.0.0-rc.1",
+    "1.0.0-rc.9",
+    "1.0.0-rc.10",
+    "1.0.0",
+    "1.0.1-0",
+    "1.0.1",
+    "2.0.0",
+  ];
   for (let i = 0; i < ordered.length; i++) {
     for (let j = 0; j < ordered.length; j++) {
       assert.equal(Math.sign(compareVersions(ordered[i], ordered[j])), Math.sign(i - j), `${ordered[i]} vs ${ordered[j]}`);

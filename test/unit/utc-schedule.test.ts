@@ -86,7 +86,10 @@ test("maintenance at a local wall time follows the zone and its daylight saving"
     job.start();
     clock.advance(2 * 86_400_000);
     job.stop();
-    assert.deepEqual(runs.map((t) => new Date(t).toISOString()), ["2026-11-23T16:30:00.000Z", "2026-11-24T16:30:00.000Z"]);
+    assert.deepEqual(
+      runs.map((t) => new Date(t).toISOString()),
+      ["2026-11-23T16:30:00.000Z", "2026-11-24T16:30:00.000Z"],
+    );
   } finally {
     if (saved === undefined) delete process.env.TZ;
     else process.env.TZ = saved;
@@ -96,6 +99,9 @@ test("maintenance at a local wall time follows the zone and its daylight saving"
 test("the maintenance config: HH:MM and local, UTC or a zone that exists", () => {
   assert.match(maintenanceSchedule({ at: "04:15", timezone: "UTC" }).checkpoint.text, /^daily 04:15 UTC$/);
   assert.match(maintenanceSchedule({ at: "04:15", timezone: "local" }).checkpoint.text, /^daily 04:15 local time/);
-  assert.throws(() => maintenanceSchedule({ at: "04:15", timezone: "Mars/Olympus_Mons" }), /maintenance\.timezone Mars\/Olympus_Mons: no such zone/);
+  assert.throws(
+    () => maintenanceSchedule({ at: "04:15", timezone: "Mars/Olympus_Mons" }),
+    /maintenance\.timezone Mars\/Olympus_Mons: no such zone/,
+  );
   assert.throws(() => dailyLocal("25:00"), /not a time of day/);
 });

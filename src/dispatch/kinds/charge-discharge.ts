@@ -20,13 +20,17 @@ export const chargeDischarge: EventKind = {
     const s = row.spec;
     const type = s.event_type as "charge" | "discharge";
     const capable = ctx.devices.filter((d) => this.capable(type, d));
-    for (const d of capable) if (!d.fully_configured) deviceProgress(row, d.device_id).skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
+    for (const d of capable)
+      if (!d.fully_configured) deviceProgress(row, d.device_id).skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
     const usable = capable.filter((d) => d.fully_configured);
     const claims: Claim[] = [];
     for (const sh of allocateProportional(type, s.quantity_w, usable, (d) => cap.left(d, type))) {
       const dp = deviceProgress(row, sh.device_id);
       const others = cap.takenBy(sh.device_id);
-      dp.skipped = sh.skipped && others.length && /no (capacity|share) left/.test(sh.skipped) ? `driven by event ${others.join(", ")} (before this one in B4 order)` : sh.skipped;
+      dp.skipped =
+        sh.skipped && others.length && /no (capacity|share) left/.test(sh.skipped)
+          ? `driven by event ${others.join(", ")} (before this one in B4 order)`
+          : sh.skipped;
       if (sh.skipped) continue;
       dp.requested_w = sh.watts;
       const d = usable.find((x) => x.device_id === sh.device_id)!;

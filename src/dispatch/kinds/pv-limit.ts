@@ -40,12 +40,23 @@ export const pvLimit: EventKind = {
     for (const [id, dp] of Object.entries(row.progress.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
       const ok = dp.writes_ok > 0;
       if (!ok && !dp.skipped) failed++;
-      const e: DeviceEntry = { device_id: id, status: ok ? "completed" : dp.skipped && dp.writes_failed === 0 ? "skipped" : "failed", requested_w: Math.round(dp.requested_w), delivered_w: 0 };
+      const e: DeviceEntry = {
+        device_id: id,
+        status: ok ? "completed" : dp.skipped && dp.writes_failed === 0 ? "skipped" : "failed",
+        requested_w: Math.round(dp.requested_w),
+        delivered_w: 0,
+      };
       const err = dp.error ?? dp.skipped;
       if (err) e.error = err;
       devices.push(e);
     }
     const written = devices.filter((d) => d.status === "completed").length;
-    return { delivered_w: 0, devices, measured: false, status: written === 0 ? "failed" : failed ? "partial" : "completed", details: { limit_pct: row.spec.limit_pct } };
+    return {
+      delivered_w: 0,
+      devices,
+      measured: false,
+      status: written === 0 ? "failed" : failed ? "partial" : "completed",
+      details: { limit_pct: row.spec.limit_pct },
+    };
   },
 };

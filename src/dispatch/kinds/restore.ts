@@ -74,13 +74,23 @@ export const restore: EventKind = {
     for (const [id, dp] of Object.entries(row.progress.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
       const done = test || dp.restored === true;
       if (done) ok++;
-      const e: DeviceEntry = { device_id: id, status: done ? "completed" : "failed", requested_w: Math.round(dp.requested_w), delivered_w: done ? Math.round(dp.requested_w) : 0 };
+      const e: DeviceEntry = {
+        device_id: id,
+        status: done ? "completed" : "failed",
+        requested_w: Math.round(dp.requested_w),
+        delivered_w: done ? Math.round(dp.requested_w) : 0,
+      };
       if (!done) e.error = dp.error ?? (ctx.ledger(id) ? "not put back yet (release pending)" : "did not read back its pre-shed state");
       devices.push(e);
     }
     const n = devices.length;
     const delivered = n ? (s.quantity_w * ok) / n : s.quantity_w;
     const status = n === 0 ? "completed" : ok === n ? "completed" : ok === 0 ? "failed" : "partial";
-    return { delivered_w: delivered, devices, measured: true, status: s.quantity_w > 0 ? (statusFor(delivered, s.quantity_w) === "completed" && ok < n ? "partial" : status) : status };
+    return {
+      delivered_w: delivered,
+      devices,
+      measured: true,
+      status: s.quantity_w > 0 ? (statusFor(delivered, s.quantity_w) === "completed" && ok < n ? "partial" : status) : status,
+    };
   },
 };

@@ -169,9 +169,17 @@ export const shed: EventKind = {
       const dl = last ? p.devices[last] : undefined;
       // With a meter, a live step waits for a reading taken after the last step was acknowledged
       // (a step the device refused does not hold the next one up).
-      if (meter && !test && dl && !(dl.writes_failed > 0 && dl.writes_ok === 0) && (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)) break;
+      if (
+        meter &&
+        !test &&
+        dl &&
+        !(dl.writes_failed > 0 && dl.writes_ok === 0) &&
+        (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)
+      )
+        break;
       const measured = meter && !test ? meteredDrop(row, ctx, (id) => ctx.device(id)?.metrics) : undefined;
-      const drop = measured !== undefined ? measured + assumedSetback(row) : p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
+      const drop =
+        measured !== undefined ? measured + assumedSetback(row) : p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
       if (drop >= s.quantity_w) break;
       const missing = s.quantity_w - drop;
       const dp = deviceProgress(row, next.device_id);
@@ -206,7 +214,8 @@ export const shed: EventKind = {
       // The drop a step brought: what the first reading after it adds.
       const last = p.shed_steps[p.shed_steps.length - 1];
       const dl = last ? p.devices[last] : undefined;
-      if (dl && dl.drop_w === undefined && dl.acked_at !== undefined && ts > dl.acked_at) dl.drop_w = Math.max(0, drop - (p.drop_before_step ?? 0));
+      if (dl && dl.drop_w === undefined && dl.acked_at !== undefined && ts > dl.acked_at)
+        dl.drop_w = Math.max(0, drop - (p.drop_before_step ?? 0));
     } else {
       p.estimated ||= estimated;
       p.drop = addSample(p.drop, ts, estimate, ctx.hold);
@@ -220,7 +229,8 @@ export const shed: EventKind = {
       const own = meanUntil(dp.mean, until, ctx.hold, p.window_from);
       const dw = p.meter_id && dp.before_w === undefined && !dp.setback ? (dp.drop_w ?? 0) : (own ?? 0);
       const touched = dp.writes_ok + dp.writes_failed > 0;
-      const status: DeviceEntry["status"] = !touched && dp.skipped ? "skipped" : dp.error ? (dp.writes_ok === 0 ? "failed" : "partial") : "completed";
+      const status: DeviceEntry["status"] =
+        !touched && dp.skipped ? "skipped" : dp.error ? (dp.writes_ok === 0 ? "failed" : "partial") : "completed";
       const e: DeviceEntry = { device_id: id, status, requested_w: Math.round(dp.requested_w), delivered_w: Math.round(dw) };
       const err = dp.error ?? dp.skipped;
       if (err) e.error = err;
