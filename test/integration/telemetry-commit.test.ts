@@ -1,6 +1,8 @@
 // Batched telemetry commits (SD card wear): with telemetry.commit_interval_s 10, snapshots
 // wait in memory and go into SQLite in one transaction per 10 s. A kill -9 loses at most
-// that interval of samples and never an acknowledged receipt. The daemon runs as a child
+// that interval of samples and never an acknowledged receipt, event state or push cursor
+// (a settled cursor may be persisted up to one interval late: what the partner had is then
+// sent again under the same Idempotency-Key, so it counts once). The daemon runs as a child
 // process under the unit's node flags; the database is read from the test.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,6 +16,8 @@ import { TEST_API_KEY } from "../support/config.js";
 import { spawnDaemon } from "../support/daemon-process.js";
 import { daemonMetric, dbValue, readTelemetry } from "../support/db.js";
 import { until } from "../support/wait.js";
+import { startSink } from "../support/partner-sink.js";
+import { testCert } from "../support/tls.js";
 
 const POLL_MS = 500;
 const COMMIT_S = 10;
@@ -74,4 +78,84 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
       }
     });
   });
+});
+
+test("commit_interval_s 10: after a kill -9 a running event is still running and the partner gets every stored snapshot, a repeat only under its first key", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(tcpScenario(), async (site) => {
+      await withTmpDir(async (dir) => {
+        const data = join(dir, "data");
+        const over = {
+          telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: COMMIT_S },
+          partner: {
+            headers: [{ name: "X-Partner-Key", value: "k" }],
+            execution_url: `${sink.url}/exec`,
+            data_push_url: sink.url,
+            data_push_path: "telemetry",
+            ca_file: testCert().certFile,
+            timeout_ms: 1000,
+          },
+          devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] as never,
+        };
+        let d = await spawnDaemon(dir, over);
+        try {
+          // A committed batch and pushes the partner acknowledged.
+          await until(async () => (await daemonMetric(d.url, "sitegate_samples_committed_snapshots_total")) > 0, "the first batch", 30_000);
+          await until(() => sink.accepted().filter((r) => r.path.endsWith("telemetry")).length >= 5, "acknowledged pushes", 30_000);
+          // A live event that starts now: its state change to running is committed before it acts.
+          const ev = {
+            event_id: randomUUID(),
+            start_time: new Date(Date.now() + 500).toISOString(),
+            end_time: new Date(Date.now() + 3_600_000).toISOString(),
+            event_type: "discharge",
+            event_quantity: 1,
+            event_unit: "kW",
+            priority: 10,
+            mandatory: false,
+            cancelled: false,
+          };
+          const agent = new Agent({ connect: { rejectUnauthorized: false } });
+          const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, {
+            method: "POST",
+            headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" },
+            body: JSON.stringify({ mode: "live", event_slots: [ev] }),
+            dispatcher: agent,
+          });
+          assert.equal(r.statusCode, 200, await r.body.text());
+          await agent.close();
+          const state = () => dbValue<string>(join(data, "sitegate.db"), "SELECT state FROM dp_event WHERE event_id = ?", ev.event_id);
+          await until(() => state() === "running", "the event running", 20_000);
+
+          d.child.kill("SIGKILL");
+          await new Promise((res) => (d.alive() ? d.child.once("exit", res) : res(null)));
+          assert.equal(state(), "running", "the running state survives the kill");
+          const stored = readTelemetry(data, (db) =>
+            (db.prepare("SELECT ts FROM tm_snapshot ORDER BY id").pluck().all() as number[]).map((t) => new Date(t).toISOString()),
+          );
+          const pushes = () => sink.accepted().filter((q) => q.path.endsWith("telemetry"));
+          const keyOf = new Map<string, string>();
+          for (const q of pushes()) keyOf.set(q.body.timestamp as string, String(q.headers["idempotency-key"]));
+          const before = pushes().length;
+
+          d = await spawnDaemon(dir, over);
+          await until(
+            () => stored.every((ts) => pushes().some((q) => q.body.timestamp === ts)),
+            "every snapshot stored at the kill at the partner",
+            30_000,
+          );
+          for (const q of pushes().slice(before)) {
+            const first = keyOf.get(q.body.timestamp as string);
+            if (first !== undefined)
+              assert.equal(q.headers["idempotency-key"], first, `snapshot ${q.body.timestamp} sent again under another key`);
+          }
+          assert.equal(state(), "running", "the restarted daemon goes on with the event");
+        } finally {
+          await d.stop();
+        }
+      });
+    });
+  } finally {
+    await sink.stop();
+  }
 });
