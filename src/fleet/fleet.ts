@@ -15,11 +15,11 @@ import { connect, type IClientOptions, type IClientPublishOptions, type IPublish
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Part } from "../lifecycle.js";
-import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneStats } from "../delivery/lane.js";
-import type { DeliveryLog } from "../delivery/log.js";
+import type { DeliveryLog, Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
@@ -45,7 +45,6 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   queue: FleetQueue;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
   messages: DeliveryLog;
-  samples: SampleStore;
   /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
@@ -72,7 +71,6 @@ export class Fleet implements Part {
   private telemetry: Pipe | null = null;
   private events: Lane | null = null;
   private eventsSink: MqttSink | null = null;
-  private readonly unsubscribe: Array<() => void> = [];
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
@@ -173,7 +171,6 @@ export class Fleet implements Part {
   private startStreams(): void {
     const { deps } = this;
     const site = deps.config.site_id;
-    const samples = deps.samples;
     const teleTopic = this.topic("telemetry");
 
     // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
@@ -240,17 +237,23 @@ export class Fleet implements Part {
       lanes,
     );
     this.events.start();
+  }
 
-    this.unsubscribe.push(
-      samples.onAppend(() => {
-        this.telemetry?.pump();
-        this.publishState(false);
-      }),
-      deps.messages.onAppend((routes) => {
-        if (routes.some((r) => r.consumer === MQTT)) this.events?.wake();
-      }),
-      deps.registry.onChange(() => this.publishState(false)),
-    );
+  /** A snapshot was appended to the sample store (`samples_appended`). */
+  samplesAppended(): void {
+    if (this.stopping) return;
+    this.telemetry?.pump();
+    this.publishState(false);
+  }
+
+  /** A message was appended to the delivery log (`messages_appended`). */
+  messagesAppended(routes: readonly Route[]): void {
+    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.events?.wake();
+  }
+
+  /** The registry changed (`devices_changed`): the retained device view follows. */
+  devicesChanged(): void {
+    if (!this.stopping) this.publishState(false);
   }
 
   private clientOptions(): IClientOptions {
@@ -482,7 +485,6 @@ export class Fleet implements Part {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const u of this.unsubscribe.splice(0)) u();
     this.telemetry?.stop();
     const events = this.events?.stop();
     this.eventsSink?.close();

@@ -2,6 +2,7 @@
 // the Fleet (and MQTT.js with it) is loaded only when the part starts, which it does only
 // when a fleet is configured.
 import type { MetricFamily, Part } from "../lifecycle.js";
+import type { Route } from "../delivery/log.js";
 import type { Fleet, FleetDeps } from "./fleet.js";
 
 export class FleetPart implements Part {
@@ -23,6 +24,18 @@ export class FleetPart implements Part {
 
   async stop(): Promise<void> {
     await this.fleet?.stop();
+  }
+
+  samplesAppended(): void {
+    this.fleet?.samplesAppended();
+  }
+
+  messagesAppended(routes: readonly Route[]): void {
+    this.fleet?.messagesAppended(routes);
+  }
+
+  devicesChanged(): void {
+    this.fleet?.devicesChanged();
   }
 
   metrics(): MetricFamily[] {

@@ -1,7 +1,8 @@
 // The GPIO lines of the config as local devices: an output (41) is a switched load (on =
 // its active level), an input (40) a contact whose debounced active state is its
-// telemetry and, with `on_active`, the trigger of a local event (told to listeners). The
-// chip is the Linux character device through the gpiod tools, or the simulator's chip.
+// telemetry and, with `on_active`, the trigger of a local event (announced through the one
+// function the composition root gives it). The chip is the Linux character device through
+// the gpiod tools, or the simulator's chip.
 import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
@@ -164,11 +165,12 @@ export class GpioLines implements Part, LocalFamily {
   private readonly backend: ChipBackend;
   private readonly outputs: GpioOutput[] = [];
   private readonly inputs: GpioInput[] = [];
-  private readonly listeners: InputListener[] = [];
 
   constructor(
     private readonly cfg: GpioConfig,
     private readonly log: Logger,
+    /** Told of every input change (the composition root's `input`). */
+    private readonly changed: InputListener,
     backend?: ChipBackend,
   ) {
     this.backend = backend ?? (cfg.backend === "sim" ? new SimChip(cfg.chip) : new ChardevChip(cfg.chip));
@@ -182,19 +184,9 @@ export class GpioLines implements Part, LocalFamily {
     return [...this.outputs, ...this.inputs];
   }
 
-  onInput(l: InputListener): void {
-    this.listeners.push(l);
-  }
-
   private tell(d: GpioInput): void {
     this.log.info({ device_id: d.device_id, line: d.input.line, active: d.active }, "gpio input");
-    for (const l of this.listeners) {
-      try {
-        l(d.input, d.active!);
-      } catch (e) {
-        this.log.error({ device_id: d.device_id, err: errorMessage(e) }, "a gpio input listener failed");
-      }
-    }
+    this.changed(d.input, d.active!);
   }
 
   /** Reads the outputs' levels (without driving them) and starts watching the inputs; a chip that does not answer is retried, not fatal. */

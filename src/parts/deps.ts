@@ -37,8 +37,12 @@ export interface Core {
   dispatch: Dispatcher;
 }
 
-export function sampleStoreOptions(tm: Config["telemetry"], log: Logger): ConstructorParameters<typeof SampleStore>[1] {
-  return { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log };
+export function sampleStoreOptions(
+  tm: Config["telemetry"],
+  log: Logger,
+  appended: () => void,
+): ConstructorParameters<typeof SampleStore>[1] {
+  return { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log, appended };
 }
 
 /** The watchdog checks and systemd notifications, looking at the core parts. */
@@ -75,13 +79,12 @@ export function fleetDeps(
   log: Logger,
 ): FleetDeps | null {
   if (!c.config.fleet) return null;
-  const { config, samples, registry, local, dispatch, connector, profiles } = c;
+  const { config, registry, local, dispatch, connector, profiles } = c;
   return {
     config,
     fleet: c.config.fleet,
     ...own,
     messages: c.messages,
-    samples,
     registry,
     health: c.poller,
     local,

@@ -61,7 +61,6 @@ export class Poller implements Part, HealthView {
   private open: Tick[] = [];
   private timer: NodeJS.Timeout | null = null;
   private nextTickAt = 0;
-  private unsubscribe: (() => void) | null = null;
   private stopped = true;
   private remote = new Set<string>();
   readonly stats = { ticks: 0, snapshots: 0, late_snapshots: 0, skipped_bus_ticks: 0, reads_ok: 0, reads_failed: 0, store_errors: 0 };
@@ -75,10 +74,14 @@ export class Poller implements Part, HealthView {
 
   start(): void {
     this.stopped = false;
-    this.unsubscribe = this.source.onChange(() => this.sync());
     this.sync();
     this.nextTickAt = Math.ceil(Date.now() / this.opts.intervalMs) * this.opts.intervalMs;
     this.arm();
+  }
+
+  /** The registry changed (its `devices_changed`): the next tick polls what it holds now. */
+  devicesChanged(): void {
+    if (!this.stopped) this.sync();
   }
 
   /** Rebuilds the device set from the registry; the next tick polls what it holds. */
@@ -323,7 +326,6 @@ export class Poller implements Part, HealthView {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     // Let ticks in flight finish (their reads fail fast once the buses close), within 2 s.
     const settle = Promise.allSettled([...this.busy.values()]);
