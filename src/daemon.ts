@@ -120,7 +120,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
   const fleet =
-    fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
+    fleetQueue &&
+    fleetTelemetry &&
+    fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry, clock }, delivery.instance, logOf("fleet"));
   const fleetPart = fleet ? add(new FleetPart(fleet)) : null;
   add(health); // last: READY=1 once every part has started (or is being retried)
   listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet: fleetPart });

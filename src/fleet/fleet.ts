@@ -8,13 +8,15 @@
 // correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
 // QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
 // that is the same on every resend. A broker that is down costs the rest of the gateway
-// nothing: publishing is asynchronous and at most a window of messages is in memory.
+// nothing: publishing is asynchronous and at most a window of messages is in memory; one
+// that stays unreachable for longer than UNREACHABLE_WARN_MS is a warning in /healthz.
 import { readFileSync, statSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
-import type { Part } from "../lifecycle.js";
+import type { Part, PartHealth } from "../lifecycle.js";
+import type { Clock } from "../util/clock.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../delivery/backoff.js";
@@ -38,6 +40,8 @@ const EVENTS_WINDOW = 4;
 const RESERVED_INFLIGHT = 4;
 const MAX_CONCURRENT_COMMANDS = 8;
 const MAX_COMMAND_BYTES = 256 * 1024;
+/** A broker restart or a short network outage is not worth a warning; this long is. */
+export const UNREACHABLE_WARN_MS = 120_000;
 
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
@@ -52,6 +56,8 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   instance: () => string;
   /** Tests shorten the retry schedule of refused messages. */
   backoff?: (attempt: number) => number;
+  /** How long the broker has been unreachable is measured on its monotonic clock. */
+  clock: Pick<Clock, "mono">;
 }
 
 export interface FleetStats {
@@ -87,6 +93,8 @@ export class Fleet implements Part {
   /** Connections that lasted under 30 s in a row: the reconnect delay grows with them. */
   private flaps = 0;
   private connectedAt = 0;
+  /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
+  private down: { mono: number; at: number } | null = null;
 
   private readonly commandDeps: CommandDeps;
   /** Set when fleet.command_keys is: then every command must be signed. */
@@ -111,6 +119,7 @@ export class Fleet implements Part {
     const f = deps.fleet;
     this.startStreams();
     const opts = this.clientOptions();
+    this.down = { mono: deps.clock.mono(), at: Date.now() };
     const client = connect(f.url, opts);
     this.client = client;
     // One warning per outage; the retries' errors (every few seconds) at debug.
@@ -120,6 +129,7 @@ export class Fleet implements Part {
       // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
       (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
       this.connects++;
+      this.down = null;
       warned = false;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
@@ -136,7 +146,10 @@ export class Fleet implements Part {
       this.telemetry?.resume(window);
       this.drainWaiting();
     });
-    client.on("close", () => this.telemetry?.pause());
+    client.on("close", () => {
+      this.down ??= { mono: deps.clock.mono(), at: Date.now() };
+      this.telemetry?.pause();
+    });
     client.on("offline", () => {
       if (this.stopping) return;
       this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
@@ -439,6 +452,16 @@ export class Fleet implements Part {
       telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
     };
+  }
+
+  /** A warning while the broker has been unreachable for longer than UNREACHABLE_WARN_MS. */
+  health(): PartHealth {
+    const down = this.down;
+    const ms = down && !this.stopping ? this.deps.clock.mono() - down.mono : 0;
+    if (!down || ms < UNREACHABLE_WARN_MS) return { warnings: [] };
+    const since = new Date(down.at).toISOString();
+    const message = `the fleet broker has been unreachable for ${Math.round(ms / 1000)} s (since ${since}); telemetry and events wait in the store`;
+    return { warnings: [{ code: "fleet_broker_unreachable", message }] };
   }
 
   /** Prometheus figures for /metrics. */

@@ -8,9 +8,7 @@ import type { LocalDevices } from "../devices/local.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
-import type { FleetQueue } from "../fleet/queue.js";
 import type { DeliveryLog } from "../delivery/log.js";
-import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
@@ -74,7 +72,7 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
 
 export function fleetDeps(
   c: Core,
-  own: { queue: FleetQueue; telemetry: TelemetryCursor },
+  own: Pick<FleetDeps, "queue" | "telemetry" | "clock">,
   instance: () => string,
   log: Logger,
 ): FleetDeps | null {

@@ -14,6 +14,7 @@ import { buildPayloads } from "../../src/uplink/data-push.js";
 import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "../../src/fleet/queue.js";
 import { DeliveryLog } from "../../src/delivery/log.js";
 import { Fleet } from "../../src/fleet/fleet.js";
+import { systemClock } from "../../src/util/clock.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "../support/config.js";
 import { snapshot } from "../support/uplink-harness.js";
@@ -120,6 +121,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     connector: {} as never,
     profiles: { has: () => false, names: () => [] },
     instance: () => ns,
+    clock: systemClock,
     log,
   });
   const clients: MqttClient[] = [];
