@@ -8,7 +8,7 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../devices/roles.js";
-import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
@@ -20,9 +20,7 @@ export type InputConfig = GpioInputConfig;
 /** Told when an input's debounced active state is first known and whenever it changes. */
 export type InputListener = (input: InputConfig, active: boolean) => void;
 
-abstract class GpioDevice {
-  readonly device_id: string;
-  readonly device_name?: string;
+abstract class GpioDevice extends DeclaredDevice {
   protected ok: string | null = null;
   protected error: string | null = "not read yet";
 
@@ -30,8 +28,7 @@ abstract class GpioDevice {
     protected readonly cfg: GpioLineConfig,
     protected readonly chip: string,
   ) {
-    this.device_id = cfg.device_id;
-    this.device_name = cfg.device_name;
+    super(cfg);
   }
 
   address(): string {
@@ -57,8 +54,6 @@ abstract class GpioDevice {
 
 class GpioOutput extends GpioDevice implements LocalDevice {
   readonly role: LocalRole = "switch";
-  readonly rated_power_w?: number;
-  readonly shed_priority?: number;
   private on: boolean | undefined;
 
   constructor(
@@ -67,8 +62,6 @@ class GpioOutput extends GpioDevice implements LocalDevice {
     private readonly backend: ChipBackend,
   ) {
     super(out, chip);
-    this.rated_power_w = out.rated_power_w;
-    this.shed_priority = out.shed_priority;
   }
 
   descriptor(): DeviceDescriptor {
@@ -196,11 +189,13 @@ export class GpioLines implements Part, LocalFamily {
     const byLine = new Map(this.inputs.map((i) => [i.input.line, i]));
     await this.backend.watch(
       this.inputs.map((i) => i.input.line),
-      (line, value) => byLine.get(line)?.level(value),
-      (up, error) => {
-        if (up) return;
-        this.log.warn({ err: error }, "gpio inputs not watched; retrying");
-        for (const i of this.inputs) i.lost(error ?? "not watched");
+      {
+        level: (line, value) => byLine.get(line)?.level(value),
+        connected: (up, error) => {
+          if (up) return;
+          this.log.warn({ err: error }, "gpio inputs not watched; retrying");
+          for (const i of this.inputs) i.lost(error ?? "not watched");
+        },
       },
     );
   }
