@@ -1,15 +1,8 @@
-// The fleet uplink: one MQTT v5 connection to the fleet broker. It publishes
-// under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
-// `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
-// its own), `events` (execution responses and event states: the mqtt consumer of the
-// delivery log, one lane through mqtt-sink.ts) and `devices` (the
-// retained device sync view, republished on change); and it answers commands on
-// `cmd/{name}` through MQTT v5 response topic (below {prefix}/{site_id}/reply/ only) +
-// correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
-// QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
-// that is the same on every resend. A broker that is down costs the rest of the gateway
-// nothing: publishing is asynchronous and at most a window of messages is in memory; one
-// that stays unreachable for longer than UNREACHABLE_WARN_MS is a warning in /healthz.
+// The fleet uplink: one MQTT v5 connection to the fleet broker, publishing `status`
+// (retained, with a Last Will), `telemetry` (its own cursor on the sample store), `events`
+// (the mqtt consumer of the delivery log) and `devices` (retained) under
+// {topic_prefix}/{site_id}/, QoS 1 and settled on PUBACK; answering `cmd/{name}` on the
+// command's response topic below reply/. Topics, payloads and delivery: docs/fleet.md.
 import { readFileSync, statSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
