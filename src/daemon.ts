@@ -35,12 +35,12 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS } from "./fleet/queue.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
-import { apiDeps, fleetDeps, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
+import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -99,12 +99,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
   const messages = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
-  const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
-  const fleetTelemetry = fleetQueue ? telemetryConsumer(samples, fleetQueue) : null;
+  const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
   const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, messages, fleetQueue !== null);
+  const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
@@ -119,13 +118,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet =
-    fleetQueue &&
-    fleetTelemetry &&
-    fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry, clock }, delivery.instance, logOf("fleet"));
-  const fleetPart = fleet ? add(new FleetPart(fleet)) : null;
+  const fleet = fleetStreams && add(new FleetPart(fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet"))));
   add(health); // last: READY=1 once every part has started (or is being retried)
-  listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet: fleetPart });
+  listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
   return daemon(config, storage, life, events, health);
 }
 
