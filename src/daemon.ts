@@ -35,12 +35,12 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS } from "./fleet/queue.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
-import { apiDeps, fleetDeps, healthMonitor, sampleStoreOptions, statusPageDeps } from "./parts/deps.js";
+import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -90,21 +90,20 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const modbus = add(new ModbusEngine(logOf("modbus")));
   const profiles = builtinProfiles();
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
-  const registry = add(new DeviceRegistry(storage));
+  const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
   const connector = new Pairing({ pool, registry, log: logOf("pairing") });
   const local = new LocalDevices();
   if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, logOf("zigbee"))));
-  const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"))) : null;
+  const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"), events.emitter("input"))) : null;
   if (gpio) local.add(gpio);
-  const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"))));
-  const messages = new DeliveryLog(storage); // every outbound message; https and mqtt consume it
+  const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
+  const messages = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
-  const fleetQueue = config.fleet ? new FleetQueue(storage) : null;
-  const fleetTelemetry = fleetQueue ? telemetryConsumer(samples, fleetQueue) : null;
+  const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
   const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, messages, fleetQueue !== null);
+  const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
@@ -119,19 +118,29 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet =
-    fleetQueue && fleetTelemetry && fleetDeps(core, { queue: fleetQueue, telemetry: fleetTelemetry }, delivery.instance, logOf("fleet"));
-  if (fleet) add(new FleetPart(fleet));
+  const fleet = fleetStreams && add(new FleetPart(fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet"))));
   add(health); // last: READY=1 once every part has started (or is being retried)
+  listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
+  return daemon(config, storage, life, events, health);
+}
 
+/** Who listens to which event, each listener under its own part's name (in the order they hear it). */
+function listen(
+  events: EventBus<SiteEvents>,
+  p: Pick<Core, "samples" | "dispatch" | "uplink" | "poller"> & { ui: UiPart; inputs: InputEvents | null; fleet: FleetPart | null },
+): void {
+  const { samples, ui, dispatch, uplink, poller, inputs, fleet } = p;
   events.on("snapshot", samples.name, (s) => samples.append(s));
   events.on("snapshot", ui.name, (s) => ui.observe(s));
   events.on("snapshot", dispatch.name, (s) => dispatch.observe(s));
-  if (gpio && inputs) {
-    gpio.onInput(events.emitter("input"));
-    events.on("input", inputs.name, (input, active) => inputs.changed(input, active));
-  }
-  return daemon(config, storage, life, events, health);
+  events.on("samples_appended", uplink.name, () => uplink.samplesAppended());
+  events.on("messages_appended", uplink.name, (routes) => uplink.messagesAppended(routes));
+  events.on("devices_changed", poller.name, () => poller.devicesChanged());
+  if (inputs) events.on("input", inputs.name, (input, active) => inputs.changed(input, active));
+  if (!fleet) return;
+  events.on("samples_appended", fleet.name, () => fleet.samplesAppended());
+  events.on("messages_appended", fleet.name, (routes) => fleet.messagesAppended(routes));
+  events.on("devices_changed", fleet.name, () => fleet.devicesChanged());
 }
 
 function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: EventBus<SiteEvents>, health: HealthMonitor): Daemon {

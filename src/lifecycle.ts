@@ -1,19 +1,8 @@
-// The part contract and the lifecycle that runs the parts. Every part of the daemon has
-// start() and stop(), and reports what it owns: metrics() for /metrics, health() for
-// /healthz. Parts start in the order they are added and stop in reverse. Constructors do
-// nothing that can fail; start() does.
-//
-// A part that fails to start is logged with its name, shown in /healthz and /metrics
-// (sitegate_part_up 0), and retried with backoff while the others run. Two parts are
-// essential: a failed start there stops the parts already started and fails the daemon's
-// start, so systemd restarts it.
-//   - storage: every receipt, event and sample is committed before it is acknowledged;
-//     without the database the gateway would accept what it cannot keep.
-//   - api: the partner's only way in (dispatch, configure, device sync); a gateway that
-//     does not listen is not doing its job, and a restart is the remedy for a port in use.
-// Everything else (a Zigbee or fleet broker that is not there, a GPIO chip, the status
-// page's own listener) must not stop polling and dispatch. A failing stop() is logged
-// and does not keep the other parts from stopping.
+// The part contract (start, stop, metrics, health) and the lifecycle that runs the parts:
+// start in the order added, stop in reverse (a failing stop() does not keep the others
+// from stopping), retry with backoff a part that fails to start, and fail the daemon's
+// start only for an essential part (storage, api). Which parts are essential, and why:
+// docs/architecture.md ("Essential parts").
 import type { Logger } from "./log.js";
 import { errorMessage } from "./errors.js";
 

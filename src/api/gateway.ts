@@ -8,8 +8,6 @@ import { deviceSyncView, syncedDevices } from "../services/devices.js";
 export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     // The answer changes only with the registry or a device's op mode: serialize it once.
-    let registryVersion = 0;
-    ctx.registry.onChange(() => registryVersion++);
     let cache: { version: number; modes: string; body: string } | null = null;
     app.get<{ Params: { version: string; site: string } }>(
       "/:version/api/gateway/:site/devicesync",
@@ -17,8 +15,8 @@ export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
       async (_req, reply) => {
         const listed = syncedDevices(ctx.registry, ctx.local);
         const modes = listed.map((d) => ctx.health.health(d.config.device_id)?.op_mode ?? 0).join("");
-        if (!cache || cache.version !== registryVersion || cache.modes !== modes) {
-          cache = { version: registryVersion, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed, ctx.health)) };
+        if (!cache || cache.version !== ctx.registry.version || cache.modes !== modes) {
+          cache = { version: ctx.registry.version, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed, ctx.health)) };
         }
         return reply.type("application/json; charset=utf-8").send(cache.body);
       },

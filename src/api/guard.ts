@@ -1,27 +1,8 @@
-// Authentication before parsing. Who may call a route is checked in an onRequest hook,
-// before fastify reads a byte of the body: an unauthenticated caller gets 401 or 403
-// whatever it sends (never 400, 413 or 415) and costs no parsing.
-//
-// The pattern: a route file opts in with one route option,
-//
-//     app.post("/:version/api/gateway/:site/dr", { config: { auth: "webhook" } }, handler);
-//
-// and installGuards(app, ctx), called by server.ts after the rate limit and before the
-// route plugins, turns the option into the route's last onRequest hook (after the rate
-// limit, so a flood of wrong keys is limited before scrypt is paid for each). A route under
-// /{api_version}/api/gateway/{site_id}/ that does not declare "webhook", or under
-// /gateway/admin/ that does not declare "admin", fails registration: nothing there can be
-// left open by forgetting the option. A path under the webhook prefix that no route serves
-// is authenticated too, then answered 404.
-//
-// Check order (README, "Decisions"):
-//   webhook  source IP (403), X-API-Key (401), API version and site_id (404)
-//   admin    source IP on auth.admin_allowlist (403), bearer token (401: missing, unknown,
-//            expired, or revoked: its user left the config or changed password),
-//            organizationId and moleculeId present (400),
-//            organizationId (403), moleculeId (404)
-// then, once authenticated, fastify parses the body: content type (415), size (413), and
-// the route validates it (400).
+// Who may call a route, checked before the body is read: installGuards() turns a route's
+// `config: { auth: "webhook" | "admin" }` into its last onRequest hook (after the rate
+// limit), refuses to register a route under the webhook or admin prefix that does not
+// declare it, and authenticates an unserved path under the webhook prefix before its 404.
+// The checks and their order, and why: docs/security.md ("How a route says who may call it").
 import type { Server } from "node:https";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { issuesToDetails } from "../config/issues.js";

@@ -1,15 +1,8 @@
-// Throttles for guessing: failures per source address and per username, bounded in memory.
-// Shared by the token endpoint and the status page login.
-//
-// - sourceKey(): the key of a source address. IPv4 (and IPv4-mapped IPv6) per address;
-//   IPv6 per /64, the smallest prefix a LAN host is given (one host can use every address
-//   of its /64, so a /128 key would give it 2^64 fresh counters).
-// - LruMap: bounded; when full it drops the least recently used entry that no longer
-//   matters (its failures left the window, it is not locked) before one that does, so
-//   filling the map from many sources cannot clear a locked source.
-// - FailureThrottle: at most `max` failures per key within `windowMs`, and optionally a
-//   global budget of failures for every key together.
-// - Backoff: exponential lock per key (a username) after `free` failures in a row.
+// Throttles for guessing, shared by the token endpoint and the status page login: the key
+// of a source address (sourceKey), a bounded map that evicts entries that no longer
+// matter first (LruMap), failures per key in a window with an optional global budget
+// (FailureThrottle), and an exponential lock per username (Backoff). Why they are keyed and
+// bounded so: docs/security.md ("Throttles").
 import { isIPv4 } from "node:net";
 
 function expandIPv6(ip: string): number[] | null {

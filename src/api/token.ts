@@ -1,16 +1,8 @@
 // POST /connect/token: the OAuth 2.0 resource owner password grant (spec 4.1, RFC 6749
-// section 4.3), answered per RFC 6749 5.1 / 5.2. The client identifies itself by the form's
-// client_id, or by HTTP Basic (RFC 6749 2.3.1) with an empty secret: the partner client is
-// public, it has no secret.
-//
-// Before the body is read (onRequest): the source must be on auth.admin_allowlist (403),
-// and a source with TOKEN_IP_FAILURES failed attempts in the last minute gets 429 with
-// Retry-After. Then, in RFC 6749 order: content type (415), Basic credentials
-// (invalid_client), grant_type (unsupported_grant_type, before the other fields),
-// missing fields (invalid_request), client_id (invalid_client), the username's
-// exponential backoff (429), and the password (invalid_grant), checked by scrypt off the
-// event loop. Every failed client or password check counts against the source and the
-// username. Header values are parsed by hand, never by a backtracking regex.
+// 4.3), answered per RFC 6749 5.1 / 5.2, with the client_id in the form or by HTTP Basic
+// with an empty secret; the source and the username throttles around the password check.
+// The order of the checks, and why: docs/security.md (the table, and "Guessing at
+// /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { isStorageUnavailable } from "../storage/db.js";
 import { HashBusyError } from "../util/secret-hash.js";

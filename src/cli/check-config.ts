@@ -1,16 +1,16 @@
 // `sitegate check-config`: loads and validates a config file, printing every problem by path.
-import { EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
+import { CONFIG_OPTION, EXIT_OK, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 
 const command: Command = {
   summary: "Validate a config file: list every problem by path (exit 2) or print a summary (exit 0).",
   usage: "sitegate check-config [--config FILE]",
-  options: { config: { type: "string", short: "c" } },
+  options: CONFIG_OPTION,
   async run(values) {
-    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
-    const cfg = loadConfig(values.config);
+    const file = configFile(values);
+    const cfg = loadConfig(file);
     const lines = [
-      `config ok: ${values.config}`,
+      `config ok: ${file}`,
       `  site_id:         ${cfg.site_id}`,
       `  organization_id: ${cfg.organization_id}`,
       `  api_version:     ${cfg.api_version}`,

@@ -10,6 +10,14 @@ export const EXIT_USAGE = 2;
 /** Where every command that reads a config looks without --config (SITEGATE_CONFIG overrides). */
 export const DEFAULT_CONFIG = process.env.SITEGATE_CONFIG ?? "/etc/sitegate/config.yaml";
 
+/** The `--config FILE` option of every command that reads a config. */
+export const CONFIG_OPTION = { config: { type: "string", short: "c" } } as const;
+
+/** The config file a command reads: --config, or DEFAULT_CONFIG. */
+export function configFile(values: Record<string, unknown>): string {
+  return typeof values.config === "string" ? values.config : DEFAULT_CONFIG;
+}
+
 /** Bad usage: printed with the command's usage line, exit 2. */
 export class UsageError extends Error {}
 

@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
+import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE } from "../storage/db.js";
 import { readEvents, type EventRow } from "../dispatch/store.js";
@@ -12,12 +12,11 @@ import { eventView } from "../dispatch/view.js";
 const command: Command = {
   summary: "List dispatch events (partner and local schedules) with their state and result.",
   usage: "sitegate events [--config FILE] [--json] [--limit N]",
-  options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, limit: { type: "string" } },
+  options: { ...CONFIG_OPTION, json: { type: "boolean" }, limit: { type: "string" } },
   async run(values) {
-    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
     const limit = Number(values.limit ?? 200);
     if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a positive integer");
-    const config = loadConfig(values.config);
+    const config = loadConfig(configFile(values));
     const file = join(config.data_dir, DB_FILE);
     if (!existsSync(file)) {
       process.stderr.write(`sitegate: no database at ${file} (has the gateway run with this config?)\n`);

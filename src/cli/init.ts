@@ -23,7 +23,7 @@ import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { stringify } from "yaml";
-import { DEFAULT_CONFIG, EXIT_OK, UsageError, type Command } from "./command.js";
+import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { parseConfig } from "../config/load.js";
 import { isSitegateError } from "../errors.js";
 import { hashSecret } from "../util/secret-hash.js";
@@ -165,7 +165,7 @@ const command: Command = {
     "sitegate init [--config FILE] [--non-interactive] [--site-id ID] [--organization-id UUID] [--listen HOST:PORT] [--data-dir DIR]\n" +
     "                     [--execution-url URL] [--data-push-url URL] [--cert FILE --key FILE]",
   options: {
-    config: { type: "string", short: "c" },
+    ...CONFIG_OPTION,
     "non-interactive": { type: "boolean" },
     "site-id": { type: "string" },
     "organization-id": { type: "string" },
@@ -177,7 +177,7 @@ const command: Command = {
     key: { type: "string" },
   },
   async run(values) {
-    const file = resolve(str(values.config) ?? DEFAULT_CONFIG);
+    const file = resolve(configFile(values));
     if (existsSync(file))
       throw new UsageError(`refused: ${file} exists (sitegate init never overwrites; remove it first or pass --config FILE)`);
     if ((values.cert === undefined) !== (values.key === undefined)) throw new UsageError("--cert and --key go together");

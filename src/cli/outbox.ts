@@ -5,7 +5,7 @@
 // The data-push backlog lives in telemetry.db, which the running daemon holds alone.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { EXIT_FAILURE, EXIT_OK, UsageError, type Command, DEFAULT_CONFIG } from "./command.js";
+import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
@@ -52,9 +52,9 @@ const short = (s: string | null, n = 60) => (s === null ? "" : s.length > n ? `$
 const command: Command = {
   summary: "List pending callbacks and dead letters; `outbox retry ID...|--all` puts dead letters back in their lanes.",
   usage: "sitegate outbox [--config FILE] [--json] | sitegate outbox retry ID...|--all [--config FILE]",
-  options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, all: { type: "boolean" } },
+  options: { ...CONFIG_OPTION, json: { type: "boolean" }, all: { type: "boolean" } },
   async run(values, positionals) {
-    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
+    const file = configFile(values);
     const [sub, ...args] = positionals;
     if (sub !== undefined && sub !== "retry" && sub !== "list") throw new UsageError(`unknown subcommand "${sub}" (list or retry)`);
     if (sub === "retry") {
@@ -64,7 +64,7 @@ const command: Command = {
         if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
         return Number(a);
       });
-      const { db, outbox } = openOutbox(values.config);
+      const { db, outbox } = openOutbox(file);
       try {
         const missing = ids.filter((id) => !outbox.getDeadLetter(id));
         if (missing.length) {
@@ -84,7 +84,7 @@ const command: Command = {
       }
     }
     if (values.all || args.length) throw new UsageError("--all and ids belong to `sitegate outbox retry`");
-    const { db, outbox, dataDir } = openOutbox(values.config);
+    const { db, outbox, dataDir } = openOutbox(file);
     try {
       const pending = outbox.pending();
       const dead = outbox.deadLetters();

@@ -1,5 +1,5 @@
 // `sitegate run`: the daemon in the foreground until SIGTERM or SIGINT.
-import { EXIT_FAILURE, EXIT_OK, type Command, DEFAULT_CONFIG } from "./command.js";
+import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
@@ -9,12 +9,12 @@ import { readableByOthers, secretFiles } from "../config/secret-files.js";
 const command: Command = {
   summary: "Start the gateway daemon.",
   usage: "sitegate run [--config FILE]",
-  options: { config: { type: "string", short: "c" } },
+  options: CONFIG_OPTION,
   async run(values) {
-    if (typeof values.config !== "string") values.config = DEFAULT_CONFIG;
-    const config = loadConfig(values.config);
+    const path = configFile(values);
+    const config = loadConfig(path);
     const log = createLogger({ level: config.log_level });
-    for (const { file, mode } of readableByOthers(secretFiles(values.config, config))) {
+    for (const { file, mode } of readableByOthers(secretFiles(path, config))) {
       log.warn({ file, mode }, "secrets readable by other users: chmod o-r (the config is installed 0640 root:sitegate)");
     }
     const daemon = buildDaemon(config, log);

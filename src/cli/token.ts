@@ -4,7 +4,7 @@
 // revoked token is refused from the next request on.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { EXIT_OK, UsageError, type Command } from "./command.js";
+import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { AUTH_MIGRATIONS, revokeTokens, tokenCounts } from "../api/auth.js";
@@ -21,9 +21,9 @@ function openTokens(configFile: string): Db {
 const command: Command = {
   summary: "List live API tokens per user; `token revoke --all|--user NAME` ends issued tokens (the running gateway refuses them at once).",
   usage: "sitegate token list --config FILE [--json] | sitegate token revoke --all|--user NAME --config FILE [--json]",
-  options: { config: { type: "string", short: "c" }, json: { type: "boolean" }, all: { type: "boolean" }, user: { type: "string" } },
+  options: { ...CONFIG_OPTION, json: { type: "boolean" }, all: { type: "boolean" }, user: { type: "string" } },
   async run(values, positionals) {
-    const config = typeof values.config === "string" ? values.config : "/etc/sitegate/config.yaml";
+    const config = configFile(values);
     const [sub, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
     if (sub === "revoke") {

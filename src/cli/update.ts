@@ -3,7 +3,7 @@
 import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./command.js";
+import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, configFile, type Command } from "./command.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
 import {
   applyBundle,
@@ -49,7 +49,7 @@ function positiveInt(v: unknown, name: string, dflt: number): number {
 async function dataDir(values: Record<string, unknown>): Promise<string> {
   const dir = str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR;
   if (dir) return resolve(dir);
-  const file = str(values.config) ?? process.env.SITEGATE_CONFIG ?? "/etc/sitegate/config.yaml";
+  const file = configFile(values);
   if (!existsSync(file)) throw new UsageError(`cannot find the data_dir: no config at ${file} (--config FILE or --data-dir DIR)`);
   const { loadConfig } = await import("../config/load.js");
   return loadConfig(file).data_dir;
@@ -82,7 +82,7 @@ const command: Command = {
     "node-modules": { type: "string" },
     root: { type: "string" },
     keys: { type: "string" },
-    config: { type: "string", short: "c" },
+    ...CONFIG_OPTION,
     "data-dir": { type: "string" },
     "allow-downgrade": { type: "boolean" },
     "max-size": { type: "string" },

@@ -1,15 +1,8 @@
 // One lane of the delivery core: a stream of messages from a source (the log, the sample
-// store) to a sink (HTTPS, MQTT), with up to `window` in flight and the one retry policy
-// of every sink. The sink says what an attempt came to; the lane decides:
-// - `ok` settles; `transient` is retried with backoff (1 s doubling to 5 min, jittered),
-//   or after the receiver's Retry-After, for as long as it takes;
-// - `auth` holds the lane (every message would fail the same way): one message probes
-//   with backoff, nothing is dropped, `stats.held` says so until an answer gets through;
-// - `rejected` is retried for at most `rejectWindowMs` (one hour), then the message
-//   becomes a dead letter and the lane goes on.
-// While a message is failing, a lane sends only its failing messages, nothing newer.
-// Event-driven: a lane sleeps until it is woken (something new, the sink ready again) and
-// re-checks its source every couple of seconds for what another process put there.
+// store) to a sink (HTTPS, MQTT), up to `window` in flight, and the one retry policy of
+// every sink: the sink says what an attempt came to (ok, transient, auth, rejected), the
+// lane settles, retries, holds or dead-letters. It sleeps until woken, and re-checks its
+// source every couple of seconds. The policy and why: docs/delivery.md.
 import type { Logger } from "../log.js";
 
 export type Outcome = "ok" | "transient" | "auth" | "rejected";

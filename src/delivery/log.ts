@@ -152,10 +152,14 @@ function prepare(db: Db) {
 export class DeliveryLog {
   private stmts: ReturnType<typeof prepare> | null = null;
   private preparedFor: Db | null = null;
-  private readonly listeners = new Set<(routes: readonly Route[]) => void>();
-
-  /** Lazy: dispatch may append a message before the consumers have started. */
-  constructor(private readonly storage: Pick<StoragePart, "db">) {}
+  /**
+   * Lazy: dispatch may append a message before the consumers have started. `appended` is
+   * called after every append in this process, with the message's routes.
+   */
+  constructor(
+    private readonly storage: Pick<StoragePart, "db">,
+    private readonly appended: (routes: readonly Route[]) => void = () => {},
+  ) {}
 
   private get s() {
     const db = this.storage.db;
@@ -195,22 +199,14 @@ export class DeliveryLog {
       s.cursorRow.run(r.consumer, r.lane);
       s.route.run(r.consumer, r.lane, id, r.address);
     }
-    // Listeners run after the caller's transaction; a wake-up before the commit only finds nothing new.
-    queueMicrotask(() => {
-      for (const l of this.listeners) l(routes);
-    });
+    // Announced after the caller's transaction; a wake-up before the commit only finds nothing new.
+    queueMicrotask(() => this.appended(routes));
     return id;
   }
 
   /** Runs `fn` in one transaction (joins the caller's, if any). */
   atomically<T>(fn: () => T): T {
     return this.storage.db.transaction(fn)();
-  }
-
-  /** Called after every append in this process, with the message's routes. */
-  onAppend(listener: (routes: readonly Route[]) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Where a consumer's lane stands: the settled prefix and the failures after it. */

@@ -8,15 +8,27 @@ import type { DeviceDescriptor, DeviceHealth, Metrics } from "./types.js";
 /** The roles a local device can have (roles.ts). */
 export type LocalRole = Extract<Role, "switch" | "thermostat" | "input">;
 
-export interface LocalDevice {
+/** What a local device takes from its config entry, whatever its transport: each transport's device class extends it. */
+export abstract class DeclaredDevice {
   readonly device_id: string;
   readonly device_name?: string;
-  readonly role: LocalRole;
   /** The load a shed of it removes when it has no metering of its own (W). */
   readonly rated_power_w?: number;
   readonly shed_priority?: number;
   /** Thermostat: how far a shed lowers the heating setpoint (°C). */
   readonly setback_c?: number;
+
+  constructor(entry: Pick<DeclaredDevice, "device_id"> & Partial<DeclaredDevice>) {
+    this.device_id = entry.device_id;
+    this.device_name = entry.device_name;
+    this.rated_power_w = entry.rated_power_w;
+    this.shed_priority = entry.shed_priority;
+    this.setback_c = entry.setback_c;
+  }
+}
+
+export interface LocalDevice extends DeclaredDevice {
+  readonly role: LocalRole;
   /** What it is and what device sync publishes (role and its code, maximum power, capabilities). */
   descriptor(): DeviceDescriptor;
   /** Where the device is reached, for the status page (e.g. "zigbee2mqtt/washer-plug"). */

@@ -1,7 +1,8 @@
 // The persisted device registry: one row per device_id (replace, never duplicate), its
 // configuration as submitted, what pairing found, and whether the check writes passed;
 // and which config-file entry was last applied to each device (dv_config_applied).
-// The poller and device sync read it; listeners hear of every change.
+// The poller and device sync read it; every change is announced through the one function
+// the composition root gives it.
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { Part } from "../lifecycle.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
@@ -43,9 +44,18 @@ export class DeviceRegistry implements DeviceSource, Part {
   readonly name = "registry";
   private db!: Db;
   private cache = new Map<string, RegisteredDevice>();
-  private readonly listeners = new Set<() => void>();
+  private changes = 0;
 
-  constructor(private readonly storage: StoragePart) {}
+  constructor(
+    private readonly storage: StoragePart,
+    /** Called after every committed change (the composition root's `devices_changed`). */
+    private readonly changed: () => void = () => {},
+  ) {}
+
+  /** Goes up by one with every committed change: a cache of a view of the devices keys on it. */
+  get version(): number {
+    return this.changes;
+  }
 
   start(): void {
     this.db = this.storage.db;
@@ -69,9 +79,7 @@ export class DeviceRegistry implements DeviceSource, Part {
     }
   }
 
-  stop(): void {
-    this.listeners.clear();
-  }
+  stop(): void {}
 
   list(): RegisteredDevice[] {
     return [...this.cache.values()];
@@ -81,7 +89,7 @@ export class DeviceRegistry implements DeviceSource, Part {
     return this.cache.get(deviceId);
   }
 
-  /** Commits the device (replacing any with the same device_id), then tells the listeners. */
+  /** Commits the device (replacing any with the same device_id), then announces the change. */
   put(config: DeviceConfig, descriptor: DeviceDescriptor | null, fullyConfigured: boolean): RegisteredDevice {
     const updated_at = new Date().toISOString();
     this.db
@@ -93,13 +101,8 @@ export class DeviceRegistry implements DeviceSource, Part {
       .run(config.device_id, JSON.stringify(config), descriptor ? JSON.stringify(descriptor) : null, fullyConfigured ? 1 : 0, updated_at);
     const dev: RegisteredDevice = { config, descriptor, fully_configured: fullyConfigured, updated_at };
     this.cache.set(config.device_id, dev);
-    for (const l of this.listeners) {
-      try {
-        l();
-      } catch {
-        /* a listener's failure is its own */
-      }
-    }
+    this.changes++;
+    this.changed();
     return dev;
   }
 
@@ -117,10 +120,5 @@ export class DeviceRegistry implements DeviceSource, Part {
          ON CONFLICT (device_id) DO UPDATE SET hash = excluded.hash, applied_at = excluded.applied_at`,
       )
       .run(deviceId, hash, new Date().toISOString());
-  }
-
-  onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 }

@@ -35,8 +35,6 @@ export interface RegisteredDevice {
 export interface DeviceSource {
   list(): RegisteredDevice[];
   get(deviceId: string): RegisteredDevice | undefined;
-  /** Called after any add/replace/remove; returns an unsubscribe function. */
-  onChange(listener: () => void): () => void;
 }
 
 /** 0 unknown, 1 local automatic, 2 under remote dispatch, 3 standby, 4 fault (B5). */

@@ -1,25 +1,20 @@
-// The fleet uplink: one MQTT v5 connection to the fleet broker. It publishes
-// under {topic_prefix}/{site_id}/: `status` (retained birth, Last Will `offline`),
-// `telemetry` (the data-push snapshots from the sample store, oldest first, on a cursor of
-// its own), `events` (execution responses and event states: the mqtt consumer of the
-// delivery log, one lane through mqtt-sink.ts) and `devices` (the
-// retained device sync view, republished on change); and it answers commands on
-// `cmd/{name}` through MQTT v5 response topic (below {prefix}/{site_id}/reply/ only) +
-// correlation data, signed when fleet.command_keys is set (signing.ts). Telemetry and events are
-// QoS 1 from SQLite, settled on PUBACK only, each with a user property `idempotency-key`
-// that is the same on every resend. A broker that is down costs the rest of the gateway
-// nothing: publishing is asynchronous and at most a window of messages is in memory.
+// The fleet uplink: one MQTT v5 connection to the fleet broker, publishing `status`
+// (retained, with a Last Will), `telemetry` (its own cursor on the sample store), `events`
+// (the mqtt consumer of the delivery log) and `devices` (retained) under
+// {topic_prefix}/{site_id}/, QoS 1 and settled on PUBACK; answering `cmd/{name}` on the
+// command's response topic below reply/. Topics, payloads and delivery: docs/fleet.md.
 import { readFileSync, statSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
-import type { Part } from "../lifecycle.js";
-import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
+import type { Part, PartHealth } from "../lifecycle.js";
+import type { Clock } from "../util/clock.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneStats } from "../delivery/lane.js";
-import type { DeliveryLog } from "../delivery/log.js";
+import type { DeliveryLog, Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
@@ -38,6 +33,8 @@ const EVENTS_WINDOW = 4;
 const RESERVED_INFLIGHT = 4;
 const MAX_CONCURRENT_COMMANDS = 8;
 const MAX_COMMAND_BYTES = 256 * 1024;
+/** A broker restart or a short network outage is not worth a warning; this long is. */
+export const UNREACHABLE_WARN_MS = 120_000;
 
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
@@ -45,7 +42,6 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   queue: FleetQueue;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
   messages: DeliveryLog;
-  samples: SampleStore;
   /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
@@ -53,6 +49,8 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   instance: () => string;
   /** Tests shorten the retry schedule of refused messages. */
   backoff?: (attempt: number) => number;
+  /** How long the broker has been unreachable is measured on its monotonic clock. */
+  clock: Pick<Clock, "mono">;
 }
 
 export interface FleetStats {
@@ -72,7 +70,6 @@ export class Fleet implements Part {
   private telemetry: Pipe | null = null;
   private events: Lane | null = null;
   private eventsSink: MqttSink | null = null;
-  private readonly unsubscribe: Array<() => void> = [];
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
@@ -89,6 +86,8 @@ export class Fleet implements Part {
   /** Connections that lasted under 30 s in a row: the reconnect delay grows with them. */
   private flaps = 0;
   private connectedAt = 0;
+  /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
+  private down: { mono: number; at: number } | null = null;
 
   private readonly commandDeps: CommandDeps;
   /** Set when fleet.command_keys is: then every command must be signed. */
@@ -113,6 +112,7 @@ export class Fleet implements Part {
     const f = deps.fleet;
     this.startStreams();
     const opts = this.clientOptions();
+    this.down = { mono: deps.clock.mono(), at: Date.now() };
     const client = connect(f.url, opts);
     this.client = client;
     // One warning per outage; the retries' errors (every few seconds) at debug.
@@ -122,6 +122,7 @@ export class Fleet implements Part {
       // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
       (client.stream as { setNoDelay?: (on: boolean) => void } | undefined)?.setNoDelay?.(true);
       this.connects++;
+      this.down = null;
       warned = false;
       this.connectedAt = Date.now();
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
@@ -138,7 +139,10 @@ export class Fleet implements Part {
       this.telemetry?.resume(window);
       this.drainWaiting();
     });
-    client.on("close", () => this.telemetry?.pause());
+    client.on("close", () => {
+      this.down ??= { mono: deps.clock.mono(), at: Date.now() };
+      this.telemetry?.pause();
+    });
     client.on("offline", () => {
       if (this.stopping) return;
       this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
@@ -173,7 +177,6 @@ export class Fleet implements Part {
   private startStreams(): void {
     const { deps } = this;
     const site = deps.config.site_id;
-    const samples = deps.samples;
     const teleTopic = this.topic("telemetry");
 
     // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
@@ -240,17 +243,23 @@ export class Fleet implements Part {
       lanes,
     );
     this.events.start();
+  }
 
-    this.unsubscribe.push(
-      samples.onAppend(() => {
-        this.telemetry?.pump();
-        this.publishState(false);
-      }),
-      deps.messages.onAppend((routes) => {
-        if (routes.some((r) => r.consumer === MQTT)) this.events?.wake();
-      }),
-      deps.registry.onChange(() => this.publishState(false)),
-    );
+  /** A snapshot was appended to the sample store (`samples_appended`). */
+  samplesAppended(): void {
+    if (this.stopping) return;
+    this.telemetry?.pump();
+    this.publishState(false);
+  }
+
+  /** A message was appended to the delivery log (`messages_appended`). */
+  messagesAppended(routes: readonly Route[]): void {
+    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.events?.wake();
+  }
+
+  /** The registry changed (`devices_changed`): the retained device view follows. */
+  devicesChanged(): void {
+    if (!this.stopping) this.publishState(false);
   }
 
   private clientOptions(): IClientOptions {
@@ -438,6 +447,16 @@ export class Fleet implements Part {
     };
   }
 
+  /** A warning while the broker has been unreachable for longer than UNREACHABLE_WARN_MS. */
+  health(): PartHealth {
+    const down = this.down;
+    const ms = down && !this.stopping ? this.deps.clock.mono() - down.mono : 0;
+    if (!down || ms < UNREACHABLE_WARN_MS) return { warnings: [] };
+    const since = new Date(down.at).toISOString();
+    const message = `the fleet broker has been unreachable for ${Math.round(ms / 1000)} s (since ${since}); telemetry and events wait in the store`;
+    return { warnings: [{ code: "fleet_broker_unreachable", message }] };
+  }
+
   /** Prometheus figures for /metrics. */
   gauges(): ReturnType<MetricsSource["gauges"]> {
     const st = this.stats();
@@ -482,7 +501,6 @@ export class Fleet implements Part {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const u of this.unsubscribe.splice(0)) u();
     this.telemetry?.stop();
     const events = this.events?.stop();
     this.eventsSink?.close();

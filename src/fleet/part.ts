@@ -1,7 +1,8 @@
 // The fleet uplink as a lifecycle part. MQTT.js costs about 15 MiB of resident memory, so
 // the Fleet (and MQTT.js with it) is loaded only when the part starts, which it does only
 // when a fleet is configured.
-import type { MetricFamily, Part } from "../lifecycle.js";
+import type { MetricFamily, Part, PartHealth } from "../lifecycle.js";
+import type { Route } from "../delivery/log.js";
 import type { Fleet, FleetDeps } from "./fleet.js";
 
 export class FleetPart implements Part {
@@ -23,6 +24,22 @@ export class FleetPart implements Part {
 
   async stop(): Promise<void> {
     await this.fleet?.stop();
+  }
+
+  samplesAppended(): void {
+    this.fleet?.samplesAppended();
+  }
+
+  messagesAppended(routes: readonly Route[]): void {
+    this.fleet?.messagesAppended(routes);
+  }
+
+  devicesChanged(): void {
+    this.fleet?.devicesChanged();
+  }
+
+  health(): PartHealth {
+    return this.fleet?.health() ?? { warnings: [] };
   }
 
   metrics(): MetricFamily[] {

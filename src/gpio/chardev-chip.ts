@@ -10,7 +10,7 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { SitegateError, errorMessage } from "../errors.js";
-import type { ChipBackend, Level } from "./backend.js";
+import type { ChipBackend, InputWatcher, Level } from "./backend.js";
 import { gpiogetArgs, gpiomonArgs, gpiosetArgs, parseGpiodetect, parseGpioget, parseGpiomonLine, resolveChip } from "./gpiod-commands.js";
 
 const run = promisify(execFile);
@@ -79,32 +79,28 @@ export class ChardevChip implements ChipBackend {
     await gone;
   }
 
-  async watch(
-    inputs: readonly number[],
-    level: (line: number, value: Level) => void,
-    connected: (up: boolean, error?: string) => void,
-  ): Promise<void> {
+  async watch(inputs: readonly number[], to: InputWatcher): Promise<void> {
     if (inputs.length === 0) return;
     const start = async () => {
       if (this.stopped) return;
       try {
         const chip = await this.name();
         const r = await run("gpioget", gpiogetArgs(chip, inputs), { timeout: 5000 });
-        for (const [l, v] of parseGpioget(r.stdout, inputs)) level(l, v);
+        for (const [l, v] of parseGpioget(r.stdout, inputs)) to.level(l, v);
         const mon = spawn("gpiomon", gpiomonArgs(chip, inputs), { stdio: ["ignore", "pipe", "pipe"] });
         this.monitor = mon;
         createInterface({ input: mon.stdout! }).on("line", (t) => {
           const e = parseGpiomonLine(t);
-          if (e) level(e.line, e.value);
+          if (e) to.level(e.line, e.value);
         });
-        connected(true);
+        to.connected(true);
         mon.once("exit", (code) => {
           if (this.stopped) return;
-          connected(false, `gpiomon exited ${code}`);
+          to.connected(false, `gpiomon exited ${code}`);
           setTimeout(() => void start(), RESTART_MS);
         });
       } catch (e) {
-        connected(false, errorMessage(e));
+        to.connected(false, errorMessage(e));
         setTimeout(() => void start(), RESTART_MS);
       }
     };

@@ -1,13 +1,14 @@
 // The GPIO lines of the config as local devices: an output (41) is a switched load (on =
 // its active level), an input (40) a contact whose debounced active state is its
-// telemetry and, with `on_active`, the trigger of a local event (told to listeners). The
-// chip is the Linux character device through the gpiod tools, or the simulator's chip.
+// telemetry and, with `on_active`, the trigger of a local event (announced through the one
+// function the composition root gives it). The chip is the Linux character device through
+// the gpiod tools, or the simulator's chip.
 import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../devices/roles.js";
-import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
@@ -19,9 +20,7 @@ export type InputConfig = GpioInputConfig;
 /** Told when an input's debounced active state is first known and whenever it changes. */
 export type InputListener = (input: InputConfig, active: boolean) => void;
 
-abstract class GpioDevice {
-  readonly device_id: string;
-  readonly device_name?: string;
+abstract class GpioDevice extends DeclaredDevice {
   protected ok: string | null = null;
   protected error: string | null = "not read yet";
 
@@ -29,8 +28,7 @@ abstract class GpioDevice {
     protected readonly cfg: GpioLineConfig,
     protected readonly chip: string,
   ) {
-    this.device_id = cfg.device_id;
-    this.device_name = cfg.device_name;
+    super(cfg);
   }
 
   address(): string {
@@ -56,8 +54,6 @@ abstract class GpioDevice {
 
 class GpioOutput extends GpioDevice implements LocalDevice {
   readonly role: LocalRole = "switch";
-  readonly rated_power_w?: number;
-  readonly shed_priority?: number;
   private on: boolean | undefined;
 
   constructor(
@@ -66,8 +62,6 @@ class GpioOutput extends GpioDevice implements LocalDevice {
     private readonly backend: ChipBackend,
   ) {
     super(out, chip);
-    this.rated_power_w = out.rated_power_w;
-    this.shed_priority = out.shed_priority;
   }
 
   descriptor(): DeviceDescriptor {
@@ -164,11 +158,12 @@ export class GpioLines implements Part, LocalFamily {
   private readonly backend: ChipBackend;
   private readonly outputs: GpioOutput[] = [];
   private readonly inputs: GpioInput[] = [];
-  private readonly listeners: InputListener[] = [];
 
   constructor(
     private readonly cfg: GpioConfig,
     private readonly log: Logger,
+    /** Told of every input change (the composition root's `input`). */
+    private readonly changed: InputListener,
     backend?: ChipBackend,
   ) {
     this.backend = backend ?? (cfg.backend === "sim" ? new SimChip(cfg.chip) : new ChardevChip(cfg.chip));
@@ -182,19 +177,9 @@ export class GpioLines implements Part, LocalFamily {
     return [...this.outputs, ...this.inputs];
   }
 
-  onInput(l: InputListener): void {
-    this.listeners.push(l);
-  }
-
   private tell(d: GpioInput): void {
     this.log.info({ device_id: d.device_id, line: d.input.line, active: d.active }, "gpio input");
-    for (const l of this.listeners) {
-      try {
-        l(d.input, d.active!);
-      } catch (e) {
-        this.log.error({ device_id: d.device_id, err: errorMessage(e) }, "a gpio input listener failed");
-      }
-    }
+    this.changed(d.input, d.active!);
   }
 
   /** Reads the outputs' levels (without driving them) and starts watching the inputs; a chip that does not answer is retried, not fatal. */
@@ -204,11 +189,13 @@ export class GpioLines implements Part, LocalFamily {
     const byLine = new Map(this.inputs.map((i) => [i.input.line, i]));
     await this.backend.watch(
       this.inputs.map((i) => i.input.line),
-      (line, value) => byLine.get(line)?.level(value),
-      (up, error) => {
-        if (up) return;
-        this.log.warn({ err: error }, "gpio inputs not watched; retrying");
-        for (const i of this.inputs) i.lost(error ?? "not watched");
+      {
+        level: (line, value) => byLine.get(line)?.level(value),
+        connected: (up, error) => {
+          if (up) return;
+          this.log.warn({ err: error }, "gpio inputs not watched; retrying");
+          for (const i of this.inputs) i.lost(error ?? "not watched");
+        },
       },
     );
   }

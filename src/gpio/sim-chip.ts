@@ -3,7 +3,7 @@
 // GET /gpio/events (a snapshot, then every edge). A lost stream is opened again after a
 // second, and its snapshot gives the levels again.
 import { SitegateError, errorMessage } from "../errors.js";
-import type { ChipBackend, Level } from "./backend.js";
+import type { ChipBackend, InputWatcher, Level } from "./backend.js";
 
 const RECONNECT_MS = 1000;
 
@@ -40,11 +40,7 @@ export class SimChip implements ChipBackend {
       throw new SitegateError("DEVICE_TIMEOUT", `gpio line ${line} reads ${String(r.value)} after it was driven to ${value}`);
   }
 
-  async watch(
-    inputs: readonly number[],
-    level: (line: number, value: Level) => void,
-    connected: (up: boolean, error?: string) => void,
-  ): Promise<void> {
+  async watch(inputs: readonly number[], to: InputWatcher): Promise<void> {
     if (inputs.length === 0) return;
     const loop = async () => {
       while (!this.stopped) {
@@ -55,11 +51,11 @@ export class SimChip implements ChipBackend {
             headers: { accept: "text/event-stream" },
           });
           if (!res.ok || !res.body) throw new Error(`GET /gpio/events: ${res.status}`);
-          await this.read(res.body, inputs, level, connected);
+          await this.read(res.body, inputs, to);
           throw new Error("the event stream ended");
         } catch (e) {
           if (this.stopped) return;
-          connected(false, errorMessage(e));
+          to.connected(false, errorMessage(e));
           await new Promise((r) => setTimeout(r, RECONNECT_MS));
         }
       }
@@ -68,12 +64,7 @@ export class SimChip implements ChipBackend {
   }
 
   /** Parses the event stream: `event:` and `data:` lines, a blank line ends one event. */
-  private async read(
-    body: ReadableStream<Uint8Array>,
-    inputs: readonly number[],
-    level: (line: number, value: Level) => void,
-    connected: (up: boolean) => void,
-  ): Promise<void> {
+  private async read(body: ReadableStream<Uint8Array>, inputs: readonly number[], to: InputWatcher): Promise<void> {
     const decoder = new TextDecoder();
     let buf = "";
     let event = "message";
@@ -85,7 +76,7 @@ export class SimChip implements ChipBackend {
         const line = buf.slice(0, nl).replace(/\r$/, "");
         buf = buf.slice(nl + 1);
         if (line === "") {
-          if (data) this.dispatch(event, data, inputs, level, connected);
+          if (data) this.dispatch(event, data, inputs, to);
           event = "message";
           data = "";
         } else if (line.startsWith("event:")) event = line.slice(6).trim();
@@ -94,19 +85,13 @@ export class SimChip implements ChipBackend {
     }
   }
 
-  private dispatch(
-    event: string,
-    data: string,
-    inputs: readonly number[],
-    level: (line: number, value: Level) => void,
-    connected: (up: boolean) => void,
-  ): void {
+  private dispatch(event: string, data: string, inputs: readonly number[], to: InputWatcher): void {
     const j = JSON.parse(data) as { lines?: Record<string, number>; line?: number; value?: number };
     if (event === "snapshot" && j.lines) {
-      connected(true);
-      for (const l of inputs) if (j.lines[String(l)] !== undefined) level(l, j.lines[String(l)] === 1 ? 1 : 0);
+      to.connected(true);
+      for (const l of inputs) if (j.lines[String(l)] !== undefined) to.level(l, j.lines[String(l)] === 1 ? 1 : 0);
     } else if (event === "edge" && typeof j.line === "number" && inputs.includes(j.line)) {
-      level(j.line, j.value === 1 ? 1 : 0);
+      to.level(j.line, j.value === 1 ? 1 : 0);
     }
   }
 

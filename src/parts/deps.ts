@@ -2,15 +2,14 @@
 // built before them: the health monitor's sources, and the deps of the three front ends
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
-import type { Config } from "../config/schema.js";
+import type { Config, FleetConfig } from "../config/schema.js";
 import type { Pairing } from "../devices/pairing.js";
 import type { LocalDevices } from "../devices/local.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
-import type { FleetQueue } from "../fleet/queue.js";
+import { FleetQueue, telemetryConsumer } from "../fleet/queue.js";
 import type { DeliveryLog } from "../delivery/log.js";
-import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
@@ -37,8 +36,12 @@ export interface Core {
   dispatch: Dispatcher;
 }
 
-export function sampleStoreOptions(tm: Config["telemetry"], log: Logger): ConstructorParameters<typeof SampleStore>[1] {
-  return { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log };
+export function sampleStoreOptions(
+  tm: Config["telemetry"],
+  log: Logger,
+  appended: () => void,
+): ConstructorParameters<typeof SampleStore>[1] {
+  return { retentionBytes: tm.retention_max_mb * 1024 * 1024, commitIntervalMs: tm.commit_interval_s * 1000, log, appended };
 }
 
 /** The watchdog checks and systemd notifications, looking at the core parts. */
@@ -68,20 +71,20 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
   return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
 }
 
-export function fleetDeps(
-  c: Core,
-  own: { queue: FleetQueue; telemetry: TelemetryCursor },
-  instance: () => string,
-  log: Logger,
-): FleetDeps | null {
-  if (!c.config.fleet) return null;
-  const { config, samples, registry, local, dispatch, connector, profiles } = c;
+/** What the fleet owns besides what it shares: its config, its queue and its cursor on the sample store. */
+export type FleetOwn = Pick<FleetDeps, "fleet" | "queue" | "telemetry" | "clock">;
+
+export function fleetOwn(fleet: FleetConfig, storage: StoragePart, samples: SampleStore, clock: FleetDeps["clock"]): FleetOwn {
+  const queue = new FleetQueue(storage);
+  return { fleet, queue, telemetry: telemetryConsumer(samples, queue), clock };
+}
+
+export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: Logger): FleetDeps {
+  const { config, registry, local, dispatch, connector, profiles } = c;
   return {
     config,
-    fleet: c.config.fleet,
     ...own,
     messages: c.messages,
-    samples,
     registry,
     health: c.poller,
     local,

@@ -1,11 +1,20 @@
-// The events the parts exchange on the bus. daemon.ts says who emits and who listens.
+// The events the parts exchange on the bus. daemon.ts says who emits and who listens; a
+// part below the composition root emits through the one function it is given
+// (`events.emitter(name)`), so every listener is wrapped the same way.
 import type { EventBus } from "../event-bus.js";
+import type { Route } from "../delivery/log.js";
 import type { InputListener } from "../gpio/lines.js";
 import type { Snapshot } from "../telemetry/types.js";
 
 export interface SiteEvents {
   /** A poll cycle's snapshot (poller): the sample store keeps it; the status page and dispatch observe it. */
   snapshot: [snapshot: Snapshot];
+  /** The sample store took a snapshot its readers may read now: the data push and the fleet's telemetry send it. */
+  samples_appended: [];
+  /** A message was appended to the delivery log: the consumers its routes name wake their lanes. */
+  messages_appended: [routes: readonly Route[]];
+  /** A device was paired, configured or replaced (registry): the poller and the fleet's device view follow. */
+  devices_changed: [];
   /** A debounced GPIO input changed (gpio): local input events start or end. */
   input: Parameters<InputListener>;
 }

@@ -1,15 +1,8 @@
-// The poller: every bus polls on one shared site clock. At each tick (a multiple of the
-// poll interval on the UTC clock) each bus reads its due devices (power-class points every
-// tick, energy counters every slow interval), all buses at once, and the readings of that
-// tick from every bus form ONE snapshot stamped with the tick time. The snapshot is
-// committed when every bus finished the tick, or at the next tick (the deadline) with what
-// has arrived; a bus still busy then skips ticks until it is done, and its late readings
-// are committed as their own snapshot with their tick's time, so a slow bus never delays
-// the others and nothing read is thrown away. A failed read gives no sample; a device
-// that keeps failing is backed off (1 tick, 2, 4 ... up to 60 s) so it costs the others at
-// most one timeout per cycle; one device's error never stops the others. Per-device health
-// feeds device sync. Devices not fully configured (REGISTRY_WRITE_FAILED) are polled for
-// their health and latest values but left out of the snapshots (never pushed).
+// The poller: the site clock's ticks, every bus reading its due devices at each tick, and
+// one snapshot per tick from every bus (late readings of a slow bus as their own, with
+// their tick's time); a failing device backed off; per-device health and latest values.
+// Why a tick works so, and the back-off: docs/telemetry.md ("Poller") and
+// docs/partner-api.md (a data-push payload is one tick).
 import type { MetricFamily, Part, PartHealth } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../errors.js";
@@ -61,7 +54,6 @@ export class Poller implements Part, HealthView {
   private open: Tick[] = [];
   private timer: NodeJS.Timeout | null = null;
   private nextTickAt = 0;
-  private unsubscribe: (() => void) | null = null;
   private stopped = true;
   private remote = new Set<string>();
   readonly stats = { ticks: 0, snapshots: 0, late_snapshots: 0, skipped_bus_ticks: 0, reads_ok: 0, reads_failed: 0, store_errors: 0 };
@@ -75,10 +67,14 @@ export class Poller implements Part, HealthView {
 
   start(): void {
     this.stopped = false;
-    this.unsubscribe = this.source.onChange(() => this.sync());
     this.sync();
     this.nextTickAt = Math.ceil(Date.now() / this.opts.intervalMs) * this.opts.intervalMs;
     this.arm();
+  }
+
+  /** The registry changed (its `devices_changed`): the next tick polls what it holds now. */
+  devicesChanged(): void {
+    if (!this.stopped) this.sync();
   }
 
   /** Rebuilds the device set from the registry; the next tick polls what it holds. */
@@ -323,7 +319,6 @@ export class Poller implements Part, HealthView {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     // Let ticks in flight finish (their reads fail fast once the buses close), within 2 s.
     const settle = Promise.allSettled([...this.busy.values()]);

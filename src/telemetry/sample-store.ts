@@ -9,6 +9,7 @@
 // every consumer has are deleted by the retention sweep and at stop, never per message.
 // Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
 // counted and logged, never the newest. A power cut loses at most the open interval.
+// Each append is announced through the one function the composition root gives it.
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
@@ -138,7 +139,6 @@ export class SampleStore implements SnapshotSink, Part {
   private storedBytes = 0;
   private storedAlone = 0;
   private committedSnaps = 0;
-  private readonly listeners = new Set<() => void>();
   private stmts!: ReturnType<SampleStore["prepare"]>;
   private commitTx!: (batch: Held[]) => number;
   private held: Held[] = [];
@@ -154,6 +154,8 @@ export class SampleStore implements SnapshotSink, Part {
       retentionBytes: number;
       log: Logger;
       /** ms between telemetry commits; <= 1000: every snapshot at once */ commitIntervalMs?: number;
+      /** Called after each append, when the readers may read it (the composition root's `samples_appended`). */
+      appended?: () => void;
     },
   ) {}
 
@@ -227,7 +229,6 @@ export class SampleStore implements SnapshotSink, Part {
     this.stopping = true;
     this.flush();
     if (this.db?.open) this.persistCursor();
-    this.listeners.clear();
   }
 
   private seriesId(device_id: string, metric: string): number {
@@ -274,7 +275,7 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   private wake(): void {
-    for (const l of this.listeners) l();
+    this.opts.appended?.();
   }
 
   /** Commits what is held now (at each interval, and at stop). Never throws: what cannot be committed waits for the next try. */
@@ -331,12 +332,6 @@ export class SampleStore implements SnapshotSink, Part {
       this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
       this.nextSeries = Math.max(this.nextSeries, r.id + 1);
     }
-  }
-
-  /** Called after each append; returns an unsubscribe function. */
-  onAppend(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Snapshots after `afterId` (default: the in-row consumer's cursor), oldest first: the committed ones, then those held. */

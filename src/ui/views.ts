@@ -3,7 +3,7 @@
 import type { Config } from "../config/schema.js";
 import type { Db } from "../storage/db.js";
 import type { BusManager } from "../modbus/bus.js";
-import type { DeviceHealth, RegisteredDevice } from "../devices/types.js";
+import type { DeviceDescriptor, DeviceHealth, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { EventRow } from "../dispatch/store.js";
@@ -79,27 +79,16 @@ export function devices(d: UiDeps) {
 
 function localDevices(d: UiDeps) {
   return (d.local?.list() ?? []).map((dev) => {
-    const id = dev.device_id;
-    const h = d.poller.health(id);
-    const desc = dev.descriptor();
-    return {
-      device_id: id,
-      name: dev.device_name ?? id,
-      integration: desc.profile,
+    const descriptor = dev.descriptor();
+    const name = dev.device_name ?? dev.device_id;
+    return deviceRow(d, dev.device_id, {
+      name,
+      integration: descriptor.profile,
       address: dev.address(),
       fully_configured: true,
-      device_type: desc.device_type,
-      type_name: wireLabel(desc.device_type),
-      max_power_w: desc.max_power_w ?? null,
-      identity: desc.identity,
-      online: h?.online ?? false,
-      op_mode: h?.op_mode ?? 0,
-      last_ok_at: h?.last_ok_at ?? null,
-      last_error: h?.last_error ?? null,
-      consecutive_failures: h?.consecutive_failures ?? 0,
-      metrics: d.poller.latest(id) ?? {},
-      updated_at: null as string | null,
-    };
+      descriptor,
+      updated_at: null,
+    });
   });
 }
 
@@ -109,29 +98,52 @@ function modbusDevices(d: UiDeps) {
     .slice()
     .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((dev) => {
-      const id = dev.config.device_id;
-      const h = d.poller.health(id);
       const c = dev.config as Record<string, unknown>;
-      return {
-        device_id: id,
-        name: (c.device_name as string | undefined) ?? id,
+      return deviceRow(d, dev.config.device_id, {
+        name: (c.device_name as string | undefined) ?? dev.config.device_id,
         integration: c.device_integration,
         address:
           c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
         fully_configured: dev.fully_configured,
-        device_type: dev.descriptor?.device_type ?? null,
-        type_name: wireLabel(dev.descriptor?.device_type),
-        max_power_w: dev.descriptor?.max_power_w ?? null,
-        identity: dev.descriptor?.identity ?? {},
-        online: h?.online ?? false,
-        op_mode: h?.op_mode ?? 0,
-        last_ok_at: h?.last_ok_at ?? null,
-        last_error: h?.last_error ?? null,
-        consecutive_failures: h?.consecutive_failures ?? 0,
-        metrics: d.poller.latest(id) ?? {},
+        descriptor: dev.descriptor,
         updated_at: dev.updated_at,
-      };
+      });
     });
+}
+
+/** One row of the device table: where the device is and what it is, then how the poller last found it. */
+function deviceRow(
+  d: UiDeps,
+  id: string,
+  row: {
+    name: string;
+    integration: unknown;
+    address: string;
+    fully_configured: boolean;
+    descriptor: DeviceDescriptor | null;
+    updated_at: string | null;
+  },
+) {
+  const h = d.poller.health(id);
+  const desc = row.descriptor;
+  return {
+    device_id: id,
+    name: row.name,
+    integration: row.integration,
+    address: row.address,
+    fully_configured: row.fully_configured,
+    device_type: desc?.device_type ?? null,
+    type_name: wireLabel(desc?.device_type),
+    max_power_w: desc?.max_power_w ?? null,
+    identity: desc?.identity ?? {},
+    online: h?.online ?? false,
+    op_mode: h?.op_mode ?? 0,
+    last_ok_at: h?.last_ok_at ?? null,
+    last_error: h?.last_error ?? null,
+    consecutive_failures: h?.consecutive_failures ?? 0,
+    metrics: d.poller.latest(id) ?? {},
+    updated_at: row.updated_at,
+  };
 }
 
 /** Bus utilisation: busy time over wall time since the previous look (at least 1 s apart). */

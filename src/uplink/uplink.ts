@@ -13,7 +13,7 @@ import type { StoragePart } from "../storage/part.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneItem, type LaneOptions, type LaneSource, type LaneStats } from "../delivery/lane.js";
-import { DeliveryLog } from "../delivery/log.js";
+import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { buildPayloads, type DataPushPayload } from "./data-push.js";
 import { HttpSender } from "./http-sender.js";
@@ -51,7 +51,6 @@ export class Uplink implements Part {
   private sink: HttpsSink | null = null;
   private sender: HttpSender | null = null;
   private lanes = new Map<string, Lane>();
-  private readonly unsubscribe: Array<() => void> = [];
   private _outbox: Outbox | null = null;
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
@@ -69,7 +68,7 @@ export class Uplink implements Part {
     opts: UplinkOptions = {},
   ) {
     this.opts = { rejectWindowMs: opts.rejectWindowMs ?? REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
-    this.messages = opts.messages ?? new DeliveryLog(storage);
+    this.messages = opts.messages ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
     // The data push is the store's busiest consumer: its cursor rides in the rows.
     this.push = samples.consumer(DATA_PUSH_LANE, { inRow: true });
   }
@@ -129,14 +128,6 @@ export class Uplink implements Part {
     // Another process (sitegate outbox retry) may queue messages for a lane not running yet.
     this.discover = setInterval(() => this.discoverLanes(), this.opts.idleRecheckMs);
     this.discover.unref();
-    this.unsubscribe.push(
-      this.samples.onAppend(() => push.wake()),
-      // Committed either way; while stopping, the next start sends it.
-      this.messages.onAppend((routes) => {
-        if (this.stopping) return;
-        for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
-      }),
-    );
     this.log.info(
       {
         data_push_url: this.dataPushUrl,
@@ -146,6 +137,17 @@ export class Uplink implements Part {
       },
       "uplink started",
     );
+  }
+
+  /** A snapshot was appended to the sample store (`samples_appended`): the data push sends it. */
+  samplesAppended(): void {
+    if (!this.stopping) this.lanes.get(DATA_PUSH_LANE)?.wake();
+  }
+
+  /** A message was appended to the log (`messages_appended`); while stopped, the next start sends it. */
+  messagesAppended(routes: readonly Route[]): void {
+    if (this.stopping || !this.sink) return;
+    for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
   }
 
   private discoverLanes(): void {
@@ -244,7 +246,6 @@ export class Uplink implements Part {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const u of this.unsubscribe.splice(0)) u();
     if (this.discover) clearInterval(this.discover);
     await Promise.all([...this.lanes.values()].map((l) => l.stop()));
     this.lanes.clear();

@@ -11,7 +11,7 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { ZigbeeConfig, ZigbeeDeviceConfig } from "../config/local-schema.js";
-import type { LocalDevice, LocalFamily, LocalRole } from "../devices/local.js";
+import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
 import { opModeCode, roleOfWire, typed } from "../devices/roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import { parseBridgeDevices, parseOnline, stateMetrics, type Z2mDevice } from "./exposes.js";
@@ -22,13 +22,8 @@ interface Waiter {
 }
 
 /** One configured Zigbee device: its place in the bridge's list, its latest state, commands awaiting confirmation. */
-class ZigbeeDevice implements LocalDevice {
-  readonly device_id: string;
-  readonly device_name?: string;
+class ZigbeeDevice extends DeclaredDevice implements LocalDevice {
   readonly role: LocalRole;
-  readonly rated_power_w?: number;
-  readonly shed_priority?: number;
-  readonly setback_c?: number;
   info: Z2mDevice | undefined;
   available: boolean | undefined;
   private payload: Record<string, unknown> = {};
@@ -40,12 +35,8 @@ class ZigbeeDevice implements LocalDevice {
     readonly cfg: ZigbeeDeviceConfig,
     private readonly bridge: ZigbeeBridge,
   ) {
-    this.device_id = cfg.device_id;
-    this.device_name = cfg.device_name;
+    super(cfg);
     this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
-    this.rated_power_w = cfg.rated_power_w;
-    this.shed_priority = cfg.shed_priority;
-    this.setback_c = cfg.setback_c;
   }
 
   /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */

@@ -14,6 +14,7 @@ import { buildPayloads } from "../../src/uplink/data-push.js";
 import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "../../src/fleet/queue.js";
 import { DeliveryLog } from "../../src/delivery/log.js";
 import { Fleet } from "../../src/fleet/fleet.js";
+import { systemClock } from "../../src/util/clock.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "../support/config.js";
 import { snapshot } from "../support/uplink-harness.js";
@@ -99,19 +100,20 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     fleet: { url: broker.url, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 30 },
   });
   const storage = new StoragePart(config.data_dir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, FLEET_MIGRATIONS], log);
-  const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log });
+  // The fleet hears of each append as the composition root's listener would tell it.
+  let fleet: Fleet | null = null;
+  const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log, appended: () => fleet?.samplesAppended() });
   storage.start();
   samples.start();
   const queue = new FleetQueue(storage);
   const telemetry = telemetryConsumer(samples, queue);
   const ns = instanceId(storage.db);
-  const stub = { list: () => [], onChange: () => () => {} };
-  const fleet = new Fleet({
+  const stub = { list: () => [] };
+  fleet = new Fleet({
     config,
     fleet: config.fleet!,
     queue,
     messages: new DeliveryLog(storage),
-    samples,
     telemetry,
     registry: stub as never,
     health: { health: () => undefined },
@@ -119,6 +121,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     connector: {} as never,
     profiles: { has: () => false, names: () => [] },
     instance: () => ns,
+    clock: systemClock,
     log,
   });
   const clients: MqttClient[] = [];

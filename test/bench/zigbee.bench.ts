@@ -33,7 +33,7 @@ const bench: BenchFn = async (ctx) => {
         sub.on("message", (_t, payload) => {
           if ((JSON.parse(payload.toString()) as { power?: number }).power === want) bareAt = performance.now();
         });
-        const off = samples.onAppend(() => {
+        gw.daemon.events.on("samples_appended", "test", () => {
           const [snap] = samples.pending(1, samples.stats().push_cursor + samples.stats().pending_snapshots - 1);
           if (snap?.devices.find((d) => d.device_id === "plug-1")?.metrics.power_w === want && !oursAt) oursAt = performance.now();
         });
@@ -66,7 +66,7 @@ const bench: BenchFn = async (ctx) => {
             bare.push(bareAt - sentAt);
           }
         } finally {
-          off();
+          gw.daemon.events.off("test");
         }
       } finally {
         await sub.endAsync();

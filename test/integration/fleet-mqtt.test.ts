@@ -18,7 +18,8 @@ import { daemonMetric, readTelemetry } from "../support/db.js";
 import { freePort } from "../support/net.js";
 import { testCert } from "../support/tls.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
-import type { Fleet } from "../../src/fleet/fleet.js";
+import { UNREACHABLE_WARN_MS, type Fleet } from "../../src/fleet/fleet.js";
+import { systemClock } from "../../src/util/clock.js";
 import { instanceId } from "../../src/uplink/outbox.js";
 import { nameKey } from "../../src/util/idempotency.js";
 
@@ -137,7 +138,7 @@ test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline s
   );
 });
 
-test("broker stopped for at least 20 snapshots and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per key; polling and the API go on", async () => {
+test("broker stopped for at least 20 snapshots and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per key; polling and the API go on; /healthz warns once the outage is long", async () => {
   const sink = await startSink();
   try {
     await withSite(tcpScenario(), (site) =>
@@ -148,20 +149,31 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
           const got = record(sub);
           await sub.subscribeAsync(`${T}/telemetry`, { qos: 1 });
           const port = site.tcpPorts[0];
-          const gw = await startGateway(join(dir, "gw"), {
-            // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
-            // and the store must keep what MQTT has not had.
-            partner: {
-              headers: [{ name: "X-Partner-Key", value: "k" }],
-              execution_url: `${sink.url}/exec`,
-              data_push_url: sink.url,
-              data_push_path: "telemetry",
-              ca_file: testCert().certFile,
+          // The outage is made to look long on the monotonic clock the fleet measures it with.
+          let skew = 0;
+          const clock = { ...systemClock, mono: () => performance.now() + skew };
+          const fleetWarnings = async () =>
+            ((await gw.call("GET", "/healthz")).json.warnings as Array<{ code: string; message: string }>).filter(
+              (w) => w.code === "fleet_broker_unreachable",
+            );
+          const gw = await startGateway(
+            join(dir, "gw"),
+            {
+              // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
+              // and the store must keep what MQTT has not had.
+              partner: {
+                headers: [{ name: "X-Partner-Key", value: "k" }],
+                execution_url: `${sink.url}/exec`,
+                data_push_url: sink.url,
+                data_push_path: "telemetry",
+                ca_file: testCert().certFile,
+              },
+              fleet: fleetConfig(broker),
+              telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
+              devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
             },
-            fleet: fleetConfig(broker),
-            telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
-            devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
-          });
+            { clock },
+          );
           const fleet = gw.daemon.part<{ current: Fleet } & import("../../src/lifecycle.js").Part>("fleet").current;
           const lastId = () =>
             gw.daemon.storage.telemetryDb.prepare("SELECT coalesce(max(id), 0) FROM tm_snapshot").pluck().get() as number;
@@ -184,9 +196,18 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
             assert.equal(fleet.connected, false, "the broker was down all along");
             const api = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
             assert.equal(api.status, 200, "the API answers during the outage");
+            assert.deepEqual(await fleetWarnings(), [], "a short outage is no warning");
+            skew = UNREACHABLE_WARN_MS;
+            const [warning] = await fleetWarnings();
+            assert.match(
+              warning?.message ?? "",
+              /^the fleet broker has been unreachable for 1\d\d s \(since 20\d\d-.*Z\); telemetry and events wait in the store$/,
+            );
+            assert.equal((await gw.call("GET", "/healthz")).json.status, "ok", "a warning, the gateway still serves");
             const last = lastId();
             await broker.start();
             await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
+            assert.deepEqual(await fleetWarnings(), [], "no warning once connected again");
             // Everything HTTPS accepted up to `last` (every snapshot) must have reached MQTT.
             await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too", 30_000);
             const want = [...new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string))].sort().slice(0, last);

@@ -65,7 +65,7 @@ test("commit_interval_s 10: the status page and the partner push show a new read
         const want = before + 5000;
         await fetch(`${site.controlUrl}/site`, { method: "POST", body: JSON.stringify({ base_load_w: 12_000, load_noise_pct: 0 }) });
         let seen: { id: number; power: number; committed: number } | null = null;
-        const off = samples.onAppend(() => {
+        gw.daemon.events.on("samples_appended", "test", () => {
           const [snap] = samples.pending(1, samples.stats().push_cursor + samples.stats().pending_snapshots - 1);
           const power = snap?.devices.find((d) => d.device_id === "grid")?.metrics.power_w;
           if (!seen && power !== undefined && power > want)
@@ -74,7 +74,7 @@ test("commit_interval_s 10: the status page and the partner push show a new read
         try {
           await until(() => seen !== null, "a snapshot with the new load", 15_000);
         } finally {
-          off();
+          gw.daemon.events.off("test");
         }
         const taken = seen!;
         assert.ok(

@@ -1,13 +1,21 @@
 // The daemon as a list of parts: one part's failure stays that part's. A snapshot listener
 // that throws (the status page's) does not stop the sample store or dispatch measurement;
-// a part that cannot start (the status page's own listener, on a port in use) is reported
-// and retried while polling goes on.
+// the first listener of the sample store's, the delivery log's and the registry's
+// announcements throwing does not stop the fleet hearing them; a part that cannot start
+// (the status page's own listener, on a port in use) is reported and retried while polling
+// goes on.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { assertMeasuredDelivery, event, withDispatchRig } from "../support/dispatch.js";
-import { tcpDevice, withSiteGateway } from "../support/gateway.js";
+import { join } from "node:path";
+import { assertMeasuredDelivery, event, makeRig, rigConfig, siteScenario, waitPaired, withDispatchRig } from "../support/dispatch.js";
+import { startGateway, tcpDevice, withSiteGateway } from "../support/gateway.js";
+import { command, fleetClient, fleetConfig, record, withBroker } from "../support/mosquitto.js";
+import { startSink } from "../support/partner-sink.js";
+import { withSite } from "../support/site.js";
+import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
+import type { Uplink } from "../../src/uplink/uplink.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import type { UiPart } from "../../src/ui/part.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
@@ -37,6 +45,62 @@ test("the status page's snapshot listener throws on every snapshot: samples are 
     const text = (await rig.gw.call("GET", "/metrics")).text;
     assert.ok(Number(metric(text, 'sitegate_event_listener_failures_total{part="ui",event="snapshot"}')) > 5, text);
   });
+});
+
+test("the uplink's and the poller's listeners throw on every announcement: the fleet still publishes telemetry, event states and the device view", async () => {
+  const sink = await startSink();
+  try {
+    await withSite(siteScenario(), (site) =>
+      withTmpDir((dir) =>
+        withBroker(dir, async (broker) => {
+          // The PV inverter is left out of the config, to be configured once the listeners throw.
+          const config = { ...rigConfig(site, sink, ["battery"], { pv: false }), fleet: fleetConfig(broker) };
+          const gw = await startGateway(join(dir, "gw"), config);
+          const cl = await fleetClient(broker);
+          const got = record(cl);
+          try {
+            await cl.subscribeAsync("sitegate/site-001/#", { qos: 1 });
+            await waitPaired(gw, 3);
+            // Each of these is the first listener of its event; the fleet's come after them.
+            const fail = () => {
+              throw new Error("listener broke");
+            };
+            const uplink = gw.daemon.part<Uplink>("uplink");
+            uplink.samplesAppended = fail;
+            uplink.messagesAppended = fail;
+            gw.daemon.part<Poller>("poller").devicesChanged = fail;
+            const since = got.length;
+            const after = () => got.slice(since);
+
+            await until(() => after().filter((m) => m.topic === "sitegate/site-001/telemetry").length >= 3, "telemetry goes on");
+            const ev = event({ event_type: "discharge", event_quantity: 1, event_unit: "kW" }, 3000, 2000);
+            assert.equal((await makeRig(site, gw, sink, dir).dr({ mode: "live", event_slots: [ev] })).status, 200);
+            await until(
+              () => after().some((m) => m.topic === "sitegate/site-001/events" && m.json?.event_id === ev.event_id),
+              "the event's state on the events topic",
+            );
+            const pv = tcpDevice("pv", site.tcpPorts[0], 10, "sunspec", { mb_device_type: 2 });
+            assert.equal((await command(cl, "site-001", "configure", { devices: [pv] })).json.status, 200);
+            await until(
+              () => after().some((m) => m.topic === "sitegate/site-001/devices" && m.json?.devices?.length === 4),
+              "the device view with the PV inverter",
+            );
+            for (const [part, name] of [
+              ["uplink", "samples_appended"],
+              ["uplink", "messages_appended"],
+              ["poller", "devices_changed"],
+            ] as const)
+              assert.ok(gw.daemon.events.failureCount(part, name) > 0, `${part} ${name} did run and throw`);
+          } finally {
+            await cl.endAsync();
+            await gw.stop();
+          }
+        }),
+      ),
+    );
+  } finally {
+    await sink.stop();
+  }
 });
 
 /** A port taken by another listener until release() is called. */

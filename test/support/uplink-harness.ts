@@ -44,7 +44,9 @@ export async function startUplink(
   });
   const log = silentLogger();
   const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS], log);
-  const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log });
+  // The uplink hears of each append as the composition root's listener would tell it.
+  const appended = () => uplink.samplesAppended();
+  const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log, appended });
   const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), {
     rejectWindowMs: over.rejectWindowMs,
     idleRecheckMs: over.idleRecheckMs,

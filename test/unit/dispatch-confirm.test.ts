@@ -111,7 +111,7 @@ async function rig() {
     fully_configured: true,
     updated_at: new Date(T0).toISOString(),
   };
-  const source: DeviceSource = { list: () => [device], get: (id) => (id === "b1" ? device : undefined), onChange: () => () => {} };
+  const source: DeviceSource = { list: () => [device], get: (id) => (id === "b1" ? device : undefined) };
   const pool = { driverFor: () => driver } as unknown as DriverPool;
   // The real poller holds the latest values the status page and the API read. Started and
   // stopped at once: it knows the device but never polls (no timer runs in this test).

@@ -1,14 +1,7 @@
-// shed: switchable loads, thermostats (set back) and curtailable PV, one step at a time in a fixed order
-// (shed_priority from the device config, then device_id), until the drop covers the
-// quantity. With a grid meter each step waits for a reading taken after it, and the drop
-// is the fall of grid import against the 60 s before start, less the change of devices
-// that other running events drive (a discharge beside a shed is not shed). Without a
-// meter the drop is estimated: metered plugs' own drop, switched loads' rated power
-// (`rated_power_w`, per coil when the relay reports which coils were on), curtailed PV's
-// own drop; the response then says measured: false. PV is curtailed by what is still
-// missing after the loads, never by the whole quantity. A thermostat's setback shows on no
-// meter at once (the heater may be idle): its share is its assumed rated power and the
-// response says measured: false.
+// shed: switchable loads, thermostats (set back) and curtailable PV, stepped in
+// shed_priority order until the drop covers the quantity; the drop measured on the grid
+// meter (less what other running events drive) or, without one, estimated. The rules of
+// stepping and measuring: docs/dispatch.md (shed).
 import { GENERATOR_ROLES, type Role } from "../../devices/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
