@@ -49,6 +49,89 @@ function table(head: string[], rows: string[][]): string {
 
 const short = (s: string | null, n = 60) => (s === null ? "" : s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
+/** `sitegate outbox retry ID...|--all`: dead letters back in their lanes. */
+function retry(file: string, args: string[], all: boolean, json: boolean): number {
+  if (all && args.length) throw new UsageError("give dead-letter ids or --all, not both");
+  if (!all && args.length === 0) throw new UsageError("retry needs dead-letter ids (see `sitegate outbox`) or --all");
+  const ids = args.map((a) => {
+    if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
+    return Number(a);
+  });
+  const { db, outbox } = openOutbox(file);
+  try {
+    const missing = ids.filter((id) => !outbox.getDeadLetter(id));
+    if (missing.length) {
+      process.stderr.write(`sitegate outbox: no dead letter with id ${missing.join(", ")} (see \`sitegate outbox\`)\n`);
+      return EXIT_FAILURE;
+    }
+    const n = outbox.retry(all ? "all" : ids);
+    process.stdout.write(
+      json
+        ? JSON.stringify({ requeued: n }) + "\n"
+        : `put ${n} dead letter(s) back in their lanes; the running gateway sends them within a few seconds\n`,
+    );
+    return EXIT_OK;
+  } finally {
+    db.close();
+  }
+}
+
+/** `sitegate outbox [--json]`: the data-push backlog, pending callbacks and dead letters. */
+function list(file: string, json: boolean): number {
+  const { db, outbox, dataDir } = openOutbox(file);
+  try {
+    const pending = outbox.pending();
+    const dead = outbox.deadLetters();
+    const backlog = dataPushBacklog(dataDir);
+    if (json) {
+      const view = (m: (typeof pending)[number]) => ({
+        id: m.id,
+        lane: m.lane,
+        kind: m.kind,
+        url: m.url,
+        idempotency_key: m.idempotency_key,
+        created_at: m.created_at,
+        attempts: m.attempts,
+        last_error: m.last_error,
+        body: m.body,
+      });
+      const out = {
+        data_push_backlog: backlog,
+        pending: pending.map(view),
+        dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })),
+      };
+      process.stdout.write(JSON.stringify(out) + "\n");
+      return EXIT_OK;
+    }
+    const out = [
+      backlog === null
+        ? "data push backlog: held by the running gateway (its /metrics: sitegate_samples_pending_snapshots)"
+        : `data push backlog: ${backlog} snapshot(s)`,
+      "",
+      `pending: ${pending.length}`,
+    ];
+    if (pending.length)
+      out.push(
+        table(
+          ["id", "lane", "kind", "created_at", "attempts", "last_error"],
+          pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)]),
+        ),
+      );
+    out.push("", `dead letters: ${dead.length}${dead.length ? " (sitegate outbox retry ID|--all)" : ""}`);
+    if (dead.length)
+      out.push(
+        table(
+          ["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"],
+          dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)]),
+        ),
+      );
+    process.stdout.write(out.join("\n") + "\n");
+    return EXIT_OK;
+  } finally {
+    db.close();
+  }
+}
+
 const command: Command = {
   summary: "List pending callbacks and dead letters; `outbox retry ID...|--all` puts dead letters back in their lanes.",
   usage: "sitegate outbox [--config FILE] [--json] | sitegate outbox retry ID...|--all [--config FILE]",
@@ -57,86 +140,9 @@ const command: Command = {
     const file = configFile(values);
     const [sub, ...args] = positionals;
     if (sub !== undefined && sub !== "retry" && sub !== "list") throw new UsageError(`unknown subcommand "${sub}" (list or retry)`);
-    if (sub === "retry") {
-      if (values.all && args.length) throw new UsageError("give dead-letter ids or --all, not both");
-      if (!values.all && args.length === 0) throw new UsageError("retry needs dead-letter ids (see `sitegate outbox`) or --all");
-      const ids = args.map((a) => {
-        if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
-        return Number(a);
-      });
-      const { db, outbox } = openOutbox(file);
-      try {
-        const missing = ids.filter((id) => !outbox.getDeadLetter(id));
-        if (missing.length) {
-          process.stderr.write(`sitegate outbox: no dead letter with id ${missing.join(", ")} (see \`sitegate outbox\`)\n`);
-          return EXIT_FAILURE;
-        }
-        const n = outbox.retry(values.all ? "all" : ids);
-        const result = { requeued: n };
-        process.stdout.write(
-          values.json
-            ? JSON.stringify(result) + "\n"
-            : `put ${n} dead letter(s) back in their lanes; the running gateway sends them within a few seconds\n`,
-        );
-        return EXIT_OK;
-      } finally {
-        db.close();
-      }
-    }
+    if (sub === "retry") return retry(file, args, values.all === true, values.json === true);
     if (values.all || args.length) throw new UsageError("--all and ids belong to `sitegate outbox retry`");
-    const { db, outbox, dataDir } = openOutbox(file);
-    try {
-      const pending = outbox.pending();
-      const dead = outbox.deadLetters();
-      const backlog = dataPushBacklog(dataDir);
-      if (values.json) {
-        const view = (m: (typeof pending)[number]) => ({
-          id: m.id,
-          lane: m.lane,
-          kind: m.kind,
-          url: m.url,
-          idempotency_key: m.idempotency_key,
-          created_at: m.created_at,
-          attempts: m.attempts,
-          last_error: m.last_error,
-          body: m.body,
-        });
-        process.stdout.write(
-          JSON.stringify({
-            data_push_backlog: backlog,
-            pending: pending.map(view),
-            dead_letters: dead.map((m) => ({ ...view(m), dead_at: m.dead_at })),
-          }) + "\n",
-        );
-        return EXIT_OK;
-      }
-      const out = [
-        backlog === null
-          ? "data push backlog: held by the running gateway (its /metrics: sitegate_samples_pending_snapshots)"
-          : `data push backlog: ${backlog} snapshot(s)`,
-        "",
-        `pending: ${pending.length}`,
-      ];
-      if (pending.length)
-        out.push(
-          table(
-            ["id", "lane", "kind", "created_at", "attempts", "last_error"],
-            pending.map((m) => [String(m.id), m.lane, m.kind, m.created_at, String(m.attempts), short(m.last_error)]),
-          ),
-        );
-      out.push("", `dead letters: ${dead.length}${dead.length ? " (sitegate outbox retry ID|--all)" : ""}`);
-      if (dead.length)
-        out.push(
-          table(
-            ["id", "lane", "kind", "created_at", "dead_at", "attempts", "last_error"],
-            dead.map((m) => [String(m.id), m.lane, m.kind, m.created_at, m.dead_at, String(m.attempts), short(m.last_error)]),
-          ),
-        );
-      process.stdout.write(out.join("\n") + "\n");
-      return EXIT_OK;
-    } finally {
-      db.close();
-    }
+    return list(file, values.json === true);
   },
 };
 export default command;

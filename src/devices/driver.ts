@@ -106,28 +106,45 @@ export class DeviceDriver {
     return { ...typed(p.role), max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
-  private async pairSunSpec(p: SunSpecProfile, priority: Priority): Promise<DeviceDescriptor> {
-    let base: number | null = null;
+  /** The first of the profile's base addresses that holds the SunSpec marker. */
+  private async sunSpecBase(p: SunSpecProfile, priority: Priority): Promise<number> {
     let lastError: unknown = null;
     for (const b of p.bases) {
       try {
         const w = await this.readRegs("holding", b, 2, priority);
-        if (w[0] === SUNS[0] && w[1] === SUNS[1]) {
-          base = b;
-          break;
-        }
+        if (w[0] === SUNS[0] && w[1] === SUNS[1]) return b;
       } catch (e) {
         lastError = e;
         // No answer at all: the device is not there; do not wait two more timeouts.
         if ((e as SitegateError).code === "MODBUS_TIMEOUT" || (e as SitegateError).code === "MODBUS_DISCONNECTED") throw e;
       }
     }
-    if (base === null) {
-      throw new SitegateError(
-        "PAIRING_FAILED",
-        `no SunSpec marker at ${p.bases.join(", ")}${lastError ? `: ${(lastError as Error).message}` : ""}`,
-      );
+    throw new SitegateError(
+      "PAIRING_FAILED",
+      `no SunSpec marker at ${p.bases.join(", ")}${lastError ? `: ${(lastError as Error).message}` : ""}`,
+    );
+  }
+
+  /** The device's rated power from the first model of the profile's list that implements it. */
+  private async sunSpecMaxPower(p: SunSpecProfile, models: SunSpecModelInfo[], priority: Priority): Promise<number | undefined> {
+    for (const mp of p.max_power) {
+      const m = models.find((x) => x.id === mp.model);
+      if (!m) continue;
+      const regs = await this.readRegs("holding", m.address + mp.offset, 1, priority);
+      if (isSunSpecNotImplemented("u16", regs)) continue;
+      let sf = 0;
+      if (mp.sf_offset !== undefined) {
+        const s = await this.readRegs("holding", m.address + mp.sf_offset, 1, priority);
+        if (isSunSpecNotImplemented("sunssf", s)) continue;
+        sf = decodeRaw("sunssf", s) as number;
+      }
+      return readingValue(regs[0], "u16", sf);
     }
+    return undefined;
+  }
+
+  private async pairSunSpec(p: SunSpecProfile, priority: Priority): Promise<DeviceDescriptor> {
+    const base = await this.sunSpecBase(p, priority);
     // Walk the chain, one header read per model (some devices omit the end model's length).
     const models: SunSpecModelInfo[] = [];
     let addr = base + 2;
@@ -169,21 +186,7 @@ export class DeviceDriver {
     const rule = p.roles.find((r) => r.models.every((id) => has.has(id)));
     if (!rule)
       throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
-    let max_power_w: number | undefined;
-    for (const mp of p.max_power) {
-      const m = models.find((x) => x.id === mp.model);
-      if (!m) continue;
-      const regs = await this.readRegs("holding", m.address + mp.offset, 1, priority);
-      if (isSunSpecNotImplemented("u16", regs)) continue;
-      let sf = 0;
-      if (mp.sf_offset !== undefined) {
-        const s = await this.readRegs("holding", m.address + mp.sf_offset, 1, priority);
-        if (isSunSpecNotImplemented("sunssf", s)) continue;
-        sf = decodeRaw("sunssf", s) as number;
-      }
-      max_power_w = readingValue(regs[0], "u16", sf);
-      break;
-    }
+    const max_power_w = await this.sunSpecMaxPower(p, models, priority);
     // Only a complete pairing changes what the driver polls.
     this.models = models;
     const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins

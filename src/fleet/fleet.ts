@@ -410,29 +410,32 @@ export class Fleet implements Part {
     if (this.busyCommands >= MAX_CONCURRENT_COMMANDS)
       return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
     if (verdict?.ok) {
-      // Committed before the command runs: a replay, even after a restart, finds it.
-      let claim;
-      try {
-        claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
-      } catch (e) {
-        log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
-        return answer(errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run"));
-      }
-      if (claim === "replayed")
-        return answer(
-          errorAnswer(
-            409,
-            "conflict",
-            `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`,
-          ),
-        );
-      if (claim === "full")
-        return answer(errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later"));
+      const refused = this.claimNonce(verdict, name);
+      if (refused) return answer(refused);
     }
     const r = runCommand(name, body, this.commandDeps);
     if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;
     r.then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e)))).finally(() => this.busyCommands--);
+  }
+
+  /** A signed command's nonce, committed before the command runs (a replay, even after a restart, finds it); an answer when it may not run. */
+  private claimNonce(verdict: Extract<Verdict, { ok: true }>, name: string): CommandAnswer | null {
+    let claim;
+    try {
+      claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
+    } catch (e) {
+      this.deps.log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
+      return errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run");
+    }
+    if (claim === "replayed")
+      return errorAnswer(
+        409,
+        "conflict",
+        `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`,
+      );
+    if (claim === "full") return errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later");
+    return null;
   }
 
   stats(): FleetStats {
