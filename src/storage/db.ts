@@ -91,6 +91,27 @@ export function migrate(db: Db, mods: ModuleMigrations[]): number {
   return ran;
 }
 
+/** An existing database file as it is: no pragmas, no migrations (the updater's backup). */
+export function openExisting(path: string): Db {
+  return new Database(path, { fileMustExist: true });
+}
+
+/** The highest migration applied per module (empty for a database without any). */
+export function migrationLevels(db: Db): Record<string, number> {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (!table) return {};
+  const rows = db.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as Array<{
+    module: string;
+    v: number;
+  }>;
+  return Object.fromEntries(rows.map((r) => [r.module, r.v]));
+}
+
+/** Forgets a module's migrations (its tables were moved to another database, which migrates them from 1). */
+export function forgetMigrations(db: Db, module: string): void {
+  db.prepare("DELETE FROM schema_migrations WHERE module = ?").run(module);
+}
+
 /** True for SQLite errors that mean "cannot commit now" (disk full, locked, read-only). */
 export function isStorageUnavailable(e: unknown): boolean {
   const code = (e as { code?: string } | null)?.code ?? "";

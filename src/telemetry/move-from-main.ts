@@ -1,6 +1,6 @@
 // Telemetry kept in sitegate.db by releases before telemetry.db: moved over once, at start.
 import type { Logger } from "../log.js";
-import type { Db } from "../storage/db.js";
+import { forgetMigrations, type Db } from "../storage/db.js";
 import { packSamples, unpackSamples } from "./sample-codec.js";
 
 const TELEMETRY_TABLES = ["tm_snapshot", "tm_series", "tm_state"];
@@ -68,7 +68,7 @@ export function moveTelemetry(main: Db, tele: Db, log: Logger): void {
   }
   main.transaction(() => {
     for (const t of TELEMETRY_TABLES) main.exec(`DROP TABLE IF EXISTS ${t}`);
-    main.prepare("DELETE FROM schema_migrations WHERE module = ?").run(TELEMETRY_MODULE);
+    forgetMigrations(main, TELEMETRY_MODULE);
   })();
   log.info({ from: main.name, to: tele.name, again: Boolean(imported) }, "telemetry buffer moved to its own database");
 }

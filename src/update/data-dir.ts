@@ -117,19 +117,11 @@ async function childPrepare(dataDir: string, req: PrepareRequest): Promise<{ bac
     for (const f of readdirSync(dir)) if (/^backup-before-.*\.db(\.tmp)?$/.test(f)) rmSync(join(dir, f), { force: true });
   const db = join(dataDir, DB_FILE);
   if (!req.migrations || !lstatOrNull(db)) return { backup: null };
-  const { default: Database } = await import("better-sqlite3");
-  const conn = new Database(db, { fileMustExist: true });
+  // Loaded here only: the updater's other paths never load SQLite.
+  const { openExisting, migrationLevels } = await import("../storage/db.js");
+  const conn = openExisting(db);
   try {
-    let have: Record<string, number> = {};
-    try {
-      const rows = conn.prepare("SELECT module, MAX(version) AS v FROM schema_migrations GROUP BY module").all() as {
-        module: string;
-        v: number;
-      }[];
-      have = Object.fromEntries(rows.map((r) => [r.module, r.v]));
-    } catch {
-      /* no schema_migrations yet: every migration is new */
-    }
+    const have = migrationLevels(conn);
     if (!Object.entries(req.migrations).some(([mod, v]) => v > (have[mod] ?? 0))) return { backup: null };
     mkdirSync(dir, { recursive: true });
     const out = join(dir, `backup-before-${req.version}.db`);
