@@ -135,7 +135,6 @@ export class HttpSender {
    */
   private exchange(url: string, body: string, idempotencyKey: string): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const payload = Buffer.from(body);
       const req = request({
         ...this.target(url),
         method: "POST",
@@ -143,7 +142,7 @@ export class HttpSender {
         headers: {
           ...this.headers,
           "content-type": "application/json",
-          "content-length": payload.length,
+          "content-length": Buffer.byteLength(body),
           "user-agent": `sitegate/${VERSION}`,
           "idempotency-key": idempotencyKey,
         },
@@ -168,7 +167,8 @@ export class HttpSender {
         res.once("close", () => answered(res));
         res.once("error", () => answered(res));
       });
-      req.end(payload);
+      // A string body goes out with the head in one write (one TLS record), a Buffer in a second one.
+      req.end(body);
     });
   }
 
