@@ -136,7 +136,9 @@ test("a lane found empty is asked again at once after an append here, and after 
     const id = storage.db
       .prepare("INSERT INTO dl_message (kind, body, idempotency_key, created_at) VALUES ('execution_response', '{}', 'k-other', ?)")
       .run(new Date().toISOString()).lastInsertRowid;
-    storage.db.prepare("INSERT INTO dl_route (consumer, lane, message_id, address) VALUES ('https', 'execution', ?, 'https://p/x')").run(id);
+    storage.db
+      .prepare("INSERT INTO dl_route (consumer, lane, message_id, address) VALUES ('https', 'execution', ?, 'https://p/x')")
+      .run(id);
     assert.equal(source.next(new Set()), undefined, "taken as empty until the re-check");
     await new Promise((r) => setTimeout(r, 350));
     assert.equal(source.next(new Set())?.key, "k-other", "seen at the re-check");
