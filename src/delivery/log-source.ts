@@ -1,9 +1,8 @@
 // A lane's source in the delivery log: the messages of one consumer's lane after its
 // cursor, oldest first. Several may be in flight; the cursor moves only over the
 // contiguous prefix of settled (or dead-lettered) messages, so a crash sends again, with
-// the same keys, what was not settled, and never skips it. A lane asks at every wake-up,
-// several times per message; once its lane is found empty, the source asks SQLite again
-// only after an append in this process, or after `recheckMs` (another process's append).
+// the same keys, what was not settled, and never skips it. A lane found empty is read
+// again after an append in this process, or after `recheckMs` (another process's).
 import type { LaneItem, LaneSource } from "./lane.js";
 import type { DeliveryLog, LogMessage } from "./log.js";
 
