@@ -168,7 +168,8 @@ interface Latency {
  * Runs in a child (in-child.ts) under the flags measured. Ours: append one demo snapshot to
  * the store (committed, as the poller does) until the sink has the push. Reference: a bare
  * node:https keep-alive POST of a snapshot (the uplink's client, same headers) until the
- * sink has it. The sink runs in the same process for both; both connections are warm.
+ * sink has it. The sink runs in the same process for both; both connections are warm; the
+ * two loops alternate, and each starts its clock with no request outstanding.
  */
 export async function latencyFigures(arg: { n: number; dir: string }): Promise<Latency> {
   const sink = await startSink();
@@ -191,56 +192,68 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
     });
   const ours: number[] = [];
   const bare: number[] = [];
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 8, ca: testCert().cert });
+  const post = (body: string) =>
+    new Promise<void>((resolve, reject) => {
+      const req = https.request(
+        `${sink.url}/bare`,
+        {
+          method: "POST",
+          agent,
+          headers: {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+            "X-Partner-Key": "k-123",
+            "X-Trace": "bench",
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", resolve);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
   try {
     const rig = await startUplink(arg.dir, sink);
     try {
-      for (let i = -5; i < arg.n; i++) {
-        const got = seen(i + 10);
+      // Both loops time the same thing the same way: from handing over a snapshot to the sink
+      // having it, each clock started once the previous answer was read (ours: the push
+      // settled). They take turns in chunks of 10, five warm-up rounds each first, so
+      // start-up garbage and GC fall on both alike.
+      let seq = 10;
+      const oursOnce = async (keep: boolean) => {
+        const marker = seq++;
+        // The previous push settled (its answer read), as the bare loop awaits its answer.
+        while (rig.samples.stats().pending_snapshots > 0) await new Promise((r) => setImmediate(r));
+        const got = seen(marker);
         const t = performance.now();
-        rig.samples.append(snapshot(i + 10, DEMO_DEVICES));
+        rig.samples.append(snapshot(marker, DEMO_DEVICES));
         await got;
-        if (i >= 0) ours.push(performance.now() - t);
+        if (keep) ours.push(performance.now() - t);
+      };
+      const bareOnce = async (keep: boolean) => {
+        const marker = seq++;
+        const got = seen(marker);
+        const t = performance.now();
+        const answered = post(JSON.stringify(snapshot(marker, DEMO_DEVICES)));
+        await got;
+        if (keep) bare.push(performance.now() - t);
+        await answered;
+      };
+      for (let i = 0; i < 5; i++) await oursOnce(false);
+      for (let i = 0; i < 5; i++) await bareOnce(false);
+      for (let done = 0; done < arg.n; done += 10) {
+        const k = Math.min(10, arg.n - done);
+        for (let i = 0; i < k; i++) await oursOnce(true);
+        for (let i = 0; i < k; i++) await bareOnce(true);
       }
     } finally {
       await rig.stop();
     }
-    const agent = new https.Agent({ keepAlive: true, maxSockets: 8, ca: testCert().cert });
-    try {
-      const post = (body: string) =>
-        new Promise<void>((resolve, reject) => {
-          const req = https.request(
-            `${sink.url}/bare`,
-            {
-              method: "POST",
-              agent,
-              headers: {
-                "content-type": "application/json",
-                "content-length": Buffer.byteLength(body),
-                "X-Partner-Key": "k-123",
-                "X-Trace": "bench",
-              },
-            },
-            (res) => {
-              res.resume();
-              res.on("end", resolve);
-            },
-          );
-          req.on("error", reject);
-          req.end(body);
-        });
-      for (let i = -5; i < arg.n; i++) {
-        const seq = arg.n + 100 + i;
-        const got = seen(seq);
-        const t = performance.now();
-        const answered = post(JSON.stringify(snapshot(seq, DEMO_DEVICES)));
-        await got;
-        if (i >= 0) bare.push(performance.now() - t);
-        await answered;
-      }
-    } finally {
-      agent.destroy();
-    }
   } finally {
+    agent.destroy();
     await sink.stop();
   }
   return { ours, bare };
