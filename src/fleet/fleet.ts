@@ -273,6 +273,9 @@ export class Fleet implements Part {
       reconnectPeriod: this.reconnectDelay(),
       connectTimeout: 15_000,
       resubscribe: true,
+      // A keepalive timer cleared and set again on every PUBACK costs more than the telemetry
+      // it rides with under --jitless; a PINGREQ every keepalive_s while busy costs nothing.
+      reschedulePings: false,
       ...(f.username !== undefined ? { username: f.username } : {}),
       ...(f.password !== undefined ? { password: f.password } : {}),
       ...(f.ca_file ? { ca: [...rootCertificates, readFileSync(f.ca_file, "utf8")] } : {}),
