@@ -1,7 +1,8 @@
 // A lane's source in the delivery log: the messages of one consumer's lane after its
 // cursor, oldest first. Several may be in flight; the cursor moves only over the
 // contiguous prefix of settled (or dead-lettered) messages, so a crash sends again, with
-// the same keys, what was not settled, and never skips it.
+// the same keys, what was not settled, and never skips it. A lane found empty is read
+// again after an append in this process, or after `recheckMs` (another process's).
 import type { LaneItem, LaneSource } from "./lane.js";
 import type { DeliveryLog, LogMessage } from "./log.js";
 
@@ -10,21 +11,29 @@ export class LogSource implements LaneSource {
   private handed: number | null = null;
   /** Messages handed out and not yet passed by the cursor, oldest first. */
   private open: Array<{ id: number; done: boolean }> = [];
+  /** When the lane was last found empty, and the log's append count then. */
+  private empty: { at: number; appends: number } | null = null;
 
   constructor(
     private readonly log: DeliveryLog,
     readonly consumer: string,
     readonly lane: string,
+    /** How long an empty lane is taken as empty without a new append in this process (0: always ask). */
+    private readonly recheckMs = 0,
   ) {}
 
   next(busy: ReadonlySet<string>): LaneItem | undefined {
+    const e = this.empty;
+    if (e && e.appends === this.log.appends && performance.now() - e.at < this.recheckMs) return undefined;
     this.handed ??= this.log.cursor(this.consumer, this.lane).through;
     for (const m of this.log.after(this.consumer, this.lane, this.handed, busy.size + 1)) {
       if (busy.has(`m${m.id}`)) continue;
       this.handed = m.id;
       this.open.push({ id: m.id, done: false });
+      this.empty = null;
       return this.item(m);
     }
+    this.empty = { at: performance.now(), appends: this.log.appends };
     return undefined;
   }
 

@@ -94,6 +94,12 @@ export interface NewMessage {
   createdAt?: string;
 }
 
+/**
+ * Messages appended in this process, by any instance: a reader that found its lane empty
+ * needs to look again only once this moved (or, for another process's appends, after a while).
+ */
+let appendsInProcess = 0;
+
 const MSG = "m.id, r.consumer, r.lane, r.address, m.kind, m.body, m.idempotency_key, m.created_at";
 const DEAD = "id, consumer, lane, address, kind, body, idempotency_key, created_at, attempts, last_error, dead_at";
 
@@ -194,6 +200,7 @@ export class DeliveryLog {
 
   private insert(m: NewMessage, routes: readonly Route[]): number {
     const s = this.s;
+    appendsInProcess++;
     const id = Number(s.insert.run(m.kind, m.body, m.idempotencyKey, m.createdAt ?? new Date().toISOString()).lastInsertRowid);
     for (const r of routes) {
       s.cursorRow.run(r.consumer, r.lane);
@@ -207,6 +214,11 @@ export class DeliveryLog {
   /** Runs `fn` in one transaction (joins the caller's, if any). */
   atomically<T>(fn: () => T): T {
     return this.storage.db.transaction(fn)();
+  }
+
+  /** Counts the appends of this process (every instance): unchanged means nothing new from here. */
+  get appends(): number {
+    return appendsInProcess;
   }
 
   /** Where a consumer's lane stands: the settled prefix and the failures after it. */

@@ -142,6 +142,8 @@ export class SampleStore implements SnapshotSink, Part {
   private stmts!: ReturnType<SampleStore["prepare"]>;
   private commitTx!: (batch: Held[]) => number;
   private held: Held[] = [];
+  /** The last commit's snapshots, kept in memory: a reader right behind the writer reads them without SQLite. */
+  private recent: Held[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private stopping = false;
   private droppedHeld = 0;
@@ -188,6 +190,7 @@ export class SampleStore implements SnapshotSink, Part {
   start(): void {
     this.stopping = false;
     this.held = [];
+    this.recent = [];
     this.lastDecoded = null;
     this.db = this.storage.telemetryDb;
     moveTelemetry(this.storage.db, this.db, this.opts.log);
@@ -309,6 +312,7 @@ export class SampleStore implements SnapshotSink, Part {
     this.committedId = this.held[this.held.length - 1].id;
     this.committedSnaps += this.held.length;
     this.rows += this.held.length;
+    this.recent = this.held;
     this.held = [];
     this.newSeries = [];
     this.storedTotal += n;
@@ -339,26 +343,35 @@ export class SampleStore implements SnapshotSink, Part {
     const out: StoredSnapshot[] = [];
     if (limit <= 0) return out;
     if (afterId < this.committedId) {
-      const first = this.stmts.firstAfter.get(afterId) as { id: number; base: number | null } | undefined;
-      if (first) {
-        // A delta row is read from its key row, unless the row before it was the last one decoded.
-        const chained =
-          first.base !== null && first.base !== first.id && this.lastDecoded?.id === afterId && this.lastDecoded.base === first.base;
-        let prev: PackedSample[] | null = chained ? this.lastDecoded!.samples : null;
-        for (const r of this.stmts.from.iterate(chained || first.base === null ? first.id : first.base) as IterableIterator<Row>) {
-          const samples = r.base === null ? unpackSamples(r.data) : unpackSnapshot(r.data, r.base === r.id ? null : prev);
-          prev = samples;
-          this.lastDecoded = { id: r.id, base: r.base, samples };
-          if (r.id > afterId) out.push(this.view(r.id, r.ts, samples));
-          if (out.length >= limit) break;
-        }
-      }
+      const recent = this.recent;
+      if (recent.length && recent[0].id <= afterId + 1) this.fromMemory(recent, afterId, limit, out);
+      else this.readCommitted(afterId, limit, out);
     }
-    for (const h of this.held) {
+    this.fromMemory(this.held, afterId, limit, out);
+    return out;
+  }
+
+  private fromMemory(snaps: readonly Held[], afterId: number, limit: number, out: StoredSnapshot[]): void {
+    for (const h of snaps) {
       if (out.length >= limit) break;
       if (h.id > afterId) out.push(this.view(h.id, h.ts, h.samples));
     }
-    return out;
+  }
+
+  private readCommitted(afterId: number, limit: number, out: StoredSnapshot[]): void {
+    const first = this.stmts.firstAfter.get(afterId) as { id: number; base: number | null } | undefined;
+    if (!first) return;
+    // A delta row is read from its key row, unless the row before it was the last one decoded.
+    const chained =
+      first.base !== null && first.base !== first.id && this.lastDecoded?.id === afterId && this.lastDecoded.base === first.base;
+    let prev: PackedSample[] | null = chained ? this.lastDecoded!.samples : null;
+    for (const r of this.stmts.from.iterate(chained || first.base === null ? first.id : first.base) as IterableIterator<Row>) {
+      const samples = r.base === null ? unpackSamples(r.data) : unpackSnapshot(r.data, r.base === r.id ? null : prev);
+      prev = samples;
+      this.lastDecoded = { id: r.id, base: r.base, samples };
+      if (r.id > afterId) out.push(this.view(r.id, r.ts, samples));
+      if (out.length >= limit) break;
+    }
   }
 
   private view(id: number, ts: number, samples: readonly PackedSample[]): StoredSnapshot {
@@ -457,8 +470,14 @@ export class SampleStore implements SnapshotSink, Part {
     })();
     this.storage.noteCommit();
     this.deletedThrough = Math.max(this.deletedThrough, floor);
+    this.forgetRecent();
     this.rows -= freed.n;
     this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
+  }
+
+  /** Deleted rows are gone from memory too: pending() gives what SQLite would. */
+  private forgetRecent(): void {
+    if (this.recent.length && this.recent[0].id <= this.deletedThrough) this.recent = this.recent.filter((h) => h.id > this.deletedThrough);
   }
 
   /** Drops the oldest unsent snapshots until the buffer fits its bound again (whole commits, never the newest). */
@@ -494,6 +513,7 @@ export class SampleStore implements SnapshotSink, Part {
       return g;
     })();
     this.deletedThrough = Math.max(this.deletedThrough, through);
+    this.forgetRecent();
     this.rows -= gone.rows;
     this.bytes -= gone.bytes + gone.rows * ROW_OVERHEAD;
     this.opts.log.warn(

@@ -3,8 +3,9 @@
 // redirect is followed once, to https only. The answer is classified here, once, so the
 // lanes decide retries from one table (classify()). On node:https with a keep-alive agent:
 // undici cost ~4 MiB of resident memory for one POST path (README, Operating > Memory).
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, RequestOptions } from "node:http";
 import { Agent, request } from "node:https";
+import { urlToHttpOptions } from "node:url";
 import { createSecureContext, rootCertificates } from "node:tls";
 import { readFileSync } from "node:fs";
 import type { Outcome } from "../delivery/lane.js";
@@ -48,10 +49,18 @@ export interface SenderOptions {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Parsed URLs kept at the most: the data push's, one per lane, and a few redirect targets. */
+const MAX_TARGETS = 32;
+
+/** A request past partner.timeout_ms is recorded as ABORT_ERR, the code of an aborted request. */
+function timeoutError(ms: number): Error {
+  return Object.assign(new Error(`no answer within ${ms} ms`), { name: "AbortError", code: "ABORT_ERR" });
+}
 
 export class HttpSender {
   private readonly agent: Agent;
   private readonly headers: Record<string, string>;
+  private readonly targets = new Map<string, RequestOptions>();
 
   constructor(private readonly opts: SenderOptions) {
     // An extra CA: one TLS context for every connection (a `ca` option would parse the
@@ -109,23 +118,44 @@ export class HttpSender {
     return { result };
   }
 
-  /** One POST; resolves once the answer's body has been read (up to 64 KiB, the rest dropped). */
+  /** Host, port and path of a URL, parsed once: under --jitless a URL parse per POST shows. */
+  private target(url: string): RequestOptions {
+    let t = this.targets.get(url);
+    if (!t) {
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      t = urlToHttpOptions(new URL(url));
+      this.targets.set(url, t);
+    }
+    return t;
+  }
+
+  /**
+   * One POST; resolves once the answer's body has been read (up to 64 KiB, the rest
+   * dropped). The whole exchange has timeout_ms: one plain timer, cheaper than an AbortSignal.
+   */
   private exchange(url: string, body: string, idempotencyKey: string): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const payload = Buffer.from(body);
-      const req = request(url, {
+      const req = request({
+        ...this.target(url),
         method: "POST",
         agent: this.agent,
         headers: {
           ...this.headers,
           "content-type": "application/json",
-          "content-length": payload.length,
+          "content-length": Buffer.byteLength(body),
           "user-agent": `sitegate/${VERSION}`,
           "idempotency-key": idempotencyKey,
         },
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
-      req.once("error", reject);
+      const timer = setTimeout(() => req.destroy(timeoutError(this.opts.timeoutMs)), this.opts.timeoutMs).unref();
+      const answered = (res: IncomingMessage) => {
+        clearTimeout(timer);
+        resolve(res);
+      };
+      req.once("error", (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
       req.once("response", (res) => {
         let seen = 0;
         res.on("data", (chunk: Buffer) => {
@@ -133,11 +163,12 @@ export class HttpSender {
           // A partner that answers with a huge body gets its connection closed, not our memory.
           if (seen > 64 * 1024) res.destroy();
         });
-        res.once("end", () => resolve(res));
-        res.once("close", () => resolve(res));
-        res.once("error", () => resolve(res));
+        res.once("end", () => answered(res));
+        res.once("close", () => answered(res));
+        res.once("error", () => answered(res));
       });
-      req.end(payload);
+      // A string body goes out with the head in one write (one TLS record), a Buffer in a second one.
+      req.end(body);
     });
   }
 

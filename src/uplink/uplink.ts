@@ -98,11 +98,16 @@ export class Uplink implements Part {
     let lane = this.lanes.get(name);
     if (!lane) {
       if (!this.sink) throw new Error("uplink is not started");
-      lane = new Lane(name, new LogSource(this.messages, HTTPS, name), this.sink, this.log, this.backoff, 1, this.opts);
+      lane = new Lane(name, this.logSource(name), this.sink, this.log, this.backoff, 1, this.opts);
       this.lanes.set(name, lane);
       lane.start();
     }
     return lane;
+  }
+
+  /** A lane found empty is asked again at its idle re-check at the latest (another process may have queued). */
+  private logSource(lane: string): LogSource {
+    return new LogSource(this.messages, HTTPS, lane, this.opts.idleRecheckMs / 2);
   }
 
   start(): void {
@@ -114,7 +119,7 @@ export class Uplink implements Part {
     this._outbox = new Outbox(this.messages);
     const pushSource = new PushSource(
       this.push,
-      new LogSource(this.messages, HTTPS, DATA_PUSH_LANE),
+      this.logSource(DATA_PUSH_LANE),
       this._outbox,
       this.dataPushUrl,
       this.config.site_id,

@@ -6,7 +6,6 @@
 // process under the unit's node flags; the database is read from the test.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { withTmpDir } from "../support/tmp.js";
@@ -18,8 +17,25 @@ import { daemonMetric, dbValue, readTelemetry } from "../support/db.js";
 import { until } from "../support/wait.js";
 import { startSink } from "../support/partner-sink.js";
 import { testCert } from "../support/tls.js";
+import { event } from "../support/dispatch.js";
 
 const POLL_MS = 500;
+
+/** Posts one event to the daemon's /dr and expects its receipts (200). */
+async function postDr(url: string, mode: "live" | "test", ev: ReturnType<typeof event>): Promise<void> {
+  const agent = new Agent({ connect: { rejectUnauthorized: false } });
+  try {
+    const r = await request(`${url}/v1/api/gateway/site-001/dr`, {
+      method: "POST",
+      headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ mode, event_slots: [ev] }),
+      dispatcher: agent,
+    });
+    assert.equal(r.statusCode, 200, await r.body.text());
+  } finally {
+    await agent.close();
+  }
+}
 const COMMIT_S = 10;
 
 test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses at most 10 s of samples and no receipt", async () => {
@@ -43,26 +59,8 @@ test("commit_interval_s 10: snapshots are committed in batches; a kill -9 loses 
         assert.ok(Date.now() - t > 2000, "the next rows came with the next batch, not poll by poll");
 
         // An acknowledged receipt is committed before its answer, whatever the telemetry interval.
-        const agent = new Agent({ connect: { rejectUnauthorized: false } });
-        const ev = {
-          event_id: randomUUID(),
-          start_time: new Date(Date.now() + 3_600_000).toISOString(),
-          end_time: new Date(Date.now() + 7_200_000).toISOString(),
-          event_type: "discharge",
-          event_quantity: 1,
-          event_unit: "kW",
-          priority: 10,
-          mandatory: false,
-          cancelled: false,
-        };
-        const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, {
-          method: "POST",
-          headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" },
-          body: JSON.stringify({ mode: "test", event_slots: [ev] }),
-          dispatcher: agent,
-        });
-        assert.equal(r.statusCode, 200, await r.body.text());
-        await agent.close();
+        const ev = event({ event_quantity: 1 }, 3_600_000, 3_600_000);
+        await postDr(d.url, "test", ev);
 
         const killedAt = Date.now();
         d.child.kill("SIGKILL");
@@ -104,26 +102,8 @@ test("commit_interval_s 10: after a kill -9 a running event is still running and
           await until(async () => (await daemonMetric(d.url, "sitegate_samples_committed_snapshots_total")) > 0, "the first batch", 30_000);
           await until(() => sink.accepted().filter((r) => r.path.endsWith("telemetry")).length >= 5, "acknowledged pushes", 30_000);
           // A live event that starts now: its state change to running is committed before it acts.
-          const ev = {
-            event_id: randomUUID(),
-            start_time: new Date(Date.now() + 500).toISOString(),
-            end_time: new Date(Date.now() + 3_600_000).toISOString(),
-            event_type: "discharge",
-            event_quantity: 1,
-            event_unit: "kW",
-            priority: 10,
-            mandatory: false,
-            cancelled: false,
-          };
-          const agent = new Agent({ connect: { rejectUnauthorized: false } });
-          const r = await request(`${d.url}/v1/api/gateway/site-001/dr`, {
-            method: "POST",
-            headers: { "x-api-key": TEST_API_KEY, "content-type": "application/json" },
-            body: JSON.stringify({ mode: "live", event_slots: [ev] }),
-            dispatcher: agent,
-          });
-          assert.equal(r.statusCode, 200, await r.body.text());
-          await agent.close();
+          const ev = event({ event_quantity: 1 }, 500, 3_600_000);
+          await postDr(d.url, "live", ev);
           const state = () => dbValue<string>(join(data, "sitegate.db"), "SELECT state FROM dp_event WHERE event_id = ?", ev.event_id);
           await until(() => state() === "running", "the event running", 20_000);
 

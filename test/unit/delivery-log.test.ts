@@ -127,3 +127,23 @@ test("several in flight: the cursor moves only over the settled prefix, and a ne
     assert.equal(log.size("mqtt"), 0);
   });
 });
+
+test("a lane found empty is asked again at once after an append here, and after recheckMs for another process's", async () => {
+  await withLog(async (log, storage) => {
+    const source = new LogSource(log, "https", "execution", 300);
+    assert.equal(source.next(new Set()), undefined);
+    // Another process (sitegate outbox retry) writes the tables; this process's appends are not bumped.
+    const id = storage.db
+      .prepare("INSERT INTO dl_message (kind, body, idempotency_key, created_at) VALUES ('execution_response', '{}', 'k-other', ?)")
+      .run(new Date().toISOString()).lastInsertRowid;
+    storage.db
+      .prepare("INSERT INTO dl_route (consumer, lane, message_id, address) VALUES ('https', 'execution', ?, 'https://p/x')")
+      .run(id);
+    assert.equal(source.next(new Set()), undefined, "taken as empty until the re-check");
+    await new Promise((r) => setTimeout(r, 350));
+    assert.equal(source.next(new Set())?.key, "k-other", "seen at the re-check");
+    assert.equal(source.next(new Set(["m" + String(id)])), undefined);
+    log.append(msg("k-here"), [HTTPS]);
+    assert.equal(source.next(new Set(["m" + String(id)]))?.key, "k-here", "an append in this process is seen at once");
+  });
+});

@@ -303,3 +303,46 @@ test("telemetry from a release before telemetry.db moves over once, with its ids
     }
   });
 });
+
+test("a reader right behind the writer gets the last commit from memory: what SQLite gives after a restart, nothing deleted", async () => {
+  for (const commitIntervalMs of [undefined, 10_000]) {
+    await withTmpDir((dir) => {
+      const log = silentLogger();
+      const open = () => {
+        const storage = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);
+        const samples = new SampleStore(storage, { retentionBytes: 64 * 1024 * 1024, log, commitIntervalMs });
+        storage.start();
+        samples.start();
+        return { storage, samples, push: samples.consumer("push", { inRow: true }) };
+      };
+      let { storage, samples, push } = open();
+      for (let i = 0; i < 6; i++) samples.append(snap(i));
+      samples.flush();
+      for (let i = 6; i < 12; i++) samples.append(snap(i));
+      samples.flush();
+      const afters = [0, 5, 6, 7, 11];
+      const warm = afters.map((a) => samples.pending(100, a));
+      for (const [k, got] of warm.entries()) {
+        assert.deepEqual(
+          got.map((s) => s.id),
+          Array.from({ length: 12 - afters[k] }, (_, i) => afters[k] + i + 1),
+        );
+        for (const s of got) assert.deepEqual(s.devices, snap(s.id - 1).devices, `snapshot ${s.id}`);
+      }
+      storage.stop(); // a crash: the next start reads SQLite alone
+      ({ storage, samples, push } = open());
+      assert.deepEqual(
+        afters.map((a) => samples.pending(100, a)),
+        warm,
+        `commit interval ${commitIntervalMs ?? "at once"}: memory and SQLite agree`,
+      );
+      samples.append(snap(12));
+      samples.flush();
+      push.settleThrough(13);
+      samples.persistCursor();
+      for (const a of [0, 12]) assert.deepEqual(samples.pending(100, a), [], `rows deleted are not read from memory either (after ${a})`);
+      samples.stop();
+      storage.stop();
+    });
+  }
+});
