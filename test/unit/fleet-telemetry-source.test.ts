@@ -26,7 +26,14 @@ function cursor(snaps: StoredSnapshot[]): TelemetryCursor & { settled: number[] 
 function expected(snaps: StoredSnapshot[]): PipeMessage[] {
   return snaps.flatMap((s) => {
     const parts = buildPayloads(s, SITE, NS);
-    return parts.map((p, i) => ({ seq: s.id, last: i === parts.length - 1, topic: TOPIC, payload: p.body, key: p.idempotencyKey, kind: "telemetry" }));
+    return parts.map((p, i) => ({
+      seq: s.id,
+      last: i === parts.length - 1,
+      topic: TOPIC,
+      payload: p.body,
+      key: p.idempotencyKey,
+      kind: "telemetry",
+    }));
   });
 }
 
@@ -55,7 +62,8 @@ test("telemetry messages are the data push's bodies and keys: odd ids and values
 test("a snapshot too large for one payload is split as the data push splits it, also right at the bound", () => {
   const ts = Date.UTC(2026, 10, 22, 12, 0, 0);
   const base = Array.from({ length: 400 }, (_, i) => device(`d${i}`, { power_w: i, soc_pct: i / 10 }));
-  const bodyLength = (devices: StoredSnapshot["devices"]) => buildPayloads({ id: 1, ts, devices }, SITE, NS, Number.MAX_SAFE_INTEGER)[0].body.length;
+  const bodyLength = (devices: StoredSnapshot["devices"]) =>
+    buildPayloads({ id: 1, ts, devices }, SITE, NS, Number.MAX_SAFE_INTEGER)[0].body.length;
   const short = bodyLength([...base, device("z", { power_w: 1 })]);
   const snaps: StoredSnapshot[] = [];
   let id = 1;
@@ -66,7 +74,8 @@ test("a snapshot too large for one payload is split as the data push splits it, 
   }
   snaps.push({ id: id++, ts, devices: [device("one", Object.fromEntries(Array.from({ length: 20000 }, (_, i) => [`m${i}`, i])))] });
   const lengths = snaps.map((s) => buildPayloads(s, SITE, NS, Number.MAX_SAFE_INTEGER)[0].body.length);
-  for (const at of [MAX_PAYLOAD_BYTES - 1, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_BYTES + 1]) assert.ok(lengths.includes(at), `a body of ${at} bytes`);
+  for (const at of [MAX_PAYLOAD_BYTES - 1, MAX_PAYLOAD_BYTES, MAX_PAYLOAD_BYTES + 1])
+    assert.ok(lengths.includes(at), `a body of ${at} bytes`);
   const want = expected(snaps);
   assert.ok(want.length > snaps.length, "some snapshots are split");
   assert.deepEqual(readAll(new TelemetrySource(cursor(snaps), SITE, () => NS, TOPIC), 3), want);
