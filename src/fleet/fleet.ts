@@ -11,7 +11,6 @@ import type { MetricsSource } from "../metrics.js";
 import type { Part, PartHealth } from "../lifecycle.js";
 import type { Clock } from "../util/clock.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
-import { buildPayloads } from "../uplink/data-push.js";
 import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneStats } from "../delivery/lane.js";
 import type { DeliveryLog, Route } from "../delivery/log.js";
@@ -21,7 +20,8 @@ import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
-import { Pipe, type PipeMessage, type PipeSource, type Publish } from "./pipe.js";
+import { Pipe, type PipeMessage, type Publish } from "./pipe.js";
+import { TelemetrySource } from "./telemetry-source.js";
 import type { FleetQueue } from "./queue.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
@@ -176,36 +176,8 @@ export class Fleet implements Part {
   /** Telemetry (a Pipe on the fleet's consumer of the sample store) and events (a lane on the delivery log). */
   private startStreams(): void {
     const { deps } = this;
-    const site = deps.config.site_id;
-    const teleTopic = this.topic("telemetry");
-
     // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
-    const teleSource: PipeSource = {
-      read: (after, max) => {
-        const out: PipeMessage[] = [];
-        let from = after;
-        while (out.length === 0) {
-          const snaps = deps.telemetry.pending(Math.max(1, max), from);
-          if (snaps.length === 0) break;
-          for (const snap of snaps) {
-            const parts = buildPayloads(snap, site, deps.instance());
-            parts.forEach((p, i) =>
-              out.push({
-                seq: snap.id,
-                last: i === parts.length - 1,
-                topic: teleTopic,
-                payload: p.body,
-                key: p.idempotencyKey,
-                kind: "telemetry",
-              }),
-            );
-          }
-          from = snaps[snaps.length - 1].id;
-        }
-        return out;
-      },
-      settled: (seq) => deps.telemetry.settleThrough(seq),
-    };
+    const teleSource = new TelemetrySource(deps.telemetry, deps.config.site_id, deps.instance, this.topic("telemetry"));
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
     const publish: Publish = (msg, done) =>
       this.qos1(
@@ -273,6 +245,9 @@ export class Fleet implements Part {
       reconnectPeriod: this.reconnectDelay(),
       connectTimeout: 15_000,
       resubscribe: true,
+      // A keepalive timer cleared and set again on every PUBACK costs more than the telemetry
+      // it rides with under --jitless; a PINGREQ every keepalive_s while busy costs nothing.
+      reschedulePings: false,
       ...(f.username !== undefined ? { username: f.username } : {}),
       ...(f.password !== undefined ? { password: f.password } : {}),
       ...(f.ca_file ? { ca: [...rootCertificates, readFileSync(f.ca_file, "utf8")] } : {}),
