@@ -4,81 +4,23 @@
 // own assignment; no capable device. No sleeps: the fake clock is moved by hand.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
-import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
+import { openDatabase, migrate } from "../../src/storage/db.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
-import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
+import type { ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { FakeClock } from "../support/fake-clock.js";
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
-import { dispatchRequest, type DispatchRequest } from "../../src/dispatch/request.js";
+import type { DispatchRequest } from "../../src/dispatch/request.js";
 import { shedOrder } from "../../src/dispatch/kinds/shed.js";
-import { silentLogger } from "../../src/log.js";
 import { makeTmpDir } from "../support/tmp.js";
+import { POLL, T0, drRequest, unitRig, type UnitRig } from "../support/dispatch-unit.js";
 import { FakeDevices, battery, meter, pv, relay } from "../support/fake-devices.js";
 
-const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
-const POLL = 1000;
 const flush = () => new Promise((r) => setImmediate(r));
 
-interface Rig {
-  d: Dispatcher;
-  clock: FakeClock;
-  dev: FakeDevices;
-  responses: ExecutionResponse[];
-  db: Db;
-  close(): void;
-}
-
-function rig(
-  devices: DispatchDevice[],
-  opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {},
-): Rig {
-  const tmp = opts.db ? null : makeTmpDir();
-  const db = opts.db ?? openDatabase(tmp!.dir);
-  if (!opts.db) migrate(db, [DISPATCH_MIGRATIONS]);
-  const clock = opts.clock ?? new FakeClock(T0);
-  const dev = opts.dev ?? new FakeDevices(devices, clock);
-  const responses = opts.responses ?? [];
-  const d = new Dispatcher({
-    db: () => db,
-    control: dev,
-    clock,
-    log: silentLogger(),
-    pollIntervalMs: POLL,
-    respond: (_s, body) => responses.push(body),
-  });
-  d.start();
-  return {
-    d,
-    clock,
-    dev,
-    responses,
-    db,
-    close: () => {
-      if (tmp) {
-        db.close();
-        tmp.cleanup();
-      }
-    },
-  };
-}
+type Rig = UnitRig;
+const rig = unitRig;
 
 function req(events: Array<Partial<Record<string, unknown>>>, mode: "live" | "test" = "live"): DispatchRequest {
-  return dispatchRequest.parse({
-    mode,
-    event_slots: events.map((e) => ({
-      event_id: randomUUID(),
-      start_time: new Date(T0 + 10_000).toISOString(),
-      end_time: new Date(T0 + 70_000).toISOString(),
-      event_type: "shed",
-      event_quantity: 1,
-      event_unit: "kW",
-      priority: 10,
-      mandatory: false,
-      cancelled: false,
-      ...e,
-    })),
-  });
+  return drRequest(events, { event_type: "shed", event_quantity: 1 }, mode);
 }
 
 /** One poll a second until `until`; `metrics` gives each device's readings at that moment. */
