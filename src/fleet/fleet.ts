@@ -493,7 +493,15 @@ export class Fleet implements Part {
           new Promise((r) => setTimeout(r, 1000)),
         ]);
       }
-      await client.endAsync(true).catch(() => {});
+      // A DISCONNECT, so the broker drops the Last Will; forced if the broker does not take it within 1 s.
+      const ended = await Promise.race([
+        client.endAsync(false).then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 1000)),
+      ]);
+      if (!ended) await client.endAsync(true).catch(() => {});
       this.client = null;
     }
     this.waiting.length = 0;

@@ -437,19 +437,19 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
           assert.equal(again.json.status, 200, "room again once they finished");
           assert.equal(fleet.stats().connects, 1, "never reconnected");
 
-          // A clean stop publishes the retained offline status itself (with its time; the
-          // broker's Last Will, which has none, is only for a gateway that vanished).
+          // A clean stop publishes the retained offline status itself (with its time) and
+          // ends with a DISCONNECT, so the broker's Last Will (which has no time) never follows.
           await gw.stop();
           stopped = true;
           await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "offline"), "offline status after a clean stop");
+          // A marker published after the stop: the broker handled the gateway's closed socket
+          // (and any Last Will it owed) before it took this later publish.
+          await cl.subscribeAsync(`${T}/test-marker`, { qos: 1 });
+          await cl.publishAsync(`${T}/test-marker`, "after-stop", { qos: 1 });
+          await until(() => got.some((m) => m.topic === `${T}/test-marker`), "the marker after the stop");
           const offline = got.filter((m) => m.topic === `${T}/status` && m.json?.state === "offline");
-          // The first offline is the gateway's own. (The broker sends the Last Will after it
-          // too today: Fleet.stop() ends the connection with force, without a DISCONNECT.)
-          assert.equal(
-            typeof offline[0].json.at,
-            "string",
-            `published by the gateway, not the Last Will: ${JSON.stringify(offline.map((m) => m.payload))}`,
-          );
+          assert.equal(offline.length, 1, `one offline status, the gateway's own: ${JSON.stringify(offline.map((m) => m.payload))}`);
+          assert.equal(typeof offline[0].json.at, "string", "published by the gateway, not the Last Will");
         } finally {
           if (!stopped) await gw.stop();
           await cl.endAsync();
