@@ -17,10 +17,10 @@ import { startSim } from "../../hw-sim/sim.js";
 import { startSink } from "../support/uplink-harness.js";
 import { testConfigInput } from "../support/config.js";
 import { rtuDevice, tcpDevice } from "../support/gateway.js";
-import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 import { unitCommand } from "../support/site50.js";
 import { until } from "../support/wait.js";
+import { partnerTo } from "../support/partner-sink.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -77,13 +77,7 @@ test(
       ...base,
       log_level: "warn",
       http: { ...base.http, listen: `127.0.0.1:${port}` },
-      partner: {
-        headers: [],
-        execution_url: `${sink.url}/exec`,
-        data_push_url: sink.url,
-        data_push_path: "telemetry",
-        ca_file: testCert().certFile,
-      },
+      partner: partnerTo(sink, { headers: [] }),
       rtu_ports: { "1": sim.rtuPeers[0] },
       devices: [tcpDevice("battery", sim.tcpPorts[0], 1), rtuDevice("meter", 10, "sdm630")],
     };

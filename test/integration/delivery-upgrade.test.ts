@@ -11,10 +11,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { DB_FILE } from "../../src/storage/db.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
-import { startSink, type PartnerSink } from "../support/partner-sink.js";
+import { startSink, type PartnerSink, partnerTo } from "../support/partner-sink.js";
 import { startGateway } from "../support/gateway.js";
 import { fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
-import { testCert } from "../support/tls.js";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
 
@@ -102,13 +101,7 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
         const got = record(cl);
         await cl.subscribeAsync("sitegate/site-001/events", { qos: 1 });
         const over = {
-          partner: {
-            headers: [],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink, { headers: [] }),
           fleet: fleetConfig(broker),
         };
         let gw = await startGateway(dataDir, over);

@@ -12,11 +12,10 @@ import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
-import { startSink } from "../support/partner-sink.js";
+import { startSink, partnerTo } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { daemonMetric, readTelemetry } from "../support/db.js";
 import { freePort } from "../support/net.js";
-import { testCert } from "../support/tls.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import { UNREACHABLE_WARN_MS, type Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
@@ -161,13 +160,7 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
             {
               // The HTTPS partner takes everything meanwhile: its cursor runs ahead of MQTT's,
               // and the store must keep what MQTT has not had.
-              partner: {
-                headers: [{ name: "X-Partner-Key", value: "k" }],
-                execution_url: `${sink.url}/exec`,
-                data_push_url: sink.url,
-                data_push_path: "telemetry",
-                ca_file: testCert().certFile,
-              },
+              partner: partnerTo(sink),
               fleet: fleetConfig(broker),
               telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
               devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,

@@ -9,12 +9,12 @@ import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice, type Gateway } from "../support/gateway.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
-import { testCert } from "../support/tls.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { GpioLines } from "../../src/gpio/lines.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
+import { partnerTo } from "../support/partner-sink.js";
 
 function scenario(): ScenarioInput {
   return {
@@ -47,13 +47,7 @@ async function withGpioRig(fn: (rig: DispatchRig) => Promise<void>): Promise<voi
     await withSite(scenario(), (site: SimHandle) =>
       withTmpDir(async (dir) => {
         const gw: Gateway = await startGateway(dir, {
-          partner: {
-            headers: [{ name: "X-Partner-Key", value: "k" }],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink),
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [
             tcpDevice("pv", site.tcpPorts[0], 2, "sunspec", { mb_device_type: 2 }),

@@ -9,7 +9,7 @@ import { tcpDevice, withSiteGateway } from "../support/gateway.js";
 import { tcpScenario } from "../support/site.js";
 import { TEST_PASSWORD } from "../support/config.js";
 import { testCert } from "../support/tls.js";
-import { startSink } from "../support/partner-sink.js";
+import { startSink, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 
@@ -38,13 +38,7 @@ test("commit_interval_s 10: the status page and the partner push show a new read
       tcpScenario(),
       (site) => ({
         ui: { enabled: true },
-        partner: {
-          headers: [],
-          execution_url: `${sink.url}/exec`,
-          data_push_url: sink.url,
-          data_push_path: "telemetry",
-          ca_file: testCert().certFile,
-        },
+        partner: partnerTo(sink, { headers: [] }),
         telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 10 },
         devices: [tcpDevice("grid", site.tcpPorts[0], 3)] as never,
       }),

@@ -6,8 +6,7 @@ import assert from "node:assert/strict";
 import { withSite, type ScenarioInput } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
-import { startSink } from "../support/partner-sink.js";
-import { testCert } from "../support/tls.js";
+import { startSink, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
@@ -47,13 +46,7 @@ test("every bus polls on one site tick: one payload per tick across two TCP host
       await withTmpDir(async (dir) => {
         const [a, b] = site.tcpPorts;
         const gw = await startGateway(dir, {
-          partner: {
-            headers: [],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink, { headers: [] }),
           telemetry: { poll_interval_ms: INTERVAL, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [
             tcpDevice("battery", a, 1),

@@ -7,8 +7,7 @@ import assert from "node:assert/strict";
 import { withSite, type ScenarioInput } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
-import { startSink, type SinkRequest } from "../support/partner-sink.js";
-import { testCert } from "../support/tls.js";
+import { startSink, type SinkRequest, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
@@ -50,13 +49,7 @@ test("float readings arrive rounded, relay coils arrive as state and follow the 
       await withTmpDir(async (dir) => {
         const port = site.tcpPorts[0];
         const gw = await startGateway(dir, {
-          partner: {
-            headers: [],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink, { headers: [] }),
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [
             tcpDevice("sdm", port, 10, "sdm630"),

@@ -15,8 +15,7 @@ import { TEST_API_KEY } from "../support/config.js";
 import { spawnDaemon } from "../support/daemon-process.js";
 import { daemonMetric, dbValue, readTelemetry } from "../support/db.js";
 import { until } from "../support/wait.js";
-import { startSink } from "../support/partner-sink.js";
-import { testCert } from "../support/tls.js";
+import { startSink, partnerTo } from "../support/partner-sink.js";
 import { event } from "../support/dispatch.js";
 
 const POLL_MS = 500;
@@ -86,14 +85,7 @@ test("commit_interval_s 10: after a kill -9 a running event is still running and
         const data = join(dir, "data");
         const over = {
           telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: COMMIT_S },
-          partner: {
-            headers: [{ name: "X-Partner-Key", value: "k" }],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-            timeout_ms: 1000,
-          },
+          partner: partnerTo(sink, { timeout_ms: 1000 }),
           devices: [tcpDevice("battery", site.tcpPorts[0], 1), tcpDevice("grid", site.tcpPorts[0], 3)] as never,
         };
         let d = await spawnDaemon(dir, over);

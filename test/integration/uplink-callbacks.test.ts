@@ -13,9 +13,8 @@ import { snapshot, startUplink, type UplinkRig } from "../support/uplink-harness
 import { runCli as cli } from "../support/cli.js";
 import { testConfigInput } from "../support/config.js";
 import { startGateway } from "../support/gateway.js";
-import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
-import { startSink, type PartnerSink } from "../support/partner-sink.js";
+import { startSink, type PartnerSink, partnerTo } from "../support/partner-sink.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
 
 /** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
@@ -258,13 +257,7 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
     await withTmpDir(async (dir) => {
       sink.mode = { kind: "status", status: 403 };
       const gw = await startGateway(dir, {
-        partner: {
-          headers: [],
-          execution_url: `${sink.url}/exec`,
-          data_push_url: sink.url,
-          data_push_path: "telemetry",
-          ca_file: testCert().certFile,
-        },
+        partner: partnerTo(sink, { headers: [] }),
       });
       try {
         const uplink = gw.daemon.part<Uplink>("uplink");

@@ -5,13 +5,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario } from "../support/site.js";
-import { startSink } from "../support/partner-sink.js";
+import { startSink, partnerTo } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { daemonMetric, readTelemetry } from "../support/db.js";
 import { freePort } from "../support/net.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
-import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
 
 test("kill -9 mid-stream and a restart lose no committed sample", async () => {
@@ -26,14 +25,7 @@ test("kill -9 mid-stream and a restart lose no committed sample", async () => {
           ...base,
           http: { ...base.http, listen: api },
           log_level: "warn",
-          partner: {
-            headers: [{ name: "X-Partner-Key", value: "k" }],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-            timeout_ms: 1000,
-          },
+          partner: partnerTo(sink, { timeout_ms: 1000 }),
           telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
           devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)],
         };

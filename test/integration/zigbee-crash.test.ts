@@ -15,6 +15,7 @@ import { testCert } from "../support/tls.js";
 import { TEST_API_KEY } from "../support/config.js";
 import { until } from "../support/wait.js";
 import { zigbeeConfig, zigbeeScenario } from "../support/zigbee-site.js";
+import { partnerTo } from "../support/partner-sink.js";
 
 async function post(url: string, body: unknown): Promise<number> {
   const agent = new Agent({ connect: { ca: testCert().cert } });
@@ -42,13 +43,7 @@ test("kill -9 during a thermostat setback, restart after end_time: the setpoint 
         const z = zigbeeConfig(broker.url);
         const over = {
           telemetry: { poll_interval_ms: 250, retention_max_mb: 64, commit_interval_s: 1 },
-          partner: {
-            headers: [{ name: "X-Partner-Key", value: "k" }],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink),
           zigbee: { ...z, devices: (z.devices ?? []).filter((d) => d.device_id === "trv-1") },
         };
         const gwDir = join(dir, "gw");

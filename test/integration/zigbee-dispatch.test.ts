@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { until } from "../support/wait.js";
 import { simControl, withZigbeeGateway, zigbeeConfig } from "../support/zigbee-site.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
-import { testCert } from "../support/tls.js";
 import type { PartnerSink } from "../support/partner-sink.js";
 import type { Poller } from "../../src/telemetry/poller.js";
+import { partnerTo } from "../support/partner-sink.js";
 
 async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: string[], meter = true): Promise<void> {
   const sink: PartnerSink = await startSink();
@@ -26,13 +26,7 @@ async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: str
                 },
               }
             : {}),
-          partner: {
-            headers: [{ name: "X-Partner-Key", value: "k" }],
-            execution_url: `${sink.url}/exec`,
-            data_push_url: sink.url,
-            data_push_path: "telemetry",
-            ca_file: testCert().certFile,
-          },
+          partner: partnerTo(sink),
         }),
       },
       async (site, gw, _broker, dir) => {

@@ -3,8 +3,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { startSink, type PartnerSink } from "./partner-sink.js";
-import { testCert } from "./tls.js";
+import { startSink, type PartnerSink, partnerTo } from "./partner-sink.js";
 import { TEST_ORG } from "./config.js";
 import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
 import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
@@ -83,13 +82,7 @@ export { startSink };
 
 export function rigConfig(site: SimHandle, sink: PartnerSink, batteries?: string[], opts: RigOptions = {}): Partial<ConfigInput> {
   return {
-    partner: {
-      headers: [{ name: "X-Partner-Key", value: "k" }],
-      execution_url: `${sink.url}/exec`,
-      data_push_url: sink.url,
-      data_push_path: "telemetry",
-      ca_file: testCert().certFile,
-    },
+    partner: partnerTo(sink),
     telemetry: { poll_interval_ms: POLL_MS, retention_max_mb: 64, commit_interval_s: 1 },
     devices: siteDevices(site.tcpPorts[0], batteries, opts) as ConfigInput["devices"],
   };

@@ -217,3 +217,15 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exit(1);
   });
 }
+
+/** The config's `partner` block for a gateway that calls back to `sink` (X-Partner-Key: k). */
+export function partnerTo(sink: PartnerSink, over: { headers?: Array<{ name: string; value: string }>; timeout_ms?: number } = {}) {
+  return {
+    headers: [{ name: "X-Partner-Key", value: "k" }],
+    execution_url: `${sink.url}/exec`,
+    data_push_url: sink.url,
+    data_push_path: "telemetry",
+    ca_file: testCert().certFile,
+    ...over,
+  };
+}
