@@ -2,7 +2,6 @@
 // /healthz, and the onHealthy() hook (fires only after a first successful poll).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, request } from "undici";
@@ -11,6 +10,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice, withGateway } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
+import { selfSignedCert } from "../support/tls.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { VERSION } from "../../src/version.js";
@@ -95,27 +95,7 @@ test("/healthz warns when the HTTPS certificate expires within 14 days", async (
   await withTmpDir(async (dir) => {
     const cert = join(dir, "cert.pem");
     const key = join(dir, "key.pem");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        key,
-        "-out",
-        cert,
-        "-days",
-        "5",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
+    selfSignedCert(cert, key, 5);
     const gw = await startGateway(join(dir, "data"), { http: { listen: "127.0.0.1:0", tls: { cert, key } } });
     const agent = new Agent({ connect: { ca: readFileSync(cert, "utf8") } });
     try {

@@ -14,6 +14,32 @@ export interface TestCert {
 
 let cached: TestCert | null = null;
 
+/** A self-signed RSA certificate for localhost, 127.0.0.1 and ::1, valid for `days`, written to the two files. */
+export function selfSignedCert(certFile: string, keyFile: string, days: number): TestCert {
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      keyFile,
+      "-out",
+      certFile,
+      "-days",
+      String(days),
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+    ],
+    { stdio: "ignore" },
+  );
+  return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
+}
+
 export function testCert(): TestCert {
   const dir = join(tmpdir(), "sitegate-test-tls-v1");
   const certFile = join(dir, "cert.pem");
@@ -21,27 +47,7 @@ export function testCert(): TestCert {
   if (cached && existsSync(certFile)) return cached;
   if (!existsSync(certFile)) {
     const work = mkdtempSync(join(tmpdir(), "sitegate-tls-"));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        join(work, "key.pem"),
-        "-out",
-        join(work, "cert.pem"),
-        "-days",
-        "3650",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
-      ],
-      { stdio: "ignore" },
-    );
+    selfSignedCert(join(work, "cert.pem"), join(work, "key.pem"), 3650);
     try {
       renameSync(work, dir);
     } catch {
@@ -57,28 +63,5 @@ export function testCert(): TestCert {
  * broker presenting it must be refused. Made per call in `dir`.
  */
 export function untrustedCert(dir: string): TestCert {
-  const certFile = join(dir, "untrusted-cert.pem");
-  const keyFile = join(dir, "untrusted-key.pem");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      keyFile,
-      "-out",
-      certFile,
-      "-days",
-      "30",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
-    ],
-    { stdio: "ignore" },
-  );
-  return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
+  return selfSignedCert(join(dir, "untrusted-cert.pem"), join(dir, "untrusted-key.pem"), 30);
 }
