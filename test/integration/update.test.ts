@@ -26,6 +26,7 @@ import {
   status,
   update,
   updateAsync,
+  updateCliEnv,
   updateEnv,
   waitFor,
   CLI,
@@ -260,16 +261,7 @@ for (const point of ["unpack", "unpacked", "pending", "switched"] as const) {
       const hookFile = join(env.dataDir, "hook");
       const child = spawn(process.execPath, [CLI, "update", "apply", b], {
         stdio: "ignore",
-        env: {
-          ...process.env,
-          SITEGATE_ROOT: env.root,
-          SITEGATE_UPDATE_KEYS: env.keys.trustDir,
-          SITEGATE_DATA_DIR: env.dataDir,
-          SITEGATE_RESTART_CMD: "",
-          SITEGATE_TEST_HOOKS: "1",
-          SITEGATE_TEST_HOOK_AT: point,
-          SITEGATE_TEST_HOOK_FILE: hookFile,
-        },
+        env: updateCliEnv(env, "", { SITEGATE_TEST_HOOKS: "1", SITEGATE_TEST_HOOK_AT: point, SITEGATE_TEST_HOOK_FILE: hookFile }),
       });
       const exited = new Promise((r) => child.once("exit", r));
       await waitFor(env, () => existsSync(hookFile), `apply to reach ${point}`);
@@ -369,23 +361,7 @@ test("apply fetches a bundle over https and refuses plain http", async () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as AddressInfo).port;
     // the server runs in this process, so the CLI must run without blocking it
-    const run = (args: string[]) =>
-      new Promise<{ code: number | null; out: string }>((res) => {
-        const c = spawn(process.execPath, [CLI, "update", ...args], {
-          env: {
-            ...process.env,
-            SITEGATE_ROOT: env.root,
-            SITEGATE_UPDATE_KEYS: env.keys.trustDir,
-            SITEGATE_DATA_DIR: env.dataDir,
-            SITEGATE_RESTART_CMD: "",
-            NODE_EXTRA_CA_CERTS: cert.certFile,
-          },
-        });
-        let out = "";
-        c.stdout.on("data", (d) => (out += d));
-        c.stderr.on("data", (d) => (out += d));
-        c.once("exit", (code) => res({ code, out }));
-      });
+    const run = (args: string[]) => updateAsync(env, args, { NODE_EXTRA_CA_CERTS: cert.certFile });
     try {
       const before = snapshotTree(env.root);
       let r = await run(["apply", `http://127.0.0.1:${port}/sitegate-0.2.0.bundle`]);

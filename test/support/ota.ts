@@ -148,19 +148,21 @@ export function updateEnv(dir: string, keys: Keys): UpdateEnv {
   };
 }
 
+/** The environment `sitegate update` runs in against the env's root, keys and data dir. */
+export function updateCliEnv(env: UpdateEnv, restartCmd: string, extraEnv: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    SITEGATE_ROOT: env.root,
+    SITEGATE_UPDATE_KEYS: env.keys.trustDir,
+    SITEGATE_DATA_DIR: env.dataDir,
+    SITEGATE_RESTART_CMD: restartCmd,
+    ...extraEnv,
+  };
+}
+
 /** Runs `sitegate update <args>` against the env's root and data dir. */
 export function update(env: UpdateEnv, args: string[], extraEnv: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [CLI, "update", ...args], {
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      SITEGATE_ROOT: env.root,
-      SITEGATE_UPDATE_KEYS: env.keys.trustDir,
-      SITEGATE_DATA_DIR: env.dataDir,
-      SITEGATE_RESTART_CMD: env.restartCmd,
-      ...extraEnv,
-    },
-  });
+  return spawnSync(process.execPath, [CLI, "update", ...args], { encoding: "utf8", env: updateCliEnv(env, env.restartCmd, extraEnv) });
 }
 
 /** The state of an install root as comparable text: every path, its type, link target or size and mtime. */
@@ -285,16 +287,7 @@ export function updateAsync(
   extraEnv: Record<string, string> = {},
 ): Promise<{ code: number | null; out: string }> {
   return new Promise((res) => {
-    const c = spawn(process.execPath, [CLI, "update", ...args], {
-      env: {
-        ...process.env,
-        SITEGATE_ROOT: env.root,
-        SITEGATE_UPDATE_KEYS: env.keys.trustDir,
-        SITEGATE_DATA_DIR: env.dataDir,
-        SITEGATE_RESTART_CMD: "",
-        ...extraEnv,
-      },
-    });
+    const c = spawn(process.execPath, [CLI, "update", ...args], { env: updateCliEnv(env, "", extraEnv) });
     let out = "";
     c.stdout.on("data", (d) => (out += d));
     c.stderr.on("data", (d) => (out += d));
