@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import { configurePath, tcpDevice, withGateway, withSiteGateway, type Gateway } from "../support/gateway.js";
 import { tcpScenario } from "../support/site.js";
+import { event } from "../support/dispatch.js";
 import { readDb } from "../support/db.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
 
@@ -258,18 +259,7 @@ test("/dr and configure answer 503 and store nothing while SQLite cannot commit;
     () => ({}),
     async (site, gw, dir) => {
       const auth = { authorization: `Bearer ${await gw.token()}` }; // issuing a token commits too
-      const start = Date.now() + 3_600_000;
-      const ev = {
-        event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f",
-        start_time: new Date(start).toISOString(),
-        end_time: new Date(start + 600_000).toISOString(),
-        event_type: "discharge",
-        event_quantity: 1,
-        event_unit: "kW",
-        priority: 10,
-        mandatory: false,
-        cancelled: false,
-      };
+      const ev = event({ event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", event_quantity: 1 }, 3_600_000, 600_000);
       const dr = () =>
         gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
       const configure = () =>

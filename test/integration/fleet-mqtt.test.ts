@@ -11,6 +11,7 @@ import { withSite, tcpScenario } from "../support/site.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
+import { event } from "../support/dispatch.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import { startSink, partnerTo } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
@@ -272,18 +273,7 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
           assert.deepEqual(sync!.json.data, http!.json);
 
           // dr: the same validation as POST .../dr.
-          const start = Date.now() + 60_000;
-          const ev = {
-            event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f",
-            start_time: new Date(start).toISOString(),
-            end_time: new Date(start + 60_000).toISOString(),
-            event_type: "discharge",
-            event_quantity: 1,
-            event_unit: "kW",
-            priority: 10,
-            mandatory: false,
-            cancelled: false,
-          };
+          const ev = event({ event_id: "7f0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", event_quantity: 1 }, 60_000, 60_000);
           const dr = await command(cl, "site-001", "dr", { mode: "test", event_slots: [ev] });
           assert.deepEqual(dr.json, { status: 200, data: [{ event_id: ev.event_id, status: "accepted" }] });
           const badDr = { mode: "live", event_slots: [{ ...ev, priority: 0 }] };
