@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // `sitegate-sim --scenario FILE`: a simulated energy site on the bench.
+import "../src/node-guard.js";
 import { parseArgs } from "node:util";
 import { dirname, resolve } from "node:path";
 import { pino } from "pino";
