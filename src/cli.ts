@@ -13,6 +13,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./cli/run.js")).default,
   init: async () => (await import("./cli/init.js")).default,
   "check-config": async () => (await import("./cli/check-config.js")).default,
+  "config-schema": async () => (await import("./cli/config-schema.js")).default,
   "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,

@@ -1,0 +1,37 @@
+// `sitegate config-schema` prints a JSON Schema that a third-party validator (ajv, draft
+// 2020-12) compiles, that accepts config.example.yaml as shipped, and that refuses what the
+// zod schema refuses by shape: an unknown key, a wrong type, a missing required block.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { parse } from "yaml";
+import { CLI, sitegate } from "../support/cli.js";
+
+const EXAMPLE = resolve(CLI, "../../../config.example.yaml");
+
+function validator() {
+  const r = sitegate(["config-schema"]);
+  assert.equal(r.code, 0, r.stderr);
+  const schema = JSON.parse(r.stdout) as Record<string, unknown>;
+  assert.equal(schema.$schema, "https://json-schema.org/draft/2020-12/schema");
+  return new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+}
+
+test("config.example.yaml validates against `sitegate config-schema` with ajv", () => {
+  const validate = validator();
+  const example = parse(readFileSync(EXAMPLE, "utf8")) as unknown;
+  assert.equal(validate(example), true, JSON.stringify(validate.errors, null, 2));
+});
+
+test("the schema refuses an unknown key, a wrong type and a missing site_id, as check-config does", () => {
+  const validate = validator();
+  const example = parse(readFileSync(EXAMPLE, "utf8")) as Record<string, unknown>;
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ["unknown top-level key", { ...example, sitegate_mode: "fast" }],
+    ["wrong type", { ...example, telemetry: { poll_interval_ms: "fast" } }],
+    ["missing site_id", Object.fromEntries(Object.entries(example).filter(([k]) => k !== "site_id"))],
+  ];
+  for (const [what, cfg] of cases) assert.equal(validate(cfg), false, `${what} was accepted`);
+});
