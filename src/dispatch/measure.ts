@@ -31,31 +31,39 @@ export function meanUntil(s: MeanState | undefined, until: number, holdMs: numbe
   return (s.area + s.value * tail) / span;
 }
 
-/** A rolling window of the latest samples of one series (the grid meter's baseline). */
+/**
+ * The recent history of one series (a device's power) as one-second buckets, long enough
+ * to look back for a quiet minute before an event (B4: up to 15 min). Buckets keep the
+ * memory per device fixed (about a thousand numbers) whatever the poll interval.
+ */
 export class RollingWindow {
-  private readonly samples: Array<{ at: number; value: number }> = [];
+  private readonly buckets: Array<{ at: number; sum: number; n: number }> = [];
 
   constructor(
     private readonly spanMs: number,
-    private readonly maxSamples = 600,
+    private readonly keepMs: number,
+    private readonly bucketMs = 1000,
   ) {}
 
   add(at: number, value: number): void {
-    const last = this.samples[this.samples.length - 1];
-    if (last && at <= last.at) return;
-    this.samples.push({ at, value });
-    while (this.samples.length > this.maxSamples || (this.samples.length > 0 && this.samples[0].at < at - this.spanMs))
-      this.samples.shift();
+    const start = Math.floor(at / this.bucketMs) * this.bucketMs;
+    const last = this.buckets[this.buckets.length - 1];
+    if (last && start < last.at) return;
+    if (last && start === last.at) {
+      last.sum += value;
+      last.n++;
+    } else this.buckets.push({ at: start, sum: value, n: 1 });
+    while (this.buckets.length > 0 && this.buckets[0].at < at - this.keepMs) this.buckets.shift();
   }
 
-  /** Mean of the samples in [until - span, until), or undefined when there are none. */
+  /** Mean of the samples in whole buckets inside [until - span, until), or undefined when there are none. */
   mean(until: number): number | undefined {
     let sum = 0;
     let n = 0;
-    for (const s of this.samples) {
-      if (s.at >= until - this.spanMs && s.at < until) {
-        sum += s.value;
-        n++;
+    for (const b of this.buckets) {
+      if (b.at >= until - this.spanMs && b.at + this.bucketMs <= until) {
+        sum += b.sum;
+        n += b.n;
       }
     }
     return n ? sum / n : undefined;

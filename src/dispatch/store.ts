@@ -92,11 +92,13 @@ export interface Progress {
   /** shed: the delivered drop, sampled (metered, or estimated when `estimated`). */
   drop?: MeanState;
   estimated?: boolean;
-  /** shed: each device's mean power in the 60 s before start (to take out other events' changes). */
+  /** shed: each device's mean power in the quiet minute before start (to take out other events' changes). */
   baselines?: Record<string, number>;
+  /** shed: devices another event drove at any moment since this one started (compensated to the end). */
+  others?: string[];
   /** Why the event ended early (a restore ends running sheds). */
   ended_by?: string;
-  /** shed: the grid meter used, its mean import in the 60 s before start, and its measured import since. */
+  /** shed: the grid meter used and its mean import in the last quiet minute before start (absent: estimated without it). */
   meter_id?: string;
   baseline_w?: number;
   grid?: MeanState;

@@ -37,6 +37,13 @@ export class Capacity {
     return Math.max(0, (d.max_power_w ?? 0) - t.used_w);
   }
 
+  /** A copy to plan further events in without touching this one (test mode against live). */
+  clone(): Capacity {
+    const c = new Capacity();
+    for (const [id, t] of this.taken) c.taken.set(id, { ...t, by: [...t.by] });
+    return c;
+  }
+
   free(deviceId: string): boolean {
     return !this.taken.has(deviceId);
   }
@@ -68,6 +75,8 @@ export interface KindContext {
   gridMeter(): DispatchDevice | undefined;
   /** A device's mean power_w in the 60 s before `until`. */
   baseline(id: string, until: number): number | undefined;
+  /** The end of the latest 60 s before `before` in which no event drove any device (up to 15 min back), if any. */
+  quietUntil(before: number): number | undefined;
   /** Time of the device's latest reading (0: none yet). */
   seenAt(id: string): number;
   /** The live events that drive the device now (last plan). */
