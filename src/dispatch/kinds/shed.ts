@@ -201,7 +201,8 @@ export const shed: EventKind = {
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
       p.drop_before_step = drop;
-      step(next, dp, s.quantity_w - drop);
+      // A share is never more than the event's quantity, even when import rose since the baseline.
+      step(next, dp, s.quantity_w - Math.max(0, drop));
       p.shed_steps.push(next.device_id);
       claim(next);
       ctx.save(row);
