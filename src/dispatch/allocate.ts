@@ -23,7 +23,7 @@ export interface DispatchDevice {
   metrics_at?: number;
   /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
   rated_power_w?: number | readonly number[];
-  /** Device config: shed order, lower first, then device_id (default: loads 100, PV 200). */
+  /** Device config: shed order, lower first, then device_id (default 100). */
   shed_priority?: number;
 }
 

@@ -66,7 +66,7 @@ export interface DeviceProgress {
   writes_failed: number;
   /** Measured power in the event's direction (W), time-weighted. */
   mean?: MeanState;
-  /** shed: the device's own power when it was shed (curtailed PV), and the measured drop it brought. */
+  /** shed: the load's own power when it was shed (metered plug or thermostat; pv_limit: PV's before the cap), and the measured drop its step brought. */
   before_w?: number;
   drop_w?: number;
   stepped_at?: number;
@@ -74,9 +74,9 @@ export interface DeviceProgress {
   acked_at?: number;
   /** shed: the curtailment limit written, percent of the device's maximum. */
   pct?: number;
-  /** shed without a meter: the load's rated power that was on before (estimated drop). */
+  /** shed: the load's rated power that was on before (its estimated drop when it has no meter of its own). */
   rated_w?: number;
-  /** shed: a thermostat set back: its delivery is its assumed rated power, never measured. */
+  /** shed: a thermostat set back (rather than switched off). */
   setback?: boolean;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
   pre?: RawWrite[];

@@ -24,7 +24,7 @@ export interface Claim {
 /**
  * What is left of each device while one assignment (live, or test) is planned in B4
  * order: a battery can carry several events of one direction up to its maximum power; a
- * switch or a curtailed PV inverter belongs to one event.
+ * shed load or a PV inverter under a limit belongs to one event.
  */
 export class Capacity {
   private readonly taken = new Map<string, { action: ActionName; used_w: number; exclusive: boolean; by: string[] }>();
