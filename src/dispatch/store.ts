@@ -76,8 +76,6 @@ export interface DeviceProgress {
   pct?: number;
   /** shed: the load's rated power that was on before (its estimated drop when it has no meter of its own). */
   rated_w?: number;
-  /** shed: a thermostat set back (rather than switched off). */
-  setback?: boolean;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
   pre?: RawWrite[];
   restored?: boolean;

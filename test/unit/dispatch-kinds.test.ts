@@ -171,7 +171,7 @@ test("shed without a meter: rated loads estimate the drop (coils off before are 
   }
 });
 
-test("shed with a meter: the drop is grid import against the 60 s before start, less a concurrent discharge's change", async () => {
+test("shed with a meter: the drop is grid import against the quiet minute before start, less a concurrent discharge's change", async () => {
   const r = rig([meter("grid", 5000), relay("r1"), battery("b1", 5000)]);
   try {
     await run(r, T0 + 9_000, () => ({ grid: { power_w: 5000 }, b1: { power_w: 0 } }));

@@ -42,7 +42,6 @@ export function ratedOn(d: DispatchDevice): number | undefined {
 function step(d: DispatchDevice, dp: DeviceProgress, missing: number): void {
   dp.before_w = d.metrics.power_w !== undefined ? Math.max(0, d.metrics.power_w) : undefined;
   dp.rated_w = d.role === "thermostat" ? ratedTotal(d) : ratedOn(d);
-  dp.setback = d.role === "thermostat" || undefined;
   dp.requested_w = Math.min(missing, expected(dp) || missing);
 }
 
