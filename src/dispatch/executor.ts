@@ -1,9 +1,10 @@
 // Execution of running events on the devices, the same for every kind: each snapshot and
-// timer plans the running events in B4 order (live and test in separate assignments, so a
-// test event never takes a device from a live one), merges what they claim per device,
-// writes through the device ledger (pre-event state first, then the action), rewrites
-// setpoints before the device's own revert timeout, and puts back every device that no
-// running event drives any more. After each setpoint write the device's power is read
+// timer plans the running events in B4 order (test events after the live ones, on a copy
+// of what the live events left, so a test event never takes a device from a live one),
+// merges what they claim per device, writes through the device ledger (pre-event state
+// first, then the action), rewrites setpoints before the device's own revert timeout, and
+// puts back every device that no running event drives any more. It also records when any
+// event drove any device, for the quiet minute a shed's baseline needs. After each setpoint write the device's power is read
 // once in the control lane (a confirmation), so the latest values and the measurement do
 // not wait for the next poll. The kinds (kinds/) decide what to claim, measure and
 // report; this file decides nothing about any one kind.
