@@ -361,3 +361,34 @@ test("a 0.14 kW discharge on a 5 kW battery is written as 2.8 %, not rounded to 
     r.close();
   }
 });
+
+test("with no quiet minute in the 15 min before a shed (a pv_limit holds PV all along), the shed is estimated from its loads: measured false", async () => {
+  const r = unitRig([meter("grid", 5000), relay("r1", { rated_power_w: 1000 }), pv("pv", 6000, 3000)]);
+  try {
+    const m = model(r, { base: 3000, loads: { r1: 1000 }, pv: { pv: 3000 }, meter: true });
+    await run(r, m, T0 + 4_000);
+    r.d.submitLocal({
+      event_id: "local-input-2",
+      source: "input:gpio-1",
+      mode: "live",
+      event_type: "pv_limit",
+      quantity: 0,
+      unit: "kW",
+      quantity_w: 0,
+      start_ms: T0 + 5_000,
+      end_ms: T0 + 3_600_000,
+      priority: 0,
+      mandatory: true,
+      cancelled: false,
+      limit_pct: 50,
+    });
+    const ev = req([{ start_time: at(17 * 60_000), end_time: at(18 * 60_000) }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [ev] });
+    await run(r, m, T0 + 18 * 60_000 + 1_000);
+    const b = resp(r, ev.event_id);
+    assert.equal(b.details.measured, false, JSON.stringify(b.details));
+    assert.ok(Math.abs((b.details.delivered_quantity as number) - 1) <= 0.05, JSON.stringify(b.details));
+  } finally {
+    r.close();
+  }
+});
