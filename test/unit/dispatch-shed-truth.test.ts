@@ -9,6 +9,7 @@ import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import type { DispatchRequest } from "../../src/dispatch/request.js";
 import { POLL, T0, drRequest, unitRig, type UnitRig } from "../support/dispatch-unit.js";
 import { battery, meter, pv, relay } from "../support/fake-devices.js";
+import { RollingWindow } from "../../src/dispatch/measure.js";
 
 const flush = () => new Promise((r) => setImmediate(r));
 
@@ -391,4 +392,15 @@ test("with no quiet minute in the 15 min before a shed (a pv_limit holds PV all 
   } finally {
     r.close();
   }
+});
+
+test("the power history: the mean of whole one-second buckets in the minute before a time, kept for 16 min and no longer", () => {
+  const w = new RollingWindow(60_000, 16 * 60_000);
+  for (let t = 0; t < 20 * 60_000; t += 250) w.add(T0 + t, t < 10 * 60_000 ? 1000 : 3000);
+  assert.equal(w.mean(T0 + 10 * 60_000), 1000, "the minute before 10:00 holds only the first level");
+  assert.equal(w.mean(T0 + 10 * 60_000 + 500), 1000, "the bucket holding the time itself is not whole: left out");
+  assert.equal(w.mean(T0 + 11 * 60_000), 3000);
+  assert.equal(w.mean(T0 + 3 * 60_000), undefined, "older than 16 min: gone");
+  w.add(T0, 5); // a sample older than the latest is dropped
+  assert.equal(w.mean(T0 + 20 * 60_000), 3000);
 });
