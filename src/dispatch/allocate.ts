@@ -23,7 +23,7 @@ export interface DispatchDevice {
   metrics_at?: number;
   /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
   rated_power_w?: number | readonly number[];
-  /** Device config: shed order, lower first, then device_id (default: loads 100, PV 200). */
+  /** Device config: shed order, lower first, then device_id (default 100). */
   shed_priority?: number;
 }
 
@@ -119,8 +119,12 @@ export function statusFor(delivered: number, requested: number): ResultStatus {
   return "partial";
 }
 
-/** Percent of a device's maximum power for a setpoint, as a SunSpec rate register wants it. */
+/**
+ * Percent of a device's maximum power for a setpoint, as a SunSpec rate register wants it.
+ * Not rounded here: the device's scale factor decides the resolution when the value is
+ * written (at SF -2, 2.8 % is 280, not 3 %).
+ */
 export function pctOf(watts: number, maxW: number): number {
   if (maxW <= 0) return 0;
-  return Math.max(0, Math.min(100, Math.round((watts / maxW) * 100)));
+  return Math.max(0, Math.min(100, Math.round((watts / maxW) * 1e8) / 1e6));
 }

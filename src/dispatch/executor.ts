@@ -1,9 +1,10 @@
 // Execution of running events on the devices, the same for every kind: each snapshot and
-// timer plans the running events in B4 order (live and test in separate assignments, so a
-// test event never takes a device from a live one), merges what they claim per device,
-// writes through the device ledger (pre-event state first, then the action), rewrites
-// setpoints before the device's own revert timeout, and puts back every device that no
-// running event drives any more. After each setpoint write the device's power is read
+// timer plans the running events in B4 order (test events after the live ones, on a copy
+// of what the live events left, so a test event never takes a device from a live one),
+// merges what they claim per device, writes through the device ledger (pre-event state
+// first, then the action), rewrites setpoints before the device's own revert timeout, and
+// puts back every device that no running event drives any more. It also records when any
+// event drove any device, for the quiet minute a shed's baseline needs. After each setpoint write the device's power is read
 // once in the control lane (a confirmation), so the latest values and the measurement do
 // not wait for the next poll. The kinds (kinds/) decide what to claim, measure and
 // report; this file decides nothing about any one kind.
@@ -52,6 +53,8 @@ interface Desired {
 const RETRY_MS = 5000;
 const PROGRESS_SAVE_MS = 10_000;
 const BASELINE_MS = 60_000;
+/** How far back a shed looks for a quiet minute (B4). */
+const QUIET_LOOKBACK_MS = 15 * 60_000;
 const MAX_HOLDERS = 16;
 
 export class Executor {
@@ -61,6 +64,8 @@ export class Executor {
   private readonly releasing = new Set<string>();
   private readonly releaseFailedAt = new Map<string, number>();
   private readonly windows = new Map<string, RollingWindow>();
+  /** When any live event drove any device (a claim, or a ledger row not yet put back), oldest first; the last may be open. */
+  private readonly busy: Array<{ from: number; to?: number }> = [];
   private readonly seen = new Map<string, number>();
   /** Devices with a confirmation read in flight (at most one each). */
   private readonly confirming = new Set<string>();
@@ -99,6 +104,7 @@ export class Executor {
       device: (id) => byId.get(id),
       gridMeter: () => gridMeter(devs, (d) => ({ ...d, power_w: d.metrics.power_w })),
       baseline: (id, until) => this.windows.get(id)?.mean(until),
+      quietUntil: (before) => this.quietUntil(before),
       seenAt: (id) => this.seen.get(id) ?? 0,
       drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),
       share: (id, eventId) => {
@@ -133,8 +139,10 @@ export class Executor {
     const ctx = this.ctx(now);
     const desired = new Map<string, Desired>();
     const claimed = new Map<string, string[]>();
+    // Test mode plans against what the live events hold (it plans like live, B4), in a copy.
+    let cap = new Capacity();
     for (const mode of ["live", "test"] as const) {
-      const cap = new Capacity();
+      if (mode === "test") cap = cap.clone();
       const rows = running.filter((r) => r.spec.mode === mode && r.state === "running").sort((a, b) => compareEvents(a.spec, b.spec));
       for (const row of rows) {
         let claims: ReturnType<ReturnType<typeof kindOf>["plan"]> = [];
@@ -163,6 +171,7 @@ export class Executor {
     }
     this.claimed = claimed;
     this.claims = new Map([...desired].map(([id, w]) => [id, w.rows.map((r) => ({ event_id: r.row.spec.event_id, watts: r.watts }))]));
+    this.markBusy(desired.size > 0 || this.ledger.size > 0, now);
 
     for (const [id, want] of desired) {
       const holders = want.rows.map((r) => r.row.spec.event_id);
@@ -194,6 +203,29 @@ export class Executor {
       this.deps.control.setRemote(id, false);
       if (l) void this.release(id); // logs and retries its own failure
     }
+  }
+
+  /** Records whether any live event drives any device now (the quiet minute a shed's baseline needs). */
+  private markBusy(busy: boolean, now: number): void {
+    const open = this.busy.length > 0 && this.busy[this.busy.length - 1].to === undefined ? this.busy[this.busy.length - 1] : undefined;
+    if (busy && !open) this.busy.push({ from: now });
+    else if (!busy && open) open.to = now;
+    while (this.busy.length > 0 && (this.busy[0].to ?? Infinity) < now - QUIET_LOOKBACK_MS - BASELINE_MS) this.busy.shift();
+  }
+
+  /**
+   * The end of the latest 60 s before `before` in which no live event drove any device,
+   * looked for up to 15 min back; undefined when there is none.
+   */
+  private quietUntil(before: number): number | undefined {
+    let end = before;
+    for (let i = this.busy.length - 1; i >= 0; i--) {
+      const b = this.busy[i];
+      if (b.from >= end) continue;
+      if ((b.to ?? Infinity) <= end - BASELINE_MS) break;
+      end = b.from;
+    }
+    return end >= before - QUIET_LOOKBACK_MS ? end : undefined;
   }
 
   /** Earliest time a setpoint must be rewritten or a failed write or release retried. */
@@ -364,7 +396,7 @@ export class Executor {
       this.seen.set(id, ts);
       if (m.power_w === undefined) continue;
       let w = this.windows.get(id);
-      if (!w) this.windows.set(id, (w = new RollingWindow(BASELINE_MS)));
+      if (!w) this.windows.set(id, (w = new RollingWindow(BASELINE_MS, QUIET_LOOKBACK_MS + BASELINE_MS)));
       w.add(ts, m.power_w);
     }
     const ctx = this.ctx(now);

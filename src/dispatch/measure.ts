@@ -31,32 +31,55 @@ export function meanUntil(s: MeanState | undefined, until: number, holdMs: numbe
   return (s.area + s.value * tail) / span;
 }
 
-/** A rolling window of the latest samples of one series (the grid meter's baseline). */
+/**
+ * The recent history of one series (a device's power) as one-second buckets in a ring,
+ * long enough to look back for a quiet minute before an event (B4: up to 15 min). Typed
+ * arrays keep it at 18 bytes a second per device (17 KB for 16 min), whatever the
+ * poll interval: less than the 600 sample objects a minute of 100 ms polls used to hold.
+ */
 export class RollingWindow {
-  private readonly samples: Array<{ at: number; value: number }> = [];
+  private readonly slot: Float64Array;
+  private readonly sum: Float64Array;
+  private readonly n: Uint16Array;
+  private last = -1;
 
   constructor(
     private readonly spanMs: number,
-    private readonly maxSamples = 600,
-  ) {}
-
-  add(at: number, value: number): void {
-    const last = this.samples[this.samples.length - 1];
-    if (last && at <= last.at) return;
-    this.samples.push({ at, value });
-    while (this.samples.length > this.maxSamples || (this.samples.length > 0 && this.samples[0].at < at - this.spanMs))
-      this.samples.shift();
+    keepMs: number,
+    private readonly bucketMs = 1000,
+  ) {
+    const size = Math.ceil(keepMs / bucketMs) + 1;
+    this.slot = new Float64Array(size).fill(-1);
+    this.sum = new Float64Array(size);
+    this.n = new Uint16Array(size);
   }
 
-  /** Mean of the samples in [until - span, until), or undefined when there are none. */
+  add(at: number, value: number): void {
+    const b = Math.floor(at / this.bucketMs);
+    if (b < this.last) return;
+    this.last = b;
+    const i = b % this.slot.length;
+    if (this.slot[i] !== b) {
+      this.slot[i] = b;
+      this.sum[i] = 0;
+      this.n[i] = 0;
+    }
+    if (this.n[i] === 0xffff) return;
+    this.sum[i] += value;
+    this.n[i]++;
+  }
+
+  /** Mean of the samples in whole buckets inside [until - span, until), or undefined when there are none. */
   mean(until: number): number | undefined {
     let sum = 0;
     let n = 0;
-    for (const s of this.samples) {
-      if (s.at >= until - this.spanMs && s.at < until) {
-        sum += s.value;
-        n++;
-      }
+    const from = Math.ceil((until - this.spanMs) / this.bucketMs);
+    const to = Math.floor(until / this.bucketMs); // exclusive: the bucket holding `until` is not whole
+    for (let b = Math.max(from, this.last - this.slot.length + 1); b < to; b++) {
+      const i = b % this.slot.length;
+      if (this.slot[i] !== b) continue;
+      sum += this.sum[i];
+      n += this.n[i];
     }
     return n ? sum / n : undefined;
   }

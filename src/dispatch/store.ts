@@ -66,7 +66,7 @@ export interface DeviceProgress {
   writes_failed: number;
   /** Measured power in the event's direction (W), time-weighted. */
   mean?: MeanState;
-  /** shed: the device's own power when it was shed (curtailed PV), and the measured drop it brought. */
+  /** shed: the load's own power when it was shed (metered plug or thermostat; pv_limit: PV's before the cap), and the measured drop its step brought. */
   before_w?: number;
   drop_w?: number;
   stepped_at?: number;
@@ -74,10 +74,8 @@ export interface DeviceProgress {
   acked_at?: number;
   /** shed: the curtailment limit written, percent of the device's maximum. */
   pct?: number;
-  /** shed without a meter: the load's rated power that was on before (estimated drop). */
+  /** shed: the load's rated power that was on before (its estimated drop when it has no meter of its own). */
   rated_w?: number;
-  /** shed: a thermostat set back: its delivery is its assumed rated power, never measured. */
-  setback?: boolean;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
   pre?: RawWrite[];
   restored?: boolean;
@@ -92,11 +90,13 @@ export interface Progress {
   /** shed: the delivered drop, sampled (metered, or estimated when `estimated`). */
   drop?: MeanState;
   estimated?: boolean;
-  /** shed: each device's mean power in the 60 s before start (to take out other events' changes). */
+  /** shed: each device's mean power in the quiet minute before start (to take out other events' changes). */
   baselines?: Record<string, number>;
+  /** shed: devices another event drove at any moment since this one started (compensated to the end). */
+  others?: string[];
   /** Why the event ended early (a restore ends running sheds). */
   ended_by?: string;
-  /** shed: the grid meter used, its mean import in the 60 s before start, and its measured import since. */
+  /** shed: the grid meter used and its mean import in the last quiet minute before start (absent: estimated without it). */
   meter_id?: string;
   baseline_w?: number;
   grid?: MeanState;

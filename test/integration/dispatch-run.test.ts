@@ -4,8 +4,9 @@
 // each event gets one measured execution response.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { assertMeasuredDelivery, event, executionResponses, withDispatchRig } from "../support/dispatch.js";
+import { assertMeasuredDelivery, event, executionResponses, withDispatchRig, type DispatchRig } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 
 test("discharge moves the battery and the grid meter by about the requested power; one measured execution response", async () => {
@@ -145,6 +146,64 @@ test("a discharge running beside a shed is not counted as shed delivery", async 
     // Grid import fell by about 4.6 kW; only the relay's 1.6 kW is the shed's.
     assert.equal(sb.status, "partial", JSON.stringify(sb));
     assert.ok(Math.abs(sb.details.delivered_quantity - 1.6) < 0.3, JSON.stringify(sb.details));
+  });
+});
+
+/**
+ * The simulator's ground truth over an event's window: the site's grid import sampled
+ * every 100 ms (the simulator's own site model, with or without a meter device), as the
+ * drop against its value just before the start. Resolves once the window is over.
+ */
+async function groundTruth(rig: DispatchRig, ev: { start_time: string; end_time: string }) {
+  const grid = () => rig.site.state().site.grid_w as number;
+  const before = grid();
+  const [from, to] = [Date.parse(ev.start_time), Date.parse(ev.end_time)];
+  const samples: number[] = [];
+  // Sampling, not waiting for a condition: the truth is the mean over the whole window.
+  while (Date.now() < to) {
+    if (Date.now() >= from) samples.push(grid());
+    await sleep(100);
+  }
+  return { before, max: Math.max(...samples), drop: before - samples.reduce((a, b) => a + b, 0) / samples.length };
+}
+
+/** B4: the reported delivery within 10 % or 0.2 kW of the simulator's truth. */
+function assertTruth(body: any, truthW: number): void {
+  const got = body.details.delivered_quantity * 1000;
+  assert.ok(
+    Math.abs(got - truthW) <= Math.max(200, 0.1 * truthW),
+    `reported ${got} W, the simulator saw ${truthW} W: ${JSON.stringify(body)}`,
+  );
+}
+
+test("a 3 kW shed on a site with PV switches the relay off and never curtails PV: grid import never rises; delivery matches the simulator", async () => {
+  await withDispatchRig({ irradiance: 0.5, batteries: [] }, async (rig) => {
+    await until(() => (rig.simDevice("pv").power_w as number) > 2500, "pv produces");
+    const shed = event({ event_type: "shed", event_quantity: 3, event_unit: "kW", priority: 20 }, 1500, 6000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    const truth = await groundTruth(rig, shed);
+    const body = await rig.waitResponse(shed.event_id);
+    assert.ok(truth.max <= truth.before + 20, `import rose from ${truth.before} W to ${truth.max} W`);
+    assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
+    assert.deepEqual(
+      body.details.devices.map((d: any) => d.device_id),
+      ["relay"],
+    );
+    assert.equal(body.status, "partial", JSON.stringify(body));
+    assertTruth(body, truth.drop);
+  });
+});
+
+test("without a meter a 3 kW shed counts the relay's rated loads once, never PV's drop; delivery matches the simulator, measured false", async () => {
+  await withDispatchRig({ irradiance: 0.5, meter: false, relay: { rated_power_w: [400, 400, 400, 400] } }, async (rig) => {
+    await until(() => (rig.simDevice("pv").power_w as number) > 2500, "pv produces");
+    const shed = event({ event_type: "shed", event_quantity: 3, event_unit: "kW", priority: 20 }, 1500, 6000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    const truth = await groundTruth(rig, shed);
+    const body = await rig.waitResponse(shed.event_id);
+    assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
+    assert.equal(body.details.measured, false);
+    assertTruth(body, truth.drop);
   });
 });
 

@@ -5,17 +5,24 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { until } from "../support/wait.js";
-import { simControl, withZigbeeGateway, zigbeeConfig } from "../support/zigbee-site.js";
+import { simControl, withZigbeeGateway, zigbeeConfig, zigbeeScenario } from "../support/zigbee-site.js";
+import type { ScenarioInput } from "../support/site.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
 import type { PartnerSink } from "../support/partner-sink.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import { partnerTo } from "../support/partner-sink.js";
 
-async function withZigbeeRig(fn: (rig: DispatchRig) => Promise<void>, only?: string[], meter = true): Promise<void> {
+async function withZigbeeRig(
+  fn: (rig: DispatchRig) => Promise<void>,
+  only?: string[],
+  meter = true,
+  scenario?: (broker: string) => ScenarioInput,
+): Promise<void> {
   const sink: PartnerSink = await startSink();
   try {
     await withZigbeeGateway(
       {
+        scenario,
         config: (_site, broker) => ({
           ...(meter ? {} : { devices: [] }),
           ...(only
@@ -99,36 +106,50 @@ test("a plug that ignores its command is failed for that device and the shed par
     assert.equal(dev.get("plug-1").status, "completed", JSON.stringify(body));
     assert.equal(dev.get("plug-2").status, "failed", JSON.stringify(body));
     assert.match(dev.get("plug-2").error, /did not confirm/);
-    // The step after the refused plug: the thermostat (shed_priority 3) set back, its share assumed.
-    assert.equal(dev.get("trv-1")?.status, "completed", JSON.stringify(body));
-    assert.equal(body.details.measured, false, JSON.stringify(body));
+    // The step after the refused plug: the thermostat (shed_priority 3) set back. Its room is
+    // at the setpoint, so it was not heating: the setback brings nothing, and the meter says so.
+    assert.equal(dev.get("trv-1")?.status, "failed", JSON.stringify(body));
+    assert.match(dev.get("trv-1").error, /no drop/);
+    assert.equal(body.details.measured, true, JSON.stringify(body));
+    assert.ok(Math.abs(body.details.delivered_quantity - 2 * body.details.coverage) <= 0.2, JSON.stringify(body));
     await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug put back on at the end");
     await until(() => rig.simDevice("living-trv").setpoint_c === 21, "the thermostat's setpoint put back at the end");
     assert.equal(rig.simDevice("dryer-plug").state, "ON");
   });
 });
 
-test("a shed sets a thermostat back by setback_c (reported with its assumed rated power, measured: false) and its setpoint is put back at the end", async () => {
+test("a shed sets a heating thermostat back by setback_c: the meter sees it stop heating (measured, counted once) and its setpoint is put back at the end", async () => {
+  // A room 1 degC below its 21 degC setpoint: the thermostat heats with its 1.5 kW.
+  const heating = (broker: string) => {
+    const s = zigbeeScenario(broker);
+    const devices = s.zigbee!.devices.map((d) => (d.friendly_name === "living-trv" ? { ...d, room_c: 20 } : d));
+    return { ...s, zigbee: { ...s.zigbee!, devices } } as ScenarioInput;
+  };
   await withZigbeeRig(
     async (rig) => {
+      await until(() => rig.simDevice("living-trv").state === "heat", "the thermostat heats");
       assert.equal(rig.simDevice("living-trv").setpoint_c, 21);
+      const before = gridW(rig);
       const shed = event({ event_type: "shed", event_quantity: 1, event_unit: "kW", priority: 20 }, 1000, 5000);
       assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
       await until(() => rig.simDevice("living-trv").setpoint_c === 19, "setpoint lowered by 2 °C");
+      await until(() => gridW(rig) <= before - 1400, "the meter sees the heater stop");
       const body = await rig.waitResponse(shed.event_id);
-      assert.equal(body.details.measured, false, JSON.stringify(body));
+      assert.equal(body.details.measured, true, JSON.stringify(body));
       assert.deepEqual(
         body.details.devices.map((d: any) => [d.device_id, d.status, d.requested_w]),
         [["trv-1", "completed", 1000]],
         JSON.stringify(body),
       );
-      // Its rated 1.5 kW over the part of the window it was set back (coverage).
-      const dw = body.details.devices[0].delivered_w;
-      assert.ok(dw <= 1500 && Math.abs(dw - 1500 * body.details.coverage) <= 20, JSON.stringify(body));
+      // The 1.5 kW the heater stopped drawing, over the part of the window it was set back (coverage), once.
+      const q = body.details.delivered_quantity;
+      assert.ok(Math.abs(q - 1.5 * body.details.coverage) <= 0.2, JSON.stringify(body));
       assert.equal(body.status, "completed", JSON.stringify(body));
       await until(() => rig.simDevice("living-trv").setpoint_c === 21, "setpoint put back to 21 °C");
     },
     ["trv-1"],
+    true,
+    heating,
   );
 });
 

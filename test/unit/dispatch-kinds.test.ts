@@ -9,7 +9,7 @@ import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import type { ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { FakeClock } from "../support/fake-clock.js";
 import type { DispatchRequest } from "../../src/dispatch/request.js";
-import { shedOrder } from "../../src/dispatch/kinds/shed.js";
+import { shed as shedKind, shedOrder } from "../../src/dispatch/kinds/shed.js";
 import { makeTmpDir } from "../support/tmp.js";
 import { POLL, T0, drRequest, unitRig, type UnitRig } from "../support/dispatch-unit.js";
 import { FakeDevices, battery, meter, pv, relay } from "../support/fake-devices.js";
@@ -130,15 +130,17 @@ test("ledger: after a crash mid-shed, the next start puts the coils back when th
   }
 });
 
-test("shed order is shed_priority, then device_id; loads (100) before PV (200) by default", () => {
-  const list = [pv("a-pv", 5000, 0), relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 })];
+test("shed order is shed_priority (default 100), then device_id; PV and batteries are never shed", () => {
+  const list = [relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 })];
   assert.deepEqual(
     [...list].sort(shedOrder).map((d) => d.device_id),
-    ["z", "b", "a-pv", "a"],
+    ["z", "b", "a"],
   );
+  assert.equal(shedKind.capable("shed", pv("pv", 5000, 0)), false, "curtailing PV raises import");
+  assert.equal(shedKind.capable("shed", battery("b1", 5000)), false);
 });
 
-test("shed without a meter: rated loads estimate the drop (coils off before are not counted), PV is curtailed only by what is missing, measured false", async () => {
+test("shed without a meter: rated loads estimate the drop (coils off before are not counted), each load once, PV never touched, measured false", async () => {
   const r = rig([
     relay("r1", { rated_power_w: [300, 300, 300, 300] }),
     relay("r2", { rated_power_w: 5000, shed_priority: 300 }),
@@ -150,34 +152,26 @@ test("shed without a meter: rated loads estimate the drop (coils off before are 
     r.d.submit(rq);
     r.clock.advance(10_000);
     await flush();
-    await run(r, T0 + 70_000, (now) => ({
-      r1: {},
-      r2: {},
-      pv: { power_w: r.dev.reg("pv", "holding", 200) === 1 && now > T0 + 10_000 ? 2400 : 3000 },
-    }));
+    await run(r, T0 + 70_000, () => ({ r1: {}, r2: {}, pv: { power_w: 3000 } }));
     const b = resp(r, rq.event_slots[0].event_id);
     assert.deepEqual(
       devs(b).map((d) => [d.device_id, d.requested_w]),
       [
-        ["pv", 600],
         ["r1", 900],
+        ["r2", 600],
       ],
-      "r1 (900 W), then PV (priority 200) for the 600 W missing; r2 (300) not needed",
+      "r1 (900 W), then r2 (shed_priority 300) for the 600 W missing",
     );
-    assert.ok(
-      r.dev.writes.some((w) => w.id === "pv" && w.action === "curtail" && w.pct === 40),
-      JSON.stringify(r.dev.writes),
-    );
+    assert.ok(!r.dev.writes.some((w) => w.id === "pv"), JSON.stringify(r.dev.writes));
     assert.equal(b.details.measured, false);
     assert.equal(b.status, "completed", JSON.stringify(b));
     assert.deepEqual(r.dev.coils("r1"), [true, true, true, false]);
-    assert.deepEqual(r.dev.coils("r2"), [true, true, true, true], "never touched");
   } finally {
     r.close();
   }
 });
 
-test("shed with a meter: the drop is grid import against the 60 s before start, less a concurrent discharge's change", async () => {
+test("shed with a meter: the drop is grid import against the quiet minute before start, less a concurrent discharge's change", async () => {
   const r = rig([meter("grid", 5000), relay("r1"), battery("b1", 5000)]);
   try {
     await run(r, T0 + 9_000, () => ({ grid: { power_w: 5000 }, b1: { power_w: 0 } }));
@@ -301,7 +295,7 @@ test("stacking: 3 kW at priority 10 and 5 kW at priority 20 on two 5 kW batterie
   }
 });
 
-test("test mode plans in its own assignment: a test event at priority 1 never takes a battery from a live one", async () => {
+test("test mode plans against what live events hold: a test event at priority 1 never takes a battery from a live one and gets only what is left", async () => {
   const r = rig([battery("b1", 5000)]);
   try {
     const live = req([{ event_type: "discharge", event_quantity: 4, priority: 50 }]);
@@ -318,7 +312,8 @@ test("test mode plans in its own assignment: a test event at priority 1 never ta
     await run(r, T0 + 70_000, () => ({ b1: { power_w: 4000 } }));
     const tb = resp(r, t.event_slots[0].event_id);
     assert.equal(tb.details.mode, "test");
-    assert.equal(tb.details.delivered_quantity, 5, "planned as if the live event were not there");
+    assert.equal(tb.details.delivered_quantity, 1, "planned on the 1 kW the live event leaves");
+    assert.equal(tb.status, "partial");
     assert.equal(resp(r, live.event_slots[0].event_id).status, "completed");
   } finally {
     r.close();

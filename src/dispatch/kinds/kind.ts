@@ -24,7 +24,7 @@ export interface Claim {
 /**
  * What is left of each device while one assignment (live, or test) is planned in B4
  * order: a battery can carry several events of one direction up to its maximum power; a
- * switch or a curtailed PV inverter belongs to one event.
+ * shed load or a PV inverter under a limit belongs to one event.
  */
 export class Capacity {
   private readonly taken = new Map<string, { action: ActionName; used_w: number; exclusive: boolean; by: string[] }>();
@@ -35,6 +35,13 @@ export class Capacity {
     if (!t) return d.max_power_w ?? 0;
     if (t.exclusive || t.action !== action) return 0;
     return Math.max(0, (d.max_power_w ?? 0) - t.used_w);
+  }
+
+  /** A copy to plan further events in without touching this one (test mode against live). */
+  clone(): Capacity {
+    const c = new Capacity();
+    for (const [id, t] of this.taken) c.taken.set(id, { ...t, by: [...t.by] });
+    return c;
   }
 
   free(deviceId: string): boolean {
@@ -68,6 +75,8 @@ export interface KindContext {
   gridMeter(): DispatchDevice | undefined;
   /** A device's mean power_w in the 60 s before `until`. */
   baseline(id: string, until: number): number | undefined;
+  /** The end of the latest 60 s before `before` in which no event drove any device (up to 15 min back), if any. */
+  quietUntil(before: number): number | undefined;
   /** Time of the device's latest reading (0: none yet). */
   seenAt(id: string): number;
   /** The live events that drive the device now (last plan). */

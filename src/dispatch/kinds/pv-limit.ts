@@ -1,8 +1,10 @@
 // pv_limit (local only: a GPIO input's `on_active`, e.g. a grid operator's ripple-control
 // receiver): every PV inverter capped at limit_pct of its rating while the event runs.
-// It measures nothing for a partner (no execution response); its result lists each
-// inverter and whether the cap was written.
+// It sends no execution response; its delivery is PV's own drop (each inverter's power
+// against its power before the cap), and its result lists each inverter and whether the
+// cap was written.
 import type { DispatchDevice } from "../allocate.js";
+import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../request.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
@@ -13,6 +15,26 @@ export const pvLimit: EventKind = {
 
   capable(type: EventType, d: DispatchDevice): boolean {
     return type === "pv_limit" && d.capabilities.includes("curtail");
+  },
+
+  begin(row: EventRow, ctx: KindContext): void {
+    const quiet = ctx.quietUntil(row.spec.start_ms);
+    for (const d of ctx.devices.filter((x) => this.capable("pv_limit", x))) {
+      const before = (quiet !== undefined ? ctx.baseline(d.device_id, quiet) : undefined) ?? d.metrics.power_w;
+      if (before !== undefined) deviceProgress(row, d.device_id).before_w = Math.max(0, before);
+    }
+  },
+
+  observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
+    let total = 0;
+    for (const [id, dp] of Object.entries(row.progress.devices)) {
+      const w = metrics.get(id)?.power_w;
+      if (dp.writes_ok === 0 || dp.before_w === undefined || w === undefined) continue;
+      const drop = Math.max(0, dp.before_w - w);
+      dp.mean = addSample(dp.mean, ts, drop, ctx.hold);
+      total += drop;
+    }
+    row.progress.drop = addSample(row.progress.drop, ts, total, ctx.hold);
   },
 
   plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[] {
@@ -34,7 +56,8 @@ export const pvLimit: EventKind = {
     return claims;
   },
 
-  result(row: EventRow, _ctx: KindContext): KindResult {
+  result(row: EventRow, ctx: KindContext, until: number): KindResult {
+    const p = row.progress;
     const devices: DeviceEntry[] = [];
     let failed = 0;
     for (const [id, dp] of Object.entries(row.progress.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
@@ -44,7 +67,7 @@ export const pvLimit: EventKind = {
         device_id: id,
         status: ok ? "completed" : dp.skipped && dp.writes_failed === 0 ? "skipped" : "failed",
         requested_w: Math.round(dp.requested_w),
-        delivered_w: 0,
+        delivered_w: Math.round(meanUntil(dp.mean, until, ctx.hold, p.window_from) ?? 0),
       };
       const err = dp.error ?? dp.skipped;
       if (err) e.error = err;
@@ -52,9 +75,9 @@ export const pvLimit: EventKind = {
     }
     const written = devices.filter((d) => d.status === "completed").length;
     return {
-      delivered_w: 0,
+      delivered_w: Math.max(0, meanUntil(p.drop, until, ctx.hold, p.window_from) ?? 0),
       devices,
-      measured: false,
+      measured: true,
       status: written === 0 ? "failed" : failed ? "partial" : "completed",
       details: { limit_pct: row.spec.limit_pct },
     };

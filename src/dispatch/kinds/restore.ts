@@ -9,7 +9,8 @@ import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
 
-const SHED_ACTIONS = new Set(["shed", "curtail"]);
+// Only a shed writes `shed`; a PV limit (`curtail`) belongs to pv_limit, which a restore never ends.
+const SHED_ACTIONS = new Set(["shed"]);
 const verifying = new WeakMap<EventRow, Set<string>>();
 
 export const restore: EventKind = {
