@@ -28,7 +28,7 @@ const base = {
       },
     )
     .optional(),
-  /** Shed order: lower first, then device_id; default 100 for switched loads, 200 for curtailed PV. */
+  /** Shed order among loads: lower first, then device_id; default 100. */
   shed_priority: z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000").optional(),
 };
 

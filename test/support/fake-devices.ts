@@ -168,7 +168,7 @@ export function pv(id: string, max: number, power: number): DispatchDevice {
   return {
     device_id: id,
     role: "pv",
-    capabilities: ["telemetry", "curtail", "shed", "restore"],
+    capabilities: ["telemetry", "curtail"],
     max_power_w: max,
     fully_configured: true,
     online: true,
