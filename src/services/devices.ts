@@ -74,7 +74,9 @@ function unreachable(health: HealthView, deviceId: string): boolean {
 
 /** What of the device sync answer follows the devices' state (op mode, reachability): a cache of the answer is good while this is the same. */
 export function syncState(listed: SyncedDevice[], health: HealthView): string {
-  return listed.map((d) => `${health.health(d.config.device_id)?.op_mode ?? 0}${unreachable(health, d.config.device_id) ? "u" : ""}`).join(",");
+  return listed
+    .map((d) => `${health.health(d.config.device_id)?.op_mode ?? 0}${unreachable(health, d.config.device_id) ? "u" : ""}`)
+    .join(",");
 }
 
 /** The profile's or nameplate's maximum power, else the rated load the config gives it (a relay: the sum of its coils' loads). */

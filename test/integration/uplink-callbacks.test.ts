@@ -74,7 +74,11 @@ test("a redirect is followed once, to the same origin only; another origin (or h
       assert.equal(moved.headers["idempotency-key"], sink.requests.find((r) => r.path === "/old")!.headers["idempotency-key"]);
       assert.equal(moved.headers["x-partner-key"], "k-123", "same origin: the partner headers go along");
       // e-away went first in the same lane: whatever it did is done.
-      assert.deepEqual(other.requests.map((r) => r.path), [], "the other origin received nothing: no partner headers, no body");
+      assert.deepEqual(
+        other.requests.map((r) => r.path),
+        [],
+        "the other origin received nothing: no partner headers, no body",
+      );
       await until(() => rig.uplink.outbox.size() === 0 && rig.uplink.deadLetterCount() === 2, "both refused redirects dead-lettered");
       assert.equal(sink.requests.filter((r) => r.path === "/away").length, 1, "not retried");
       assert.equal(sink.requests.filter((r) => r.path === "/plain").length, 1, "not retried");
