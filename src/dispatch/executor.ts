@@ -23,6 +23,7 @@ import type { EventRow } from "./store.js";
 import { kindOf } from "./kinds/index.js";
 import { Capacity, type DeviceEntry, type KindContext } from "./kinds/kind.js";
 import { byCodeUnit } from "../util/compare.js";
+import { testHook } from "../util/test-hooks.js";
 
 export interface ExecutionResponse {
   event_id: string;
@@ -437,6 +438,22 @@ export class Executor {
   }
 
   /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
+  /**
+   * Waits, at most `timeoutMs`, for the devices being put back now (at start: those a
+   * crashed run left driven, released by the first plan), one attempt each; a failed one
+   * is retried later as always. The count of devices it waited for.
+   */
+  async putBack(timeoutMs: number): Promise<number> {
+    const n = this.releasing.size;
+    if (n === 0) return 0;
+    await testHook("ledger-put-back");
+    let timer: unknown = null;
+    const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, timeoutMs)));
+    await Promise.race([Promise.allSettled([...this.chains.values()]), bound]);
+    this.deps.clock.clearTimer(timer);
+    return n;
+  }
+
   async stop(timeoutMs: number): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
     const ids = this.ledger.all().map((r) => r.device_id);
