@@ -21,11 +21,22 @@ import { freePort } from "../support/net.js";
 
 const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 
-function startDaemon(configFile: string, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [CLI, "run", "--config", configFile], {
-    stdio: "ignore",
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
-  });
+type Daemon = ChildProcess & { log: string[] };
+
+/** The daemon, its last log lines kept for a failure's message. */
+function startDaemon(configFile: string, env: Record<string, string> = {}): Daemon {
+  const child = spawn(process.execPath, [CLI, "run", "--config", configFile], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LOG_LEVEL: "info", ...env },
+  }) as Daemon;
+  child.log = [];
+  const keep = (b: Buffer) => {
+    child.log.push(...b.toString().split("\n").filter(Boolean));
+    child.log.splice(0, Math.max(0, child.log.length - 40));
+  };
+  child.stdout!.on("data", keep);
+  child.stderr!.on("data", keep);
+  return child;
 }
 
 /** A /dr POST; status 0 when the API does not accept the connection. */
@@ -81,6 +92,7 @@ test("after kill -9 during a shed, the restarted daemon puts the relay back befo
         const empty = { mode: "live", event_slots: [] };
 
         let child = startDaemon(file);
+        const log = () => child.log.join("\n");
         try {
           await until(async () => (await post(port, empty)) === 400, "daemon up", 45_000);
           await until(async () => (await paired(port)) === 4, "devices paired", 45_000);
@@ -91,7 +103,7 @@ test("after kill -9 during a shed, the restarted daemon puts the relay back befo
           child.kill("SIGKILL");
           await exited(child);
           await until(() => Date.now() > Date.parse(shed.end_time) + 500, "past the shed's end_time", 20_000);
-          assert.deepEqual(coils(), [false, false, false, false], "left open by the crashed run");
+          assert.deepEqual(coils(), [false, false, false, false], `left open by the crashed run\n${log()}`);
 
           const fifo = join(dir, "resume");
           const hook = join(dir, "hook");
@@ -111,15 +123,15 @@ test("after kill -9 during a shed, the restarted daemon puts the relay back befo
           assert.equal(
             answered,
             false,
-            `the API answered before the put-back of the relay was done or reached (coils then: ${JSON.stringify(coils())})`,
+            `the API answered before the put-back of the relay was done or reached (coils then: ${JSON.stringify(coils())})\n${log()}`,
           );
           assert.equal(readFileSync(hook, "utf8").trim(), "ledger-put-back");
           // The daemon waits at the put-back: its API must not accept a connection.
-          assert.equal(await post(port, empty), 0, "the API accepts nothing before the put-back");
-          assert.deepEqual(coils(), [false, false, false, false]);
+          assert.equal(await post(port, empty), 0, `the API accepts nothing before the put-back\n${log()}`);
+          assert.deepEqual(coils(), [false, false, false, false], `the relay untouched before the put-back\n${log()}`);
           writeFileSync(fifo, "go\n");
           await until(async () => (await post(port, empty)) === 400, "the API up after the put-back", 45_000);
-          assert.deepEqual(coils(), PRE, "the first answer finds the coils put back");
+          assert.deepEqual(coils(), PRE, `the first answer finds the coils put back\n${log()}`);
         } finally {
           child.kill("SIGKILL");
           await exited(child);
