@@ -21,6 +21,7 @@ import type { Schedule } from "../config/schedule-schema.js";
 export const LOCAL_PRIORITY = 100;
 
 const MIN = 60_000;
+const HOUR = 3_600_000;
 /** Far enough back to find the offset before a DST transition from any instant inside its gap or repeat. */
 const BEFORE_TRANSITION_MS = 3 * 3_600_000;
 
@@ -51,6 +52,10 @@ export class ScheduleClock {
   private readonly fmt: Intl.DateTimeFormat;
   private readonly matcher: ScheduledTask;
   private readonly seconds: readonly number[];
+  private readonly minutes: ReadonlySet<number>;
+  private readonly hours: ReadonlySet<number>;
+  /** The zone's UTC offset at whole hours, so a minute away from a transition costs no Intl call. */
+  private readonly hourOffsets = new Map<number, number>();
 
   constructor(readonly schedule: Schedule) {
     this.fmt = new Intl.DateTimeFormat("en-US", {
@@ -64,7 +69,10 @@ export class ScheduleClock {
       second: "numeric",
     });
     this.matcher = nodeCron().createTask(schedule.cron, () => {}, { timezone: "UTC" });
-    this.seconds = nodeCron().parse(schedule.cron).second;
+    const fields = nodeCron().parse(schedule.cron);
+    this.seconds = fields.second;
+    this.minutes = new Set(fields.minute);
+    this.hours = new Set(fields.hour);
   }
 
   wall(t: number): number {
@@ -75,15 +83,40 @@ export class ScheduleClock {
 
   /** The instants in the minute starting at `t` (a whole minute) at which an occurrence is due. */
   dueIn(t: number): number[] {
+    const o = this.steadyOffset(t);
+    if (o !== undefined) return this.matchesAt(t + o, t);
     const w = this.wall(t);
-    const due: number[] = [];
     // A gap ends at t: every wall time it skipped runs now, at the first valid instant after it.
     const before = this.wall(t - MIN);
-    for (let g = before + MIN; g < w; g += MIN) if (this.seconds.some((s) => this.matcher.match(new Date(g + s * 1000)))) due.push(t);
-    if (due.length) return [t];
+    for (let g = before + MIN; g < w; g += MIN) if (this.matchesAt(g, t).length) return [t];
     if (this.repeated(t, w)) return [];
-    for (const s of this.seconds) if (this.matcher.match(new Date(w + s * 1000))) due.push(t + s * 1000);
-    return due;
+    return this.matchesAt(w, t);
+  }
+
+  /** The instants from `t` on at which the cron matches wall minute `w` (minute and hour first: no Intl call for most minutes). */
+  private matchesAt(w: number, t: number): number[] {
+    const d = new Date(w);
+    if (!this.minutes.has(d.getUTCMinutes()) || !this.hours.has(d.getUTCHours())) return [];
+    return this.seconds.filter((s) => this.matcher.match(new Date(w + s * 1000))).map((s) => t + s * 1000);
+  }
+
+  /** The UTC offset at `t` when it has not changed from BEFORE_TRANSITION_MS before it to the next whole hour. */
+  private steadyOffset(t: number): number | undefined {
+    const last = Math.floor(t / HOUR) * HOUR + HOUR;
+    const o = this.offsetAtHour(last);
+    for (let h = Math.floor((t - BEFORE_TRANSITION_MS) / HOUR) * HOUR; h < last; h += HOUR)
+      if (this.offsetAtHour(h) !== o) return undefined;
+    return o;
+  }
+
+  private offsetAtHour(h: number): number {
+    let o = this.hourOffsets.get(h);
+    if (o === undefined) {
+      if (this.hourOffsets.size >= 512) this.hourOffsets.clear();
+      o = this.wall(h) - h;
+      this.hourOffsets.set(h, o);
+    }
+    return o;
   }
 
   /** Whether the wall time `w` of instant `t` was already shown by an earlier instant (an autumn repeat). */
