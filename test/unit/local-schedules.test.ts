@@ -117,3 +117,11 @@ test("the wall clock stepping back an hour (NTP) adds no occurrence twice", () =
     ls.stop();
   }
 });
+
+test("a weekly Sunday 02:30 on the spring-forward Sunday runs at 03:00; a half-hour shift (Lord Howe) maps its 30-min gap to its end", () => {
+  const weekly = run(daily("30 2 * * 0"), "2026-03-21T00:00:00Z", "2026-04-06T00:00:00Z");
+  assert.deepEqual(weekly.store.starts(), ["2026-03-22T01:30:00.000Z", "2026-03-29T01:00:00.000Z", "2026-04-05T00:30:00.000Z"]);
+  // Lord Howe: +10:30, +11:00 from 02:00 on 4 October 2026 (02:00-02:30 skipped); 02:15 runs at 02:30 (15:30 UTC).
+  const lh = run({ ...daily("15 2 * * *"), timezone: "Australia/Lord_Howe" }, "2026-10-02T12:00:00Z", "2026-10-05T00:00:00Z");
+  assert.deepEqual(lh.store.starts(), ["2026-10-02T15:45:00.000Z", "2026-10-03T15:30:00.000Z", "2026-10-04T15:15:00.000Z"]);
+});
