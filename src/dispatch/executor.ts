@@ -440,7 +440,6 @@ export class Executor {
     return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
   }
 
-  /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
   /**
    * Waits, at most `timeoutMs`, until the devices being put back now (at start: those a
    * crashed run left driven, released by the first plan) are back. A failed put-back is
@@ -472,6 +471,7 @@ export class Executor {
     this.deps.clock.clearTimer(timer);
   }
 
+  /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
     await Promise.allSettled([...this.chains.values()]);
