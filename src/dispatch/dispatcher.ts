@@ -121,9 +121,14 @@ export class Dispatcher implements Part {
     if (this.open.size) this.deps.log.info({ open_events: this.open.size }, "dispatch timeline loaded");
     this.replan();
     const put = await this.exec.putBack(PUT_BACK_WAIT_MS);
-    const left = this.exec.ledger.all().filter((r) => !r.holders.some((h) => this.open.running.has(h)));
-    if (put)
-      this.deps.log.info({ devices: put, not_put_back: left.map((r) => r.device_id) }, "devices left driven by the previous run put back");
+    if (put === 0) return;
+    const left = this.exec.ledger
+      .all()
+      .filter((r) => !r.holders.some((h) => this.open.running.has(h)))
+      .map((r) => r.device_id);
+    if (left.length)
+      this.deps.log.warn({ devices: left }, "devices left driven by the previous run not put back yet; retried while the API starts");
+    else this.deps.log.info({ devices: put }, "devices left driven by the previous run put back");
   }
 
   async stop(): Promise<void> {
