@@ -1,10 +1,12 @@
 // Device sync against the simulator over real sockets: a relay with rated loads publishes
 // their sum as device_max_power, and a device that stops answering stays listed with
 // `telemetry` as its only capability (an inverter with device_op_mode 4), so a partner
-// does not plan on it; it is offered again once it answers.
+// does not plan on it; it is offered again once it answers. The same for a GPIO line that
+// cannot be read (the Zigbee cases are in zigbee-gateway.test.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withSiteGateway, type Gateway } from "../support/gateway.js";
+import { tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
+import type { ScenarioInput } from "../support/site.js";
 import { siteDevices, siteScenario } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
 import type { ConfigDevices } from "../../src/devices/config-devices.js";
@@ -63,6 +65,43 @@ test("device sync: a relay without rated_power_w publishes no device_max_power",
       await gw.daemon.part<ConfigDevices>("config-devices").settled;
       await until(async () => (await synced(gw)).relay !== undefined, "relay paired");
       assert.equal((await synced(gw)).relay.device_max_power, undefined);
+    },
+  );
+});
+
+test("device sync: a GPIO output whose line cannot be read stays listed for telemetry only; one that works is offered for shed", async () => {
+  const scenario = {
+    seed: 7,
+    control: { listen: "127.0.0.1:0" },
+    site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0 },
+    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 3, model: "sunspec-meter", name: "grid" }] }],
+    gpio: { lines: [{ line: 27, direction: "output", load_w: 3000, value: 1 }] },
+  } as ScenarioInput;
+  await withSiteGateway(
+    scenario,
+    (site) => ({
+      devices: [tcpDevice("grid", site.tcpPorts[0], 3, "sunspec", { mb_device_type: 1 })] as never,
+      gpio: {
+        backend: "sim" as const,
+        chip: site.controlUrl,
+        lines: [
+          { device_id: "boiler", line: 27, device_type: 41, rated_power_w: 3000 },
+          // The chip has no line 5: every read of it fails, as with a line another process holds.
+          { device_id: "heater", line: 5, device_type: 41, rated_power_w: 2000 },
+        ],
+      },
+    }),
+    async (_site, gw) => {
+      const poller = gw.daemon.part<Poller>("poller");
+      await until(() => poller.health("boiler")?.online === true, "the boiler's line read");
+      const tried = () => poller.health("heater")?.last_error ?? "not read yet";
+      await until(() => tried() !== "not read yet", "the heater's line tried");
+      assert.equal(poller.health("heater")?.online, false, tried());
+      assert.match(tried(), /line 5/);
+      const sync = await synced(gw);
+      assert.deepEqual(sync.boiler.capabilities, ["telemetry", "shed", "restore"]);
+      assert.deepEqual(sync.heater.capabilities, ["telemetry"], "unavailable: not offered for shed");
+      assert.equal(sync.heater.device_max_power, 2000, "still listed as configured");
     },
   );
 });
