@@ -107,7 +107,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
-  add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), now));
+  add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
   const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };

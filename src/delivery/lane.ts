@@ -56,7 +56,7 @@ export interface LaneStats {
 }
 
 export interface LaneOptions {
-  /** How long a message the receiver rejects is retried before it is dead-lettered. */
+  /** How long a message the receiver rejects is retried before it is dead-lettered: 0 dead-letters it at once. */
   rejectWindowMs: number;
   /** How often an idle lane re-checks its source for messages put there by another process. */
   idleRecheckMs: number;
@@ -215,7 +215,9 @@ export class Lane {
         this.stats.dead_lettered++;
         this.log.error(
           { lane: this.name, ...item.describe, error, attempts: attempt },
-          "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)",
+          this.opts.rejectWindowMs === 0
+            ? "the receiver refused a message for good: moved to the dead letters (sitegate outbox); the lane goes on"
+            : "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)",
         );
         return;
       }

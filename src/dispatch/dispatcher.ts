@@ -48,6 +48,8 @@ const MAX_TIMER_MS = 60_000;
 const HISTORY_DAYS = 30;
 /** How long a clean stop waits for the devices to be put back. */
 const STOP_RELEASE_MS = 10_000;
+/** How long start waits for the devices a crashed run left driven to be put back before the API starts anyway. */
+const PUT_BACK_WAIT_MS = 10_000;
 
 export class Dispatcher implements Part {
   readonly name = "dispatch";
@@ -90,7 +92,12 @@ export class Dispatcher implements Part {
     };
   }
 
-  start(): void {
+  /**
+   * Loads the timeline and plans it; devices a crashed run left driven are put back
+   * before this returns (the lifecycle starts the API after it), so no partner request
+   * is answered while a device is still shed or limited by an event that is over.
+   */
+  async start(): Promise<void> {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
     this.exec.start(this.store.db);
@@ -113,6 +120,15 @@ export class Dispatcher implements Part {
     this.watch = this.deps.clock.setTimer(watch, STEP_CHECK_MS);
     if (this.open.size) this.deps.log.info({ open_events: this.open.size }, "dispatch timeline loaded");
     this.replan();
+    const put = await this.exec.putBack(PUT_BACK_WAIT_MS);
+    if (put === 0) return;
+    const left = this.exec.ledger
+      .all()
+      .filter((r) => !r.holders.some((h) => this.open.running.has(h)))
+      .map((r) => r.device_id);
+    if (left.length)
+      this.deps.log.warn({ devices: left }, "devices left driven by the previous run not put back yet; retried while the API starts");
+    else this.deps.log.info({ devices: put }, "devices left driven by the previous run put back");
   }
 
   async stop(): Promise<void> {
