@@ -1,8 +1,8 @@
 // Callbacks never stall a lane: 2xx settles, a redirect is followed once and to the same
 // origin only, Retry-After is honoured, a message the partner refuses with a final 4xx
 // becomes a dead letter at once (listed and retried by `sitegate outbox`) while the lane
-// goes on, 401/403 hold the lane with a
-// health warning and lose nothing, execution responses have a lane of their own, and
+// goes on (401/403 too, with a health warning; `sitegate outbox retry` sends them again),
+// execution responses have a lane of their own, and
 // the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -244,34 +244,29 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
   });
 });
 
-test("401 holds every lane with a health warning and loses nothing; it drains once the partner accepts again", async () => {
+test("401 is final like any other 4xx: dead letters at once with a health warning, nothing held back; outbox retry sends them again", async () => {
   await withRig({}, async (sink, rig) => {
     sink.mode = { kind: "status", status: 401 };
-    for (let i = 0; i < 5; i++) rig.samples.append(snapshot(i));
     rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-4" });
-    await until(() => rig.uplink.health().warnings.length === 2, "warnings for both lanes");
-    const w = rig.uplink.health().warnings.find((x) => x.lane === "data_push")!;
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+    await until(() => rig.uplink.deadLetterCount() === 2, "both responses dead-lettered");
+    const w = rig.uplink.health().warnings.find((x) => x.lane === "execution")!;
     assert.equal(w.status, 401);
     assert.match(w.message, /partner.headers/);
-    // Unlike any other 4xx, not final: nothing dropped, nothing dead-lettered.
-    await until(() => sink.requests.filter((r) => r.path === "/exec").length >= 4, "the held lane keeps probing");
-    assert.equal(rig.uplink.deadLetterCount(), 0);
-    assert.equal(rig.uplink.outbox.size(), 1);
-    assert.equal(rig.samples.stats().pending_snapshots, 5);
-    const tried = sink.requests.filter((r) => r.path === "/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w as number);
-    assert.ok(
-      tried.every((p) => p < 40),
-      "nothing new is sent while the lane is held (the first window only)",
+    // Each was tried once: a final answer is never retried, and the second did not wait behind the first.
+    assert.deepEqual(
+      sink.requests.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
+      ["e-4", "e-5"],
     );
-    assert.ok(tried.filter((p) => p === 0).length >= 2, "the held lane probes with its oldest message");
+    assert.equal(rig.uplink.outbox.size(), 0);
     sink.mode = { kind: "ok" };
-    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "the backlog drained");
-    assert.equal(new Set(sink.accepted("/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w)).size, 5);
+    assert.equal(rig.uplink.outbox.retry("all"), 2);
+    await until(() => sink.accepted("/exec").length === 2 && rig.uplink.outbox.size() === 0, "the dead letters sent again");
     assert.deepEqual(rig.uplink.health().warnings, []);
   });
 });
 
-test("/healthz shows a held lane and /metrics counts dead letters", async () => {
+test("/healthz shows refused credentials and /metrics counts dead letters", async () => {
   const sink = await startSink();
   try {
     await withTmpDir(async (dir) => {
@@ -297,8 +292,9 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
           error: "HTTP 400",
         });
         const m = (await gw.call("GET", "/metrics")).text;
-        assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
-        assert.match(m, /^sitegate_uplink_lane_held\{lane="execution"\} 1$/m);
+        // the refused response and the one added by hand
+        assert.match(m, /^sitegate_uplink_dead_letters 2$/m);
+        assert.match(m, /^sitegate_uplink_credentials_rejected\{lane="execution"\} 1$/m);
       } finally {
         await gw.stop();
       }
