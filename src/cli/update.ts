@@ -19,9 +19,10 @@ import {
 } from "../update/install.js";
 import { takeUpdateRequest } from "../update/request.js";
 import { errorMessage } from "../errors.js";
+import { DEVELOPMENT_KEY_MARK } from "../version.js";
 
 const USAGE = [
-  "sitegate update keygen --out DIR [--name NAME]",
+  "sitegate update keygen --out DIR [--name NAME] [--development]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
   "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
   "       sitegate update apply-request [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root)",
@@ -90,6 +91,7 @@ const command: Command = {
     "max-starts": { type: "string" },
     "restart-cmd": { type: "string" },
     timer: { type: "boolean" },
+    development: { type: "boolean" },
     json: { type: "boolean" },
   },
   async run(values, positionals) {
@@ -174,7 +176,10 @@ function keygen(values: Record<string, unknown>): number {
   const pub = join(out, `${name}.pub`);
   mkdirSync(out, { recursive: true, mode: 0o700 });
   if (!lstatSync(out).isDirectory()) throw new UsageError(`--out ${out} is not a folder`);
-  const { publicPem, privatePem } = generateKeyPair();
+  const pair = generateKeyPair();
+  const privatePem = pair.privatePem;
+  // marked, so that a package or a controller that trusts it says so (sitegate --version)
+  const publicPem = values.development === true ? `${DEVELOPMENT_KEY_MARK}\n${pair.publicPem}` : pair.publicPem;
   // O_EXCL|O_NOFOLLOW: never overwrite a key, never write through a symlink, dangling or not
   const created: string[] = [];
   try {

@@ -29,7 +29,7 @@ const units = readdirSync(dir).filter((f) => f.endsWith(".service"));
 const MAX_EXPOSURE: Record<string, number> = {
   "sitegate.service": 1.7,
   "sitegate-update-check.service": 0.9,
-  "sitegate-update-request.service": 4.0,
+  "sitegate-update-request.service": 2.0,
 };
 
 const lines = (unit: string) => readFileSync(join(dir, unit), "utf8").split("\n");
@@ -72,7 +72,7 @@ test("the gateway unit is hardened: own user, dialout, strict filesystem, syscal
   const text = lines("sitegate.service");
   for (const line of [
     "User=sitegate",
-    "SupplementaryGroups=dialout",
+    "SupplementaryGroups=dialout gpio",
     "ProtectSystem=strict",
     "StateDirectory=sitegate",
     "Restart=always",
@@ -105,6 +105,38 @@ test("the gateway unit is hardened: own user, dialout, strict filesystem, syscal
     check.find((l) => l.startsWith("ExecStart="))!,
     / --jitless /,
   );
+});
+
+test("the fleet's update request unit: few capabilities, private /proc, private files, no @resources", () => {
+  const text = lines("sitegate-update-request.service");
+  for (const line of [
+    "CapabilityBoundingSet=CAP_DAC_READ_SEARCH CAP_DAC_OVERRIDE",
+    "ProtectProc=invisible",
+    "UMask=0077",
+    "PrivateMounts=yes",
+    "SystemCallFilter=~@privileged @resources",
+    "StateDirectory=sitegate-update",
+    "StateDirectoryMode=0700",
+    "MemoryDenyWriteExecute=yes",
+  ]) {
+    assert.ok(text.includes(line), `update request unit: missing ${line}`);
+  }
+});
+
+test("GPIO works under the shipped unit: the chips' device class, the gpio group from sysusers.d, a udev rule that gives it the chips", () => {
+  const text = lines("sitegate.service");
+  assert.ok(text.includes("DevicePolicy=closed"));
+  assert.ok(text.includes("DeviceAllow=char-gpiochip rw"), "DevicePolicy=closed shuts /dev/gpiochip* without char-gpiochip");
+  assert.ok(text.includes("SupplementaryGroups=dialout gpio"));
+  const sysusers = readFileSync(join(ROOT, "packaging/sysusers.conf"), "utf8").split("\n");
+  assert.ok(
+    sysusers.some((l) => /^g gpio\b/.test(l)),
+    "sysusers.d makes the gpio group (Debian has none)",
+  );
+  assert.ok(sysusers.includes("m sitegate gpio"));
+  const rule = readFileSync(join(ROOT, "packaging/60-sitegate-gpio.rules"), "utf8");
+  assert.match(rule, /^SUBSYSTEM=="gpio", KERNEL=="gpiochip\[0-9\]\*", GROUP="gpio", MODE="0660"$/m);
+  assert.match(readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8"), /60-sitegate-gpio\.rules" "\$root\/usr\/lib\/udev\/rules\.d\//);
 });
 
 /** Runs a command under a unit's sandbox in a private mount namespace (for its /proc). */
