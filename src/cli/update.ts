@@ -17,7 +17,7 @@ import {
   updateStatus,
   type ApplyOptions,
 } from "../update/install.js";
-import { takeUpdateRequest } from "../update/request.js";
+import { requestPolicyRefusal, takeUpdateRequest } from "../update/request.js";
 import { errorMessage } from "../errors.js";
 import { DEVELOPMENT_KEY_MARK } from "../version.js";
 
@@ -70,6 +70,42 @@ async function applyOptions(values: Record<string, unknown>): Promise<ApplyOptio
   };
 }
 
+/**
+ * Run as root by sitegate-update-request.service when the fleet left a request: the config
+ * decides what a request may ask for (update.allowed_urls, signed commands), whatever the
+ * daemon that wrote the request checked.
+ */
+async function applyRequest(values: Record<string, unknown>): Promise<number> {
+  const file = configFile(values);
+  if (!existsSync(file)) throw new UsageError(`apply-request needs the config (update.allowed_urls): no config at ${file} (--config FILE)`);
+  const { loadConfig } = await import("../config/load.js");
+  const cfg = loadConfig(file);
+  const o = await applyOptions({ ...values, "data-dir": str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR ?? cfg.data_dir });
+  const req = await takeUpdateRequest(o.dataDir);
+  if (!req) {
+    say("no update request");
+    return EXIT_OK;
+  }
+  say(`fleet request: ${req.version} from ${req.url}`);
+  try {
+    const policy = requestPolicyRefusal(cfg, req.url);
+    if (policy) throw new BundleRefused(`refused: ${policy}`);
+    const r = await applyBundle(req.url, {
+      ...o,
+      allowDowngrade: false,
+      maxBytes: Math.min(o.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES, cfg.update.max_bundle_mb * 1024 * 1024),
+      expect: { sha256: req.sha256, version: req.version, size: req.size },
+      allowedUrls: cfg.update.allowed_urls,
+      downloadDir: cfg.update.download_dir,
+    });
+    say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
+  } catch (e) {
+    recordRefused(o.root, req.version, errorMessage(e), o.dataDir);
+    throw e instanceof BundleRefused ? e : new BundleRefused(`refused: ${errorMessage(e)}`);
+  }
+  return EXIT_OK;
+}
+
 const command: Command = {
   summary: "Over-the-air update: make keys and signed bundles, apply a bundle, gate it on health, roll back.",
   usage: USAGE,
@@ -108,25 +144,9 @@ const command: Command = {
           say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
           return EXIT_OK;
         }
-        case "apply-request": {
-          // Run as root by sitegate-update-request.service when the fleet left a request.
+        case "apply-request":
           if (args.length !== 0) throw new UsageError("apply-request takes no arguments");
-          const o = await applyOptions(values);
-          const req = takeUpdateRequest(o.dataDir);
-          if (!req) {
-            say("no update request");
-            return EXIT_OK;
-          }
-          say(`fleet request: ${req.version} from ${req.url}`);
-          try {
-            const r = await applyBundle(req.url, { ...o, allowDowngrade: false, expect: { sha256: req.sha256, version: req.version } });
-            say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
-          } catch (e) {
-            recordRefused(o.root, req.version, errorMessage(e), o.dataDir);
-            throw e instanceof BundleRefused ? e : new BundleRefused(`refused: ${errorMessage(e)}`);
-          }
-          return EXIT_OK;
-        }
+          return await applyRequest(values);
         case "check": {
           const r = await checkUpdate({ root: root(values), timer: values.timer === true, restartCmd: restartCmd(values), say });
           if (r === "idle" && values.json) say(JSON.stringify({ result: r }));

@@ -68,6 +68,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   const cross = crossChecks(cfg);
   if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
   cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);
+  cfg.update = { ...cfg.update, download_dir: resolveFrom(baseDir, cfg.update.download_dir) };
   cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
   cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
