@@ -449,12 +449,7 @@ export async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise
  * for): the test gateway's, with the env's data dir, a download folder in `dir`, and the given
  * update block and fleet. Returns the file's path.
  */
-export function requestConfig(
-  env: UpdateEnv,
-  dir: string,
-  update: Partial<UpdateConfig>,
-  fleet?: ConfigInput["fleet"],
-): string {
+export function requestConfig(env: UpdateEnv, dir: string, update: Partial<UpdateConfig>, fleet?: ConfigInput["fleet"]): string {
   const file = join(dir, "config.yaml");
   const input = testConfigInput(env.dataDir, { update: { download_dir: join(dir, "downloads"), ...update }, ...(fleet ? { fleet } : {}) });
   writeFileSync(file, stringify(input));
