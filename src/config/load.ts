@@ -8,6 +8,7 @@ import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
+import { exampleSecretIssues } from "./example-secrets.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -116,5 +117,8 @@ export function loadConfig(file: string): Config {
       details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] })),
     });
   }
-  return parseConfig(doc.toJS(), dirname(resolve(file)));
+  const cfg = parseConfig(doc.toJS(), dirname(resolve(file)));
+  const examples = exampleSecretIssues(cfg);
+  if (examples.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: examples });
+  return cfg;
 }

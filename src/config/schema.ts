@@ -10,7 +10,12 @@ const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("h
   error: "must be an https:// URL (callbacks are HTTPS only)",
 });
 
-const secretHash = z.string({ error: "required" }).regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
+const secretHash = z
+  .string({ error: "required" })
+  .regex(
+    SECRET_HASH_PATTERN,
+    "must be an scrypt hash: the last line `sitegate hash-secret` prints (or let `sitegate init` write the config)",
+  );
 
 const listenAddr = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 
