@@ -18,6 +18,8 @@ import {
   statfsSync,
   writeSync,
 } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { BundleRefused, MAX_HEADER, parseHeader, type BundleHeader } from "./bundle-format.js";
 import { updateUrlRefusal } from "./request.js";
@@ -155,52 +157,49 @@ export async function receiveUrl(url: string, into: Incoming, limits: DownloadLi
   const signal = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
   for (let hop = 0; ; hop++) {
     checkFetchable(at, limits.allowed);
-    const res = await fetch(at, { redirect: "manual", signal });
-    if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
-      await res.body?.cancel();
+    const res = await httpsGet(at, signal);
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.destroy();
       if (hop >= MAX_REDIRECTS) throw new BundleRefused(`refused: more than ${MAX_REDIRECTS} redirects from ${url}`);
-      const next = new URL(res.headers.get("location")!, at).href;
+      const next = new URL(res.headers.location, at).href;
       if (new URL(next).protocol !== "https:") throw new BundleRefused(`refused: ${at} redirects to ${next}; only https:// is followed`);
       at = next;
       continue;
     }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      throw new Error(`download ${at}: HTTP ${res.status}`);
-    }
-    const length = Number(res.headers.get("content-length") ?? NaN);
     try {
+      if (status < 200 || status > 299) throw new Error(`download ${at}: HTTP ${status}`);
+      const length = Number(res.headers["content-length"] ?? NaN);
       if (limits.size !== undefined && !Number.isNaN(length) && length !== limits.size)
         throw new BundleRefused(`refused: ${at} is ${length} bytes, the request announced ${limits.size}`);
-      if (length > max) throw new BundleRefused(`refused: ${at} is ${length} bytes, more than ${max} (the size cap)`);
+      if (length > max) throw new BundleRefused(`refused: ${at} is ${length} bytes, more than ${max} (--max-size)`);
       into.checkSpace(Number.isNaN(length) ? max : length);
-    } catch (e) {
-      await res.body.cancel();
-      throw e;
+      for await (const chunk of res) into.write(chunk as Buffer);
+    } finally {
+      res.destroy();
     }
-    await copyBody(res.body, into);
+    if (!res.complete) throw new Error(`download ${at}: the connection closed before the whole body`);
     return;
   }
+}
+
+/**
+ * One GET, answered once the headers are in. node:https and not fetch(): fetch parses HTTP
+ * with WebAssembly, which the request unit's node does not have (--jitless, for
+ * MemoryDenyWriteExecute); node:https parses it in native code.
+ */
+function httpsGet(url: string, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method: "GET", signal }, resolve);
+    req.once("error", (e) => reject(new Error(`download ${url}: ${e.message}`)));
+    req.end();
+  });
 }
 
 function checkFetchable(at: string, allowed: readonly string[] | undefined): void {
   if (new URL(at).protocol !== "https:") throw new BundleRefused(`refused: only https:// URLs are fetched (${at})`);
   const why = allowed ? updateUrlRefusal(at, allowed) : null;
   if (why) throw new BundleRefused(`refused: ${at} ${why}`);
-}
-
-async function copyBody(body: ReadableStream<Uint8Array>, into: Incoming): Promise<void> {
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      into.write(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
-    }
-  } catch (e) {
-    await reader.cancel().catch(() => {});
-    throw e;
-  }
 }
 
 /** Removes copies left by applies that died (their pid is gone); a live apply's copy stays. */

@@ -7,7 +7,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
@@ -20,6 +23,7 @@ import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
 import { CLI, unitCommand } from "../support/site50.js";
+import { fakeBundle, requestConfig, updateCliEnv, withInstalled } from "../support/ota.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const dir = join(ROOT, "systemd");
@@ -259,5 +263,70 @@ test("the update gate runs under its unit's sandbox (no network, no devices, W^X
       ]),
     );
     assert.equal(r.code, 0, r.out);
+  });
+});
+
+test("the fleet's update request is carried out under its unit's sandbox: no SETUID/SETGID (the data dir child through systemd-run), umask 0077 yet a readable release", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (the unit's user; a data dir of another owner)");
+  await withInstalled(async (env, dir) => {
+    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v020.bundle") });
+    const cert = testCert();
+    const server = createServer({ cert: cert.cert, key: cert.key }, (_req, res) => res.end(readFileSync(good)));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const base = `https://127.0.0.1:${(server.address() as AddressInfo).port}/u/`;
+    try {
+      // The service manager would start the child as the data dir's owner, outside this
+      // sandbox; the stand-in records how it was asked and runs it here (hence --jitless).
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      const calls = join(dir, "systemd-run.calls");
+      writeFileSync(
+        join(bin, "systemd-run"),
+        `#!/bin/sh\necho "$@" >> '${calls}'\nwhile [ "$1" != "--" ]; do shift; done\nshift\nnode="$1"; shift\nexec "$node" --jitless "$@"\n`,
+        { mode: 0o755 },
+      );
+      const config = requestConfig(env, dir, { allowed_urls: [base], allow_unsigned_requests: true });
+      mkdirSync(join(env.dataDir, "update"), { recursive: true });
+      writeFileSync(
+        join(env.dataDir, "update", "request.json"),
+        JSON.stringify({
+          url: `${base}0.2.0.bundle`,
+          sha256: createHash("sha256").update(readFileSync(good)).digest("hex"),
+          version: "0.2.0",
+        }),
+      );
+      assert.equal(spawnSync("chown", ["-R", "65534:65534", env.dataDir]).status, 0);
+      spawnSync("chmod", ["0750", env.dataDir]);
+
+      const exec = lines("sitegate-update-request.service").find((l) => l.startsWith("ExecStart="))!;
+      const words = exec.slice("ExecStart=".length).trim().split(/\s+/);
+      const script = words.findIndex((w) => w.endsWith("/cli.js"));
+      assert.deepEqual(words.slice(script + 1, script + 3), ["update", "apply-request"]);
+      const child = spawn(
+        "unshare",
+        [
+          ...["--mount", "--propagation", "private", "python3", SANDBOX, join(ROOT, "systemd", "sitegate-update-request.service"), "--"],
+          ...[process.execPath, ...words.slice(1, script), CLI, "update", "apply-request", "--config", config],
+        ],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: {
+            ...updateCliEnv(env, ""),
+            PATH: `${bin}:${process.env.PATH}`,
+            NODE_EXTRA_CA_CERTS: cert.certFile,
+          },
+        },
+      );
+      const r = await finished(child);
+      assert.equal(r.code, 0, r.out);
+      assert.match(readFileSync(calls, "utf8"), /--uid=65534 --gid=65534 --property=NoNewPrivileges=yes -- /);
+      assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0");
+      for (const p of ["releases/0.2.0", "releases/0.2.0/dist", "releases/0.2.0/dist/src"])
+        assert.equal(statSync(join(env.root, p)).mode & 0o777, 0o755, `${p}: the daemon's user reads the release`);
+      assert.equal(statSync(join(env.root, "releases/0.2.0/manifest.json")).mode & 0o777, 0o644);
+      assert.equal(existsSync(join(env.dataDir, "update", "request.json")), false);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -47,7 +47,10 @@ test("an update command's URL must be under update.allowed_urls; none configured
     assert.match(String(a.body.message), /update\.allowed_urls is empty/);
     a = run(dir, { fleet: fleet(true), update: { allowed_urls: ["https://updates.example/other/"] } });
     assert.equal(a.status, 403);
-    assert.deepEqual((a.body.details as Array<{ path: string }>).map((d) => d.path), ["url"]);
+    assert.deepEqual(
+      (a.body.details as Array<{ path: string }>).map((d) => d.path),
+      ["url"],
+    );
     assert.equal(existsSync(join(dir, "update", "request.json")), false);
   });
 });
@@ -73,7 +76,12 @@ test("updateUrlRefusal compares origins and normalized paths, not strings", () =
 test("update.allowed_urls entries: https folders without user, query or fragment", () => {
   const problems = (update: unknown) => configProblems(() => parseConfig({ ...testConfigInput("/tmp/x"), update }, "/"));
   const ok = parseConfig({ ...testConfigInput("/tmp/x"), update: { allowed_urls: ["https://u.example/a/"] } }, "/");
-  assert.deepEqual(ok.update, { allowed_urls: ["https://u.example/a/"], allow_unsigned_requests: false, max_bundle_mb: 256, download_dir: "/var/lib/sitegate-update" });
+  assert.deepEqual(ok.update, {
+    allowed_urls: ["https://u.example/a/"],
+    allow_unsigned_requests: false,
+    max_bundle_mb: 256,
+    download_dir: "/var/lib/sitegate-update",
+  });
   for (const [bad, msg] of [
     ["http://u.example/a/", /https/],
     ["https://u.example/a", /must end with "\/"/],
