@@ -101,19 +101,25 @@ export async function takeUpdateRequest(dataDir: string): Promise<UpdateRequest 
   const file = requestFile(dataDir);
   const dirFd = openUpdateDir(dataDir);
   if (dirFd === null) return null;
+  let text: string | null;
   try {
     const inDir = `/proc/self/fd/${dirFd}/request.json`;
-    const text = readRequest(inDir, file);
+    text = readRequest(inDir, file);
     if (text === null) return null;
     await testHook("request-read");
     unlinkSync(inDir);
-    return parseRequest(text, file);
   } catch (e) {
-    if (e instanceof BundleRefused) unlinkIfThere(`/proc/self/fd/${dirFd}/request.json`);
+    // removed whatever went wrong: the path unit would start us again and again for it
+    try {
+      unlinkIfThere(`/proc/self/fd/${dirFd}/request.json`);
+    } catch {
+      /* the first error is the one to report */
+    }
     throw e;
   } finally {
     closeSync(dirFd);
   }
+  return parseRequest(text, file);
 }
 
 /** The data dir's `update/` folder, opened without following a link; null when there is none. */
