@@ -89,7 +89,7 @@ async function applyRequest(values: Record<string, unknown>): Promise<number> {
   say(`fleet request: ${req.version} from ${req.url}`);
   try {
     const policy = requestPolicyRefusal(cfg, req.url);
-    if (policy) throw new BundleRefused(`refused: ${policy}`);
+    if (policy) throw new BundleRefused(`refused: ${policy.message}`);
     const r = await applyBundle(req.url, {
       ...o,
       allowDowngrade: false,

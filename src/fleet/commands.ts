@@ -78,7 +78,7 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
         }
         // Refused here already (root checks again): who may ask, and from where it may download.
         const policy = requestPolicyRefusal(deps.config, r.data.url);
-        if (policy) return errorAnswer(403, "forbidden", policy, [{ path: policy.startsWith("url") ? "url" : "body", message: policy }]);
+        if (policy) return errorAnswer(403, "forbidden", policy.message, [policy]);
         writeUpdateRequest(deps.config.data_dir, r.data);
         deps.log.info({ version: r.data.version, url: r.data.url }, "update requested by the fleet");
         return { status: 202, body: { status: 202, data: { status: "requested", version: r.data.version } } };

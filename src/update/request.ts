@@ -81,11 +81,14 @@ export function updateUrlRefusal(url: string, allowed: readonly string[]): strin
  * update.allow_unsigned_requests, and the URL must be under update.allowed_urls. The daemon
  * answers with it, and root checks it again (the daemon's data dir is no proof of anything).
  */
-export function requestPolicyRefusal(cfg: Pick<Config, "fleet" | "update">, url: string): string | null {
+export function requestPolicyRefusal(cfg: Pick<Config, "fleet" | "update">, url: string): { path: "body" | "url"; message: string } | null {
   if (!cfg.fleet?.command_keys && !cfg.update.allow_unsigned_requests)
-    return "unsigned update requests are refused: set fleet.command_keys (or update.allow_unsigned_requests: true on a bench)";
+    return {
+      path: "body",
+      message: "unsigned update requests are refused: set fleet.command_keys (or update.allow_unsigned_requests: true on a bench)",
+    };
   const why = updateUrlRefusal(url, cfg.update.allowed_urls);
-  return why ? `url ${url} ${why}` : null;
+  return why ? { path: "url", message: `url ${url} ${why}` } : null;
 }
 
 /**
