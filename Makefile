@@ -150,7 +150,8 @@ var/release/%/node_modules/.built: package.json package-lock.json $(call runtime
 
 # A signed over-the-air release bundle: dist/src, the production node_modules and the pinned
 # Node runtime for one arch (BUNDLE_ARCH=arm64 cross-builds on x86).
-# Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
+# Without BUNDLE_KEY a development key pair is made in var/update-keys/ (its .pub is marked as
+# a development key: trust it only on bench boxes).
 BUNDLE_KEY ?= var/update-keys/sitegate-update.key
 BUNDLE_ARCH ?= $(HOST_ARCH)
 BUNDLE_VERSION ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
@@ -159,14 +160,21 @@ BUNDLE_NODE_MODULES ?= var/release/$(BUNDLE_ARCH)/node_modules
 
 # NO_BUILD=1: package the dist/ already built (the install tests, which run beside other tests)
 bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODULES)),$(BUNDLE_NODE_MODULES)/.built)
-	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
+	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys --development
 	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
 # Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
 # from the signed bundle of that arch (its payload is the release) plus units, sysusers.d,
 # tmpfiles.d, the bench scenario and drop-in, and the update public key as a conffile.
+# The release key is BUNDLE_KEY (its .pub beside it). Without one, or with a key keygen marked
+# as a development key, make deb refuses unless DEV_UPDATE_KEY=1: such a package trusts a key
+# from a build machine and says so in `sitegate --version` (docs/packaging.md).
 DEB_ARCHS ?= x64 arm64
+DEV_UPDATE_KEY ?= 0
+export DEV_UPDATE_KEY
 deb:
+	@if [ "$(DEV_UPDATE_KEY)" != 1 ] && { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] || grep -qs '^# sitegate development update key' $(BUNDLE_KEY:.key=.pub); }; then \
+	  echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it); DEV_UPDATE_KEY=1 builds a bench package with a development key" >&2; exit 2; fi
 	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
 	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; done
 

@@ -2,10 +2,11 @@
 // `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
 import "./node-guard.js";
 import { realpathSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
-import { VERSION } from "./version.js";
+import { developmentKeys, VERSION } from "./version.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
@@ -46,6 +47,10 @@ export async function main(argv: string[]): Promise<number> {
   if (name === "--version") {
     // the release, the Node.js running it (the release's own runtime under the unit) and the CPU
     process.stdout.write(`sitegate ${VERSION} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}\n`);
+    // A package built with `make deb DEV_UPDATE_KEY=1` trusts a key anyone with the source can have.
+    const keysDir = process.env.SITEGATE_UPDATE_KEYS ?? "/etc/sitegate/update-keys";
+    const dev = developmentKeys(keysDir);
+    if (dev.length) process.stdout.write(`update key: development (${dev.map((n) => join(keysDir, n)).join(", ")}); not for a site\n`);
     return EXIT_OK;
   }
   const load = COMMANDS[name];

@@ -8,6 +8,7 @@ import { builtinProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
+import { exampleSecretIssues } from "./example-secrets.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -68,6 +69,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   const cross = crossChecks(cfg);
   if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
   cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);
+  cfg.update = { ...cfg.update, download_dir: resolveFrom(baseDir, cfg.update.download_dir) };
   cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
   cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
@@ -115,5 +117,8 @@ export function loadConfig(file: string): Config {
       details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] })),
     });
   }
-  return parseConfig(doc.toJS(), dirname(resolve(file)));
+  const cfg = parseConfig(doc.toJS(), dirname(resolve(file)));
+  const examples = exampleSecretIssues(cfg);
+  if (examples.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: examples });
+  return cfg;
 }

@@ -10,7 +10,12 @@ const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("h
   error: "must be an https:// URL (callbacks are HTTPS only)",
 });
 
-const secretHash = z.string({ error: "required" }).regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
+const secretHash = z
+  .string({ error: "required" })
+  .regex(
+    SECRET_HASH_PATTERN,
+    "must be an scrypt hash: the last line `sitegate hash-secret` prints (or let `sitegate init` write the config)",
+  );
 
 const listenAddr = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 
@@ -89,6 +94,41 @@ export const fleetSchema = z
   });
 
 export type FleetConfig = z.infer<typeof fleetSchema>;
+
+/** A folder of update bundles the fleet may name: an https:// URL ending in "/", no user, query or fragment. */
+const updateUrlPrefix = z.url({ error: "must be a URL" }).superRefine((s, ctx) => {
+  const u = new URL(s);
+  const bad =
+    u.protocol !== "https:"
+      ? "must be an https:// URL"
+      : u.username || u.password
+        ? "must not carry a user name or password"
+        : u.search || u.hash || s.includes("?") || s.includes("#")
+          ? "must have no query or fragment"
+          : !u.pathname.endsWith("/")
+            ? 'must end with "/" (a folder of bundles; a request URL must start with it)'
+            : null;
+  if (bad) ctx.addIssue({ code: "custom", message: bad });
+});
+
+/** Updates the fleet may request with the `update` command (docs/updates.md). */
+export const updateSchema = z.strictObject({
+  /** A requested bundle URL, and every redirect it takes, must start with one of these; empty: no fleet updates. */
+  allowed_urls: z.array(updateUrlPrefix).max(16).default([]),
+  /** Take `update` commands without fleet.command_keys (a bench); otherwise they are refused. */
+  allow_unsigned_requests: z.boolean().default(false),
+  /** The largest bundle a fleet request downloads. */
+  max_bundle_mb: z.number().int().min(1).max(4096).default(256),
+  /** Where root downloads a requested bundle: a folder only root can write, on the data partition. */
+  download_dir: z.string().min(1).default("/var/lib/sitegate-update"),
+});
+export type UpdateConfig = z.infer<typeof updateSchema>;
+export const UPDATE_DEFAULTS: UpdateConfig = {
+  allowed_urls: [],
+  allow_unsigned_requests: false,
+  max_bundle_mb: 256,
+  download_dir: "/var/lib/sitegate-update",
+};
 /**
  * An RTU port: its device path, or the path with its line settings. The plain string
  * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
@@ -202,6 +242,7 @@ export const configSchema = z.strictObject({
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
   fleet: fleetSchema.optional(),
+  update: updateSchema.default(UPDATE_DEFAULTS),
   /** Zigbee devices through a zigbee2mqtt bridge (its documented MQTT API). */
   zigbee: zigbeeSchema.optional(),
   /** GPIO lines: outputs as switched loads, inputs (with an optional local event while active). */
