@@ -10,7 +10,7 @@ import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceControl } from "./control.js";
-import { withFullSync } from "./durable.js";
+import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
 import { contentHash, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, emptyProgress, type EventRow } from "./store.js";
