@@ -209,3 +209,29 @@ test("two parts with one name are refused", () => {
   life.add(recorder([], "db"));
   assert.throws(() => life.add(recorder([], "db")), /two parts named db/);
 });
+
+test("the parts share one stop budget: each is told what is left, and a hung part leaves the later ones nothing to wait for", async () => {
+  const told: Array<[string, number | undefined]> = [];
+  const part = (name: string, hang: boolean): Part => ({
+    name,
+    start() {},
+    stop(budgetMs?: number) {
+      told.push([name, budgetMs]);
+      return hang ? new Promise<void>(() => {}) : undefined;
+    },
+  });
+  const life = new Lifecycle(silentLogger());
+  life.add(part("storage", false));
+  life.add(part("dispatch", true));
+  life.add(part("api", false));
+  await life.start();
+  await life.stop(200);
+  // Reverse order; api stops at once (about the whole budget left), dispatch hangs through the rest of it.
+  assert.deepEqual(
+    told.map(([n]) => n),
+    ["api", "dispatch", "storage"],
+  );
+  assert.ok(told[0][1]! > 0 && told[0][1]! <= 200, `api told ${told[0][1]} ms`);
+  assert.ok(told[1][1]! > 0 && told[1][1]! <= told[0][1]!, `dispatch gets what api left: ${told[1][1]} ms`);
+  assert.equal(told[2][1], 0, "storage: nothing left after the hung part (its synchronous stop still runs)");
+});
