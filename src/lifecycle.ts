@@ -51,6 +51,9 @@ export const START_RETRY: RetryPolicy = { firstMs: 1000, maxMs: 5 * 60_000 };
  */
 export const STOP_BUDGET_MS = 30_000;
 
+/** Of the stop budget, what a stop waits at most for starts still in flight (5 s of 30). */
+const START_WAIT_SHARE = 1 / 6;
+
 /** When `run` exits even if a stop hangs outside any part's bound: the budget and time to close the files and log. */
 export const STOP_EXIT_MS = STOP_BUDGET_MS + 2_000;
 
@@ -154,7 +157,9 @@ export class Lifecycle {
         if (e.timer) clearTimeout(e.timer);
         e.timer = null;
       }
-      await this.settled(left());
+      // A start in flight (a listener binding, a first connect) gets a share of the budget
+      // only: the rest is for the parts that run, dispatch putting the devices back first.
+      await this.settled(Math.min(left(), Math.round(budgetMs * START_WAIT_SHARE)));
       for (const e of [...this.entries].reverse()) {
         if (!e.running) continue;
         e.running = false;
