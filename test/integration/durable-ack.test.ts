@@ -18,7 +18,7 @@ import { configurePath, tcpDevice } from "../support/gateway.js";
 import { event } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";
 import { CLI } from "../support/cli.js";
-import { STRACE_FLAGS, acceptCall, answerWrite, mainThreadCalls, syncedBefore } from "../support/strace.js";
+import { STRACE_FLAGS, acceptCall, answerWrite, mainThreadCalls, syncedBefore, wroteToFd } from "../support/strace.js";
 
 const WAL = "/sitegate.db-wal";
 
@@ -124,7 +124,7 @@ test("configure, token, /dr receipts and token revoke are fsynced before they ar
           assert.ok(synced, `${a.what}: sitegate.db-wal fsynced between the commit and the answer`);
         }
         const cli = mainThreadCalls(revokeTrace);
-        const printed = cli.findIndex((c) => /^\d+ [\d:.]+ writev?\(1</.test(c.line));
+        const printed = cli.findIndex((c) => wroteToFd(c, 1));
         assert.ok(printed >= 0, "token revoke printed its answer");
         const revoked = syncedBefore(cli, printed, WAL);
         assert.ok(revoked.lastWalWrite >= 0, "token revoke: committed to sitegate.db-wal before it printed");

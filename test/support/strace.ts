@@ -82,3 +82,8 @@ export function answerWrite(calls: Call[], port: number): number {
 export function acceptCall(calls: Call[], port: number): number {
   return calls.findIndex((c) => c.name === "accept4" && c.ret >= 0 && c.line.includes(`->127.0.0.1:${port}]`));
 }
+
+/** Whether a call wrote to file descriptor `fd` (1: stdout, where a CLI prints its answer). */
+export function wroteToFd(c: Call, fd: number): boolean {
+  return WRITES.has(c.name) && c.line.includes(` ${c.name}(${fd}<`);
+}
