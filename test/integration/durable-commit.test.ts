@@ -33,6 +33,10 @@ storage.start();
 const registry = new DeviceRegistry(storage);
 registry.start();
 const mark = (s) => writeSync(1, "step " + s + "\\n");
+// Steady state first: a fresh database's first commits after the migrations checkpoint
+// (and so fsync) on their own; a running gateway's commits do not.
+storage.db.pragma("wal_checkpoint(TRUNCATE)");
+for (let i = 0; i < 3; i++) registry.markConfigApplied("warm-" + i, "h");
 new FleetQueue(storage).claimNonce("n0123456789abcdef", Date.now() + 60000, Date.now());
 mark("nonce");
 registry.put({ device_id: "battery-1" }, null, true);
