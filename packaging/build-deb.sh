@@ -47,7 +47,7 @@ tar -xzf "$work/payload.tar.gz" -C "$rel" --no-same-owner
 chmod -R u+rwX,go+rX,go-w "$rel"
 test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runtime (make bundle passes --runtime)" >&2; exit 2; }
 
-install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" \
+install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" "$root/usr/lib/modules-load.d" \
   "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
 for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
   printf '#!/bin/sh\n# %s of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/%s "$@"\n' "${cmd%%:*}" "${cmd#*:}" > "$root/usr/bin/${cmd%%:*}"
@@ -59,6 +59,7 @@ install -m 644 "$project"/systemd/sitegate.service "$project"/systemd/sitegate-s
 install -m 644 "$here/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate.conf"
 install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
 install -m 644 "$here/60-sitegate-gpio.rules" "$root/usr/lib/udev/rules.d/60-sitegate-gpio.rules"
+install -m 644 "$here/modules-load.conf" "$root/usr/lib/modules-load.d/sitegate.conf"
 install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"
 install -m 644 "$here/sitegate-bench.conf" "$root/usr/share/sitegate/bench/sitegate-bench.conf"
 install -m 644 "$here/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"

@@ -4,7 +4,7 @@
 // fails to start: src/lifecycle.ts.
 import type { Config } from "./config/schema.js";
 import { EventBus } from "./event-bus.js";
-import { Lifecycle, type Part, type PartOptions } from "./lifecycle.js";
+import { Lifecycle, type HealthWarning, type Part, type PartOptions } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
@@ -66,6 +66,8 @@ export interface Daemon {
   readonly health: HealthMonitor;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** The lifecycle's warnings: a part not running after a failed start, and the parts' own. */
+  warnings(): HealthWarning[];
 }
 
 export interface DaemonOptions {
@@ -149,5 +151,15 @@ function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: E
     if (!p) throw new Error(`no part named ${name}`);
     return p as T;
   };
-  return { config, storage, parts: life.parts, part, events, health, start: () => life.start(), stop: () => life.stop() };
+  return {
+    config,
+    storage,
+    parts: life.parts,
+    part,
+    events,
+    health,
+    start: () => life.start(),
+    stop: () => life.stop(),
+    warnings: () => life.warnings(),
+  };
 }

@@ -1,5 +1,5 @@
 // Loads the YAML config file, validates it, and reports every problem at once by path.
-import { accessSync, constants, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
@@ -9,6 +9,7 @@ import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
 import { exampleSecretIssues } from "./example-secrets.js";
+import { fileProblems } from "./file-checks.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -78,25 +79,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   for (const port of Object.values(cfg.rtu_ports)) {
     if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }
-  // Files the gateway cannot start without. Serial ports are not checked: a USB adapter
-  // may appear after the gateway starts, and the bus reconnects when it does.
-  const files: Array<[string, string | undefined]> = [
-    ["http.tls.cert", cfg.http.tls.cert],
-    ["http.tls.key", cfg.http.tls.key],
-    ["partner.ca_file", cfg.partner.ca_file],
-    ["fleet.ca_file", cfg.fleet?.ca_file],
-    ["fleet.cert_file", cfg.fleet?.cert_file],
-    ["fleet.key_file", cfg.fleet?.key_file],
-  ];
-  const missing = files.flatMap(([path, file]) => {
-    if (!file) return [];
-    try {
-      accessSync(file, constants.R_OK);
-      return [];
-    } catch {
-      return [{ path, message: `cannot read ${file}` }];
-    }
-  });
+  const missing = fileProblems(cfg);
   missing.push(...loadSecretFiles(cfg, baseDir));
   if (missing.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: missing });
   return cfg;

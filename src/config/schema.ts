@@ -5,6 +5,7 @@ import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
 import { gpioSchema, zigbeeSchema } from "./local-schema.js";
+import { zoneProblem } from "./zones.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -17,7 +18,11 @@ const secretHash = z
     "must be an scrypt hash: the last line `sitegate hash-secret` prints (or let `sitegate init` write the config)",
   );
 
-const listenAddr = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
+/** "host:port"; port 1-65535, or 0 for a port the kernel picks (the tests). */
+const listenAddr = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"')
+  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, { error: "the port must be 1-65535" });
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
 
@@ -257,6 +262,10 @@ export const configSchema = z.strictObject({
       timezone: z
         .string()
         .regex(/^(local|UTC|[A-Za-z]+(\/[A-Za-z0-9_+-]+)+)$/, 'must be "local", "UTC" or a zone name such as Australia/Sydney')
+        .superRefine((tz, ctx) => {
+          const problem = zoneProblem(tz);
+          if (problem) ctx.addIssue({ code: "custom", message: `${tz}: ${problem}` });
+        })
         .default("local"),
     })
     .default({ at: "03:30", timezone: "local" }),

@@ -5,12 +5,12 @@
 // in the same transaction that ends the event, so it exists exactly once.
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
-import type { MetricFamily, Part } from "../lifecycle.js";
+import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceControl } from "./control.js";
-import { withFullSync } from "./durable.js";
+import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
 import { contentHash, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, emptyProgress, type EventRow } from "./store.js";
@@ -46,10 +46,10 @@ const STEP_CHECK_MS = 5000;
 const CLOCK_STEP_MS = 2000;
 const MAX_TIMER_MS = 60_000;
 const HISTORY_DAYS = 30;
-/** How long a clean stop waits for the devices to be put back. */
-const STOP_RELEASE_MS = 10_000;
 /** How long start waits for the devices a crashed run left driven to be put back before the API starts anyway. */
 const PUT_BACK_WAIT_MS = 10_000;
+/** Of the stop budget, what is kept back so that the devices left are reported (and their remote control ended) before the lifecycle gives up. */
+const STOP_REPORT_MS = 250;
 
 export class Dispatcher implements Part {
   readonly name = "dispatch";
@@ -131,7 +131,7 @@ export class Dispatcher implements Part {
     else this.deps.log.info({ devices: put }, "devices left driven by the previous run put back");
   }
 
-  async stop(): Promise<void> {
+  async stop(budgetMs = STOP_BUDGET_MS): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) this.deps.clock.clearTimer(this.timer);
     if (this.watch !== null) this.deps.clock.clearTimer(this.watch);
@@ -140,7 +140,7 @@ export class Dispatcher implements Part {
     for (const row of this.open.running.values()) this.store.saveProgress(row, now);
     // No device stays shed or limited without a running event: put every one back. Running
     // events stay running in the database and take their devices again after a restart.
-    await this.exec.stop(STOP_RELEASE_MS);
+    await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 
   // ---- receipts ----

@@ -9,7 +9,7 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { Db } from "../storage/db.js";
 import type { ActionName } from "../profiles/schema.js";
 import { writeLength, type ActionParams, type DeviceControl, type RawWrite } from "./control.js";
-import { withFullSync } from "./durable.js";
+import { withFullSync } from "../storage/durable.js";
 
 export const LEDGER_SQL = `
   CREATE TABLE dp_ledger (

@@ -313,7 +313,7 @@ class PushSource implements LaneSource {
       kind: DATA_PUSH_LANE,
       body: p.body,
       key: p.idempotencyKey,
-      describe: { snapshot: p.snapshotId, part: p.part },
+      describe: { snapshot: p.snapshotId, push_part: p.part },
       settle: done,
       failed: () => {},
       deadLetter: (error, attempts) => {

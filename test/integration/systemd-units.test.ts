@@ -24,6 +24,7 @@ import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
 import { CLI, unitCommand } from "../support/site50.js";
 import { fakeBundle, requestConfig, updateCliEnv, withInstalled } from "../support/ota.js";
+import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../../src/lifecycle.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const dir = join(ROOT, "systemd");
@@ -141,6 +142,30 @@ test("GPIO works under the shipped unit: the chips' device class, the gpio group
   const rule = readFileSync(join(ROOT, "packaging/60-sitegate-gpio.rules"), "utf8");
   assert.match(rule, /^SUBSYSTEM=="gpio", KERNEL=="gpiochip\[0-9\]\*", GROUP="gpio", MODE="0660"$/m);
   assert.match(readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8"), /60-sitegate-gpio\.rules" "\$root\/usr\/lib\/udev\/rules\.d\//);
+});
+
+test("the gateway unit: journal identifier, a stop timeout above the stop budget, serial classes the kernel knows at start", () => {
+  const text = lines("sitegate.service");
+  assert.ok(text.includes("SyslogIdentifier=sitegate"), "journalctl -t sitegate finds the lines");
+  const stop = text.filter((l) => l.startsWith("TimeoutStopSec="));
+  assert.equal(stop.length, 1);
+  const stopS = Number(/^TimeoutStopSec=(\d+)s?$/.exec(stop[0])?.[1]);
+  assert.ok(stopS * 1000 >= STOP_BUDGET_MS, `TimeoutStopSec ${stopS} s is at least the stop budget (${STOP_BUDGET_MS} ms)`);
+  assert.ok(
+    stopS * 1000 > STOP_EXIT_MS,
+    `and above the daemon's own exit bound (${STOP_EXIT_MS} ms): systemd never SIGKILLs a stop in progress`,
+  );
+  // systemd resolves a class from /proc/devices when the unit starts: USB classes exist
+  // then only if their drivers are loaded at boot, which modules-load.d does.
+  const classes = text.flatMap((l) => /^DeviceAllow=char-(tty\S+) rw$/.exec(l)?.[1] ?? []).sort();
+  assert.deepEqual(classes, ["ttyACM", "ttyAMA", "ttyS", "ttySC", "ttyUSB"]);
+  const modules = readFileSync(join(ROOT, "packaging/modules-load.conf"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() && !l.startsWith("#"));
+  // ttyUSB: usbserial and the usual adapter chips; ttyACM: cdc_acm. ttyS and ttyAMA are built in, ttySC comes with its overlay.
+  assert.deepEqual(modules, ["usbserial", "ftdi_sio", "cp210x", "ch341", "pl2303", "cdc_acm"]);
+  const build = readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8");
+  assert.match(build, /install -m 644 "\$here\/modules-load\.conf" "\$root\/usr\/lib\/modules-load\.d\/sitegate\.conf"/);
 });
 
 /** Runs a command under a unit's sandbox in a private mount namespace (for its /proc). */
