@@ -338,7 +338,7 @@ async function main(): Promise<number> {
   const ca = testCert().cert;
   const agents = Array.from(
     { length: SOURCES },
-    (_, i) => new Agent({ connect: { ca, localAddress: `127.0.0.${i + 1}` }, connections: 4, pipelining: 1 }),
+    (_, i) => new Agent({ connect: { ca }, localAddress: `127.0.0.${i + 1}`, connections: 4, pipelining: 1 }),
   );
   const probe = new Agent({ connect: { ca }, pipelining: 1 });
   const counts = { requests: 0, "2xx": 0, "3xx": 0, "4xx": 0, "429": 0, "5xx": 0, net_errors: 0, skipped: 0 };

@@ -192,7 +192,7 @@ async function eventually(ok: () => Promise<boolean>, what: string): Promise<voi
 }
 
 async function healthzFrom(url: string, from: string): Promise<number> {
-  const agent = new Agent({ connect: { ca: testCert().cert, localAddress: from } });
+  const agent = new Agent({ connect: { ca: testCert().cert }, localAddress: from });
   try {
     const r = await request(`${url}/healthz`, { dispatcher: agent });
     await r.body.dump();
