@@ -1,5 +1,5 @@
 // Dispatch bounds (DESIGN B4) on the dispatcher with an injected clock: a start more than
-// 31 days after receipt and an 10,001st event not yet ended are refused with a 400 that
+// 31 days after receipt and a 10,001st event not yet ended are refused with a 400 that
 // names the limit, and nothing of such a request is stored; a database that already holds
 // any number of far-future events (as an older version stored them) starts with only the
 // scheduler's window in memory, and that window is loaded page by page as it moves.
@@ -104,10 +104,10 @@ function legacyRow(start: number, id = randomUUID()): EventRow {
   };
 }
 
-test("a database an older version filled with 20,000 events from 2090 starts with only the near event in memory; new events are refused over the limit, old ones can be cancelled", () => {
+test("a database an older version filled with 20,000 events from 2090 starts with only the near event in memory; new events are refused over the limit, old ones can be cancelled", async () => {
   const first = unitRig([battery("b1", 5000)]);
   const db = first.db;
-  first.d.stop();
+  await first.d.stop();
   const store = new EventStore(db);
   const legacy: EventRow[] = [];
   db.transaction(() => {
@@ -133,9 +133,9 @@ test("a database an older version filled with 20,000 events from 2090 starts wit
   }
 });
 
-test("the window loads at most a bounded page, goes on inside events of one start, and reaches far events only when they come near", () => {
+test("the window loads at most a bounded page, goes on inside events of one start, and reaches far events only when they come near", async () => {
   const rig = unitRig([]);
-  rig.d.stop();
+  await rig.d.stop();
   const store = new EventStore(rig.db);
   try {
     const same = T0 + DAY;
