@@ -17,6 +17,8 @@ import { builtinProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ConfigDevices } from "./devices/config-devices.js";
 import { ApiServer } from "./api/server.js";
+import { GuessLimits } from "./api/guess-limit.js";
+import type { ConnectionLimits } from "./api/connection-limits.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 import { ReleaseHealthPart } from "./update/health-marker.js";
@@ -75,6 +77,8 @@ export interface DaemonOptions {
   now?: () => number;
   /** Clock of the dispatch scheduler. */
   clock?: Clock;
+  /** Shorter HTTP timeouts or lower connection counts for tests (both listeners). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 const ESSENTIAL: PartOptions = { essential: true };
@@ -115,8 +119,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
-  const ui = new UiPart(statusPageDeps(core, logOf("ui")));
-  add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins() })), ESSENTIAL);
+  const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // one lock per username for both front ends
+  const ui = new UiPart(statusPageDeps(core, { log: logOf("ui"), ...http }));
+  add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins(), ...http })), ESSENTIAL);
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));

@@ -12,8 +12,8 @@ import type { Clock } from "../util/clock.js";
 import type { DeviceControl } from "./control.js";
 import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
-import { contentHash, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
-import { EventStore, emptyProgress, type EventRow } from "./store.js";
+import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
+import { EventStore, OpenBound, OpenWindow, emptyProgress, type EventRow } from "./store.js";
 import { Timeline } from "./timeline.js";
 
 export type { DeviceControl } from "./control.js";
@@ -54,6 +54,8 @@ const STOP_REPORT_MS = 250;
 export class Dispatcher implements Part {
   readonly name = "dispatch";
   private store!: EventStore;
+  private window!: OpenWindow;
+  private bound!: OpenBound;
   private readonly open = new Timeline();
   private readonly exec: Executor;
   private batch: Array<{ req: DispatchRequest; resolve: (r: Receipt[]) => void; reject: (e: unknown) => void }> = [];
@@ -104,7 +106,9 @@ export class Dispatcher implements Part {
     this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
-    for (const row of this.store.open()) this.open.put(row);
+    this.window = new OpenWindow(this.store);
+    this.bound = new OpenBound(this.store);
+    this.window.fill(now, this.open);
     this.offset = now - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;
@@ -119,6 +123,9 @@ export class Dispatcher implements Part {
     };
     this.watch = this.deps.clock.setTimer(watch, STEP_CHECK_MS);
     if (this.open.size) this.deps.log.info({ open_events: this.open.size }, "dispatch timeline loaded");
+    const later = this.store.countOpen() - this.open.size; // once per start
+    if (later > 0)
+      this.deps.log.warn({ not_loaded: later }, "open events beyond the scheduler's window stay in the database until it reaches them");
     this.replan();
     const put = await this.exec.putBack(PUT_BACK_WAIT_MS);
     if (put === 0) return;
@@ -225,6 +232,7 @@ export class Dispatcher implements Part {
   /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
   private stage(req: DispatchRequest, now: number): Staged {
     const staged: Staged = { receipts: [], touched: [], stopRunning: [] };
+    let added = 0;
     req.event_slots.forEach((input, i) => {
       const spec = toSpec(input, req.mode);
       const hash = contentHash(spec);
@@ -244,8 +252,11 @@ export class Dispatcher implements Part {
           details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
         });
       }
+      const far = old && spec.cancelled ? null : startTooFar(spec, now, i); // an older version's far event can still be cancelled
+      if (far) throw far;
       if (!old) {
         const row = newRow(spec, hash, now);
+        if (row.state === "scheduled") added++;
         this.store.put(row, null); // no row: the look-up above found none
         this.deps.onState?.(row.spec, row.state, now);
         staged.touched.push(row);
@@ -292,12 +303,14 @@ export class Dispatcher implements Part {
       staged.touched.push(row);
       staged.receipts.push({ event_id: input.event_id, status: "accepted" });
     });
+    const over = added > 0 ? this.bound.add(added) : null; // thrown: the transaction rolls back what this request stored
+    if (over) throw over;
     return staged;
   }
 
   private applyStaged(staged: Staged, now: number): void {
     for (const row of staged.touched) {
-      if (row.state === "scheduled") this.open.put(row);
+      if (row.state === "scheduled" && this.window.holds(row.spec)) this.open.put(row);
       else this.open.remove(row.spec.event_id);
     }
     for (const row of staged.stopRunning) {
@@ -318,7 +331,8 @@ export class Dispatcher implements Part {
     if (spec.end_ms <= now) return false;
     const row = newRow(spec, contentHash(spec), now);
     this.store.put(row);
-    this.open.put(row);
+    this.bound.add(1); // a local event counts, but is never refused
+    if (this.window.holds(row.spec)) this.open.put(row);
     this.replan();
     return true;
   }
@@ -358,6 +372,7 @@ export class Dispatcher implements Part {
     if (this.timer !== null) this.deps.clock.clearTimer(this.timer);
     this.timer = null;
     const now = this.deps.clock.now();
+    this.window.fill(now, this.open);
     for (const row of this.open.due(now)) {
       if (row.spec.end_ms <= now) this.miss(row, now);
       else this.begin(row, now);
