@@ -27,6 +27,7 @@ import { until } from "../support/wait.js";
 import type { MqttClient } from "mqtt";
 import { signCommand } from "../../src/fleet/signing.js";
 import { fleetClient, fleetConfig, startBroker } from "../support/mosquitto.js";
+import { updateCuts, type UpdateCuts } from "./update-cuts.js";
 import { mountPowercut, powercutUnavailable, type CutStats } from "../support/powercut-mount.js";
 
 const CUTS = Number(process.env.POWERCUT_CUTS ?? 100);
@@ -35,6 +36,8 @@ const COMMIT_MS = 1000;
 /** A cut lands this long after the daemon answers, at the most (a random moment in between). */
 const MAX_RUN_MS = 3500;
 const CONFIG_DEVICES = ["cfg-a", "cfg-b"];
+/** Every fourth cut lands in an `update apply` instead of the running daemon. */
+const UPDATE_EVERY = 4;
 
 /** A small seeded generator (mulberry32): the same seed gives the same cut moments and workload. */
 function rng(seed: number): () => number {
@@ -56,6 +59,8 @@ interface Acked {
   /** Per configured device: every name sent, in order, and the index of the last one acknowledged. */
   configs: Map<string, { names: string[]; acked: number }>;
   configureCalls: number;
+  /** How many operations were acknowledged in all. */
+  count: number;
   /** Fleet command nonces the gateway answered, with when: each must stay claimed until it expires. */
   nonces: Map<string, number>;
   /** Tokens whose revocation was acknowledged and not yet checked after a cut. */
@@ -67,8 +72,12 @@ interface Acked {
 }
 
 interface Findings {
+  /** Acknowledged operations, and checks of them (each is checked after every later cut). */
+  acked: number;
   checks: number;
   lost: string[];
+  /** Cuts that lost telemetry past commit_interval_s (and one poll). */
+  telemetry: string[];
   duplicated: string[];
   broken: string[];
   worstTelemetryMs: number;
@@ -137,7 +146,10 @@ async function dispatchLoop(run: Run, acked: Acked): Promise<void> {
       body: { mode: "live", event_slots: [ev] },
       headers: { "x-api-key": TEST_API_KEY },
     }).catch(() => null);
-    if (r?.status === 200) acked.receipts.set(ev.event_id, { end: acked.lastEnd });
+    if (r?.status === 200) {
+      acked.receipts.set(ev.event_id, { end: acked.lastEnd });
+      acked.count++;
+    }
   }
 }
 
@@ -159,7 +171,10 @@ async function configureLoop(run: Run, acked: Acked, port: number): Promise<void
       body: { devices: [tcpDevice(id, port, 11, "sunspec", { mb_device_type: 1, device_name: name })] },
     }).catch(() => null);
     if (r?.status === 401) bearer = null;
-    if (r?.status === 200 && r.json.devices[0].status === "accepted") entry.acked = Math.max(entry.acked, sent);
+    if (r?.status === 200 && r.json.devices[0].status === "accepted") {
+      entry.acked = Math.max(entry.acked, sent);
+      acked.count++;
+    }
     await new Promise((res) => setTimeout(res, between(0, 300)));
   }
 }
@@ -173,7 +188,10 @@ async function revokeLoop(run: Run, acked: Acked, configFile: string): Promise<v
     run.clis.add(child);
     const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
     run.clis.delete(child);
-    if (code === 0) acked.revoked.push(t);
+    if (code === 0) {
+      acked.revoked.push(t);
+      acked.count++;
+    }
   }
 }
 
@@ -229,7 +247,10 @@ async function fleetLoop(run: Run, acked: Acked, fleet: FleetSide): Promise<void
         },
       });
     });
-    if (status === 200) acked.nonces.set(nonce, Date.now());
+    if (status === 200) {
+      acked.nonces.set(nonce, Date.now());
+      acked.count++;
+    }
     await new Promise((r) => setTimeout(r, between(50, 300)));
   }
 }
@@ -400,7 +421,7 @@ async function cycle(
   const run: Run = { url: daemon.url, daemon, clis: new Set(), cut: false };
   await waitUp(run.url);
   const upAt = Date.now();
-  if (cut > 0) await checkRestarted(run, site, acked, f, cut - 1);
+  await checkRestarted(run, site, acked, f, cut);
   const loops = [
     dispatchLoop(run, acked),
     configureLoop(run, acked, site.tcpPorts[0]),
@@ -420,9 +441,20 @@ async function cycle(
   for (const k of Object.keys(stats) as Array<keyof CutStats>) f.dropped[k] += stats[k];
   const tm = checkDisk(backing, work, acked, f, cutAt, upAt, cut);
   f.worstTelemetryMs = Math.max(f.worstTelemetryMs, tm);
-  if (tm > COMMIT_MS + POLL_MS) f.lost.push(`cut ${cut}: ${tm} ms of telemetry lost`);
+  if (tm > COMMIT_MS + POLL_MS) f.telemetry.push(`cut ${cut}: ${tm} ms of telemetry lost`);
   process.stderr.write(
     `cut ${cut + 1}/${CUTS} at ${cutAt - upAt} ms: dropped ${stats.dropped_writes} writes (${stats.dropped_bytes} B), ${stats.dropped_names} names; telemetry lost ${tm} ms; findings ${f.lost.length + f.broken.length}\n`,
+  );
+}
+
+async function updateCut(updates: UpdateCuts, f: Findings, cut: number): Promise<void> {
+  const r = await updates.cut(random);
+  f.acked += r.acked;
+  f.checks += r.checks;
+  f.lost.push(...r.lost.map((l) => `cut ${cut}: ${l}`));
+  f.broken.push(...r.broken.map((l) => `cut ${cut}: ${l}`));
+  process.stderr.write(
+    `cut ${cut + 1}/${CUTS} in update apply (${r.acked ? "it had finished" : "unfinished"}): findings ${f.lost.length + f.broken.length}\n`,
   );
 }
 
@@ -441,8 +473,10 @@ async function main(): Promise<void> {
     telemetryTs: 0,
   };
   const f: Findings = {
+    acked: 0,
     checks: 0,
     lost: [],
+    telemetry: [],
     duplicated: [],
     broken: [],
     worstTelemetryMs: 0,
@@ -451,6 +485,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   let resent = 0;
   try {
+    const updates = await updateCuts(work);
     const broker = await startBroker(join(work, "broker"));
     const fleet = await fleetSide(broker);
     await withSite(siteScenario(), async (site) => {
@@ -462,7 +497,10 @@ async function main(): Promise<void> {
         fleet: { ...fleetConfig(broker), command_keys: [fleet.pub] },
       };
       const ctx = { work, backing: join(work, "disk"), mnt, site, sink, acked, f, config, fleet };
-      for (let i = 0; i < CUTS; i++) await cycle(ctx, i);
+      for (let i = 0; i < CUTS; i++) {
+        if (i % UPDATE_EVERY === UPDATE_EVERY - 1) await updateCut(updates, f, i);
+        else await cycle(ctx, i);
+      }
       // One more start: the last cut's restart checks, then every event's execution.
       const mount = await mountPowercut(ctx.backing, ctx.mnt, work);
       const daemon = await spawnDaemon(work, config);
@@ -482,14 +520,16 @@ async function main(): Promise<void> {
     await agent.close();
     rmSync(work, { recursive: true, force: true });
   }
-  for (const l of [...f.broken, ...f.lost, ...f.duplicated].slice(0, 40)) process.stderr.write(`FINDING ${l}\n`);
+  f.acked += acked.count;
+  for (const l of [...f.broken, ...f.lost, ...f.duplicated, ...f.telemetry].slice(0, 60)) process.stderr.write(`FINDING ${l}\n`);
   const perCut = ((Date.now() - started) / CUTS / 1000).toFixed(1);
   process.stdout.write(
-    `powercut seed=${SEED}: cuts ${CUTS}, acknowledged operations checked ${f.checks}, lost ${f.lost.length}, duplicated ${f.duplicated.length}, ` +
-      `broken databases ${f.broken.length}, worst telemetry loss ${f.worstTelemetryMs} ms (window ${COMMIT_MS + POLL_MS} ms), ` +
-      `resent with the same key ${resent}, dropped ${f.dropped.dropped_writes} writes ${f.dropped.dropped_names} names, ${perCut} s a cut\n`,
+    `powercut seed=${SEED}: cuts ${CUTS}, acknowledged operations ${f.acked} (checks ${f.checks}), lost ${f.lost.length}, ` +
+      `duplicated ${f.duplicated.length}, broken ${f.broken.length}, worst telemetry loss ${f.worstTelemetryMs} ms ` +
+      `(window ${COMMIT_MS + POLL_MS} ms, ${f.telemetry.length} cuts over it), resent with the same key ${resent}, ` +
+      `dropped ${f.dropped.dropped_writes} writes ${f.dropped.dropped_names} names, ${perCut} s a cut\n`,
   );
-  if (f.lost.length || f.duplicated.length || f.broken.length) process.exitCode = 1;
+  if (f.lost.length || f.duplicated.length || f.broken.length || f.telemetry.length) process.exitCode = 1;
 }
 
 main().catch((e) => {

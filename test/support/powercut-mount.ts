@@ -45,16 +45,26 @@ function mounted(mountpoint: string): boolean {
 /**
  * Mounts the power-cut filesystem over `backing` at `mountpoint`; `work` holds its trash
  * (unlinked files kept until their directory is synced) and stats, on backing's filesystem.
+ * keep: the unmount is a clean shutdown (nothing dropped), for setting a disk up.
  */
-export async function mountPowercut(backing: string, mountpoint: string, work: string): Promise<PowercutMount> {
+export async function mountPowercut(
+  backing: string,
+  mountpoint: string,
+  work: string,
+  opts: { keep?: boolean } = {},
+): Promise<PowercutMount> {
   const trash = join(work, "trash");
   const statsFile = join(work, "stats.json");
   rmSync(trash, { recursive: true, force: true });
   rmSync(statsFile, { force: true });
   for (const d of [backing, mountpoint, trash]) mkdirSync(d, { recursive: true });
-  const child: ChildProcess = spawn(PYTHON, [SCRIPT, backing, mountpoint, "--trash", trash, "--stats", statsFile], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child: ChildProcess = spawn(
+    PYTHON,
+    [SCRIPT, backing, mountpoint, "--trash", trash, "--stats", statsFile, ...(opts.keep ? ["--keep-on-exit"] : [])],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let stderr = "";
   child.stderr!.on("data", (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
