@@ -467,6 +467,7 @@ async function main(): Promise<void> {
     receipts: new Map(),
     configs: new Map(),
     configureCalls: 0,
+    count: 0,
     nonces: new Map(),
     revoked: [],
     lastEnd: 0,
