@@ -39,7 +39,7 @@ help:
 # Debian tools, as command:package; installed when missing and running as root. The demo
 # needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
 RUN_TOOLS := npm:npm socat:socat openssl:openssl
-TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 fusermount3:fuse3
 CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
 define need_tools
 	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
@@ -49,8 +49,12 @@ define need_tools
 	fi
 endef
 
+# The power-cut filesystem (test/support/powercut-fs.py) is a Python module on Debian's python3.
 deps:
 	$(call need_tools,$(TEST_TOOLS))
+	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
+	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi
 deps-run:
 	$(call need_tools,$(RUN_TOOLS))
 cross-deps:
@@ -189,9 +193,6 @@ fuzz: setup build
 # Needs /dev/fuse and root (docs/testing.md). About 5 s a cut.
 POWERCUT_CUTS ?= 100
 powercut: setup build
-	$(call need_tools,fusermount:fuse3)
-	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || { echo "installing: python3-fusepy"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; }
 	POWERCUT_CUTS=$(POWERCUT_CUTS) node dist/test/powercut/run.js
 
 clean:
