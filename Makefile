@@ -53,7 +53,7 @@ endef
 deps:
 	$(call need_tools,$(TEST_TOOLS))
 	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
-	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
 	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi
 deps-run:
 	$(call need_tools,$(RUN_TOOLS))

@@ -133,7 +133,7 @@ async function dispatchLoop(run: Run, acked: Acked): Promise<void> {
   while (!run.cut) {
     const start = Math.max(Date.now() + between(300, 900), acked.lastEnd + 200);
     if (start - Date.now() > 1500) {
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // wait: the next event must not overlap the last one
       continue;
     }
     const ev = event(
@@ -175,7 +175,7 @@ async function configureLoop(run: Run, acked: Acked, port: number): Promise<void
       entry.acked = Math.max(entry.acked, sent);
       acked.count++;
     }
-    await new Promise((res) => setTimeout(res, between(0, 300)));
+    await new Promise((res) => setTimeout(res, between(0, 300))); // wait: a random gap, so that cuts find calls at every stage
   }
 }
 
@@ -251,7 +251,7 @@ async function fleetLoop(run: Run, acked: Acked, fleet: FleetSide): Promise<void
       acked.nonces.set(nonce, Date.now());
       acked.count++;
     }
-    await new Promise((r) => setTimeout(r, between(50, 300)));
+    await new Promise((r) => setTimeout(r, between(50, 300))); // wait: a random gap between fleet commands
   }
 }
 
@@ -428,7 +428,7 @@ async function cycle(
     revokeLoop(run, acked, daemon.configFile),
     fleetLoop(run, acked, ctx.fleet),
   ];
-  await new Promise((r) => setTimeout(r, between(200, MAX_RUN_MS)));
+  await new Promise((r) => setTimeout(r, between(200, MAX_RUN_MS))); // wait: the cut's random moment
   // The cut: every gateway process at once, then the disk loses what was not synced.
   run.cut = true;
   const cutAt = Date.now();

@@ -71,6 +71,7 @@ export async function updateCuts(work: string): Promise<UpdateCuts> {
           r();
         }),
       );
+      // wait: the cut's random moment within an apply's usual time
       await Promise.race([exited, new Promise((r) => setTimeout(r, Math.floor(random() * applyMs * 1.2)))]);
       child.kill("SIGKILL");
       await exited;

@@ -74,8 +74,7 @@ export async function mountPowercut(
       child.kill("SIGKILL");
       throw new Error(`powercut-fs did not mount ${mountpoint}: ${stderr}`);
     }
-    // The mount appears in mountinfo once libfuse has mounted; no event tells us sooner.
-    await sleep(20);
+    await sleep(20); // wait: the mount appears in mountinfo once libfuse has mounted; no event tells us
   }
   return {
     backing,
@@ -86,7 +85,7 @@ export async function mountPowercut(
         const r = spawnSync("fusermount", ["-u", mountpoint], { encoding: "utf8" });
         if (r.status === 0) break;
         if (i >= 100) throw new Error(`fusermount -u ${mountpoint}: ${r.stderr}`);
-        await sleep(50);
+        await sleep(50); // wait: the kernel releases a killed process's files shortly after its exit
       }
       await exited;
       if (child.exitCode !== 0) throw new Error(`powercut-fs exited with ${child.exitCode}: ${stderr}`);
