@@ -83,6 +83,9 @@ class Log:
 
     def name(self, dir_path, entry):
         st = os.lstat(self.real(dir_path))
+        # Held open so that its inode number is not reused while its entries wait for an fsync.
+        if st.st_ino not in self.fds:
+            self.fds[st.st_ino] = os.open(self.real(dir_path), os.O_RDONLY | os.O_DIRECTORY)
         entry["kind"] = "name"
         self.add(st.st_ino, self.by_dir, entry)
 
@@ -136,8 +139,12 @@ class Log:
                 self.stats["dropped_writes"] += 1
                 self.stats["dropped_bytes"] += e["len"]
             else:
-                self.undo_name(e)
-                self.stats["dropped_names"] += 1
+                try:
+                    self.undo_name(e)
+                    self.stats["dropped_names"] += 1
+                except FileNotFoundError:
+                    # Its directory's own removal was durable: what it held went with it.
+                    pass
         self.entries = []
         self.by_file.clear()
         self.by_dir.clear()
