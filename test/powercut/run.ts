@@ -7,7 +7,7 @@
 // telemetry may lose at most commit_interval_s (plus one poll), and the restarted daemon
 // must leave no device driven; at the end every acknowledged event has exactly one
 // execution. One summary row; exit 1 on any finding. POWERCUT_SEED repeats a run's moments.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -270,16 +270,16 @@ function checkDisk(backing: string, work: string, acked: Acked, f: Findings, cut
   for (const file of [DB_FILE, TELEMETRY_DB_FILE]) {
     const db = openCopy(backing, file, join(work, "check"));
     if (!db) {
-      if (acked.receipts.size || [...acked.configs.values()].some((c) => c.acked >= 0)) f.lost.push(`cut ${cut}: ${file} is gone`);
+      if (acked.receipts.size || [...acked.configs.values()].some((c) => c.acked >= 0)) f.lost.push(`cut ${cut + 1}: ${file} is gone`);
       continue;
     }
     try {
       const ok = db.pragma("integrity_check", { simple: true });
-      if (ok !== "ok") f.broken.push(`cut ${cut}: ${file}: ${String(ok)}`);
+      if (ok !== "ok") f.broken.push(`cut ${cut + 1}: ${file}: ${String(ok)}`);
       if (file === DB_FILE) checkMain(db, acked, f, cut);
       else telemetryMs = checkTelemetry(db, acked, f, cutAt, upAt, cut);
     } catch (e) {
-      f.broken.push(`cut ${cut}: ${file}: ${(e as Error).message}`);
+      f.broken.push(`cut ${cut + 1}: ${file}: ${(e as Error).message}`);
     } finally {
       db.close();
     }
@@ -295,7 +295,7 @@ function checkTelemetry(db: Database.Database, acked: Acked, f: Findings, cutAt:
   const table = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'tm_snapshot'").get() !== undefined;
   const last = table ? (db.prepare("SELECT max(ts) FROM tm_snapshot").pluck().get() as number | null) : null;
   if ((last ?? 0) < acked.telemetryTs)
-    f.lost.push(`cut ${cut}: telemetry found after an earlier cut is gone (newest sample now ${last ?? "none"})`);
+    f.lost.push(`cut ${cut + 1}: telemetry found after an earlier cut is gone (newest sample now ${last ?? "none"})`);
   acked.telemetryTs = Math.max(acked.telemetryTs, last ?? 0);
   return cutAt - Math.max(last ?? 0, upAt);
 }
@@ -307,7 +307,7 @@ function checkMain(db: Database.Database, acked: Acked, f: Findings, cut: number
     f.checks++;
     if (!events.has(id)) {
       // Reported once: a lost receipt stays lost.
-      f.lost.push(`cut ${cut}: receipt of event ${id}`);
+      f.lost.push(`cut ${cut + 1}: receipt of event ${id}`);
       acked.receipts.delete(id);
     }
   }
@@ -325,7 +325,7 @@ function checkMain(db: Database.Database, acked: Acked, f: Findings, cut: number
     if (Date.now() - at > 250_000) continue;
     f.checks++;
     if (!nonces.has(nonce)) {
-      f.lost.push(`cut ${cut}: fleet nonce ${nonce}`);
+      f.lost.push(`cut ${cut + 1}: fleet nonce ${nonce}`);
       acked.nonces.delete(nonce);
     }
   }
@@ -335,7 +335,7 @@ function checkMain(db: Database.Database, acked: Acked, f: Findings, cut: number
     const stored = configs.get(id);
     const at = stored === undefined ? -1 : c.names.indexOf(stored);
     if (at < c.acked) {
-      f.lost.push(`cut ${cut}: configure of ${id} as ${c.names[c.acked]} (found ${stored ?? "nothing"})`);
+      f.lost.push(`cut ${cut + 1}: configure of ${id} as ${c.names[c.acked]} (found ${stored ?? "nothing"})`);
       c.acked = at;
     }
   }
@@ -347,13 +347,13 @@ async function checkRestarted(run: Run, site: SimHandle, acked: Acked, f: Findin
     f.checks++;
     // The guard answers before the body is read: 401 for a dead token, 400 for a live one.
     const r = await call(run.url, "PUT", configurePath(), { headers: { authorization: `Bearer ${t}` }, body: {} });
-    if (r.status !== 401) f.lost.push(`cut ${cut}: a revoked token answered ${r.status}`);
+    if (r.status !== 401) f.lost.push(`cut ${cut + 1}: a revoked token answered ${r.status}`);
   }
   await until(() => Date.now() > acked.lastEnd + POLL_MS, "the last event's end", 10_000);
   const battery = () => site.state().devices.battery.power_w as number;
   // Released at an event's end within a poll or two; a few polls is the bound, not a measurement.
   await until(() => battery() === 0, "battery released", 8 * POLL_MS).catch(() =>
-    f.lost.push(`cut ${cut}: battery left driven at ${battery()} W after the restart`),
+    f.lost.push(`cut ${cut + 1}: battery left driven at ${battery()} W after the restart`),
   );
 }
 
@@ -407,16 +407,16 @@ async function cycle(
     fleet: FleetSide;
   },
   cut: number,
-): Promise<void> {
+): Promise<boolean> {
   const { work, backing, mnt, site, acked, f } = ctx;
   const mount = await mountPowercut(backing, mnt, work);
   const daemon = await spawnDaemon(work, ctx.config).catch((e: Error) => {
-    f.broken.push(`cut ${cut}: the daemon did not start: ${e.message}`);
+    f.broken.push(`cut ${cut + 1}: the daemon did not start: ${e.message}`);
     return null;
   });
   if (!daemon) {
     await mount.cut();
-    throw new Error(f.broken.at(-1));
+    return false;
   }
   const run: Run = { url: daemon.url, daemon, clis: new Set(), cut: false };
   await waitUp(run.url);
@@ -441,18 +441,19 @@ async function cycle(
   for (const k of Object.keys(stats) as Array<keyof CutStats>) f.dropped[k] += stats[k];
   const tm = checkDisk(backing, work, acked, f, cutAt, upAt, cut);
   f.worstTelemetryMs = Math.max(f.worstTelemetryMs, tm);
-  if (tm > COMMIT_MS + POLL_MS) f.telemetry.push(`cut ${cut}: ${tm} ms of telemetry lost`);
+  if (tm > COMMIT_MS + POLL_MS) f.telemetry.push(`cut ${cut + 1}: ${tm} ms of telemetry lost`);
   process.stderr.write(
     `cut ${cut + 1}/${CUTS} at ${cutAt - upAt} ms: dropped ${stats.dropped_writes} writes (${stats.dropped_bytes} B), ${stats.dropped_names} names; telemetry lost ${tm} ms; findings ${f.lost.length + f.broken.length}\n`,
   );
+  return true;
 }
 
 async function updateCut(updates: UpdateCuts, f: Findings, cut: number): Promise<void> {
   const r = await updates.cut(random);
   f.acked += r.acked;
   f.checks += r.checks;
-  f.lost.push(...r.lost.map((l) => `cut ${cut}: ${l}`));
-  f.broken.push(...r.broken.map((l) => `cut ${cut}: ${l}`));
+  f.lost.push(...r.lost.map((l) => `cut ${cut + 1}: ${l}`));
+  f.broken.push(...r.broken.map((l) => `cut ${cut + 1}: ${l}`));
   process.stderr.write(
     `cut ${cut + 1}/${CUTS} in update apply (${r.acked ? "it had finished" : "unfinished"}): findings ${f.lost.length + f.broken.length}\n`,
   );
@@ -500,7 +501,8 @@ async function main(): Promise<void> {
       const ctx = { work, backing: join(work, "disk"), mnt, site, sink, acked, f, config, fleet };
       for (let i = 0; i < CUTS; i++) {
         if (i % UPDATE_EVERY === UPDATE_EVERY - 1) await updateCut(updates, f, i);
-        else await cycle(ctx, i);
+        // A daemon that cannot start after a cut will not start after the next one either.
+        else if (!(await cycle(ctx, i))) break;
       }
       // One more start: the last cut's restart checks, then every event's execution.
       const mount = await mountPowercut(ctx.backing, ctx.mnt, work);
@@ -519,6 +521,8 @@ async function main(): Promise<void> {
   } finally {
     await sink.stop();
     await agent.close();
+    // A run that failed half-way may leave a mount behind: detach it before removing the dir.
+    for (const m of ["mnt", "update-mnt"]) spawnSync("fusermount", ["-u", "-z", join(work, m)], { stdio: "ignore" });
     rmSync(work, { recursive: true, force: true });
   }
   f.acked += acked.count;
