@@ -18,7 +18,7 @@ import {
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { withTmpDir } from "../support/tmp.js";
-import { mountPowercut, powercutUnavailable } from "../support/powercut-mount.js";
+import { mountPowercut, powercutUnavailable, type PowercutMount } from "../support/powercut-mount.js";
 
 const noFuse = !existsSync("/dev/fuse") ? "this machine has no /dev/fuse" : false;
 
@@ -32,33 +32,44 @@ function syncDir(dir: string): void {
   }
 }
 
+/** The filesystem over dir/disk for fn, always unmounted (cut) before the temp dir goes. */
+async function withMount<T>(dir: string, fn: (m: PowercutMount) => Promise<T>): Promise<T> {
+  const m = await mountPowercut(join(dir, "disk"), join(dir, "mnt"), join(dir, "fs"));
+  try {
+    return await fn(m);
+  } finally {
+    await m.cut();
+  }
+}
+
 test("a cut keeps fsynced data and names and drops every write, create, rename and unlink after them", { skip: noFuse }, async () => {
   assert.equal(powercutUnavailable(), null);
   await withTmpDir(async (dir) => {
     const disk = join(dir, "disk");
     mkdirSync(disk);
     writeFileSync(join(disk, "old"), "old");
-    const m = await mountPowercut(disk, join(dir, "mnt"), join(dir, "fs"));
-    const at = (n: string) => join(m.mountpoint, n);
-    const a = openSync(at("a"), "w");
-    writeSync(a, "synced");
-    fsyncSync(a);
-    syncDir(m.mountpoint);
-    writeSync(a, " and lost");
-    closeSync(a);
-    // fsynced itself, but its name was never synced: gone, as POSIX allows
-    const b = openSync(at("b"), "w");
-    writeSync(b, "b");
-    fsyncSync(b);
-    closeSync(b);
-    unlinkSync(at("old"));
-    const c = openSync(at("c"), "w");
-    writeSync(c, "c");
-    fsyncSync(c);
-    closeSync(c);
-    renameSync(at("c"), at("a2"));
-    assert.equal(readFileSync(at("a"), "utf8"), "synced and lost", "the mount shows every write before the cut");
-    const stats = await m.cut();
+    const stats = await withMount(dir, async (m) => {
+      const at = (n: string) => join(m.mountpoint, n);
+      const a = openSync(at("a"), "w");
+      writeSync(a, "synced");
+      fsyncSync(a);
+      syncDir(m.mountpoint);
+      writeSync(a, " and lost");
+      closeSync(a);
+      // fsynced itself, but its name was never synced: gone, as POSIX allows
+      const b = openSync(at("b"), "w");
+      writeSync(b, "b");
+      fsyncSync(b);
+      closeSync(b);
+      unlinkSync(at("old"));
+      const c = openSync(at("c"), "w");
+      writeSync(c, "c");
+      fsyncSync(c);
+      closeSync(c);
+      renameSync(at("c"), at("a2"));
+      assert.equal(readFileSync(at("a"), "utf8"), "synced and lost", "the mount shows every write before the cut");
+      return m.cut();
+    });
     assert.equal(readFileSync(join(disk, "a"), "utf8"), "synced");
     assert.ok(!existsSync(join(disk, "b")), "a name not synced is dropped");
     assert.equal(readFileSync(join(disk, "old"), "utf8"), "old", "an unlink not synced is undone");
@@ -69,17 +80,17 @@ test("a cut keeps fsynced data and names and drops every write, create, rename a
 
 test("SQLite in WAL mode on it: a commit with synchronous = FULL survives a cut, one with OFF does not", { skip: noFuse }, async () => {
   await withTmpDir(async (dir) => {
-    const m = await mountPowercut(join(dir, "disk"), join(dir, "mnt"), join(dir, "fs"));
-    const db = new Database(join(m.mountpoint, "x.db"));
-    db.pragma("journal_mode = WAL");
-    db.pragma("synchronous = FULL");
-    db.exec("CREATE TABLE t (x INTEGER)");
-    db.prepare("INSERT INTO t VALUES (1)").run();
-    db.pragma("synchronous = OFF");
-    db.prepare("INSERT INTO t VALUES (2)").run();
-    assert.deepEqual(db.prepare("SELECT x FROM t").pluck().all(), [1, 2]);
-    db.close();
-    await m.cut();
+    await withMount(dir, async (m) => {
+      const db = new Database(join(m.mountpoint, "x.db"));
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = FULL");
+      db.exec("CREATE TABLE t (x INTEGER)");
+      db.prepare("INSERT INTO t VALUES (1)").run();
+      db.pragma("synchronous = OFF");
+      db.prepare("INSERT INTO t VALUES (2)").run();
+      assert.deepEqual(db.prepare("SELECT x FROM t").pluck().all(), [1, 2]);
+      db.close();
+    });
     const after = new Database(join(dir, "disk", "x.db"));
     try {
       assert.equal(after.pragma("integrity_check", { simple: true }), "ok");

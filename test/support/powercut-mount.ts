@@ -24,7 +24,7 @@ export interface CutStats {
 export interface PowercutMount {
   backing: string;
   mountpoint: string;
-  /** Unmounts (every process using the mount must be dead): unsynced writes are dropped. */
+  /** Unmounts (every process using the mount must be dead): unsynced writes are dropped. Once: a second call answers the same. */
   cut(): Promise<CutStats>;
 }
 
@@ -76,20 +76,18 @@ export async function mountPowercut(
     }
     await sleep(20); // wait: the mount appears in mountinfo once libfuse has mounted; no event tells us
   }
-  return {
-    backing,
-    mountpoint,
-    async cut() {
-      // EBUSY while the kernel still tears down the killed processes' open files.
-      for (let i = 0; ; i++) {
-        const r = spawnSync("fusermount", ["-u", mountpoint], { encoding: "utf8" });
-        if (r.status === 0) break;
-        if (i >= 100) throw new Error(`fusermount -u ${mountpoint}: ${r.stderr}`);
-        await sleep(50); // wait: the kernel releases a killed process's files shortly after its exit
-      }
-      await exited;
-      if (child.exitCode !== 0) throw new Error(`powercut-fs exited with ${child.exitCode}: ${stderr}`);
-      return JSON.parse(readFileSync(statsFile, "utf8")) as CutStats;
-    },
+  let done: Promise<CutStats> | null = null;
+  const unmount = async (): Promise<CutStats> => {
+    // EBUSY while the kernel still tears down the killed processes' open files.
+    for (let i = 0; ; i++) {
+      const r = spawnSync("fusermount", ["-u", mountpoint], { encoding: "utf8" });
+      if (r.status === 0) break;
+      if (i >= 100) throw new Error(`fusermount -u ${mountpoint}: ${r.stderr}`);
+      await sleep(50); // wait: the kernel releases a killed process's files shortly after its exit
+    }
+    await exited;
+    if (child.exitCode !== 0) throw new Error(`powercut-fs exited with ${child.exitCode}: ${stderr}`);
+    return JSON.parse(readFileSync(statsFile, "utf8")) as CutStats;
   };
+  return { backing, mountpoint, cut: () => (done ??= unmount()) };
 }
