@@ -19,7 +19,7 @@ NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 # arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
 TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
 
-.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz
+.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz powercut
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -31,6 +31,7 @@ help:
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page (FUZZ_QUICK=1 for a short run)"
+	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
@@ -38,7 +39,7 @@ help:
 # Debian tools, as command:package; installed when missing and running as root. The demo
 # needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
 RUN_TOOLS := npm:npm socat:socat openssl:openssl
-TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3
 CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
 define need_tools
 	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
@@ -48,8 +49,12 @@ define need_tools
 	fi
 endef
 
+# The power-cut filesystem (test/support/powercut-fs.py) is a Python module on Debian's python3.
 deps:
 	$(call need_tools,$(TEST_TOOLS))
+	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
+	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi
 deps-run:
 	$(call need_tools,$(RUN_TOOLS))
 cross-deps:
@@ -188,6 +193,15 @@ test-arm: setup build cross-deps
 # loopback; one summary row; fails on any 5xx, a crash, or event-loop lag p99 >= 50 ms.
 fuzz: setup build
 	node dist/test/fuzz/api.fuzz.js
+
+# POWERCUT_CUTS power cuts (default 100) of `sitegate run` with its data_dir on a FUSE
+# filesystem that drops every write not fsynced (test/support/powercut-fs.py, on Debian's
+# python3-fusepy and fuse3); one summary row, and it fails on a lost or duplicated
+# acknowledged operation, a broken database or telemetry lost past commit_interval_s.
+# Needs /dev/fuse and root (docs/testing.md). About 5 s a cut.
+POWERCUT_CUTS ?= 100
+powercut: setup build
+	POWERCUT_CUTS=$(POWERCUT_CUTS) node dist/test/powercut/run.js
 
 clean:
 	rm -rf dist var
