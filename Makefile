@@ -19,7 +19,7 @@ NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 # arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
 TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
 
-.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz powercut
+.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz powercut docs
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -34,6 +34,7 @@ help:
 	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
+	@echo "make docs   write docs/config-reference.md from the config schema (a test checks it is current)"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
 
 # Debian tools, as command:package; installed when missing and running as root. The demo
@@ -92,6 +93,11 @@ lint: node_modules/.installed
 format: node_modules/.installed
 	node_modules/.bin/oxfmt $(LINT_DIRS)
 	node_modules/.bin/oxfmt $(LINT_DIRS)
+
+# The config reference is generated from the zod schema that validates the file; the docs
+# test fails while the committed page differs from what this writes.
+docs: build
+	node dist/src/cli.js config-schema --markdown > docs/config-reference.md
 
 run: setup-run build
 	node dist/test/support/demo.js

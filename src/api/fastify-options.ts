@@ -3,7 +3,7 @@
 // request (that would wear the SD card; errors are logged by the error handlers), 503 while
 // closing, an 8 KiB cap on request headers, and no JSON-schema compilers. Bodies are checked with zod in the handlers, so
 // fastify's defaults (ajv and fast-json-stringify, ~0.5 MiB of source loaded when the
-// instance is built: README, Operating > Memory) would never run; a route that declares a
+// instance is built: docs/sizing.md, where the memory goes) would never run; a route that declares a
 // `schema` fails at registration instead of being checked by a second validator.
 import { readFileSync } from "node:fs";
 import { LogController, type FastifyBaseLogger, type FastifyHttpsOptions, type FastifyServerOptions } from "fastify";

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { configSchema } from "../config/schema.js";
 import { VERSION } from "../version.js";
 import { EXIT_OK, type Command } from "./command.js";
+import { configReferenceMarkdown } from "./config-reference.js";
 
 /** The JSON Schema of the config file as a YAML file gives it (defaults optional). */
 export function configJsonSchema(): Record<string, unknown> {
@@ -20,10 +21,13 @@ export function configJsonSchema(): Record<string, unknown> {
 
 const command: Command = {
   summary: "Print the config file's JSON Schema (draft 2020-12), for editors (# yaml-language-server: $schema=FILE).",
-  usage: "sitegate config-schema > sitegate-config.schema.json",
-  options: {},
-  run() {
-    process.stdout.write(JSON.stringify(configJsonSchema(), null, 2) + "\n");
+  usage: "sitegate config-schema [--markdown] > sitegate-config.schema.json",
+  options: { markdown: { type: "boolean" } },
+  run(values) {
+    // --markdown: the same schema as the key-by-key page docs/config-reference.md
+    process.stdout.write(
+      values.markdown ? configReferenceMarkdown(configJsonSchema()) : JSON.stringify(configJsonSchema(), null, 2) + "\n",
+    );
     return Promise.resolve(EXIT_OK);
   },
 };

@@ -1,5 +1,5 @@
 // `sitegate fleet sign`: signs one fleet command for a gateway that has fleet.command_keys
-// (docs/fleet-security.md). Prints the three MQTT v5 user properties to publish the
+// (docs/security.md, Fleet commands). Prints the three MQTT v5 user properties to publish the
 // command with, as JSON or as mosquitto_pub arguments. The payload must be published
 // byte for byte as signed (mosquitto_pub -f FILE).
 import { readFileSync } from "node:fs";

@@ -3,20 +3,26 @@
 import { z } from "zod";
 
 export const checkWriteSchema = z.strictObject({
-  reg_cmd_id: z.number().int(),
-  reg_fun: z.literal(6, { error: "only function 6 (write single register) is supported" }),
-  reg_reg: z.number().int().min(0).max(65535),
-  reg_value: z.number().int().min(-32768).max(65535),
+  reg_cmd_id: z.number().int().describe("The partner's id of this check write"),
+  reg_fun: z
+    .literal(6, { error: "only function 6 (write single register) is supported" })
+    .describe("Modbus function: 6, write single register"),
+  reg_reg: z.number().int().min(0).max(65535).describe("Register address"),
+  reg_value: z.number().int().min(-32768).max(65535).describe("Value written (negative: 16-bit two's complement)"),
 });
 
 const base = {
-  device_id: z.string().min(1).max(128),
-  device_type: z.literal("modbus", { error: 'device_type must be "modbus"' }),
-  device_name: z.string().max(128).optional(),
-  device_integration: z.string().regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>"),
-  mb_device_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)]),
-  mb_check_write: z.array(checkWriteSchema).max(64).optional(),
-  /** Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter. */
+  device_id: z.string().min(1).max(128).describe("The device's id, unique on the gateway"),
+  device_type: z.literal("modbus", { error: 'device_type must be "modbus"' }).describe("Always modbus"),
+  device_name: z.string().max(128).optional().describe("A name shown in device sync and on the status page"),
+  device_integration: z
+    .string()
+    .regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>")
+    .describe("<organization_id>/<profile>: the profile that reads the device (docs/configuration.md#devices-and-profiles)"),
+  mb_device_type: z
+    .union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)])
+    .describe("The partner's device kind: 1 battery, 2 PV, 3 meter, 99 other (the profile decides)"),
+  mb_check_write: z.array(checkWriteSchema).max(64).optional().describe("Registers written once when the device is configured"),
   rated_power_w: z
     .union(
       [
@@ -27,26 +33,34 @@ const base = {
         error: "must be a number of watts or an array of watts, one per coil",
       },
     )
-    .optional(),
-  /** Shed order among loads: lower first, then device_id; default 100. */
-  shed_priority: z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000").optional(),
+    .optional()
+    .describe("Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter"),
+  shed_priority: z
+    .number()
+    .int("must be an integer 0..1000")
+    .min(0, "must be 0..1000")
+    .max(1000, "must be 0..1000")
+    .optional()
+    .describe("Shed order among loads: lower first, then device_id; default 100 (PV 200)"),
 };
 
 const rtuDevice = z.strictObject({
   ...base,
-  mb_type: z.literal(1),
-  mb_slave_id: z.number().int().min(1).max(247),
-  mb_baud: z.number().int().min(300).max(921600),
-  mb_rtu_no: z.number().int().min(0),
+  mb_type: z.literal(1).describe("1: Modbus RTU (RS-485), 2: Modbus TCP"),
+  mb_slave_id: z.number().int().min(1).max(247).describe("Modbus unit id"),
+  mb_baud: z.number().int().min(300).max(921600).describe("RTU: the baud, the same for every device of the port"),
+  mb_rtu_no: z.number().int().min(0).describe("RTU: the port, a key of rtu_ports"),
   mb_ip: z.string().optional(),
   mb_port: z.number().int().optional(),
 });
 
 const tcpDevice = z.strictObject({
   ...base,
-  mb_type: z.literal(2),
-  mb_ip: z.union([z.ipv4(), z.ipv6(), z.string().regex(/^[A-Za-z0-9.-]+$/, "must be an IP address or host name")]),
-  mb_port: z.number().int().min(1).max(65535),
+  mb_type: z.literal(2).describe("1: Modbus RTU (RS-485), 2: Modbus TCP"),
+  mb_ip: z
+    .union([z.ipv4(), z.ipv6(), z.string().regex(/^[A-Za-z0-9.-]+$/, "must be an IP address or host name")])
+    .describe("TCP: the device's address or host name"),
+  mb_port: z.number().int().min(1).max(65535).describe("TCP: the port, usually 502"),
   // A gateway behind a TCP bridge still needs a unit id; default 1 as most TCP devices use.
   mb_slave_id: z.number().int().min(0).max(255).default(1),
   mb_baud: z.number().int().optional(),

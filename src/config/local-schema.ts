@@ -4,9 +4,19 @@
 // input, 41 GPIO output.
 import { z } from "zod";
 
-const deviceId = z.string().min(1).max(128);
-const ratedPower = z.number().positive("must be > 0").max(1e7, "is too large");
-const shedPriority = z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000");
+const deviceId = z.string().min(1).max(128).describe("The device's id; one namespace with devices, zigbee and gpio");
+const deviceName = z.string().max(128).optional().describe("A name shown in device sync and on the status page");
+const ratedPower = z
+  .number()
+  .positive("must be > 0")
+  .max(1e7, "is too large")
+  .describe("The load the device switches (W): what a shed removes when it switches the device off");
+const shedPriority = z
+  .number()
+  .int("must be an integer 0..1000")
+  .min(0, "must be 0..1000")
+  .max(1000, "must be 0..1000")
+  .describe("Shed order among loads: lower first, then device_id; default 100");
 
 const mqttUrl = z
   .url({ error: "must be a URL" })
@@ -15,24 +25,31 @@ const mqttUrl = z
 const zigbeeDevice = z
   .strictObject({
     device_id: deviceId,
-    device_name: z.string().max(128).optional(),
+    device_name: deviceName,
     friendly_name: z
       .string()
       .min(1)
       .max(256)
       .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
-      .optional(),
+      .optional()
+      .describe("The device's zigbee2mqtt friendly name (or ieee_address)"),
     ieee_address: z
       .string()
       .regex(/^0x[0-9a-f]{16}$/i, "must be 0x and 16 hex digits")
       .transform((s) => s.toLowerCase())
-      .optional(),
-    device_type: z.union([z.literal(30), z.literal(31)], { error: "must be 30 (switch or plug) or 31 (thermostat)" }),
-    /** The load the device switches (W): a shed without the device's own metering counts it. */
+      .optional()
+      .describe("The device's IEEE address, 0x and 16 hex digits (or friendly_name)"),
+    device_type: z
+      .union([z.literal(30), z.literal(31)], { error: "must be 30 (switch or plug) or 31 (thermostat)" })
+      .describe("30: a switch or plug, 31: a thermostat"),
     rated_power_w: ratedPower.optional(),
     shed_priority: shedPriority.optional(),
-    /** Thermostat: how far a shed lowers the heating setpoint (°C). */
-    setback_c: z.number().positive("must be > 0").max(15, "must be at most 15").optional(),
+    setback_c: z
+      .number()
+      .positive("must be > 0")
+      .max(15, "must be at most 15")
+      .optional()
+      .describe("Thermostat (31) only: how far a shed lowers the heating setpoint (°C); default 2"),
   })
   .superRefine((d, ctx) => {
     if ((d.friendly_name === undefined) === (d.ieee_address === undefined))
@@ -44,17 +61,22 @@ const zigbeeDevice = z
 
 export const zigbeeSchema = z
   .strictObject({
-    /** The bridge's broker (usually the local mosquitto). */
-    url: mqttUrl,
+    url: mqttUrl.describe("The bridge's broker, usually the local mosquitto: mqtt:// or mqtts://"),
     base_topic: z
       .string()
       .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
-      .default("zigbee2mqtt"),
-    username: z.string().min(1).optional(),
-    password: z.string().optional(),
-    /** How long a command waits for the device's state message that confirms it. */
-    command_timeout_ms: z.number().int().min(500).max(60_000).default(5000),
-    devices: z.array(zigbeeDevice).max(256).default([]),
+      .default("zigbee2mqtt")
+      .describe("zigbee2mqtt's base_topic"),
+    username: z.string().min(1).optional().describe("Broker user name (with password)"),
+    password: z.string().optional().describe("Broker password"),
+    command_timeout_ms: z
+      .number()
+      .int()
+      .min(500)
+      .max(60_000)
+      .default(5000)
+      .describe("How long a command waits for the state message that confirms it (ms); none in time: a failed write"),
+    devices: z.array(zigbeeDevice).max(256).default([]).describe("The bridge's devices the gateway uses"),
   })
   .superRefine((z_, ctx) => {
     if (z_.password !== undefined && z_.username === undefined)
@@ -77,40 +99,47 @@ export type ZigbeeConfig = z.infer<typeof zigbeeSchema>;
 export type ZigbeeDeviceConfig = ZigbeeConfig["devices"][number];
 
 const onActive = z.strictObject({
-  event_type: z.literal("pv_limit", { error: 'must be "pv_limit"' }),
-  limit_pct: z.number().min(0, "must be 0..100").max(100, "must be 0..100"),
-  priority: z.number().int().min(0).optional(),
+  event_type: z.literal("pv_limit", { error: 'must be "pv_limit"' }).describe("The local event run while the input is active"),
+  limit_pct: z.number().min(0, "must be 0..100").max(100, "must be 0..100").describe("PV output limit, % of rated power"),
+  priority: z.number().int().min(0).optional().describe("The event's priority; default 0"),
 });
+const line = z.number().int().min(0).max(1023).describe("The line's offset on the chip");
+const activeLow = z.boolean().default(false).describe("The line is active at level 0");
 
 const gpioOutput = z.strictObject({
   device_id: deviceId,
-  device_name: z.string().max(128).optional(),
-  line: z.number().int().min(0).max(1023),
-  device_type: z.literal(41),
-  active_low: z.boolean().default(false),
+  device_name: deviceName,
+  line,
+  device_type: z.literal(41).describe("41: an output (a switched load), 40: an input"),
+  active_low: activeLow,
   rated_power_w: ratedPower.optional(),
   shed_priority: shedPriority.optional(),
 });
 
 const gpioInput = z.strictObject({
   device_id: deviceId,
-  device_name: z.string().max(128).optional(),
-  line: z.number().int().min(0).max(1023),
-  device_type: z.literal(40),
-  active_low: z.boolean().default(false),
-  debounce_ms: z.number().int().min(0).max(10_000).default(20),
-  on_active: onActive.optional(),
+  device_name: deviceName,
+  line,
+  device_type: z.literal(40).describe("41: an output (a switched load), 40: an input"),
+  active_low: activeLow,
+  debounce_ms: z.number().int().min(0).max(10_000).default(20).describe("Input: a level must hold this long to count (ms)"),
+  on_active: onActive.optional().describe("Input: a local event that runs while the input is active (a ripple-control receiver)"),
 });
 
 export const gpioSchema = z
   .strictObject({
-    backend: z.enum(["chardev", "sim"], { error: 'must be "chardev" (the Linux GPIO character device) or "sim" (the simulator)' }),
-    /** chardev: a chip name (gpiochip0), path (/dev/gpiochip0) or label (pinctrl-bcm2711); sim: the simulator's control URL. */
-    chip: z.string().min(1),
+    backend: z
+      .enum(["chardev", "sim"], { error: 'must be "chardev" (the Linux GPIO character device) or "sim" (the simulator)' })
+      .describe("chardev: the Linux GPIO character device (Debian's gpiod tools); sim: the simulator's chip (tests)"),
+    chip: z
+      .string()
+      .min(1)
+      .describe("chardev: a chip name (gpiochip0), path (/dev/gpiochip0) or label (pinctrl-bcm2711); sim: the simulator's control URL"),
     lines: z
       .array(z.discriminatedUnion("device_type", [gpioOutput, gpioInput], { error: "device_type must be 41 (output) or 40 (input)" }))
       .max(64)
-      .default([]),
+      .default([])
+      .describe("The lines the gateway uses"),
   })
   .superRefine((g, ctx) => {
     if (g.backend === "sim" && !/^https?:\/\/[^/]+/.test(g.chip))

@@ -54,34 +54,54 @@ function isEd25519PublicPem(pem: string): boolean {
 
 export const fleetSchema = z
   .strictObject({
-    url: z.url({ error: "must be a URL" }).refine(
-      (u) => {
-        const x = new URL(u);
-        return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
-      },
-      { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
-    ),
-    ca_file: z.string().min(1).optional(),
-    cert_file: z.string().min(1).optional(),
-    key_file: z.string().min(1).optional(),
-    username: z.string().min(1).optional(),
-    password: z.string().optional(),
-    /** The password read from this file at start instead (exactly one of password and password_file). */
-    password_file: z.string().min(1).optional(),
+    url: z
+      .url({ error: "must be a URL" })
+      .describe("The broker: mqtts://, or mqtt:// to a loopback broker only")
+      .refine(
+        (u) => {
+          const x = new URL(u);
+          return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
+        },
+        { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
+      ),
+    ca_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("CA certificate (PEM) the broker's certificate is checked against; default: the system's roots"),
+    cert_file: z.string().min(1).optional().describe("Client certificate (PEM); with key_file, instead of username and password"),
+    key_file: z.string().min(1).optional().describe("The client certificate's private key (PEM)"),
+    username: z.string().min(1).optional().describe("MQTT user name (with password or password_file)"),
+    password: z.string().optional().describe("MQTT password (or password_file)"),
+    password_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "A file the MQTT password is read from at start (a systemd credential, a 0600 file); exactly one of password and password_file",
+      ),
     topic_prefix: z
       .string()
       .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, "must be topic levels of letters, digits, . _ - (no wildcards)")
-      .default("sitegate"),
-    keepalive_s: z.number().int().min(5).max(3600).default(60),
-    client_id: z.string().min(1).max(128).optional(),
-    /** Ed25519 public keys (PEM) of who may send commands; set, every command must be signed (docs/fleet-security.md). */
+      .default("sitegate")
+      .describe("First topic levels: {topic_prefix}/{site_id}/status|telemetry|events|devices|cmd/<name>"),
+    keepalive_s: z.number().int().min(5).max(3600).default(60).describe("MQTT keep-alive interval (s)"),
+    client_id: z.string().min(1).max(128).optional().describe("MQTT client id; default: derived from site_id"),
     command_keys: z
       .array(z.string().refine(isEd25519PublicPem, { error: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" }))
       .min(1, { error: "list at least one key, or leave command_keys out" })
       .max(16)
-      .optional(),
-    /** Oldest signed command accepted, by its issued_at. */
-    command_max_age_s: z.number().int().min(10).max(86_400).default(300),
+      .optional()
+      .describe(
+        "Ed25519 public keys (PEM) that may sign fleet commands; set, every command must be signed (docs/security.md#fleet-commands)",
+      ),
+    command_max_age_s: z
+      .number()
+      .int()
+      .min(10)
+      .max(86_400)
+      .default(300)
+      .describe("Oldest signed command accepted, by its sg-issued-at (s)"),
   })
   .superRefine((f, ctx) => {
     if ((f.cert_file === undefined) !== (f.key_file === undefined))
@@ -118,14 +138,23 @@ const updateUrlPrefix = z.url({ error: "must be a URL" }).superRefine((s, ctx) =
 
 /** Updates the fleet may request with the `update` command (docs/updates.md). */
 export const updateSchema = z.strictObject({
-  /** A requested bundle URL, and every redirect it takes, must start with one of these; empty: no fleet updates. */
-  allowed_urls: z.array(updateUrlPrefix).max(16).default([]),
-  /** Take `update` commands without fleet.command_keys (a bench); otherwise they are refused. */
-  allow_unsigned_requests: z.boolean().default(false),
-  /** The largest bundle a fleet request downloads. */
-  max_bundle_mb: z.number().int().min(1).max(4096).default(256),
-  /** Where root downloads a requested bundle: a folder only root can write, on the data partition. */
-  download_dir: z.string().min(1).default("/var/lib/sitegate-update"),
+  allowed_urls: z
+    .array(updateUrlPrefix)
+    .max(16)
+    .default([])
+    .describe(
+      "https:// folders ending in /: a requested bundle URL, and every redirect it takes, must be under one; empty: no fleet updates",
+    ),
+  allow_unsigned_requests: z
+    .boolean()
+    .default(false)
+    .describe("Take update commands without fleet.command_keys (a bench); otherwise they are refused"),
+  max_bundle_mb: z.number().int().min(1).max(4096).default(256).describe("The largest bundle a fleet request downloads (MB)"),
+  download_dir: z
+    .string()
+    .min(1)
+    .default("/var/lib/sitegate-update")
+    .describe("Where root downloads a requested bundle: a folder only root can write, on the data partition"),
 });
 export type UpdateConfig = z.infer<typeof updateSchema>;
 export const UPDATE_DEFAULTS: UpdateConfig = {
@@ -140,10 +169,19 @@ export const UPDATE_DEFAULTS: UpdateConfig = {
  * devices of one port share one baud (their mb_baud).
  */
 const rtuPortObject = z.strictObject({
-  path: z.string().min(1),
-  baud: z.number().int().min(300).max(921600).default(9600),
-  parity: z.enum(["none", "even", "odd"]).default("none"),
-  stop_bits: z.union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" }).default(1),
+  path: z.string().min(1).describe("The serial device, e.g. /dev/ttyUSB0"),
+  baud: z
+    .number()
+    .int()
+    .min(300)
+    .max(921600)
+    .default(9600)
+    .describe("The line's baud until a device is configured on the port; then its devices' mb_baud"),
+  parity: z.enum(["none", "even", "odd"]).default("none").describe("Parity (8 data bits always)"),
+  stop_bits: z
+    .union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" })
+    .default(1)
+    .describe("Stop bits"),
 });
 export type RtuPortConfig = z.output<typeof rtuPortObject>;
 const rtuPort = z.union(
@@ -158,73 +196,143 @@ const rtuPort = z.union(
 );
 
 export const configSchema = z.strictObject({
-  site_id: z.string().min(1).max(128),
-  organization_id: z.uuid(),
+  site_id: z.string().min(1).max(128).describe("The site this gateway answers for: the <site_id> of the partner API's paths"),
+  organization_id: z
+    .uuid()
+    .describe("The partner organization: accepted by the admin endpoint, and the first part of every device_integration"),
   api_version: z
     .string()
     .regex(/^[A-Za-z0-9._-]+$/)
-    .default("v1"),
-  data_dir: z.string().min(1).default("./var"),
-  log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  http: z.strictObject({
-    listen: listenAddr.default("127.0.0.1:8443"),
-    tls: z.strictObject({ cert: z.string().min(1), key: z.string().min(1) }),
-    rate_limit_per_min: z.number().int().positive().default(600),
-    metrics_allow: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
-  }),
+    .default("v1")
+    .describe("The <API version> path segment of the partner API"),
+  data_dir: z
+    .string()
+    .min(1)
+    .default("./var")
+    .describe("SQLite databases and state; relative paths resolve against the config file's folder"),
+  log_level: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("Log level; LOG_LEVEL in the environment overrides it"),
+  http: z
+    .strictObject({
+      listen: listenAddr.default("127.0.0.1:8443").describe("host:port of the HTTPS partner API (sitegate init writes 0.0.0.0:8443)"),
+      tls: z
+        .strictObject({
+          cert: z.string().min(1).describe("Certificate (PEM) the API serves"),
+          key: z.string().min(1).describe("Its private key (PEM)"),
+        })
+        .describe("The API is HTTPS only"),
+      rate_limit_per_min: z.number().int().positive().default(600).describe("Requests a minute per source address"),
+      metrics_allow: z.array(cidr).default(["127.0.0.1/32", "::1/128"]).describe("Who may read /healthz and /metrics"),
+    })
+    .describe("The partner API's listener"),
   auth: z
     .strictObject({
-      client_id: z.string().min(1),
-      users: z.array(z.strictObject({ username: z.string().min(1), password_hash: secretHash })).default([]),
-      token_ttl_s: z.number().int().min(60).max(86400).default(3600),
-      api_keys: z.array(z.strictObject({ name: z.string().min(1), key_hash: secretHash })).default([]),
-      ip_allowlist: z.array(cidr).default(["127.0.0.1/32", "::1/128"]),
-      /** Who may ask for a token and call /gateway/admin/ (default: ip_allowlist). */
-      admin_allowlist: z.array(cidr).optional(),
+      client_id: z.string().min(1).describe("The client_id the partner sends to /connect/token"),
+      users: z
+        .array(
+          z.strictObject({
+            username: z.string().min(1).describe("The partner's user name (also the status page login)"),
+            password_hash: secretHash.describe("scrypt hash of the password: the last line sitegate hash-secret prints"),
+          }),
+        )
+        .default([])
+        .describe("Who may get a token at /connect/token and log in to the status page"),
+      token_ttl_s: z.number().int().min(60).max(86400).default(3600).describe("Lifetime of a bearer token (s)"),
+      api_keys: z
+        .array(
+          z.strictObject({
+            name: z.string().min(1).describe("A name for the key (logs)"),
+            key_hash: secretHash.describe("scrypt hash of the X-API-Key value: the last line sitegate hash-secret prints"),
+          }),
+        )
+        .default([])
+        .describe("Keys accepted in X-API-Key on /dr and /devicesync"),
+      ip_allowlist: z
+        .array(cidr)
+        .default(["127.0.0.1/32", "::1/128"])
+        .describe("Who may call /dr and /devicesync (sitegate init writes loopback only)"),
+      admin_allowlist: z.array(cidr).optional().describe("Who may ask for a token and call /gateway/admin/; default: ip_allowlist"),
     })
-    .transform((a) => ({ ...a, admin_allowlist: a.admin_allowlist ?? a.ip_allowlist })),
-  partner: z.strictObject({
-    headers: z
-      .array(
-        z
-          .strictObject({
-            name: z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name"),
-            value: z.string().optional(),
-            /** The value read from this file at start (a systemd credential, a 0600 file). */
-            value_file: z.string().min(1).optional(),
-          })
-          .superRefine((h, ctx) => {
-            if ((h.value === undefined) === (h.value_file === undefined))
-              ctx.addIssue({ code: "custom", path: ["value"], message: "exactly one of value and value_file is required" });
-          })
-          // parseConfig fills value from value_file.
-          .transform((h) => ({ name: h.name, value: h.value ?? "", value_file: h.value_file })),
-      )
-      .default([]),
-    execution_url: httpsUrl,
-    data_push_url: httpsUrl,
-    data_push_path: z
-      .string()
-      .regex(/^[A-Za-z0-9._~/-]+$/)
-      .default("telemetry"),
-    timeout_ms: z.number().int().positive().default(10000),
-    // Extra CA certificates (PEM file) trusted for callbacks, e.g. a bench sink's self-signed cert.
-    ca_file: z.string().optional(),
-  }),
-  rtu_ports: z.record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort).default({}),
+    .transform((a) => ({ ...a, admin_allowlist: a.admin_allowlist ?? a.ip_allowlist }))
+    .describe("Who may call the partner API, and with what"),
+  partner: z
+    .strictObject({
+      headers: z
+        .array(
+          z
+            .strictObject({
+              name: z
+                .string()
+                .regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name")
+                .describe("Header name"),
+              value: z.string().optional().describe("Header value (or value_file)"),
+              value_file: z
+                .string()
+                .min(1)
+                .optional()
+                .describe(
+                  "A file the value is read from at start (a systemd credential, a 0600 file); exactly one of value and value_file",
+                ),
+            })
+            .superRefine((h, ctx) => {
+              if ((h.value === undefined) === (h.value_file === undefined))
+                ctx.addIssue({ code: "custom", path: ["value"], message: "exactly one of value and value_file is required" });
+            })
+            // parseConfig fills value from value_file.
+            .transform((h) => ({ name: h.name, value: h.value ?? "", value_file: h.value_file })),
+        )
+        .default([])
+        .describe("Headers added to every callback to the partner"),
+      execution_url: httpsUrl.describe("Where execution responses of dispatch events are posted (https:// only)"),
+      data_push_url: httpsUrl.describe("Telemetry is posted to {data_push_url}/{api_version}/{data_push_path} (https:// only)"),
+      data_push_path: z
+        .string()
+        .regex(/^[A-Za-z0-9._~/-]+$/)
+        .default("telemetry")
+        .describe("The last path segment of the data push URL"),
+      timeout_ms: z.number().int().positive().default(10000).describe("Timeout of one callback request (ms)"),
+      ca_file: z
+        .string()
+        .optional()
+        .describe("Extra CA certificates (PEM) trusted for callbacks, e.g. a bench sink's self-signed certificate"),
+    })
+    .describe("Where the gateway sends execution responses and telemetry"),
+  rtu_ports: z
+    .record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort)
+    .default({})
+    .describe("RS-485 ports by the mb_rtu_no devices use: a device path (9600 8N1) or { path, baud, parity, stop_bits }"),
   telemetry: z
     .strictObject({
-      poll_interval_ms: z.number().int().min(100).max(3_600_000).default(1000),
-      retention_max_mb: z.number().positive().default(512),
-      /** Telemetry is committed in one transaction per this many seconds (SD card wear); a power cut loses at most that much. 1: every poll. */
-      commit_interval_s: z.number().int().min(1).max(60).default(10),
+      poll_interval_ms: z
+        .number()
+        .int()
+        .min(100)
+        .max(3_600_000)
+        .default(1000)
+        .describe("How often the fast metrics of every device are read (ms)"),
+      retention_max_mb: z.number().positive().default(512).describe("Bound of the telemetry store (MB); the oldest samples go first"),
+      commit_interval_s: z
+        .number()
+        .int()
+        .min(1)
+        .max(60)
+        .default(10)
+        .describe("Samples are committed once per this many seconds (SD card wear); a power cut loses at most that much. 1: every poll"),
     })
-    .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 10 }),
-  devices: z.array(deviceConfigSchema).default([]),
-  /** Local recurring dispatch events (DESIGN B4), at priority 100 below every partner event. */
+    .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 10 })
+    .describe("Polling and the sample store"),
+  devices: z
+    .array(deviceConfigSchema)
+    .default([])
+    .describe(
+      "Modbus devices in the configure request's form, applied at start when changed; the partner configures them through the API otherwise",
+    ),
   schedules: z
     .array(scheduleSchema)
     .default([])
+    .describe("Local recurring dispatch events, at priority 100 below every partner event")
     .superRefine((list, ctx) => {
       const seen = new Set<string>();
       list.forEach((s, i) => {
@@ -232,33 +340,34 @@ export const configSchema = z.strictObject({
         seen.add(s.name);
       });
     }),
-  /** Local status page: absent or enabled: false = not served. */
   ui: z
     .strictObject({
-      enabled: z.boolean().default(true),
-      listen: listenAddr.optional(),
-      allow: z.array(cidr).default(UI_DEFAULT_ALLOW),
+      enabled: z.boolean().default(true).describe("Serve the status page (a ui block without it: served)"),
+      listen: listenAddr.optional().describe("host:port of a listener of its own; default: the API's listener, under /ui/"),
+      allow: z.array(cidr).default(UI_DEFAULT_ALLOW).describe("Who may open it; default: loopback and the private LAN ranges"),
       session_ttl_s: z
         .number()
         .int()
         .min(300)
         .max(7 * 86400)
-        .default(43200),
+        .default(43200)
+        .describe("How long a login lasts (s)"),
     })
-    .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
-  fleet: fleetSchema.optional(),
-  update: updateSchema.default(UPDATE_DEFAULTS),
-  /** Zigbee devices through a zigbee2mqtt bridge (its documented MQTT API). */
-  zigbee: zigbeeSchema.optional(),
-  /** GPIO lines: outputs as switched loads, inputs (with an optional local event while active). */
-  gpio: gpioSchema.optional(),
-  /** The nightly maintenance (WAL checkpoint, optimize): a time of day in the controller's local time, UTC or a named zone. */
+    .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 })
+    .describe("The local status page (docs/status-page.md); absent or enabled: false: not served"),
+  fleet: fleetSchema.optional().describe("The MQTT v5 fleet uplink (docs/fleet.md); absent: no MQTT at all"),
+  update: updateSchema.default(UPDATE_DEFAULTS).describe("Updates the fleet may request with its update command (docs/updates.md)"),
+  zigbee: zigbeeSchema.optional().describe("Zigbee devices through a zigbee2mqtt bridge, its documented MQTT API (docs/devices.md)"),
+  gpio: gpioSchema
+    .optional()
+    .describe("GPIO lines: outputs as switched loads, inputs with an optional local event while active (docs/devices.md)"),
   maintenance: z
     .strictObject({
       at: z
         .string()
         .regex(/^([01]\d|2[0-3]):[0-5]\d$/, "must be HH:MM (00:00-23:59)")
-        .default("03:30"),
+        .default("03:30")
+        .describe("HH:MM, in timezone"),
       timezone: z
         .string()
         .regex(/^(local|UTC|[A-Za-z]+(\/[A-Za-z0-9_+-]+)+)$/, 'must be "local", "UTC" or a zone name such as Australia/Sydney')
@@ -266,9 +375,11 @@ export const configSchema = z.strictObject({
           const problem = zoneProblem(tz);
           if (problem) ctx.addIssue({ code: "custom", message: `${tz}: ${problem}` });
         })
-        .default("local"),
+        .default("local")
+        .describe("local (the controller's zone, timedatectl), UTC, or a zone name such as Europe/Berlin (it becomes the daemon's TZ)"),
     })
-    .default({ at: "03:30", timezone: "local" }),
+    .default({ at: "03:30", timezone: "local" })
+    .describe("The nightly maintenance (WAL checkpoint, optimize), in local time by default"),
 });
 
 export type Config = z.infer<typeof configSchema>;

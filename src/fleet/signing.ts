@@ -3,7 +3,7 @@
 // signature by one of those keys covers this site, the command name, the payload's
 // sha256, the issue time and the nonce; when it is at most command_max_age_s old; and when
 // its nonce was never seen (the fleet queue keeps nonces in SQLite until they expire).
-// The signed text is documented in docs/fleet-security.md; `sitegate fleet sign` makes it.
+// The signed text is documented in docs/security.md, Fleet commands; `sitegate fleet sign` makes it.
 import { createHash, createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from "node:crypto";
 
 export const SIGNATURE_PROPS = { issuedAt: "sg-issued-at", nonce: "sg-nonce", signature: "sg-signature" } as const;

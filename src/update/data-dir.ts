@@ -95,7 +95,7 @@ function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unkn
   } else if (hasSetIdCapabilities()) {
     r = spawnSync(argv[0], argv.slice(1), { uid: st.uid, gid: st.gid, cwd: "/", encoding: "utf8" });
   } else {
-    // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security-units.md): the
+    // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security.md, Unit hardening): the
     // service manager starts the child as the owner instead, over the socket root may use.
     r = spawnSync("systemd-run", [...systemdRunArgs(st.uid, st.gid), ...argv], { cwd: "/", encoding: "utf8" });
   }

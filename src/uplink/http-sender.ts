@@ -4,7 +4,7 @@
 // partner headers are credentials, and nothing of a callback goes to a host the config
 // did not name. The answer is classified here, once, so the
 // lanes decide retries from one table (classify()). On node:https with a keep-alive agent:
-// undici cost ~4 MiB of resident memory for one POST path (README, Operating > Memory).
+// undici cost ~4 MiB of resident memory for one POST path (docs/sizing.md, where the memory goes).
 import type { IncomingMessage, RequestOptions } from "node:http";
 import { Agent, request } from "node:https";
 import { urlToHttpOptions } from "node:url";

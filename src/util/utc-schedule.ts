@@ -2,7 +2,7 @@
 // period and an offset from the epoch, which began at UTC midnight: "daily at 03:30 UTC" is
 // every 24 h from 03:30, "every 10 min" every 10 min from 00:00. No Intl, no time zone data:
 // node-cron formats every tick through Intl.DateTimeFormat, which pages in ~6.5 MiB of ICU
-// data the daemon otherwise never touches (README, Operating > Memory).
+// data the daemon otherwise never touches (docs/sizing.md, where the memory goes).
 // A timer wakes at least every 10 min and re-reads the wall clock, so a clock step delays
 // a job by at most that; a step over several occurrences runs the job once.
 import { systemClock, type Clock } from "./clock.js";

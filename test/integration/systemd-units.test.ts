@@ -1,5 +1,5 @@
 // The unit files: systemd-analyze verify and security (the exposure scores of
-// docs/security-units.md are ceilings here), the hardening lines, and the daemon actually
+// docs/security.md, Unit hardening are ceilings here), the hardening lines, and the daemon actually
 // running under the unit's kernel sandbox. systemd is not PID 1 in the test environment,
 // so test/support/unit-sandbox.py applies what systemd would (the unit's SystemCallFilter
 // groups, SystemCallErrorNumber, MemoryDenyWriteExecute, ProcSubset/ProtectProc) through
