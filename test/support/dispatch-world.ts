@@ -98,7 +98,9 @@ export function scenarioOf(w: WorldSpec, opts: { listen?: string; control?: stri
   );
   w.pvs.forEach((p, i) => devices.push({ unit: unit++, model: "sunspec-pv", name: `pv${i + 1}`, ...p }));
   if (w.meter) devices.push({ unit: unit++, model: "sunspec-meter", name: "grid" });
-  w.relays.forEach((r, i) => devices.push({ unit: unit++, model: "relay", name: `relay${i + 1}`, coils: 4, load_per_coil_w: r.load_per_coil_w }));
+  w.relays.forEach((r, i) =>
+    devices.push({ unit: unit++, model: "relay", name: `relay${i + 1}`, coils: 4, load_per_coil_w: r.load_per_coil_w }),
+  );
   // A port needs a device: a meter the gateway is not told about stands in.
   if (devices.length === 0) devices.push({ unit: 200, model: "sunspec-meter", name: "unused" });
   const zigbee = [
@@ -123,14 +125,22 @@ export function scenarioOf(w: WorldSpec, opts: { listen?: string; control?: stri
 }
 
 /** The gateway's device entries for a world: Modbus (one TCP endpoint) and Zigbee. */
-export function gatewayDevices(w: WorldSpec, host: string, port: number): { modbus: DeviceConfig[]; zigbee: Array<Record<string, unknown>> } {
+export function gatewayDevices(
+  w: WorldSpec,
+  host: string,
+  port: number,
+): { modbus: DeviceConfig[]; zigbee: Array<Record<string, unknown>> } {
   const modbus: DeviceConfig[] = [];
   const sc = parseScenario(scenarioOf(w));
   for (const d of sc.ports[0].devices) {
     if (d.name === "unused") continue;
     const relay = d.model === "relay" ? w.relays[Number(d.name.slice(5)) - 1] : undefined;
     const rated =
-      relay?.rating === "total" ? 4 * relay.load_per_coil_w : relay?.rating === "per_coil" ? [1, 2, 3, 4].map(() => relay.load_per_coil_w) : undefined;
+      relay?.rating === "total"
+        ? 4 * relay.load_per_coil_w
+        : relay?.rating === "per_coil"
+          ? [1, 2, 3, 4].map(() => relay.load_per_coil_w)
+          : undefined;
     modbus.push({
       device_id: d.name,
       device_type: "modbus",
@@ -325,7 +335,13 @@ class SimTransport implements Transport {
     return Array.from({ length: count }, (_, i) => out.readUInt16BE(2 + 2 * i));
   }
 
-  async writeRegisters(unit: number, address: number, values: number[], _t: number, fn: 6 | 16 = values.length === 1 ? 6 : 16): Promise<void> {
+  async writeRegisters(
+    unit: number,
+    address: number,
+    values: number[],
+    _t: number,
+    fn: 6 | 16 = values.length === 1 ? 6 : 16,
+  ): Promise<void> {
     if (fn === 6) {
       this.call(unit, header(6, address, values[0] & 0xffff), { address, values });
       return;
@@ -376,7 +392,8 @@ class ZigbeeLine {
     private readonly now: () => number,
   ) {
     this.gw = bridge as unknown as ZigbeeLine["gw"];
-    if (typeof this.gw.onMessage !== "function") throw new Error("the gateway's ZigbeeBridge has no onMessage(topic, text) any more: update ZigbeeLine");
+    if (typeof this.gw.onMessage !== "function")
+      throw new Error("the gateway's ZigbeeBridge has no onMessage(topic, text) any more: update ZigbeeLine");
     this.gw.client = {
       subscribe: (_t: unknown, _o: unknown, cb?: (err: Error | null) => void) => cb?.(null),
       unsubscribe: () => undefined,
@@ -410,7 +427,8 @@ class ZigbeeLine {
   /** zigbee2mqtt's reports: on a change, and every device's report interval. */
   tick(): void {
     const now = this.now();
-    for (const d of this.sim.devices.values()) if (d.dirty || now - (this.lastReport.get(d.name) ?? -Infinity) >= d.reportIntervalMs) this.report(d);
+    for (const d of this.sim.devices.values())
+      if (d.dirty || now - (this.lastReport.get(d.name) ?? -Infinity) >= d.reportIntervalMs) this.report(d);
   }
 }
 
@@ -474,7 +492,8 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
 /** The executor's live claims of its last plan: device -> events with their watts. */
 function claimsOf(d: Dispatcher): ReadonlyMap<string, ReadonlyArray<{ event_id: string; watts: number }>> {
   const claims = (d as unknown as { exec?: { claims?: unknown } }).exec?.claims;
-  if (!(claims instanceof Map)) throw new Error("the dispatcher's executor no longer keeps its live claims in exec.claims: update claimsOf()");
+  if (!(claims instanceof Map))
+    throw new Error("the dispatcher's executor no longer keeps its live claims in exec.claims: update claimsOf()");
   return claims as ReadonlyMap<string, ReadonlyArray<{ event_id: string; watts: number }>>;
 }
 
@@ -485,7 +504,14 @@ const flush = () => new Promise<void>((r) => setImmediate(r));
 // ---- running a world ----
 
 export type Invariant = "shed_raises_import" | "delivered_vs_truth" | "pre_state" | "thresholds" | "limits" | "one_response";
-export const INVARIANTS: readonly Invariant[] = ["shed_raises_import", "delivered_vs_truth", "pre_state", "thresholds", "limits", "one_response"];
+export const INVARIANTS: readonly Invariant[] = [
+  "shed_raises_import",
+  "delivered_vs_truth",
+  "pre_state",
+  "thresholds",
+  "limits",
+  "one_response",
+];
 
 export interface Violation {
   invariant: Invariant;
@@ -572,9 +598,13 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
       checkReleased(sim, initial, claims, unclaimed, fail, t);
     }
     for (const p of sim.pairs)
-      if (p.state() !== initial.get(p.id)) fail("pre_state", `${p.id} at the end reads "${p.state()}", before any event "${initial.get(p.id)}"`);
+      if (p.state() !== initial.get(p.id))
+        fail("pre_state", `${p.id} at the end reads "${p.state()}", before any event "${initial.get(p.id)}"`);
     for (const r of gw.transport.refused)
-      fail("limits", `t=${(r.at - WORLD_T0) / 1000}s unit ${r.unit} refused fn ${r.fn} at ${r.address} = ${r.values.join(",")} (exception ${r.exception})`);
+      fail(
+        "limits",
+        `t=${(r.at - WORLD_T0) / 1000}s unit ${r.unit} refused fn ${r.fn} at ${r.address} = ${r.values.join(",")} (exception ${r.exception})`,
+      );
     const outcomes = events.map((e) => outcome(w, e, responses, fail));
     let worst: WorldReport["worstError"] = { w: 0 };
     for (const o of outcomes)
@@ -665,14 +695,7 @@ async function poll(gw: Gateway, ts: number): Promise<void> {
 type Fail = (invariant: Invariant, message: string) => void;
 
 /** The truth of every running event at this instant, and the shed invariant. */
-function sample(
-  sim: SimSite,
-  events: Running[],
-  claims: ReturnType<typeof claimsOf>,
-  now: number,
-  fail: Fail,
-  t: number,
-): void {
+function sample(sim: SimSite, events: Running[], claims: ReturnType<typeof claimsOf>, now: number, fail: Fail, t: number): void {
   const delta = new Map(sim.pairs.map((p) => [p.id, p.actual() - p.shadow()]));
   for (const e of events) {
     if (e.cancelledBeforeStart || now < e.from_ms || now >= e.until_ms || e.ev.type === "pv_limit" || e.ev.type === "restore") continue;
@@ -686,7 +709,13 @@ function sample(
     // A shed and a discharge lower import; a charge raises it.
     e.samples.push(e.ev.type === "charge" ? import_w : -import_w);
     if (e.ev.type === "shed" && import_w > 50)
-      fail("shed_raises_import", `t=${t}s shed #${e.index} raises import by ${Math.round(import_w)} W (devices it drives: ${[...claims].filter(([, cs]) => cs.some((c) => c.event_id === e.id)).map(([id]) => id).join(", ")})`);
+      fail(
+        "shed_raises_import",
+        `t=${t}s shed #${e.index} raises import by ${Math.round(import_w)} W (devices it drives: ${[...claims]
+          .filter(([, cs]) => cs.some((c) => c.event_id === e.id))
+          .map(([id]) => id)
+          .join(", ")})`,
+      );
   }
 }
 
@@ -748,7 +777,11 @@ function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[], fail:
   const r = mine[0];
   if (!r) return out;
   out.response = r;
-  const det = r.details as { delivered_quantity: number; requested_quantity: number; devices?: Array<{ device_id: string; status: string; requested_w: number; delivered_w: number }> };
+  const det = r.details as {
+    delivered_quantity: number;
+    requested_quantity: number;
+    devices?: Array<{ device_id: string; status: string; requested_w: number; delivered_w: number }>;
+  };
   out.reported_w = det.delivered_quantity * 1000;
   const devs = det.devices ?? [];
   const deviceFailed = devs.some((d) => d.status === "failed");
@@ -756,10 +789,14 @@ function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[], fail:
     fail("thresholds", `event #${e.index} (${ev.type}) is ${r.status} with ${Math.round(out.reported_w)} W of ${out.requested_w} W`);
   for (const d of devs)
     if (d.status !== "skipped" && !thresholdOk(d.status, d.delivered_w, d.requested_w, false))
-      fail("thresholds", `event #${e.index} (${ev.type}) device ${d.device_id} is ${d.status} with ${d.delivered_w} W of ${d.requested_w} W`);
-  if (ev.type === "restore") return out;
+      fail(
+        "thresholds",
+        `event #${e.index} (${ev.type}) device ${d.device_id} is ${d.status} with ${d.delivered_w} W of ${d.requested_w} W`,
+      );
+  // A window under one second (cancelled the moment it started) has no truth to compare with.
   const n = e.samples.length;
-  out.truth_w = n ? Math.max(0, e.samples.reduce((a, b) => a + b, 0) / n) : 0;
+  if (ev.type === "restore" || n === 0) return out;
+  out.truth_w = Math.max(0, e.samples.reduce((a, b) => a + b, 0) / n);
   const err = Math.abs(out.reported_w - out.truth_w);
   if ((ev.type !== "shed" || shedKnowable(w)) && err > Math.max(200, 0.1 * out.truth_w))
     fail(

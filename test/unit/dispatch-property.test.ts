@@ -1,0 +1,71 @@
+// Dispatch against the simulator's ground truth: fast-check generates whole sites and
+// event sequences (test/support/dispatch-world-gen.ts), each runs through the real
+// dispatcher and device drivers against the simulator's models on an injected clock
+// (test/support/dispatch-world.ts), and every invariant of B4 is checked against what the
+// simulator really did. A failure shrinks to a minimal world; those found are kept below
+// as fixed regression cases. DISPATCH_PROPERTY_RUNS and DISPATCH_PROPERTY_SEED change the
+// generated run; `make soak-dispatch` runs 10,000.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { INVARIANTS, runWorld, type Invariant, type WorldSpec } from "../support/dispatch-world.js";
+import { worldArb } from "../support/dispatch-world-gen.js";
+
+const RUNS = Number(process.env.DISPATCH_PROPERTY_RUNS ?? 500);
+const SEED = Number(process.env.DISPATCH_PROPERTY_SEED ?? 20261122);
+
+/**
+ * Invariants today's dispatch is known to break (shed curtails PV; the shed's measurement
+ * and per-device status before B4's revision). Their test is a todo until the fix lands;
+ * then this list is emptied and the todo removed.
+ */
+const KNOWN_DEFECTS: ReadonlySet<Invariant> = new Set<Invariant>(["shed_raises_import", "delivered_vs_truth", "thresholds"]);
+const TODO = "shed curtails PV and measures before B4's revision (issue 29, deliverables 1-3): remove once dispatch is fixed";
+
+function describe(broken: ReadonlyArray<{ invariant: Invariant; message: string }>): string {
+  return broken.map((v) => `${v.invariant}: ${v.message}`).join("\n");
+}
+
+/** Worlds of the generated run that broke a known-defect invariant (for the todo test below). */
+const knownBroken: Array<{ path: number; message: string }> = [];
+
+test(`dispatch holds ${INVARIANTS.filter((i) => !KNOWN_DEFECTS.has(i)).join(", ")} in ${RUNS} generated sites`, async () => {
+  let path = -1;
+  await fc.assert(
+    fc.asyncProperty(worldArb, async (w) => {
+      path++;
+      const r = await runWorld(w);
+      const known = r.violations.filter((v) => KNOWN_DEFECTS.has(v.invariant));
+      if (known.length && knownBroken.length < 3) knownBroken.push({ path, message: describe(known) });
+      const broken = r.violations.filter((v) => !KNOWN_DEFECTS.has(v.invariant));
+      if (broken.length) throw new Error(describe(broken));
+    }),
+    { numRuns: RUNS, seed: SEED },
+  );
+});
+
+test(`dispatch holds ${[...KNOWN_DEFECTS].join(", ")} in the same sites`, { todo: KNOWN_DEFECTS.size ? TODO : false }, async () => {
+  if (knownBroken.length === 0) return;
+  // Shrunk from the first world that broke one: a minimal world to read and to keep below.
+  const all = new Set(INVARIANTS);
+  const r = await fc.check(
+    fc.asyncProperty(worldArb, async (w) => {
+      const broken = (await runWorld(w)).violations.filter((v) => all.has(v.invariant));
+      if (broken.length) throw new Error(describe(broken));
+    }),
+    { seed: SEED, path: String(knownBroken[0].path) },
+  );
+  assert.fail(
+    `${knownBroken.length}+ of ${RUNS} worlds break an invariant; the first, shrunk:\n${JSON.stringify(r.counterexample?.[0])}\n${r.errorInstance instanceof Error ? r.errorInstance.message : ""}`,
+  );
+});
+
+/** Minimal worlds that fast-check shrank failures to (`make soak-dispatch` prints them). */
+const REGRESSIONS: Array<{ name: string; known?: boolean; world: WorldSpec }> = [];
+
+for (const r of REGRESSIONS) {
+  test(`regression: ${r.name}`, { todo: r.known ? TODO : false }, async () => {
+    const report = await runWorld(r.world);
+    assert.deepEqual(describe(report.violations), "");
+  });
+}
