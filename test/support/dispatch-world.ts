@@ -124,11 +124,15 @@ export function scenarioOf(w: WorldSpec, opts: { listen?: string; control?: stri
   };
 }
 
+/** The configure request's mb_device_type of each simulated model. */
+const MB_DEVICE_TYPE: Record<string, 1 | 2 | 3 | 99> = { "sunspec-meter": 1, "sunspec-pv": 2, "sunspec-storage": 3 };
+
 /** The gateway's device entries for a world: Modbus (one TCP endpoint) and Zigbee. */
 export function gatewayDevices(
   w: WorldSpec,
   host: string,
   port: number,
+  org = "sim",
 ): { modbus: DeviceConfig[]; zigbee: Array<Record<string, unknown>> } {
   const modbus: DeviceConfig[] = [];
   const sc = parseScenario(scenarioOf(w));
@@ -144,8 +148,8 @@ export function gatewayDevices(
     modbus.push({
       device_id: d.name,
       device_type: "modbus",
-      device_integration: `sim/${d.model === "relay" ? "relay-coils" : "sunspec"}`,
-      mb_device_type: 2,
+      device_integration: `${org}/${d.model === "relay" ? "relay-coils" : "sunspec"}`,
+      mb_device_type: MB_DEVICE_TYPE[d.model] ?? 99,
       mb_type: 2,
       mb_ip: host,
       mb_port: port,
@@ -242,7 +246,7 @@ function buildModbus(spec: Scenario["ports"][number]["devices"][number], site: S
   }
 }
 
-function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): SimPair {
+export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): SimPair {
   if (real instanceof StorageInverter) {
     const t = twin as StorageInverter;
     return {
@@ -490,7 +494,7 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
 }
 
 /** The executor's live claims of its last plan: device -> events with their watts. */
-function claimsOf(d: Dispatcher): ReadonlyMap<string, ReadonlyArray<{ event_id: string; watts: number }>> {
+export function claimsOf(d: Dispatcher): ReadonlyMap<string, ReadonlyArray<{ event_id: string; watts: number }>> {
   const claims = (d as unknown as { exec?: { claims?: unknown } }).exec?.claims;
   if (!(claims instanceof Map))
     throw new Error("the dispatcher's executor no longer keeps its live claims in exec.claims: update claimsOf()");
@@ -540,16 +544,36 @@ export interface WorldReport {
   simulated_s: number;
 }
 
-interface Running {
+export interface Running {
   index: number;
   ev: WorldEvent;
   id: string;
   from_ms: number;
   until_ms: number;
   /** Truth samples: time and the event's effect (W, in its direction). */
-  samples: number[];
+  samples: Array<[number, number]>;
   cancelledBeforeStart: boolean;
   submitted: boolean;
+}
+
+/** The events of a world with the windows their delivery is measured over, for a world that starts at `t0`. */
+export function trackEvents(w: WorldSpec, t0: number): Running[] {
+  return w.events.map((ev, index) => ({
+    index,
+    ev,
+    id: eventId(index),
+    from_ms: t0 + Math.max(ev.start_s, ev.submit_s) * 1000,
+    until_ms: t0 + Math.min(ev.start_s + ev.duration_s, ev.cancel_s ?? Infinity) * 1000,
+    samples: [],
+    // A cancellation in the second the event starts comes after its start (the start timer fires first).
+    cancelledBeforeStart: ev.cancel_s !== undefined && ev.cancel_s < ev.start_s,
+    submitted: false,
+  }));
+}
+
+/** Seconds a world runs: until its last event ends, and the devices are put back and checked. */
+export function horizonOf(w: WorldSpec, settle_s = SETTLE_S): number {
+  return Math.max(0, ...w.events.map((e) => e.start_s + e.duration_s)) + settle_s;
 }
 
 /** Runs one world to its end and checks every invariant; never throws for a violation. */
@@ -570,18 +594,8 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
     gw = await buildGateway(w, sim, clock, db, responses);
     gw.dispatcher.start();
     const initial = new Map(sim.pairs.map((p) => [p.id, p.state()]));
-    const events: Running[] = w.events.map((ev, index) => ({
-      index,
-      ev,
-      id: eventId(index),
-      from_ms: WORLD_T0 + Math.max(ev.start_s, ev.submit_s) * 1000,
-      until_ms: WORLD_T0 + Math.min(ev.start_s + ev.duration_s, ev.cancel_s ?? Infinity) * 1000,
-      samples: [],
-      // A cancellation in the second the event starts comes after its start (the start timer fires first).
-      cancelledBeforeStart: ev.cancel_s !== undefined && ev.cancel_s < ev.start_s,
-      submitted: false,
-    }));
-    const horizon = Math.max(0, ...w.events.map((e) => e.start_s + e.duration_s)) + SETTLE_S;
+    const events = trackEvents(w, WORLD_T0);
+    const horizon = horizonOf(w);
     const unclaimed = new Map<string, number>();
     for (let t = 1; t <= horizon; t++) {
       clock.advance(POLL_MS);
@@ -692,11 +706,26 @@ async function poll(gw: Gateway, ts: number): Promise<void> {
   gw.dispatcher.observe({ ts, devices });
 }
 
-type Fail = (invariant: Invariant, message: string) => void;
+export type Fail = (invariant: Invariant, message: string) => void;
 
 /** The truth of every running event at this instant, and the shed invariant. */
 function sample(sim: SimSite, events: Running[], claims: ReturnType<typeof claimsOf>, now: number, fail: Fail, t: number): void {
-  const delta = new Map(sim.pairs.map((p) => [p.id, p.actual() - p.shadow()]));
+  sampleEvents(new Map(sim.pairs.map((p) => [p.id, p.actual() - p.shadow()])), events, claims, now, fail, t);
+}
+
+/**
+ * One truth sample of every event whose window is open: the effect on grid import of each
+ * device it drives (`delta`: W, against the site without dispatch), in its share of the
+ * device; and the shed invariant on it.
+ */
+export function sampleEvents(
+  delta: ReadonlyMap<string, number>,
+  events: Running[],
+  claims: ReturnType<typeof claimsOf>,
+  now: number,
+  fail: Fail,
+  t: number,
+): void {
   for (const e of events) {
     if (e.cancelledBeforeStart || now < e.from_ms || now >= e.until_ms || e.ev.type === "pv_limit" || e.ev.type === "restore") continue;
     let import_w = 0;
@@ -707,7 +736,7 @@ function sample(sim: SimSite, events: Running[], claims: ReturnType<typeof claim
       import_w += (total > 0 ? mine.watts / total : 1 / cs.length) * (delta.get(id) ?? 0);
     }
     // A shed and a discharge lower import; a charge raises it.
-    e.samples.push(e.ev.type === "charge" ? import_w : -import_w);
+    e.samples.push([now, e.ev.type === "charge" ? import_w : -import_w]);
     if (e.ev.type === "shed" && import_w > 50)
       fail(
         "shed_raises_import",
@@ -767,7 +796,7 @@ function shedKnowable(w: WorldSpec): boolean {
   return w.meter || (w.relays.every((r) => r.rating !== "none") && w.plugs.every((p) => p.metering || p.rated));
 }
 
-function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[], fail: Fail): EventOutcome {
+export function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[], fail: Fail): EventOutcome {
   const ev = e.ev;
   const out: EventOutcome = { index: e.index, event_id: e.id, type: ev.type, requested_w: ev.quantity_kw * 1000 };
   if (ev.type === "pv_limit") return out;
@@ -793,10 +822,12 @@ function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[], fail:
         "thresholds",
         `event #${e.index} (${ev.type}) device ${d.device_id} is ${d.status} with ${d.delivered_w} W of ${d.requested_w} W`,
       );
-  // A window under one second (cancelled the moment it started) has no truth to compare with.
-  const n = e.samples.length;
-  if (ev.type === "restore" || n === 0) return out;
-  out.truth_w = Math.max(0, e.samples.reduce((a, b) => a + b, 0) / n);
+  // The window ends at end_time, a cancellation, or when a restore ended the shed: the
+  // response's time. One under a second (cancelled the moment it started) has no truth to compare with.
+  const until = Math.min(e.until_ms, Date.parse(r.timestamp));
+  const samples = e.samples.filter(([at]) => at < until);
+  if (ev.type === "restore" || samples.length === 0) return out;
+  out.truth_w = Math.max(0, samples.reduce((a, [, v]) => a + v, 0) / samples.length);
   const err = Math.abs(out.reported_w - out.truth_w);
   if ((ev.type !== "shed" || shedKnowable(w)) && err > Math.max(200, 0.1 * out.truth_w))
     fail(
