@@ -12,6 +12,7 @@
 // is its import contribution minus the shadow's; an event's true delivery is the effect of
 // the devices it drives, in its share of each, averaged over its measured window.
 import { DeviceDriver } from "../../src/devices/driver.js";
+import { SitegateError } from "../../src/errors.js";
 import type { DriverPool } from "../../src/devices/pool.js";
 import type { DeviceSource, Metrics, RegisteredDevice } from "../../src/devices/types.js";
 import { LocalDevices } from "../../src/devices/local.js";
@@ -653,7 +654,14 @@ function act(d: Dispatcher, e: Running, t: number, now: number): void {
     d.submit(request(e, false));
     e.submitted = true;
   }
-  if (t === ev.cancel_s && e.submitted) d.submit(request(e, true));
+  if (t === ev.cancel_s && e.submitted) {
+    try {
+      d.submit(request(e, true));
+    } catch (err) {
+      // A restore may have ended a shed already: its cancellation is refused (409), rightly.
+      if (!(err instanceof SitegateError && err.code === "CONFLICT")) throw err;
+    }
+  }
 }
 
 function request(e: Running, cancelled: boolean) {
