@@ -50,8 +50,8 @@ const event = fc
   .record({
     type: fc.constantFrom(...KINDS),
     quantity: fc.integer({ min: 1, max: 80 }),
-    start_s: fc.integer({ min: 1, max: 150 }),
-    duration_s: fc.integer({ min: 15, max: 150 }),
+    start_s: fc.integer({ min: 1, max: 120 }),
+    duration_s: fc.integer({ min: 15, max: 120 }),
     /** Fraction of the time before start at which the request arrives (1: at the start, above: late). */
     submit: fc.double({ min: 0, max: 1.2, noNaN: true }),
     priority: fc.integer({ min: 1, max: 20 }),

@@ -80,7 +80,7 @@ export interface WorldSpec {
 
 export const WORLD_T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 /** After the last event ends: time for every release to land and be checked. */
-export const SETTLE_S = 20;
+export const SETTLE_S = 10;
 const POLL_MS = 1000;
 /** A device not driven by any event for this many samples must read back its pre-event state. */
 const RELEASE_SAMPLES = 3;
