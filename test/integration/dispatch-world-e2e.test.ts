@@ -24,7 +24,7 @@ import {
   type Running,
   type WorldSpec,
 } from "../support/dispatch-world.js";
-import { E2E_WORLDS } from "../support/dispatch-world-cases.js";
+import { E2E_WORLDS, KNOWN_DEFECTS } from "../support/dispatch-world-cases.js";
 import { TEST_ORG } from "../support/config.js";
 import { waitPaired } from "../support/dispatch.js";
 import { startGateway, type Gateway } from "../support/gateway.js";
@@ -33,8 +33,6 @@ import { withSite, type SimHandle } from "../support/site.js";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
 
-/** Invariants today's shed breaks (see dispatch-property.test.ts); reported, not failed, until the fix lands. */
-const KNOWN_DEFECTS = new Set<Invariant>(["shed_raises_import", "delivered_vs_truth", "thresholds"]);
 const SAMPLE_MS = 250;
 const SETTLE_S = 4;
 

@@ -3,7 +3,17 @@
 // (test/integration/dispatch-world-e2e.test.ts); the unit property test runs them in
 // process too, so both paths judge the same world. Short windows: the end-to-end runs take
 // real time. No Zigbee (that needs a broker) and no load noise.
-import type { WorldSpec } from "./dispatch-world.js";
+import type { Invariant, WorldSpec } from "./dispatch-world.js";
+
+/**
+ * Invariants today's dispatch is known to break: a shed curtails PV, and measures and
+ * reports per device as before B4's revision. The property test's check of them is a
+ * todo, and the end-to-end runs report them without failing, until the fix lands; then
+ * this set is emptied, which makes every check strict.
+ */
+export const KNOWN_DEFECTS: ReadonlySet<Invariant> = new Set<Invariant>(["shed_raises_import", "delivered_vs_truth", "thresholds"]);
+export const KNOWN_DEFECTS_TODO =
+  "shed curtails PV and measures before B4's revision (issue 29, deliverables 1-3): remove once dispatch is fixed";
 
 const site = { seed: 11, base_load_w: 3000, load_noise_pct: 0 };
 
