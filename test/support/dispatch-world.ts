@@ -532,6 +532,8 @@ export interface EventOutcome {
   reported_w?: number;
   /** The simulator's truth over the event's measured window (W). */
   truth_w?: number;
+  /** Whether the reported delivery was held against the truth (a shed only where the gateway can know it). */
+  judged?: boolean;
   response?: ExecutionResponse;
 }
 
@@ -539,7 +541,7 @@ export interface WorldReport {
   events: EventOutcome[];
   responses: ExecutionResponse[];
   violations: Violation[];
-  /** The largest |reported - truth| of any event, W, and whose. */
+  /** The largest |reported - truth| of any event held against the truth, W, and whose. */
   worstError: { w: number; event?: EventOutcome };
   /** Simulated seconds. */
   simulated_s: number;
@@ -623,7 +625,7 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
     const outcomes = events.map((e) => outcome(w, e, responses, fail));
     let worst: WorldReport["worstError"] = { w: 0 };
     for (const o of outcomes)
-      if (o.reported_w !== undefined && o.truth_w !== undefined && Math.abs(o.reported_w - o.truth_w) > worst.w)
+      if (o.judged && o.reported_w !== undefined && o.truth_w !== undefined && Math.abs(o.reported_w - o.truth_w) > worst.w)
         worst = { w: Math.abs(o.reported_w - o.truth_w), event: o };
     return { events: outcomes, responses, violations, worstError: worst, simulated_s: horizon };
   } finally {
@@ -848,7 +850,8 @@ export function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[]
   if (ev.type === "restore" || samples.length === 0) return out;
   out.truth_w = Math.max(0, samples.reduce((a, [, v]) => a + v, 0) / samples.length);
   const err = Math.abs(out.reported_w - out.truth_w);
-  if ((ev.type !== "shed" || shedKnowable(w, e)) && err > Math.max(200, 0.1 * out.truth_w))
+  out.judged = ev.type !== "shed" || shedKnowable(w, e);
+  if (out.judged && err > Math.max(200, 0.1 * out.truth_w))
     fail(
       "delivered_vs_truth",
       `event #${e.index} (${ev.type} ${ev.quantity_kw} kW) reports ${Math.round(out.reported_w)} W, the simulator saw ${Math.round(out.truth_w)} W`,
