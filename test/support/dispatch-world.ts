@@ -603,8 +603,10 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
     for (let t = 1; t <= horizon; t++) {
       clock.advance(POLL_MS);
       await flush();
-      for (const e of events) act(gw.dispatcher, e, t, clock.now());
-      await flush();
+      if (events.some((e) => [e.ev.submit_s, e.ev.start_s, e.ev.cancel_s].includes(t))) {
+        for (const e of events) act(gw.dispatcher, e, t, clock.now());
+        await flush();
+      }
       sim.advance();
       gw.zigbee?.tick();
       await poll(gw, clock.now());
