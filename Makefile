@@ -19,7 +19,7 @@ NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 # arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
 TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
 
-.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz powercut docs
+.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak soak-dispatch sim clean bundle deb test-arm cross-deps fuzz powercut docs
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -28,6 +28,7 @@ help:
 	@echo "make coverage  the same as make test (COVERAGE=0 make test: no coverage figures)"
 	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
+	@echo "make soak-dispatch  DISPATCH_SOAK_RUNS (10000) generated sites against the simulator's truth; slowest, worst error, shrunk failures"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page (FUZZ_QUICK=1 for a short run)"
@@ -135,6 +136,14 @@ bench: setup build
 SOAK_MIN ?= 60
 soak: setup build
 	SOAK_MIN=$(SOAK_MIN) node dist/test/bench/soak.js
+
+# Dispatch against the simulator's ground truth (docs/testing.md): DISPATCH_SOAK_RUNS generated
+# sites and event sequences in one process on an injected clock (`make test` runs 500 of them);
+# prints the slowest world, the worst measurement error and each broken invariant's failure
+# shrunk to a minimal world. DISPATCH_SOAK_SEED replays a run; DISPATCH_INVARIANTS limits the check.
+DISPATCH_SOAK_RUNS ?= 10000
+soak-dispatch: setup build
+	DISPATCH_SOAK_RUNS=$(DISPATCH_SOAK_RUNS) node dist/test/support/dispatch-world-soak.js
 
 sim: setup build
 	mkdir -p var

@@ -1,8 +1,8 @@
 // Durable commits: what a caller is told is done (a receipt, a configuration, a nonce, a
 // revocation) is committed with synchronous=FULL, so the WAL is fsynced before the commit
-// returns and a power cut cannot roll it back. Every other commit stays at the connection's
-// NORMAL (synced only at a checkpoint) to spare the SD card: telemetry keeps its stated loss
-// window (commit_interval_s). docs/sd-card.md lists which writes take which path.
+// returns and a power cut cannot roll it back; so is each telemetry commit (one per
+// commit_interval_s, the stated loss window). Every other commit stays at the connection's
+// NORMAL (synced only at a checkpoint). docs/sd-card.md lists which writes take which path.
 import type { Db } from "./db.js";
 
 /** Runs `tx` (one statement, or a db.transaction() of several) with synchronous=FULL. */
