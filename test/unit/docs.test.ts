@@ -121,6 +121,13 @@ export function unknownMetrics(md: string, src: string): string[] {
   return [...names].filter((n) => !src.includes(n) && !src.includes(n.replace(/_(bucket|sum|count)$/, "")));
 }
 
+/** Citations of documents a reader of the docs does not have: the design notes, spec sections, issues. */
+export function privateCitations(md: string): string[] {
+  return [...md.matchAll(/\b(?:DESIGN(?:\.md)?(?: B\d+)?|STYLE\.md|spec \d+(?:\.\d+)*|issue #?\d+|B[1-9]\b(?= ?[(),.;:]))/g)].map(
+    (m) => m[0],
+  );
+}
+
 function keySet(): Set<string> {
   return new Set(keyRows(configJsonSchema()).map((r) => r.path));
 }
@@ -139,6 +146,12 @@ test("each check reports a wrong name, and passes a right one", () => {
   assert.deepEqual(brokenLinks("docs/x.md", "[a](install.md) [b](nowhere.md) [c](install.md#no-such-heading)"), [
     "docs/x.md: nowhere.md (no docs/nowhere.md)",
     "docs/x.md: install.md#no-such-heading (no heading #no-such-heading in docs/install.md)",
+  ]);
+  assert.deepEqual(privateCitations("as DESIGN B7 says; (spec 2.6); see issue 34; rules (B4), not B2B sales"), [
+    "DESIGN B7",
+    "spec 2.6",
+    "issue 34",
+    "B4",
   ]);
   assert.equal(slug("The path a bundle takes, and what each check prevents"), "the-path-a-bundle-takes-and-what-each-check-prevents");
 });
@@ -172,6 +185,13 @@ test("every make target, sitegate command, config key and metric the docs name e
     );
   });
   assert.deepEqual(problems, []);
+});
+
+test("no page cites a document the reader does not have", () => {
+  assert.deepEqual(
+    PAGES.flatMap((f) => privateCitations(read(f)).map((c) => `${f}: ${c}`)),
+    [],
+  );
 });
 
 test("config.example.yaml shows every block of the schema, and names only keys that exist", () => {
