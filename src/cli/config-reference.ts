@@ -92,7 +92,8 @@ function descend(s: Json, path: string, rows: Map<string, KeyRow>): void {
   for (const v of list(s.anyOf ?? s.oneOf)) descend(v, path, rows);
 }
 
-const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+/** Text in a table cell: a | would end the cell, and <site_id> would read as an HTML tag. */
+const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/</g, "\\<").replace(/\n/g, " ");
 
 function rowText(r: KeyRow): string {
   // A block's default is its keys' defaults, listed in its own section.
