@@ -105,7 +105,7 @@ function rowText(r: KeyRow): string {
       : `\`${JSON.stringify(r.default)}\``;
   // a page the text names (docs/fleet.md) becomes a link from this page, which sits beside it
   const meaning = cell(r.description ?? "").replace(/\bdocs\/([a-z0-9-]+\.md(?:#[a-z0-9-]+)?)/g, "[$1]($1)");
-  return `| \`${r.path}\` | ${r.type} | ${cell(def)} | ${meaning} |`;
+  return `| \`${r.path}\` | ${r.type} | ${def.replace(/\|/g, "\\|")} | ${meaning} |`;
 }
 
 /** The whole page: the top-level keys, then one section per block, in the schema's order. */
