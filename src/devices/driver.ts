@@ -35,6 +35,8 @@ export interface ResolvedPoint extends Range {
   /** Raw values that mean "not available" (whole register width, unsigned). */
   na: number[];
   direction?: Direction;
+  /** A second magnitude of the same type subtracted from this one (charge and discharge reported apart). */
+  minus?: Range & { na: number[] };
   type: ValueType;
   word_order: WordOrder;
   scale: number;
@@ -109,6 +111,7 @@ export class DeviceDriver {
       unit: pt.unit,
       na: pt.na,
       direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
+      minus: pt.minus && { ...pt.minus, count: typeRegs(pt.type, pt.length) },
       table: pt.table,
       address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
@@ -338,6 +341,7 @@ export class DeviceDriver {
         add(pt.unit, pt);
         if (pt.sf_address !== undefined) add(pt.unit, { table: "holding", address: pt.sf_address, count: 1 });
         if (pt.direction) add(pt.direction.unit ?? pt.unit, pt.direction);
+        if (pt.minus) add(pt.unit, pt.minus);
       }
       const unreadable = this.profile.kind === "fixed" ? this.profile.unreadable : [];
       const opts = { maxRegs: this.profile.max_read_regs, maxGap: this.maxGap, unreadable };
@@ -434,7 +438,17 @@ export class DeviceDriver {
         sf = s >= 0x8000 ? s - 0x10000 : s;
         if (sf < -10 || sf > 10) continue;
       }
-      const raw = decodeRaw(pt.type, words, pt.word_order) as number;
+      let raw = decodeRaw(pt.type, words, pt.word_order) as number;
+      if (pt.minus) {
+        const less = this.words(data, pt.unit, pt.minus);
+        if (
+          !less ||
+          isSentinel(less, pt.word_order, pt.minus.na) ||
+          (pt.sunspec_na && isSunSpecNotImplemented(pt.type, less, pt.word_order))
+        )
+          continue;
+        raw -= decodeRaw(pt.type, less, pt.word_order) as number;
+      }
       if (!Number.isFinite(raw)) continue;
       out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale * sign);
     }

@@ -115,6 +115,17 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
   return value;
 }
 
+/** The words that put a write-only register back: the step's `restore` value, encoded like the step's value. */
+function restoreWords(target: ControlTarget, step: WriteStep, where: Where): number[] {
+  const v = typeof step.restore === "number" ? step.restore : enumValue(target.profile?.enums ?? {}, step.restore!);
+  if (v === undefined) throw invalid(`restore value for register ${where.address}: the profile has no named value ${step.restore}`);
+  try {
+    return encodeValue(step.type, v, step.word_order ?? "big");
+  } catch (e) {
+    throw invalid(`restore value ${v} for register ${where.address} does not fit ${step.type} (${errorMessage(e)})`);
+  }
+}
+
 function unitOf(where: Where): { unit?: number } {
   return where.unit === undefined ? {} : { unit: where.unit };
 }
@@ -167,7 +178,8 @@ export function planWrites(
         `${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`,
       );
     }
-    out.push({ table: "holding", address: where.address, ...unitOf(where), words, coils: [] });
+    const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
+    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
   }
   return out;
 }

@@ -11,6 +11,11 @@ export interface RawWrite {
   address: number;
   /** A sub-device's own unit id; absent: the device's unit. */
   unit?: number;
+  /**
+   * A write-only register. In an action's write: the words that put it back, recorded as
+   * its pre-event state without a read. In the ledger's pre-event state: not read back.
+   */
+  restore?: number[];
   words: number[];
   coils: boolean[];
 }

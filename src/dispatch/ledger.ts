@@ -55,8 +55,8 @@ function cells(w: RawWrite): string[] {
   return Array.from({ length: writeLength(w) }, (_, i) => `${unit}${w.table}:${w.address + i}`);
 }
 
-function fromWords(table: "holding" | "coil", address: number, values: number[], unit?: number): RawWrite {
-  const u = unit === undefined ? {} : { unit };
+function fromWords(table: "holding" | "coil", address: number, values: number[], unit?: number, writeOnly = false): RawWrite {
+  const u = { ...(unit === undefined ? {} : { unit }), ...(writeOnly ? { restore: values } : {}) };
   return table === "coil"
     ? { table, address, ...u, words: [], coils: values.map((v) => v !== 0) }
     : { table, address, ...u, words: values, coils: [] };
@@ -134,7 +134,10 @@ export class Ledger {
     for (const w of writes) {
       const cs = cells(w);
       if (cs.every((c) => known.has(c))) continue;
-      if (cs.every((c) => !known.has(c))) {
+      if (w.restore) {
+        // The device will not tell: the profile says what puts this register back.
+        if (cs.some((c) => !known.has(c))) row.pre.push(fromWords(w.table, w.address, w.restore, w.unit, true));
+      } else if (cs.every((c) => !known.has(c))) {
         row.pre.push(fromWords(w.table, w.address, await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit), w.unit));
       } else {
         for (let i = 0; i < cs.length; i++) {
@@ -196,6 +199,7 @@ export class Ledger {
   async verify(deviceId: string, pre: readonly RawWrite[]): Promise<string | undefined> {
     const diffs: string[] = [];
     for (const w of pre) {
+      if (w.restore) continue; // write-only: it cannot be read back
       const now = await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit);
       const want = w.table === "coil" ? w.coils.map((c) => (c ? 1 : 0)) : w.words;
       want.forEach((v, i) => {

@@ -75,6 +75,11 @@ const writeStep = z
       .number()
       .refine((x) => x !== 0, "must not be 0")
       .default(1),
+    /**
+     * A register the device will not let be read (write-only): the value that puts it back
+     * at the end of an event, recorded instead of a read pre-event state.
+     */
+    restore: z.union([z.number(), enumRef]).optional(),
     /** SunSpec: offset of the scale-factor point in the step's model (e.g. InOutWRte_SF). */
     sf_offset: z.number().int().min(2).optional(),
     /** Fixed profiles: absolute holding register of the scale factor. */
@@ -87,7 +92,10 @@ const writeStep = z
       ctx.addIssue({ code: "custom", path: ["sf_offset"], message: "needs model (SunSpec steps); use sf_address for a fixed address" });
     if (s.sf_offset !== undefined && s.sf_address !== undefined)
       ctx.addIssue({ code: "custom", path: ["sf_address"], message: "give sf_offset or sf_address, not both" });
-    if ((s.sf_offset !== undefined || s.sf_address !== undefined || s.range || s.scale !== 1) && s.table === "coil") {
+    if (
+      (s.sf_offset !== undefined || s.sf_address !== undefined || s.range || s.scale !== 1 || s.restore !== undefined) &&
+      s.table === "coil"
+    ) {
       ctx.addIssue({ code: "custom", path: ["table"], message: "coils take no scale factor or range" });
     }
     if (s.range && typeof s.range[0] === "number" && typeof s.range[1] === "number" && s.range[0] > s.range[1]) {
@@ -116,7 +124,7 @@ export function enumValue(enums: Enums, ref: string): number | undefined {
 function checkNames(
   p: {
     enums: Enums;
-    actions: Partial<Record<ActionName, Array<{ value: unknown }>>>;
+    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown }>>>;
     readback: Partial<Record<ActionName, Array<{ expect: unknown }>>>;
     refresh_s: number;
     revert_s?: number;
@@ -129,6 +137,8 @@ function checkNames(
     steps?.forEach((s, i) => {
       if (!known(s.value))
         ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: `no named value ${String(s.value)} in enums` });
+      if (s.restore !== undefined && !known(s.restore))
+        ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: `no named value ${String(s.restore)} in enums` });
     });
   for (const [name, checks] of Object.entries(p.readback)) {
     if (!(name in p.actions)) ctx.addIssue({ code: "custom", path: ["readback", name], message: `the profile has no ${name} action` });
@@ -183,6 +193,17 @@ const fixedPoint = z.strictObject({
       /** Only this bit of the register (0 = least significant) is the direction: it reads 0 or 1. */
       bit: z.number().int().min(0).max(31).optional(),
       negative: z.array(z.number().int()).min(1),
+    })
+    .optional(),
+  /**
+   * A second magnitude subtracted from this one (same type, word order and scale): a signed
+   * power from a device that reports charge and discharge, or import and export, apart.
+   */
+  minus: z
+    .strictObject({
+      table: table.default("holding"),
+      address: register,
+      na: sentinels,
     })
     .optional(),
   /** Names of the values, from the profile's `enums` (a state shown by name on the status page). */
