@@ -117,7 +117,12 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
 
 /** The words that put a write-only register back: the step's `restore` value, encoded like the step's value. */
 function restoreWords(target: ControlTarget, step: WriteStep, where: Where): number[] {
-  const v = typeof step.restore === "number" ? step.restore : enumValue(target.profile?.enums ?? {}, step.restore!);
+  const v =
+    typeof step.restore === "number"
+      ? step.restore
+      : step.restore === "$max_power_w"
+        ? target.descriptor?.max_power_w
+        : enumValue(target.profile?.enums ?? {}, step.restore!);
   if (v === undefined) throw invalid(`restore value for register ${where.address}: the profile has no named value ${step.restore}`);
   try {
     return encodeValue(step.type, v, step.word_order ?? "big");

@@ -79,7 +79,7 @@ const writeStep = z
      * A register the device will not let be read (write-only): the value that puts it back
      * at the end of an event, recorded instead of a read pre-event state.
      */
-    restore: z.union([z.number(), enumRef]).optional(),
+    restore: z.union([z.number(), z.literal("$max_power_w"), enumRef]).optional(),
     /** SunSpec: offset of the scale-factor point in the step's model (e.g. InOutWRte_SF). */
     sf_offset: z.number().int().min(2).optional(),
     /** Fixed profiles: absolute holding register of the scale factor. */
