@@ -71,8 +71,8 @@ export class ProfileRegistry {
           throw new Error(`profile name "${p.name}" is already taken (a built-in or an earlier file); give it another name`);
         this.profiles.set(p.name, p);
       } catch (e) {
-        const details = e instanceof SitegateError ? e.details.map((d) => `${d.path}: ${d.message}`).join("; ") : "";
-        this.errors.push({ path: file, message: details ? `${errorMessage(e)}: ${details}` : errorMessage(e) });
+        const details = e instanceof SitegateError ? e.details.map((d) => `${d.path || "(file)"}: ${d.message}`).join("; ") : "";
+        this.errors.push({ path: file, message: details ? `invalid profile: ${details}` : errorMessage(e) });
       }
     }
     return this;
