@@ -201,7 +201,10 @@ test("a sub-device's unit id: read, written, put back by the ledger from that un
     const d = driverOf(bus, 227, p);
     await d.pair();
     assert.deepEqual(await d.read(["fast"]), { power_w: 500, state: 9 });
-    assert.deepEqual([...new Set(bus.reads.map((r) => r.unit))].sort(), [100, 227]);
+    assert.deepEqual(
+      [...new Set(bus.reads.map((r) => r.unit))].sort((a, b) => a - b),
+      [100, 227],
+    );
     const { control, db } = controlFor(dir, d);
     const ledger = new Ledger(db, control);
     await ledger.hold("bat", ["e1"], "charge", { watts: 1500 }, 1);
