@@ -214,3 +214,43 @@ test("sitegate scan lists the units that answer", async () => {
     );
   });
 });
+
+test("sitegate scan --identify names the profile of each unit, and none for a device no profile identifies", async () => {
+  await withSite(demoScenario(), async (site) => {
+    const tcp = await runCli(
+      "scan",
+      "--endpoint",
+      `tcp://127.0.0.1:${site.tcpPorts[0]}`,
+      "--identify",
+      "--profiles-dir",
+      "/nonexistent",
+      "--json",
+    );
+    assert.equal(tcp.code, 0, tcp.stderr);
+    const found = JSON.parse(tcp.stdout).found as Array<{ unit: number; profiles: Array<{ profile: string }> }>;
+    assert.deepEqual(
+      found.map((f) => [f.unit, f.profiles.map((p) => p.profile)]),
+      [
+        [1, ["sunspec"]],
+        [2, ["sunspec"]],
+        [3, ["sunspec"]],
+      ],
+    );
+    const rtu = await runCli(
+      "scan",
+      "--endpoint",
+      `rtu:${site.rtuPeers[0]}?baud=9600`,
+      "--from",
+      "10",
+      "--to",
+      "11",
+      "--timeout-ms",
+      "100",
+      "--identify",
+    );
+    assert.equal(rtu.code, 0, rtu.stderr);
+    // The SDM630 profile names no expectation and the relay board has no identity: answering is not a match.
+    assert.match(rtu.stdout, /unit +10 +answered \([^)]*\) +profile: none/);
+    assert.match(rtu.stdout, /unit +11 +answered \([^)]*\) +profile: none/);
+  });
+});
