@@ -123,7 +123,11 @@ function restoreWords(target: ControlTarget, step: WriteStep, where: Where): num
       : step.restore === "$max_power_w"
         ? target.descriptor?.max_power_w
         : enumValue(target.profile?.enums ?? {}, step.restore!);
-  if (v === undefined) throw invalid(`restore value for register ${where.address}: the profile has no named value ${step.restore}`);
+  if (v === undefined) {
+    const why =
+      step.restore === "$max_power_w" ? "the device did not report its rated power" : `the profile has no named value ${step.restore}`;
+    throw invalid(`restore value for write-only register ${where.address}: ${why}; nothing written`);
+  }
   try {
     return encodeValue(step.type, v, step.word_order ?? "big");
   } catch (e) {

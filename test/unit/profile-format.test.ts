@@ -316,3 +316,17 @@ test("a watchdog: refresh_s must be set and below revert_s; dispatch rewrites at
     db.close();
   });
 });
+
+test("a write-only register whose restore value is unknown is refused before anything is written", async () => {
+  const p = profile({
+    points: [{ metric: "x", address: 0 }],
+    actions: { charge: [{ address: 40795, type: "u32", value: 100, restore: "$max_power_w" }] },
+  });
+  const d = driverOf(new RegisterBus().set(1, "holding", 0, [0]), 1, p);
+  await d.pair();
+  assert.throws(
+    () => planWrites(d, p.actions.charge!, {}),
+    (e: unknown) =>
+      isSitegateError(e, "CONTROL_VALUE_INVALID") && /did not report its rated power; nothing written/.test((e as Error).message),
+  );
+});
