@@ -56,7 +56,9 @@ async function readFixed(bus: Bus, unit: number, p: FixedProfile, timeoutMs: num
         timeoutMs,
         retries: 0,
       });
-      out.set(r.name, { value: decodeRaw(r.type, words, r.word_order) });
+      const value = decodeRaw(r.type, words, r.word_order);
+      out.set(r.name, { value });
+      if (r.expect && !expectationHolds(r, value)) break; // decided: not this profile
     } catch (e) {
       out.set(r.name, { error: errorMessage(e) });
       if (r.expect) break; // an expectation that cannot be read already decides: no match
