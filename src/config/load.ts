@@ -4,7 +4,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
 import { validateDevices } from "./validate-devices.js";
-import { builtinProfiles } from "../profiles/registry.js";
+import { siteProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
@@ -37,7 +37,8 @@ function sharedBauds(cfg: Config): ErrorDetail[] {
 
 /** Cross-field rules the schema alone cannot state. */
 function crossChecks(cfg: Config): ErrorDetail[] {
-  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles: builtinProfiles() });
+  const profiles = siteProfiles(cfg.profiles_dir);
+  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
   out.push(...sharedBauds(cfg));
   // One device_id names one device, whatever its transport.
   const seen = new Set(cfg.devices.map((d) => d.device_id));
@@ -67,6 +68,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
     throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: issuesToDetails(result.error.issues) });
   }
   const cfg = result.data;
+  cfg.profiles_dir = resolveFrom(baseDir, cfg.profiles_dir);
   const cross = crossChecks(cfg);
   if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
   cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);

@@ -165,6 +165,8 @@ export const configSchema = z.strictObject({
     .regex(/^[A-Za-z0-9._-]+$/)
     .default("v1"),
   data_dir: z.string().min(1).default("./var"),
+  /** Device profiles of the site's own, in the built-in profiles' format (absent folder: none). */
+  profiles_dir: z.string().min(1).default("/etc/sitegate/profiles"),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   http: z.strictObject({
     listen: listenAddr.default("127.0.0.1:8443"),
