@@ -56,14 +56,11 @@ const num = (v: unknown, d: number, lo = -Infinity, hi = Infinity) =>
 
 /** A short printable string (a model, a vendor, an on/off value), else undefined. */
 function shortText(v: unknown, max: number): string | undefined {
+  if (typeof v !== "string" || v.length === 0 || v.length > max) return undefined;
+  if (Buffer.from(v, "utf8").toString("utf8") !== v) return undefined;
   // oxlint-disable-next-line no-control-regex -- control characters are what this rejects
-  return typeof v === "string" &&
-    v.length > 0 &&
-    v.length <= max &&
-    Buffer.from(v, "utf8").toString("utf8") === v &&
-    !/[\u0000-\u001f\u007f-\u009f]/.test(v)
-    ? v
-    : undefined;
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(v)) return undefined;
+  return v;
 }
 
 const IEEE = /^0x[0-9a-f]{16}$/i;
