@@ -30,7 +30,7 @@ help:
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
-	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page (FUZZ_QUICK=1 for a short run)"
+	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page, then its brokers (FUZZ_QUICK=1 for a short run)"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
@@ -180,6 +180,7 @@ test-arm: setup build cross-deps
 # loopback; one summary row; fails on any 5xx, a crash, or event-loop lag p99 >= 50 ms.
 fuzz: setup build
 	node dist/test/fuzz/api.fuzz.js
+	node dist/test/fuzz/broker.fuzz.js
 
 clean:
 	rm -rf dist var

@@ -361,8 +361,9 @@ export class ZigbeeBridge implements Part, LocalFamily {
     if (topic === `${b}/bridge/state`) {
       if (payload.length > MAX_STATUS_BYTES) return this.reject("too_large", topic, `${payload.length} bytes`);
       const online = parseOnline(payload.toString("utf8"));
-      if (online !== undefined && online !== this.bridgeOnline)
-        this.log.info({ state: online ? "online" : "offline" }, "zigbee2mqtt bridge state");
+      // An unreadable state says nothing: the bridge's last word stands.
+      if (online === undefined) return this.reject("not_json", topic, "neither online nor offline");
+      if (online !== this.bridgeOnline) this.log.info({ state: online ? "online" : "offline" }, "zigbee2mqtt bridge state");
       this.bridgeOnline = online;
       return;
     }
@@ -372,7 +373,8 @@ export class ZigbeeBridge implements Part, LocalFamily {
     if (route.kind === "availability") {
       if (payload.length > MAX_STATUS_BYTES) return this.reject("too_large", topic, `${payload.length} bytes`);
       const a = parseOnline(payload.toString("utf8"));
-      if (a !== undefined) route.dev.available = a;
+      if (a === undefined) return this.reject("not_json", topic, "neither online nor offline");
+      route.dev.available = a;
       return;
     }
     const v = readState(payload);
