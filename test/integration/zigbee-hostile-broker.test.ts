@@ -62,7 +62,7 @@ test("names from a forged device list never reach a topic: bridge/request/..., +
   });
 });
 
-test("forged state messages (1 MiB, 5,000 keys, not JSON, unbelievable readings) are dropped and counted; nothing of them reaches telemetry; the connection stays", async () => {
+test("forged state messages (1 MiB, 5,000 keys, not JSON, unbelievable readings) and unreadable bridge/state and availability are dropped and counted; nothing of them reaches telemetry; the connection stays", async () => {
   await withZigbeeGateway({}, async (_site, gw, broker) => {
     const poller = gw.daemon.part<Poller>("poller");
     const samples = gw.daemon.part<SampleStore>("samples");
@@ -82,6 +82,9 @@ test("forged state messages (1 MiB, 5,000 keys, not JSON, unbelievable readings)
         JSON.stringify({ power: -1e9, voltage: 1e6 }),
       ];
       for (const body of forged) await forger.publish(topic, body);
+      // Neither online nor offline: the bridge's and the device's last word stands.
+      await forger.publish(`${Z2M_BASE}/bridge/state`, "garbage");
+      await forger.publish(`${topic}/availability`, { state: 42 });
       // The broker keeps one publisher's order: once this marker is read, so was every forgery.
       await forger.publish(topic, { local_temperature: 12.34 });
       await until(() => poller.latest("plug-2")?.temperature_c === 12.34, "the marker read");
@@ -97,7 +100,7 @@ test("forged state messages (1 MiB, 5,000 keys, not JSON, unbelievable readings)
       const rejected = (reason: string) => metric(gw, "sitegate_zigbee_rejected_total", `{reason="${reason}"}`);
       assert.equal(await rejected("too_large"), 1);
       assert.equal(await rejected("too_many_keys"), 1);
-      assert.equal(await rejected("not_json"), 1);
+      assert.equal(await rejected("not_json"), 3, "the state message, bridge/state and availability");
       assert.equal(await rejected("bad_reading"), 3);
       assert.equal(await metric(gw, "sitegate_zigbee_connects_total"), 1);
       assert.ok(ZIGBEE.every(online), "every zigbee device still online");
