@@ -60,7 +60,7 @@ function crossChecks(cfg: Config): ErrorDetail[] {
 
 /**
  * Validates a parsed config object. Relative paths (data_dir, TLS files, rtu ports under
- * ./, partner.ca_file) are resolved against `baseDir`, the config file's folder.
+ * ./, partner.ca_file, the broker CA files) are resolved against `baseDir`, the config file's folder.
  */
 export function parseConfig(raw: unknown, baseDir: string): Config {
   const result = configSchema.safeParse(raw ?? {});
@@ -78,6 +78,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
   if (cfg.fleet)
     for (const k of ["ca_file", "cert_file", "key_file"] as const) if (cfg.fleet[k]) cfg.fleet[k] = resolveFrom(baseDir, cfg.fleet[k]);
+  if (cfg.zigbee?.ca_file) cfg.zigbee.ca_file = resolveFrom(baseDir, cfg.zigbee.ca_file);
   for (const port of Object.values(cfg.rtu_ports)) {
     if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }

@@ -6,6 +6,7 @@ import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
 import { gpioSchema, zigbeeSchema } from "./local-schema.js";
 import { zoneProblem } from "./zones.js";
+import { brokerUrl } from "./broker-url.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -38,9 +39,6 @@ export const UI_DEFAULT_ALLOW = [
   "fe80::/10",
 ];
 
-/** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-
 /** Optional MQTT v5 fleet uplink (DESIGN B2); absent = the gateway has no MQTT at all. */
 function isEd25519PublicPem(pem: string): boolean {
   // createPublicKey would also take a private key (and derive its public half).
@@ -54,13 +52,8 @@ function isEd25519PublicPem(pem: string): boolean {
 
 export const fleetSchema = z
   .strictObject({
-    url: z.url({ error: "must be a URL" }).refine(
-      (u) => {
-        const x = new URL(u);
-        return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
-      },
-      { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
-    ),
+    /** mqtts://host[:port]; plain mqtt:// only to a loopback broker (no secrets in clear on a network). */
+    url: brokerUrl,
     ca_file: z.string().min(1).optional(),
     cert_file: z.string().min(1).optional(),
     key_file: z.string().min(1).optional(),
