@@ -13,7 +13,7 @@ import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { Pairing } from "./devices/pairing.js";
 import { DriverPool } from "./devices/pool.js";
-import { builtinProfiles } from "./profiles/registry.js";
+import { siteProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ConfigDevices } from "./devices/config-devices.js";
 import { ApiServer } from "./api/server.js";
@@ -94,7 +94,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new RuntimeMetrics());
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, logOf("storage")), ESSENTIAL);
   const modbus = add(new ModbusEngine(logOf("modbus")));
-  const profiles = builtinProfiles();
+  const profiles = siteProfiles(config.profiles_dir);
+  // A broken site profile is left out: the gateway runs the devices it can.
+  for (const e of profiles.errors) log.error({ file: e.path, err: e.message }, "site profile left out: it does not load");
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
   const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
   const connector = new Pairing({ pool, registry, log: logOf("pairing") });

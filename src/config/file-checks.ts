@@ -60,5 +60,6 @@ export function fileProblems(cfg: Config): ErrorDetail[] {
   const f = cfg.fleet;
   if (f?.ca_file) out.push(...caFile("fleet.ca_file", f.ca_file));
   if (f?.cert_file && f.key_file) out.push(...pair("fleet.cert_file", f.cert_file, "fleet.key_file", f.key_file));
+  if (cfg.zigbee?.ca_file) out.push(...caFile("zigbee.ca_file", cfg.zigbee.ca_file));
   return out;
 }

@@ -4,7 +4,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
 import { validateDevices } from "./validate-devices.js";
-import { builtinProfiles } from "../profiles/registry.js";
+import { siteProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
@@ -37,7 +37,8 @@ function sharedBauds(cfg: Config): ErrorDetail[] {
 
 /** Cross-field rules the schema alone cannot state. */
 function crossChecks(cfg: Config): ErrorDetail[] {
-  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles: builtinProfiles() });
+  const profiles = siteProfiles(cfg.profiles_dir);
+  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
   out.push(...sharedBauds(cfg));
   // One device_id names one device, whatever its transport.
   const seen = new Set(cfg.devices.map((d) => d.device_id));
@@ -59,7 +60,7 @@ function crossChecks(cfg: Config): ErrorDetail[] {
 
 /**
  * Validates a parsed config object. Relative paths (data_dir, TLS files, rtu ports under
- * ./, partner.ca_file) are resolved against `baseDir`, the config file's folder.
+ * ./, partner.ca_file, the broker CA files) are resolved against `baseDir`, the config file's folder.
  */
 export function parseConfig(raw: unknown, baseDir: string): Config {
   const result = configSchema.safeParse(raw ?? {});
@@ -67,6 +68,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
     throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: issuesToDetails(result.error.issues) });
   }
   const cfg = result.data;
+  cfg.profiles_dir = resolveFrom(baseDir, cfg.profiles_dir);
   const cross = crossChecks(cfg);
   if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
   cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);
@@ -76,6 +78,7 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
   if (cfg.fleet)
     for (const k of ["ca_file", "cert_file", "key_file"] as const) if (cfg.fleet[k]) cfg.fleet[k] = resolveFrom(baseDir, cfg.fleet[k]);
+  if (cfg.zigbee?.ca_file) cfg.zigbee.ca_file = resolveFrom(baseDir, cfg.zigbee.ca_file);
   for (const port of Object.values(cfg.rtu_ports)) {
     if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }

@@ -6,6 +6,7 @@ import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
 import { gpioSchema, zigbeeSchema } from "./local-schema.js";
 import { zoneProblem } from "./zones.js";
+import { brokerUrl } from "./broker-url.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
@@ -38,9 +39,6 @@ export const UI_DEFAULT_ALLOW = [
   "fe80::/10",
 ];
 
-/** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-
 /** Optional MQTT v5 fleet uplink (DESIGN B2); absent = the gateway has no MQTT at all. */
 function isEd25519PublicPem(pem: string): boolean {
   // createPublicKey would also take a private key (and derive its public half).
@@ -54,16 +52,7 @@ function isEd25519PublicPem(pem: string): boolean {
 
 export const fleetSchema = z
   .strictObject({
-    url: z
-      .url({ error: "must be a URL" })
-      .describe("The broker: mqtts://, or mqtt:// to a loopback broker only")
-      .refine(
-        (u) => {
-          const x = new URL(u);
-          return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
-        },
-        { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
-      ),
+    url: brokerUrl.describe("The broker: mqtts:// anywhere, mqtt:// only to a loopback broker (no secrets in clear on a network)"),
     ca_file: z
       .string()
       .min(1)
@@ -210,6 +199,11 @@ export const configSchema = z.strictObject({
     .min(1)
     .default("./var")
     .describe("SQLite databases and state; relative paths resolve against the config file's folder"),
+  profiles_dir: z
+    .string()
+    .min(1)
+    .default("/etc/sitegate/profiles")
+    .describe("Device profiles of the site's own, in the built-in profiles' format, loaded at start (an absent folder: none)"),
   log_level: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
     .default("info")
