@@ -105,7 +105,11 @@ test("the same seed gives the same site; another seed another one", () => {
 test("the daylight curve peaks at solar noon of the site's longitude, not at 12:00 UTC", () => {
   const at = (h: number, m = 0) => Date.UTC(2026, 10, 25, h) + m * 60_000;
   const curve = (lon: number, t: number) =>
-    new SiteModel({ base_load_w: 0, load_noise_pct: 0, longitude_deg: lon, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, 1, () => t).irradiance();
+    new SiteModel(
+      { base_load_w: 0, load_noise_pct: 0, longitude_deg: lon, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+      1,
+      () => t,
+    ).irradiance();
   // Berlin, 13.4 degrees east: solar noon is 12:00 - 13.4/15 h = 11:06:24 UTC.
   assert.ok(Math.abs(curve(13.4, at(11, 6.4)) - 1) < 1e-9);
   assert.ok(curve(13.4, at(11, 6.4)) > curve(13.4, at(12)));
