@@ -68,9 +68,8 @@ export function deviceRows(devices: Iterable<DemoDevice>, relayCoils = 4): strin
     else if (d.profile === "sunspec" && m.state !== undefined) state = sunspecStateName(m.state);
     if (m.soc_pct !== undefined) more = `SoC ${m.soc_pct.toFixed(1)} %`;
     if (m.energy_import_wh !== undefined) more = `imported ${(m.energy_import_wh / 1000).toFixed(2)} kWh`;
-    let power = kw(m.power_w);
-    if (d.profile !== "relay-coils" && m.power_w !== undefined && /grid|sdm|meter/.test(d.device_id))
-      power += m.power_w >= 0 ? " import" : " export";
+    const meter = d.profile !== "relay-coils" && m.power_w !== undefined && /grid|sdm|meter/.test(d.device_id);
+    const power = meter ? gridText(m.power_w) : kw(m.power_w);
     return [d.device_id, power, state, opModeName(d.op_mode), more, d.identity || "(not paired yet)"];
   });
 }
@@ -110,9 +109,17 @@ export function header(a: Addresses): string[] {
   ];
 }
 
-/** The whole screen of a terminal: header, table, the latest story lines (newest last). */
-export function screen(a: Addresses, devices: Iterable<DemoDevice>, story: string[], rows: number): string {
+/** Grid power as a person says it: "1.26 kW import" / "0.512 kW export". */
+export function gridText(w: number): string {
+  return `${kw(Math.abs(w))} ${w >= 0 ? "import" : "export"}`;
+}
+
+/**
+ * The whole screen of a terminal: header, table, the latest story lines (newest last), each
+ * line cut to the width so that none wraps and the redraw keeps its place.
+ */
+export function screen(a: Addresses, devices: Iterable<DemoDevice>, story: string[], rows: number, cols = 200): string {
   const top = [...header(a), "", ...table(deviceRows(devices)), ""];
   const room = Math.max(3, rows - top.length - 1);
-  return [...top, ...story.slice(-room)].join("\n");
+  return [...top, ...story.slice(-room)].map((l) => (l.length > cols ? l.slice(0, cols - 1) + "…" : l)).join("\n");
 }

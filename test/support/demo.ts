@@ -18,11 +18,11 @@ import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { hashSecret } from "../../src/util/secret-hash.js";
 import { STOP_EXIT_MS } from "../../src/lifecycle.js";
-import { startSim, type ScenarioInput, type SimHandle } from "../../hw-sim/sim.js";
+import type { SimState } from "../../hw-sim/sim.js";
 import { testCert } from "./tls.js";
 import { PartnerSink } from "./partner-sink.js";
 import { demoPorts, portsInUse, type DemoPort, type PortKey } from "./demo-ports.js";
-import { deviceRows, header, kw, screen, table, type Addresses, type DemoDevice } from "./demo-view.js";
+import { deviceRows, gridText, header, kw, screen, table, type Addresses, type DemoDevice } from "./demo-view.js";
 
 const root = resolve(fileURLToPath(import.meta.url), "../../../..");
 const dist = join(root, "dist");
@@ -68,7 +68,7 @@ class Board {
   }
 
   private draw(): void {
-    const text = screen(this.addr, this.devices.values(), this.story, process.stdout.rows ?? 40);
+    const text = screen(this.addr, this.devices.values(), this.story, process.stdout.rows ?? 40, process.stdout.columns ?? 200);
     process.stdout.write("\x1b[H" + text.split("\n").join("\x1b[K\n") + "\x1b[K\x1b[J");
   }
 
@@ -135,8 +135,57 @@ function writeConfig(dir: string, ports: Ports, cert: { certFile: string; keyFil
   return file;
 }
 
+/**
+ * The simulator in its own process group, socat with it: the terminal's Ctrl-C reaches only
+ * this script, and the gateway puts the devices back on a simulator that still runs.
+ */
+class DemoSim {
+  private code: number | null = null;
+  readonly exited: Promise<number>;
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly controlUrl: string,
+    private readonly errors: () => string,
+  ) {
+    this.exited = new Promise((r) => child.once("exit", (c, sig) => r((this.code = c ?? (sig ? 128 : 1)))));
+  }
+
+  get exitCode(): number | null {
+    return this.code;
+  }
+
+  async state(): Promise<SimState> {
+    const r = await fetch(`${this.controlUrl}/state`);
+    if (!r.ok) throw new Error(`simulator /state: ${r.status}`);
+    return (await r.json()) as SimState;
+  }
+
+  /** Waits until the control API answers; fails with the simulator's own words if it exits first. */
+  async ready(boundMs: number): Promise<void> {
+    const end = Date.now() + boundMs;
+    for (;;) {
+      if (this.code !== null) throw new Error(`the simulator exited (${this.code}): ${this.errors()}`);
+      if (
+        await this.state().then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
+      if (Date.now() > end) throw new Error(`the simulator did not answer within ${boundMs / 1000} s: ${this.errors()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.code === null) this.child.kill("SIGTERM");
+    await this.exited;
+  }
+}
+
 /** The demo site on the demo's ports, its pty pair in the demo folder, its sun at `longitude`. */
-async function startDemoSim(dir: string, ports: Ports, longitude: number): Promise<SimHandle> {
+async function startDemoSim(dir: string, ports: Ports, longitude: number): Promise<DemoSim> {
   const sc = parse(readFileSync(join(root, "hw-sim/scenarios/demo-site.yaml"), "utf8")) as Record<string, any>;
   sc.control = { listen: `127.0.0.1:${ports.sim.port}` };
   sc.site = { ...sc.site, longitude_deg: longitude };
@@ -144,7 +193,24 @@ async function startDemoSim(dir: string, ports: Ports, longitude: number): Promi
     if (p.kind === "tcp") p.listen = `127.0.0.1:${ports.modbus.port}`;
     if (p.kind === "rtu") Object.assign(p, { path: join(dir, "ttySIM"), peer: join(dir, "ttyGW") });
   }
-  return startSim(sc as ScenarioInput, { baseDir: dir });
+  const file = join(dir, "scenario.yaml");
+  writeFileSync(file, stringify(sc));
+  const child = spawn(process.execPath, [join(dist, "hw-sim/cli.js"), "--scenario", file, "--base-dir", dir], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, LOG_FORMAT: "json" },
+    detached: true,
+  });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+  const sim = new DemoSim(child, `http://127.0.0.1:${ports.sim.port}`, () => err.trim() || "(nothing on stderr)");
+  try {
+    await sim.ready(20_000);
+  } catch (e) {
+    await sim.stop();
+    throw e;
+  }
+  return sim;
 }
 
 /** The longitude whose mean solar time the machine's time zone keeps (15 degrees per hour). */
@@ -244,9 +310,9 @@ function call(ports: Ports, ca: string, method: string, path: string, body?: unk
 }
 
 /** Polls pred every 250 ms until it holds, or fails with `what` after boundMs. */
-async function until(pred: () => boolean, what: string, boundMs: number, failed: () => string | null): Promise<void> {
+async function until(pred: () => boolean | Promise<boolean>, what: string, boundMs: number, failed: () => string | null): Promise<void> {
   const end = Date.now() + boundMs;
-  while (!pred()) {
+  while (!(await pred())) {
     const f = failed();
     if (f) throw new Error(f);
     if (Date.now() > end) throw new Error(`no ${what} within ${boundMs / 1000} s`);
@@ -258,7 +324,7 @@ type Call = (method: string, path: string, body?: unknown) => Promise<{ status: 
 
 interface Story {
   call: Call;
-  sim: SimHandle;
+  sim: DemoSim;
   sink: PartnerSink;
   board: Board;
   failed: () => string | null;
@@ -299,40 +365,40 @@ async function awaitResponse(s: Story, eventId: string, boundMs: number): Promis
 }
 
 /** The devices as the simulator has them: what actually moved. */
-function simLine(sim: SimHandle): string {
-  const st = sim.state();
+async function simLine(sim: DemoSim): Promise<string> {
+  const st = await sim.state();
   const b = st.devices.battery as { power_w: number; soc_pct?: number };
   const coils = (st.devices.relay as { coils: boolean[] }).coils.map((c) => (c ? "on" : "off")).join(" ");
-  return `site: battery ${kw(b.power_w)}, relay coils ${coils}, grid ${kw(st.site.grid_w as number)} (import positive)`;
+  return `site: battery ${kw(b.power_w)}, relay coils ${coils}, grid ${gridText(st.site.grid_w as number)}`;
 }
 
 async function runStory(s: Story): Promise<void> {
   const { board, sim } = s;
   board.say("the dispatch story: a discharge, then a shed and a restore, through the partner API");
-  board.say(simLine(sim));
+  board.say(await simLine(sim));
   const dis = slot("discharge", 3, 10, 2, 20);
-  await submit(s, dis, "the battery covers 3 kW of the site's import for 20 s");
+  await submit(s, dis, "the battery delivers 3 kW for 20 s");
   await until(
-    () => Math.abs((sim.state().devices.battery as { power_w: number }).power_w - 3000) < 150,
+    async () => Math.abs(((await sim.state()).devices.battery as { power_w: number }).power_w - 3000) < 150,
     "battery at 3 kW",
     30_000,
     s.failed,
   );
-  board.say(simLine(sim));
+  board.say(await simLine(sim));
   await awaitResponse(s, dis.event_id, 60_000);
-  board.say(simLine(sim));
+  board.say(await simLine(sim));
   const shed = slot("shed", 1.5, 20, 2, 120);
   await submit(s, shed, "1.5 kW of load off for up to 2 minutes");
-  const coilsOff = () => (sim.state().devices.relay as { coils: boolean[] }).coils.every((c) => !c);
+  const coilsOff = async () => ((await sim.state()).devices.relay as { coils: boolean[] }).coils.every((c) => !c);
   await until(coilsOff, "relay coils open", 30_000, s.failed);
-  board.say(simLine(sim));
+  board.say(await simLine(sim));
   // A few seconds of shed on screen before the partner calls it off.
   await new Promise((r) => setTimeout(r, 5000));
   const restore = slot("restore", 1.5, 20, 1, 3);
   await submit(s, restore, "ends the shed now and puts back what it changed");
   await awaitResponse(s, shed.event_id, 60_000);
   await awaitResponse(s, restore.event_id, 60_000);
-  board.say(simLine(sim));
+  board.say(await simLine(sim));
   board.say("the dispatch story is done; telemetry goes on (Ctrl-C stops everything)");
 }
 
@@ -397,7 +463,10 @@ async function main(): Promise<number> {
   const longitude = process.env.SITEGATE_DEMO_LONGITUDE ? Number(process.env.SITEGATE_DEMO_LONGITUDE) : zoneLongitude();
   const cert = testCert();
   const sim = await startDemoSim(dir, ports, longitude);
-  const sink = await PartnerSink.start({ cert: cert.cert, key: cert.key, port: ports.sink.port });
+  const sink = await PartnerSink.start({ cert: cert.cert, key: cert.key, port: ports.sink.port }).catch(async (e: Error) => {
+    await sim.stop();
+    throw e;
+  });
   const configFile = writeConfig(dir, ports, cert, join(dir, "ttyGW"));
   const api = `https://127.0.0.1:${ports.api.port}`;
   const board = new Board({
@@ -414,17 +483,26 @@ async function main(): Promise<number> {
   watchSink(sink, board);
   board.start();
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  board.say(`simulated sun at ${longitude} degrees east (time zone ${zone}); PV now ${kw(sim.state().devices.pv.power_w as number)}`);
+  board.say(
+    `simulated sun at ${longitude} degrees east (time zone ${zone}); PV now ${kw((await sim.state()).devices.pv.power_w as number)}`,
+  );
   const gw = startGateway(configFile, board);
   return supervise({ ports, ca: cert.cert, sim, sink, board, gw });
 }
 
-async function supervise(x: { ports: Ports; ca: string; sim: SimHandle; sink: PartnerSink; board: Board; gw: Gateway }): Promise<number> {
+async function supervise(x: { ports: Ports; ca: string; sim: DemoSim; sink: PartnerSink; board: Board; gw: Gateway }): Promise<number> {
   const { board, gw, sim, sink } = x;
   let gwCode: number | null = null;
   let stopping = false;
   void gw.exited.then((c) => (gwCode = c));
-  const failed = () => (gwCode !== null && !stopping ? `the gateway exited (${gwCode})` : null);
+  const failed = () =>
+    stopping
+      ? null
+      : gwCode !== null
+        ? `the gateway exited (${gwCode})`
+        : sim.exitCode !== null
+          ? `the simulator exited (${sim.exitCode})`
+          : null;
   const callApi: Call = (m, p, b) => call(x.ports, x.ca, m, p, b);
   const opModes = setInterval(() => void pollOpModes({ call: callApi, board }), 1000);
   let failure: string | null = null;
@@ -442,9 +520,9 @@ async function supervise(x: { ports: Ports; ca: string; sim: SimHandle; sink: Pa
     failure = e.message;
   });
   // Ends on Ctrl-C, on a failed story, or when the gateway exits by itself.
-  await Promise.race([stopped, story.then(() => (failure ? undefined : stopped)), gw.exited]);
+  await Promise.race([stopped, story.then(() => (failure ? undefined : stopped)), gw.exited, sim.exited]);
+  if (!failure) failure = failed();
   stopping = true;
-  if (gwCode !== null && !failure) failure = `the gateway exited (${gwCode})`;
   board.say(failure ? `FAILED: ${failure}` : "stopping the gateway (it puts the devices back), then the simulator and the sink");
   if (gwCode === null) {
     gw.child.kill("SIGTERM");

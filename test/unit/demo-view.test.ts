@@ -2,7 +2,7 @@
 // in device_id order whatever order they arrived in.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { coilsText, deviceRows, kw, opModeName, sunspecStateName } from "../support/demo-view.js";
+import { coilsText, deviceRows, gridText, kw, opModeName, sunspecStateName } from "../support/demo-view.js";
 import { demoPorts } from "../support/demo-ports.js";
 
 test("kW has three significant digits", () => {
@@ -42,6 +42,7 @@ test("rows come in device_id order with names, never raw codes", () => {
   assert.deepEqual(rows[0].slice(0, 5), ["battery", "3.00 kW", "producing (MPPT)", "remote dispatch", "SoC 49.9 %"]);
   assert.equal(rows[1][2], "coils 1:on 2:on 3:on 4:on");
   assert.equal(rows[2][1], "1.99 kW import");
+  assert.equal(gridText(-1264), "1.26 kW export");
 });
 
 test("the demo's ports come from their variables; a bad or shared one is named", () => {
