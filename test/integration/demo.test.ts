@@ -80,3 +80,13 @@ test("make run with the API port taken names the port and its variable, starts n
       holder.close();
     }
   }));
+
+test("a gateway that cannot start: the demo shows why (the gateway's own error) and exits 1", () =>
+  withTmpDir(async (dir) => {
+    // An unknown log level reaches only the gateway (the demo gives the simulator its own), which refuses to start.
+    const env = { ...(await demoEnv(dir)), LOG_LEVEL: "bogus" };
+    const r = spawnSync(process.execPath, [DEMO], { env, encoding: "utf8", timeout: 120_000 });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /make run failed: the gateway exited \(1\)/);
+    assert.match(r.stderr, /the gateway's last warnings and errors:\n.*level:bogus/);
+  }));

@@ -198,7 +198,8 @@ async function startDemoSim(dir: string, ports: Ports, longitude: number): Promi
   const child = spawn(process.execPath, [join(dist, "hw-sim/cli.js"), "--scenario", file, "--base-dir", dir], {
     cwd: root,
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, LOG_FORMAT: "json" },
+    // Its log is not shown (the story reads /state): only its errors, on stderr, matter.
+    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "error" },
     detached: true,
   });
   let err = "";
@@ -269,8 +270,15 @@ function startGateway(configFile: string, board: Board): Gateway {
         buf = buf.slice(i + 1);
       }
     });
+    s.on("end", () => buf && onLine(buf)); // a last line without a newline (a CLI error) counts too
   }
-  const exited = new Promise<number>((r) => child.once("exit", (code, sig) => r(code ?? (sig ? 128 : 1))));
+  // "close", not "exit": its last output lines are read by then.
+  const exited = new Promise<number>((r) =>
+    child.once("close", (code, sig) => {
+      if (sig) troubles.push(`ended by ${sig} (a signal before its own handlers were set up, or SIGKILL)`);
+      r(code ?? 128);
+    }),
+  );
   return { child, troubles, exited };
 }
 
@@ -456,6 +464,12 @@ async function main(): Promise<number> {
     process.stderr.write(busy.map((l) => `make run: ${l}\n`).join(""));
     return 1;
   }
+  // Taken from here on: a Ctrl-C while the simulator starts (in its own process group, which
+  // the terminal's signal does not reach) lets the start finish, then stops everything.
+  const stopped = new Promise<void>((r) => {
+    process.once("SIGINT", () => r());
+    process.once("SIGTERM", () => r());
+  });
   const dir = resolve(process.env.SITEGATE_DEMO_DIR || join(root, "var", "demo"));
   // A fresh site each run: the story starts with the devices pairing.
   rmSync(join(dir, "data"), { recursive: true, force: true });
@@ -487,10 +501,19 @@ async function main(): Promise<number> {
     `simulated sun at ${longitude} degrees east (time zone ${zone}); PV now ${kw((await sim.state()).devices.pv.power_w as number)}`,
   );
   const gw = startGateway(configFile, board);
-  return supervise({ ports, ca: cert.cert, sim, sink, board, gw });
+  return supervise({ ports, ca: cert.cert, sim, sink, board, gw, stopped });
 }
 
-async function supervise(x: { ports: Ports; ca: string; sim: DemoSim; sink: PartnerSink; board: Board; gw: Gateway }): Promise<number> {
+async function supervise(x: {
+  ports: Ports;
+  ca: string;
+  sim: DemoSim;
+  sink: PartnerSink;
+  board: Board;
+  gw: Gateway;
+  stopped: Promise<void>;
+}): Promise<number> {
+  const { stopped } = x;
   const { board, gw, sim, sink } = x;
   let gwCode: number | null = null;
   let stopping = false;
@@ -506,10 +529,6 @@ async function supervise(x: { ports: Ports; ca: string; sim: DemoSim; sink: Part
   const callApi: Call = (m, p, b) => call(x.ports, x.ca, m, p, b);
   const opModes = setInterval(() => void pollOpModes({ call: callApi, board }), 1000);
   let failure: string | null = null;
-  const stopped = new Promise<void>((r) => {
-    process.once("SIGINT", () => r());
-    process.once("SIGTERM", () => r());
-  });
   const story = (async () => {
     board.say("starting the gateway; waiting for the devices to pair and the first data push at the sink");
     const allIn = () => [...board.devices.values()].every((d) => d.metrics && Object.keys(d.metrics).length > 0);
