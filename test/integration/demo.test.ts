@@ -30,14 +30,17 @@ test("make run tells the dispatch story: receipts, execution responses at the si
     child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
     const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
     try {
-      // The story's own bounds (2 minutes for the start, 1 for each response) end it with exit 1 if it stalls.
+      // A bound, not a measurement: under make test's --test-timeout (120 s), so that a stalled
+      // story fails here with its output and the finally below still stops the demo.
+      let bound: NodeJS.Timeout | undefined;
       await new Promise<void>((resolveDone, reject) => {
+        bound = setTimeout(() => reject(new Error(`no end of the story within 110 s:\n${out}\n${err}`)), 110_000);
         const check = () => {
           if (out.includes("the dispatch story is done")) resolveDone();
         };
         child.stdout.on("data", check);
         void exited.then((c) => reject(new Error(`demo exited (${c}) before the story ended:\n${out}\n${err}`)));
-      });
+      }).finally(() => clearTimeout(bound));
       // The header carries every address.
       for (const v of ["SITEGATE_DEMO_PORT", "SITEGATE_DEMO_SINK_PORT", "SITEGATE_DEMO_SIM_PORT"])
         assert.match(out, new RegExp(`127\\.0\\.0\\.1:${env[v]}`), `${v} in the header`);
@@ -85,7 +88,7 @@ test("a gateway that cannot start: the demo shows why (the gateway's own error) 
   withTmpDir(async (dir) => {
     // An unknown log level reaches only the gateway (the demo gives the simulator its own), which refuses to start.
     const env = { ...(await demoEnv(dir)), LOG_LEVEL: "bogus" };
-    const r = spawnSync(process.execPath, [DEMO], { env, encoding: "utf8", timeout: 120_000 });
+    const r = spawnSync(process.execPath, [DEMO], { env, encoding: "utf8", timeout: 100_000 });
     assert.equal(r.status, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /make run failed: the gateway exited \(1\)/);
     assert.match(r.stderr, /the gateway's last warnings and errors:\n.*level:bogus/);
