@@ -63,8 +63,11 @@ class Board {
     }
   }
 
+  /** The table with the addresses above it: a log read later still has them at hand. */
   printTable(): void {
-    process.stdout.write(["", ...table(deviceRows(this.devices.values())).map((l) => "  " + l), ""].join("\n") + "\n");
+    const a = this.addr;
+    const where = `  API ${a.api} · status page ${a.statusPage} · sink ${a.sink} · simulator ${a.simControl}/state`;
+    process.stdout.write(["", where, ...table(deviceRows(this.devices.values())).map((l) => "  " + l), ""].join("\n") + "\n");
   }
 
   private draw(): void {
