@@ -147,9 +147,15 @@ export const scenarioSchema = z.strictObject({
       base_load_w: z.number().min(0).default(2000),
       /** Random variation of the load, percent (seeded, a function of the simulated second). */
       load_noise_pct: z.number().min(0).max(50).default(2),
-      /** 0..1 pins the PV irradiance; absent = a daylight curve from the UTC clock. */
+      /** 0..1 pins the PV irradiance; absent = a daylight curve (see longitude_deg). */
       pv_irradiance: z.number().min(0).max(1).optional(),
-      /** Hours added to UTC for the daylight curve. */
+      /**
+       * Where the site stands, degrees east (west negative): the daylight curve runs on the
+       * local mean solar time there (UTC + longitude / 15 h), so the sun is highest at 12:00
+       * solar time. Absent: the curve runs on UTC + tz_offset_h.
+       */
+      longitude_deg: z.number().min(-180).max(180).optional(),
+      /** Hours added to UTC for the daylight curve when no longitude is given. */
       tz_offset_h: z.number().min(-12).max(14).default(0),
       voltage_v: z.number().positive().default(230),
       frequency_hz: z.number().positive().default(50),

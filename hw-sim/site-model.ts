@@ -19,11 +19,22 @@ export interface SiteLoad {
   integrate?(dtS: number, nowMs: number): void;
 }
 
+/**
+ * The equinox sun curve: 0 before 06:00 and after 18:00, sin() between, peaking at 12:00 of
+ * the local time UTC + offsetH (for a longitude, offsetH = longitude / 15: mean solar time;
+ * the equation of time, at most about 16 minutes, and the seasons are left out).
+ */
+export function daylight(nowMs: number, offsetH: number): number {
+  const h = (((nowMs / 3_600_000 + offsetH) % 24) + 24) % 24;
+  return h <= 6 || h >= 18 ? 0 : Math.sin((Math.PI * (h - 6)) / 12);
+}
+
 export class SiteModel {
   base_load_w: number;
   load_noise_pct: number;
   pv_irradiance: number | undefined;
   readonly tz_offset_h: number;
+  readonly longitude_deg: number | undefined;
   readonly voltage_v: number;
   readonly frequency_hz: number;
   readonly seed: number;
@@ -44,17 +55,17 @@ export class SiteModel {
     this.load_noise_pct = sc.load_noise_pct;
     this.pv_irradiance = sc.pv_irradiance;
     this.tz_offset_h = sc.tz_offset_h;
+    this.longitude_deg = sc.longitude_deg;
     this.voltage_v = sc.voltage_v;
     this.frequency_hz = sc.frequency_hz;
     this.seed = seed;
     this.lastMs = now();
   }
 
-  /** Irradiance 0..1: pinned by the scenario, or a daylight curve (06:00-18:00 local). */
+  /** Irradiance 0..1: pinned by the scenario, or a daylight curve (06:00-18:00 local solar time). */
   irradiance(nowMs = this.now()): number {
     if (this.pv_irradiance !== undefined) return this.pv_irradiance;
-    const h = (((nowMs / 3_600_000 + this.tz_offset_h) % 24) + 24) % 24;
-    return h <= 6 || h >= 18 ? 0 : Math.sin((Math.PI * (h - 6)) / 12);
+    return daylight(nowMs, this.longitude_deg !== undefined ? this.longitude_deg / 15 : this.tz_offset_h);
   }
 
   /** Site load without relay loads, with seeded noise (a function of the second). */

@@ -69,7 +69,9 @@ export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { 
  */
 function unreachable(health: HealthView, deviceId: string): boolean {
   const h = health.health(deviceId);
-  return h !== undefined && !h.online;
+  // A Modbus device is listed in health from its configuration on, offline until its first
+  // poll: only a failure (or an earlier answer) makes "offline" mean unreachable.
+  return h !== undefined && !h.online && (h.consecutive_failures > 0 || h.last_error !== null || h.last_ok_at !== null);
 }
 
 /** What of the device sync answer follows the devices' state (op mode, reachability): a cache of the answer is good while this is the same. */

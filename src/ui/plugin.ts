@@ -45,6 +45,19 @@ export function staticDir(): string {
   throw new Error(`status page assets not found next to ${here}`);
 }
 
+/**
+ * Every `{{name}}` of a page replaced (each as often as it appears; the values are used as
+ * they are, never as replacement patterns). A placeholder without a value is a bug in the
+ * page: it throws rather than show the braces.
+ */
+export function fillTemplate(tpl: string, values: Record<string, string>): string {
+  return tpl.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_m, name: string) => {
+    const v = values[name];
+    if (v === undefined) throw new Error(`status page template: no value for {{${name}}}`);
+    return v;
+  });
+}
+
 function esc(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
@@ -168,10 +181,11 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
       .header("set-cookie", `${LOGIN_COOKIE}=${token}; ${COOKIE_ATTRS}; Max-Age=900`)
       .type("text/html; charset=utf-8")
       .send(
-        loginTpl
-          .replace("{{csrf}}", token)
-          .replace("{{site}}", esc(deps.config.site_id))
-          .replace("{{message}}", message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : ""),
+        fillTemplate(loginTpl, {
+          csrf: token,
+          site: esc(deps.config.site_id),
+          message: message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : "",
+        }),
       );
   };
   const tooMany = (reply: FastifyReply, wait: number, message: string) => {
@@ -238,6 +252,8 @@ function apiRoutes(deps: UiDeps): Routes {
   const busView = new BusView(deps);
   const uplinkView = new UplinkView(deps);
   return (app) => {
+    busView.start();
+    app.addHook("onClose", async () => busView.stop());
     app.get("/api/session", { preHandler: needApi }, async (req) => ({
       user: req.uiSession!.user,
       csrf: req.uiSession!.csrf,

@@ -17,7 +17,21 @@ import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
 import { gridMeter } from "../devices/grid-meter.js";
-import { wireLabel } from "../devices/roles.js";
+import { OP_MODE_NAMES, wireLabel } from "../devices/roles.js";
+
+/** device_op_mode in words, as device sync's description gives them. */
+const OP_MODE_WORDS: Record<(typeof OP_MODE_NAMES)[number], string> = {
+  unknown: "unknown",
+  automatic: "local automatic",
+  remote: "remote dispatch",
+  standby: "standby",
+  fault: "fault",
+};
+
+export function opModeName(code: number): string {
+  const name = OP_MODE_NAMES[code];
+  return name ? OP_MODE_WORDS[name] : `op mode ${code}`;
+}
 
 export interface UiDeps {
   config: Config;
@@ -144,6 +158,7 @@ function deviceRow(
     identity: desc?.identity ?? {},
     online: h?.online ?? false,
     op_mode: h?.op_mode ?? 0,
+    op_mode_name: opModeName(h?.op_mode ?? 0),
     last_ok_at: h?.last_ok_at ?? null,
     last_error: h?.last_error ?? null,
     consecutive_failures: h?.consecutive_failures ?? 0,
@@ -152,21 +167,59 @@ function deviceRow(
   };
 }
 
-/** Bus utilisation: busy time over wall time since the previous look (at least 1 s apart). */
-export class BusView {
-  private last = new Map<string, { at: number; busy: number; util: number | null }>();
+/** How far back the Buses page's utilisation looks. */
+export const BUS_WINDOW_MS = 60_000;
+const BUS_SAMPLE_MS = 1000;
 
-  constructor(private readonly d: UiDeps) {}
+/**
+ * Bus utilisation: busy time over wall time across the last BUS_WINDOW_MS. A sampler
+ * takes each bus's busy time every second from the start, so the first look already has
+ * a figure (a bus younger than one sample shows its busy time since it was first seen).
+ */
+export class BusView {
+  private readonly samples = new Map<string, Array<{ at: number; busy: number }>>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly d: UiDeps,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  start(): void {
+    this.sample();
+    this.timer ??= setInterval(() => this.sample(), BUS_SAMPLE_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Records each bus's busy time now; drops samples older than the window, and buses gone. */
+  sample(): void {
+    const now = this.now();
+    const seen = new Set<string>();
+    for (const b of this.d.buses.all()) {
+      seen.add(b.key);
+      const s = this.samples.get(b.key) ?? [];
+      s.push({ at: now, busy: b.stats.busy_ms });
+      while (s.length > 2 && now - s[1].at >= BUS_WINDOW_MS) s.shift();
+      this.samples.set(b.key, s);
+    }
+    for (const k of this.samples.keys()) if (!seen.has(k)) this.samples.delete(k);
+  }
+
+  private utilisation(key: string, busyMs: number, now: number): number | null {
+    const first = this.samples.get(key)?.[0];
+    if (!first || now - first.at < 100) return null; // too short a span to mean anything
+    return Math.min(1, Math.max(0, (busyMs - first.busy) / (now - first.at)));
+  }
 
   list() {
-    const now = performance.now();
+    const now = this.now();
     return this.d.buses.all().map((b) => {
-      const prev = this.last.get(b.key);
-      let util = prev?.util ?? null;
-      if (!prev || now - prev.at >= 1000) {
-        if (prev) util = Math.min(1, Math.max(0, (b.stats.busy_ms - prev.busy) / (now - prev.at)));
-        this.last.set(b.key, { at: now, busy: b.stats.busy_ms, util });
-      }
+      const util = this.utilisation(b.key, b.stats.busy_ms, now);
       return {
         bus: b.key,
         kind: b.endpoint.kind,

@@ -113,6 +113,32 @@ describe("status page in a browser", () => {
     await page.waitForSelector("#flow-battery-w[data-value]");
   });
 
+  // First among the pages that show buses: no look at the Buses page has happened before this one.
+  test("the Buses page shows a utilisation figure at its first look, over the last minute", async () => {
+    await page.goto(url("buses"));
+    await page.waitForSelector("#status-line:has-text('updated')");
+    const cells = await page.$$eval('#bus-table [data-field="utilisation"]', (els) => els.map((e) => e.textContent?.trim() ?? ""));
+    assert.ok(cells.length >= 1, "a bus row");
+    for (const c of cells) assert.match(c, /^\d+(\.\d)? %$/, `a figure, not "${c}"`);
+  });
+
+  test("every placeholder of every served page is filled: the login heading names the site", async () => {
+    const login = await rig.gw.call("GET", "/ui/login");
+    assert.equal(login.status, 200);
+    assert.doesNotMatch(login.text, /\{\{/, "no placeholder left on the login page");
+    assert.match(login.text, /<h1>sitegate <span class="muted">site-001<\/span><\/h1>/);
+    assert.match(login.text, /<title>sitegate site-001 · log in<\/title>/);
+    const cookie = (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    for (const p of [...PAGES, "assets/app.js", "assets/app.css"]) {
+      const r = await rig.gw.call("GET", `/ui/${p}`, { headers: { cookie } });
+      assert.equal(r.status, 200, `/ui/${p}`);
+      assert.doesNotMatch(r.text, /\{\{\s*[A-Za-z0-9_]+\s*\}\}/, `/ui/${p} has no placeholder left`);
+    }
+    // A wrong password's page (the message filled in) too.
+    await page.goto(url("login"));
+    assert.doesNotMatch(await page.content(), /\{\{/);
+  });
+
   test("the overview's battery power follows a discharge in the simulator", async () => {
     await page.goto(url(""));
     await page.waitForSelector("#flow-battery-w[data-value]");
@@ -151,6 +177,15 @@ describe("status page in a browser", () => {
     const battery = page.locator('[data-device-id="battery"]');
     assert.match((await battery.textContent()) ?? "", /online/);
     assert.match((await battery.textContent()) ?? "", /battery inverter \(10\)/);
+    // Op modes in words, with the code device sync sends.
+    const syncMode = (sync.json.devices as Array<{ device_id: string; device_op_mode: number }>).find(
+      (d) => d.device_id === "battery",
+    )!.device_op_mode;
+    assert.match(
+      (await battery.locator('[data-field="op_mode"]').textContent()) ?? "",
+      /^(unknown|local automatic|remote dispatch|standby|fault) \([0-4]\)$/,
+    );
+    assert.ok(syncMode >= 0 && syncMode <= 4);
     assert.equal(await battery.locator('[data-field="last_error"]').textContent(), "none");
     assert.ok(await battery.locator('tr[data-metric="soc_pct"]').count(), "live soc_pct");
     // A click on a metric charts that metric.

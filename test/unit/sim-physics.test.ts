@@ -101,3 +101,27 @@ test("the same seed gives the same site; another seed another one", () => {
   assert.deepEqual(noisy(3), noisy(3));
   assert.notDeepEqual(noisy(3), noisy(4));
 });
+
+test("the daylight curve peaks at solar noon of the site's longitude, not at 12:00 UTC", () => {
+  const at = (h: number, m = 0) => Date.UTC(2026, 10, 25, h) + m * 60_000;
+  const curve = (lon: number, t: number) =>
+    new SiteModel(
+      { base_load_w: 0, load_noise_pct: 0, longitude_deg: lon, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+      1,
+      () => t,
+    ).irradiance();
+  // Berlin, 13.4 degrees east: solar noon is 12:00 - 13.4/15 h = 11:06:24 UTC.
+  assert.ok(Math.abs(curve(13.4, at(11, 6.4)) - 1) < 1e-9);
+  assert.ok(curve(13.4, at(11, 6.4)) > curve(13.4, at(12)));
+  // 16:30 UTC is 17:24 solar time in Berlin: a low sun.
+  assert.ok(curve(13.4, at(16, 30)) > 0 && curve(13.4, at(16, 30)) < 0.2);
+  // Sydney, 151.2 east: its noon is 01:55 UTC, when UTC noon sees the sun nowhere near.
+  assert.ok(curve(151.2, at(1, 55)) > 0.99);
+  assert.equal(curve(151.2, at(12)), 0);
+  // New York, 74 west: dark at 10:00 UTC (05:04 solar), up at 17:00 UTC (12:04 solar).
+  assert.equal(curve(-74, at(10)), 0);
+  assert.ok(curve(-74, at(17)) > 0.99);
+  // Without a longitude the old rule stands: UTC + tz_offset_h.
+  const utc = new SiteModel({ base_load_w: 0, load_noise_pct: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, 1, () => at(12));
+  assert.equal(utc.irradiance(), 1);
+});

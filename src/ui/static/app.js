@@ -177,6 +177,7 @@ function devicesPage() {
         h("dl", {},
           h("dt", { text: "device_id" }), h("dd", { text: d.device_id }),
           h("dt", { text: "type" }), h("dd", { text: `${d.type_name} (${d.device_type ?? "?"})${d.max_power_w ? `, max ${watts(d.max_power_w)}` : ""}` }),
+          h("dt", { text: "op mode" }), h("dd", { "data-field": "op_mode", text: `${d.op_mode_name} (${d.op_mode})` }),
           h("dt", { text: "address" }), h("dd", { text: d.address }),
           ...ident.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]),
           h("dt", { text: "last read" }), h("dd", { text: ago(d.last_ok_at) }),
@@ -198,6 +199,9 @@ function devicesPage() {
 }
 
 // ---- Buses ----
+// One decimal under 10 %: a bus polled once a second over a fast link is busy well under 1 %.
+const pct = (f) => (f < 0.1 ? `${(f * 100).toFixed(1)} %` : `${Math.round(f * 100)} %`);
+
 function busesPage() {
   const body = h("tbody");
   view().append(h("h2", { text: "Buses" }), h("div", { class: "card table-wrap" }, h("table", { id: "bus-table" },
@@ -207,7 +211,7 @@ function busesPage() {
     const { buses } = await api("buses");
     body.replaceChildren(...(buses.length ? buses.map((b) => h("tr", { "data-bus": b.bus },
       h("td", { text: b.bus }),
-      h("td", {}, b.utilisation === null ? "–" : h("span", {}, h("progress", { class: "util", max: 100, value: Math.round(b.utilisation * 100) }), ` ${Math.round(b.utilisation * 100)} %`)),
+      h("td", { "data-field": "utilisation" }, b.utilisation === null ? "–" : h("span", {}, h("progress", { class: "util", max: 100, value: Math.round(b.utilisation * 100) }), ` ${pct(b.utilisation)}`)),
       h("td", { class: "num", text: b.queued }), h("td", { class: "num opt", text: b.requests }), h("td", { class: "num", text: b.timeouts }),
       h("td", { class: "num opt", text: b.failures }), h("td", { class: "num opt", text: b.reconnects }))) : [h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no bus open yet" }))]));
   });
