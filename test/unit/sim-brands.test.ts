@@ -31,7 +31,7 @@ function rig(model: string, extra: Record<string, unknown> = {}) {
     devs,
     dev: devs[0],
     bat: devs[0] as HybridInverter,
-    advance(ms: number) {
+    advance: (ms: number) => {
       now += ms;
       site.advance();
     },
