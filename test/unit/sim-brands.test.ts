@@ -123,6 +123,7 @@ test("sungrow-sh: identity, magnitude plus direction bits, forced charge/dischar
   assert.equal(write(dev, 13050, [0x55]), 3);
   assert.equal(write(dev, 13049, [1]), 3);
   assert.equal(write(dev, 13051, [5001]), 3);
+  assert.equal(write(dev, 33047, [0]), 3, "max discharge power starts at 0.01 kW");
   assert.equal(bat.view().power_w, 3000, "a refused write changes nothing");
   ok(dev, 13049, [0]);
   assert.equal(bat.view().mode, "self-consumption");
@@ -206,6 +207,17 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert wi
   ok(dev, 40149, s32hi(1000));
   ok(dev, 40151, u32hi(803));
   assert.equal(bat.view().mode, "self-consumption", "803 releases");
+  // The BMS path: operating mode with minimum charge/discharge powers.
+  ok(dev, 40793, u32hi(2000));
+  ok(dev, 40236, u32hi(2289));
+  assert.deepEqual(read(dev, 4, 31393, 2), u32hi(2000), "function 4 reads the same values");
+  ok(dev, 40797, u32hi(1500));
+  ok(dev, 40236, u32hi(2290));
+  assert.deepEqual(read(dev, 3, 31395, 2), u32hi(1500));
+  assert.equal(write(dev, 40236, u32hi(2291)), 3);
+  assert.equal(write(dev, 40795, u32hi(5001)), 3);
+  ok(dev, 40236, u32hi(2424));
+  assert.equal(bat.view().mode, "self-consumption");
 });
 
 test("solaredge-storedge: SunSpec readings, remote control, charging-positive float, timeout to the default mode", () => {
@@ -275,6 +287,7 @@ test("victron-gx: unit ids per service, charging-positive battery power, mode 3 
   ok(gx, 2902, [3]);
   ok(vebus, 37, [2500]);
   assert.equal(dec.s16(read(gx, 3, 842, 1)[0]), 2500, "positive while charging");
+  assert.equal(dec.s16(read(gx, 4, 842, 1)[0]), 2500, "function 4 reads the same");
   assert.equal(read(gx, 3, 844, 1)[0], 1);
   assert.equal(bat.view().power_w, -2500);
   ok(vebus, 37, [-3000 & 0xffff]);
@@ -297,6 +310,7 @@ test("deye-hybrid: identity, low-word-first totals, program-driven grid charge a
   const { dev, bat, advance } = rig("deye-hybrid", { soc_pct: 50 });
   assert.equal(read(dev, 3, 0, 1)[0], 3, "single-phase hybrid");
   assert.equal(dec.u32(read(dev, 3, 16, 2), "lo-hi"), 80000, "rated 8 kW in 0.1 W");
+  assert.equal(read(dev, 3, 79, 1)[0], 5000, "grid frequency between the grid import's two words");
   assert.equal(dec.s16(read(dev, 3, 190, 1)[0]), 2000, "self-consumption: discharging positive");
   ok(dev, 248, [1]);
   ok(dev, 232, [1]);

@@ -7,7 +7,8 @@
 //
 // Numbering: the document numbers registers from 0 and that number is the PDU address.
 // Holding registers only (function 3; writes 6/16). 32-bit values are LOW word first
-// (rated power 16/17, energy totals 72/73, 74/75).
+// (rated power 16/17, energy totals 72/73, 74/75, 81/82; the total grid import has its
+// low word at 78 and its high word at 80, with the grid frequency between them).
 // Signs: battery power 190 and current 191 are positive while DISCHARGING; grid power
 // 169 positive while importing.
 // Control (the document's "system work mode" and time-of-use program): with the timer
@@ -107,7 +108,11 @@ export class DeyeHybrid extends HybridInverter {
       [59, reg.fixed([2])], // running state: 2 normal
       [72, reg.ro(2, () => enc.u32(this.chargedWh / 100, LO))], // total battery charge, 0.1 kWh
       [74, reg.ro(2, () => enc.u32(this.dischargedWh / 100, LO))], // total battery discharge, 0.1 kWh
-      [78, reg.ro(2, () => enc.u32(site.importWh / 100, LO))], // total grid import, 0.1 kWh
+      [76, reg.fixed([0])], // day grid import, 0.1 kWh
+      [77, reg.fixed([0])], // day grid export, 0.1 kWh
+      [78, reg.ro(1, () => [enc.u32(site.importWh / 100, LO)[0]])], // total grid import, 0.1 kWh: low word
+      [79, reg.ro(1, () => enc.u16(site.frequency_hz * 100))], // grid frequency, 0.01 Hz
+      [80, reg.ro(1, () => [enc.u32(site.importWh / 100, LO)[1]])], // total grid import: high word
       [81, reg.ro(2, () => enc.u32(site.exportWh / 100, LO))], // total grid export, 0.1 kWh
       [96, reg.ro(2, () => enc.u32(this.pvWh / 100, LO))], // total PV energy, 0.1 kWh
       [169, reg.ro(1, () => enc.s16(site.grid()))], // grid power, W (+ = import)

@@ -2,29 +2,36 @@
 //
 // Document: SMA "SMA Modbus Interface" technical information with the device's
 // parameter list "MODBUS-HTML_SBS3.7-6.0-10" (firmware 3.x, as SMA publishes per
-// device). Read from the public quotations of those lists in evcc's template
-// sma-sbs-modbus (registers 30775, 30845, 40149/40151 and its 60 s default watchdog)
-// and smarthomeNG's sma_mb / smamodbus plugins.
+// device). Read from the public quotations of those lists in evcc's templates
+// sma-sbs-modbus (30775, 30513, 30845 and the BMS path CmpBMS.OpMod 40236 with
+// 40793..40801) and sma-si-modbus (Inverter.WModCfg.WCtlComCfg: WSpt 40149, WCtlComAct
+// 40151), and smarthomeNG's sma_mb / smamodbus plugins.
 //
 // Numbering: SMA gives the register address written on the wire (no minus one). The
 // device answers on unit id 3 by default. Every value is at least 32 bits: U32/S32/ENUM
 // two registers, U64 four, HIGH word first. A read must cover whole values (half of
-// one answers exception 2); writes take whole values only (function 16).
+// one answers exception 2); writes take whole values only (function 16). Function 3 and
+// 4 read the same values.
 // "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones.
 // Signs: AC active power 30775 positive = feeding; battery charge (31393) and
 // discharge (31395) power are two unsigned values; the active power setpoint 40149 is
 // positive to discharge and negative to charge.
-// Control: 40151 = 802 (active) hands the battery to the external setpoint 40149;
-// 803 (inactive) returns it to the inverter's own self-consumption. Without a new
-// setpoint within the fallback time (`revert_s`, 60 s here) the inverter returns to
-// its own control. A setpoint beyond the rated battery power, or an enum value that is
-// not in the list, is refused with exception 3.
+// Control, two paths of the profile: (1) 40151 = 802 (active) hands the battery to the
+// active power setpoint 40149; 803 (inactive) returns it to the inverter's own
+// self-consumption, and so does a setpoint not refreshed within the fallback time
+// (`revert_s`, 60 s here). (2) The BMS operating mode 40236: 2289 charges at the minimum
+// charge power 40793, 2290 discharges at the minimum discharge power 40797, 2424
+// (default) is self-consumption within the maximum charge/discharge powers 40795/40799;
+// no timeout is documented for it. A power beyond the rated battery power, or an enum
+// value that is not in the list, is refused with exception 3. Path (1) wins while active.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
 export const SMA_CONTROL = { active: 802, inactive: 803 } as const;
+export const SMA_BMS_MODE = { auto: 1438, charge: 2289, discharge: 2290, standard: 2424 } as const;
+const BMS_MODES = new Set<number>(Object.values(SMA_BMS_MODE));
 const NAN_S32 = [0x8000, 0x0000];
 const ENUM_NAN = [0x00ff, 0xfffd];
 
@@ -33,15 +40,36 @@ export class SmaStorage extends HybridInverter {
   control = SMA_CONTROL.inactive as number;
   setpointW = 0;
   setpointAt = 0;
+  bmsMode = SMA_BMS_MODE.standard as number;
+  chaMinW = 0;
+  chaMaxW: number;
+  dschMinW = 0;
+  dschMaxW: number;
+  gridSetpointW = 0;
   readonly revertS: number;
   readonly deviceType: number;
-  protected readonly input = null;
   protected readonly holding: RegisterMap;
+  protected get input(): RegisterMap {
+    return this.holding;
+  }
 
   constructor(spec: HybridSpec & { revert_s: number; device_type: number }, site: SiteModel) {
     super(spec, site, "", 10);
     this.revertS = spec.revert_s;
     this.deviceType = spec.device_type;
+    this.chaMaxW = spec.max_power_w;
+    this.dschMaxW = spec.max_power_w;
+    const u32rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
+      reg.rw(
+        2,
+        () => enc.u32(get(), HI),
+        (w) => {
+          const v = dec.u32(w, HI);
+          check(ok(v));
+          return () => set(v);
+        },
+      );
+    const watts = (v: number) => v <= this.maxW;
     const bat = () => this.batteryW();
     const u32 = (get: () => number) => reg.ro(2, () => enc.u32(get(), HI));
     const u64 = (get: () => number) => reg.ro(4, () => enc.u64(get(), HI));
@@ -94,8 +122,57 @@ export class SmaStorage extends HybridInverter {
             },
           ),
         ],
-        [40795, u32(() => this.maxW)], // maximum battery charging power, W
-        [40799, u32(() => this.maxW)], // maximum battery discharging power, W
+        [
+          40236,
+          u32rw(
+            () => this.bmsMode,
+            (v) => (this.bmsMode = v),
+            (v) => BMS_MODES.has(v),
+          ),
+        ], // BMS operating mode
+        [
+          40793,
+          u32rw(
+            () => this.chaMinW,
+            (v) => (this.chaMinW = v),
+            watts,
+          ),
+        ], // minimum battery charging power, W
+        [
+          40795,
+          u32rw(
+            () => this.chaMaxW,
+            (v) => (this.chaMaxW = v),
+            watts,
+          ),
+        ], // maximum battery charging power, W
+        [
+          40797,
+          u32rw(
+            () => this.dschMinW,
+            (v) => (this.dschMinW = v),
+            watts,
+          ),
+        ], // minimum battery discharging power, W
+        [
+          40799,
+          u32rw(
+            () => this.dschMaxW,
+            (v) => (this.dschMaxW = v),
+            watts,
+          ),
+        ], // maximum battery discharging power, W
+        [
+          40801, // grid exchange power setpoint, W
+          reg.rw(
+            2,
+            () => enc.s32(this.gridSetpointW, HI),
+            (w) => {
+              const v = dec.s32(w, HI);
+              return () => (this.gridSetpointW = v);
+            },
+          ),
+        ],
       ],
       { wholeReads: true },
     );
@@ -111,6 +188,8 @@ export class SmaStorage extends HybridInverter {
 
   protected target(): Target {
     if (this.control === SMA_CONTROL.active) return { mode: "forced", w: this.setpointW };
-    return { mode: "self-consumption" };
+    if (this.bmsMode === SMA_BMS_MODE.charge) return { mode: "forced", w: -Math.min(this.chaMinW, this.chaMaxW) };
+    if (this.bmsMode === SMA_BMS_MODE.discharge) return { mode: "forced", w: Math.min(this.dschMinW, this.dschMaxW) };
+    return { mode: "self-consumption", maxChargeW: this.chaMaxW, maxDischargeW: this.dschMaxW };
   }
 }

@@ -1,18 +1,24 @@
 // Sungrow SH hybrid inverter (SH-RT / SH-RS) with its battery.
 //
-// Document: Sungrow "Communication Protocol of Residential Hybrid Inverter"
-// (TI_20211231, V1.1.5 as quoted publicly). Read from its public quotations in
+// Document: Sungrow "Communication Protocol of Residential Hybrid Inverter" (V1.1.11,
+// as quoted publicly). Read from its public quotations in
 // mkaiser/Sungrow-SHx-Inverter-Modbus-Home-Assistant (modbus_sungrow.yaml: each
 // `address` is the document's register minus one, with the document's number in a
-// comment) and AlexanderLanin/homeassistant-sungrow.
+// comment, and notes where the datasheet and the devices differ) and
+// AlexanderLanin/homeassistant-sungrow.
 //
 // Numbering: the document counts registers from 1; the wire (PDU) address is the
 // document's number minus 1. Every address below is the PDU address, with the
 // document's number in the comment. Running values are input registers (function 4),
 // settings and the EMS control are holding registers (function 3/6/16).
-// Word order: 32-bit values are LOW word first. Battery power is a magnitude (U16) with
-// its direction in the running-state bits (bit 1 charging, bit 2 discharging).
-// Export power is signed, positive = feeding the grid.
+// Word order: 32-bit values are LOW word first. Battery power 13022 is a magnitude (U16)
+// with its direction in the power-flow bits 13001 (bit 1 charging, bit 2 discharging);
+// V1.1.11 adds a signed battery power at 5214 (S32, positive = discharging). Export
+// power 13010 is signed, positive = feeding the grid; the meter's active power 5601 is
+// positive = buying from the grid. "Not available": 0xFFFF (an absent MPPT 3 reads so).
+// The forced power 13052 is in W on the SH-RT (the datasheet's "0..100 %" is not what
+// the devices do).
+// The battery's max charge/discharge power 33047/33048 take 0.01 kW from 1 (0 is refused).
 // Control: EMS mode 13050 (doc) = 2 forced, then the command 13051 (0xAA charge, 0xBB
 // discharge, 0xCC stop) and the power 13052 (W). Mode 0 is self-consumption. The
 // document gives no timeout: a forced mode stays until it is changed. Values outside
@@ -61,12 +67,16 @@ export class SungrowSh extends HybridInverter {
       [5002, reg.ro(1, () => enc.u16(0))], // 5003 daily output energy, 0.1 kWh
       [5003, reg.ro(2, () => enc.u32(this.acOutWh / 100, lo))], // 5004 total output energy, 0.1 kWh
       [5007, reg.ro(1, () => enc.s16(300 + Math.abs(bat()) / 50))], // 5008 internal temperature, 0.1 degC
+      [5014, reg.fixed([0xffff])], // 5015 MPPT3 voltage: not available on a two-tracker model
+      [5015, reg.fixed([0xffff])], // 5016 MPPT3 current: not available
       [5016, reg.ro(2, () => enc.u32(this.pvW(), lo))], // 5017 total DC power, W
-      [12999, reg.fixed([0x0040])], // 13000 system state: running
-      [13000, reg.ro(1, () => [runningState()])], // 13001 running state bits
+      [5213, reg.ro(2, () => enc.s32(bat(), lo))], // 5214 battery power, W (+ = discharging)
+      [5600, reg.ro(2, () => enc.s32(site.grid(), lo))], // 5601 meter active power, W (+ = buying)
+      [12999, reg.fixed([0x0040])], // 13000 running state: running
+      [13000, reg.ro(1, () => [runningState()])], // 13001 power flow status bits
       [13001, reg.ro(1, () => enc.u16(0))], // 13002 daily PV generation
       [13002, reg.ro(2, () => enc.u32(this.pvWh / 100, lo))], // 13003 total PV generation, 0.1 kWh
-      [13006, reg.ro(2, () => enc.s32(this.site.baseLoadW(), lo))], // 13007 load power, W
+      [13007, reg.ro(2, () => enc.s32(this.site.baseLoadW(), lo))], // 13008 load power, W
       [13009, reg.ro(2, () => enc.s32(-site.grid(), lo))], // 13010 export power, W (+ = export)
       [13019, reg.ro(1, () => enc.u16(this.batteryV() * 10))], // 13020 battery voltage, 0.1 V
       [13020, reg.ro(1, () => enc.u16((Math.abs(bat()) / this.batteryV()) * 10))], // 13021 battery current, 0.1 A
@@ -134,7 +144,7 @@ export class SungrowSh extends HybridInverter {
         u16rw(
           () => Math.round(this.maxChargeW / 10),
           (v) => (this.maxChargeW = v * 10),
-          (v) => v * 10 <= this.maxW,
+          (v) => v >= 1 && v * 10 <= this.maxW,
         ),
       ],
       [
@@ -142,7 +152,7 @@ export class SungrowSh extends HybridInverter {
         u16rw(
           () => Math.round(this.maxDischargeW / 10),
           (v) => (this.maxDischargeW = v * 10),
-          (v) => v * 10 <= this.maxW,
+          (v) => v >= 1 && v * 10 <= this.maxW,
         ),
       ],
     ]);

@@ -13,6 +13,7 @@
 // inverter/charger on its own unit (227 on a CCGX's VE.Bus port, `vebus_unit` here).
 // A unit id without a service answers exception 0x0B (gateway target failed), as the GX does.
 // Word order: HIGH word first; most values are 16-bit with a scale in the list.
+// Function 3 and 4 read the same registers.
 // Signs: battery power (unit 100, 842) is positive while CHARGING; grid L1..L3
 // (820..822) positive while importing; the ESS setpoints are in the grid's direction:
 // 2700 (grid setpoint) positive = import, vebus 37 positive = power INTO the Multi,
@@ -44,8 +45,10 @@ export class VictronGx extends HybridInverter {
   disableFeedIn = 0;
   switchPosition = 3;
   readonly vebus: VictronVebus;
-  protected readonly input = null;
   protected readonly holding: RegisterMap;
+  protected get input(): RegisterMap {
+    return this.holding;
+  }
 
   constructor(spec: HybridSpec & { vebus_unit: number }, site: SiteModel) {
     super(spec, site, "c0619a", 6);
@@ -216,6 +219,9 @@ export class VictronVebus extends DeviceBase {
   override readHolding(address: number, count: number): number[] {
     this.site.advance();
     return this.map.read(address, count);
+  }
+  override readInput(address: number, count: number): number[] {
+    return this.readHolding(address, count);
   }
   override writeHolding(address: number, values: number[]): void {
     this.site.advance();
