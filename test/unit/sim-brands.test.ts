@@ -364,7 +364,11 @@ test("meters: sdm120 single-phase, sdm72 three-phase floats; em24 low-word-first
   assert.equal(read(em.dev, 4, 0x000b, 1)[0], 1648, "function 4 reads the same table");
   assert.equal(dec.s32(read(em.dev, 3, 0x0028, 2), "lo-hi"), 20000, "W sys x10");
   em.advance(3_600_000);
-  assert.equal(dec.s32(read(em.dev, 3, 0x0034, 2), "lo-hi"), 20, "2 kWh imported, x10");
-  assert.equal(rig("em24", { variant: "em340" }).dev.readHolding(0x000b, 1)[0], 341);
+  assert.equal(dec.s32(read(em.dev, 3, 0x0042, 2), "lo-hi"), 20, "2 kWh imported, x10");
+  assert.equal(read(em.dev, 4, 0x0037, 1)[0], 500, "Hz x10");
+  const em340 = rig("em24", { variant: "em340" });
+  assert.equal(read(em340.dev, 3, 0x000b, 1)[0], 341);
+  em340.advance(1_800_000);
+  assert.equal(dec.s32(read(em340.dev, 3, 0x0034, 2), "lo-hi"), 10, "the EM340's kWh (+) at 0x0034");
   assert.equal(write(em.dev, 0x0028, [1, 2]), 2);
 });

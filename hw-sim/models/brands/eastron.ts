@@ -1,9 +1,11 @@
 // Eastron SDM72D-M (V2, three-phase) and SDM120-Modbus (single-phase) energy meters.
 //
 // Documents: Eastron "SDM72D-M-2 Modbus protocol" (V1.x) and "SDM120-Modbus protocol"
-// (V2.x). Read from their public quotations in ilseh/Oppleo (utils/modbus/SDM120.py),
-// Tinkerforge's evse-v2 bricklet driver (sdm.c, SDM630 and SDM72DM-V2) and the VenusOS
-// community drivers for SDM120 / SDM72D v2 (product code at 0xFC02).
+// (V2.x). Read from their public quotations in volkszaehler/mbmd (meters/rs485/sdm120.go,
+// sdm72v2.go; the meter library behind evcc's Eastron templates), ilseh/Oppleo
+// (SDM120.py) and the VenusOS community drivers for SDM120 / SDM72D v2 (product code
+// at 0xFC02). The SDM72D-M of the first version has only the totals (0x0034, 0x0048,
+// 0x004A, 0x0156); this model is the V2, which adds the per-phase values.
 //
 // Numbering: the documents list "30001"-style register numbers counted from 1 together
 // with the hex PDU address; the wire address is the hex one (30001 -> 0x0000). Every
@@ -71,8 +73,18 @@ abstract class EastronMeter extends DeviceBase {
     switch (addr) {
       case 0x34:
         return this.phases === 3 ? w : undefined; // total system power, W (+ import)
+      case 0x38:
+        return this.phases === 3 ? Math.abs(w) : undefined; // total system VA
+      case 0x3c:
+        return this.phases === 3 ? 0 : undefined; // total system VAr
+      case 0x3e:
+        return this.phases === 3 ? 1 : undefined; // total system power factor
       case 0x46:
         return s.frequency_hz;
+      case 0x4c:
+      case 0x4e:
+      case 0x158:
+        return 0; // reactive energy import / export / total, kVArh
       case 0x48:
         return this.counters.importWh / 1000; // import active energy, kWh
       case 0x4a:
