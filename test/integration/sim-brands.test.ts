@@ -6,10 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { join } from "node:path";
-import { withSite, type SimHandle, type ScenarioInput } from "../support/site.js";
+import { withSite, type SimHandle } from "../support/site.js";
 import { loadScenario, BRAND_MODELS } from "../../hw-sim/scenario.js";
-import { SIM_DIR } from "../../hw-sim/sim.js";
+import { BRANDS_YAML, brandsOnTcp } from "../support/brands.js";
 
 const run = promisify(execFile);
 
@@ -30,23 +29,6 @@ function parse(out: string): Map<number, number> {
     if (r) m.set(Number(r[1]), Number(r[2]));
   }
   return m;
-}
-
-/** The scenario file's path in the source tree (dist/hw-sim -> hw-sim). */
-const BRANDS_YAML = join(SIM_DIR, "..", "..", "hw-sim", "scenarios", "brands.yaml");
-
-/** brands.yaml with every device on one Modbus TCP port on a free port (no socat needed). */
-function brandsOnTcp(): ScenarioInput {
-  const sc = loadScenario(BRANDS_YAML);
-  const devices = sc.ports.flatMap((p) => p.devices);
-  // The RTU bus and the TCP port both use unit 3: the TCP copy moves SMA to 30.
-  const moved = devices.map((d) => (d.model === "sma-storage" ? { ...d, unit: 30 } : d));
-  return {
-    ...sc,
-    control: { listen: "127.0.0.1:0" },
-    site: { ...sc.site, load_noise_pct: 0, pv_irradiance: 0 },
-    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: moved }],
-  };
 }
 
 const at = (site: SimHandle, unit: number) => ["-m", "tcp", "-p", String(site.tcpPorts[0]), "-a", String(unit), "-0"];

@@ -187,9 +187,11 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert wi
     code(() => read(dev, 3, 30775, 1)),
     2,
   );
-  assert.deepEqual(read(dev, 3, 40149, 2), [0x8000, 0], "the setpoint reads NaN");
+  assert.deepEqual(read(dev, 3, 40149, 2), [0x8000, 0], "the setpoint reads NaN while inactive");
+  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803));
   ok(dev, 40151, u32hi(802));
   ok(dev, 40149, s32hi(-3000));
+  assert.deepEqual(read(dev, 3, 40149, 2), s32hi(-3000));
   assert.deepEqual(read(dev, 3, 31393, 2), u32hi(3000), "charge power");
   assert.deepEqual(read(dev, 3, 31395, 2), u32hi(0));
   assert.equal(bat.view().power_w, -3000);
@@ -203,6 +205,7 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert wi
   assert.equal(bat.view().mode, "forced-discharge");
   advance(2_000);
   assert.equal(bat.view().mode, "self-consumption", "no new setpoint for 60 s");
+  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803), "the control reads inactive again");
   ok(dev, 40151, u32hi(802));
   ok(dev, 40149, s32hi(1000));
   ok(dev, 40151, u32hi(803));

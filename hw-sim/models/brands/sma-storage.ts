@@ -12,7 +12,8 @@
 // two registers, U64 four, HIGH word first. A read must cover whole values (half of
 // one answers exception 2); writes take whole values only (function 16). Function 3 and
 // 4 read the same values.
-// "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones.
+// "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones;
+// the setpoint 40149 reads NaN while the control 40151 is inactive.
 // Signs: AC active power 30775 positive = feeding; battery charge (31393) and
 // discharge (31395) power are two unsigned values; the active power setpoint 40149 is
 // positive to discharge and negative to charge.
@@ -33,7 +34,6 @@ export const SMA_CONTROL = { active: 802, inactive: 803 } as const;
 export const SMA_BMS_MODE = { auto: 1438, charge: 2289, discharge: 2290, standard: 2424 } as const;
 const BMS_MODES = new Set<number>(Object.values(SMA_BMS_MODE));
 const NAN_S32 = [0x8000, 0x0000];
-const ENUM_NAN = [0x00ff, 0xfffd];
 
 export class SmaStorage extends HybridInverter {
   readonly model = "sma-storage";
@@ -93,10 +93,10 @@ export class SmaStorage extends HybridInverter {
         [31397, u64(() => this.chargedWh)], // battery charge energy, Wh
         [31401, u64(() => this.dischargedWh)], // battery discharge energy, Wh
         [
-          40149, // active power setpoint, W (+ discharge, - charge); reads NaN
+          40149, // active power setpoint, W (+ discharge, - charge); NaN while the control is inactive
           reg.rw(
             2,
-            () => NAN_S32,
+            () => (this.control === SMA_CONTROL.active ? enc.s32(this.setpointW, HI) : NAN_S32),
             (w) => {
               const v = dec.s32(w, HI);
               check(Math.abs(v) <= this.maxW);
@@ -111,7 +111,7 @@ export class SmaStorage extends HybridInverter {
           40151, // control of the battery by communication: 802 active, 803 inactive
           reg.rw(
             2,
-            () => ENUM_NAN,
+            () => enc.u32(this.control, HI),
             (w) => {
               const v = dec.u32(w, HI);
               check(v === 802 || v === 803);
