@@ -149,6 +149,7 @@ test("huawei-sun2000: identity, charging-positive I32, forcible charge ends afte
   ok(dev, 47246, [0]);
   ok(dev, 47100, [1]);
   assert.equal(dec.s32(read(dev, 3, 37765, 2), "hi-lo"), 2500, "positive while charging");
+  assert.equal(read(dev, 3, 37006, 1)[0], 1, "working mode read-back: forcible");
   assert.equal(bat.view().power_w, -2500);
   assert.equal(dec.s32(read(dev, 3, 37113, 2), "hi-lo"), -4500, "meter: importing load + charge is negative");
   ok(dev, 47249, u32hi(4000));
@@ -158,6 +159,7 @@ test("huawei-sun2000: identity, charging-positive I32, forcible charge ends afte
   assert.equal(read(dev, 3, 47100, 1)[0], 2);
   advance(2 * 60_000);
   assert.equal(read(dev, 3, 47100, 1)[0], 0, "ended after 30 minutes");
+  assert.equal(read(dev, 3, 37006, 1)[0], 4, "working mode read-back: maximise self-consumption");
   assert.equal(bat.view().mode, "self-consumption");
   // Refused: power above the maximum charging power, a period over a day, an unknown command.
   assert.equal(write(dev, 47247, u32hi(5001)), 3);

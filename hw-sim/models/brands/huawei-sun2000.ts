@@ -18,7 +18,9 @@
 // mode 1; then 47100 = 1 (charge) or 2 (discharge); 0 stops. The forcible command ends
 // by itself when its duration has run out (or the target SOC is reached) and the
 // battery returns to its working mode (47086, 2 = maximise self-consumption).
-// Out-of-range writes are refused with exception 3; undocumented addresses answer 2.
+// The working mode in force reads back at 37006 (1 forcible charge/discharge, 4 maximise
+// self-consumption, 6 time of use). Out-of-range writes are refused with exception 3;
+// undocumented addresses answer 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
@@ -86,6 +88,10 @@ export class HuaweiSun2000 extends HybridInverter {
       [32087, reg.ro(1, () => enc.s16(350))], // internal temperature, 0.1 degC
       [32089, reg.fixed([0x0200])], // device status: on-grid
       [32106, reg.ro(2, () => enc.u32(this.acOutWh / 10, HI))], // accumulated yield, 0.01 kWh
+      [37000, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage unit 1 running status
+      [37001, reg.ro(2, () => enc.s32(-bat(), HI))], // storage unit 1 charge/discharge power, W (+ = charging)
+      [37004, reg.ro(1, () => enc.u16(this.soc * 10))], // storage unit 1 SOC, 0.1 %
+      [37006, reg.ro(1, () => [this.runningMode()])], // storage unit 1 working mode (read-back of the mode in force)
       [37046, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum charge power, W
       [37048, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum discharge power, W
       [37100, reg.fixed([1])], // meter status: normal
@@ -191,6 +197,12 @@ export class HuaweiSun2000 extends HybridInverter {
         ),
       ],
     ]);
+  }
+
+  /** The working mode in force as 37006 reports it: 1 forcible, else the setting's code in that list. */
+  runningMode(): number {
+    if (this.forcible !== HUAWEI_FORCIBLE.stop) return 1;
+    return [0, 3, 4, 2, 5, 6][this.workingMode] ?? 0;
   }
 
   protected override tick(nowMs: number): void {
