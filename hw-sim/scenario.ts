@@ -99,6 +99,8 @@ export const deviceSchema = z.discriminatedUnion("model", [
     control_sf: controlSf,
   }),
   z.strictObject({ ...common, model: z.literal("sunspec-meter"), serial: z.string().optional() }),
+  /** A device no profile describes: any register answers a seeded word, writes answer exception 2. */
+  z.strictObject({ ...common, model: z.literal("unknown") }),
   /** Only the common model 1: a SunSpec device that does not tell what it is. */
   z.strictObject({ ...common, model: z.literal("sunspec-common"), serial: z.string().optional() }),
   z.strictObject({ ...common, model: z.literal("sdm630"), serial: z.number().int().min(0).max(0xffffffff).optional() }),

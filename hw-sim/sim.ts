@@ -12,6 +12,7 @@ import { PvInverter, StorageInverter, SunSpecCommonOnly, SunSpecMeter, round1 } 
 import { Sdm630 } from "./models/sdm630.js";
 import { Relay } from "./models/relay.js";
 import { buildBrandDevices } from "./models/brands/index.js";
+import { UnknownDevice } from "./models/unknown.js";
 import { TcpServer } from "./tcp-server.js";
 import { RtuServer } from "./rtu-server.js";
 import { ZigbeeBridge } from "./zigbee.js";
@@ -67,6 +68,8 @@ function buildDevices(spec: DeviceSpec, site: SiteModel): SimDevice[] {
       return [new Sdm630(spec, site)];
     case "relay":
       return [new Relay(spec, site)];
+    case "unknown":
+      return [new UnknownDevice(spec, site.seed)];
     default:
       return buildBrandDevices(spec, site);
   }

@@ -12,6 +12,7 @@ import { handlePdu } from "../../hw-sim/modbus-pdu.js";
 import { dec } from "../../hw-sim/models/brands/register-map.js";
 import type { SimDevice } from "../../hw-sim/models/device.js";
 import type { HybridInverter } from "../../hw-sim/models/brands/hybrid.js";
+import { UnknownDevice } from "../../hw-sim/models/unknown.js";
 
 /** 02:30 UTC: inside the Deye's default first program (01:00..05:00). */
 const START = Date.UTC(2026, 5, 1, 2, 30);
@@ -376,4 +377,17 @@ test("meters: sdm120 single-phase, sdm72 three-phase floats; em24 low-word-first
   em340.advance(1_800_000);
   assert.equal(dec.s32(read(em340.dev, 3, 0x0034, 2), "lo-hi"), 10, "the EM340's kWh (+) at 0x0034");
   assert.equal(write(em.dev, 0x0028, [1, 2]), 2);
+});
+
+test("unknown: answers any register with the same seeded word, refuses writes", () => {
+  const { site } = rig("sungrow-sh");
+  const spec = deviceSchema.parse({ unit: 20, name: "stranger", model: "unknown" });
+  assert.equal(spec.model, "unknown");
+  const make = () => new UnknownDevice({ name: "stranger", unit: 20 }, site.seed);
+  const a = make();
+  const words = read(a, 3, 40000, 4);
+  assert.notDeepEqual(words, [0x5375, 0x6e53, 1, 66], "not SunSpec");
+  assert.deepEqual(read(make(), 3, 40000, 4), words, "deterministic for a seed");
+  assert.equal(read(a, 4, 4999, 1).length, 1);
+  assert.equal(write(a, 13049, [2]), 2);
 });
