@@ -67,37 +67,37 @@ export class DeyeHybrid extends HybridInverter {
     const progs: Array<[number, ReturnType<typeof reg.rw>]> = [];
     for (let i = 0; i < 6; i++) {
       progs.push([
-        250 + i,
+        250 + i, // prog time, HHMM
         rw(
           () => this.progTime[i],
           (v) => (this.progTime[i] = v),
           validTime,
         ),
-      ]); // prog time, HHMM
+      ]);
       progs.push([
-        256 + i,
+        256 + i, // prog power, W
         rw(
           () => this.progPower[i],
           (v) => (this.progPower[i] = v),
           (v) => v <= this.ratedW,
         ),
-      ]); // prog power, W
+      ]);
       progs.push([
-        268 + i,
+        268 + i, // prog capacity, %
         rw(
           () => this.progCap[i],
           (v) => (this.progCap[i] = v),
           (v) => v <= 100,
         ),
-      ]); // prog capacity, %
+      ]);
       progs.push([
-        274 + i,
+        274 + i, // prog charge/mode/sell flags
         rw(
           () => this.progFlags[i],
           (v) => (this.progFlags[i] = v),
           (v) => v <= 0x7f,
         ),
-      ]); // prog charge/mode/sell flags
+      ]);
     }
     this.holding = new RegisterMap([
       [0, reg.fixed([0x0003])], // device type: 3 single-phase hybrid
@@ -125,77 +125,77 @@ export class DeyeHybrid extends HybridInverter {
       [190, reg.ro(1, () => enc.s16(bat()))], // battery power, W (+ = discharging)
       [191, reg.ro(1, () => enc.s16((bat() / this.batteryV()) * 100))], // battery current, 0.01 A (+ = discharging)
       [
-        210,
+        210, // battery max charge current, A
         rw(
           () => this.maxChargeA,
           (v) => (this.maxChargeA = v),
           (v) => v <= MAX_A,
         ),
-      ], // battery max charge current, A
+      ],
       [
-        211,
+        211, // battery max discharge current, A
         rw(
           () => this.maxDischargeA,
           (v) => (this.maxDischargeA = v),
           (v) => v <= MAX_A,
         ),
-      ], // battery max discharge current, A
+      ],
       [
-        230,
+        230, // grid charge battery current, A
         rw(
           () => this.gridChargeA,
           (v) => (this.gridChargeA = v),
           (v) => v <= MAX_A,
         ),
-      ], // grid charge battery current, A
+      ],
       [
-        232,
+        232, // grid charge enabled
         rw(
           () => this.gridChargeEnabled,
           (v) => (this.gridChargeEnabled = v),
           (v) => v <= 1,
         ),
-      ], // grid charge enabled
+      ],
       [
-        243,
+        243, // priority: 0 battery, 1 load
         rw(
           () => this.priorityLoad,
           (v) => (this.priorityLoad = v),
           (v) => v <= 1,
         ),
-      ], // priority: 0 battery, 1 load
+      ],
       [
-        244,
+        244, // load limit: 0 allow export, 1 essentials, 2 zero export
         rw(
           () => this.loadLimit,
           (v) => (this.loadLimit = v),
           (v) => v <= 2,
         ),
-      ], // load limit: 0 allow export, 1 essentials, 2 zero export
+      ],
       [
-        245,
+        245, // max sell power, W
         rw(
           () => this.maxSellW,
           (v) => (this.maxSellW = v),
           (v) => v <= this.ratedW,
         ),
-      ], // max sell power, W
+      ],
       [
-        247,
+        247, // solar export
         rw(
           () => this.solarExport,
           (v) => (this.solarExport = v),
           (v) => v <= 1,
         ),
-      ], // solar export
+      ],
       [
-        248,
+        248, // use timer
         rw(
           () => this.useTimer,
           (v) => (this.useTimer = v),
           (v) => v <= 1,
         ),
-      ], // use timer
+      ],
       ...progs,
     ]);
   }

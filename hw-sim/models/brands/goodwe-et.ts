@@ -81,29 +81,29 @@ export class GoodweEt extends HybridInverter {
       [37007, reg.ro(1, () => enc.u16(this.soc))], // battery state of charge, %
       [37008, reg.fixed([100])], // battery state of health, %
       [
-        47000,
+        47000, // work mode setting
         u16rw(
           () => this.workMode,
           (v) => (this.workMode = v),
           (v) => v <= 5,
         ),
-      ], // work mode setting
+      ],
       [
-        47511,
+        47511, // EMS mode
         u16rw(
           () => this.emsMode,
           (v) => (this.emsMode = v),
           (v) => v >= 1 && v <= 12,
         ),
-      ], // EMS mode
+      ],
       [
-        47512,
+        47512, // EMS power set, W
         u16rw(
           () => this.emsPowerW,
           (v) => (this.emsPowerW = v),
           (v) => v <= this.ratedW,
         ),
-      ], // EMS power set, W
+      ],
     ]);
   }
 

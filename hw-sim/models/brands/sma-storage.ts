@@ -123,45 +123,45 @@ export class SmaStorage extends HybridInverter {
           ),
         ],
         [
-          40236,
+          40236, // BMS operating mode
           u32rw(
             () => this.bmsMode,
             (v) => (this.bmsMode = v),
             (v) => BMS_MODES.has(v),
           ),
-        ], // BMS operating mode
+        ],
         [
-          40793,
+          40793, // minimum battery charging power, W
           u32rw(
             () => this.chaMinW,
             (v) => (this.chaMinW = v),
             watts,
           ),
-        ], // minimum battery charging power, W
+        ],
         [
-          40795,
+          40795, // maximum battery charging power, W
           u32rw(
             () => this.chaMaxW,
             (v) => (this.chaMaxW = v),
             watts,
           ),
-        ], // maximum battery charging power, W
+        ],
         [
-          40797,
+          40797, // minimum battery discharging power, W
           u32rw(
             () => this.dschMinW,
             (v) => (this.dschMinW = v),
             watts,
           ),
-        ], // minimum battery discharging power, W
+        ],
         [
-          40799,
+          40799, // maximum battery discharging power, W
           u32rw(
             () => this.dschMaxW,
             (v) => (this.dschMaxW = v),
             watts,
           ),
-        ], // maximum battery discharging power, W
+        ],
         [
           40801, // grid exchange power setpoint, W
           reg.rw(

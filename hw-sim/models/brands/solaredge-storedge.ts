@@ -114,45 +114,45 @@ export class SolarEdgeStorEdge extends HybridInverter {
     const stamp = () => (this.commandAt = site.clock());
     this.holding = new RegisterMap([
       [
-        0xe004,
+        0xe004, // storage control mode
         u16(
           () => this.controlMode,
           (v) => (this.controlMode = v),
           (v) => v <= 4,
         ),
-      ], // storage control mode
+      ],
       [
-        0xe005,
+        0xe005, // AC charge policy
         u16(
           () => this.acChargePolicy,
           (v) => (this.acChargePolicy = v),
           (v) => v <= 3,
         ),
-      ], // AC charge policy
+      ],
       [
-        0xe006,
+        0xe006, // AC charge limit
         f32rw(
           () => this.acChargeLimit,
           (v) => (this.acChargeLimit = v),
           (v) => v >= 0,
         ),
-      ], // AC charge limit
+      ],
       [
-        0xe008,
+        0xe008, // backup reserved, %
         f32rw(
           () => this.backupReserve,
           (v) => (this.backupReserve = v),
           (v) => v >= 0 && v <= 100,
         ),
-      ], // backup reserved, %
+      ],
       [
-        0xe00a,
+        0xe00a, // charge/discharge default mode
         u16(
           () => this.defaultMode,
           (v) => (this.defaultMode = v),
           (v) => COMMANDS.has(v),
         ),
-      ], // charge/discharge default mode
+      ],
       [
         0xe00b, // remote control command timeout, s
         reg.rw(
@@ -177,21 +177,21 @@ export class SolarEdgeStorEdge extends HybridInverter {
         ),
       ],
       [
-        0xe00e,
+        0xe00e, // charge limit, W
         f32rw(
           () => this.chargeLimitW,
           (v) => (this.chargeLimitW = v),
           (v) => v >= 0 && v <= this.maxW,
         ),
-      ], // charge limit, W
+      ],
       [
-        0xe010,
+        0xe010, // discharge limit, W
         f32rw(
           () => this.dischargeLimitW,
           (v) => (this.dischargeLimitW = v),
           (v) => v >= 0 && v <= this.maxW,
         ),
-      ], // discharge limit, W
+      ],
       [0xe100, reg.ro(16, () => enc.str("SolarEdge", 16))], // battery 1 manufacturer
       [0xe110, reg.ro(16, () => enc.str(`SolarEdge Home Battery ${Math.round(this.capWh / 1000)}kWh`, 16))], // model
       [0xe120, reg.ro(16, () => enc.str("DCDC 1.0.12", 16))], // firmware

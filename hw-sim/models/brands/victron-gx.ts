@@ -79,45 +79,45 @@ export class VictronGx extends HybridInverter {
       [844, reg.ro(1, () => [bat() < 0 ? 1 : bat() > 0 ? 2 : 0])], // battery state: 0 idle, 1 charging, 2 discharging
       [850, reg.ro(1, () => enc.u16(this.pvW()))], // PV DC-coupled power, W
       [
-        2700,
+        2700, // ESS control loop setpoint, W
         s16rw(
           () => this.gridSetpointW,
           (v) => (this.gridSetpointW = v),
           () => true,
         ),
-      ], // ESS control loop setpoint, W
+      ],
       [
-        2701,
+        2701, // ESS max charge, %
         s16rw(
           () => this.maxChargePct,
           (v) => (this.maxChargePct = v),
           (v) => v >= 0 && v <= 100,
         ),
-      ], // ESS max charge, %
+      ],
       [
-        2702,
+        2702, // ESS max inverter power, %
         s16rw(
           () => this.maxInverterPct,
           (v) => (this.maxInverterPct = v),
           (v) => v >= 0 && v <= 100,
         ),
-      ], // ESS max inverter power, %
+      ],
       [
-        2705,
+        2705, // DVCC max charge current, A (-1 off)
         s16rw(
           () => this.dvccMaxChargeA,
           (v) => (this.dvccMaxChargeA = v),
           (v) => v >= -1,
         ),
-      ], // DVCC max charge current, A (-1 off)
+      ],
       [
-        2902,
+        2902, // ESS mode (Hub4Mode)
         s16rw(
           () => this.essMode,
           (v) => (this.essMode = v),
           (v) => v >= 1 && v <= 3,
         ),
-      ], // ESS mode (Hub4Mode)
+      ],
     ]);
     this.vebus = new VictronVebus(`${spec.name}.vebus`, spec.vebus_unit, this, site, s16rw);
   }
@@ -179,13 +179,13 @@ export class VictronVebus extends DeviceBase {
       [30, reg.ro(1, () => enc.u16(gx.soc * 10))], // VE.Bus state of charge, 0.1 %
       [31, reg.ro(1, () => [bat() < 0 ? 3 : bat() > 0 ? 9 : 8])], // VE.Bus state: 3 bulk, 8 passthru, 9 inverting
       [
-        33,
+        33, // switch position
         u16rw(
           () => gx.switchPosition,
           (v) => (gx.switchPosition = v),
           (v) => v >= 1 && v <= 4,
         ),
-      ], // switch position
+      ],
       [
         37, // ESS power setpoint phase 1, W (+ = into the Multi)
         s16rw(
@@ -198,21 +198,21 @@ export class VictronVebus extends DeviceBase {
         ),
       ],
       [
-        38,
+        38, // ESS disable charge flag
         u16rw(
           () => gx.disableCharge,
           (v) => (gx.disableCharge = v),
           (v) => v <= 1,
         ),
-      ], // ESS disable charge flag
+      ],
       [
-        39,
+        39, // ESS disable feedback flag
         u16rw(
           () => gx.disableFeedIn,
           (v) => (gx.disableFeedIn = v),
           (v) => v <= 1,
         ),
-      ], // ESS disable feedback flag
+      ],
     ]);
   }
 
