@@ -201,3 +201,32 @@ test("modbus-serial over TCP: every brand battery charges, discharges and is rel
     }
   });
 });
+
+test("brands.yaml's RS-485 bus: every device answers its identity over the pty at 9600 baud", async () => {
+  const sc = loadScenario(BRANDS_YAML);
+  const scenario = {
+    ...sc,
+    control: { listen: "127.0.0.1:0" },
+    ports: sc.ports.map((p) => (p.kind === "tcp" ? { ...p, listen: "127.0.0.1:0" } : { ...p, path: "ttyB", peer: "ttyBGW" })),
+  };
+  await withSite(scenario, async (site) => {
+    const bus = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());
+    const text = (w: number[]) =>
+      Buffer.from(w.flatMap((x) => [x >> 8, x & 0xff]))
+        .toString("latin1")
+        .replace(/\0+$/, "");
+    try {
+      assert.equal((await bus.read(1, "input", 4999, 1))[0], 0x0e03, "Sungrow SH10RT");
+      assert.equal(text(await bus.read(2, "holding", 30000, 15)), "SUN2000-10KTL-M1");
+      assert.deepEqual(await bus.read(3, "holding", 40000, 2), [0x5375, 0x6e53], "SolarEdge SunSpec");
+      assert.equal((await bus.read(4, "holding", 0, 1))[0], 3, "Deye single-phase hybrid");
+      assert.equal(text(await bus.read(247, "holding", 35011, 5)), "GW10K-ET");
+      assert.equal((await bus.read(12, "holding", 0x000b, 1))[0], 1648, "EM24");
+      assert.equal((await bus.read(10, "holding", 0xfc02, 1))[0], 0x0089, "SDM72");
+      assert.equal((await bus.read(11, "holding", 0xfc02, 1))[0], 0x0020, "SDM120");
+      assert.equal((await bus.read(20, "holding", 0, 1)).length, 1, "the unknown device answers");
+    } finally {
+      await bus.close();
+    }
+  });
+});
