@@ -11,8 +11,9 @@
 // with the hex PDU address; the wire address is the hex one (30001 -> 0x0000). Every
 // measurement is an IEEE 754 float32 in input registers (function 4), HIGH word first.
 // Settings and identity are holding registers (function 3): meter id 0x0014, baud
-// 0x001C (floats), serial 0xFC00 (U32), product code 0xFC02 (U16; the code values
-// here are the community drivers' reading, not verified against Eastron's own list).
+// 0x001C (floats), the SDM72's phase configuration 0x000A (float, 3 = 3P4W), serial
+// 0xFC00 (U32), product code 0xFC02 (U16: SDM120 32, SDM72D-M V2 137, SDM630 112, as the
+// VenusOS drivers probe it) and firmware version 0xFC03.
 // Total power is signed, positive = import. Settings need the meter's password and are
 // not simulated: writing them answers exception 3. Undocumented addresses answer 2.
 import { DeviceBase, type DeviceView } from "../device.js";
@@ -118,11 +119,13 @@ abstract class EastronMeter extends DeviceBase {
       regs.set(a, f.readUInt16BE(0));
       regs.set(a + 1, f.readUInt16BE(2));
     };
+    if (this.phases === 3) putFloat(0x0a, 3); // phase configuration: 3P4W
     putFloat(0x14, this.unit);
     putFloat(0x1c, 2); // 9600 baud
     regs.set(0xfc00, (this.serial >>> 16) & 0xffff);
     regs.set(0xfc01, this.serial & 0xffff);
     regs.set(0xfc02, this.productCode);
+    regs.set(0xfc03, 0x0104); // firmware version
     const out: number[] = [];
     for (let a = address; a < address + count; a++) {
       const v = regs.get(a);
