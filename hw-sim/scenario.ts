@@ -72,7 +72,8 @@ const brandSchemas = [
     ...common,
     model: z.literal("em24"),
     reads,
-    variant: z.enum(["em24", "em340"]).default("em24"),
+    /** em24: EM24-DIN on RS-485; em24-e1: the EM24 Ethernet; em340: the EM330/340 (the E1's layout). */
+    variant: z.enum(["em24", "em24-e1", "em340"]).default("em24"),
     serial: z
       .string()
       .regex(/^[A-Za-z0-9]{1,14}$/)

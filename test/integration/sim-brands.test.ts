@@ -221,7 +221,8 @@ test("brands.yaml's RS-485 bus: every device answers its identity over the pty a
       assert.deepEqual(await bus.read(3, "holding", 40000, 2), [0x5375, 0x6e53], "SolarEdge SunSpec");
       assert.equal((await bus.read(4, "holding", 0, 1))[0], 3, "Deye single-phase hybrid");
       assert.equal(text(await bus.read(247, "holding", 35011, 5)), "GW10K-ET");
-      assert.equal((await bus.read(12, "holding", 0x000b, 1))[0], 1648, "EM24");
+      assert.equal((await bus.read(12, "holding", 0x000b, 1))[0], 70, "EM24-DIN");
+      assert.equal((await bus.read(13, "input", 0x000b, 1))[0], 341, "EM340");
       assert.equal((await bus.read(10, "holding", 0xfc02, 1))[0], 0x0089, "SDM72");
       assert.equal((await bus.read(11, "holding", 0xfc02, 1))[0], 0x0020, "SDM120");
       assert.equal((await bus.read(20, "holding", 0, 1)).length, 1, "the unknown device answers");

@@ -366,16 +366,24 @@ test("meters: sdm120 single-phase, sdm72 three-phase floats; em24 low-word-first
   assert.equal(f(read(sdm72, 4, 0x34, 2)), 2000);
   assert.equal(read(sdm72, 3, 0xfc02, 1)[0], 0x0089);
   const em = rig("em24");
-  assert.equal(read(em.dev, 3, 0x000b, 1)[0], 1648);
-  assert.equal(read(em.dev, 4, 0x000b, 1)[0], 1648, "function 4 reads the same table");
+  assert.equal(read(em.dev, 3, 0x000b, 1)[0], 70, "EM24-DIN AV9");
+  assert.equal(read(em.dev, 4, 0x000b, 1)[0], 70, "function 4 reads the same table");
   assert.equal(dec.s32(read(em.dev, 3, 0x0028, 2), "lo-hi"), 20000, "W sys x10");
   em.advance(3_600_000);
-  assert.equal(dec.s32(read(em.dev, 3, 0x0042, 2), "lo-hi"), 20, "2 kWh imported, x10");
+  assert.equal(dec.s32(read(em.dev, 3, 0x003e, 2), "lo-hi"), 20, "2 kWh imported, x10");
   assert.equal(read(em.dev, 4, 0x0037, 1)[0], 500, "Hz x10");
-  const em340 = rig("em24", { variant: "em340" });
-  assert.equal(read(em340.dev, 3, 0x000b, 1)[0], 341);
-  em340.advance(1_800_000);
-  assert.equal(dec.s32(read(em340.dev, 3, 0x0034, 2), "lo-hi"), 10, "the EM340's kWh (+) at 0x0034");
+  assert.equal(
+    code(() => read(em.dev, 3, 0x5000, 7)),
+    2,
+    "the RS-485 EM24 keeps its serial at 0x1300",
+  );
+  assert.equal(write(em.dev, 0x1101, [8]), 3);
+  ok(em.dev, 0x1101, [7]);
+  const e1 = rig("em24", { variant: "em24-e1" });
+  assert.equal(read(e1.dev, 3, 0x000b, 1)[0], 1648);
+  e1.advance(1_800_000);
+  assert.equal(dec.s32(read(e1.dev, 3, 0x0034, 2), "lo-hi"), 10, "the E1's kWh (+) at 0x0034");
+  assert.equal(read(rig("em24", { variant: "em340" }).dev, 3, 0x000b, 1)[0], 341);
   assert.equal(write(em.dev, 0x0028, [1, 2]), 2);
 });
 
