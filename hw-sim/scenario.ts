@@ -54,8 +54,8 @@ const brandSchemas = [
     model: z.literal("sma-storage"),
     /** Seconds without a new setpoint before the inverter returns to its own control. */
     revert_s: z.number().min(1).max(3600).default(60),
-    /** SMA device type (30053): 9356 SBS3.7-10, 9357 SBS5.0-10, 9358 SBS6.0-10. */
-    device_type: z.number().int().min(0).default(9358),
+    /** SMA device type (30053): 9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10. */
+    device_type: z.number().int().min(0).default(9359),
   }),
   z.strictObject({ ...hybrid, model: z.literal("solaredge-storedge"), rated_power_w: ratedPower(10000) }),
   z.strictObject({ ...hybrid, model: z.literal("goodwe-et"), rated_power_w: ratedPower(10000) }),

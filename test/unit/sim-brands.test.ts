@@ -180,7 +180,7 @@ test("huawei-sun2000: identity, charging-positive I32, forcible charge ends afte
 test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert without refresh", () => {
   const { dev, bat, advance } = rig("sma-storage", { revert_s: 60 });
   assert.deepEqual(read(dev, 3, 30051, 2), u32hi(8007));
-  assert.deepEqual(read(dev, 3, 30053, 2), u32hi(9358));
+  assert.deepEqual(read(dev, 3, 30053, 2), u32hi(9359));
   assert.equal(
     code(() => read(dev, 3, 30052, 1)),
     2,

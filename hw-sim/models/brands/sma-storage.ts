@@ -76,7 +76,8 @@ export class SmaStorage extends HybridInverter {
     this.holding = new RegisterMap(
       [
         [30051, reg.fixed(enc.u32(8007, HI))], // device class: 8007 battery inverter
-        [30053, u32(() => this.deviceType)], // device type (9356 SBS 3.7-10, 9357 5.0, 9358 6.0)
+        [30053, u32(() => this.deviceType)], // device type (9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10)
+        [30055, reg.fixed(enc.u32(461, HI))], // vendor: 461 = SMA
         [30057, u32(() => Number(this.serial) % 0xffffffff)], // serial number
         [30201, reg.fixed(enc.u32(307, HI))], // condition: 307 ok
         [30513, u64(() => this.acOutWh)], // total yield, Wh
