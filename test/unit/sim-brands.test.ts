@@ -177,7 +177,7 @@ test("huawei-sun2000: identity, charging-positive I32, forcible charge ends afte
   );
 });
 
-test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert without refresh", () => {
+test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, the fallback setpoint after the timeout", () => {
   const { dev, bat, advance } = rig("sma-storage", { revert_s: 60 });
   assert.deepEqual(read(dev, 3, 30051, 2), u32hi(8007));
   assert.deepEqual(read(dev, 3, 30053, 2), u32hi(9359));
@@ -207,12 +207,16 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, revert wi
   advance(59_000);
   assert.equal(bat.view().mode, "forced-discharge");
   advance(2_000);
-  assert.equal(bat.view().mode, "self-consumption", "no new setpoint for 60 s");
-  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803), "the control reads inactive again");
-  ok(dev, 40151, u32hi(802));
+  assert.equal(bat.view().power_w, 0, "no new setpoint for 60 s: the fallback setpoint (0 W) applies");
+  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(802), "still under external control");
+  ok(dev, 41215, s32hi(-1000));
+  ok(dev, 41195, u32hi(30));
   ok(dev, 40149, s32hi(1000));
+  advance(31_000);
+  assert.equal(bat.view().power_w, -1000, "the written fallback after the written timeout");
   ok(dev, 40151, u32hi(803));
   assert.equal(bat.view().mode, "self-consumption", "803 releases");
+  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803));
   // The BMS path: operating mode with minimum charge/discharge powers.
   ok(dev, 40793, u32hi(2000));
   ok(dev, 40236, u32hi(2289));

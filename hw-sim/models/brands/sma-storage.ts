@@ -5,7 +5,8 @@
 // device). Read from the public quotations of those lists in evcc's templates
 // sma-sbs-modbus (30775, 30513, 30845 and the BMS path CmpBMS.OpMod 40236 with
 // 40793..40801) and sma-si-modbus (Inverter.WModCfg.WCtlComCfg: WSpt 40149, WCtlComAct
-// 40151), and smarthomeNG's sma_mb / smamodbus plugins.
+// 40151), and a public transcription of the SBS3.7/5.0/6.0-10 list (V13) with each
+// register's SMA name (30865 TotWIn, 30867 TotWOut, 41195 TmsOut, 41215 FlbWSpt).
 //
 // Numbering: SMA gives the register address written on the wire (no minus one). The
 // device answers on unit id 3 by default. Every value is at least 32 bits: U32/S32/ENUM
@@ -19,8 +20,11 @@
 // positive to discharge and negative to charge.
 // Control, two paths of the profile: (1) 40151 = 802 (active) hands the battery to the
 // active power setpoint 40149; 803 (inactive) returns it to the inverter's own
-// self-consumption, and so does a setpoint not refreshed within the fallback time
-// (`revert_s`, 60 s here). (2) The BMS operating mode 40236: 2289 charges at the minimum
+// self-consumption. A setpoint not refreshed within the timeout 41195
+// (Inverter.CtlComCfg.WCtlCom.TmsOut, s; `revert_s` sets its value, 60 here) is replaced
+// by the fallback setpoint 41215 (FlbWSpt, W, 0 unless written): the battery then holds
+// that power, still under external control, until 803 is written or a new setpoint
+// comes. (2) The BMS operating mode 40236: 2289 charges at the minimum
 // charge power 40793, 2290 discharges at the minimum discharge power 40797, 2424
 // (default) is self-consumption within the maximum charge/discharge powers 40795/40799;
 // no timeout is documented for it. A power beyond the rated battery power, or an enum
@@ -46,7 +50,10 @@ export class SmaStorage extends HybridInverter {
   dschMinW = 0;
   dschMaxW: number;
   gridSetpointW = 0;
-  readonly revertS: number;
+  timeoutS: number;
+  fallbackW = 0;
+  /** The fallback setpoint replaced the partner's after the timeout. */
+  fellBack = false;
   readonly deviceType: number;
   protected readonly holding: RegisterMap;
   protected get input(): RegisterMap {
@@ -55,7 +62,7 @@ export class SmaStorage extends HybridInverter {
 
   constructor(spec: HybridSpec & { revert_s: number; device_type: number }, site: SiteModel) {
     super(spec, site, "", 10);
-    this.revertS = spec.revert_s;
+    this.timeoutS = spec.revert_s;
     this.deviceType = spec.device_type;
     this.chaMaxW = spec.max_power_w;
     this.dschMaxW = spec.max_power_w;
@@ -86,8 +93,8 @@ export class SmaStorage extends HybridInverter {
         [30845, u32(() => this.soc)], // battery state of charge, %
         [30849, reg.ro(2, () => enc.s32(250, HI))], // battery temperature, 0.1 degC
         [30851, u32(() => this.batteryV() * 100)], // battery voltage, 0.01 V
-        [30865, u32(() => Math.max(0, -site.grid()))], // grid feed-in power (energy meter), W
-        [30867, u32(() => Math.max(0, site.grid()))], // power drawn from the grid (energy meter), W
+        [30865, reg.ro(2, () => enc.s32(Math.max(0, site.grid()), HI))], // Metering.GridMs.TotWIn: power drawn from the grid, W
+        [30867, reg.ro(2, () => enc.s32(Math.max(0, -site.grid()), HI))], // Metering.GridMs.TotWOut: power fed into the grid, W
         [30955, reg.ro(2, () => enc.u32(bat() < 0 ? 2292 : bat() > 0 ? 2293 : 2291, HI))], // battery status: 2291 standby, 2292 charging, 2293 discharging
         [31393, u32(() => Math.max(0, -bat()))], // battery charge power, W
         [31395, u32(() => Math.max(0, bat()))], // battery discharge power, W
@@ -104,6 +111,7 @@ export class SmaStorage extends HybridInverter {
               return () => {
                 this.setpointW = v;
                 this.setpointAt = site.clock();
+                this.fellBack = false;
               };
             },
           ),
@@ -137,6 +145,26 @@ export class SmaStorage extends HybridInverter {
             () => this.chaMinW,
             (v) => (this.chaMinW = v),
             watts,
+          ),
+        ],
+        [
+          41195,
+          u32rw(
+            () => this.timeoutS,
+            (v) => (this.timeoutS = v),
+            (v) => v >= 1 && v <= 86400,
+          ),
+        ], // external setpoint timeout, s
+        [
+          41215, // fallback active power setpoint, W
+          reg.rw(
+            2,
+            () => enc.s32(this.fallbackW, HI),
+            (w) => {
+              const v = dec.s32(w, HI);
+              check(Math.abs(v) <= this.maxW);
+              return () => (this.fallbackW = v);
+            },
           ),
         ],
         [
@@ -184,7 +212,10 @@ export class SmaStorage extends HybridInverter {
   }
 
   protected override tick(nowMs: number): void {
-    if (this.control === SMA_CONTROL.active && nowMs - this.setpointAt > this.revertS * 1000) this.control = SMA_CONTROL.inactive;
+    if (this.control === SMA_CONTROL.active && !this.fellBack && nowMs - this.setpointAt > this.timeoutS * 1000) {
+      this.setpointW = this.fallbackW;
+      this.fellBack = true;
+    }
   }
 
   protected target(): Target {
