@@ -148,13 +148,13 @@ export class SmaStorage extends HybridInverter {
           ),
         ],
         [
-          41195,
+          41195, // external setpoint timeout, s
           u32rw(
             () => this.timeoutS,
             (v) => (this.timeoutS = v),
             (v) => v >= 1 && v <= 86400,
           ),
-        ], // external setpoint timeout, s
+        ],
         [
           41215, // fallback active power setpoint, W
           reg.rw(
