@@ -98,7 +98,6 @@ export class SungrowSh extends HybridInverter {
         },
       );
     this.holding = new RegisterMap([
-      [4999, reg.ro(1, () => [TYPE_CODES[this.ratedW] ?? 0x0e03])], // 5000 device type code (also readable here)
       [
         13049, // 13050 EMS mode selection
         u16rw(
