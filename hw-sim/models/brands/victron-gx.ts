@@ -4,9 +4,12 @@
 // Document: Victron "CCGX-Modbus-TCP-register-list" (the xlsx of
 // victronenergy/dbus_modbustcp, revision 3.x): sheet "Field list" for the registers,
 // sheet "Unit ID mapping" for the unit ids; with the "ESS mode 2 and 3" manual.
-// Read from its public quotations in optio50/Victron_Modbus_TCP and the register
-// extracts in public GX client scripts (UNIT_ID_HUB4 = 100, vebus 227/239, 2902 ESS
-// mode, vebus 37 AcPowerSetpoint, 38/39 disable charge / feed-in).
+// Read from its public quotations in optio50/Victron_Modbus_TCP (MODBUS_Example.py:
+// system unit 100, MultiPlus 227, function 4 reads, 842/841/820/817/2700/2900..2903,
+// VE.Bus 3/6/9/15/18/21/31/32/64) and the register extracts in public GX client
+// scripts (2902 ESS mode, vebus 37 AcPowerSetpoint, 38/39 disable charge / feed-in),
+// with Victron's "ESS mode 2 and 3" page (the mode-3 setpoint is the power at the AC
+// input: positive takes power from the grid).
 //
 // Numbering: the list gives PDU addresses; no minus one. Each D-Bus service is its own
 // unit id: com.victronenergy.system, .settings and .hub4 on unit 100, the VE.Bus
@@ -44,6 +47,7 @@ export class VictronGx extends HybridInverter {
   disableCharge = 0;
   disableFeedIn = 0;
   switchPosition = 3;
+  minSocPct = 10;
   readonly vebus: VictronVebus;
   protected readonly holding: RegisterMap;
   protected get input(): RegisterMap {
@@ -78,6 +82,16 @@ export class VictronGx extends HybridInverter {
       [843, reg.ro(1, () => enc.u16(this.soc))], // battery state of charge, %
       [844, reg.ro(1, () => [bat() < 0 ? 1 : bat() > 0 ? 2 : 0])], // battery state: 0 idle, 1 charging, 2 discharging
       [850, reg.ro(1, () => enc.u16(this.pvW()))], // PV DC-coupled power, W
+      [2900, reg.ro(1, () => [this.soc >= this.minSocPct ? 10 : 11])], // ESS BatteryLife state: 10 self-consumption at or above min SOC, 11 below
+      [
+        2901,
+        s16rw(
+          () => this.minSocPct * 10,
+          (v) => (this.minSocPct = v / 10),
+          (v) => v >= 0 && v <= 1000,
+        ),
+      ], // ESS minimum SOC (unless grid fails), 0.1 %
+      [2903, reg.ro(1, () => enc.u16(this.minSocPct * 10))], // ESS BatteryLife SOC limit, 0.1 %
       [
         2700, // ESS control loop setpoint, W
         s16rw(
@@ -139,7 +153,7 @@ export class VictronGx extends HybridInverter {
     }
     // The GX's loop: the battery makes up the difference between the load and the grid setpoint.
     const w = this.loadShareW() - this.pvW() - this.gridSetpointW;
-    return { mode: "self-consumption", maxChargeW: maxCharge, maxDischargeW: maxDischarge, w };
+    return { mode: "self-consumption", maxChargeW: maxCharge, maxDischargeW: maxDischarge, w, minSoc: this.minSocPct };
   }
 
   override view(): DeviceView {
@@ -172,8 +186,12 @@ export class VictronVebus extends DeviceBase {
       );
     this.map = new RegisterMap([
       [3, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // input voltage L1, 0.1 V
+      [6, reg.ro(1, () => enc.s16((-bat() / site.voltage_v) * 10))], // input current L1, 0.1 A
       [9, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // input frequency L1, 0.01 Hz
       [12, reg.ro(1, () => enc.s16(-bat() / 10))], // input power L1, 10 W (+ = taken from the input)
+      [15, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // output voltage L1, 0.1 V
+      [18, reg.fixed([0])], // output current L1, 0.1 A (no loads on the AC output here)
+      [21, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // output frequency, 0.01 Hz
       [26, reg.ro(1, () => enc.u16(gx.batteryV() * 100))], // battery voltage, 0.01 V
       [27, reg.ro(1, () => enc.s16((-bat() / gx.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
       [30, reg.ro(1, () => enc.u16(gx.soc * 10))], // VE.Bus state of charge, 0.1 %
