@@ -84,13 +84,13 @@ export class VictronGx extends HybridInverter {
       [850, reg.ro(1, () => enc.u16(this.pvW()))], // PV DC-coupled power, W
       [2900, reg.ro(1, () => [this.soc >= this.minSocPct ? 10 : 11])], // ESS BatteryLife state: 10 self-consumption at or above min SOC, 11 below
       [
-        2901,
+        2901, // ESS minimum SOC (unless grid fails), 0.1 %
         s16rw(
           () => this.minSocPct * 10,
           (v) => (this.minSocPct = v / 10),
           (v) => v >= 0 && v <= 1000,
         ),
-      ], // ESS minimum SOC (unless grid fails), 0.1 %
+      ],
       [2903, reg.ro(1, () => enc.u16(this.minSocPct * 10))], // ESS BatteryLife SOC limit, 0.1 %
       [
         2700, // ESS control loop setpoint, W
