@@ -196,6 +196,7 @@ export class VictronVebus extends DeviceBase {
       [27, reg.ro(1, () => enc.s16((-bat() / gx.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
       [30, reg.ro(1, () => enc.u16(gx.soc * 10))], // VE.Bus state of charge, 0.1 %
       [31, reg.ro(1, () => [bat() < 0 ? 3 : bat() > 0 ? 9 : 8])], // VE.Bus state: 3 bulk, 8 passthru, 9 inverting
+      [32, reg.fixed([0])], // VE.Bus error: 0 none
       [
         33, // switch position
         u16rw(
@@ -231,6 +232,7 @@ export class VictronVebus extends DeviceBase {
           (v) => v <= 1,
         ),
       ],
+      [64, reg.fixed([0])], // grid lost alarm: 0 ok
     ]);
   }
 
