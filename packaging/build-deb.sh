@@ -7,10 +7,20 @@ set -euo pipefail
 arch=$1 bundle=$2 pubkey=$3 outdir=$4
 here=$(cd "$(dirname "$0")" && pwd)
 project=$(cd "$here/.." && pwd)
+# A development key is shipped marked as one (sitegate --version says so), and only when asked.
+mark='# sitegate development update key: trust it on bench boxes only'
+if [ "${DEV_UPDATE_KEY:-0}" != 1 ] && grep -qF "$mark" "$pubkey"; then
+  echo "build-deb: $pubkey is a development key; give the release key, or DEV_UPDATE_KEY=1 for a bench package" >&2; exit 2
+fi
 case "$arch" in x64) debarch=amd64 ;; arm64) debarch=arm64 ;; *) echo "build-deb: no .deb for $arch (docs/packaging.md, armhf)" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if [ "${DEV_UPDATE_KEY:-0}" = 1 ]; then
+  { grep -qF "$mark" "$pubkey" || echo "$mark"; cat "$pubkey"; } > "$work/update-key.pub"
+else
+  cp "$pubkey" "$work/update-key.pub"
+fi
 root=$work/root
 rel=$root/usr/lib/sitegate/release
 mkdir -p "$rel"
@@ -37,7 +47,7 @@ tar -xzf "$work/payload.tar.gz" -C "$rel" --no-same-owner
 chmod -R u+rwX,go+rX,go-w "$rel"
 test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runtime (make bundle passes --runtime)" >&2; exit 2; }
 
-install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" \
+install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" "$root/usr/lib/modules-load.d" \
   "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
 for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
   printf '#!/bin/sh\n# %s of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/%s "$@"\n' "${cmd%%:*}" "${cmd#*:}" > "$root/usr/bin/${cmd%%:*}"
@@ -48,11 +58,13 @@ install -m 644 "$project"/systemd/sitegate.service "$project"/systemd/sitegate-s
   "$project"/systemd/sitegate-update-request.service "$project"/systemd/sitegate-update-request.path "$root/lib/systemd/system/"
 install -m 644 "$here/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate.conf"
 install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
+install -m 644 "$here/60-sitegate-gpio.rules" "$root/usr/lib/udev/rules.d/60-sitegate-gpio.rules"
+install -m 644 "$here/modules-load.conf" "$root/usr/lib/modules-load.d/sitegate.conf"
 install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"
 install -m 644 "$here/sitegate-bench.conf" "$root/usr/share/sitegate/bench/sitegate-bench.conf"
 install -m 644 "$here/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"
 install -m 644 "$project/config.example.yaml" "$root/usr/share/doc/sitegate/config.example.yaml"
-install -m 644 "$pubkey" "$root/etc/sitegate/update-keys/sitegate-release.pub"
+install -m 644 "$work/update-key.pub" "$root/etc/sitegate/update-keys/sitegate-release.pub"
 printf 'sitegate %s for %s. Node.js runtime: %s (MIT, see /opt/sitegate/current/node/LICENSE).\n' "$version" "$debarch" "$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")" > "$root/usr/share/doc/sitegate/copyright"
 
 echo /etc/sitegate/update-keys/sitegate-release.pub > "$root/DEBIAN/conffiles"

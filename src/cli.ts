@@ -2,10 +2,12 @@
 // `sitegate` command. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config.
 import "./node-guard.js";
 import { realpathSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
-import { VERSION } from "./version.js";
+import { developmentKeys, VERSION } from "./version.js";
+import { errorText } from "./util/journal.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
@@ -46,11 +48,15 @@ export async function main(argv: string[]): Promise<number> {
   if (name === "--version") {
     // the release, the Node.js running it (the release's own runtime under the unit) and the CPU
     process.stdout.write(`sitegate ${VERSION} node ${process.versions.node} (abi ${process.versions.modules}) linux-${process.arch}\n`);
+    // A package built with `make deb DEV_UPDATE_KEY=1` trusts a key anyone with the source can have.
+    const keysDir = process.env.SITEGATE_UPDATE_KEYS ?? "/etc/sitegate/update-keys";
+    const dev = developmentKeys(keysDir);
+    if (dev.length) process.stdout.write(`update key: development (${dev.map((n) => join(keysDir, n)).join(", ")}); not for a site\n`);
     return EXIT_OK;
   }
   const load = COMMANDS[name];
   if (!load) {
-    process.stderr.write(`sitegate: unknown command "${name}"\n\n${help()}\n`);
+    process.stderr.write(errorText(`sitegate: unknown command "${name}"\n\n${help()}\n`));
     return EXIT_USAGE;
   }
   const cmd = await load();
@@ -63,7 +69,7 @@ export async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (e) {
-    process.stderr.write(`sitegate ${name}: ${errorMessage(e)}\nusage: ${cmd.usage}\n`);
+    process.stderr.write(errorText(`sitegate ${name}: ${errorMessage(e)}\nusage: ${cmd.usage}\n`));
     return EXIT_USAGE;
   }
   if (parsed.values.help) {
@@ -74,14 +80,14 @@ export async function main(argv: string[]): Promise<number> {
     return await cmd.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`sitegate ${name}: ${e.message}\nusage: ${cmd.usage}\n`);
+      process.stderr.write(errorText(`sitegate ${name}: ${e.message}\nusage: ${cmd.usage}\n`));
       return EXIT_USAGE;
     }
     if (isSitegateError(e, "CONFIG_INVALID")) {
-      process.stderr.write(`sitegate ${name}: ${e.message}\n${e.details.map((d) => `  ${d.path}: ${d.message}`).join("\n")}\n`);
+      process.stderr.write(errorText(`sitegate ${name}: ${e.message}\n${e.details.map((d) => `  ${d.path}: ${d.message}`).join("\n")}\n`));
       return EXIT_USAGE;
     }
-    process.stderr.write(`sitegate ${name}: ${errorMessage(e)}\n`);
+    process.stderr.write(errorText(`sitegate ${name}: ${errorMessage(e)}\n`));
     return EXIT_FAILURE;
   }
 }
@@ -105,7 +111,7 @@ if (isEntryPoint()) {
       process.exitCode = code;
     },
     (e) => {
-      process.stderr.write(`sitegate: ${errorMessage(e)}\n`);
+      process.stderr.write(errorText(`sitegate: ${errorMessage(e)}\n`));
       process.exitCode = EXIT_FAILURE;
     },
   );

@@ -4,7 +4,7 @@
 // fails to start: src/lifecycle.ts.
 import type { Config } from "./config/schema.js";
 import { EventBus } from "./event-bus.js";
-import { Lifecycle, type Part, type PartOptions } from "./lifecycle.js";
+import { Lifecycle, type HealthWarning, type Part, type PartOptions } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
@@ -13,10 +13,12 @@ import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { Pairing } from "./devices/pairing.js";
 import { DriverPool } from "./devices/pool.js";
-import { builtinProfiles } from "./profiles/registry.js";
+import { siteProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ConfigDevices } from "./devices/config-devices.js";
 import { ApiServer } from "./api/server.js";
+import { GuessLimits } from "./api/guess-limit.js";
+import type { ConnectionLimits } from "./api/connection-limits.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
 import { ReleaseHealthPart } from "./update/health-marker.js";
@@ -66,6 +68,8 @@ export interface Daemon {
   readonly health: HealthMonitor;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** The lifecycle's warnings: a part not running after a failed start, and the parts' own. */
+  warnings(): HealthWarning[];
 }
 
 export interface DaemonOptions {
@@ -73,6 +77,8 @@ export interface DaemonOptions {
   now?: () => number;
   /** Clock of the dispatch scheduler. */
   clock?: Clock;
+  /** Shorter HTTP timeouts or lower connection counts for tests (both listeners). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 const ESSENTIAL: PartOptions = { essential: true };
@@ -88,7 +94,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new RuntimeMetrics());
   const storage = add(new StoragePart(config.data_dir, ALL_MIGRATIONS, logOf("storage")), ESSENTIAL);
   const modbus = add(new ModbusEngine(logOf("modbus")));
-  const profiles = builtinProfiles();
+  const profiles = siteProfiles(config.profiles_dir);
+  // A broken site profile is left out: the gateway runs the devices it can.
+  for (const e of profiles.errors) log.error({ file: e.path, err: e.message }, "site profile left out: it does not load");
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
   const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
   const connector = new Pairing({ pool, registry, log: logOf("pairing") });
@@ -107,14 +115,15 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
   const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
-  add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), now));
+  add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
   const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
-  const ui = new UiPart(statusPageDeps(core, logOf("ui")));
-  add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins() })), ESSENTIAL);
+  const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // one lock per username for both front ends
+  const ui = new UiPart(statusPageDeps(core, { log: logOf("ui"), ...http }));
+  add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins(), ...http })), ESSENTIAL);
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
@@ -149,5 +158,15 @@ function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: E
     if (!p) throw new Error(`no part named ${name}`);
     return p as T;
   };
-  return { config, storage, parts: life.parts, part, events, health, start: () => life.start(), stop: () => life.stop() };
+  return {
+    config,
+    storage,
+    parts: life.parts,
+    part,
+    events,
+    health,
+    start: () => life.start(),
+    stop: () => life.stop(),
+    warnings: () => life.warnings(),
+  };
 }

@@ -66,7 +66,7 @@ export class EventBus<E extends { [K in keyof E]: unknown[] }> {
     this.failures.set(key, f);
     if (now - f.loggedAt < LOG_EVERY_MS) return;
     this.log.error(
-      { part, event: String(event), err: errorMessage(err), failures: f.count - f.since },
+      { listener: part, event: String(event), err: errorMessage(err), failures: f.count - f.since },
       "event listener failed; the other listeners go on",
     );
     f.loggedAt = now;

@@ -17,8 +17,11 @@ export interface PartHealth {
 export interface Part {
   readonly name: string;
   start(): Promise<void> | void;
-  /** Also called after a failed start(), so the part releases what it took before the retry. */
-  stop(): Promise<void> | void;
+  /**
+   * Also called after a failed start(), so the part releases what it took before the retry.
+   * `budgetMs`: how long the lifecycle waits for this part before it gives up on it.
+   */
+  stop(budgetMs?: number): Promise<void> | void;
   /** The Prometheus families of the figures this part owns. */
   metrics?(): MetricFamily[];
   health?(): PartHealth;
@@ -36,6 +39,23 @@ export interface RetryPolicy {
 }
 
 export const START_RETRY: RetryPolicy = { firstMs: 1000, maxMs: 5 * 60_000 };
+
+/**
+ * The clean stop's budget: the one figure every stop bound derives from. All parts share
+ * it (each gets what the parts before it left), dispatch puts the devices back within it,
+ * `run` exits STOP_EXIT_MS after the signal whatever happens, and the unit's
+ * TimeoutStopSec sits above that. Sized for four batteries on one 9600 baud RTU bus, each
+ * with up to three registers to restore: 1.6 s when they answer, and 24 s when none does
+ * (a write that times out costs 2 s on RTU: the 1 s timeout, then as long again for a late
+ * answer to clear the line); the other 6 s are for the other parts (docs/operating.md).
+ */
+export const STOP_BUDGET_MS = 30_000;
+
+/** Of the stop budget, what a stop waits at most for starts still in flight (5 s of 30). */
+const START_WAIT_SHARE = 1 / 6;
+
+/** When `run` exits even if a stop hangs outside any part's bound: the budget and time to close the files and log. */
+export const STOP_EXIT_MS = STOP_BUDGET_MS + 2_000;
 
 interface Entry {
   part: Part;
@@ -125,18 +145,25 @@ export class Lifecycle {
     e.timer.unref();
   }
 
-  /** Stops the running parts in reverse order, each within `timeoutMs`, and cancels pending retries; safe to call twice. */
-  stop(timeoutMs = 4000): Promise<void> {
+  /**
+   * Stops the running parts in reverse order and cancels pending retries, all within
+   * `budgetMs` (each part gets what the ones before it left); safe to call twice.
+   */
+  stop(budgetMs = STOP_BUDGET_MS): Promise<void> {
     this.stopping ??= (async () => {
+      const deadline = performance.now() + budgetMs;
+      const left = () => Math.max(0, Math.round(deadline - performance.now()));
       for (const e of this.entries) {
         if (e.timer) clearTimeout(e.timer);
         e.timer = null;
       }
-      await this.settled(timeoutMs);
+      // A start in flight (a listener binding, a first connect) gets a share of the budget
+      // only: the rest is for the parts that run, dispatch putting the devices back first.
+      await this.settled(Math.min(left(), Math.round(budgetMs * START_WAIT_SHARE)));
       for (const e of [...this.entries].reverse()) {
         if (!e.running) continue;
         e.running = false;
-        await this.stopPart(e.part, timeoutMs);
+        await this.stopPart(e.part, left());
       }
     })();
     return this.stopping;
@@ -150,13 +177,14 @@ export class Lifecycle {
     clearTimeout(timer);
   }
 
-  private async stopPart(part: Part, timeoutMs = 4000): Promise<void> {
+  /** A synchronous stop() always completes; an asynchronous one is given up after `budgetMs`. */
+  private async stopPart(part: Part, budgetMs = STOP_BUDGET_MS): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        Promise.resolve().then(() => part.stop()),
+        Promise.resolve().then(() => part.stop(budgetMs)),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`stop timed out after ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(() => reject(new Error(`stop timed out after ${budgetMs} ms`)), budgetMs);
         }),
       ]);
       this.log.debug({ part: part.name }, "stopped");

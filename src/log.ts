@@ -3,10 +3,11 @@
 // When stdout is the journal (systemd sets JOURNAL_STREAM to its device:inode), each line
 // starts with its syslog priority, "<3>{...}" for an error, which journald strips and keeps
 // as PRIORITY=, so `journalctl -u sitegate -p warning` shows warnings and worse.
-import { fstatSync } from "node:fs";
 import { pino, type Logger, type LevelWithSilent } from "pino";
 
 export type { Logger };
+export { errorText, journalAttached, syslogPriority } from "./util/journal.js";
+import { journalAttached, syslogPriority } from "./util/journal.js";
 
 const REDACT = [
   "password",
@@ -24,27 +25,6 @@ const REDACT = [
   "req.headers.authorization",
   'req.headers["x-api-key"]',
 ];
-
-/** pino level number to syslog priority: fatal 2 (crit), error 3, warn 4, info 6, debug/trace 7. */
-export function syslogPriority(level: number): number {
-  if (level >= 60) return 2;
-  if (level >= 50) return 3;
-  if (level >= 40) return 4;
-  if (level >= 30) return 6;
-  return 7;
-}
-
-/** True when `fd` is the stream JOURNAL_STREAM names (so a redirected stdout is left alone). */
-export function journalAttached(env: NodeJS.ProcessEnv = process.env, fd = 1): boolean {
-  const m = /^(\d+):(\d+)$/.exec(env.JOURNAL_STREAM ?? "");
-  if (!m) return false;
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    return st.dev.toString() === m[1] && st.ino.toString() === m[2];
-  } catch {
-    return false;
-  }
-}
 
 /** A pino destination that prefixes every JSON line with its "<priority>". */
 export function journalDestination(out: { write(s: string): unknown }): { write(s: string): void } {

@@ -8,8 +8,7 @@
 //                  most of the file free. The size bound itself is kept on every commit.
 //   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { X509Certificate } from "node:crypto";
 import type { Config } from "./config/schema.js";
 import type { HealthWarning, Part, PartHealth } from "./lifecycle.js";
@@ -17,6 +16,7 @@ import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
 import { errorMessage } from "./errors.js";
+import { zoneProblem } from "./config/zones.js";
 import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
 /** Free bytes in telemetry.db from which the sweep gives them back (after a backlog drained). */
@@ -36,9 +36,9 @@ export function maintenanceSchedule(
   m: { at: string; timezone: string } = { at: "03:30", timezone: "UTC" },
 ): Record<keyof typeof SCHEDULE, UtcRecurrence> {
   if (m.timezone !== "local" && m.timezone !== "UTC") {
-    // an unknown zone would silently be UTC: refuse it (Debian's tzdata names the zones)
-    if (!existsSync(join("/usr/share/zoneinfo", m.timezone)))
-      throw new Error(`maintenance.timezone ${m.timezone}: no such zone in /usr/share/zoneinfo`);
+    // The config refused it already (check-config too); a caller that skipped the config does not get UTC silently.
+    const problem = zoneProblem(m.timezone);
+    if (problem) throw new Error(`maintenance.timezone ${m.timezone}: ${problem}`);
     process.env.TZ = m.timezone;
   }
   return { ...SCHEDULE, checkpoint: m.timezone === "UTC" ? dailyUtc(m.at) : dailyLocal(m.at) };

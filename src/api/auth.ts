@@ -12,6 +12,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { BlockList, isIPv4 } from "node:net";
 import type { Config } from "../config/schema.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
+import { commitDurably } from "../storage/durable.js";
 import { hashSecretAsync, verifySecretAsync } from "../util/secret-hash.js";
 
 export const AUTH_MIGRATIONS: ModuleMigrations = {
@@ -48,7 +49,7 @@ export class TokenStore {
    * user is gone: a token whose stored fingerprint differs is "revoked".
    */
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly ttlS: number,
     private readonly now: () => number = Date.now,
     private readonly binding: (username: string) => string | undefined = () => undefined,
@@ -69,7 +70,8 @@ export class TokenStore {
     const cred = this.binding(username);
     if (cred === undefined) throw new Error(`no user ${username} to bind a token to`);
     const token = randomBytes(32).toString("base64url");
-    this.insert.run(sha256(token), username, now, now + this.ttlS * 1000, cred);
+    // Durable: a token the caller was given must not vanish in a power cut.
+    commitDurably(this.db, () => this.insert.run(sha256(token), username, now, now + this.ttlS * 1000, cred));
     return { token, expiresIn: this.ttlS };
   }
 
@@ -87,10 +89,12 @@ export class TokenStore {
 
 /** `sitegate token revoke`: deletes issued tokens (all, or one user's). Returns how many. */
 export function revokeTokens(db: Db, username?: string): number {
-  const r =
+  // Durable before "revoked" is printed: a revoked token must stay revoked after a power cut.
+  const r = commitDurably(db, () =>
     username === undefined
       ? db.prepare("DELETE FROM api_token").run()
-      : db.prepare("DELETE FROM api_token WHERE username = ?").run(username);
+      : db.prepare("DELETE FROM api_token WHERE username = ?").run(username),
+  );
   return r.changes;
 }
 

@@ -11,6 +11,8 @@ import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchSubmit } from "../dispatch/submit.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Credentials, TokenStore } from "./auth.js";
+import type { ConnectionLimits } from "./connection-limits.js";
+import type { GuessLimits } from "./guess-limit.js";
 
 export type { HealthWarning, MetricFamily, MetricsSource } from "../metrics.js";
 
@@ -32,9 +34,14 @@ export interface ApiDeps {
   now?: () => number;
   /** More route plugins on this listener (the status page when it shares it). */
   plugins?: () => import("fastify").FastifyPluginAsync[];
+  /** The username locks, shared with the status page. */
+  guesses: GuessLimits;
+  /** Tests shorten the timeouts; the daemon keeps CONNECTION_LIMITS. */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export interface ApiContext extends ApiDeps {
   credentials: Credentials;
   tokens: TokenStore;
+  guesses: GuessLimits;
 }

@@ -1,5 +1,5 @@
 // The options both HTTPS listeners (the API, and the status page's own listener) give
-// fastify: the config's TLS files, a body limit, the daemon's logger without a line per
+// fastify: the config's TLS files, the connection limits (connection-limits.ts), a body limit, the daemon's logger without a line per
 // request (that would wear the SD card; errors are logged by the error handlers), 503 while
 // closing, an 8 KiB cap on request headers, and no JSON-schema compilers. Bodies are checked with zod in the handlers, so
 // fastify's defaults (ajv and fast-json-stringify, ~0.5 MiB of source loaded when the
@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { LogController, type FastifyBaseLogger, type FastifyHttpsOptions, type FastifyServerOptions } from "fastify";
 import type { Server } from "node:https";
 import type { Logger } from "../log.js";
+import { fastifyTimeoutOptions, serverTimeoutOptions, type ConnectionLimits } from "./connection-limits.js";
 
 const noSchemas = (what: string) => () => () => {
   throw new Error(`sitegate routes check bodies with zod; a route ${what} schema is not supported`);
@@ -21,11 +22,22 @@ export const ZOD_ONLY: FastifyServerOptions["schemaController"] = {
 /** All request headers together (Node's default is 16 KiB). */
 export const MAX_HEADER_BYTES = 8 * 1024;
 
-export function httpsOptions(tls: { key: string; cert: string }, log: Logger, bodyLimit: number): FastifyHttpsOptions<Server> {
+export function httpsOptions(
+  tls: { key: string; cert: string },
+  log: Logger,
+  bodyLimit: number,
+  limits: ConnectionLimits,
+): FastifyHttpsOptions<Server> {
   return {
-    // Node's HTTP parser refuses (431) a request whose headers together exceed this, before
-    // any JavaScript sees them: no header value an attacker sends can be long.
-    https: { key: readFileSync(tls.key), cert: readFileSync(tls.cert), maxHeaderSize: MAX_HEADER_BYTES },
+    https: {
+      key: readFileSync(tls.key),
+      cert: readFileSync(tls.cert),
+      // Node's HTTP parser refuses (431) a request whose headers together exceed this, before
+      // any JavaScript sees them: no header value an attacker sends can be long.
+      maxHeaderSize: MAX_HEADER_BYTES,
+      ...serverTimeoutOptions(limits),
+    },
+    ...fastifyTimeoutOptions(limits),
     bodyLimit,
     loggerInstance: log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),

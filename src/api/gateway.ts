@@ -3,18 +3,18 @@
 // and site checked before anything else (src/api/guard.ts).
 import type { FastifyPluginAsync } from "fastify";
 import type { ApiContext } from "./context.js";
-import { deviceSyncView, syncedDevices } from "../services/devices.js";
+import { deviceSyncView, syncState, syncedDevices } from "../services/devices.js";
 
 export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
-    // The answer changes only with the registry or a device's op mode: serialize it once.
+    // The answer changes only with the registry, a device's op mode or its reachability: serialize it once.
     let cache: { version: number; modes: string; body: string } | null = null;
     app.get<{ Params: { version: string; site: string } }>(
       "/:version/api/gateway/:site/devicesync",
       { config: { auth: "webhook" } },
       async (_req, reply) => {
         const listed = syncedDevices(ctx.registry, ctx.local);
-        const modes = listed.map((d) => ctx.health.health(d.config.device_id)?.op_mode ?? 0).join("");
+        const modes = syncState(listed, ctx.health);
         if (!cache || cache.version !== ctx.registry.version || cache.modes !== modes) {
           cache = { version: ctx.registry.version, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed, ctx.health)) };
         }

@@ -5,7 +5,7 @@ import { BlockList } from "node:net";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { VERSION } from "../version.js";
-import type { ApiContext, MetricsSource } from "./context.js";
+import type { ApiContext, MetricFamily, MetricsSource } from "./context.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
 import { dispatchRequest, receiptSchema } from "../dispatch/request.js";
@@ -13,7 +13,14 @@ import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthE
 
 function prometheus(src: MetricsSource): string {
   const lines: string[] = [];
+  // One family per name: two listeners report the same connection figures under their labels.
+  const families = new Map<string, MetricFamily>();
   for (const g of src.gauges()) {
+    const seen = families.get(g.name);
+    if (seen) seen.values = [...seen.values, ...g.values];
+    else families.set(g.name, { ...g });
+  }
+  for (const g of families.values()) {
     lines.push(`# HELP ${g.name} ${g.help}`, `# TYPE ${g.name} ${g.type}`);
     for (const v of g.values) {
       const labels = v.labels

@@ -1,5 +1,5 @@
-// The HTTPS API as a lifecycle part: fastify with the TLS files of the config, a 256 KiB
-// body limit, JSON and form bodies only, a per-source rate limit, one error body for
+// The HTTPS API as a lifecycle part: fastify with the TLS files of the config, the
+// connection limits (connection-limits.ts), a 256 KiB body limit, JSON and form bodies only, a per-source rate limit, one error body for
 // every failure, authentication before any body is read (guard.ts), and the feature
 // routes (token, gateway, admin, ops) as plugins.
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
@@ -18,6 +18,9 @@ import { opsRoutes } from "./ops.js";
 import { drRoutes } from "./dr.js";
 import type { ApiContext, ApiDeps } from "./context.js";
 import { httpsOptions } from "./fastify-options.js";
+import { ConnectionGate, connectionLimits } from "./connection-limits.js";
+import type { GuessLimits } from "./guess-limit.js";
+import type { MetricFamily } from "../metrics.js";
 
 export const BODY_LIMIT = 256 * 1024;
 
@@ -25,9 +28,10 @@ export function isTokenRoute(req: FastifyRequest): boolean {
   return req.url.split("?")[0] === "/connect/token";
 }
 
-export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import("node:https").Server>> {
+export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<FastifyInstance<import("node:https").Server>> {
   const { config } = ctx;
-  const app = Fastify(httpsOptions(config.http.tls, ctx.log, BODY_LIMIT));
+  const app = Fastify(httpsOptions(config.http.tls, ctx.log, BODY_LIMIT, connectionLimits(ctx.connectionLimits)));
+  gate.install(app.server);
   app.removeContentTypeParser("text/plain");
   app.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -80,9 +84,14 @@ export async function buildApp(ctx: ApiContext): Promise<FastifyInstance<import(
 export class ApiServer implements Part {
   readonly name = "api";
   private app: FastifyInstance<import("node:https").Server> | null = null;
+  private readonly gate: ConnectionGate;
+  private readonly guesses: GuessLimits;
   port = 0;
 
-  constructor(private readonly deps: ApiDeps) {}
+  constructor(private readonly deps: ApiDeps) {
+    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "api");
+    this.guesses = deps.guesses;
+  }
 
   async start(): Promise<void> {
     const db = this.deps.storage.db;
@@ -91,8 +100,9 @@ export class ApiServer implements Part {
       ...this.deps,
       credentials,
       tokens: new TokenStore(db, this.deps.config.auth.token_ttl_s, this.deps.now, (user) => credentials.fingerprint(user)),
+      guesses: this.guesses,
     };
-    const app = await buildApp(ctx);
+    const app = await buildApp(ctx, this.gate);
     const { host, port } = splitHostPort(this.deps.config.http.listen);
     await app.listen({ host, port });
     const addr = app.server.address();
@@ -108,5 +118,9 @@ export class ApiServer implements Part {
   async stop(): Promise<void> {
     await this.app?.close();
     this.app = null;
+  }
+
+  metrics(): MetricFamily[] {
+    return [...this.gate.metrics(), ...this.guesses.metrics()];
   }
 }

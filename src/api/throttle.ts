@@ -143,7 +143,8 @@ export class FailureThrottle {
     return this.o.globalMax !== undefined && this.live(this.all).length >= this.o.globalMax;
   }
 
-  fail(key: string): void {
+  /** Counts a failure of `key` now; returns its time, which forgive() takes back. */
+  fail(key: string): number {
     const t = this.now();
     const list = this.live(this.keys.get(key) ?? []);
     list.push(t);
@@ -153,6 +154,18 @@ export class FailureThrottle {
       this.all.push(t);
       if (this.all.length > this.o.globalMax) this.all.splice(0, this.all.length - this.o.globalMax);
     }
+    return t;
+  }
+
+  /** Takes back one failure counted at `t` (an attempt counted in advance that did not fail). */
+  forgive(key: string, t: number): void {
+    const drop = (list: number[]) => {
+      const i = list.lastIndexOf(t);
+      if (i >= 0) list.splice(i, 1);
+    };
+    const list = this.keys.peek(key);
+    if (list) drop(list);
+    if (this.o.globalMax !== undefined) drop(this.all);
   }
 
   succeed(key: string): void {

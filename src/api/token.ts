@@ -1,23 +1,22 @@
 // POST /connect/token: the OAuth 2.0 resource owner password grant (spec 4.1, RFC 6749
 // 4.3), answered per RFC 6749 5.1 / 5.2, with the client_id in the form or by HTTP Basic
-// with an empty secret; the source and the username throttles around the password check.
+// with an empty secret; the source throttle and the username lock (shared with the status
+// page, guess-limit.ts) around the password check.
 // The order of the checks, and why: docs/security.md (the table, and "Guessing at
 // /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { isStorageUnavailable } from "../storage/db.js";
-import { HashBusyError } from "../util/secret-hash.js";
 import type { ApiContext } from "./context.js";
 import { HttpError, forbidden } from "./errors.js";
 import { tokenForm } from "./schemas.js";
-import { Backoff, FailureThrottle, sourceKey } from "./throttle.js";
+import { FailureThrottle, sourceKey } from "./throttle.js";
+import type { GuessLimits } from "./guess-limit.js";
 import { isSpace, isWordChar, splitAuthorization } from "./headers.js";
 
 type OAuthError = "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type";
 
 /** Failed attempts per source address per minute; the next one is 429. */
 export const TOKEN_IP_FAILURES = 10;
-/** Failures in a row of one username before its backoff starts (1 s, 2 s, 4 s ... 15 min). */
-export const TOKEN_USER_FREE = 5;
 /** Longest Authorization header looked at: a Basic client_id is short. */
 export const MAX_AUTHORIZATION = 1024;
 
@@ -73,20 +72,29 @@ export function basicClientId(header: unknown): { id: string } | { refused: stri
   return { id };
 }
 
-/** The token endpoint's guessing limits: per source address, and per username. */
+/** The token endpoint's failures per source address (the username lock is the shared GuessLimits). */
 export class TokenLimiter {
   readonly sources: FailureThrottle;
-  readonly users: Backoff;
 
   constructor(now: () => number = Date.now) {
     this.sources = new FailureThrottle({ max: TOKEN_IP_FAILURES, windowMs: 60_000, capacity: 4096, now });
-    this.users = new Backoff({ free: TOKEN_USER_FREE, baseMs: 1000, maxMs: 15 * 60_000, forgetMs: 60 * 60_000, capacity: 4096, now });
   }
 
-  failed(ip: string, username?: string): void {
+  failed(ip: string): void {
     this.sources.fail(sourceKey(ip));
-    if (username !== undefined) this.users.fail(username);
   }
+}
+
+/** The password check of a well-formed request, within the source and username limits. */
+async function checkGrant(guesses: GuessLimits, sources: FailureThrottle, ip: string, username: string, check: () => Promise<boolean>) {
+  const a = await guesses.attempt({ throttle: sources, key: sourceKey(ip) }, username, check);
+  if (a.result === "wait")
+    throw tooMany(
+      a.retryAfterS,
+      a.who === "source" ? `too many failed token requests from ${ip}` : "too many failed logins for this username",
+    );
+  if (a.result === "busy") throw tooMany(1, "the gateway is busy checking passwords");
+  return a.result === "ok";
 }
 
 export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
@@ -131,20 +139,10 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
         limiter.failed(req.ip);
         return oauthError(reply, "invalid_client", "unknown client_id");
       }
-      const userWait = limiter.users.retryAfterS(f.username);
-      if (userWait > 0) throw tooMany(userWait, "too many failed logins for this username");
-      let ok: boolean;
-      try {
-        ok = await ctx.credentials.checkPassword(f.username, f.password);
-      } catch (e) {
-        if (e instanceof HashBusyError) throw tooMany(1, "the gateway is busy checking passwords");
-        throw e;
-      }
-      if (!ok) {
-        limiter.failed(req.ip, f.username);
-        return oauthError(reply, "invalid_grant", "wrong username or password");
-      }
-      limiter.users.succeed(f.username);
+      const ok = await checkGrant(ctx.guesses, limiter.sources, req.ip, f.username, () =>
+        ctx.credentials.checkPassword(f.username, f.password),
+      );
+      if (!ok) return oauthError(reply, "invalid_grant", "wrong username or password");
       let issued;
       try {
         issued = ctx.tokens.issue(f.username);

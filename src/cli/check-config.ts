@@ -1,6 +1,8 @@
 // `sitegate check-config`: loads and validates a config file, printing every problem by path.
 import { CONFIG_OPTION, EXIT_OK, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
+import { SitegateError } from "../errors.js";
+import { BUILTIN_DIR, siteProfiles } from "../profiles/registry.js";
 
 const command: Command = {
   summary: "Validate a config file: list every problem by path (exit 2) or print a summary (exit 0).",
@@ -9,6 +11,17 @@ const command: Command = {
   async run(values) {
     const file = configFile(values);
     const cfg = loadConfig(file);
+    // `run` leaves a broken site profile out and starts; the check names it, so it is fixed.
+    const profiles = siteProfiles(cfg.profiles_dir);
+    if (profiles.errors.length)
+      throw new SitegateError(
+        "CONFIG_INVALID",
+        `config is invalid: ${profiles.errors.length} profile file(s) in ${cfg.profiles_dir} do not load`,
+        {
+          details: profiles.errors,
+        },
+      );
+    const builtin = new Set(siteProfiles(undefined).names()).size;
     const lines = [
       `config ok: ${file}`,
       `  site_id:         ${cfg.site_id}`,
@@ -26,6 +39,7 @@ const command: Command = {
       }`,
       `  poll interval:   ${cfg.telemetry.poll_interval_ms} ms, retention ${cfg.telemetry.retention_max_mb} MB`,
       `  devices:         ${cfg.devices.length}`,
+      `  profiles:        ${builtin} built-in (${BUILTIN_DIR}), ${profiles.names().length - builtin} of the site (${cfg.profiles_dir})`,
     ];
     process.stdout.write(lines.join("\n") + "\n");
     return EXIT_OK;

@@ -184,6 +184,9 @@ const command: Command = {
     let a: InitAnswers = {
       siteId: str(values["site-id"]) ?? hostname(),
       organizationId: str(values["organization-id"]) ?? randomUUID(),
+      // Every interface: the partner's network and the box's address are not known here (and
+      // DHCP may change the address); the allowlist and the connection limits are the gates.
+      // Why not loopback or one address: docs/security.md ("Where the API listens").
       listen: str(values.listen) ?? "0.0.0.0:8443",
       dataDir: resolve(str(values["data-dir"]) ?? "/var/lib/sitegate"),
       executionUrl: str(values["execution-url"]) ?? `${PLACEHOLDER_PARTNER}/exec`,

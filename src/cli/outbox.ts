@@ -9,6 +9,7 @@ import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Comm
 import { loadConfig } from "../config/load.js";
 import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
+import { withFullSync } from "../storage/durable.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
 
@@ -64,7 +65,8 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
       process.stderr.write(`sitegate outbox: no dead letter with id ${missing.join(", ")} (see \`sitegate outbox\`)\n`);
       return EXIT_FAILURE;
     }
-    const n = outbox.retry(all ? "all" : ids);
+    // On the card before "put back" is printed (a power cut must not undo what was reported done).
+    const n = withFullSync(db, () => outbox.retry(all ? "all" : ids));
     process.stdout.write(
       json
         ? JSON.stringify({ requeued: n }) + "\n"

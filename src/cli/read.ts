@@ -46,14 +46,14 @@ const command: Command = {
         process.stderr.write(`sitegate read: ${errorMessage(e)}\n`);
         return EXIT_FAILURE;
       }
-      const { device, metrics } = got;
+      const { device, metrics, labels } = got;
       if (values.json) {
         process.stdout.write(JSON.stringify({ device, metrics }) + "\n");
       } else {
         const rows = [
           ...Object.entries(device).map(([k, v]) => [k, String(v)]),
           ["", ""],
-          ...Object.entries(metrics).map(([k, v]) => [k, String(v)]),
+          ...Object.entries(metrics).map(([k, v]) => [k, labels[k] ? `${v} (${labels[k]})` : String(v)]),
         ];
         const w = Math.max(...rows.map((r) => r[0].length));
         process.stdout.write(rows.map(([k, v]) => (k ? `${k.padEnd(w)}  ${v}` : "")).join("\n") + "\n");

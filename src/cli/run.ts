@@ -3,6 +3,7 @@ import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, configFile, type Command } from "
 import { loadConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
+import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../lifecycle.js";
 import { untilSignal } from "../util/process.js";
 import { readableByOthers, secretFiles } from "../config/secret-files.js";
 
@@ -26,12 +27,12 @@ const command: Command = {
       return EXIT_FAILURE;
     }
     log.info({ site_id: config.site_id }, "gateway running");
-    const signal = await untilSignal();
-    log.info({ signal }, "stopping");
+    const signal = await untilSignal((again) => log.warn({ signal: again }, "already stopping: putting the devices back first"));
+    log.info({ signal, budget_ms: STOP_BUDGET_MS }, "stopping");
     const hardStop = setTimeout(() => {
-      log.error("stop took longer than 5 s; exiting");
+      log.error({ exit_after_ms: STOP_EXIT_MS }, "stop did not finish; exiting");
       process.exit(EXIT_FAILURE);
-    }, 5000);
+    }, STOP_EXIT_MS);
     hardStop.unref();
     await daemon.stop();
     log.info("stopped");

@@ -1,9 +1,20 @@
-// `sitegate scan`: probes a bus for the unit ids that answer.
+// `sitegate scan`: probes a bus for the unit ids that answer; with --identify, names the
+// profile whose identity registers each one holds.
 import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
 import { ProbeInputError, checkEndpoint, checkScanRange, scanUnits, type ScanHit } from "../devices/commission.js";
+import { identifyUnit, type ProfileMatch } from "../profiles/identify.js";
+import { siteProfiles } from "../profiles/registry.js";
+
+/** Where --identify finds the site's own profiles unless --profiles-dir says otherwise (config's profiles_dir default). */
+const DEFAULT_PROFILES_DIR = "/etc/sitegate/profiles";
+
+function matchText(m: ProfileMatch[] | undefined): string {
+  if (m === undefined) return "";
+  return m.length ? `  profile: ${m.map((x) => x.profile).join(", ")}` : "  profile: none";
+}
 
 function bar(done: number, total: number, found: number): string {
   const width = 30;
@@ -15,8 +26,9 @@ function bar(done: number, total: number, found: number): string {
 const DEFAULT_MAX_S = 600;
 
 const command: Command = {
-  summary: "Probe unit ids (1..247 by default) and list the ones that answer.",
-  usage: "sitegate scan --endpoint tcp://HOST:PORT|rtu:/dev/ttyX?baud=9600 [--from 1] [--to 247] [--timeout-ms 300] [--max-s 600] [--json]",
+  summary: "Probe unit ids (1..247 by default) and list the ones that answer (--identify: and the profile each one matches).",
+  usage:
+    "sitegate scan --endpoint tcp://HOST:PORT|rtu:/dev/ttyX?baud=9600 [--from 1] [--to 247] [--timeout-ms 300] [--max-s 600] [--identify [--profiles-dir DIR]] [--json]",
   options: {
     endpoint: { type: "string", short: "e" },
     from: { type: "string" },
@@ -24,6 +36,8 @@ const command: Command = {
     "timeout-ms": { type: "string" },
     "max-s": { type: "string" },
     json: { type: "boolean" },
+    identify: { type: "boolean" },
+    "profiles-dir": { type: "string" },
   },
   async run(values) {
     if (typeof values.endpoint !== "string") throw new UsageError("--endpoint is required");
@@ -38,8 +52,11 @@ const command: Command = {
         throw new UsageError(e.message.replace(/^from\/to/, "--from/--to").replace(/^timeout/, "--timeout-ms"));
       throw e;
     }
+    const profiles = values.identify ? siteProfiles(String(values["profiles-dir"] ?? DEFAULT_PROFILES_DIR)) : null;
+    for (const e of profiles?.errors ?? []) process.stderr.write(`sitegate scan: profile left out: ${e.path}: ${e.message}\n`);
     const bus = new Bus(endpoint, silentLogger());
     let found: ScanHit[];
+    const matches = new Map<number, ProfileMatch[]>();
     const tty = process.stderr.isTTY === true;
     // The time cap: the probes so far are the answer, with a note on what is left.
     const cap = new AbortController();
@@ -55,6 +72,7 @@ const command: Command = {
         },
         cap.signal,
       );
+      for (const hit of profiles ? found : []) matches.set(hit.unit, await identifyUnit(bus, hit.unit, profiles!, range.timeoutMs));
     } catch (e) {
       if (isSitegateError(e, "MODBUS_DISCONNECTED")) {
         if (tty) process.stderr.write("\n");
@@ -73,11 +91,17 @@ const command: Command = {
       process.stderr.write(
         `sitegate scan: stopped at the ${maxS} s time cap after ${probed} of ${total} unit ids; go on with --from ${range.from + probed}\n`,
       );
-    if (values.json) process.stdout.write(JSON.stringify({ endpoint: values.endpoint, found, probed, total, capped }) + "\n");
+    const listed = found.map((f) => (profiles ? { ...f, profiles: matches.get(f.unit) ?? [] } : f));
+    if (values.json) process.stdout.write(JSON.stringify({ endpoint: values.endpoint, found: listed, probed, total, capped }) + "\n");
     else {
       process.stdout.write(
         found.length
-          ? found.map((f) => `unit ${String(f.unit).padStart(3)}  answered (${f.answer})`).join("\n") + "\n"
+          ? found
+              .map(
+                (f) =>
+                  `unit ${String(f.unit).padStart(3)}  answered (${f.answer})${matchText(profiles ? (matches.get(f.unit) ?? []) : undefined)}`,
+              )
+              .join("\n") + "\n"
           : "no unit answered\n",
       );
     }

@@ -17,14 +17,15 @@ import {
   updateStatus,
   type ApplyOptions,
 } from "../update/install.js";
-import { takeUpdateRequest } from "../update/request.js";
+import { requestPolicyRefusal, takeUpdateRequest } from "../update/request.js";
 import { errorMessage } from "../errors.js";
+import { DEVELOPMENT_KEY_MARK } from "../version.js";
 
 const USAGE = [
-  "sitegate update keygen --out DIR [--name NAME]",
+  "sitegate update keygen --out DIR [--name NAME] [--development]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
   "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
-  "       sitegate update apply-request [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root)",
+  "       sitegate update apply-request [--config FILE] [--root DIR] [--keys DIR] [--data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root; the config's update block decides)",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
   "       sitegate update rollback [--root DIR] [--restart-cmd CMD]",
@@ -69,6 +70,42 @@ async function applyOptions(values: Record<string, unknown>): Promise<ApplyOptio
   };
 }
 
+/**
+ * Run as root by sitegate-update-request.service when the fleet left a request: the config
+ * decides what a request may ask for (update.allowed_urls, signed commands), whatever the
+ * daemon that wrote the request checked.
+ */
+async function applyRequest(values: Record<string, unknown>): Promise<number> {
+  const file = configFile(values);
+  if (!existsSync(file)) throw new UsageError(`apply-request needs the config (update.allowed_urls): no config at ${file} (--config FILE)`);
+  const { loadConfig } = await import("../config/load.js");
+  const cfg = loadConfig(file);
+  const o = await applyOptions({ ...values, "data-dir": str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR ?? cfg.data_dir });
+  const req = await takeUpdateRequest(o.dataDir);
+  if (!req) {
+    say("no update request");
+    return EXIT_OK;
+  }
+  say(`fleet request: ${req.version} from ${req.url}`);
+  try {
+    const policy = requestPolicyRefusal(cfg, req.url);
+    if (policy) throw new BundleRefused(`refused: ${policy.message}`);
+    const r = await applyBundle(req.url, {
+      ...o,
+      allowDowngrade: false,
+      maxBytes: Math.min(o.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES, cfg.update.max_bundle_mb * 1024 * 1024),
+      expect: { sha256: req.sha256, version: req.version, size: req.size },
+      allowedUrls: cfg.update.allowed_urls,
+      downloadDir: cfg.update.download_dir,
+    });
+    say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
+  } catch (e) {
+    recordRefused(o.root, req.version, errorMessage(e), o.dataDir);
+    throw e instanceof BundleRefused ? e : new BundleRefused(`refused: ${errorMessage(e)}`);
+  }
+  return EXIT_OK;
+}
+
 const command: Command = {
   summary: "Over-the-air update: make keys and signed bundles, apply a bundle, gate it on health, roll back.",
   usage: USAGE,
@@ -90,6 +127,7 @@ const command: Command = {
     "max-starts": { type: "string" },
     "restart-cmd": { type: "string" },
     timer: { type: "boolean" },
+    development: { type: "boolean" },
     json: { type: "boolean" },
   },
   async run(values, positionals) {
@@ -106,25 +144,9 @@ const command: Command = {
           say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
           return EXIT_OK;
         }
-        case "apply-request": {
-          // Run as root by sitegate-update-request.service when the fleet left a request.
+        case "apply-request":
           if (args.length !== 0) throw new UsageError("apply-request takes no arguments");
-          const o = await applyOptions(values);
-          const req = takeUpdateRequest(o.dataDir);
-          if (!req) {
-            say("no update request");
-            return EXIT_OK;
-          }
-          say(`fleet request: ${req.version} from ${req.url}`);
-          try {
-            const r = await applyBundle(req.url, { ...o, allowDowngrade: false, expect: { sha256: req.sha256, version: req.version } });
-            say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
-          } catch (e) {
-            recordRefused(o.root, req.version, errorMessage(e), o.dataDir);
-            throw e instanceof BundleRefused ? e : new BundleRefused(`refused: ${errorMessage(e)}`);
-          }
-          return EXIT_OK;
-        }
+          return await applyRequest(values);
         case "check": {
           const r = await checkUpdate({ root: root(values), timer: values.timer === true, restartCmd: restartCmd(values), say });
           if (r === "idle" && values.json) say(JSON.stringify({ result: r }));
@@ -174,7 +196,10 @@ function keygen(values: Record<string, unknown>): number {
   const pub = join(out, `${name}.pub`);
   mkdirSync(out, { recursive: true, mode: 0o700 });
   if (!lstatSync(out).isDirectory()) throw new UsageError(`--out ${out} is not a folder`);
-  const { publicPem, privatePem } = generateKeyPair();
+  const pair = generateKeyPair();
+  const privatePem = pair.privatePem;
+  // marked, so that a package or a controller that trusts it says so (sitegate --version)
+  const publicPem = values.development === true ? `${DEVELOPMENT_KEY_MARK}\n${pair.publicPem}` : pair.publicPem;
   // O_EXCL|O_NOFOLLOW: never overwrite a key, never write through a symlink, dangling or not
   const created: string[] = [];
   try {

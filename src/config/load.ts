@@ -1,13 +1,15 @@
 // Loads the YAML config file, validates it, and reports every problem at once by path.
-import { accessSync, constants, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./schema.js";
 import { validateDevices } from "./validate-devices.js";
-import { builtinProfiles } from "../profiles/registry.js";
+import { siteProfiles } from "../profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "./issues.js";
 import { loadSecretFiles } from "./secret-files.js";
+import { exampleSecretIssues } from "./example-secrets.js";
+import { fileProblems } from "./file-checks.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -35,7 +37,8 @@ function sharedBauds(cfg: Config): ErrorDetail[] {
 
 /** Cross-field rules the schema alone cannot state. */
 function crossChecks(cfg: Config): ErrorDetail[] {
-  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles: builtinProfiles() });
+  const profiles = siteProfiles(cfg.profiles_dir);
+  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
   out.push(...sharedBauds(cfg));
   // One device_id names one device, whatever its transport.
   const seen = new Set(cfg.devices.map((d) => d.device_id));
@@ -57,7 +60,7 @@ function crossChecks(cfg: Config): ErrorDetail[] {
 
 /**
  * Validates a parsed config object. Relative paths (data_dir, TLS files, rtu ports under
- * ./, partner.ca_file) are resolved against `baseDir`, the config file's folder.
+ * ./, partner.ca_file, the broker CA files) are resolved against `baseDir`, the config file's folder.
  */
 export function parseConfig(raw: unknown, baseDir: string): Config {
   const result = configSchema.safeParse(raw ?? {});
@@ -65,36 +68,21 @@ export function parseConfig(raw: unknown, baseDir: string): Config {
     throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: issuesToDetails(result.error.issues) });
   }
   const cfg = result.data;
+  cfg.profiles_dir = resolveFrom(baseDir, cfg.profiles_dir);
   const cross = crossChecks(cfg);
   if (cross.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: cross });
   cfg.data_dir = resolveFrom(baseDir, cfg.data_dir);
+  cfg.update = { ...cfg.update, download_dir: resolveFrom(baseDir, cfg.update.download_dir) };
   cfg.http.tls.cert = resolveFrom(baseDir, cfg.http.tls.cert);
   cfg.http.tls.key = resolveFrom(baseDir, cfg.http.tls.key);
   if (cfg.partner.ca_file) cfg.partner.ca_file = resolveFrom(baseDir, cfg.partner.ca_file);
   if (cfg.fleet)
     for (const k of ["ca_file", "cert_file", "key_file"] as const) if (cfg.fleet[k]) cfg.fleet[k] = resolveFrom(baseDir, cfg.fleet[k]);
+  if (cfg.zigbee?.ca_file) cfg.zigbee.ca_file = resolveFrom(baseDir, cfg.zigbee.ca_file);
   for (const port of Object.values(cfg.rtu_ports)) {
     if (port.path.startsWith("./") || port.path.startsWith("../")) port.path = resolveFrom(baseDir, port.path);
   }
-  // Files the gateway cannot start without. Serial ports are not checked: a USB adapter
-  // may appear after the gateway starts, and the bus reconnects when it does.
-  const files: Array<[string, string | undefined]> = [
-    ["http.tls.cert", cfg.http.tls.cert],
-    ["http.tls.key", cfg.http.tls.key],
-    ["partner.ca_file", cfg.partner.ca_file],
-    ["fleet.ca_file", cfg.fleet?.ca_file],
-    ["fleet.cert_file", cfg.fleet?.cert_file],
-    ["fleet.key_file", cfg.fleet?.key_file],
-  ];
-  const missing = files.flatMap(([path, file]) => {
-    if (!file) return [];
-    try {
-      accessSync(file, constants.R_OK);
-      return [];
-    } catch {
-      return [{ path, message: `cannot read ${file}` }];
-    }
-  });
+  const missing = fileProblems(cfg);
   missing.push(...loadSecretFiles(cfg, baseDir));
   if (missing.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: missing });
   return cfg;
@@ -115,5 +103,8 @@ export function loadConfig(file: string): Config {
       details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] })),
     });
   }
-  return parseConfig(doc.toJS(), dirname(resolve(file)));
+  const cfg = parseConfig(doc.toJS(), dirname(resolve(file)));
+  const examples = exampleSecretIssues(cfg);
+  if (examples.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: examples });
+  return cfg;
 }

@@ -3,25 +3,55 @@
 // wire codes device sync publishes: 30 Zigbee switch or plug, 31 thermostat, 40 GPIO
 // input, 41 GPIO output.
 import { z } from "zod";
+import { brokerUrl } from "./broker-url.js";
 
 const deviceId = z.string().min(1).max(128);
 const ratedPower = z.number().positive("must be > 0").max(1e7, "is too large");
 const shedPriority = z.number().int("must be an integer 0..1000").min(0, "must be 0..1000").max(1000, "must be 0..1000");
 
-const mqttUrl = z
-  .url({ error: "must be a URL" })
-  .refine((u) => /^mqtts?:$/.test(new URL(u).protocol), { error: "must be an mqtt:// or mqtts:// URL" });
+/** Levels zigbee2mqtt's topics use after a device's name: a name with one of them would alias another device's topics. */
+const RESERVED_LEVELS = new Set(["set", "get", "availability"]);
+
+/** Why a string may not be topic levels (undefined: it may): no wildcard, NUL or control character, no empty level. */
+function topicLevelsProblem(name: string, max: number): string | undefined {
+  if (name.length === 0) return "is empty";
+  if (name.length > max) return `is longer than ${max} characters`;
+  // A lone surrogate would reach the wire as U+FFFD: another name than the one checked.
+  if (Buffer.from(name, "utf8").toString("utf8") !== name) return "is not valid Unicode";
+  if (/[+#]/.test(name)) return "contains an MQTT wildcard (+ #)";
+  // oxlint-disable-next-line no-control-regex -- control characters are what this rejects
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return "contains NUL or a control character";
+  if (name.split("/").some((l) => l === "")) return "has an empty topic level (a leading, trailing or double /)";
+  return undefined;
+}
+
+/**
+ * Why a Zigbee friendly name may not be put into a topic (undefined: it may). The same
+ * rule holds for a name in the config and a name the bridge's device list reports: no
+ * wildcard, NUL or control character, no empty level, not below `bridge/` (the bridge's
+ * own request topics) and no level that zigbee2mqtt reads as a command or availability.
+ */
+export function zigbeeNameProblem(name: string): string | undefined {
+  const problem = topicLevelsProblem(name, 256);
+  if (problem) return problem;
+  const levels = name.split("/");
+  if (levels[0] === "bridge") return "is below bridge/, the bridge's own topics";
+  const reserved = levels.find((l) => RESERVED_LEVELS.has(l));
+  if (reserved) return `has a topic level "${reserved}", which zigbee2mqtt reads as a command or availability topic`;
+  return undefined;
+}
+
+const topicName = (what: string) =>
+  z.string().superRefine((n, ctx) => {
+    const problem = zigbeeNameProblem(n);
+    if (problem) ctx.addIssue({ code: "custom", message: `${what} ${problem}` });
+  });
 
 const zigbeeDevice = z
   .strictObject({
     device_id: deviceId,
     device_name: z.string().max(128).optional(),
-    friendly_name: z
-      .string()
-      .min(1)
-      .max(256)
-      .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
-      .optional(),
+    friendly_name: topicName("friendly_name").optional(),
     ieee_address: z
       .string()
       .regex(/^0x[0-9a-f]{16}$/i, "must be 0x and 16 hex digits")
@@ -44,11 +74,16 @@ const zigbeeDevice = z
 
 export const zigbeeSchema = z
   .strictObject({
-    /** The bridge's broker (usually the local mosquitto). */
-    url: mqttUrl,
+    /** The bridge's broker (usually the local mosquitto): mqtts:// anywhere, mqtt:// only to a loopback host. */
+    url: brokerUrl,
+    /** CA certificates (PEM) trusted for an mqtts:// broker, besides the system's. */
+    ca_file: z.string().min(1).optional(),
     base_topic: z
       .string()
-      .regex(/^[^#+]+$/, "must not contain MQTT wildcards (# +)")
+      .superRefine((t, ctx) => {
+        const problem = topicLevelsProblem(t, 128);
+        if (problem) ctx.addIssue({ code: "custom", message: `base_topic ${problem}` });
+      })
       .default("zigbee2mqtt"),
     username: z.string().min(1).optional(),
     password: z.string().optional(),
@@ -59,6 +94,8 @@ export const zigbeeSchema = z
   .superRefine((z_, ctx) => {
     if (z_.password !== undefined && z_.username === undefined)
       ctx.addIssue({ code: "custom", path: ["username"], message: "required with password" });
+    if (z_.ca_file !== undefined && !z_.url.startsWith("mqtts:"))
+      ctx.addIssue({ code: "custom", path: ["ca_file"], message: "only an mqtts:// url uses ca_file" });
     const seen = new Map<string, number>();
     z_.devices.forEach((d, i) => {
       const key = d.friendly_name ?? d.ieee_address!;

@@ -5,14 +5,25 @@ import { deviceConfigSchema } from "./device-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
 import { gpioSchema, zigbeeSchema } from "./local-schema.js";
+import { zoneProblem } from "./zones.js";
+import { brokerUrl } from "./broker-url.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
   error: "must be an https:// URL (callbacks are HTTPS only)",
 });
 
-const secretHash = z.string({ error: "required" }).regex(SECRET_HASH_PATTERN, "must be an scrypt hash made by `sitegate hash-secret`");
+const secretHash = z
+  .string({ error: "required" })
+  .regex(
+    SECRET_HASH_PATTERN,
+    "must be an scrypt hash: the last line `sitegate hash-secret` prints (or let `sitegate init` write the config)",
+  );
 
-const listenAddr = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
+/** "host:port"; port 1-65535, or 0 for a port the kernel picks (the tests). */
+const listenAddr = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"')
+  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, { error: "the port must be 1-65535" });
 
 const cidr = z.union([z.cidrv4(), z.cidrv6()], { error: "must be a CIDR block like 127.0.0.1/32 or ::1/128" });
 
@@ -28,9 +39,6 @@ export const UI_DEFAULT_ALLOW = [
   "fe80::/10",
 ];
 
-/** Loopback hosts: the only ones a plain mqtt:// fleet URL may name (no secrets in clear on a network). */
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]", "::1"]);
-
 /** Optional MQTT v5 fleet uplink (DESIGN B2); absent = the gateway has no MQTT at all. */
 function isEd25519PublicPem(pem: string): boolean {
   // createPublicKey would also take a private key (and derive its public half).
@@ -44,13 +52,8 @@ function isEd25519PublicPem(pem: string): boolean {
 
 export const fleetSchema = z
   .strictObject({
-    url: z.url({ error: "must be a URL" }).refine(
-      (u) => {
-        const x = new URL(u);
-        return x.protocol === "mqtts:" || (x.protocol === "mqtt:" && (LOOPBACK.has(x.hostname) || x.hostname.startsWith("127.")));
-      },
-      { error: "must be an mqtts:// URL (mqtt:// only to a loopback broker)" },
-    ),
+    /** mqtts://host[:port]; plain mqtt:// only to a loopback broker (no secrets in clear on a network). */
+    url: brokerUrl,
     ca_file: z.string().min(1).optional(),
     cert_file: z.string().min(1).optional(),
     key_file: z.string().min(1).optional(),
@@ -89,6 +92,41 @@ export const fleetSchema = z
   });
 
 export type FleetConfig = z.infer<typeof fleetSchema>;
+
+/** A folder of update bundles the fleet may name: an https:// URL ending in "/", no user, query or fragment. */
+const updateUrlPrefix = z.url({ error: "must be a URL" }).superRefine((s, ctx) => {
+  const u = new URL(s);
+  const bad =
+    u.protocol !== "https:"
+      ? "must be an https:// URL"
+      : u.username || u.password
+        ? "must not carry a user name or password"
+        : u.search || u.hash || s.includes("?") || s.includes("#")
+          ? "must have no query or fragment"
+          : !u.pathname.endsWith("/")
+            ? 'must end with "/" (a folder of bundles; a request URL must start with it)'
+            : null;
+  if (bad) ctx.addIssue({ code: "custom", message: bad });
+});
+
+/** Updates the fleet may request with the `update` command (docs/updates.md). */
+export const updateSchema = z.strictObject({
+  /** A requested bundle URL, and every redirect it takes, must start with one of these; empty: no fleet updates. */
+  allowed_urls: z.array(updateUrlPrefix).max(16).default([]),
+  /** Take `update` commands without fleet.command_keys (a bench); otherwise they are refused. */
+  allow_unsigned_requests: z.boolean().default(false),
+  /** The largest bundle a fleet request downloads. */
+  max_bundle_mb: z.number().int().min(1).max(4096).default(256),
+  /** Where root downloads a requested bundle: a folder only root can write, on the data partition. */
+  download_dir: z.string().min(1).default("/var/lib/sitegate-update"),
+});
+export type UpdateConfig = z.infer<typeof updateSchema>;
+export const UPDATE_DEFAULTS: UpdateConfig = {
+  allowed_urls: [],
+  allow_unsigned_requests: false,
+  max_bundle_mb: 256,
+  download_dir: "/var/lib/sitegate-update",
+};
 /**
  * An RTU port: its device path, or the path with its line settings. The plain string
  * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
@@ -120,6 +158,8 @@ export const configSchema = z.strictObject({
     .regex(/^[A-Za-z0-9._-]+$/)
     .default("v1"),
   data_dir: z.string().min(1).default("./var"),
+  /** Device profiles of the site's own, in the built-in profiles' format (absent folder: none). */
+  profiles_dir: z.string().min(1).default("/etc/sitegate/profiles"),
   log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   http: z.strictObject({
     listen: listenAddr.default("127.0.0.1:8443"),
@@ -202,6 +242,7 @@ export const configSchema = z.strictObject({
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 }),
   fleet: fleetSchema.optional(),
+  update: updateSchema.default(UPDATE_DEFAULTS),
   /** Zigbee devices through a zigbee2mqtt bridge (its documented MQTT API). */
   zigbee: zigbeeSchema.optional(),
   /** GPIO lines: outputs as switched loads, inputs (with an optional local event while active). */
@@ -216,6 +257,10 @@ export const configSchema = z.strictObject({
       timezone: z
         .string()
         .regex(/^(local|UTC|[A-Za-z]+(\/[A-Za-z0-9_+-]+)+)$/, 'must be "local", "UTC" or a zone name such as Australia/Sydney')
+        .superRefine((tz, ctx) => {
+          const problem = zoneProblem(tz);
+          if (problem) ctx.addIssue({ code: "custom", message: `${tz}: ${problem}` });
+        })
         .default("local"),
     })
     .default({ at: "03:30", timezone: "local" }),

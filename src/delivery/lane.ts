@@ -52,11 +52,12 @@ export interface LaneStats {
   in_flight: number;
   last_error: string | null;
   last_sent_at: string | null;
-  held: { status: number; since: string } | null;
+  /** Since when the receiver answers 401/403: a warning (its refusals are dead letters like any final 4xx). */
+  credentials_rejected: { status: number; since: string } | null;
 }
 
 export interface LaneOptions {
-  /** How long a message the receiver rejects is retried before it is dead-lettered. */
+  /** How long a message the receiver rejects is retried before it is dead-lettered: 0 dead-letters it at once. */
   rejectWindowMs: number;
   /** How often an idle lane re-checks its source for messages put there by another process. */
   idleRecheckMs: number;
@@ -72,7 +73,7 @@ export class Lane {
     in_flight: 0,
     last_error: null,
     last_sent_at: null,
-    held: null,
+    credentials_rejected: null,
   };
   private stopped = false;
   private running: Promise<void> | null = null;
@@ -141,13 +142,11 @@ export class Lane {
           }
           if (!item) break;
           this.dispatch(item);
-          // While the partner rejects our credentials, one request probes at a time.
-          if (this.stats.held) break;
         }
       }
       if (this.stopped) break;
       const paused = this.pauseUntil - performance.now();
-      const full = this.inflight.size >= this.window || (this.stats.held !== null && this.inflight.size > 0);
+      const full = this.inflight.size >= this.window;
       await this.wait(paused > 0 ? paused : full ? null : this.opts.idleRecheckMs);
     }
     await Promise.allSettled([...this.inflight.values()]);
@@ -185,9 +184,12 @@ export class Lane {
       this.stats.sent++;
       this.stats.attempt = 0;
       this.stats.last_sent_at = new Date().toISOString();
-      if (this.stats.held) {
-        this.log.info({ lane: this.name, held_since: this.stats.held.since }, "the receiver accepts our messages again");
-        this.stats.held = null;
+      if (this.stats.credentials_rejected) {
+        this.log.info(
+          { lane: this.name, rejected_since: this.stats.credentials_rejected.since },
+          "the receiver accepts our messages again",
+        );
+        this.stats.credentials_rejected = null;
       }
       return;
     }
@@ -198,14 +200,15 @@ export class Lane {
     this.stats.attempt = attempt;
     const error = r.error ?? "failed";
     this.stats.last_error = error;
-    if (outcome === "auth" && !this.stats.held) {
-      this.stats.held = { status: r.status ?? 0, since: new Date().toISOString() };
+    if (outcome === "auth" && !this.stats.credentials_rejected) {
+      this.stats.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
       this.log.error(
         { lane: this.name, status: r.status, ...item.describe },
-        `the receiver rejects our credentials; the lane holds until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
+        `the receiver rejects our credentials; its refusals go to the dead letters until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
       );
     }
-    if (outcome === "rejected") {
+    // A 401/403 is as final as any other 4xx (DESIGN B6); the warning above tells the operator why.
+    if (outcome === "rejected" || outcome === "auth") {
       const now = Date.now();
       const since = this.rejectedSince.get(item.ref) ?? now;
       this.rejectedSince.set(item.ref, since);
@@ -215,7 +218,9 @@ export class Lane {
         this.stats.dead_lettered++;
         this.log.error(
           { lane: this.name, ...item.describe, error, attempts: attempt },
-          "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)",
+          this.opts.rejectWindowMs === 0
+            ? "the receiver refused a message for good: moved to the dead letters (sitegate outbox); the lane goes on"
+            : "the receiver kept rejecting a message: moved to the dead letters (sitegate outbox)",
         );
         return;
       }

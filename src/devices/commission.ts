@@ -96,6 +96,8 @@ export async function scanUnits(
 export interface ReadResult {
   device: Record<string, string | number>;
   metrics: Metrics;
+  /** The profile's names of metric values (a state's name), where it names them. */
+  labels: Record<string, string>;
 }
 
 /** Pairs one device with a profile and reads every metric; throws a SitegateError naming what failed. */
@@ -122,5 +124,10 @@ export async function readDevice(
     ...(descriptor.max_power_w !== undefined ? { max_power_w: descriptor.max_power_w } : {}),
     ...descriptor.identity,
   };
-  return { device, metrics };
+  const labels: Record<string, string> = {};
+  for (const [k, v] of Object.entries(metrics)) {
+    const name = driver.label(k, v);
+    if (name !== undefined) labels[k] = name;
+  }
+  return { device, metrics, labels };
 }

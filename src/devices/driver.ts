@@ -7,14 +7,36 @@ import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
 import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
 import type { Endpoint } from "../modbus/endpoint.js";
-import type { Profile, SunSpecProfile, WriteStep } from "../profiles/schema.js";
+import type { ActionName } from "../profiles/schema.js";
+import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../profiles/schema.js";
 import { opModeCode, typed } from "./roles.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "./types.js";
 
 export type PointClass = "fast" | "slow";
 
+/** The register that carries the sign of a magnitude point. */
+export interface Direction extends Range {
+  unit?: number;
+  type: ValueType;
+  word_order: WordOrder;
+  bit?: number;
+  negative: number[];
+}
+
+/** A block read of one unit id (a sub-device's own, or the device's when absent). */
+export interface UnitBlock extends Block {
+  unit?: number;
+}
+
 export interface ResolvedPoint extends Range {
   metric: string;
+  /** A sub-device's own unit id; absent: the device's. */
+  unit?: number;
+  /** Raw values that mean "not available" (whole register width, unsigned). */
+  na: number[];
+  direction?: Direction;
+  /** A second magnitude of the same type subtracted from this one (charge and discharge reported apart). */
+  minus?: Range & { na: number[] };
   type: ValueType;
   word_order: WordOrder;
   scale: number;
@@ -37,7 +59,7 @@ const MAX_MODELS = 64;
 export class DeviceDriver {
   private points: ResolvedPoint[] | null = null;
   private models: SunSpecModelInfo[] = [];
-  private readonly plans = new Map<string, { blocks: Block[]; ranges: Range[] }>();
+  private readonly plans = new Map<string, { blocks: UnitBlock[]; ranges: Range[] }>();
   descriptor: DeviceDescriptor | null = null;
 
   /** The framing this device wants of its bus (by default the bus's as it was made). */
@@ -65,8 +87,8 @@ export class DeviceDriver {
     return this.models;
   }
 
-  private readRegs(table: Table, address: number, count: number, priority: Priority, retries = 1): Promise<number[]> {
-    return this.bus.read(this.unit, table, address, count, { priority, timeoutMs: this.profile.timeout_ms, retries });
+  private readRegs(table: Table, address: number, count: number, priority: Priority, retries = 1, unit = this.unit): Promise<number[]> {
+    return this.bus.read(unit, table, address, count, { priority, timeoutMs: this.profile.timeout_ms, retries });
   }
 
   /** Reads identity (or discovers the SunSpec model chain) and resolves the register map. */
@@ -81,11 +103,15 @@ export class DeviceDriver {
   private async pairFixed(p: Extract<Profile, { kind: "fixed" }>, priority: Priority): Promise<DeviceDescriptor> {
     const identity: Record<string, string> = {};
     for (const r of p.identity) {
-      const words = await this.readRegs(r.table, r.address, typeRegs(r.type, r.length), priority);
+      const words = await this.readRegs(r.table, r.address, typeRegs(r.type, r.length), priority, 1, r.unit ?? this.unit);
       identity[r.name] = String(decodeRaw(r.type, words, r.word_order));
     }
     const points: ResolvedPoint[] = p.points.map((pt) => ({
       metric: pt.metric,
+      unit: pt.unit,
+      na: pt.na,
+      direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
+      minus: pt.minus && { ...pt.minus, count: typeRegs(pt.type, pt.length) },
       table: pt.table,
       address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
@@ -100,10 +126,22 @@ export class DeviceDriver {
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
       const first = points[0];
-      await this.readRegs(first.table, first.address, first.count, priority);
+      await this.readRegs(first.table, first.address, first.count, priority, 1, first.unit ?? this.unit);
     }
+    const max_power_w = (await this.ratedPower(p, priority)) ?? p.max_power_w;
     this.points = points;
-    return { ...typed(p.role), max_power_w: p.max_power_w, capabilities: p.capabilities, profile: p.name, identity };
+    return { ...typed(p.role), max_power_w, capabilities: p.capabilities, profile: p.name, identity };
+  }
+
+  /** The rated power the device reports in its register (undefined when it has none, or reads "not available" or 0). */
+  private async ratedPower(p: FixedProfile, priority: Priority): Promise<number | undefined> {
+    const r = p.max_power;
+    if (!r) return undefined;
+    const words = await this.readRegs(r.table, r.address, typeRegs(r.type), priority, 1, r.unit ?? this.unit);
+    if (isSentinel(words, r.word_order, r.na)) return undefined;
+    const raw = decodeRaw(r.type, words, r.word_order) as number;
+    if (!Number.isFinite(raw) || raw <= 0) return undefined;
+    return readingValue(raw, r.type, 0, r.scale);
   }
 
   /** The first of the profile's base addresses that holds the SunSpec marker. */
@@ -169,6 +207,7 @@ export class DeviceDriver {
         if (pt.offset + typeRegs(pt.type, pt.length) > m.length + 2) continue;
         points.push({
           metric: pt.metric,
+          na: [],
           table: "holding",
           address: m.address + pt.offset,
           count: typeRegs(pt.type, pt.length),
@@ -235,9 +274,42 @@ export class DeviceDriver {
     if (back[0] !== value) throw failed(`${what} did not stick: read back ${back[0]}`, `read back ${back[0]}`);
   }
 
-  /** Absolute address of a SunSpec action step, or its fixed address. */
-  resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number } {
-    if (step.address !== undefined) return { table: step.table, address: step.address };
+  /** The name the profile gives a point's value (a state), if it names it. */
+  label(metric: string, value: number): string | undefined {
+    const p = this.profile;
+    const e = p.kind === "fixed" ? p.points.find((pt) => pt.metric === metric)?.enum : undefined;
+    if (e === undefined) return undefined;
+    return Object.entries(p.enums[e] ?? {}).find(([, v]) => v === value)?.[0];
+  }
+
+  /**
+   * Reads the profile's read-back registers of an action (in the control lane) and throws
+   * CONTROL_NOT_CONFIRMED naming the first that does not hold its expected value.
+   */
+  async readBack(action: ActionName, priority: Priority = PRIORITY.control): Promise<void> {
+    for (const c of this.profile.readback[action] ?? []) {
+      const unit = c.unit ?? this.unit;
+      const words = await this.readRegs(c.table, c.address, typeRegs(c.type), priority, 1, unit);
+      const got = decodeRaw(c.type, words, c.word_order) as number;
+      const want = this.expected(c);
+      if (got !== want) {
+        const named = typeof c.expect === "string" ? ` (${c.expect})` : "";
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${action} did not take effect: ${c.table} register ${c.address} of unit ${unit} reads ${got}, expected ${want}${named}`,
+        );
+      }
+    }
+  }
+
+  private expected(c: ReadBack): number {
+    return typeof c.expect === "number" ? c.expect : enumValue(this.profile.enums, c.expect)!;
+  }
+
+  /** Absolute address of a SunSpec action step, or its fixed address (and its sub-device's unit id). */
+  resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number; unit?: number } {
+    if (step.address !== undefined)
+      return { table: step.table, address: step.address, ...(step.unit === undefined ? {} : { unit: step.unit }) };
     const m = this.models.find((x) => x.id === step.model);
     if (!m || step.offset === undefined) throw new SitegateError("DEVICE_NOT_FOUND", `device has no SunSpec model ${step.model}`);
     return { table: step.table, address: m.address + step.offset };
@@ -249,23 +321,33 @@ export class DeviceDriver {
   }
 
   /** The blocks a poll of these point classes reads (planned once per line timing, then reused). */
-  plan(classes: readonly PointClass[]): { blocks: Block[]; ranges: Range[] } {
+  plan(classes: readonly PointClass[]): { blocks: UnitBlock[]; ranges: Range[] } {
     return this.planFor(`${[...classes].sort().join(",")}`, (pt) => classes.includes(pt.class));
   }
 
-  private planFor(name: string, pick: (pt: ResolvedPoint) => boolean): { blocks: Block[]; ranges: Range[] } {
+  private planFor(name: string, pick: (pt: ResolvedPoint) => boolean): { blocks: UnitBlock[]; ranges: Range[] } {
     if (!this.points) throw new Error("device is not paired");
     const key = `${name}/${this.maxGap}`;
     let plan = this.plans.get(key);
     if (!plan) {
-      const ranges: Range[] = [];
+      // Ranges per unit id: a sub-device's registers are read in requests of its own.
+      const byUnit = new Map<number | undefined, Range[]>();
+      const add = (unit: number | undefined, r: Range) => {
+        const u = unit === this.unit ? undefined : unit;
+        byUnit.set(u, [...(byUnit.get(u) ?? []), r]);
+      };
       for (const pt of this.points) {
         if (!pick(pt)) continue;
-        ranges.push(pt);
-        if (pt.sf_address !== undefined) ranges.push({ table: "holding", address: pt.sf_address, count: 1 });
+        add(pt.unit, pt);
+        if (pt.sf_address !== undefined) add(pt.unit, { table: "holding", address: pt.sf_address, count: 1 });
+        if (pt.direction) add(pt.direction.unit ?? pt.unit, pt.direction);
+        if (pt.minus) add(pt.unit, pt.minus);
       }
       const unreadable = this.profile.kind === "fixed" ? this.profile.unreadable : [];
-      plan = { blocks: planBlocks(ranges, { maxRegs: this.profile.max_read_regs, maxGap: this.maxGap, unreadable }), ranges };
+      const opts = { maxRegs: this.profile.max_read_regs, maxGap: this.maxGap, unreadable };
+      const blocks: UnitBlock[] = [];
+      for (const [unit, ranges] of byUnit) blocks.push(...planBlocks(ranges, opts).map((b) => (unit === undefined ? b : { ...b, unit })));
+      plan = { blocks, ranges: [...byUnit.values()].flat() };
       this.plans.set(key, plan);
     }
     return plan;
@@ -293,46 +375,98 @@ export class DeviceDriver {
   }
 
   private async readPlanned(
-    blocks: readonly Block[],
+    blocks: readonly UnitBlock[],
     pick: (pt: ResolvedPoint) => boolean,
     priority: Priority,
     retries: number,
   ): Promise<Metrics> {
-    const data = new Map<Table, Map<number, number>>();
+    const data: Registers = new Map();
     for (const b of blocks) {
-      const words = await this.readRegs(b.table, b.address, b.count, priority, retries);
-      let t = data.get(b.table);
-      if (!t) data.set(b.table, (t = new Map()));
+      const unit = b.unit ?? this.unit;
+      const words = await this.readRegs(b.table, b.address, b.count, priority, retries, unit);
+      const key = tableKey(unit, b.table);
+      let t = data.get(key);
+      if (!t) data.set(key, (t = new Map()));
       for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]);
     }
     return this.decode(pick, data);
   }
 
-  private decode(pick: (pt: ResolvedPoint) => boolean, data: Map<Table, Map<number, number>>): Metrics {
+  /** The words of a range of a unit's table, or null when the reads did not cover it. */
+  private words(data: Registers, unit: number | undefined, r: Range): number[] | null {
+    const t = data.get(tableKey(unit ?? this.unit, r.table));
+    if (!t) return null;
+    const out: number[] = [];
+    for (let i = 0; i < r.count; i++) {
+      const w = t.get(r.address + i);
+      if (w === undefined) return null;
+      out.push(w);
+    }
+    return out;
+  }
+
+  /** -1 while the point's direction register says the magnitude is negative, else 1; null when it was not read. */
+  private sign(data: Registers, pt: ResolvedPoint): number | null {
+    const d = pt.direction;
+    if (!d) return 1;
+    const words = this.words(data, d.unit ?? pt.unit, d);
+    if (!words) return null;
+    let v = decodeRaw(d.type, words, d.word_order) as number;
+    if (d.bit !== undefined) v = Math.floor(v / 2 ** d.bit) % 2;
+    return d.negative.includes(v) ? -1 : 1;
+  }
+
+  private decode(pick: (pt: ResolvedPoint) => boolean, data: Registers): Metrics {
     const out: Metrics = {};
     for (const pt of this.points!) {
       if (!pick(pt)) continue;
-      const t = data.get(pt.table);
-      if (!t) continue;
-      const words: number[] = [];
-      for (let i = 0; i < pt.count; i++) words.push(t.get(pt.address + i)!);
+      const words = this.words(data, pt.unit, pt);
+      if (!words) continue;
       if (pt.bitmask) {
         out[pt.metric] = words.reduce((acc, bit, i) => acc + (bit ? 2 ** i : 0), 0);
         continue;
       }
       if (pt.type === "string") continue;
       if (pt.sunspec_na && isSunSpecNotImplemented(pt.type, words, pt.word_order)) continue;
+      if (isSentinel(words, pt.word_order, pt.na)) continue;
+      const sign = this.sign(data, pt);
+      if (sign === null) continue;
       let sf = 0;
       if (pt.sf_address !== undefined) {
-        const s = data.get("holding")?.get(pt.sf_address);
+        const s = data.get(tableKey(pt.unit ?? this.unit, "holding"))?.get(pt.sf_address);
         if (s === undefined || s === 0x8000) continue; // scale factor not implemented: no value
         sf = s >= 0x8000 ? s - 0x10000 : s;
         if (sf < -10 || sf > 10) continue;
       }
-      const raw = decodeRaw(pt.type, words, pt.word_order) as number;
+      let raw = decodeRaw(pt.type, words, pt.word_order) as number;
+      if (pt.minus) {
+        const less = this.words(data, pt.unit, pt.minus);
+        if (
+          !less ||
+          isSentinel(less, pt.word_order, pt.minus.na) ||
+          (pt.sunspec_na && isSunSpecNotImplemented(pt.type, less, pt.word_order))
+        )
+          continue;
+        raw -= decodeRaw(pt.type, less, pt.word_order) as number;
+      }
       if (!Number.isFinite(raw)) continue;
-      out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale);
+      out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale * sign);
     }
     return out;
   }
+}
+
+/** Registers read in one poll, by unit id and table. */
+type Registers = Map<string, Map<number, number>>;
+
+function tableKey(unit: number, table: Table): string {
+  return `${unit}/${table}`;
+}
+
+/** Whether the words, as one unsigned number (high word first after word order), are one of the sentinels. */
+export function isSentinel(words: readonly number[], order: WordOrder, sentinels: readonly number[]): boolean {
+  if (sentinels.length === 0) return false;
+  const w = order === "little" ? [...words].reverse() : words;
+  const raw = w.reduce((acc, x) => acc * 0x10000 + (x & 0xffff), 0);
+  return sentinels.includes(raw);
 }

@@ -7,6 +7,7 @@ import type { DeviceConfig } from "../config/device-schema.js";
 import type { Part } from "../lifecycle.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
+import { commitDurably } from "../storage/durable.js";
 import { roleOfWire } from "./roles.js";
 import type { DeviceDescriptor, DeviceSource, RegisteredDevice } from "./types.js";
 
@@ -92,13 +93,21 @@ export class DeviceRegistry implements DeviceSource, Part {
   /** Commits the device (replacing any with the same device_id), then announces the change. */
   put(config: DeviceConfig, descriptor: DeviceDescriptor | null, fullyConfigured: boolean): RegisteredDevice {
     const updated_at = new Date().toISOString();
-    this.db
-      .prepare(
-        `INSERT INTO dv_device (device_id, config, descriptor, fully_configured, updated_at) VALUES (?, ?, ?, ?, ?)
+    // Durable: the configure answer that follows tells the caller the device is stored.
+    const upsert = this.db.prepare(
+      `INSERT INTO dv_device (device_id, config, descriptor, fully_configured, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (device_id) DO UPDATE SET config = excluded.config, descriptor = excluded.descriptor,
            fully_configured = excluded.fully_configured, updated_at = excluded.updated_at`,
-      )
-      .run(config.device_id, JSON.stringify(config), descriptor ? JSON.stringify(descriptor) : null, fullyConfigured ? 1 : 0, updated_at);
+    );
+    commitDurably(this.db, () =>
+      upsert.run(
+        config.device_id,
+        JSON.stringify(config),
+        descriptor ? JSON.stringify(descriptor) : null,
+        fullyConfigured ? 1 : 0,
+        updated_at,
+      ),
+    );
     const dev: RegisteredDevice = { config, descriptor, fully_configured: fullyConfigured, updated_at };
     this.cache.set(config.device_id, dev);
     this.changes++;

@@ -9,16 +9,20 @@ import { PRIORITY } from "../modbus/bus.js";
 import { encodeValue, type ValueType } from "../modbus/codec.js";
 import type { DeviceDriver } from "../devices/driver.js";
 import type { DeviceDescriptor } from "../devices/types.js";
-import type { WriteStep } from "../profiles/schema.js";
+import { enumValue, type WriteStep } from "../profiles/schema.js";
 import type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
 
 export type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
 
 /** What planning needs of a paired device: where a step writes, and its rated power. */
 export interface ControlTarget {
-  resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number };
+  resolveWrite(step: WriteStep): Where;
   readonly descriptor: Pick<DeviceDescriptor, "max_power_w"> | null;
+  /** The profile's named constants (value: ems_mode.forced). */
+  readonly profile?: { enums: Record<string, Record<string, number>> };
 }
+
+type Where = { table: "holding" | "coil"; address: number; unit?: number };
 
 /** Scale factors as SunSpec allows them; anything else is a device fault, not a factor. */
 const SF_MIN = -10;
@@ -29,7 +33,7 @@ function invalid(message: string): SitegateError {
 }
 
 /** The step's register, or null when the device lacks the step's SunSpec model (the step is skipped). */
-function resolve(target: ControlTarget, step: WriteStep): { table: "holding" | "coil"; address: number } | null {
+function resolve(target: ControlTarget, step: WriteStep): Where | null {
   try {
     return target.resolveWrite(step);
   } catch (e) {
@@ -65,8 +69,9 @@ function bound(b: number | "$max_power_w", target: ControlTarget): number | unde
   return b === "$max_power_w" ? target.descriptor?.max_power_w : b;
 }
 
-function describe(step: WriteStep, where: { address: number }): string {
-  return `${typeof step.value === "string" ? step.value : "value"} for register ${where.address}`;
+function describe(step: WriteStep, where: { address: number; unit?: number }): string {
+  const unit = where.unit === undefined ? "" : ` of unit ${where.unit}`;
+  return `${typeof step.value === "string" ? step.value : "value"} for register ${where.address}${unit}`;
 }
 
 /** The engineering value of a numeric step, range-checked. */
@@ -93,7 +98,12 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
       value = 0;
       break;
     default:
-      value = step.value;
+      if (typeof step.value === "number") value = step.value;
+      else {
+        const named = enumValue(target.profile?.enums ?? {}, step.value);
+        if (named === undefined) throw invalid(`${what}: the profile has no named value ${step.value}`);
+        value = named;
+      }
   }
   if (step.range) {
     const lo = bound(step.range[0], target);
@@ -103,6 +113,36 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
     if (value < lo || value > hi) throw invalid(`${what}: ${value} is outside the device's range ${lo}..${hi}`);
   }
   return value;
+}
+
+/** The words that put a write-only register back: the step's `restore` value, encoded like the step's value. */
+function restoreWords(target: ControlTarget, step: WriteStep, where: Where): number[] {
+  const v =
+    typeof step.restore === "number"
+      ? step.restore
+      : step.restore === "$max_power_w"
+        ? target.descriptor?.max_power_w
+        : enumValue(target.profile?.enums ?? {}, step.restore!);
+  if (v === undefined) {
+    const why =
+      step.restore === "$max_power_w" ? "the device did not report its rated power" : `the profile has no named value ${step.restore}`;
+    throw invalid(`restore value for write-only register ${where.address}: ${why}; nothing written`);
+  }
+  try {
+    return encodeValue(step.type, v, step.word_order ?? "big");
+  } catch (e) {
+    throw invalid(`restore value ${v} for register ${where.address} does not fit ${step.type} (${errorMessage(e)})`);
+  }
+}
+
+function unitOf(where: Where): { unit?: number } {
+  return where.unit === undefined ? {} : { unit: where.unit };
+}
+
+/** The engineering value times the step's scale, exact for decimal scales (x 0.1 is / 10). */
+function scaled(value: number, scale: number): number {
+  if (scale === 1) return value;
+  return Number.isInteger(1 / scale) ? value / (1 / scale) : value * scale;
 }
 
 /**
@@ -124,8 +164,9 @@ export function planWrites(
       const on = step.value === "$on" ? true : step.value === "$off" ? false : engineeringValue(target, step, params, where) !== 0;
       const last = out[out.length - 1];
       // Neighbouring coils go out as one write-multiple-coils request.
-      if (last && last.table === "coil" && last.address + last.coils.length === where.address) last.coils.push(on);
-      else out.push({ table: "coil", address: where.address, words: [], coils: [on] });
+      if (last && last.table === "coil" && last.unit === where.unit && last.address + last.coils.length === where.address)
+        last.coils.push(on);
+      else out.push({ table: "coil", address: where.address, ...unitOf(where), words: [], coils: [on] });
       continue;
     }
     const value = engineeringValue(target, step, params, where);
@@ -137,16 +178,17 @@ export function planWrites(
         throw invalid(`${describe(step, where)}: scale factor at register ${sfAt} was not read; refusing to write an unscaled value`);
       sf = known;
     }
-    const raw = toRaw(value, sf, step.type);
+    const raw = toRaw(scaled(value, step.scale ?? 1), sf, step.type);
     let words: number[];
     try {
-      words = encodeValue(step.type, raw);
+      words = encodeValue(step.type, raw, step.word_order ?? "big");
     } catch (e) {
       throw invalid(
         `${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`,
       );
     }
-    out.push({ table: "holding", address: where.address, words, coils: [] });
+    const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
+    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
   }
   return out;
 }
@@ -164,7 +206,7 @@ export async function readScaleFactors(driver: DeviceDriver, steps: readonly Wri
     if (at === undefined || known.has(at)) continue;
     let word: number;
     try {
-      [word] = await driver.bus.read(driver.unit, "holding", at, 1, {
+      [word] = await driver.bus.read(step.unit ?? driver.unit, "holding", at, 1, {
         priority: PRIORITY.control,
         timeoutMs: driver.timeoutMs,
         retries: 1,

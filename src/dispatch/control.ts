@@ -9,6 +9,13 @@ import type { DispatchDevice } from "./allocate.js";
 export interface RawWrite {
   table: "holding" | "coil";
   address: number;
+  /** A sub-device's own unit id; absent: the device's unit. */
+  unit?: number;
+  /**
+   * A write-only register. In an action's write: the words that put it back, recorded as
+   * its pre-event state without a read. In the ledger's pre-event state: not read back.
+   */
+  restore?: number[];
   words: number[];
   coils: boolean[];
 }
@@ -25,8 +32,13 @@ export interface DeviceControl {
   devices(): DispatchDevice[];
   /** The raw writes of the profile's action for this device; throws a SitegateError when it has none. */
   plan(deviceId: string, action: ActionName, params: ActionParams): Promise<RawWrite[]>;
-  /** Reads `count` holding registers (words) or coils (0/1). */
-  read(deviceId: string, table: "holding" | "coil", address: number, count: number): Promise<number[]>;
+  /** Reads `count` holding registers (words) or coils (0/1), of the sub-device `unit` when given. */
+  read(deviceId: string, table: "holding" | "coil", address: number, count: number, unit?: number): Promise<number[]>;
+  /**
+   * Reads the registers the profile names for this action back and throws a SitegateError
+   * (CONTROL_NOT_CONFIRMED) unless each holds its expected value: the device took the mode.
+   */
+  readBack?(deviceId: string, action: ActionName): Promise<void>;
   /** Writes in order; throws a SitegateError when the device refuses or does not answer. */
   write(deviceId: string, writes: readonly RawWrite[]): Promise<void>;
   /**

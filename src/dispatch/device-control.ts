@@ -95,9 +95,15 @@ export class ModbusDeviceControl implements DeviceControl {
   }
 
   /** Raw reads in the control lane (the ledger's pre-event state and read-back). */
-  async read(deviceId: string, table: "holding" | "coil", address: number, count: number): Promise<number[]> {
+  async read(deviceId: string, table: "holding" | "coil", address: number, count: number, unit?: number): Promise<number[]> {
     const driver = this.driver(deviceId);
-    return driver.bus.read(driver.unit, table, address, count, { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 });
+    const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 };
+    return driver.bus.read(unit ?? driver.unit, table, address, count, opts);
+  }
+
+  /** The profile's read-back of the action: the device holds the mode it was told. */
+  async readBack(deviceId: string, action: ActionName): Promise<void> {
+    await this.driver(deviceId).readBack(action);
   }
 
   /** Raw writes in the control lane, in order (planWrites merges neighbouring coils). */
@@ -105,8 +111,9 @@ export class ModbusDeviceControl implements DeviceControl {
     const driver = this.driver(deviceId);
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
     for (const w of writes) {
-      if (w.table === "coil") await driver.bus.writeCoils(driver.unit, w.address, w.coils, opts);
-      else await driver.bus.writeRegisters(driver.unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+      const unit = w.unit ?? driver.unit;
+      if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
+      else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
     }
   }
 

@@ -5,15 +5,15 @@
 // in the same transaction that ends the event, so it exists exactly once.
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
-import type { MetricFamily, Part } from "../lifecycle.js";
+import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceControl } from "./control.js";
-import { withFullSync } from "./durable.js";
+import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
-import { contentHash, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
-import { EventStore, emptyProgress, type EventRow } from "./store.js";
+import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
+import { EventStore, OpenBound, OpenWindow, emptyProgress, type EventRow } from "./store.js";
 import { Timeline } from "./timeline.js";
 
 export type { DeviceControl } from "./control.js";
@@ -46,12 +46,16 @@ const STEP_CHECK_MS = 5000;
 const CLOCK_STEP_MS = 2000;
 const MAX_TIMER_MS = 60_000;
 const HISTORY_DAYS = 30;
-/** How long a clean stop waits for the devices to be put back. */
-const STOP_RELEASE_MS = 10_000;
+/** How long start waits for the devices a crashed run left driven to be put back before the API starts anyway. */
+const PUT_BACK_WAIT_MS = 10_000;
+/** Of the stop budget, what is kept back so that the devices left are reported (and their remote control ended) before the lifecycle gives up. */
+const STOP_REPORT_MS = 250;
 
 export class Dispatcher implements Part {
   readonly name = "dispatch";
   private store!: EventStore;
+  private window!: OpenWindow;
+  private bound!: OpenBound;
   private readonly open = new Timeline();
   private readonly exec: Executor;
   private batch: Array<{ req: DispatchRequest; resolve: (r: Receipt[]) => void; reject: (e: unknown) => void }> = [];
@@ -90,14 +94,21 @@ export class Dispatcher implements Part {
     };
   }
 
-  start(): void {
+  /**
+   * Loads the timeline and plans it; devices a crashed run left driven are put back
+   * before this returns (the lifecycle starts the API after it), so no partner request
+   * is answered while a device is still shed or limited by an event that is over.
+   */
+  async start(): Promise<void> {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
     this.exec.start(this.store.db);
     this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
-    for (const row of this.store.open()) this.open.put(row);
+    this.window = new OpenWindow(this.store);
+    this.bound = new OpenBound(this.store);
+    this.window.fill(now, this.open);
     this.offset = now - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;
@@ -112,10 +123,22 @@ export class Dispatcher implements Part {
     };
     this.watch = this.deps.clock.setTimer(watch, STEP_CHECK_MS);
     if (this.open.size) this.deps.log.info({ open_events: this.open.size }, "dispatch timeline loaded");
+    const later = this.store.countOpen() - this.open.size; // once per start
+    if (later > 0)
+      this.deps.log.warn({ not_loaded: later }, "open events beyond the scheduler's window stay in the database until it reaches them");
     this.replan();
+    const put = await this.exec.putBack(PUT_BACK_WAIT_MS);
+    if (put === 0) return;
+    const left = this.exec.ledger
+      .all()
+      .filter((r) => !r.holders.some((h) => this.open.running.has(h)))
+      .map((r) => r.device_id);
+    if (left.length)
+      this.deps.log.warn({ devices: left }, "devices left driven by the previous run not put back yet; retried while the API starts");
+    else this.deps.log.info({ devices: put }, "devices left driven by the previous run put back");
   }
 
-  async stop(): Promise<void> {
+  async stop(budgetMs = STOP_BUDGET_MS): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) this.deps.clock.clearTimer(this.timer);
     if (this.watch !== null) this.deps.clock.clearTimer(this.watch);
@@ -124,7 +147,7 @@ export class Dispatcher implements Part {
     for (const row of this.open.running.values()) this.store.saveProgress(row, now);
     // No device stays shed or limited without a running event: put every one back. Running
     // events stay running in the database and take their devices again after a restart.
-    await this.exec.stop(STOP_RELEASE_MS);
+    await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 
   // ---- receipts ----
@@ -209,6 +232,7 @@ export class Dispatcher implements Part {
   /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
   private stage(req: DispatchRequest, now: number): Staged {
     const staged: Staged = { receipts: [], touched: [], stopRunning: [] };
+    let added = 0;
     req.event_slots.forEach((input, i) => {
       const spec = toSpec(input, req.mode);
       const hash = contentHash(spec);
@@ -228,8 +252,11 @@ export class Dispatcher implements Part {
           details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
         });
       }
+      const far = old && spec.cancelled ? null : startTooFar(spec, now, i); // an older version's far event can still be cancelled
+      if (far) throw far;
       if (!old) {
         const row = newRow(spec, hash, now);
+        if (row.state === "scheduled") added++;
         this.store.put(row, null); // no row: the look-up above found none
         this.deps.onState?.(row.spec, row.state, now);
         staged.touched.push(row);
@@ -276,12 +303,14 @@ export class Dispatcher implements Part {
       staged.touched.push(row);
       staged.receipts.push({ event_id: input.event_id, status: "accepted" });
     });
+    const over = added > 0 ? this.bound.add(added) : null; // thrown: the transaction rolls back what this request stored
+    if (over) throw over;
     return staged;
   }
 
   private applyStaged(staged: Staged, now: number): void {
     for (const row of staged.touched) {
-      if (row.state === "scheduled") this.open.put(row);
+      if (row.state === "scheduled" && this.window.holds(row.spec)) this.open.put(row);
       else this.open.remove(row.spec.event_id);
     }
     for (const row of staged.stopRunning) {
@@ -302,7 +331,8 @@ export class Dispatcher implements Part {
     if (spec.end_ms <= now) return false;
     const row = newRow(spec, contentHash(spec), now);
     this.store.put(row);
-    this.open.put(row);
+    this.bound.add(1); // a local event counts, but is never refused
+    if (this.window.holds(row.spec)) this.open.put(row);
     this.replan();
     return true;
   }
@@ -342,6 +372,7 @@ export class Dispatcher implements Part {
     if (this.timer !== null) this.deps.clock.clearTimer(this.timer);
     this.timer = null;
     const now = this.deps.clock.now();
+    this.window.fill(now, this.open);
     for (const row of this.open.due(now)) {
       if (row.spec.end_ms <= now) this.miss(row, now);
       else this.begin(row, now);

@@ -24,6 +24,7 @@ import type { EventRow } from "./store.js";
 import { kindOf } from "./kinds/index.js";
 import { Capacity, type DeviceEntry, type KindContext } from "./kinds/kind.js";
 import { byCodeUnit } from "../util/compare.js";
+import { testHook } from "../util/test-hooks.js";
 
 export interface ExecutionResponse {
   event_id: string;
@@ -56,6 +57,7 @@ const BASELINE_MS = 60_000;
 /** How far back a shed looks for a quiet minute (B4). */
 const QUIET_LOOKBACK_MS = 15 * 60_000;
 const MAX_HOLDERS = 16;
+const PUT_BACK_RETRY_MS = 250;
 
 export class Executor {
   ledger!: Ledger;
@@ -76,6 +78,7 @@ export class Executor {
   private running: readonly EventRow[] = [];
   private devs: DispatchDevice[] = [];
   private lastSave = 0;
+  private stopping = false;
   readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0, confirms_ok: 0, confirms_failed: 0 };
 
   constructor(private readonly deps: ExecutorDeps) {}
@@ -86,6 +89,7 @@ export class Executor {
   }
 
   start(db: Db): void {
+    this.stopping = false;
     this.ledger = new Ledger(db, this.deps.control);
     if (this.ledger.size)
       this.deps.log.info(
@@ -468,8 +472,40 @@ export class Executor {
     return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
   }
 
+  /**
+   * Waits, at most `timeoutMs`, until the devices being put back now (at start: those a
+   * crashed run left driven, released by the first plan) are back. A failed put-back is
+   * tried again every PUT_BACK_RETRY_MS meanwhile: at start a Zigbee bridge's broker may
+   * not be connected yet. After the bound, a device left is retried as always. The
+   * count of devices it waited for.
+   */
+  async putBack(timeoutMs: number): Promise<number> {
+    const ids = [...this.releasing];
+    if (ids.length === 0) return 0;
+    await testHook("ledger-put-back");
+    const deadline = this.deps.clock.mono() + timeoutMs;
+    let left = ids;
+    for (;;) {
+      await this.within(Promise.allSettled(left.map((id) => this.chains.get(id) ?? Promise.resolve())), deadline - this.deps.clock.mono());
+      left = left.filter((id) => this.ledger.get(id) !== undefined);
+      const wait = Math.min(PUT_BACK_RETRY_MS, deadline - this.deps.clock.mono());
+      if (left.length === 0 || wait <= 0 || this.stopping) return ids.length;
+      await this.within(new Promise(() => {}), wait);
+      for (const id of left) if (!this.stopping && !this.releasing.has(id) && this.ledger.get(id)) void this.release(id);
+    }
+  }
+
+  /** `p`, or nothing once `ms` have passed. */
+  private async within(p: Promise<unknown>, ms: number): Promise<void> {
+    let timer: unknown = null;
+    const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, Math.max(0, ms))));
+    await Promise.race([p, bound]);
+    this.deps.clock.clearTimer(timer);
+  }
+
   /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
   async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true;
     await Promise.allSettled([...this.chains.values()]);
     const ids = this.ledger.all().map((r) => r.device_id);
     if (ids.length === 0) return;

@@ -9,7 +9,7 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { Db } from "../storage/db.js";
 import type { ActionName } from "../profiles/schema.js";
 import { writeLength, type ActionParams, type DeviceControl, type RawWrite } from "./control.js";
-import { withFullSync } from "./durable.js";
+import { withFullSync } from "../storage/durable.js";
 
 export const LEDGER_SQL = `
   CREATE TABLE dp_ledger (
@@ -51,11 +51,15 @@ interface RawRow {
 }
 
 function cells(w: RawWrite): string[] {
-  return Array.from({ length: writeLength(w) }, (_, i) => `${w.table}:${w.address + i}`);
+  const unit = w.unit === undefined ? "" : `${w.unit}/`;
+  return Array.from({ length: writeLength(w) }, (_, i) => `${unit}${w.table}:${w.address + i}`);
 }
 
-function fromWords(table: "holding" | "coil", address: number, values: number[]): RawWrite {
-  return table === "coil" ? { table, address, words: [], coils: values.map((v) => v !== 0) } : { table, address, words: values, coils: [] };
+function fromWords(table: "holding" | "coil", address: number, values: number[], unit?: number, writeOnly = false): RawWrite {
+  const u = { ...(unit === undefined ? {} : { unit }), ...(writeOnly ? { restore: values } : {}) };
+  return table === "coil"
+    ? { table, address, ...u, words: [], coils: values.map((v) => v !== 0) }
+    : { table, address, ...u, words: values, coils: [] };
 }
 
 export class Ledger {
@@ -130,12 +134,15 @@ export class Ledger {
     for (const w of writes) {
       const cs = cells(w);
       if (cs.every((c) => known.has(c))) continue;
-      if (cs.every((c) => !known.has(c))) {
-        row.pre.push(fromWords(w.table, w.address, await this.control.read(deviceId, w.table, w.address, writeLength(w))));
+      if (w.restore) {
+        // The device will not tell: the profile says what puts this register back.
+        if (cs.some((c) => !known.has(c))) row.pre.push(fromWords(w.table, w.address, w.restore, w.unit, true));
+      } else if (cs.every((c) => !known.has(c))) {
+        row.pre.push(fromWords(w.table, w.address, await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit), w.unit));
       } else {
         for (let i = 0; i < cs.length; i++) {
           if (known.has(cs[i])) continue;
-          row.pre.push(fromWords(w.table, w.address + i, await this.control.read(deviceId, w.table, w.address + i, 1)));
+          row.pre.push(fromWords(w.table, w.address + i, await this.control.read(deviceId, w.table, w.address + i, 1, w.unit), w.unit));
         }
       }
       for (const c of cs) known.add(c);
@@ -156,6 +163,7 @@ export class Ledger {
       this.save(row, true); // durable before the device is touched
     }
     await this.control.write(deviceId, writes);
+    await this.control.readBack?.(deviceId, action);
   }
 
   /**
@@ -174,6 +182,7 @@ export class Ledger {
       outcome = mismatch ? { verified: false, mismatch } : { verified: true };
     } else if (this.control.hasAction(deviceId, "release")) {
       await this.control.write(deviceId, await this.control.plan(deviceId, "release", {}));
+      await this.control.readBack?.(deviceId, "release");
     }
     this.stmts.del.run(deviceId);
     this.rows.delete(deviceId);
@@ -190,7 +199,8 @@ export class Ledger {
   async verify(deviceId: string, pre: readonly RawWrite[]): Promise<string | undefined> {
     const diffs: string[] = [];
     for (const w of pre) {
-      const now = await this.control.read(deviceId, w.table, w.address, writeLength(w));
+      if (w.restore) continue; // write-only: it cannot be read back
+      const now = await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit);
       const want = w.table === "coil" ? w.coils.map((c) => (c ? 1 : 0)) : w.words;
       want.forEach((v, i) => {
         const got = w.table === "coil" ? (now[i] ? 1 : 0) : now[i];

@@ -113,8 +113,12 @@ export class CompositeDeviceControl implements DeviceControl {
     return this.of(id).plan(id, action, params);
   }
 
-  read(id: string, table: "holding" | "coil", address: number, count: number): Promise<number[]> {
-    return this.of(id).read(id, table, address, count);
+  read(id: string, table: "holding" | "coil", address: number, count: number, unit?: number): Promise<number[]> {
+    return this.of(id).read(id, table, address, count, unit);
+  }
+
+  async readBack(id: string, action: ActionName): Promise<void> {
+    await this.of(id).readBack?.(id, action);
   }
 
   write(id: string, writes: readonly RawWrite[]): Promise<void> {

@@ -4,9 +4,14 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { issuesToDetails } from "../config/issues.js";
-import type { ErrorDetail } from "../errors.js";
+import { SitegateError, type ErrorDetail } from "../errors.js";
 
 export const MAX_EVENTS_PER_REQUEST = 100;
+/** How far after its receipt an event may start (B4). */
+export const MAX_START_AHEAD_DAYS = 31;
+export const MAX_START_AHEAD_MS = MAX_START_AHEAD_DAYS * 86_400_000;
+/** Events not yet ended (scheduled or running) per site (B4): what the scheduler may have to hold. */
+export const MAX_OPEN_EVENTS = 10_000;
 import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
 export { EVENT_TYPES, UNITS, type EventType, type EventUnit };
 
@@ -195,6 +200,38 @@ export function contentHash(s: EventSpec): string {
   ];
   if (limit_pct !== undefined) fields.push(limit_pct);
   return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
+}
+
+/**
+ * The bound on how far ahead an event may start, as the 400 that refuses the request
+ * (event_slots[i] is the event), or null within it. Checked at receipt, with the receipt time.
+ */
+export function startTooFar(spec: EventSpec, now: number, i: number): SitegateError | null {
+  if (spec.start_ms - now <= MAX_START_AHEAD_MS) return null;
+  const latest = new Date(now + MAX_START_AHEAD_MS).toISOString();
+  return new SitegateError(
+    "INVALID_REQUEST",
+    `start_time is over the limit of ${MAX_START_AHEAD_DAYS} days after receipt; nothing was stored`,
+    {
+      details: [
+        { path: `event_slots[${i}].start_time`, message: `must be at most ${MAX_START_AHEAD_DAYS} days after receipt (${latest})` },
+      ],
+    },
+  );
+}
+
+/** The bound on events not yet ended, as the 400 that refuses a request that would make `open` of them, or null. */
+export function tooManyOpen(open: number): SitegateError | null {
+  if (open <= MAX_OPEN_EVENTS) return null;
+  return new SitegateError(
+    "INVALID_REQUEST",
+    `the request would make ${open} events not yet ended, over the limit of ${MAX_OPEN_EVENTS} per site; nothing was stored`,
+    {
+      details: [
+        { path: "event_slots", message: `at most ${MAX_OPEN_EVENTS} events not yet ended per site; cancel some or wait until they end` },
+      ],
+    },
+  );
 }
 
 /** Watts back into the event's unit, rounded to what a partner reads (1 mW). */

@@ -3,7 +3,8 @@
 // the same transaction) are committed before they are answered or acted on.
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { MeanState } from "./measure.js";
-import type { EventSpec } from "./request.js";
+import type { SitegateError } from "../errors.js";
+import { MAX_OPEN_EVENTS, MAX_START_AHEAD_DAYS, tooManyOpen, type EventSpec } from "./request.js";
 import type { RawWrite } from "./control.js";
 import { LEDGER_SQL } from "./ledger.js";
 
@@ -52,6 +53,10 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
         ALTER TABLE dp_event_v4 RENAME TO dp_event;
       `,
     },
+    // The open events only, in start order: the loading of the scheduler's window page by
+    // page (OpenWindow) and the exact count that bounds them (OpenBound; the index covers it)
+    // read this index instead of the whole table. A finished event leaves it.
+    { version: 5, sql: "CREATE INDEX dp_event_open ON dp_event (start_ms, event_id, state) WHERE state IN ('scheduled', 'running')" },
   ],
 };
 
@@ -183,7 +188,11 @@ export class EventStore {
            started_at = excluded.started_at, ended_at = excluded.ended_at, progress = excluded.progress, result = excluded.result,
            updated_at = excluded.updated_at`,
       ),
-      open: db.prepare(`SELECT ${COLS} FROM dp_event WHERE state IN ('scheduled', 'running') ORDER BY start_ms, event_id`),
+      open: db.prepare(
+        `SELECT ${COLS} FROM dp_event INDEXED BY dp_event_open WHERE state IN ('scheduled', 'running')
+           AND (start_ms, event_id) > (?, ?) AND start_ms < ? ORDER BY start_ms, event_id LIMIT ?`,
+      ),
+      countOpen: db.prepare("SELECT count(*) FROM dp_event INDEXED BY dp_event_open WHERE state IN ('scheduled', 'running')").pluck(),
       list: db.prepare(`SELECT ${COLS} FROM dp_event ORDER BY start_ms DESC, event_id LIMIT ?`),
       progress: db.prepare("UPDATE dp_event SET progress = ?, updated_at = ? WHERE event_id = ?"),
       sweep: db.prepare("DELETE FROM dp_event WHERE state NOT IN ('scheduled', 'running') AND end_ms < ?"),
@@ -230,9 +239,17 @@ export class EventStore {
     this.stmts.progress.run(JSON.stringify(row.progress), now, row.spec.event_id.toLowerCase());
   }
 
-  /** Scheduled and running events, oldest start first. */
-  open(): EventRow[] {
-    return (this.stmts.open.all() as RawRow[]).map(fromRaw);
+  /**
+   * Scheduled and running events after `after` (by start, then key) that start before
+   * `until`, at most `limit`, in that order.
+   */
+  open(after: WindowKey, until: number, limit: number): EventRow[] {
+    return (this.stmts.open.all(after.start, after.key, until, limit) as RawRow[]).map(fromRaw);
+  }
+
+  /** Events not yet ended (scheduled or running). */
+  countOpen(): number {
+    return this.stmts.countOpen.get() as number;
   }
 
   list(limit = 500): EventRow[] {
@@ -242,5 +259,78 @@ export class EventStore {
   /** Forgets finished events that ended before `before` (bounded history). */
   sweep(before: number): number {
     return this.stmts.sweep.run(before).changes;
+  }
+}
+
+/** An open event's place in start order: its start, then its key (the lowercased event_id). */
+export interface WindowKey {
+  start: number;
+  key: string;
+}
+
+/** How far ahead of now the scheduler holds events in memory: a day beyond the furthest start a request may set. */
+export const WINDOW_AHEAD_MS = (MAX_START_AHEAD_DAYS + 1) * 86_400_000;
+/** The window moves on once it reaches less than this far ahead: one indexed query an hour. */
+const WINDOW_STEP_MS = 3_600_000;
+
+/** What the window fills: the scheduler's timeline. */
+interface Held {
+  readonly size: number;
+  get(eventId: string): EventRow | undefined;
+  put(row: EventRow): void;
+}
+
+/**
+ * Which open events the scheduler holds in memory: every one up to `through` in start
+ * order, at most MAX_OPEN_EVENTS, and never one that starts beyond WINDOW_AHEAD_MS from
+ * now. The rest stay in the database and are loaded page by page as the window moves, so
+ * no database (an older version's too, with any number of far-future events) makes start
+ * load more than a bounded page.
+ */
+export class OpenWindow {
+  private through: WindowKey = { start: Number.MIN_SAFE_INTEGER, key: "" };
+
+  constructor(private readonly store: EventStore) {}
+
+  /** Whether the event belongs in memory now (else it stays in the database until the window reaches it). */
+  holds(spec: EventSpec): boolean {
+    const t = this.through;
+    return spec.start_ms < t.start || (spec.start_ms === t.start && spec.event_id.toLowerCase() <= t.key);
+  }
+
+  /** Loads the open events the window reached since last time, into `held`; returns how many. */
+  fill(now: number, held: Held): number {
+    const until = now + WINDOW_AHEAD_MS;
+    if (this.through.start > until - WINDOW_STEP_MS) return 0;
+    const room = MAX_OPEN_EVENTS - held.size;
+    if (room <= 0) return 0;
+    const rows = this.store.open(this.through, until, room);
+    for (const row of rows) if (!held.get(row.spec.event_id)) held.put(row);
+    const last = rows[rows.length - 1];
+    // A full page may end inside the events of one start: the next page goes on after its last key.
+    this.through = rows.length < room ? { start: until, key: "" } : { start: last.spec.start_ms, key: last.spec.event_id.toLowerCase() };
+    return rows.length;
+  }
+}
+
+/**
+ * An upper bound of the events not yet ended, made exact whenever it passes the limit: a
+ * receipt then pays for the exact count (about 0.8 ms at 10,000 open events on this
+ * machine) only near the limit, not on every request. It only grows between counts (an
+ * ended event does not lower it), so it never lets a request past the limit.
+ */
+export class OpenBound {
+  private bound: number;
+
+  constructor(private readonly store: EventStore) {
+    this.bound = store.countOpen();
+  }
+
+  /** Counts `n` events just stored as open (in the caller's transaction); the 400 when that makes too many. */
+  add(n: number): SitegateError | null {
+    this.bound += n;
+    if (this.bound <= MAX_OPEN_EVENTS) return null;
+    this.bound = this.store.countOpen();
+    return tooManyOpen(this.bound);
   }
 }

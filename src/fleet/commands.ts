@@ -13,7 +13,7 @@ import type { LocalDevice } from "../devices/local.js";
 import type { HealthView } from "../devices/types.js";
 import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
-import { updateRequestSchema, writeUpdateRequest } from "../update/request.js";
+import { requestPolicyRefusal, updateRequestSchema, writeUpdateRequest } from "../update/request.js";
 
 export interface CommandDeps extends ConfigureDeps {
   dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
@@ -69,8 +69,16 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
         const r = updateRequestSchema.safeParse(payload ?? {});
         if (!r.success) {
           const details = r.error.issues.map((i) => ({ path: i.path.join(".") || "body", message: i.message }));
-          return errorAnswer(400, "invalid_request", "update takes {url: https://..., sha256: 64 hex digits, version: x.y.z}", details);
+          return errorAnswer(
+            400,
+            "invalid_request",
+            "update takes {url: https://..., sha256: 64 hex digits, version: x.y.z, size?: bytes}",
+            details,
+          );
         }
+        // Refused here already (root checks again): who may ask, and from where it may download.
+        const policy = requestPolicyRefusal(deps.config, r.data.url);
+        if (policy) return errorAnswer(403, "forbidden", policy.message, [policy]);
         writeUpdateRequest(deps.config.data_dir, r.data);
         deps.log.info({ version: r.data.version, url: r.data.url }, "update requested by the fleet");
         return { status: 202, body: { status: 202, data: { status: "requested", version: r.data.version } } };

@@ -25,6 +25,8 @@ import { TelemetrySource } from "./telemetry-source.js";
 import type { FleetQueue } from "./queue.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
+import { brokerEndpoint } from "../util/loopback.js";
+import { LogBudget } from "../util/log-budget.js";
 
 /** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
 export const TELEMETRY_WINDOW = 32;
@@ -33,6 +35,12 @@ const EVENTS_WINDOW = 4;
 const RESERVED_INFLIGHT = 4;
 const MAX_CONCURRENT_COMMANDS = 8;
 const MAX_COMMAND_BYTES = 256 * 1024;
+/**
+ * The MQTT 5 Maximum Packet Size the gateway announces: the largest command plus room for
+ * its topic and properties (signature, response topic, correlation data). The broker drops
+ * a larger publish for this client instead of sending it, so its size never reaches memory.
+ */
+export const MAX_PACKET_BYTES = MAX_COMMAND_BYTES + 64 * 1024;
 /** A broker restart or a short network outage is not worth a warning; this long is. */
 export const UNREACHABLE_WARN_MS = 120_000;
 
@@ -89,6 +97,10 @@ export class Fleet implements Part {
   /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
   private down: { mono: number; at: number } | null = null;
 
+  /** Commands not run, by reason: counted always, logged within a budget (forgeries come in floods). */
+  private readonly refused = new Map<string, number>();
+  private readonly refusedLog = new LogBudget();
+
   private readonly commandDeps: CommandDeps;
   /** Set when fleet.command_keys is: then every command must be signed. */
   private readonly verifier: CommandVerifier | null;
@@ -113,7 +125,7 @@ export class Fleet implements Part {
     this.startStreams();
     const opts = this.clientOptions();
     this.down = { mono: deps.clock.mono(), at: Date.now() };
-    const client = connect(f.url, opts);
+    const client = connect(opts);
     this.client = client;
     // One warning per outage; the retries' errors (every few seconds) at debug.
     let warned = false;
@@ -237,8 +249,14 @@ export class Fleet implements Part {
   private clientOptions(): IClientOptions {
     const f = this.deps.fleet;
     const site = this.deps.config.site_id;
+    const at = brokerEndpoint(f.url);
     return {
+      // Host and port as the config check parsed them, not the URL string (MQTT.js parses that its own way).
+      protocol: at.protocol,
+      host: at.host,
+      port: at.port,
       protocolVersion: 5,
+      properties: { maximumPacketSize: MAX_PACKET_BYTES },
       clientId: f.client_id ?? `sitegate-${site}`,
       keepalive: f.keepalive_s,
       clean: true,
@@ -330,26 +348,28 @@ export class Fleet implements Part {
     const correlationData = packet.properties?.correlationData;
     if (packet.retain) {
       // A retained command would run again at every reconnect.
-      log.warn({ topic }, "retained command ignored (commands must not be retained)");
+      this.refuse("retained", { topic }, "retained command ignored (commands must not be retained)");
       return;
     }
     if (!responseTopic) {
-      log.warn({ topic }, "command without a response topic ignored");
+      this.refuse("no_response_topic", { topic }, "command without a response topic ignored");
       return;
     }
     // Answers go only below our own reply/ topic: a command must not make the gateway
     // publish on its status, telemetry or events (or anywhere else the broker lets it).
     const replyPrefix = this.topic("reply/");
     if (/[+#]/.test(responseTopic) || !responseTopic.startsWith(replyPrefix) || responseTopic.length === replyPrefix.length) {
-      log.warn(
-        { topic, response_topic: responseTopic, allowed: `${replyPrefix}...` },
+      this.refuse(
+        "response_topic",
+        { topic, response_topic: responseTopic.slice(0, 200), allowed: `${replyPrefix}...` },
         "command with a response topic outside reply/ ignored",
       );
       return;
     }
     this.commands++;
     const answer = (a: CommandAnswer) => {
-      if (a.status >= 400) log.warn({ command: name, status: a.status, error: a.body.error, message: a.body.message }, "command refused");
+      if (a.status >= 400)
+        this.refuse(String(a.status), { command: name.slice(0, 100), error: a.body.error, message: a.body.message }, "command refused");
       else log.debug({ command: name }, "command answered");
       this.qos1(
         responseTopic,
@@ -392,6 +412,17 @@ export class Fleet implements Part {
     if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;
     r.then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e)))).finally(() => this.busyCommands--);
+  }
+
+  /** Counts a command that is not run and logs it within the budget; the count says how many lines were held back. */
+  private refuse(reason: string, fields: Record<string, unknown>, msg: string): void {
+    this.refused.set(reason, (this.refused.get(reason) ?? 0) + 1);
+    const held = this.refusedLog.take();
+    if (held === null) return;
+    this.deps.log.warn(
+      { ...fields, reason, ...(held ? { not_logged_since_last: held } : {}) },
+      `${msg} (further refusals within a minute only counted in sitegate_fleet_commands_refused_total)`,
+    );
   }
 
   /** A signed command's nonce, committed before the command runs (a replay, even after a restart, finds it); an answer when it may not run. */
@@ -474,6 +505,12 @@ export class Fleet implements Part {
         values: [{ value: this.deps.telemetry.backlog }],
       },
       { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
+      {
+        name: "sitegate_fleet_commands_refused_total",
+        help: "fleet commands not run: ignored (retained, no or a foreign response topic) or answered with an error status",
+        type: "counter",
+        values: [...this.refused].map(([reason, value]) => ({ labels: { reason }, value })),
+      },
     ];
   }
 

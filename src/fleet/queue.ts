@@ -5,6 +5,7 @@
 // store keeps rows until both have them; that cursor starts at fl_state's telemetry_cursor.
 import { migrate, type Db, type ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
+import { commitDurably } from "../storage/durable.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "../delivery/log.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { mqttRoute } from "./mqtt-sink.js";
@@ -91,13 +92,11 @@ export class FleetQueue {
    */
   claimNonce(nonce: string, expiresAt: number, now: number): "ok" | "replayed" | "full" {
     const s = this.s;
-    return this.storage.db
-      .transaction(() => {
-        s.pruneNonces.run(now);
-        if ((s.countNonces.get() as number) >= MAX_NONCES) return "full";
-        return s.addNonce.run(nonce, expiresAt).changes === 1 ? "ok" : "replayed";
-      })
-      .immediate();
+    return commitDurably(this.storage.db, () => {
+      s.pruneNonces.run(now);
+      if ((s.countNonces.get() as number) >= MAX_NONCES) return "full";
+      return s.addNonce.run(nonce, expiresAt).changes === 1 ? "ok" : "replayed";
+    });
   }
 
   /** Forgets prepared statements (the database was closed). */

@@ -64,6 +64,7 @@ export class Bus {
 
   constructor(
     endpoint: Endpoint,
+    /** Carries the bus key as `bus` (the engine gives each bus a child logger): no log line repeats it. */
     private readonly log: Logger,
     /** A transport, or how to make one for a framing (the bus reframes through it). */
     transport: Transport | ((e: Endpoint) => Transport) = (e) => new ModbusSerialTransport(e),
@@ -103,10 +104,7 @@ export class Bus {
   reframe(endpoint: Endpoint): boolean {
     if (endpointKey(endpoint) !== this.key) throw new Error(`bus ${this.key} cannot become ${endpointKey(endpoint)}`);
     if (sameFraming(endpoint, this.current)) return false;
-    this.log.info(
-      { bus: this.key, from: describeFraming(this.current), to: describeFraming(endpoint) },
-      "line settings change; the port is reopened",
-    );
+    this.log.info({ from: describeFraming(this.current), to: describeFraming(endpoint) }, "line settings change; the port is reopened");
     this.current = endpoint;
     this.line = endpoint.kind === "rtu" ? lineTiming(endpoint) : null;
     this.reopenWanted = true;
@@ -243,10 +241,10 @@ export class Bus {
       this.stats.reconnects++;
       this.reconnectDelay = RECONNECT_MIN_MS;
       this.nextConnectAt = 0;
-      this.log.debug({ bus: this.key }, "connected");
+      this.log.debug("connected");
     } catch (e) {
       this.nextConnectAt = Date.now() + this.reconnectDelay;
-      this.log.warn({ bus: this.key, retry_in_ms: this.reconnectDelay, err: (e as Error).message }, "cannot connect");
+      this.log.warn({ retry_in_ms: this.reconnectDelay, err: (e as Error).message }, "cannot connect");
       this.reconnectDelay = Math.min(RECONNECT_MAX_MS, this.reconnectDelay * 2);
       throw mapModbusError(e, `connect ${this.key}`);
     }

@@ -61,12 +61,15 @@ export function healthMonitor(c: Core, log: (part: string) => Logger): HealthMon
   return monitor;
 }
 
-export function statusPageDeps(c: Core, log: Logger): ConstructorParameters<typeof UiPart>[0] {
+export function statusPageDeps(
+  c: Core,
+  more: Pick<ConstructorParameters<typeof UiPart>[0], "log" | "guesses" | "connectionLimits">,
+): ConstructorParameters<typeof UiPart>[0] {
   const { config, registry, local, poller, profiles, dispatch, uplink, samples } = c;
-  return { config, log, registry, local, poller, buses: c.modbus.buses, profiles, dispatch, uplink, samples, db: () => c.storage.db };
+  return { config, registry, local, poller, buses: c.modbus.buses, profiles, dispatch, uplink, samples, db: () => c.storage.db, ...more };
 }
 
-export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" | "plugins">): ApiDeps {
+export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" | "plugins" | "guesses" | "connectionLimits">): ApiDeps {
   const { config, storage, registry, connector, local, profiles, uplink, dispatch } = c;
   return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
 }

@@ -1,10 +1,12 @@
 // Loads and validates the device profiles: the built-in ones shipped in builtin/, plus
-// any in an extra folder. A profile that fails validation is an error with its path.
-import { readdirSync, readFileSync } from "node:fs";
+// the site's own in profiles_dir. A built-in that fails validation is an error with its
+// path; a site profile that fails is reported by its path and left out, so one broken
+// file never stops the gateway.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
-import { SitegateError } from "../errors.js";
+import { SitegateError, errorMessage, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "../config/issues.js";
 import { profileSchema, type Profile } from "./schema.js";
 
@@ -26,18 +28,54 @@ export function loadProfileFile(file: string): Profile {
   return r.data;
 }
 
+function profileFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((f) => /\.(ya?ml|json)$/.test(f))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
 export class ProfileRegistry {
   private readonly profiles = new Map<string, Profile>();
+  /** Site profile files that did not load, by path (each one left out). */
+  readonly errors: ErrorDetail[] = [];
 
   constructor(dirs: string[] = [BUILTIN_DIR]) {
     for (const dir of dirs) {
-      for (const f of readdirSync(dir)
-        .filter((f) => /\.(ya?ml|json)$/.test(f))
-        .sort()) {
-        const p = loadProfileFile(join(dir, f));
+      for (const file of profileFiles(dir)) {
+        const p = loadProfileFile(file);
         this.profiles.set(p.name, p);
       }
     }
+  }
+
+  /**
+   * Adds the site's profiles from `dir` (absent or empty: none). A file that does not
+   * parse, fails validation, or reuses a name already loaded is recorded in `errors` by
+   * its path and left out; the others load.
+   */
+  addSiteDir(dir: string): this {
+    if (!existsSync(dir)) return this;
+    let files: string[];
+    try {
+      if (!statSync(dir).isDirectory()) throw new Error("is not a directory");
+      files = profileFiles(dir);
+    } catch (e) {
+      this.errors.push({ path: dir, message: errorMessage(e) });
+      return this;
+    }
+    for (const file of files) {
+      try {
+        const p = loadProfileFile(file);
+        if (this.profiles.has(p.name))
+          throw new Error(`profile name "${p.name}" is already taken (a built-in or an earlier file); give it another name`);
+        this.profiles.set(p.name, p);
+      } catch (e) {
+        const details = e instanceof SitegateError ? e.details.map((d) => `${d.path || "(file)"}: ${d.message}`).join("; ") : "";
+        this.errors.push({ path: file, message: details ? `invalid profile: ${details}` : errorMessage(e) });
+      }
+    }
+    return this;
   }
 
   names(): string[] {
@@ -53,6 +91,12 @@ export class ProfileRegistry {
     if (!p) throw new SitegateError("PROFILE_NOT_FOUND", `no device profile "${name}" (known: ${this.names().join(", ")})`);
     return p;
   }
+}
+
+/** The built-in profiles plus the site's own from profiles_dir (see ProfileRegistry.errors for those left out). */
+export function siteProfiles(profilesDir: string | undefined): ProfileRegistry {
+  const r = new ProfileRegistry();
+  return profilesDir ? r.addSiteDir(profilesDir) : r;
 }
 
 let builtin: ProfileRegistry | null = null;

@@ -28,6 +28,17 @@ const role = z.enum(ROLES);
 const capability = z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"]);
 const pointClass = z.enum(["fast", "slow"]).default("fast");
 const register = z.number().int().min(0).max(65535);
+/** A sub-device's own unit id (a gateway that answers for several devices); absent: the device's configured unit. */
+const unitId = z.number().int().min(0).max(255);
+const wordOrder = z.enum(["big", "little"]).default("big");
+/** A constant of one of the profile's `enums`, written `enum.label` (ems_mode.forced). */
+const enumRef = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z0-9_]+$/, "a named value is written enum.label (ems_mode.forced)");
+/**
+ * Raw register values that mean "not available" for this point (0x7FFF, 0xFFFF, 0x8000,
+ * 0xFFFFFFFF ...): the whole register width as one unsigned number, high word first after
+ * word_order. Such a reading gives no value, never a number.
+ */
+const sentinels = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).default([]);
 export const ACTION_NAMES = ["charge", "discharge", "shed", "restore", "curtail", "release"] as const;
 const actionName = z.enum(ACTION_NAMES);
 export type ActionName = (typeof ACTION_NAMES)[number];
@@ -50,7 +61,25 @@ const writeStep = z
     model: z.number().int().optional(),
     offset: z.number().int().min(0).optional(),
     type: valueType.default("u16"),
-    value: z.union([z.number(), z.enum(["$pct", "$watts", "$on", "$off"])]),
+    /** Word order of a 32- or 64-bit value on the wire (little: low word first). */
+    word_order: wordOrder,
+    unit: unitId.optional(),
+    /** A number, a parameter of the action, or a named constant of the profile's enums (ems_mode.forced). */
+    value: z.union([z.number(), z.enum(["$pct", "$watts", "$on", "$off"]), enumRef]),
+    /**
+     * Multiplier of the engineering value before it is written, after the range check:
+     * -1 for a device that takes a charge as a negative setpoint, 0.1 for a register in
+     * units of 10 W. The raw value is rounded for integer types.
+     */
+    scale: z
+      .number()
+      .refine((x) => x !== 0, "must not be 0")
+      .default(1),
+    /**
+     * A register the device will not let be read (write-only): the value that puts it back
+     * at the end of an event, recorded instead of a read pre-event state.
+     */
+    restore: z.union([z.number(), z.literal("$max_power_w"), enumRef]).optional(),
     /** SunSpec: offset of the scale-factor point in the step's model (e.g. InOutWRte_SF). */
     sf_offset: z.number().int().min(2).optional(),
     /** Fixed profiles: absolute holding register of the scale factor. */
@@ -63,7 +92,10 @@ const writeStep = z
       ctx.addIssue({ code: "custom", path: ["sf_offset"], message: "needs model (SunSpec steps); use sf_address for a fixed address" });
     if (s.sf_offset !== undefined && s.sf_address !== undefined)
       ctx.addIssue({ code: "custom", path: ["sf_address"], message: "give sf_offset or sf_address, not both" });
-    if ((s.sf_offset !== undefined || s.sf_address !== undefined || s.range) && s.table === "coil") {
+    if (
+      (s.sf_offset !== undefined || s.sf_address !== undefined || s.range || s.scale !== 1 || s.restore !== undefined) &&
+      s.table === "coil"
+    ) {
       ctx.addIssue({ code: "custom", path: ["table"], message: "coils take no scale factor or range" });
     }
     if (s.range && typeof s.range[0] === "number" && typeof s.range[1] === "number" && s.range[0] > s.range[1]) {
@@ -80,13 +112,61 @@ const writeStep = z
     }
   });
 
+type Enums = Record<string, Record<string, number>>;
+
+/** The value of a named constant (`ems_mode.forced`), or undefined when the profile has none by that name. */
+export function enumValue(enums: Enums, ref: string): number | undefined {
+  const [e, label] = ref.split(".");
+  return enums[e]?.[label];
+}
+
+/** Cross-references within a profile: named constants exist, a watchdog is refreshed in time. */
+function checkNames(
+  p: {
+    enums: Enums;
+    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown }>>>;
+    readback: Partial<Record<ActionName, Array<{ expect: unknown }>>>;
+    refresh_s: number;
+    revert_s?: number;
+    points?: Array<{ enum?: string }>;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const known = (v: unknown) => typeof v !== "string" || v.startsWith("$") || enumValue(p.enums, v) !== undefined;
+  for (const [name, steps] of Object.entries(p.actions))
+    steps?.forEach((s, i) => {
+      if (!known(s.value))
+        ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: `no named value ${String(s.value)} in enums` });
+      if (s.restore !== undefined && !known(s.restore))
+        ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: `no named value ${String(s.restore)} in enums` });
+    });
+  for (const [name, checks] of Object.entries(p.readback)) {
+    if (!(name in p.actions)) ctx.addIssue({ code: "custom", path: ["readback", name], message: `the profile has no ${name} action` });
+    checks?.forEach((c, i) => {
+      if (!known(c.expect))
+        ctx.addIssue({ code: "custom", path: ["readback", name, i, "expect"], message: `no named value ${String(c.expect)} in enums` });
+    });
+  }
+  p.points?.forEach((pt, i) => {
+    if (pt.enum !== undefined && !(pt.enum in p.enums))
+      ctx.addIssue({ code: "custom", path: ["points", i, "enum"], message: `no enum ${pt.enum} in enums` });
+  });
+  if (p.revert_s !== undefined && (p.refresh_s === 0 || p.refresh_s >= p.revert_s))
+    ctx.addIssue({
+      code: "custom",
+      path: ["refresh_s"],
+      message: `must be set and below revert_s (${p.revert_s} s), or the device reverts during an event`,
+    });
+}
+
 const fixedPoint = z.strictObject({
   metric: metricName,
   table: table.default("holding"),
   address: register,
   type: valueType.default("u16"),
   length: z.number().int().min(1).max(64).optional(),
-  word_order: z.enum(["big", "little"]).default("big"),
+  word_order: wordOrder,
+  unit: unitId.optional(),
   /**
    * Multiplier applied after decoding (e.g. 1000 for kWh -> Wh). The reading is then rounded
    * to what the register carries (codec roundReading): float32 7 significant digits, float64
@@ -97,6 +177,40 @@ const fixedPoint = z.strictObject({
   sf_address: register.optional(),
   /** The value uses SunSpec "not implemented" sentinels. */
   sunspec_na: z.boolean().default(false),
+  na: sentinels,
+  /**
+   * A magnitude whose sign is in another register: the value is negated while that
+   * register (or its `bit`) reads one of `negative`. A device with the opposite sign
+   * convention from the canonical one takes `scale: -1` instead.
+   */
+  direction: z
+    .strictObject({
+      table: table.default("holding"),
+      address: register,
+      unit: unitId.optional(),
+      type: z.enum(["u16", "s16", "u32", "bitfield16", "bitfield32"]).default("u16"),
+      word_order: wordOrder,
+      /** Only this bit of the register (0 = least significant) is the direction: it reads 0 or 1. */
+      bit: z.number().int().min(0).max(31).optional(),
+      negative: z.array(z.number().int()).min(1),
+    })
+    .optional(),
+  /**
+   * A second magnitude subtracted from this one (same type, word order and scale): a signed
+   * power from a device that reports charge and discharge, or import and export, apart.
+   */
+  minus: z
+    .strictObject({
+      table: table.default("holding"),
+      address: register,
+      na: sentinels,
+    })
+    .optional(),
+  /** Names of the values, from the profile's `enums` (a state shown by name on the status page). */
+  enum: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]*$/)
+    .optional(),
   class: pointClass,
   /**
    * Coils (or discrete inputs): `length` of them starting at address as one number, a bit
@@ -105,13 +219,59 @@ const fixedPoint = z.strictObject({
   bitmask: z.boolean().default(false),
 });
 
-const identityRegister = z.strictObject({
-  name: z.string().regex(/^[a-z][a-z0-9_]*$/),
-  table: table.default("holding"),
+/**
+ * What an identity register must read for the device to be this profile's (`scan
+ * --identify`): one of these values, a string that starts with one of these prefixes, or a
+ * number within one of these ranges. A register without `expect` is read and shown, and
+ * identifies nothing: a device that merely answers matches no profile.
+ */
+const identityExpect = z
+  .strictObject({
+    values: z.array(z.number().int()).min(1).optional(),
+    prefix: z.array(z.string().min(1)).min(1).optional(),
+    ranges: z
+      .array(z.tuple([z.number().int(), z.number().int()]))
+      .min(1)
+      .optional(),
+  })
+  .refine((e) => [e.values, e.prefix, e.ranges].filter((x) => x !== undefined).length === 1, "give exactly one of values, prefix, ranges");
+
+const identityRegister = z
+  .strictObject({
+    name: z.string().regex(/^[a-z][a-z0-9_]*$/),
+    table: table.default("holding"),
+    address: register,
+    unit: unitId.optional(),
+    type: valueType.default("u16"),
+    length: z.number().int().min(1).max(64).optional(),
+    word_order: wordOrder,
+    expect: identityExpect.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.expect?.prefix && r.type !== "string") ctx.addIssue({ code: "custom", path: ["expect"], message: "prefix needs type string" });
+    if ((r.expect?.values || r.expect?.ranges) && r.type === "string")
+      ctx.addIssue({ code: "custom", path: ["expect"], message: "a string register takes prefix" });
+  });
+
+/** A register read back after an action: the action failed unless it holds `expect` (a mode that took effect). */
+const readBack = z.strictObject({
+  table: z.enum(["holding", "input"]).default("holding"),
   address: register,
-  type: valueType.default("u16"),
-  length: z.number().int().min(1).max(64).optional(),
-  word_order: z.enum(["big", "little"]).default("big"),
+  unit: unitId.optional(),
+  type: z.enum(["u16", "s16", "u32", "s32", "bitfield16", "bitfield32"]).default("u16"),
+  word_order: wordOrder,
+  expect: z.union([z.number().int(), enumRef]),
+});
+
+/** The device's rated power read from a register at pairing (W after scale). */
+const ratedPower = z.strictObject({
+  table: z.enum(["holding", "input"]).default("holding"),
+  address: register,
+  unit: unitId.optional(),
+  type: z.enum(["u16", "s16", "u32", "s32", "f32"]).default("u16"),
+  word_order: wordOrder,
+  scale: z.number().positive().default(1),
+  na: sentinels,
 });
 
 const common = {
@@ -136,6 +296,15 @@ const common = {
    */
   refresh_s: z.number().int().min(0).max(3600).default(0),
   /**
+   * Seconds after which the device reverts a forced mode on its own when nothing rewrites
+   * it (a watchdog): refresh_s must be set and shorter, so an event holds the mode.
+   */
+  revert_s: z.number().int().min(1).max(86_400).optional(),
+  /** Named constants: `enums.ems_mode.forced: 2` is written `value: ems_mode.forced` and shown as a point's state name. */
+  enums: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.record(z.string().regex(/^[a-z0-9_]+$/), z.number().int())).default({}),
+  /** Per action, registers read after its writes that must hold the given value, or the action fails. */
+  readback: z.partialRecord(actionName, z.array(readBack).min(1)).default({}),
+  /**
    * Which metric carries the device's own operating state and what each value means for
    * device sync's device_op_mode (values not listed: unknown). Without it the op mode is unknown.
    */
@@ -150,15 +319,19 @@ const common = {
     .optional(),
 };
 
-export const fixedProfileSchema = z.strictObject({
-  ...common,
-  kind: z.literal("fixed"),
-  role,
-  max_power_w: z.number().positive().optional(),
-  identity: z.array(identityRegister).default([]),
-  points: z.array(fixedPoint).min(1),
-  unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
-});
+export const fixedProfileSchema = z
+  .strictObject({
+    ...common,
+    kind: z.literal("fixed"),
+    role,
+    max_power_w: z.number().positive().optional(),
+    /** Rated power from the device; max_power_w is the fallback when it gives no value. */
+    max_power: ratedPower.optional(),
+    identity: z.array(identityRegister).default([]),
+    points: z.array(fixedPoint).min(1),
+    unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
+  })
+  .superRefine(checkNames);
 
 const sunspecPoint = z.strictObject({
   metric: metricName,
@@ -170,25 +343,31 @@ const sunspecPoint = z.strictObject({
   class: pointClass,
 });
 
-export const sunspecProfileSchema = z.strictObject({
-  ...common,
-  kind: z.literal("sunspec"),
-  /** Base addresses probed for the "SunS" marker, in order. */
-  bases: z.array(register).min(1).default([40000, 0, 50000]),
-  /** Identity strings from the common model (offset, length in registers). */
-  identity: z.array(z.strictObject({ name: z.string(), offset: z.number().int().min(2), length: z.number().int().min(1) })),
-  /** Metric points per model id; a device is polled for the models it has. */
-  models: z.record(z.string().regex(/^\d+$/), z.array(sunspecPoint)),
-  /** Where the rated power is: the first model present wins. */
-  max_power: z
-    .array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() }))
-    .default([]),
-  /** Role and capabilities by the models found: the first rule whose models are all present wins. */
-  roles: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), role, capabilities: z.array(capability) })).min(1),
-});
+export const sunspecProfileSchema = z
+  .strictObject({
+    ...common,
+    kind: z.literal("sunspec"),
+    /** Base addresses probed for the "SunS" marker, in order. */
+    bases: z.array(register).min(1).default([40000, 0, 50000]),
+    /** Identity strings from the common model (offset, length in registers). */
+    identity: z.array(z.strictObject({ name: z.string(), offset: z.number().int().min(2), length: z.number().int().min(1) })),
+    /** Metric points per model id; a device is polled for the models it has. */
+    models: z.record(z.string().regex(/^\d+$/), z.array(sunspecPoint)),
+    /** Where the rated power is: the first model present wins. */
+    max_power: z
+      .array(z.strictObject({ model: z.number().int(), offset: z.number().int(), sf_offset: z.number().int().optional() }))
+      .default([]),
+    /** Role and capabilities by the models found: the first rule whose models are all present wins. */
+    roles: z.array(z.strictObject({ models: z.array(z.number().int()).min(1), role, capabilities: z.array(capability) })).min(1),
+  })
+  .superRefine(checkNames);
 
 export const profileSchema = z.discriminatedUnion("kind", [fixedProfileSchema, sunspecProfileSchema]);
+export type IdentityRegister = z.infer<typeof identityRegister>;
+export type ReadBack = z.infer<typeof readBack>;
 export type Profile = z.infer<typeof profileSchema>;
 export type FixedProfile = z.infer<typeof fixedProfileSchema>;
 export type SunSpecProfile = z.infer<typeof sunspecProfileSchema>;
-export type WriteStep = z.infer<typeof writeStep>;
+/** A write step; word order and scale may be left out (big, 1) where a step is built in code. */
+export type WriteStep = Omit<z.infer<typeof writeStep>, "word_order" | "scale"> &
+  Partial<Pick<z.infer<typeof writeStep>, "word_order" | "scale">>;

@@ -47,10 +47,11 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 
 /** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */
 const INVERTER_ROLES: ReadonlySet<Role> = new Set(["battery", "pv"]);
+const FAULT = 4;
 
-/** A device as device sync lists it: its id and name, and what pairing (or its transport) says it is. */
+/** A device as device sync lists it: its id, name and rated load, and what pairing (or its transport) says it is. */
 export interface SyncedDevice {
-  config: { device_id: string; device_name?: string };
+  config: { device_id: string; device_name?: string; rated_power_w?: number | readonly number[] };
   descriptor: DeviceDescriptor | null;
 }
 
@@ -62,20 +63,50 @@ export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { 
   return out;
 }
 
-/** The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. */
+/**
+ * Known to be unreachable: polled (or reported on by its transport) and not answering, its
+ * Zigbee bridge or broker gone, its GPIO line unavailable. A device not polled yet is not.
+ */
+function unreachable(health: HealthView, deviceId: string): boolean {
+  const h = health.health(deviceId);
+  return h !== undefined && !h.online;
+}
+
+/** What of the device sync answer follows the devices' state (op mode, reachability): a cache of the answer is good while this is the same. */
+export function syncState(listed: SyncedDevice[], health: HealthView): string {
+  return listed
+    .map((d) => `${health.health(d.config.device_id)?.op_mode ?? 0}${unreachable(health, d.config.device_id) ? "u" : ""}`)
+    .join(",");
+}
+
+/** The profile's or nameplate's maximum power, else the rated load the config gives it (a relay: the sum of its coils' loads). */
+function maxPower(d: SyncedDevice): number | undefined {
+  if (d.descriptor?.max_power_w !== undefined) return d.descriptor.max_power_w;
+  const r = d.config.rated_power_w;
+  const sum = r === undefined ? 0 : typeof r === "number" ? r : r.reduce((a, b) => a + b, 0);
+  return sum > 0 ? sum : undefined;
+}
+
+/**
+ * The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. An
+ * unreachable device stays listed, with `telemetry` as its only capability (and
+ * device_op_mode 4 for an inverter), so that a partner does not plan on it.
+ */
 export function deviceSyncView(siteId: string, listed: SyncedDevice[], health: HealthView) {
   const devices = [...listed]
     .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
     .map((d) => {
       const desc = d.descriptor!;
       const inverter = INVERTER_ROLES.has(desc.role);
+      const down = unreachable(health, d.config.device_id);
+      const max = maxPower(d);
       return {
         device_id: d.config.device_id,
         device_type: desc.device_type,
-        ...(desc.max_power_w !== undefined ? { device_max_power: Math.round(desc.max_power_w) } : {}),
-        ...(inverter ? { device_op_mode: health.health(d.config.device_id)?.op_mode ?? 0 } : {}),
+        ...(max !== undefined ? { device_max_power: Math.round(max) } : {}),
+        ...(inverter ? { device_op_mode: down ? FAULT : (health.health(d.config.device_id)?.op_mode ?? 0) } : {}),
         ...(d.config.device_name ? { name: d.config.device_name } : {}),
-        capabilities: desc.capabilities,
+        capabilities: down ? ["telemetry"] : desc.capabilities,
       };
     });
   return { site_id: siteId, devices };

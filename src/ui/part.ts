@@ -1,10 +1,12 @@
 // The status page as a lifecycle part. Without ui.listen its routes ride on the API
 // listener (ApiServer registers `apiPlugins()`); with ui.listen it runs a second HTTPS
-// listener of its own with the same TLS files and the same per-source rate limit. Either
+// listener of its own with the same TLS files, connection limits and per-source rate limit. Either
 // way the history of the 24 h charts is fed from the poller's snapshots (observe()).
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import { httpsOptions } from "../api/fastify-options.js";
+import { ConnectionGate, connectionLimits } from "../api/connection-limits.js";
+import type { MetricFamily } from "../metrics.js";
 import type { Part } from "../lifecycle.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { splitHostPort, urlHost } from "../util/process.js";
@@ -17,9 +19,12 @@ export class UiPart implements Part {
   readonly history = new MinuteHistory();
   private ui: UiPlugin | null = null;
   private app: FastifyInstance<import("node:https").Server> | null = null;
+  private readonly gate: ConnectionGate;
   port = 0;
 
-  constructor(private readonly deps: Omit<UiDeps, "history">) {}
+  constructor(private readonly deps: Omit<UiDeps, "history">) {
+    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "ui");
+  }
 
   get enabled(): boolean {
     return this.deps.config.ui.enabled;
@@ -44,7 +49,8 @@ export class UiPart implements Part {
   async start(): Promise<void> {
     const { config } = this.deps;
     if (!config.ui.enabled || !config.ui.listen) return;
-    const app = Fastify(httpsOptions(config.http.tls, this.deps.log, 64 * 1024));
+    const app = Fastify(httpsOptions(config.http.tls, this.deps.log, 64 * 1024, connectionLimits(this.deps.connectionLimits)));
+    this.gate.install(app.server);
     app.removeContentTypeParser("text/plain");
     // The same per-source limit as the API listener the page otherwise rides on.
     await app.register(rateLimit, {
@@ -75,5 +81,10 @@ export class UiPart implements Part {
     this.app = null;
     // Its stopped jobs stay aborted: a start retried after a failure builds the page anew.
     if (this.deps.config.ui.listen) this.ui = null;
+  }
+
+  /** The connection figures of the page's own listener (on the API listener, the API reports them). */
+  metrics(): MetricFamily[] {
+    return this.enabled && this.deps.config.ui.listen ? this.gate.metrics() : [];
   }
 }

@@ -1,7 +1,8 @@
 // The local status page as a fastify plugin under /ui/: a login with
-// auth.users (the token endpoint's scrypt check), an HttpOnly; Secure; SameSite=Strict
-// session cookie, a CSRF token on every state-changing request, failed logins throttled
-// per source (IPv6 per /64) with a global budget, the ui.allow address list, and security
+// auth.users (the token endpoint's scrypt check and its per-username lock), an HttpOnly;
+// Secure; SameSite=Strict session cookie, a CSRF token on every state-changing request,
+// failed logins throttled per source (IPv6 per /64) with a global budget, each attempt
+// counted before its password is checked, the ui.allow address list, and security
 // headers on every answer. Failed logins are logged with the source address only.
 // Pages are one static shell + app.js (no inline script or style: the CSP forbids them);
 // the data comes from the JSON under /ui/api/.
@@ -17,7 +18,6 @@ import { ProbeInputError } from "../devices/commission.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
 import { BusyError, Jobs } from "./jobs.js";
-import { HashBusyError } from "../util/secret-hash.js";
 
 export const UI_PREFIX = "/ui";
 const SESSION_COOKIE = "sg_session";
@@ -174,13 +174,15 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
           .replace("{{message}}", message ? `<p class="error" id="login-error" role="alert">${esc(message)}</p>` : ""),
       );
   };
+  const tooMany = (reply: FastifyReply, wait: number, message: string) => {
+    reply.header("retry-after", String(wait));
+    return loginPage(reply, 429, message);
+  };
+  const sourceWait = (ip: string, wait: number) =>
+    `Too many failed logins ${throttle.globalExhausted() ? "on this gateway" : `from ${ip}`}; try again in ${Math.ceil(wait / 60)} min.`;
   const logIn = async (req: FastifyRequest, reply: FastifyReply) => {
     const wait = throttle.retryAfterS(req.ip);
-    if (wait > 0) {
-      reply.header("retry-after", String(wait));
-      const who = throttle.globalExhausted() ? "on this gateway" : `from ${req.ip}`;
-      return loginPage(reply, 429, `Too many failed logins ${who}; try again in ${Math.ceil(wait / 60)} min.`);
-    }
+    if (wait > 0) return tooMany(reply, wait, sourceWait(req.ip, wait));
     const body = (req.body ?? {}) as Record<string, unknown>;
     const pre = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
     if (!pre || !sameToken(body.csrf, pre)) return loginPage(reply, 403, "The login form expired; please try again.");
@@ -188,16 +190,14 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
     const password = typeof body.password === "string" ? body.password : "";
     let ok = false;
     if (user && password) {
-      try {
-        ok = await credentials.checkPassword(user, password);
-      } catch (e) {
-        if (!(e instanceof HashBusyError)) throw e;
-        reply.header("retry-after", "1");
-        return loginPage(reply, 429, "The gateway is busy; try again in a moment.");
-      }
-    }
+      const a = await deps.guesses.attempt({ throttle, key: req.ip }, user, () => credentials.checkPassword(user, password));
+      if (a.result === "busy") return tooMany(reply, 1, "The gateway is busy; try again in a moment.");
+      if (a.result === "wait" && a.who === "source") return tooMany(reply, a.retryAfterS, sourceWait(req.ip, a.retryAfterS));
+      if (a.result === "wait")
+        return tooMany(reply, a.retryAfterS, `Too many failed logins for this username; try again in ${a.retryAfterS} s.`);
+      ok = a.result === "ok";
+    } else throttle.fail(req.ip); // an empty field is a failed login too, with nothing to check
     if (!ok) {
-      throttle.fail(req.ip);
       // Never the typed username: it is often a password typed in the wrong field.
       deps.log.warn({ ip: req.ip }, "status page login refused");
       return loginPage(reply, 401, "Wrong username or password.");

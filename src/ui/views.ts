@@ -1,5 +1,7 @@
 // The JSON the status page polls: every view is read from the running parts (poller,
 // buses, dispatch, uplink), never from the partner-facing API.
+import type { GuessLimits } from "../api/guess-limit.js";
+import type { ConnectionLimits } from "../api/connection-limits.js";
 import type { Config } from "../config/schema.js";
 import type { Db } from "../storage/db.js";
 import type { BusManager } from "../modbus/bus.js";
@@ -31,6 +33,10 @@ export interface UiDeps {
   samples: { stats(): SampleStoreStats };
   db: () => Db;
   history: MinuteHistory;
+  /** The username locks, shared with the token endpoint. */
+  guesses: GuessLimits;
+  /** Tests shorten the timeouts of the page's own listener; the daemon keeps CONNECTION_LIMITS. */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /** Power flow: PV and battery (+ = delivering), grid (+ = import), load = grid + pv + battery. */

@@ -13,6 +13,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -85,17 +86,44 @@ export function restoreDataDir(dataDir: string, backup: string | null, version: 
 /** Runs this module as a child with the data dir owner's ids (when root); its last stdout line is JSON. */
 function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unknown {
   const real = realpathSync(dataDir);
-  const ids: { uid?: number; gid?: number } = {};
-  if (typeof process.getuid === "function" && process.getuid() === 0) {
-    const st = statSync(real);
-    ids.uid = st.uid;
-    ids.gid = st.gid;
+  const argv = [process.execPath, fileURLToPath(import.meta.url), op, real, json];
+  const st = statSync(real);
+  const me = typeof process.getuid === "function" ? process.getuid() : -1;
+  let r;
+  if (me !== 0 || (st.uid === 0 && st.gid === 0)) {
+    r = spawnSync(argv[0], argv.slice(1), { cwd: "/", encoding: "utf8" });
+  } else if (hasSetIdCapabilities()) {
+    r = spawnSync(argv[0], argv.slice(1), { uid: st.uid, gid: st.gid, cwd: "/", encoding: "utf8" });
+  } else {
+    // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security-units.md): the
+    // service manager starts the child as the owner instead, over the socket root may use.
+    r = spawnSync("systemd-run", [...systemdRunArgs(st.uid, st.gid), ...argv], { cwd: "/", encoding: "utf8" });
   }
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), op, real, json], { ...ids, cwd: "/", encoding: "utf8" });
   if (r.status !== 0)
-    throw new Error(`data dir ${op} (as uid ${ids.uid ?? process.getuid?.()}) failed: ${(r.stderr || r.error?.message || "").trim()}`);
+    throw new Error(`data dir ${op} (as uid ${st.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`);
   const lines = r.stdout.trim().split("\n");
   return JSON.parse(lines[lines.length - 1]);
+}
+
+/** systemd-run's options for a child as uid:gid whose output and exit status come back. */
+export function systemdRunArgs(uid: number, gid: number): string[] {
+  return ["--quiet", "--wait", "--pipe", "--collect", `--uid=${uid}`, `--gid=${gid}`, "--property=NoNewPrivileges=yes", "--"];
+}
+
+/** Whether this process may change its uid and gid (CAP_SETUID and CAP_SETGID effective). */
+function hasSetIdCapabilities(): boolean {
+  let status: string;
+  try {
+    status = readFileSync("/proc/self/status", "utf8");
+  } catch {
+    return true; // no /proc: try, and report the error of the spawn
+  }
+  const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(status);
+  if (!m) return true;
+  const eff = BigInt(`0x${m[1]}`);
+  const CAP_SETGID = 6n;
+  const CAP_SETUID = 7n;
+  return ((eff >> CAP_SETGID) & 1n) === 1n && ((eff >> CAP_SETUID) & 1n) === 1n;
 }
 
 // == the child: runs as the data dir's owner ==

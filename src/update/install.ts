@@ -13,6 +13,7 @@ import {
   chmodSync,
   createReadStream,
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -151,8 +152,12 @@ export interface ApplyOptions extends ServiceControl {
   maxStarts: number;
   /** the largest bundle (file or download) taken in */
   maxBytes?: number;
-  /** a fleet request's pins: the bundle file's sha256 and the version it must carry */
-  expect?: { sha256: string; version: string };
+  /** a fleet request's pins: the bundle file's sha256, the version it must carry, and its size when announced */
+  expect?: { sha256: string; version: string; size?: number };
+  /** a fleet request: the URLs it may download from (update.allowed_urls) */
+  allowedUrls?: readonly string[];
+  /** where the private copy is made (default: the root); a folder only this user may write */
+  downloadDir?: string;
   say: Say;
 }
 
@@ -165,11 +170,13 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
   const l = layout(o.root);
   const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(source);
   if (url && !/^https:\/\//i.test(source)) throw new BundleRefused(`refused: only https:// URLs are fetched (${source})`);
-  const maxBytes = o.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
-  removeStaleIncoming(l.root, alive);
-  const incoming = new Incoming(l.root, source, maxBytes);
+  const maxBytes = Math.min(o.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES, o.expect?.size ?? Infinity);
+  const into = o.downloadDir ?? l.root;
+  if (o.downloadDir) checkPrivateDir(o.downloadDir);
+  removeStaleIncoming(into, alive);
+  const incoming = new Incoming(into, source, maxBytes);
   try {
-    if (url) await receiveUrl(source, incoming, maxBytes);
+    if (url) await receiveUrl(source, incoming, { maxBytes, allowed: o.allowedUrls, size: o.expect?.size });
     else receiveFile(source, incoming);
     const b = incoming.finish();
     if (o.expect) {
@@ -183,6 +190,17 @@ export async function applyBundle(source: string, o: ApplyOptions): Promise<{ ve
   } finally {
     incoming.discard();
   }
+}
+
+/** Makes `dir` if needed and refuses it unless it is a folder of this user that nobody else may write (a copy made there must stay private). */
+function checkPrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const me = process.getuid?.() ?? st.uid;
+  if (st.isSymbolicLink() || !st.isDirectory() || st.uid !== me || (st.mode & 0o022) !== 0)
+    throw new BundleRefused(
+      `refused: the download folder ${dir} must be a folder of uid ${me} that group and others cannot write (it is ${st.isSymbolicLink() ? "a link" : `uid ${st.uid}, mode ${(st.mode & 0o7777).toString(8)}`})`,
+    );
 }
 
 /** Verifies the private copy, unpacks it into releases/ and switches `current` to it; the steps run in this order. */
@@ -311,6 +329,17 @@ function checkFreeSpace(root: string, unpackedSize: number): void {
 
 /** Unpacks the private copy into a fresh .tmp-* directory under releases/ and checks it is the release; returns that directory. */
 async function stageRelease(b: ReceivedBundle, l: Layout): Promise<string> {
+  // The daemon's user runs the release, so its folders must be readable whatever umask the
+  // installer runs under (the root units have 0077); the modes come from the signed payload.
+  const umask = process.umask(0o022);
+  try {
+    return await stageReleaseFiles(b, l);
+  } finally {
+    process.umask(umask);
+  }
+}
+
+async function stageReleaseFiles(b: ReceivedBundle, l: Layout): Promise<string> {
   const m = b.manifest;
   mkdirSync(l.releases, { recursive: true });
   pruneReleases(l);

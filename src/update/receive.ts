@@ -5,13 +5,30 @@
 // whoever can write the folder the bundle came from cannot swap it between the checks and
 // the unpack, and a download can neither grow without bound nor be redirected off https.
 import { createHash, type Hash } from "node:crypto";
-import { closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmSync,
+  statfsSync,
+  writeSync,
+} from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { BundleRefused, MAX_HEADER, parseHeader, type BundleHeader } from "./bundle-format.js";
+import { updateUrlRefusal } from "./request.js";
 
 /** The largest bundle taken in by default (a release is a few tens of MiB). */
 export const DEFAULT_MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
 const MAX_REDIRECTS = 5;
+/** Free space kept on the download's file system on top of the bundle. */
+const DOWNLOAD_HEADROOM = 16 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT_MS = 15 * 60_000;
 
 export interface ReceivedBundle extends BundleHeader {
@@ -41,6 +58,16 @@ export class Incoming {
     this.dir = mkdtempSync(join(root, `.incoming-${process.pid}-`)); // mode 0700
     this.file = join(this.dir, "bundle");
     this.fd = openSync(this.file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  }
+
+  /** Refuses, before a byte is written, a bundle of `bytes` that the copy's file system cannot hold with headroom to spare. */
+  checkSpace(bytes: number): void {
+    const st = statfsSync(this.dir);
+    const free = st.bavail * st.bsize;
+    if (free < bytes + DOWNLOAD_HEADROOM)
+      throw new BundleRefused(
+        `refused: ${this.name} needs ${mib(bytes)} plus ${mib(DOWNLOAD_HEADROOM)} to spare; ${this.dir} has ${mib(free)} free`,
+      );
   }
 
   write(chunk: Buffer): void {
@@ -96,7 +123,9 @@ export function receiveFile(path: string, into: Incoming): void {
     throw e;
   }
   try {
-    if (!fstatSync(fd).isFile()) throw new BundleRefused(`refused: ${path} is not a regular file`);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new BundleRefused(`refused: ${path} is not a regular file`);
+    into.checkSpace(st.size);
     const buf = Buffer.alloc(1 << 20);
     for (;;) {
       const n = readSync(fd, buf, 0, buf.length, null);
@@ -108,43 +137,69 @@ export function receiveFile(path: string, into: Incoming): void {
   }
 }
 
-/** Downloads a bundle: https only, at every redirect too, and at most the copy's byte cap. */
-export async function receiveUrl(url: string, into: Incoming, maxBytes: number): Promise<void> {
+export interface DownloadLimits {
+  /** the largest bundle taken in */
+  maxBytes: number;
+  /** when set, the URL and every redirect must start with one of these (update.allowed_urls) */
+  allowed?: readonly string[];
+  /** the size the request announced: the server must announce the same, and no more is read */
+  size?: number;
+}
+
+/**
+ * Downloads a bundle: https only, at every redirect too, within the allowed URLs when given,
+ * and at most the byte cap. Before the first byte is written the announced size (or, when
+ * the server announces none, the cap) must fit on the copy's file system.
+ */
+export async function receiveUrl(url: string, into: Incoming, limits: DownloadLimits): Promise<void> {
+  const max = Math.min(limits.maxBytes, limits.size ?? Infinity);
   let at = url;
   const signal = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
   for (let hop = 0; ; hop++) {
-    if (new URL(at).protocol !== "https:") throw new BundleRefused(`refused: only https:// URLs are fetched (${at})`);
-    const res = await fetch(at, { redirect: "manual", signal });
-    if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
-      await res.body?.cancel();
+    checkFetchable(at, limits.allowed);
+    const res = await httpsGet(at, signal);
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.destroy();
       if (hop >= MAX_REDIRECTS) throw new BundleRefused(`refused: more than ${MAX_REDIRECTS} redirects from ${url}`);
-      const next = new URL(res.headers.get("location")!, at).href;
+      const next = new URL(res.headers.location, at).href;
       if (new URL(next).protocol !== "https:") throw new BundleRefused(`refused: ${at} redirects to ${next}; only https:// is followed`);
       at = next;
       continue;
     }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      throw new Error(`download ${at}: HTTP ${res.status}`);
-    }
-    const length = Number(res.headers.get("content-length") ?? NaN);
-    if (length > maxBytes) {
-      await res.body.cancel();
-      throw new BundleRefused(`refused: ${at} is ${length} bytes, more than ${maxBytes} (--max-size)`);
-    }
-    const reader = res.body.getReader();
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        into.write(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
-      }
-    } catch (e) {
-      await reader.cancel().catch(() => {});
-      throw e;
+      if (status < 200 || status > 299) throw new Error(`download ${at}: HTTP ${status}`);
+      const length = Number(res.headers["content-length"] ?? NaN);
+      if (limits.size !== undefined && !Number.isNaN(length) && length !== limits.size)
+        throw new BundleRefused(`refused: ${at} is ${length} bytes, the request announced ${limits.size}`);
+      if (length > max) throw new BundleRefused(`refused: ${at} is ${length} bytes, more than ${max} (--max-size)`);
+      into.checkSpace(Number.isNaN(length) ? max : length);
+      for await (const chunk of res) into.write(chunk as Buffer);
+    } finally {
+      res.destroy();
     }
+    if (!res.complete) throw new Error(`download ${at}: the connection closed before the whole body`);
     return;
   }
+}
+
+/**
+ * One GET, answered once the headers are in. node:https and not fetch(): fetch parses HTTP
+ * with WebAssembly, which the request unit's node does not have (--jitless, for
+ * MemoryDenyWriteExecute); node:https parses it in native code.
+ */
+function httpsGet(url: string, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method: "GET", signal }, resolve);
+    req.once("error", (e) => reject(new Error(`download ${url}: ${e.message}`)));
+    req.end();
+  });
+}
+
+function checkFetchable(at: string, allowed: readonly string[] | undefined): void {
+  if (new URL(at).protocol !== "https:") throw new BundleRefused(`refused: only https:// URLs are fetched (${at})`);
+  const why = allowed ? updateUrlRefusal(at, allowed) : null;
+  if (why) throw new BundleRefused(`refused: ${at} ${why}`);
 }
 
 /** Removes copies left by applies that died (their pid is gone); a live apply's copy stays. */
@@ -159,4 +214,8 @@ export function removeStaleIncoming(root: string, alive: (pid: number) => boolea
     const m = /^\.incoming-(\d+)-/.exec(n);
     if (m && !alive(Number(m[1]))) rmSync(join(root, n), { recursive: true, force: true });
   }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
 }

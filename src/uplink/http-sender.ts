@@ -1,6 +1,8 @@
 // POSTs JSON callbacks to the partner over HTTPS with the configured headers,
 // User-Agent, Idempotency-Key and a request timeout. Any 2xx settles a message; a
-// redirect is followed once, to https only. The answer is classified here, once, so the
+// redirect is followed once, to the same origin only (scheme, host and port): the
+// partner headers are credentials, and nothing of a callback goes to a host the config
+// did not name. The answer is classified here, once, so the
 // lanes decide retries from one table (classify()). On node:https with a keep-alive agent:
 // undici cost ~4 MiB of resident memory for one POST path (README, Operating > Memory).
 import type { IncomingMessage, RequestOptions } from "node:http";
@@ -21,7 +23,8 @@ export interface SendResult {
 
 /**
  * What an answer is to a lane (delivery/lane.ts): `ok` any 2xx; `transient` 408, 429,
- * 5xx, timeout, network; `auth` 401, 403; `rejected` any other answer.
+ * 5xx, timeout, network; `auth` 401, 403; `rejected` (final: dead-lettered at once) any
+ * other answer, and a redirect that is not followed.
  */
 export function classify(r: SendResult): Outcome {
   if (r.ok) return "ok";
@@ -90,8 +93,12 @@ export class HttpSender {
     } catch {
       return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to an unreadable location` };
     }
-    if (next.protocol !== "https:")
-      return { ok: false, status: first.result.status, error: `HTTP ${first.result.status} to ${next.protocol} refused (https only)` };
+    if (next.origin !== new URL(url).origin)
+      return {
+        ok: false,
+        status: first.result.status,
+        error: `HTTP ${first.result.status} to another origin (${next.origin}) not followed: callbacks go only to the configured origin`,
+      };
     const second = await this.once(next.href, body, idempotencyKey);
     if (second.location)
       return { ok: false, status: second.result.status, error: `HTTP ${second.result.status}: a second redirect is not followed` };

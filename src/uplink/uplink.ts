@@ -4,8 +4,8 @@
 // per kind of message in the log (execution responses in `execution`, one at a time,
 // strictly oldest first). Answers are classified once (http-sender.ts classify()) and
 // the lanes retry, hold or dead-letter them by the one policy of delivery/lane.ts:
-// 401 and 403 hold a lane with a health warning here; a message the partner rejects for
-// an hour becomes a dead letter. Polling never waits on the uplink.
+// any 4xx but 408 and 429 (401 and 403 with a health warning), and a redirect to another
+// origin, is final: a dead letter at once, and the lane goes on with the next message. Polling never waits on the uplink.
 import type { Config } from "../config/schema.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
@@ -24,7 +24,8 @@ export type { LaneStats } from "../delivery/lane.js";
 
 export const DATA_PUSH_LANE = "data_push";
 export const DATA_PUSH_IN_FLIGHT = 4;
-export const REJECT_WINDOW_MS = 3_600_000;
+/** A 4xx other than 408 and 429 is final (DESIGN B6): dead-lettered at once, never holding back the next message. */
+const REJECT_WINDOW_MS = 0;
 const IDLE_RECHECK_MS = 2000;
 /** Snapshots the data push may have handed out past the oldest one not yet settled. */
 const MAX_AHEAD = 64;
@@ -38,8 +39,6 @@ export interface UplinkWarning {
 }
 
 export interface UplinkOptions {
-  /** How long a message the partner rejects (4xx other than 401/403/408/429) is retried before it is dead-lettered. */
-  rejectWindowMs?: number;
   /** How often an idle lane re-checks its queue for messages put there by another process. */
   idleRecheckMs?: number;
   /** The delivery log shared with the other consumers (one of its own otherwise). */
@@ -67,7 +66,7 @@ export class Uplink implements Part {
     private readonly backoff: (attempt: number) => number = backoffMs,
     opts: UplinkOptions = {},
   ) {
-    this.opts = { rejectWindowMs: opts.rejectWindowMs ?? REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
+    this.opts = { rejectWindowMs: REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
     this.messages = opts.messages ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
     // The data push is the store's busiest consumer: its cursor rides in the rows.
     this.push = samples.consumer(DATA_PUSH_LANE, { inRow: true });
@@ -191,18 +190,18 @@ export class Uplink implements Part {
     return Object.fromEntries([...this.lanes].map(([name, l]) => [name, { ...l.stats }]));
   }
 
-  /** Warnings for /healthz: lanes held because the partner rejects our credentials. */
+  /** Warnings for /healthz: lanes whose callbacks the partner refuses for our credentials. */
   health(): { warnings: UplinkWarning[] } {
     const warnings: UplinkWarning[] = [];
     for (const [lane, l] of this.lanes) {
-      const h = l.stats.held;
+      const h = l.stats.credentials_rejected;
       if (h)
         warnings.push({
           lane,
           code: "partner_rejects_credentials",
           status: h.status,
           since: h.since,
-          message: `the partner answers ${h.status} to the ${lane} callbacks; they are held (nothing dropped) until it accepts them: check partner.headers`,
+          message: `the partner answers ${h.status} to the ${lane} callbacks; they go to the dead letters (kept; \`sitegate outbox retry --all\` once it accepts them): check partner.headers`,
         });
     }
     return { warnings };
@@ -230,10 +229,10 @@ export class Uplink implements Part {
         values: [{ value: this.deadLetterCount() }],
       },
       {
-        name: "sitegate_uplink_lane_held",
-        help: "1 while a lane is held because the partner rejects our credentials",
+        name: "sitegate_uplink_credentials_rejected",
+        help: "1 while the partner answers 401/403 to a lane's callbacks (they go to the dead letters)",
         type: "gauge",
-        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.held ? 1 : 0 })),
+        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.credentials_rejected ? 1 : 0 })),
       },
       {
         name: "sitegate_uplink_oldest_age_seconds",
@@ -314,7 +313,7 @@ class PushSource implements LaneSource {
       kind: DATA_PUSH_LANE,
       body: p.body,
       key: p.idempotencyKey,
-      describe: { snapshot: p.snapshotId, part: p.part },
+      describe: { snapshot: p.snapshotId, push_part: p.part },
       settle: done,
       failed: () => {},
       deadLetter: (error, attempts) => {

@@ -35,17 +35,43 @@ interface Expose {
   value_step?: unknown;
 }
 
-function flatten(list: unknown, out: Expose[] = []): Expose[] {
-  if (!Array.isArray(list)) return out;
+/** Deeper nesting or more exposes than any real device has are left unread (a forged list must not cost a stack). */
+const MAX_EXPOSE_DEPTH = 6;
+const MAX_EXPOSES = 1000;
+
+function flatten(list: unknown, out: Expose[] = [], depth = 0): Expose[] {
+  if (!Array.isArray(list) || depth > MAX_EXPOSE_DEPTH) return out;
   for (const e of list) {
+    if (out.length >= MAX_EXPOSES) break;
     if (!e || typeof e !== "object") continue;
     out.push(e as Expose);
-    flatten((e as Expose).features, out);
+    flatten((e as Expose).features, out, depth + 1);
   }
   return out;
 }
 
-const num = (v: unknown, d: number) => (typeof v === "number" && Number.isFinite(v) ? v : d);
+/** A number within lo..hi, else the default. */
+const num = (v: unknown, d: number, lo = -Infinity, hi = Infinity) =>
+  typeof v === "number" && Number.isFinite(v) && v >= lo && v <= hi ? v : d;
+
+/** A short printable string (a model, a vendor, an on/off value), else undefined. */
+function shortText(v: unknown, max: number): string | undefined {
+  if (typeof v !== "string" || v.length === 0 || v.length > max) return undefined;
+  if (Buffer.from(v, "utf8").toString("utf8") !== v) return undefined;
+  // oxlint-disable-next-line no-control-regex -- control characters are what this rejects
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(v)) return undefined;
+  return v;
+}
+
+const IEEE = /^0x[0-9a-f]{16}$/i;
+
+/** The heating setpoint range a device may expose: what a thermostat could mean, whatever the list says. */
+function setpointRange(property: string, e: Expose): SetpointRange {
+  let min = num(e.value_min, 5, 0, 60);
+  let max = num(e.value_max, 30, 0, 60);
+  if (min >= max) [min, max] = [5, 30];
+  return { property, min, max, step: num(e.value_step, 0.5, 0.01, 5) };
+}
 
 /** Parses a `bridge/devices` payload: every end device with a definition (the coordinator and unsupported devices are left out). */
 export function parseBridgeDevices(payload: unknown): Z2mDevice[] {
@@ -54,18 +80,23 @@ export function parseBridgeDevices(payload: unknown): Z2mDevice[] {
   for (const d of payload) {
     if (!d || typeof d !== "object") continue;
     const r = d as Record<string, unknown>;
-    if (typeof r.ieee_address !== "string" || typeof r.friendly_name !== "string" || r.type === "Coordinator") continue;
+    if (typeof r.ieee_address !== "string" || !IEEE.test(r.ieee_address) || typeof r.friendly_name !== "string") continue;
+    if (r.type === "Coordinator") continue;
     const def = r.definition && typeof r.definition === "object" ? (r.definition as Record<string, unknown>) : undefined;
     const exposes = flatten(def?.exposes);
+    // The name is checked by the bridge before it goes into a topic (it reports why it refuses one).
     const dev: Z2mDevice = { ieee_address: r.ieee_address.toLowerCase(), friendly_name: r.friendly_name, metering: false };
-    if (typeof def?.model === "string") dev.model = def.model;
-    if (typeof def?.vendor === "string") dev.vendor = def.vendor;
+    const model = shortText(def?.model, 128);
+    const vendor = shortText(def?.vendor, 128);
+    if (model) dev.model = model;
+    if (vendor) dev.vendor = vendor;
     for (const e of exposes) {
-      if (e.type === "binary" && e.property === "state" && typeof e.value_on === "string" && typeof e.value_off === "string")
-        dev.onOff = { property: "state", on: e.value_on, off: e.value_off };
-      if (e.type === "numeric" && (e.property === "occupied_heating_setpoint" || e.property === "current_heating_setpoint")) {
-        dev.setpoint ??= { property: e.property, min: num(e.value_min, 5), max: num(e.value_max, 30), step: num(e.value_step, 0.5) };
-      }
+      const on = shortText(e.value_on, 32);
+      const off = shortText(e.value_off, 32);
+      if (e.type === "binary" && e.property === "state" && on && off && on.toUpperCase() !== off.toUpperCase())
+        dev.onOff = { property: "state", on, off };
+      if (e.type === "numeric" && (e.property === "occupied_heating_setpoint" || e.property === "current_heating_setpoint"))
+        dev.setpoint ??= setpointRange(e.property, e);
       if (e.type === "numeric" && e.property === "power") dev.metering = true;
     }
     out.push(dev);

@@ -1,5 +1,7 @@
 // Dispatch figures against references measured in the same run:
-// - /dr requests/s for 10-event requests (new event_ids, starts in the future), keep-alive
+// - /dr requests/s for 10-event requests (new event_ids, starts in the future; once 2,000
+//   are out, every other request cancels the 10 oldest, so the daemon stays under its bound
+//   of 10,000 events not yet ended across the rounds), keep-alive
 //   HTTPS with 4 concurrent clients, from `sitegate run` under the unit's node flags against
 //   a bare fastify HTTPS route under the same flags that parses the same body, commits one
 //   SQLite transaction (synchronous=FULL) and answers the same 10 receipts (no auth, no
@@ -55,10 +57,10 @@ function wallClock(): () => number {
   return () => performance.now() + off;
 }
 
-/** A /dr body of `n` new events, each starting 1-2 h from now (never runs during the bench). */
-function drBody(n: number): string {
+/** `n` new events, each starting 1-2 h from now (never runs during the bench). */
+function drSlots(n: number): Array<Record<string, unknown>> {
   const now = Date.now();
-  const event_slots = Array.from({ length: n }, (_, i) => {
+  return Array.from({ length: n }, (_, i) => {
     const start = now + 3_600_000 + Math.floor(Math.random() * 3_600_000) + i;
     return {
       event_id: randomUUID(),
@@ -72,7 +74,20 @@ function drBody(n: number): string {
       cancelled: false,
     };
   });
-  return JSON.stringify({ mode: "live", event_slots });
+}
+
+/** Events a target was sent and not yet cancelled, per target URL (kept across the rounds). */
+const sentTo = new Map<string, Array<Array<Record<string, unknown>>>>();
+const KEEP_OPEN = 2000;
+
+/** The next /dr body for `url`: 10 new events, or, every other time once KEEP_OPEN are out, the cancellation of the 10 oldest. */
+function drBody(url: string): string {
+  const sent = sentTo.get(url) ?? [];
+  sentTo.set(url, sent);
+  const cancel = sent.length * 10 >= KEEP_OPEN && sent.length % 2 === 0;
+  const slots = cancel ? sent.shift()!.map((e) => ({ ...e, cancelled: true })) : drSlots(10);
+  if (!cancel) sent.push(slots);
+  return JSON.stringify({ mode: "live", event_slots: slots });
 }
 
 /** Requests/s of POST `url` with fresh 10-event bodies, 4 requests in flight; every answer is 10 accepted receipts. */
@@ -81,12 +96,12 @@ function hammerDr(url: string, headers: Record<string, string>, ms: number): Pro
     ms,
     headers,
     method: "POST",
-    body: () => drBody(10),
+    body: () => drBody(url),
     check(status, text) {
       if (status !== 200) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
       const receipts = JSON.parse(text) as Array<{ status: string }>;
-      if (receipts.length !== 10 || receipts.some((x) => x.status !== "accepted"))
-        throw new Error(`unexpected receipts: ${text.slice(0, 300)}`);
+      const all = (st: string) => receipts.every((x) => x.status === st);
+      if (receipts.length !== 10 || !(all("accepted") || all("cancelled"))) throw new Error(`unexpected receipts: ${text.slice(0, 300)}`);
     },
   });
 }

@@ -1,9 +1,13 @@
 // `make fuzz`: mutated requests against a live daemon (`sitegate run` with the unit's node
 // flags, its own process) on every API route, the token endpoint and the status page, from
-// several loopback source addresses at once. Counts the answers and fails unless there are
-// 0 5xx, 0 crashes, and the daemon's event-loop lag p99 (its /metrics histogram over the run: the
-// upper bound of the bucket the p99 falls in) is at most 50 ms. Prints one summary row. FUZZ_QUICK=1: a short run for CI; FUZZ_N, FUZZ_SEED
-// override the count and the seed. Loopback only; at most CONCURRENCY requests in flight.
+// several loopback source addresses at once; then parallel password guessing, a dispatch
+// flood up to the open-events limit followed by a restart, and slow clients that trickle
+// their requests from many other loopback addresses (phases.ts). Counts the answers and
+// fails unless there are 0 5xx, 0 crashes, the daemon's event-loop lag p99 (its /metrics
+// histogram: the upper bound of the bucket the p99 falls in) is at most 50 ms in the mutated
+// run and in the slow-client run, and each phase meets its own bound. Prints one summary
+// row. FUZZ_QUICK=1: a short run for CI (fewer requests and slow clients); FUZZ_N, FUZZ_SEED
+// override the count and the seed. Loopback only; at most CONCURRENCY mutated requests in flight.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +16,7 @@ import { Agent, request } from "undici";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
 import { testConfigInput, TEST_API_KEY, TEST_ORG, TEST_PASSWORD } from "../support/config.js";
 import { testCert } from "../support/tls.js";
+import { dispatchFlood, parallelGuessing, slowClients, type PhaseResult } from "./phases.js";
 
 const QUICK = process.env.FUZZ_QUICK === "1";
 const N = Number(process.env.FUZZ_N ?? (QUICK ? 1500 : 20_000));
@@ -330,15 +335,16 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "sitegate-fuzz-"));
   const base = testConfigInput(join(dir, "data"));
   const loopback8 = ["127.0.0.0/8", "::1/128"];
-  const d = await spawnDaemon(dir, {
+  const over = {
     http: { ...base.http, rate_limit_per_min: 100_000_000 },
     auth: { ...base.auth, ip_allowlist: loopback8, admin_allowlist: loopback8 },
-    ui: { enabled: true },
-  });
+    ui: { enabled: true, allow: loopback8 },
+  };
+  let d = await spawnDaemon(dir, over);
   const ca = testCert().cert;
   const agents = Array.from(
     { length: SOURCES },
-    (_, i) => new Agent({ connect: { ca, localAddress: `127.0.0.${i + 1}` }, connections: 4, pipelining: 1 }),
+    (_, i) => new Agent({ connect: { ca }, localAddress: `127.0.0.${i + 1}`, connections: 4, pipelining: 1 }),
   );
   const probe = new Agent({ connect: { ca }, pipelining: 1 });
   const counts = { requests: 0, "2xx": 0, "3xx": 0, "4xx": 0, "429": 0, "5xx": 0, net_errors: 0, skipped: 0 };
@@ -409,9 +415,31 @@ async function main(): Promise<number> {
     await prober;
     const seconds = (performance.now() - t0) / 1000;
     const lagP99 = crashed ? NaN : lagP99Ms(lagBefore, await lagBuckets(d, probe));
-    const alive = d.alive() && !crashed;
+    const fuzzOk = d.alive() && !crashed;
     const errorLines = d.lines.filter((l) => Number(l.level) >= 50).length;
-    const ok = alive && counts["5xx"] === 0 && lagP99 <= LAG_P99_LIMIT_MS && counts.requests >= N * 0.99 && counts.net_errors < N * 0.05;
+    const phases: PhaseResult[] = [];
+    phases.push(await parallelGuessing(d, ca));
+    const flood = await dispatchFlood(d, dir, over, ca);
+    d = flood.daemon;
+    phases.push(flood.result);
+    phases.push(
+      await slowClients(
+        d,
+        ca,
+        QUICK,
+        (a, b) => lagP99Ms(a, b),
+        (agent) => lagBuckets(d, agent),
+      ),
+    );
+    const phase5xx = phases.reduce((n, p) => n + p.fiveXX, 0);
+    const alive = fuzzOk && d.alive();
+    const ok =
+      alive &&
+      counts["5xx"] + phase5xx === 0 &&
+      lagP99 <= LAG_P99_LIMIT_MS &&
+      counts.requests >= N * 0.99 &&
+      counts.net_errors < N * 0.05 &&
+      phases.every((p) => p.ok);
     const row = [
       `fuzz${QUICK ? " (quick)" : ""}`,
       `requests=${counts.requests}`,
@@ -427,11 +455,13 @@ async function main(): Promise<number> {
       `lag_p99_ms<=${lagP99.toFixed(1)}`,
       `healthz_p99_ms=${quantile(healthz, 0.99).toFixed(1)}`,
       `rate=${(counts.requests / seconds).toFixed(0)}/s`,
+      ...phases.map((p) => p.summary),
       `seed=${SEED}`,
       ok ? "PASS" : "FAIL",
     ];
     process.stdout.write(row.join("  ") + "\n");
     for (const l of fiveXX) process.stdout.write(`  5xx: ${l}\n`);
+    for (const p of phases) for (const l of p.notes) process.stdout.write(`  ${l}\n`);
     return ok ? 0 : 1;
   } finally {
     await Promise.all([...agents, probe].map((a) => a.close()));

@@ -35,7 +35,10 @@ test(
   "the arm64 .deb carries aarch64 node and addons; its gateway under qemu pairs devices and pushes to a sink",
   { skip: why, timeout: 900_000 },
   async (t) => {
-    const built = spawnSync("make", ["--no-print-directory", "deb", "DEB_ARCHS=arm64", "NO_BUILD=1"], { cwd: ROOT, encoding: "utf8" });
+    const built = spawnSync("make", ["--no-print-directory", "deb", "DEB_ARCHS=arm64", "NO_BUILD=1", "DEV_UPDATE_KEY=1"], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
     assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
     const dir = mkdtempSync(join(tmpdir(), "sitegate-arm64-"));
     t.after(() => rmSync(dir, { recursive: true, force: true }));

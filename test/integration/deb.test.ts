@@ -75,7 +75,8 @@ test(
   "the amd64 .deb: install steps line by line, daemon as sitegate, bench over the pty, purge",
   { skip: why, timeout: 900_000 },
   async (t) => {
-    const built = sh("make", ["--no-print-directory", "deb", "DEB_ARCHS=x64", "NO_BUILD=1"], { cwd: ROOT });
+    // a bench package: the update key is the development key make bundle generates
+    const built = sh("make", ["--no-print-directory", "deb", "DEB_ARCHS=x64", "NO_BUILD=1", "DEV_UPDATE_KEY=1"], { cwd: ROOT });
     assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
     const deb = join(ROOT, "var", "pkg", `sitegate_${VERSION}_amd64.deb`);
     assert.ok(existsSync(deb), deb);
@@ -126,6 +127,9 @@ test(
     assert.equal(cfg.uid, 0);
     assert.equal(cfg.gid, gid, "config.yaml is root:sitegate");
     assert.match(sh("id", ["-nG", "sitegate"]).stdout, /\bdialout\b/);
+    assert.match(sh("id", ["-nG", "sitegate"]).stdout, /\bgpio\b/, "the sitegate user may open /dev/gpiochip*");
+    assert.match(readFileSync("/usr/lib/udev/rules.d/60-sitegate-gpio.rules", "utf8"), /GROUP="gpio"/);
+    assert.match(version.stdout, /^update key: development \(\/etc\/sitegate\/update-keys\/sitegate-release\.pub\)/m);
     const state = statSync("/var/lib/sitegate");
     assert.equal(state.mode & 0o777, 0o750);
     assert.equal(state.gid, gid);
@@ -194,6 +198,7 @@ test(
       "/usr/bin/sitegate-sim",
       "/lib/systemd/system/sitegate.service",
       "/usr/lib/sysusers.d/sitegate.conf",
+      "/usr/lib/udev/rules.d/60-sitegate-gpio.rules",
       "/usr/share/sitegate",
       "/etc/systemd/system/sitegate.service.d",
       "/etc/systemd/system/timers.target.wants/sitegate-update-check.timer",

@@ -5,6 +5,7 @@
 // connection stays up.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario } from "../support/site.js";
@@ -17,6 +18,7 @@ import { startSink, partnerTo } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { daemonMetric, readTelemetry } from "../support/db.js";
 import { freePort } from "../support/net.js";
+import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js";
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import { UNREACHABLE_WARN_MS, type Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
@@ -440,4 +442,72 @@ test("command guards: a retained command is ignored, over 256 KiB gets 413, a 9t
       }),
     ),
   );
+});
+
+/** `sitegate run` in its own process (its RSS and log lines are its own) with the fleet on a real broker, and a fleet client. */
+async function withFleetDaemon(
+  fn: (d: import("../support/daemon-process.js").DaemonProcess, cl: import("mqtt").MqttClient, got: Received[]) => Promise<void>,
+): Promise<void> {
+  await withTmpDir((dir) =>
+    withBroker(dir, async (broker) => {
+      const d = await spawnDaemonProcess(dir, { fleet: fleetConfig(broker) });
+      const cl = await fleetClient(broker);
+      const got = record(cl);
+      try {
+        await until(async () => (await command(cl, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "ping answered");
+        await fn(d, cl, got);
+      } finally {
+        await cl.endAsync();
+        await d.stop();
+      }
+    }),
+  );
+}
+
+test("a 20 MB command never reaches the gateway (MQTT 5 Maximum Packet Size): no answer, peak RSS grows under 10 MiB and stays under 250 MiB, the connection stays", async (t) => {
+  await withFleetDaemon(async (d, cl, got) => {
+    const connects = await daemonMetric(d.url, "sitegate_fleet_connects_total");
+    const peakRss = () => Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${d.child.pid}/status`, "utf8"))![1]) * 1024;
+    const before = peakRss();
+    // The broker takes 20 MB from the fleet client and drops it for the gateway. A ping
+    // sent after it is delivered after it: once the ping is answered, the big one would
+    // have been answered (413) had it arrived.
+    const bigCorr = Buffer.from("twenty-megabytes");
+    await cl.publishAsync(`${T}/cmd/ping`, Buffer.alloc(20 * 1024 * 1024, 0x20), {
+      qos: 1,
+      properties: { responseTopic: `${T}/reply/${cl.options.clientId}`, correlationData: bigCorr },
+    });
+    assert.equal((await command(cl, "site-001", "ping", undefined)).json.status, 200, "the gateway still answers");
+    assert.equal(got.filter((m) => m.props?.correlationData?.equals(bigCorr)).length, 0, "the 20 MB command got no answer");
+    const after = peakRss();
+    const MiB = 1024 * 1024;
+    t.diagnostic(`peak RSS ${(before / MiB).toFixed(1)} -> ${(after / MiB).toFixed(1)} MiB across the 20 MB publish`);
+    assert.ok(after - before < 10 * MiB, `peak RSS grew ${((after - before) / MiB).toFixed(1)} MiB`);
+    assert.ok(after < 250 * MiB, `peak RSS ${(after / MiB).toFixed(0)} MiB`);
+    assert.equal(await daemonMetric(d.url, "sitegate_fleet_connects_total"), connects, "never reconnected");
+  });
+});
+
+test("5,000 refused commands are each answered and counted in a metric, and only a few are logged", async (t) => {
+  await withFleetDaemon(async (d, cl, got) => {
+    const refusedLines = () => d.lines.filter((l) => String(l.msg).startsWith("command refused")).length;
+    const replyTopic = `${T}/reply/${cl.options.clientId}`;
+    const answers = () => got.filter((m) => m.topic === replyTopic && m.json?.status === 404).length;
+    // In rounds of 100: the broker queues at most 1,000 messages for a client.
+    for (let round = 0; round < 50; round++) {
+      const sent = Array.from({ length: 100 }, (_, i) =>
+        cl.publishAsync(`${T}/cmd/forged`, "{}", {
+          qos: 1,
+          properties: { responseTopic: replyTopic, correlationData: Buffer.from(`f${round}-${i}`) },
+        }),
+      );
+      await Promise.all(sent);
+      await until(() => answers() === (round + 1) * 100, `${(round + 1) * 100} refusals answered`);
+    }
+    const lines = refusedLines();
+    t.diagnostic(`${lines} warning lines for 5,000 refused commands`);
+    assert.ok(lines >= 1 && lines <= 20, `${lines} warning lines for 5,000 refused commands`);
+    assert.equal(await daemonMetric(d.url, 'sitegate_fleet_commands_refused_total\\{reason="404"\\}'), 5000);
+    assert.equal((await command(cl, "site-001", "ping", undefined)).json.status, 200, "still answering");
+  });
 });

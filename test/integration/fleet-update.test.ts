@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { startGateway, type Gateway } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import { command, fleetClient, fleetConfig, record, withBroker } from "../support/mosquitto.js";
-import { fakeBundle, updateAsync, withInstalled, type UpdateEnv } from "../support/ota.js";
+import { fakeBundle, requestConfig, updateAsync, withInstalled, type UpdateEnv } from "../support/ota.js";
 import { testCert } from "../support/tls.js";
 import type { Fleet } from "../../src/fleet/fleet.js";
 import type { Part } from "../../src/lifecycle.js";
@@ -33,19 +33,23 @@ async function serve(files: Record<string, string>): Promise<{ url: (name: strin
   return { url: (name) => `https://127.0.0.1:${port}${name}`, close: () => server.close() };
 }
 
-const applyRequest = (env: UpdateEnv) => updateAsync(env, ["apply-request"], { NODE_EXTRA_CA_CERTS: testCert().certFile });
+const applyRequest = (env: UpdateEnv, config: string) =>
+  updateAsync(env, ["apply-request", "--config", config], { NODE_EXTRA_CA_CERTS: testCert().certFile });
 
 test("fleet update: bad requests get 400 and write nothing; a request is written before its 202, a second one gets 409; apply-request installs it with its sha256 pinned; the status topic shows the outcome", async () => {
   await withInstalled(async (env, dir) => {
     const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v020.bundle") });
     const other = await fakeBundle({ version: "0.3.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v030.bundle") });
     const web = await serve({ "/0.2.0.bundle": good, "/0.3.0.bundle": other });
+    // a bench: fleet commands are not signed here, which the config has to allow
+    const update = { allowed_urls: [web.url("/")], allow_unsigned_requests: true };
+    const config = requestConfig(env, dir, update);
     const before = process.env.SITEGATE_ROOT;
     process.env.SITEGATE_ROOT = env.root; // where the daemon reads the last outcome for its status
     const requestFile = join(env.dataDir, "update", "request.json");
     try {
       await withBroker(dir, async (broker) => {
-        let gw = await startGateway(env.dataDir, { fleet: fleetConfig(broker) });
+        let gw = await startGateway(env.dataDir, { fleet: fleetConfig(broker), update });
         const cl = await fleetClient(broker);
         const seen = record(cl);
         await cl.subscribeAsync("sitegate/site-001/status", { qos: 1 });
@@ -73,6 +77,17 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
             assert.equal(existsSync(requestFile), false, "a refused request leaves nothing");
           }
 
+          // A URL outside update.allowed_urls: 403 from the daemon, nothing written.
+          const outside = await command(cl, "site-001", "update", {
+            url: "https://elsewhere.example/sitegate/0.2.0.bundle",
+            sha256: sha256(good),
+            version: "0.2.0",
+          });
+          assert.equal(outside.json.status, 403, JSON.stringify(outside.json));
+          assert.equal(outside.json.details[0].path, "url");
+          assert.match(outside.json.message, /not under update\.allowed_urls/);
+          assert.equal(existsSync(requestFile), false);
+
           // A sha256 that is not the bundle's: requested, then refused by root; nothing changes.
           const wrong = await command(cl, "site-001", "update", { url: web.url("/0.2.0.bundle"), sha256: sha256(other), version: "0.2.0" });
           assert.equal(wrong.json.status, 202, JSON.stringify(wrong.json));
@@ -81,7 +96,7 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
           assert.equal(dup.json.status, 409, "one request at a time");
           const releases = () => readdirSync(join(env.root, "releases")).sort().join(",");
           const releasesBefore = releases();
-          let r = await applyRequest(env);
+          let r = await applyRequest(env, config);
           assert.equal(r.code, 2, r.out);
           assert.match(r.out, /sha256 is [0-9a-f]{64}, the request asked for/);
           assert.equal(existsSync(requestFile), false, "taken in, whatever the outcome");
@@ -98,17 +113,17 @@ test("fleet update: bad requests get 400 and write nothing; a request is written
           });
           assert.equal(ok.json.status, 202, JSON.stringify(ok.json));
           assert.deepEqual(ok.json.data, { status: "requested", version: "0.2.0" });
-          r = await applyRequest(env);
+          r = await applyRequest(env, config);
           assert.equal(r.code, 0, r.out);
           assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0");
-          r = await applyRequest(env);
+          r = await applyRequest(env, config);
           assert.equal(r.code, 0, r.out);
           assert.match(r.out, /no update request/);
 
           // The status topic: the version that runs, and the last outcome (the refusal; the
           // install is pending until its health check).
           await gw.stop();
-          gw = await startGateway(env.dataDir, { fleet: fleetConfig(broker) });
+          gw = await startGateway(env.dataDir, { fleet: fleetConfig(broker), update });
           await until(
             () => seen.some((m) => statusOf(m)?.state === "online" && statusOf(m)?.last_update?.result === "refused"),
             "status with the last update outcome",
@@ -138,7 +153,8 @@ test("apply-request follows no link: a symlinked request file is refused and rem
     const link = join(env.dataDir, "update", "request.json");
     rmSync(link, { force: true });
     symlinkSync(target, link);
-    const r = await applyRequest(env);
+    const config = requestConfig(env, dir, { allowed_urls: ["https://127.0.0.1:1/"], allow_unsigned_requests: true });
+    const r = await applyRequest(env, config);
     assert.equal(r.code, 2, r.out);
     assert.match(r.out, /symbolic link/);
     assert.equal(existsSync(link), false, "the link is removed");

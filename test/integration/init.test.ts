@@ -3,11 +3,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
-import { verifySecret } from "../../src/util/secret-hash.js";
+import { hashSecret, verifySecret } from "../../src/util/secret-hash.js";
 import { testCert } from "../support/tls.js";
 import { withTmpDir } from "../support/tmp.js";
 
@@ -112,15 +112,70 @@ test("init with --cert/--key uses that certificate and makes none", async () => 
   });
 });
 
-test("config.example.yaml passes check-config (with a certificate at its relative tls/ paths)", async () => {
+/** The hashes config.example.yaml carried of change-me-password and change-me-api-key. */
+const OLD_EXAMPLE_PASSWORD_HASH = "scrypt$16384$8$1$Ar2eE07/sPGpi0XLk7YWoQ==$3nJvddHpt4/XFZnu4/NVZ06Yar7M3Id6+H5wArTck+U=";
+const OLD_EXAMPLE_KEY_HASH = "scrypt$16384$8$1$vUflMxaahVkNfXWo4Z2WHg==$ZNW2fqyk5yt3bN1d5RV/Q0fbLZxTUmy0uESHZCCFNes=";
+
+test("config.example.yaml: check-config refuses only its two secret placeholders, with the hint; with hashes of real secrets it passes", async () => {
   await withTmpDir(async (dir) => {
-    copyFileSync(join(ROOT, "config.example.yaml"), join(dir, "config.yaml"));
+    const example = readFileSync(join(ROOT, "config.example.yaml"), "utf8");
     mkdirSync(join(dir, "tls"));
     copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
     copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
-    const r = sitegate(["check-config", "--config", join(dir, "config.yaml")]);
+    const file = join(dir, "config.yaml");
+    writeFileSync(file, example);
+    let r = sitegate(["check-config", "--config", file]);
+    assert.equal(r.status, 2, r.stdout);
+    const problems = r.stderr.split("\n").filter((l) => /^\s+\S+: /.test(l));
+    assert.equal(problems.length, 2, r.stderr);
+    assert.match(r.stderr, /auth\.users\[0\]\.password_hash: must be an scrypt hash: the last line `sitegate hash-secret` prints/);
+    assert.match(r.stderr, /auth\.api_keys\[0\]\.key_hash: must be an scrypt hash/);
+    const [pw, key] = example.match(/"REPLACE with the output of: sitegate hash-secret"/g)!;
+    assert.ok(pw && key);
+    writeFileSync(
+      file,
+      example
+        .replace("REPLACE with the output of: sitegate hash-secret", hashSecret("a-secret-of-my-own"))
+        .replace("REPLACE with the output of: sitegate hash-secret", hashSecret("a-key-of-my-own")),
+    );
+    r = sitegate(["check-config", "--config", file]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /devices: +2/);
+  });
+});
+
+test("check-config and run refuse a hash of an example secret, by path, whatever its salt", async () => {
+  await withTmpDir(async (dir) => {
+    const example = readFileSync(join(ROOT, "config.example.yaml"), "utf8");
+    mkdirSync(join(dir, "tls"));
+    copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
+    copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
+    const file = join(dir, "config.yaml");
+    writeFileSync(
+      file,
+      example
+        .replace("REPLACE with the output of: sitegate hash-secret", OLD_EXAMPLE_PASSWORD_HASH)
+        .replace("REPLACE with the output of: sitegate hash-secret", hashSecret("change-me-password")),
+    );
+    for (const cmd of ["check-config", "run"]) {
+      const r = sitegate([cmd, "--config", file]);
+      assert.equal(r.status, 2, `${cmd}: ${r.stdout}${r.stderr}`);
+      assert.match(
+        r.stderr,
+        /auth\.users\[0\]\.password_hash: is the hash of "change-me-password", an example secret everyone can read; make a secret of your own and its hash with `sitegate hash-secret`/,
+      );
+      assert.match(r.stderr, /auth\.api_keys\[0\]\.key_hash: is the hash of "change-me-password"/);
+    }
+    writeFileSync(
+      file,
+      example
+        .replace("REPLACE with the output of: sitegate hash-secret", hashSecret("mine"))
+        .replace("REPLACE with the output of: sitegate hash-secret", OLD_EXAMPLE_KEY_HASH),
+    );
+    const r = sitegate(["check-config", "--config", file]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /auth\.api_keys\[0\]\.key_hash: is the hash of "change-me-api-key"/);
+    assert.doesNotMatch(r.stderr, /password_hash/);
   });
 });
 

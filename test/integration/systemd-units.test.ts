@@ -7,7 +7,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
@@ -20,6 +23,8 @@ import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 import { until } from "../support/wait.js";
 import { CLI, unitCommand } from "../support/site50.js";
+import { fakeBundle, requestConfig, updateCliEnv, withInstalled } from "../support/ota.js";
+import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../../src/lifecycle.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const dir = join(ROOT, "systemd");
@@ -29,7 +34,7 @@ const units = readdirSync(dir).filter((f) => f.endsWith(".service"));
 const MAX_EXPOSURE: Record<string, number> = {
   "sitegate.service": 1.7,
   "sitegate-update-check.service": 0.9,
-  "sitegate-update-request.service": 4.0,
+  "sitegate-update-request.service": 2.0,
 };
 
 const lines = (unit: string) => readFileSync(join(dir, unit), "utf8").split("\n");
@@ -72,7 +77,7 @@ test("the gateway unit is hardened: own user, dialout, strict filesystem, syscal
   const text = lines("sitegate.service");
   for (const line of [
     "User=sitegate",
-    "SupplementaryGroups=dialout",
+    "SupplementaryGroups=dialout gpio",
     "ProtectSystem=strict",
     "StateDirectory=sitegate",
     "Restart=always",
@@ -105,6 +110,62 @@ test("the gateway unit is hardened: own user, dialout, strict filesystem, syscal
     check.find((l) => l.startsWith("ExecStart="))!,
     / --jitless /,
   );
+});
+
+test("the fleet's update request unit: few capabilities, private /proc, private files, no @resources", () => {
+  const text = lines("sitegate-update-request.service");
+  for (const line of [
+    "CapabilityBoundingSet=CAP_DAC_READ_SEARCH CAP_DAC_OVERRIDE",
+    "ProtectProc=invisible",
+    "UMask=0077",
+    "PrivateMounts=yes",
+    "SystemCallFilter=~@privileged @resources",
+    "StateDirectory=sitegate-update",
+    "StateDirectoryMode=0700",
+    "MemoryDenyWriteExecute=yes",
+  ]) {
+    assert.ok(text.includes(line), `update request unit: missing ${line}`);
+  }
+});
+
+test("GPIO works under the shipped unit: the chips' device class, the gpio group from sysusers.d, a udev rule that gives it the chips", () => {
+  const text = lines("sitegate.service");
+  assert.ok(text.includes("DevicePolicy=closed"));
+  assert.ok(text.includes("DeviceAllow=char-gpiochip rw"), "DevicePolicy=closed shuts /dev/gpiochip* without char-gpiochip");
+  assert.ok(text.includes("SupplementaryGroups=dialout gpio"));
+  const sysusers = readFileSync(join(ROOT, "packaging/sysusers.conf"), "utf8").split("\n");
+  assert.ok(
+    sysusers.some((l) => /^g gpio\b/.test(l)),
+    "sysusers.d makes the gpio group (Debian has none)",
+  );
+  assert.ok(sysusers.includes("m sitegate gpio"));
+  const rule = readFileSync(join(ROOT, "packaging/60-sitegate-gpio.rules"), "utf8");
+  assert.match(rule, /^SUBSYSTEM=="gpio", KERNEL=="gpiochip\[0-9\]\*", GROUP="gpio", MODE="0660"$/m);
+  assert.match(readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8"), /60-sitegate-gpio\.rules" "\$root\/usr\/lib\/udev\/rules\.d\//);
+});
+
+test("the gateway unit: journal identifier, a stop timeout above the stop budget, serial classes the kernel knows at start", () => {
+  const text = lines("sitegate.service");
+  assert.ok(text.includes("SyslogIdentifier=sitegate"), "journalctl -t sitegate finds the lines");
+  const stop = text.filter((l) => l.startsWith("TimeoutStopSec="));
+  assert.equal(stop.length, 1);
+  const stopS = Number(/^TimeoutStopSec=(\d+)s?$/.exec(stop[0])?.[1]);
+  assert.ok(stopS * 1000 >= STOP_BUDGET_MS, `TimeoutStopSec ${stopS} s is at least the stop budget (${STOP_BUDGET_MS} ms)`);
+  assert.ok(
+    stopS * 1000 > STOP_EXIT_MS,
+    `and above the daemon's own exit bound (${STOP_EXIT_MS} ms): systemd never SIGKILLs a stop in progress`,
+  );
+  // systemd resolves a class from /proc/devices when the unit starts: USB classes exist
+  // then only if their drivers are loaded at boot, which modules-load.d does.
+  const classes = text.flatMap((l) => /^DeviceAllow=char-(tty\S+) rw$/.exec(l)?.[1] ?? []).sort();
+  assert.deepEqual(classes, ["ttyACM", "ttyAMA", "ttyS", "ttySC", "ttyUSB"]);
+  const modules = readFileSync(join(ROOT, "packaging/modules-load.conf"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() && !l.startsWith("#"));
+  // ttyUSB: usbserial and the usual adapter chips; ttyACM: cdc_acm. ttyS and ttyAMA are built in, ttySC comes with its overlay.
+  assert.deepEqual(modules, ["usbserial", "ftdi_sio", "cp210x", "ch341", "pl2303", "cdc_acm"]);
+  const build = readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8");
+  assert.match(build, /install -m 644 "\$here\/modules-load\.conf" "\$root\/usr\/lib\/modules-load\.d\/sitegate\.conf"/);
 });
 
 /** Runs a command under a unit's sandbox in a private mount namespace (for its /proc). */
@@ -227,5 +288,70 @@ test("the update gate runs under its unit's sandbox (no network, no devices, W^X
       ]),
     );
     assert.equal(r.code, 0, r.out);
+  });
+});
+
+test("the fleet's update request is carried out under its unit's sandbox: no SETUID/SETGID (the data dir child through systemd-run), umask 0077 yet a readable release", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root (the unit's user; a data dir of another owner)");
+  await withInstalled(async (env, dir) => {
+    const good = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "v020.bundle") });
+    const cert = testCert();
+    const server = createServer({ cert: cert.cert, key: cert.key }, (_req, res) => res.end(readFileSync(good)));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const base = `https://127.0.0.1:${(server.address() as AddressInfo).port}/u/`;
+    try {
+      // The service manager would start the child as the data dir's owner, outside this
+      // sandbox; the stand-in records how it was asked and runs it here (hence --jitless).
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      const calls = join(dir, "systemd-run.calls");
+      writeFileSync(
+        join(bin, "systemd-run"),
+        `#!/bin/sh\necho "$@" >> '${calls}'\nwhile [ "$1" != "--" ]; do shift; done\nshift\nnode="$1"; shift\nexec "$node" --jitless "$@"\n`,
+        { mode: 0o755 },
+      );
+      const config = requestConfig(env, dir, { allowed_urls: [base], allow_unsigned_requests: true });
+      mkdirSync(join(env.dataDir, "update"), { recursive: true });
+      writeFileSync(
+        join(env.dataDir, "update", "request.json"),
+        JSON.stringify({
+          url: `${base}0.2.0.bundle`,
+          sha256: createHash("sha256").update(readFileSync(good)).digest("hex"),
+          version: "0.2.0",
+        }),
+      );
+      assert.equal(spawnSync("chown", ["-R", "65534:65534", env.dataDir]).status, 0);
+      spawnSync("chmod", ["0750", env.dataDir]);
+
+      const exec = lines("sitegate-update-request.service").find((l) => l.startsWith("ExecStart="))!;
+      const words = exec.slice("ExecStart=".length).trim().split(/\s+/);
+      const script = words.findIndex((w) => w.endsWith("/cli.js"));
+      assert.deepEqual(words.slice(script + 1, script + 3), ["update", "apply-request"]);
+      const child = spawn(
+        "unshare",
+        [
+          ...["--mount", "--propagation", "private", "python3", SANDBOX, join(ROOT, "systemd", "sitegate-update-request.service"), "--"],
+          ...[process.execPath, ...words.slice(1, script), CLI, "update", "apply-request", "--config", config],
+        ],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: {
+            ...updateCliEnv(env, ""),
+            PATH: `${bin}:${process.env.PATH}`,
+            NODE_EXTRA_CA_CERTS: cert.certFile,
+          },
+        },
+      );
+      const r = await finished(child);
+      assert.equal(r.code, 0, r.out);
+      assert.match(readFileSync(calls, "utf8"), /--uid=65534 --gid=65534 --property=NoNewPrivileges=yes -- /);
+      assert.equal(readlinkSync(join(env.root, "current")), "releases/0.2.0");
+      for (const p of ["releases/0.2.0", "releases/0.2.0/dist", "releases/0.2.0/dist/src"])
+        assert.equal(statSync(join(env.root, p)).mode & 0o777, 0o755, `${p}: the daemon's user reads the release`);
+      assert.equal(statSync(join(env.root, "releases/0.2.0/manifest.json")).mode & 0o777, 0o644);
+      assert.equal(existsSync(join(env.dataDir, "update", "request.json")), false);
+    } finally {
+      server.close();
+    }
   });
 });

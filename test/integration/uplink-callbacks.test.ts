@@ -1,7 +1,8 @@
-// Callbacks never stall a lane: 2xx settles, a redirect is followed once, Retry-After is
-// honoured, a message the partner keeps rejecting becomes a dead letter (listed and
-// retried by `sitegate outbox`) while the lane goes on, 401/403 hold the lane with a
-// health warning and lose nothing, execution responses have a lane of their own, and
+// Callbacks never stall a lane: 2xx settles, a redirect is followed once and to the same
+// origin only, Retry-After is honoured, a message the partner refuses with a final 4xx
+// becomes a dead letter at once (listed and retried by `sitegate outbox`) while the lane
+// goes on (401/403 too, with a health warning; `sitegate outbox retry` sends them again),
+// execution responses have a lane of their own, and
 // the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -52,26 +53,45 @@ test("a partner answering 204 or 202 has the message: settled once, never sent a
   });
 });
 
-test("a redirect is followed once, to https only", async () => {
-  await withRig({ rejectWindowMs: 60_000 }, async (sink, rig) => {
-    sink.decide = (r) =>
-      r.path === "/old"
-        ? { status: 308, headers: { location: `${sink.url}/new` } }
-        : r.path === "/plain"
-          ? { status: 307, headers: { location: `http://127.0.0.1:${sink.port}/new` } }
-          : undefined;
-    rig.uplink.enqueue("notice", `${sink.url}/plain`, { n: 0 });
-    rig.uplink.enqueue("execution_response", `${sink.url}/old`, { event_id: "e-r" });
-    await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
-    const [moved] = sink.accepted("/new");
-    assert.deepEqual(moved.body, { event_id: "e-r" });
-    assert.equal(moved.headers["idempotency-key"], sink.requests.find((r) => r.path === "/old")!.headers["idempotency-key"]);
-    await until(() => rig.uplink.outbox.heads("execution", 1).length === 0, "the redirected message settled");
-    // The redirect to http:// is not followed: the message stays queued, failing.
-    await until(() => sink.requests.filter((r) => r.path === "/plain").length >= 2, "the http redirect retried");
-    assert.equal(sink.accepted("/new").length, 1, "nothing reached the target of the http redirect");
-    assert.match(rig.uplink.outbox.heads("notice", 1)[0].last_error ?? "", /https only/);
-  });
+test("a redirect is followed once, to the same origin only; another origin (or http) never gets the partner headers, and the message is a dead letter at once", async () => {
+  const other = await startSink();
+  try {
+    await withRig({}, async (sink, rig) => {
+      sink.decide = (r) =>
+        r.path === "/old"
+          ? { status: 308, headers: { location: `${sink.url}/new` } }
+          : r.path === "/plain"
+            ? { status: 307, headers: { location: `http://127.0.0.1:${sink.port}/new` } }
+            : r.path === "/away"
+              ? { status: 308, headers: { location: `${other.url}/exec` } }
+              : undefined;
+      rig.uplink.enqueue("notice", `${sink.url}/plain`, { n: 0 });
+      rig.uplink.enqueue("execution_response", `${sink.url}/away`, { event_id: "e-away" });
+      rig.uplink.enqueue("execution_response", `${sink.url}/old`, { event_id: "e-r" });
+      await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
+      const [moved] = sink.accepted("/new");
+      assert.deepEqual(moved.body, { event_id: "e-r" }, "the message after the refused redirect is not held back");
+      assert.equal(moved.headers["idempotency-key"], sink.requests.find((r) => r.path === "/old")!.headers["idempotency-key"]);
+      assert.equal(moved.headers["x-partner-key"], "k-123", "same origin: the partner headers go along");
+      // e-away went first in the same lane: whatever it did is done.
+      assert.deepEqual(
+        other.requests.map((r) => r.path),
+        [],
+        "the other origin received nothing: no partner headers, no body",
+      );
+      await until(() => rig.uplink.outbox.size() === 0 && rig.uplink.deadLetterCount() === 2, "both refused redirects dead-lettered");
+      assert.equal(sink.requests.filter((r) => r.path === "/away").length, 1, "not retried");
+      assert.equal(sink.requests.filter((r) => r.path === "/plain").length, 1, "not retried");
+      const errors = rig.uplink.outbox
+        .deadLetters()
+        .map((d) => d.last_error ?? "")
+        .sort();
+      assert.match(errors[0], new RegExp(`HTTP 307 to another origin \\(http://127\\.0\\.0\\.1:${sink.port}\\) not followed`));
+      assert.match(errors[1], new RegExp(`HTTP 308 to another origin \\(${other.url.replace(/\./g, "\\.")}\\) not followed`));
+    });
+  } finally {
+    await other.stop();
+  }
 });
 
 test("429 with Retry-After waits as told, then delivers", async () => {
@@ -143,8 +163,8 @@ test("enqueue: a caller's idempotency key is kept and never queued twice; bad in
   });
 });
 
-test("a message the partner keeps rejecting (400) is dead-lettered, the lane goes on, and `sitegate outbox retry` sends it", async () => {
-  await withRig({ rejectWindowMs: 600, idleRecheckMs: 200 }, async (sink, rig, dir) => {
+test("a message the partner refuses (400) is dead-lettered at once, without a retry; the next messages are not held back; `sitegate outbox retry` sends it", async () => {
+  await withRig({ idleRecheckMs: 200 }, async (sink, rig, dir) => {
     let reject = true;
     sink.decide = (r) => (reject && r.body?.event_id === "e-bad" ? { status: 400 } : undefined);
     const bad = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
@@ -156,7 +176,7 @@ test("a message the partner keeps rejecting (400) is dead-lettered, the lane goe
       ["e-next", "e-last"],
       "in order, after the dead letter",
     );
-    assert.ok(sink.requests.filter((r) => r.body?.event_id === "e-bad").length >= 2, "retried within the window first");
+    assert.equal(sink.requests.filter((r) => r.body?.event_id === "e-bad").length, 1, "final: sent once, never retried");
     await until(() => rig.uplink.outbox.size() === 0, "the lane empty");
     assert.equal(rig.uplink.deadLetterCount(), 1);
 
@@ -195,7 +215,7 @@ test("a message the partner keeps rejecting (400) is dead-lettered, the lane goe
 });
 
 test("a data push the partner rejects is dead-lettered with its payload, the cursor moves on, and a retry sends it", async () => {
-  await withRig({ rejectWindowMs: 600, idleRecheckMs: 200 }, async (sink, rig, dir) => {
+  await withRig({ idleRecheckMs: 200 }, async (sink, rig, dir) => {
     let reject = true;
     sink.decide = (r) => (reject && r.body?.devices?.[0]?.metrics?.energy_import_wh === 100002 ? { status: 422 } : undefined);
     for (let i = 0; i < 6; i++) rig.samples.append(snapshot(i));
@@ -224,34 +244,29 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
   });
 });
 
-test("401 holds every lane with a health warning and loses nothing; it drains once the partner accepts again", async () => {
-  await withRig({ rejectWindowMs: 300 }, async (sink, rig) => {
+test("401 is final like any other 4xx: dead letters at once with a health warning, nothing held back; outbox retry sends them again", async () => {
+  await withRig({}, async (sink, rig) => {
     sink.mode = { kind: "status", status: 401 };
-    for (let i = 0; i < 5; i++) rig.samples.append(snapshot(i));
     rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-4" });
-    await until(() => rig.uplink.health().warnings.length === 2, "warnings for both lanes");
-    const w = rig.uplink.health().warnings.find((x) => x.lane === "data_push")!;
+    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+    await until(() => rig.uplink.deadLetterCount() === 2, "both responses dead-lettered");
+    const w = rig.uplink.health().warnings.find((x) => x.lane === "execution")!;
     assert.equal(w.status, 401);
     assert.match(w.message, /partner.headers/);
-    // Well past the reject window: still nothing dropped, nothing dead-lettered.
-    await until(() => sink.requests.filter((r) => r.path === "/exec").length >= 4, "the held lane keeps probing");
-    assert.equal(rig.uplink.deadLetterCount(), 0);
-    assert.equal(rig.uplink.outbox.size(), 1);
-    assert.equal(rig.samples.stats().pending_snapshots, 5);
-    const tried = sink.requests.filter((r) => r.path === "/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w as number);
-    assert.ok(
-      tried.every((p) => p < 40),
-      "nothing new is sent while the lane is held (the first window only)",
+    // Each was tried once: a final answer is never retried, and the second did not wait behind the first.
+    assert.deepEqual(
+      sink.requests.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
+      ["e-4", "e-5"],
     );
-    assert.ok(tried.filter((p) => p === 0).length >= 2, "the held lane probes with its oldest message");
+    assert.equal(rig.uplink.outbox.size(), 0);
     sink.mode = { kind: "ok" };
-    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "the backlog drained");
-    assert.equal(new Set(sink.accepted("/v1/telemetry").map((r) => r.body.devices[0].metrics.power_w)).size, 5);
+    assert.equal(rig.uplink.outbox.retry("all"), 2);
+    await until(() => sink.accepted("/exec").length === 2 && rig.uplink.outbox.size() === 0, "the dead letters sent again");
     assert.deepEqual(rig.uplink.health().warnings, []);
   });
 });
 
-test("/healthz shows a held lane and /metrics counts dead letters", async () => {
+test("/healthz shows refused credentials and /metrics counts dead letters", async () => {
   const sink = await startSink();
   try {
     await withTmpDir(async (dir) => {
@@ -277,8 +292,9 @@ test("/healthz shows a held lane and /metrics counts dead letters", async () => 
           error: "HTTP 400",
         });
         const m = (await gw.call("GET", "/metrics")).text;
-        assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
-        assert.match(m, /^sitegate_uplink_lane_held\{lane="execution"\} 1$/m);
+        // the refused response and the one added by hand
+        assert.match(m, /^sitegate_uplink_dead_letters 2$/m);
+        assert.match(m, /^sitegate_uplink_credentials_rejected\{lane="execution"\} 1$/m);
       } finally {
         await gw.stop();
       }

@@ -76,14 +76,24 @@ test("the bridge going offline takes its devices offline and nothing else; so do
     await until(() => zigbee.every((id) => !online(id)), "every zigbee device offline with the bridge");
     assert.match(poller.health("plug-2")!.last_error ?? "", /offline/);
     await gridReadAfter("while the bridge is offline");
-    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
-    assert.equal(sync.status, 200, "the API answers");
+    // Still listed, but offered for telemetry only: a partner does not plan a shed on them.
+    const caps = async () => {
+      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      assert.equal(sync.status, 200, "the API answers");
+      return Object.fromEntries(sync.json.devices.map((d: { device_id: string; capabilities: string[] }) => [d.device_id, d.capabilities]));
+    };
+    const offered = await caps();
+    for (const id of zigbee) assert.deepEqual(offered[id], ["telemetry"], `${id} without its bridge`);
+    assert.deepEqual(offered.grid, ["telemetry"], "the meter as always");
     assert.equal((await simControl(site, "POST", "/zigbee/bridge", { state: "online" })).status, 200);
     await until(() => zigbee.every(online), "zigbee devices back with the bridge");
+    assert.deepEqual((await caps())["plug-1"], ["telemetry", "shed", "restore"], "offered again with the bridge");
 
     await broker.stop();
     await until(() => zigbee.every((id) => !online(id)), "every zigbee device offline without the broker");
     await until(() => /broker/.test(poller.health("plug-1")!.last_error ?? ""), "the broker's loss named as the reason");
+    const noBroker = await caps();
+    for (const id of zigbee) assert.deepEqual(noBroker[id], ["telemetry"], `${id} without the broker`);
     await gridReadAfter("without the broker");
     const connected = async () => /^sitegate_zigbee_connected (\d)$/m.exec((await gw.call("GET", "/metrics")).text)?.[1];
     assert.equal(await connected(), "0");

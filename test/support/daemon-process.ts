@@ -2,6 +2,7 @@
 // node flags and environment), with the test config (partner callbacks to a closed port,
 // no devices): for tests and the fuzzer that need the daemon on its own event loop.
 // Its JSON log lines are kept; `ready` resolves with the API URL from "api listening".
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { createInterface } from "node:readline";
 import { stringify } from "yaml";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { testConfigInput } from "./config.js";
+import { repeatedKeys } from "./log-keys.js";
 import { CLI, unitCommand } from "./site50.js";
 
 export interface DaemonProcess {
@@ -17,6 +19,8 @@ export interface DaemonProcess {
   configFile: string;
   /** Every log line so far, parsed. */
   lines: Array<Record<string, unknown>>;
+  /** Log lines with a repeated key ("key: line"); stop() fails when there is any. */
+  repeated: string[];
   /** Whether the process is still running. */
   alive(): boolean;
   stop(): Promise<void>;
@@ -37,6 +41,7 @@ export async function spawnDaemon(
     env: { ...process.env, ...unit.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
   });
   const lines: Array<Record<string, unknown>> = [];
+  const repeated: string[] = [];
   let stderr = "";
   child.stderr!.on("data", (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
   const url = await new Promise<string>((resolve, reject) => {
@@ -49,6 +54,7 @@ export async function spawnDaemon(
         return;
       }
       if (lines.length < 10_000) lines.push(o);
+      for (const key of repeatedKeys(l)) repeated.push(`${key}: ${l}`);
       if (o.msg === "api listening" && typeof o.url === "string") resolve(o.url);
     });
     child.once("exit", (code) => reject(new Error(`sitegate run exited with ${code} before listening: ${stderr}`)));
@@ -58,6 +64,7 @@ export async function spawnDaemon(
     url,
     configFile,
     lines,
+    repeated,
     alive: () => child.exitCode === null && child.signalCode === null,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
@@ -65,6 +72,8 @@ export async function spawnDaemon(
         child.kill("SIGTERM");
         await exited;
       }
+      // Every test that runs the daemon this way checks its log: no line repeats a key (jq would read it wrongly).
+      assert.deepEqual(repeated, [], "log lines with a repeated key");
     },
   };
 }

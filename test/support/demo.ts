@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { hashSecret } from "../../src/util/secret-hash.js";
 import { testCert } from "./tls.js";
+import { STOP_EXIT_MS } from "../../src/lifecycle.js";
 
 const root = resolve(fileURLToPath(import.meta.url), "../../../..");
 const dist = join(root, "dist");
@@ -24,6 +25,9 @@ function start(name: string, args: string[], onLine: (line: string) => void): Ch
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, LOG_FORMAT: "json" },
+    // Its own process group: the terminal's Ctrl-C reaches only this script, which stops
+    // the gateway first (it puts the devices back on the still running simulator).
+    detached: true,
   });
   let buf = "";
   const feed = (d: Buffer) => {
@@ -132,12 +136,22 @@ async function main(): Promise<void> {
       "",
     ].join("\n") + "\n",
   );
+  let stopping = false;
   const stop = () => {
-    for (const c of [gw, sink, sim]) c.kill("SIGTERM");
-    setTimeout(() => process.exit(0), 6000).unref();
+    if (stopping) return; // a second Ctrl-C waits for the same stop
+    stopping = true;
+    process.stdout.write("stopping the gateway (it puts the devices back), then the simulator and the sink\n");
+    const gone = new Promise((r) => (gw.exitCode !== null || gw.signalCode !== null ? r(null) : gw.once("exit", r)));
+    gw.kill("SIGTERM");
+    // The gateway exits within STOP_EXIT_MS of the signal whatever happens.
+    const bound = new Promise((r) => setTimeout(r, STOP_EXIT_MS + 1000).unref());
+    void Promise.race([gone, bound]).then(() => {
+      for (const c of [gw, sink, sim]) if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
+      setTimeout(() => process.exit(0), 2000).unref();
+    });
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
 }
 
 /** The trade-off table of docs/sd-card.md (the rows after its marker line), as the README shows it. */

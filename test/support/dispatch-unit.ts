@@ -45,7 +45,7 @@ export function unitRig(
     pollIntervalMs: POLL,
     respond: (_s, body) => responses.push(body),
   });
-  d.start();
+  void d.start(); // plans at once; only a put-back at start is awaited
   const close = () => {
     if (tmp) {
       db.close();

@@ -25,6 +25,9 @@ import { gzipSync } from "node:zlib";
 import { packBundle } from "../../src/update/bundle.js";
 import { withTmpDir } from "./tmp.js";
 import { encodeBundleHeader, type Manifest } from "../../src/update/bundle-format.js";
+import type { ConfigInput, UpdateConfig } from "../../src/config/schema.js";
+import { stringify } from "yaml";
+import { testConfigInput } from "./config.js";
 
 export const CLI = resolve(fileURLToPath(import.meta.url), "../../../src/cli.js");
 
@@ -439,4 +442,16 @@ export async function withInstalled(fn: (env: UpdateEnv, dir: string) => Promise
     if (r.status !== 0 || currentVersion(env) !== "0.1.0") throw new Error(`installing 0.1.0: ${r.stdout}${r.stderr}`);
     await fn(env, dir);
   });
+}
+
+/**
+ * The config `sitegate update apply-request` reads (it decides what a fleet request may ask
+ * for): the test gateway's, with the env's data dir, a download folder in `dir`, and the given
+ * update block and fleet. Returns the file's path.
+ */
+export function requestConfig(env: UpdateEnv, dir: string, update: Partial<UpdateConfig>, fleet?: ConfigInput["fleet"]): string {
+  const file = join(dir, "config.yaml");
+  const input = testConfigInput(env.dataDir, { update: { download_dir: join(dir, "downloads"), ...update }, ...(fleet ? { fleet } : {}) });
+  writeFileSync(file, stringify(input));
+  return file;
 }

@@ -11,6 +11,8 @@ It applies what systemd 252 (Debian 12, Raspberry Pi OS bookworm) would apply fo
       no mprotect/pkey_mprotect with PROT_EXEC, no shmat with SHM_EXEC)
   ProcSubset=pid and ProtectProc= (a fresh /proc with subset=pid,hidepid=...; run this
       inside `unshare --mount --pid --fork` so the mount is private)
+  CapabilityBoundingSet= (every capability not listed leaves the bounding set, so a root
+      COMMAND keeps only those), UMask=
 Both seccomp filters go through libseccomp (ctypes), as systemd's do. Other settings
 (namespaces of the filesystem, devices, users) are not emulated.
 """
@@ -51,6 +53,37 @@ def service_settings(path):
     return out
 
 
+CAPABILITIES = [
+    "chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid", "setpcap",
+    "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw", "ipc_lock", "ipc_owner",
+    "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct", "sys_admin", "sys_boot", "sys_nice",
+    "sys_resource", "sys_time", "sys_tty_config", "mknod", "lease", "audit_write", "audit_control", "setfcap",
+    "mac_override", "mac_admin", "syslog", "wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf",
+    "checkpoint_restore",
+]
+PR_CAPBSET_DROP = 24
+
+
+def bound_capabilities(settings, libc):
+    """CapabilityBoundingSet=: lines add up; "~" drops the listed ones instead; empty keeps none."""
+    lines = [v for k, v in settings if k == "CapabilityBoundingSet"]
+    if not lines:
+        return
+    keep = set(range(len(CAPABILITIES)))
+    first = True
+    for v in lines:
+        names = {CAPABILITIES.index(n.lower().removeprefix("cap_")) for n in v.lstrip("~").split()}
+        if v.startswith("~"):
+            keep -= names
+        else:
+            keep = names if first else keep | names
+        first = False
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        if cap not in keep and libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            sys.exit(f"unit-sandbox: cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
+
+
 def syscall_groups():
     text = subprocess.run(["systemd-analyze", "syscall-filter"], check=True, capture_output=True, text=True).stdout
     groups, cur = {}, None
@@ -85,6 +118,9 @@ def main():
     command = sys.argv[3:]
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 
+    # before /proc is replaced (cap_last_cap is not a process file); the bounding set limits
+    # what COMMAND gets at exec, not this process, which still mounts /proc below
+    bound_capabilities(settings, libc)
     proc_subset = next((v for k, v in settings if k == "ProcSubset"), "all")
     protect_proc = next((v for k, v in settings if k == "ProtectProc"), "default")
     if proc_subset != "all" or protect_proc != "default":
@@ -94,6 +130,10 @@ def main():
         if libc.mount(b"proc", b"/proc", b"proc", 0, ",".join(opts).encode()) != 0:
             e = ctypes.get_errno()
             sys.exit(f"unit-sandbox: mount /proc ({','.join(opts)}): {os.strerror(e)} (run inside unshare --mount --pid --fork)")
+
+    umask = next((v for k, v in settings if k == "UMask"), None)
+    if umask is not None:
+        os.umask(int(umask, 8))
 
     seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     seccomp.seccomp_init.restype = ctypes.c_void_p

@@ -25,7 +25,6 @@ export async function startUplink(
     retentionBytes?: number;
     timeoutMs?: number;
     backoff?: (n: number) => number;
-    rejectWindowMs?: number;
     idleRecheckMs?: number;
   } = {},
 ): Promise<UplinkRig> {
@@ -48,7 +47,6 @@ export async function startUplink(
   const appended = () => uplink.samplesAppended();
   const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log, appended });
   const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), {
-    rejectWindowMs: over.rejectWindowMs,
     idleRecheckMs: over.idleRecheckMs,
   });
   storage.start();

@@ -7,6 +7,7 @@ import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
 import { startLocalBroker, type LocalBroker } from "./local-mosquitto.js";
 import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
 import { withTmpDir } from "./tmp.js";
+import { testCert } from "./tls.js";
 
 export const Z2M_BASE = "zigbee2mqtt";
 
@@ -46,11 +47,16 @@ export function zigbeeConfig(broker: string, over: Record<string, unknown> = {})
 }
 
 export async function withZigbeeGateway(
-  opts: { scenario?: (broker: string) => ScenarioInput; config?: (site: SimHandle, broker: LocalBroker) => Partial<ConfigInput> },
+  opts: {
+    scenario?: (broker: string) => ScenarioInput;
+    config?: (site: SimHandle, broker: LocalBroker) => Partial<ConfigInput>;
+    /** The broker also listens with TLS (the test certificate) at broker.tlsUrl. */
+    tls?: boolean;
+  },
   fn: (site: SimHandle, gw: Gateway, broker: LocalBroker, dir: string) => Promise<void>,
 ): Promise<void> {
   await withTmpDir(async (dir) => {
-    const broker = await startLocalBroker(join(dir, "broker"));
+    const broker = await startLocalBroker(join(dir, "broker"), opts.tls ? { tls: testCert() } : {});
     try {
       await withSite((opts.scenario ?? zigbeeScenario)(broker.url), async (site) => {
         const over: Partial<ConfigInput> = {

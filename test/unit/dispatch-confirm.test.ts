@@ -130,7 +130,7 @@ async function rig() {
   migrate(db, [DISPATCH_MIGRATIONS]);
   const clock = new FakeClock(T0);
   const d = new Dispatcher({ db: () => db, control, clock, log: silentLogger(), pollIntervalMs: 1000, respond: () => {} });
-  d.start();
+  void d.start(); // plans at once; only a put-back at start is awaited
   return {
     t,
     lanes,

@@ -255,7 +255,7 @@ test("a cron schedule fires on the scheduler at priority 100, taken up at start 
       event_quantity: 3,
       event_unit: "kW" as const,
     };
-    const ls = new LocalSchedules([sched], r.d, silentLogger(), () => r.clock.now());
+    const ls = new LocalSchedules([sched], r.d, silentLogger(), r.clock);
     ls.start();
     try {
       r.clock.advance(0);

@@ -155,7 +155,7 @@ test("the store keys an event by its lowercased id and keeps the first spelling 
     const replaced: EventRow = { ...row, spec: { ...spec, event_id: ID, quantity: 4 }, updated_at: 2 };
     store.put(replaced);
     assert.equal(replaced.spec.event_id, ID.toUpperCase(), "the caller's row now carries the stored spelling");
-    assert.equal(store.open().length, 1);
+    assert.equal(store.countOpen(), 1);
     assert.equal(store.get(ID)!.spec.quantity, 4);
     replaced.progress.shed_steps.push("relay");
     store.saveProgress(replaced, 3);

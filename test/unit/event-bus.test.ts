@@ -31,7 +31,7 @@ test("a listener that throws is logged with its part's name and the listeners af
   assert.equal(bus.failureCount("samples", "snapshot"), 0);
   // logged once, not on every snapshot
   assert.equal(lines.length, 1);
-  assert.equal(lines[0].part, "ui");
+  assert.equal(lines[0].listener, "ui");
   assert.equal(lines[0].event, "snapshot");
   assert.match(String(lines[0].err), /chart broke/);
   const fam = bus.metrics()[0];
@@ -56,7 +56,7 @@ test("a listener's rejected promise is caught and counted, never unhandled", asy
   }
   assert.equal(unhandled, 0);
   assert.equal(bus.failureCount("input-events", "input"), 1);
-  assert.equal(lines[0].part, "input-events");
+  assert.equal(lines[0].listener, "input-events");
 });
 
 test("off(part) removes every listener of that part, on every event, and only those", () => {

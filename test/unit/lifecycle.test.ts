@@ -209,3 +209,43 @@ test("two parts with one name are refused", () => {
   life.add(recorder([], "db"));
   assert.throws(() => life.add(recorder([], "db")), /two parts named db/);
 });
+
+test("the parts share one stop budget: each is told what is left, and a hung part leaves the later ones nothing to wait for", async () => {
+  const told: Array<[string, number | undefined]> = [];
+  const part = (name: string, hang: boolean): Part => ({
+    name,
+    start() {},
+    stop(budgetMs?: number) {
+      told.push([name, budgetMs]);
+      return hang ? new Promise<void>(() => {}) : undefined;
+    },
+  });
+  const life = new Lifecycle(silentLogger());
+  life.add(part("storage", false));
+  life.add(part("dispatch", true));
+  life.add(part("api", false));
+  await life.start();
+  await life.stop(200);
+  // Reverse order; api stops at once (about the whole budget left), dispatch hangs through the rest of it.
+  assert.deepEqual(
+    told.map(([n]) => n),
+    ["api", "dispatch", "storage"],
+  );
+  assert.ok(told[0][1]! > 0 && told[0][1]! <= 200, `api told ${told[0][1]} ms`);
+  assert.ok(told[1][1]! > 0 && told[1][1]! <= told[0][1]!, `dispatch gets what api left: ${told[1][1]} ms`);
+  assert.equal(told[2][1], 0, "storage: nothing left after the hung part (its synchronous stop still runs)");
+});
+
+test("a start that hangs takes only its share of the stop budget: the running parts still get the rest", async () => {
+  const told: Array<[string, number | undefined]> = [];
+  const life = new Lifecycle(silentLogger());
+  life.add({ name: "dispatch", start() {}, stop: (budgetMs?: number) => void told.push(["dispatch", budgetMs]) });
+  life.add({ name: "stuck", start: () => new Promise<void>(() => {}), stop() {} });
+  void life.start();
+  await sleep(10);
+  await life.stop(600);
+  assert.equal(told.length, 1);
+  // 600 ms budget, at most a sixth (100 ms) spent waiting for the hung start; waiting
+  // for it as long as the budget allowed would leave dispatch 0 ms.
+  assert.ok(told[0][1]! > 0, `dispatch told ${told[0][1]} ms`);
+});

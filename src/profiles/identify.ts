@@ -1,0 +1,98 @@
+// Which profile a device is: each profile names what identifies its device (an identity
+// register with an expected value, a string prefix, a model-code range; SunSpec: the
+// "SunS" marker). A device that merely answers matches nothing. Used by `scan --identify`.
+import { errorMessage } from "../errors.js";
+import { PRIORITY, type Bus } from "../modbus/bus.js";
+import { decodeRaw, typeRegs } from "../modbus/codec.js";
+import type { ProfileRegistry } from "./registry.js";
+import type { FixedProfile, IdentityRegister, Profile } from "./schema.js";
+
+/** What one identity register reads: a number or a string, or the read's error. */
+export type IdentityReading = { value: number | string } | { error: string };
+
+export interface ProfileMatch {
+  profile: string;
+  /** The identity read (name -> value), shown with the match. */
+  identity: Record<string, string>;
+}
+
+/** Whether a reading satisfies a register's expectation (a register without one identifies nothing). */
+export function expectationHolds(r: IdentityRegister, value: number | string): boolean {
+  const e = r.expect;
+  if (!e) return false;
+  if (e.prefix) return typeof value === "string" && e.prefix.some((p) => value.startsWith(p));
+  if (typeof value !== "number") return false;
+  if (e.values) return e.values.includes(value);
+  return (e.ranges ?? []).some(([lo, hi]) => value >= lo && value <= hi);
+}
+
+/**
+ * Whether these readings identify the profile's device: it names at least one expectation,
+ * and every register with one answered and holds it. Pure.
+ */
+export function identityMatches(registers: readonly IdentityRegister[], readings: ReadonlyMap<string, IdentityReading>): boolean {
+  const expected = registers.filter((r) => r.expect);
+  if (expected.length === 0) return false;
+  return expected.every((r) => {
+    const got = readings.get(r.name);
+    return got !== undefined && "value" in got && expectationHolds(r, got.value);
+  });
+}
+
+/** Profiles that can identify a device at all, the specific ones (fixed maps) before the generic SunSpec one. */
+export function identifiable(profiles: readonly Profile[]): Profile[] {
+  const fixed = profiles.filter((p): p is FixedProfile => p.kind === "fixed" && p.identity.some((r) => r.expect));
+  return [...fixed, ...profiles.filter((p) => p.kind === "sunspec")];
+}
+
+const SUNS = [0x5375, 0x6e53];
+
+async function readFixed(bus: Bus, unit: number, p: FixedProfile, timeoutMs: number): Promise<Map<string, IdentityReading>> {
+  const out = new Map<string, IdentityReading>();
+  for (const r of p.identity) {
+    try {
+      const words = await bus.read(r.unit ?? unit, r.table, r.address, typeRegs(r.type, r.length), {
+        priority: PRIORITY.scan,
+        timeoutMs,
+        retries: 0,
+      });
+      const value = decodeRaw(r.type, words, r.word_order);
+      out.set(r.name, { value });
+      if (r.expect && !expectationHolds(r, value)) break; // decided: not this profile
+    } catch (e) {
+      out.set(r.name, { error: errorMessage(e) });
+      if (r.expect) break; // an expectation that cannot be read already decides: no match
+    }
+  }
+  return out;
+}
+
+async function hasSunSpecMarker(bus: Bus, unit: number, bases: readonly number[], timeoutMs: number): Promise<number | null> {
+  for (const b of bases) {
+    try {
+      const w = await bus.read(unit, "holding", b, 2, { priority: PRIORITY.scan, timeoutMs, retries: 0 });
+      if (w[0] === SUNS[0] && w[1] === SUNS[1]) return b;
+    } catch {
+      // no marker at this base
+    }
+  }
+  return null;
+}
+
+/** Every profile whose identity the device at `unit` holds, the specific ones first. */
+export async function identifyUnit(bus: Bus, unit: number, profiles: ProfileRegistry, timeoutMs: number): Promise<ProfileMatch[]> {
+  const out: ProfileMatch[] = [];
+  for (const p of identifiable(profiles.names().map((n) => profiles.get(n)))) {
+    if (p.kind === "sunspec") {
+      const base = await hasSunSpecMarker(bus, unit, p.bases, timeoutMs);
+      if (base !== null) out.push({ profile: p.name, identity: { sunspec_base: String(base) } });
+      continue;
+    }
+    const readings = await readFixed(bus, unit, p, timeoutMs);
+    if (!identityMatches(p.identity, readings)) continue;
+    const identity: Record<string, string> = {};
+    for (const [k, v] of readings) if ("value" in v) identity[k] = String(v.value);
+    out.push({ profile: p.name, identity });
+  }
+  return out;
+}
