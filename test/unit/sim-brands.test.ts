@@ -134,7 +134,7 @@ test("sungrow-sh: identity, magnitude plus direction bits, forced charge/dischar
     "undocumented address",
   );
   assert.equal(
-    code(() => read(dev, 3, 13000, 1)),
+    code(() => read(dev, 3, 5000, 1)),
     2,
     "running values are input registers",
   );
@@ -166,9 +166,11 @@ test("huawei-sun2000: identity, charging-positive I32, forcible charge ends afte
   assert.equal(write(dev, 47247, u32hi(5001)), 3);
   assert.equal(write(dev, 47083, [1441]), 3);
   assert.equal(write(dev, 47100, [3]), 3);
+  assert.equal(read(dev, 3, 37767, 1)[0], 0, "a reserved register inside the storage block");
   assert.equal(
-    code(() => read(dev, 3, 37767, 1)),
+    code(() => read(dev, 3, 37200, 1)),
     2,
+    "outside the document's blocks",
   );
   assert.equal(
     code(() => read(dev, 4, 37765, 2)),
@@ -256,10 +258,11 @@ test("solaredge-storedge: SunSpec readings, remote control, charging-positive fl
   advance(601_000);
   assert.equal(read(dev, 3, 0xe00d, 1)[0], 7, "back to the default mode after the timeout");
   assert.equal(bat.view().mode, "self-consumption");
+  assert.equal(read(dev, 3, 0xe14c, 1)[0], 0, "reserved inside the battery block");
   assert.equal(
-    code(() => read(dev, 3, 0xe14c, 1)),
+    code(() => read(dev, 3, 0xe200, 1)),
     2,
-    "reserved",
+    "no second battery",
   );
 });
 
@@ -280,10 +283,11 @@ test("goodwe-et: identity, discharging-positive S32, EMS modes 11/12 and auto, r
   assert.equal(write(dev, 47512, [10001]), 3);
   ok(dev, 47511, [1]);
   assert.equal(bat.view().mode, "self-consumption");
+  assert.deepEqual(read(dev, 3, 35186, 2), [0, 1], "35186 reserved inside the block, 35187 work mode");
   assert.equal(
-    code(() => read(dev, 3, 35183, 4)),
+    code(() => read(dev, 3, 35300, 1)),
     2,
-    "35186 is not in the list",
+    "outside the document's blocks",
   );
 });
 
@@ -356,14 +360,11 @@ test("meters: sdm120 single-phase, sdm72 three-phase floats; em24 low-word-first
     return b.readFloatBE(0);
   };
   assert.equal(f(read(sdm120, 4, 0x0c, 2)), 2000, "grid import with no source");
+  assert.deepEqual(read(sdm120, 4, 0x02, 2), [0, 0], "no L2 on a single-phase meter: reserved, 0.0");
   assert.equal(
-    code(() => read(sdm120, 4, 0x02, 2)),
+    code(() => read(sdm120, 4, 0x200, 2)),
     2,
-    "no L2 on a single-phase meter",
-  );
-  assert.equal(
-    code(() => read(sdm120, 4, 0x34, 2)),
-    2,
+    "beyond the input block",
   );
   assert.equal(read(sdm120, 3, 0xfc02, 1)[0], 0x0020);
   const sdm72 = rig("sdm72", { reads: "load" }).dev;

@@ -15,7 +15,9 @@
 // 0xFC00 (U32), product code 0xFC02 (U16: SDM120 32, SDM72D-M V2 137, SDM630 112, as the
 // VenusOS drivers probe it) and firmware version 0xFC03.
 // Total power is signed, positive = import. Settings need the meter's password and are
-// not simulated: writing them answers exception 3. Undocumented addresses answer 2.
+// not simulated: writing them answers exception 3. A reserved input register inside the
+// measurement block (0x0000..0x0180, the single-phase meter's L2/L3 too) reads 0.0;
+// other undocumented addresses answer 2.
 import { DeviceBase, type DeviceView } from "../device.js";
 import { ModbusException, ILLEGAL_ADDRESS, ILLEGAL_VALUE } from "../../modbus-pdu.js";
 import type { SiteModel } from "../../site-model.js";
@@ -65,7 +67,8 @@ abstract class EastronMeter extends DeviceBase {
       perPhase(0x12, Math.abs(ph)) ??
       perPhase(0x18, 0) ??
       perPhase(0x1e, 1) ??
-      this.totals(addr, w)
+      this.totals(addr, w) ??
+      (addr <= 0x180 ? 0 : undefined)
     );
   }
 

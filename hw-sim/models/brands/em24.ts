@@ -21,7 +21,9 @@
 //     writable), phase configuration 0x1102, serial 0x1300;
 //   em24-e1 and em340: Hz 0x0033, kWh(+) TOT 0x0034, kWh(+) per phase 0x0040..,
 //     kWh(-) TOT 0x004E, phase configuration 0x1002, serial 0x5000.
-// Other writes answer exception 2; an application other than 0..7 answers 3.
+// Reserved registers inside the measurement block 0x0000..0x009F read 0; other
+// undocumented addresses answer exception 2. Other writes answer exception 2; an
+// application other than 0..7 answers 3.
 import { DeviceBase, type DeviceView } from "../device.js";
 import { ModbusException, ILLEGAL_ADDRESS } from "../../modbus-pdu.js";
 import type { SiteModel } from "../../site-model.js";
@@ -99,26 +101,29 @@ export class Em24 extends DeviceBase {
             [0x5000, reg.ro(7, () => enc.str(serial, 7))], // serial number
             [0x0304, reg.fixed([0x1104])], // firmware version
           ];
-    this.map = new RegisterMap([
-      [0x0000, i32(v10)], // V L1-N, x10
-      [0x0002, i32(v10)], // V L2-N
-      [0x0004, i32(v10)], // V L3-N
-      [0x0006, i32(() => v10() * Math.sqrt(3))], // V L1-L2
-      [0x0008, i32(() => v10() * Math.sqrt(3))], // V L2-L3
-      [0x000a, reg.ro(1, () => [Math.round(v10() * Math.sqrt(3)) & 0xffff])], // V L3-L1, low word
-      [0x000b, reg.fixed([ID_CODE[spec.variant]])], // identification code
-      [0x000c, i32(a1000)], // A L1, x1000
-      [0x000e, i32(a1000)], // A L2
-      [0x0010, i32(a1000)], // A L3
-      [0x0012, i32(() => (w() / 3) * 10)], // W L1, x10
-      [0x0014, i32(() => (w() / 3) * 10)], // W L2
-      [0x0016, i32(() => (w() / 3) * 10)], // W L3
-      [0x0028, i32(() => w() * 10)], // W sys, x10 (+ = import)
-      [0x002a, i32(() => Math.abs(w()) * 10)], // VA sys, x10
-      [0x002c, i32(() => 0)], // var sys, x10
-      [0x0302, reg.fixed([0x0103])], // hardware version
-      ...tail,
-    ]);
+    this.map = new RegisterMap(
+      [
+        [0x0000, i32(v10)], // V L1-N, x10
+        [0x0002, i32(v10)], // V L2-N
+        [0x0004, i32(v10)], // V L3-N
+        [0x0006, i32(() => v10() * Math.sqrt(3))], // V L1-L2
+        [0x0008, i32(() => v10() * Math.sqrt(3))], // V L2-L3
+        [0x000a, reg.ro(1, () => [Math.round(v10() * Math.sqrt(3)) & 0xffff])], // V L3-L1, low word
+        [0x000b, reg.fixed([ID_CODE[spec.variant]])], // identification code
+        [0x000c, i32(a1000)], // A L1, x1000
+        [0x000e, i32(a1000)], // A L2
+        [0x0010, i32(a1000)], // A L3
+        [0x0012, i32(() => (w() / 3) * 10)], // W L1, x10
+        [0x0014, i32(() => (w() / 3) * 10)], // W L2
+        [0x0016, i32(() => (w() / 3) * 10)], // W L3
+        [0x0028, i32(() => w() * 10)], // W sys, x10 (+ = import)
+        [0x002a, i32(() => Math.abs(w()) * 10)], // VA sys, x10
+        [0x002c, i32(() => 0)], // var sys, x10
+        [0x0302, reg.fixed([0x0103])], // hardware version
+        ...tail,
+      ],
+      { blocks: [[0x0000, 0x009f]] },
+    );
   }
 
   override readHolding(address: number, count: number): number[] {

@@ -20,7 +20,8 @@
 // battery returns to its working mode (47086, 2 = maximise self-consumption).
 // The working mode in force reads back at 37006 (1 forcible charge/discharge, 4 maximise
 // self-consumption, 6 time of use). Out-of-range writes are refused with exception 3;
-// undocumented addresses answer 2.
+// undocumented addresses answer 2, except reserved registers inside the document's
+// blocks, which read 0 (a block read is answered whole).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
@@ -73,130 +74,141 @@ export class HuaweiSun2000 extends HybridInverter {
         },
       );
     const bat = () => this.batteryW();
-    this.holding = new RegisterMap([
-      [30000, reg.ro(15, () => enc.str(`SUN2000-${kw}KTL-M1`, 15))], // model name
-      [30015, reg.ro(10, () => enc.str(this.serial, 10))], // SN
-      [30025, reg.ro(10, () => enc.str("01074486", 10))], // PN
-      [30070, reg.fixed([428])], // model ID
-      [30071, reg.fixed([2])], // number of PV strings
-      [30072, reg.fixed([2])], // number of MPP trackers
-      [30073, reg.ro(2, () => enc.u32(this.ratedW, HI))], // rated power Pn, W
-      [30075, reg.ro(2, () => enc.u32(this.ratedW * 1.1, HI))], // maximum active power Pmax, W
-      [32064, reg.ro(2, () => enc.s32(this.pvW(), HI))], // input (DC) power, W
-      [32080, reg.ro(2, () => enc.s32(this.acPowerW(), HI))], // active power, W (+ = output)
-      [32085, reg.ro(1, () => enc.u16(site.frequency_hz * 100))], // grid frequency, 0.01 Hz
-      [32087, reg.ro(1, () => enc.s16(350))], // internal temperature, 0.1 degC
-      [32089, reg.fixed([0x0200])], // device status: on-grid
-      [32106, reg.ro(2, () => enc.u32(this.acOutWh / 10, HI))], // accumulated yield, 0.01 kWh
-      [37000, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage unit 1 running status
-      [37001, reg.ro(2, () => enc.s32(-bat(), HI))], // storage unit 1 charge/discharge power, W (+ = charging)
-      [37004, reg.ro(1, () => enc.u16(this.soc * 10))], // storage unit 1 SOC, 0.1 %
-      [37006, reg.ro(1, () => [this.runningMode()])], // storage unit 1 working mode (read-back of the mode in force)
-      [37046, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum charge power, W
-      [37048, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum discharge power, W
-      [37100, reg.fixed([1])], // meter status: normal
-      [37113, reg.ro(2, () => enc.s32(-site.grid(), HI))], // meter active power, W (+ = feeding the grid)
-      [37119, reg.ro(2, () => enc.s32(site.exportWh / 10, HI))], // grid exported energy, 0.01 kWh
-      [37121, reg.ro(2, () => enc.s32(site.importWh / 10, HI))], // grid accumulated (imported) energy, 0.01 kWh
-      [37758, reg.ro(2, () => enc.u32(this.capWh, HI))], // storage rated capacity, Wh
-      [37760, reg.ro(1, () => enc.u16(this.soc * 10))], // storage state of capacity, 0.1 %
-      [37762, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage running status: 1 standby, 2 running
-      [37765, reg.ro(2, () => enc.s32(-bat(), HI))], // storage charge/discharge power, W (+ = charging)
-      [37780, reg.ro(2, () => enc.u32(this.chargedWh / 10, HI))], // storage total charge, 0.01 kWh
-      [37782, reg.ro(2, () => enc.u32(this.dischargedWh / 10, HI))], // storage total discharge, 0.01 kWh
-      [47000, reg.fixed([2])], // storage unit 1 product model: 2 = HUAWEI-LUNA2000
+    this.holding = new RegisterMap(
       [
-        47075, // maximum charging power, W
-        u32(
-          () => this.maxChargingW,
-          (v) => (this.maxChargingW = v),
-          (v) => v <= this.maxW,
-        ),
+        [30000, reg.ro(15, () => enc.str(`SUN2000-${kw}KTL-M1`, 15))], // model name
+        [30015, reg.ro(10, () => enc.str(this.serial, 10))], // SN
+        [30025, reg.ro(10, () => enc.str("01074486", 10))], // PN
+        [30070, reg.fixed([428])], // model ID
+        [30071, reg.fixed([2])], // number of PV strings
+        [30072, reg.fixed([2])], // number of MPP trackers
+        [30073, reg.ro(2, () => enc.u32(this.ratedW, HI))], // rated power Pn, W
+        [30075, reg.ro(2, () => enc.u32(this.ratedW * 1.1, HI))], // maximum active power Pmax, W
+        [32064, reg.ro(2, () => enc.s32(this.pvW(), HI))], // input (DC) power, W
+        [32080, reg.ro(2, () => enc.s32(this.acPowerW(), HI))], // active power, W (+ = output)
+        [32085, reg.ro(1, () => enc.u16(site.frequency_hz * 100))], // grid frequency, 0.01 Hz
+        [32087, reg.ro(1, () => enc.s16(350))], // internal temperature, 0.1 degC
+        [32089, reg.fixed([0x0200])], // device status: on-grid
+        [32106, reg.ro(2, () => enc.u32(this.acOutWh / 10, HI))], // accumulated yield, 0.01 kWh
+        [37000, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage unit 1 running status
+        [37001, reg.ro(2, () => enc.s32(-bat(), HI))], // storage unit 1 charge/discharge power, W (+ = charging)
+        [37004, reg.ro(1, () => enc.u16(this.soc * 10))], // storage unit 1 SOC, 0.1 %
+        [37006, reg.ro(1, () => [this.runningMode()])], // storage unit 1 working mode (read-back of the mode in force)
+        [37046, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum charge power, W
+        [37048, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum discharge power, W
+        [37100, reg.fixed([1])], // meter status: normal
+        [37113, reg.ro(2, () => enc.s32(-site.grid(), HI))], // meter active power, W (+ = feeding the grid)
+        [37119, reg.ro(2, () => enc.s32(site.exportWh / 10, HI))], // grid exported energy, 0.01 kWh
+        [37121, reg.ro(2, () => enc.s32(site.importWh / 10, HI))], // grid accumulated (imported) energy, 0.01 kWh
+        [37758, reg.ro(2, () => enc.u32(this.capWh, HI))], // storage rated capacity, Wh
+        [37760, reg.ro(1, () => enc.u16(this.soc * 10))], // storage state of capacity, 0.1 %
+        [37762, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage running status: 1 standby, 2 running
+        [37765, reg.ro(2, () => enc.s32(-bat(), HI))], // storage charge/discharge power, W (+ = charging)
+        [37780, reg.ro(2, () => enc.u32(this.chargedWh / 10, HI))], // storage total charge, 0.01 kWh
+        [37782, reg.ro(2, () => enc.u32(this.dischargedWh / 10, HI))], // storage total discharge, 0.01 kWh
+        [47000, reg.fixed([2])], // storage unit 1 product model: 2 = HUAWEI-LUNA2000
+        [
+          47075, // maximum charging power, W
+          u32(
+            () => this.maxChargingW,
+            (v) => (this.maxChargingW = v),
+            (v) => v <= this.maxW,
+          ),
+        ],
+        [
+          47077, // maximum discharging power, W
+          u32(
+            () => this.maxDischargingW,
+            (v) => (this.maxDischargingW = v),
+            (v) => v <= this.maxW,
+          ),
+        ],
+        [
+          47081, // charging cutoff capacity, 0.1 %
+          u16(
+            () => this.chargeCutoff,
+            (v) => (this.chargeCutoff = v),
+            (v) => v >= 900 && v <= 1000,
+          ),
+        ],
+        [
+          47082, // discharging cutoff capacity, 0.1 %
+          u16(
+            () => this.dischargeCutoff,
+            (v) => (this.dischargeCutoff = v),
+            (v) => v <= 200,
+          ),
+        ],
+        [
+          47083, // forcible charge/discharge period, minutes
+          u16(
+            () => this.periodMin,
+            (v) => (this.periodMin = v),
+            (v) => v <= 1440,
+          ),
+        ],
+        [
+          47086, // working mode settings
+          u16(
+            () => this.workingMode,
+            (v) => (this.workingMode = v),
+            (v) => v <= 5,
+          ),
+        ],
+        [
+          47100, // forcible charge/discharge: 0 stop, 1 charge, 2 discharge
+          u16(
+            () => this.forcible,
+            (v) => {
+              this.forcible = v;
+              this.forcibleStartedAt = site.clock();
+            },
+            (v) => v <= 2,
+          ),
+        ],
+        [
+          47101, // forcible charge/discharge target SOC, 0.1 %
+          u16(
+            () => this.targetSoc,
+            (v) => (this.targetSoc = v),
+            (v) => v >= 120 && v <= 1000,
+          ),
+        ],
+        [
+          47246, // forcible charge/discharge setting mode: 0 duration, 1 target SOC
+          u16(
+            () => this.settingMode,
+            (v) => (this.settingMode = v),
+            (v) => v <= 1,
+          ),
+        ],
+        [
+          47247, // forcible charge power, W
+          u32(
+            () => this.chargePowerW,
+            (v) => (this.chargePowerW = v),
+            (v) => v <= this.maxChargingW,
+          ),
+        ],
+        [
+          47249, // forcible discharge power, W
+          u32(
+            () => this.dischargePowerW,
+            (v) => (this.dischargePowerW = v),
+            (v) => v <= this.maxDischargingW,
+          ),
+        ],
       ],
-      [
-        47077, // maximum discharging power, W
-        u32(
-          () => this.maxDischargingW,
-          (v) => (this.maxDischargingW = v),
-          (v) => v <= this.maxW,
-        ),
-      ],
-      [
-        47081, // charging cutoff capacity, 0.1 %
-        u16(
-          () => this.chargeCutoff,
-          (v) => (this.chargeCutoff = v),
-          (v) => v >= 900 && v <= 1000,
-        ),
-      ],
-      [
-        47082, // discharging cutoff capacity, 0.1 %
-        u16(
-          () => this.dischargeCutoff,
-          (v) => (this.dischargeCutoff = v),
-          (v) => v <= 200,
-        ),
-      ],
-      [
-        47083, // forcible charge/discharge period, minutes
-        u16(
-          () => this.periodMin,
-          (v) => (this.periodMin = v),
-          (v) => v <= 1440,
-        ),
-      ],
-      [
-        47086, // working mode settings
-        u16(
-          () => this.workingMode,
-          (v) => (this.workingMode = v),
-          (v) => v <= 5,
-        ),
-      ],
-      [
-        47100, // forcible charge/discharge: 0 stop, 1 charge, 2 discharge
-        u16(
-          () => this.forcible,
-          (v) => {
-            this.forcible = v;
-            this.forcibleStartedAt = site.clock();
-          },
-          (v) => v <= 2,
-        ),
-      ],
-      [
-        47101, // forcible charge/discharge target SOC, 0.1 %
-        u16(
-          () => this.targetSoc,
-          (v) => (this.targetSoc = v),
-          (v) => v >= 120 && v <= 1000,
-        ),
-      ],
-      [
-        47246, // forcible charge/discharge setting mode: 0 duration, 1 target SOC
-        u16(
-          () => this.settingMode,
-          (v) => (this.settingMode = v),
-          (v) => v <= 1,
-        ),
-      ],
-      [
-        47247, // forcible charge power, W
-        u32(
-          () => this.chargePowerW,
-          (v) => (this.chargePowerW = v),
-          (v) => v <= this.maxChargingW,
-        ),
-      ],
-      [
-        47249, // forcible discharge power, W
-        u32(
-          () => this.dischargePowerW,
-          (v) => (this.dischargePowerW = v),
-          (v) => v <= this.maxDischargingW,
-        ),
-      ],
-    ]);
+      {
+        blocks: [
+          [30000, 30099],
+          [32000, 32119],
+          [37000, 37139],
+          [37700, 37829],
+          [47000, 47299],
+        ],
+      },
+    );
   }
 
   /** The working mode in force as 37006 reports it: 1 forcible, else the setting's code in that list. */

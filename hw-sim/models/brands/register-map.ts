@@ -85,6 +85,14 @@ export const reg = {
 export interface MapOptions {
   /** A read must start at an entry's first register and end at an entry's end (SMA refuses half a 32-bit value). */
   wholeReads?: boolean;
+  /**
+   * The document's register blocks, [first, last] inclusive: a reserved register inside
+   * one reads `fill` (0 unless given), as these devices answer a block read whole;
+   * an address outside every block answers exception 2. Absent: every undefined
+   * register answers exception 2.
+   */
+  blocks?: Array<[number, number]>;
+  fill?: number;
 }
 
 /** One table (holding or input) of a device. */
@@ -107,11 +115,20 @@ export class RegisterMap {
     return this.at.has(address);
   }
 
+  private reserved(a: number): boolean {
+    return (this.opts.blocks ?? []).some(([first, last]) => a >= first && a <= last);
+  }
+
   read(address: number, count: number): number[] {
     const out: number[] = [];
     let a = address;
     while (a < address + count) {
       const e = this.at.get(a);
+      if (!e && this.reserved(a)) {
+        out.push(this.opts.fill ?? 0);
+        a++;
+        continue;
+      }
       if (!e) throw new ModbusException(ILLEGAL_ADDRESS);
       if (this.opts.wholeReads && (e.start !== a || a + e.def.size > address + count)) throw new ModbusException(ILLEGAL_ADDRESS);
       const words = e.def.read();

@@ -20,7 +20,8 @@
 // policy 0xE005 set (1 always allowed). After the command timeout 0xE00B (U32, s)
 // without a new command the inverter falls back to the default mode 0xE00A. Mode 1 of
 // 0xE004 is the inverter's own self-consumption. Values not in the document's lists or
-// ranges are refused with exception 3; reads of reserved or undocumented addresses with 2.
+// ranges are refused with exception 3; reserved registers inside the storage and battery
+// blocks (0xE000..0xE011, 0xE100..0xE19F) read 0, addresses outside them answer 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
 import { SunSpecImage, type ModelDef } from "../sunspec-image.js";
@@ -112,110 +113,118 @@ export class SolarEdgeStorEdge extends HybridInverter {
         },
       );
     const stamp = () => (this.commandAt = site.clock());
-    this.holding = new RegisterMap([
+    this.holding = new RegisterMap(
       [
-        0xe004, // storage control mode
-        u16(
-          () => this.controlMode,
-          (v) => (this.controlMode = v),
-          (v) => v <= 4,
-        ),
+        [
+          0xe004, // storage control mode
+          u16(
+            () => this.controlMode,
+            (v) => (this.controlMode = v),
+            (v) => v <= 4,
+          ),
+        ],
+        [
+          0xe005, // AC charge policy
+          u16(
+            () => this.acChargePolicy,
+            (v) => (this.acChargePolicy = v),
+            (v) => v <= 3,
+          ),
+        ],
+        [
+          0xe006, // AC charge limit
+          f32rw(
+            () => this.acChargeLimit,
+            (v) => (this.acChargeLimit = v),
+            (v) => v >= 0,
+          ),
+        ],
+        [
+          0xe008, // backup reserved, %
+          f32rw(
+            () => this.backupReserve,
+            (v) => (this.backupReserve = v),
+            (v) => v >= 0 && v <= 100,
+          ),
+        ],
+        [
+          0xe00a, // charge/discharge default mode
+          u16(
+            () => this.defaultMode,
+            (v) => (this.defaultMode = v),
+            (v) => COMMANDS.has(v),
+          ),
+        ],
+        [
+          0xe00b, // remote control command timeout, s
+          reg.rw(
+            2,
+            () => enc.u32(this.timeoutS, LO),
+            (w) => {
+              const v = dec.u32(w, LO);
+              check(v <= 86400);
+              return () => (this.timeoutS = v);
+            },
+          ),
+        ],
+        [
+          0xe00d, // remote control command mode
+          u16(
+            () => this.commandMode,
+            (v) => {
+              this.commandMode = v;
+              stamp();
+            },
+            (v) => COMMANDS.has(v),
+          ),
+        ],
+        [
+          0xe00e, // charge limit, W
+          f32rw(
+            () => this.chargeLimitW,
+            (v) => (this.chargeLimitW = v),
+            (v) => v >= 0 && v <= this.maxW,
+          ),
+        ],
+        [
+          0xe010, // discharge limit, W
+          f32rw(
+            () => this.dischargeLimitW,
+            (v) => (this.dischargeLimitW = v),
+            (v) => v >= 0 && v <= this.maxW,
+          ),
+        ],
+        [0xe100, reg.ro(16, () => enc.str("SolarEdge", 16))], // battery 1 manufacturer
+        [0xe110, reg.ro(16, () => enc.str(`SolarEdge Home Battery ${Math.round(this.capWh / 1000)}kWh`, 16))], // model
+        [0xe120, reg.ro(16, () => enc.str("DCDC 1.0.12", 16))], // firmware
+        [0xe130, reg.ro(16, () => enc.str(`${this.serial}-B1`, 16))], // serial
+        [0xe140, reg.fixed([1])], // device id
+        [0xe141, reg.fixed([0])], // reserved
+        [0xe142, f32(() => this.capWh)], // rated energy, Wh
+        [0xe144, f32(() => this.maxW)], // max charge continuous power, W
+        [0xe146, f32(() => this.maxW)], // max discharge continuous power, W
+        [0xe148, f32(() => this.maxW * 1.1)], // max charge peak power, W
+        [0xe14a, f32(() => this.maxW * 1.1)], // max discharge peak power, W
+        [0xe16c, f32(() => 25)], // average temperature, degC
+        [0xe16e, f32(() => 27)], // max temperature, degC
+        [0xe170, f32(() => this.batteryV())], // instantaneous voltage, V
+        [0xe172, f32(() => -bat() / this.batteryV())], // instantaneous current, A (+ = charging)
+        [0xe174, f32(() => -bat())], // instantaneous power, W (+ = charging)
+        [0xe176, reg.ro(4, () => enc.u64(this.dischargedWh, LO))], // lifetime export energy counter, Wh
+        [0xe17a, reg.ro(4, () => enc.u64(this.chargedWh, LO))], // lifetime import energy counter, Wh
+        [0xe17e, f32(() => this.capWh)], // max energy, Wh
+        [0xe180, f32(() => (this.capWh * this.soc) / 100)], // available energy, Wh
+        [0xe182, f32(() => 100)], // state of health, %
+        [0xe184, f32(() => this.soc)], // state of energy, %
+        [0xe186, reg.ro(2, () => enc.u32(bat() < 0 ? 3 : bat() > 0 ? 4 : 7, LO))], // status: 3 charge, 4 discharge, 7 idle
       ],
-      [
-        0xe005, // AC charge policy
-        u16(
-          () => this.acChargePolicy,
-          (v) => (this.acChargePolicy = v),
-          (v) => v <= 3,
-        ),
-      ],
-      [
-        0xe006, // AC charge limit
-        f32rw(
-          () => this.acChargeLimit,
-          (v) => (this.acChargeLimit = v),
-          (v) => v >= 0,
-        ),
-      ],
-      [
-        0xe008, // backup reserved, %
-        f32rw(
-          () => this.backupReserve,
-          (v) => (this.backupReserve = v),
-          (v) => v >= 0 && v <= 100,
-        ),
-      ],
-      [
-        0xe00a, // charge/discharge default mode
-        u16(
-          () => this.defaultMode,
-          (v) => (this.defaultMode = v),
-          (v) => COMMANDS.has(v),
-        ),
-      ],
-      [
-        0xe00b, // remote control command timeout, s
-        reg.rw(
-          2,
-          () => enc.u32(this.timeoutS, LO),
-          (w) => {
-            const v = dec.u32(w, LO);
-            check(v <= 86400);
-            return () => (this.timeoutS = v);
-          },
-        ),
-      ],
-      [
-        0xe00d, // remote control command mode
-        u16(
-          () => this.commandMode,
-          (v) => {
-            this.commandMode = v;
-            stamp();
-          },
-          (v) => COMMANDS.has(v),
-        ),
-      ],
-      [
-        0xe00e, // charge limit, W
-        f32rw(
-          () => this.chargeLimitW,
-          (v) => (this.chargeLimitW = v),
-          (v) => v >= 0 && v <= this.maxW,
-        ),
-      ],
-      [
-        0xe010, // discharge limit, W
-        f32rw(
-          () => this.dischargeLimitW,
-          (v) => (this.dischargeLimitW = v),
-          (v) => v >= 0 && v <= this.maxW,
-        ),
-      ],
-      [0xe100, reg.ro(16, () => enc.str("SolarEdge", 16))], // battery 1 manufacturer
-      [0xe110, reg.ro(16, () => enc.str(`SolarEdge Home Battery ${Math.round(this.capWh / 1000)}kWh`, 16))], // model
-      [0xe120, reg.ro(16, () => enc.str("DCDC 1.0.12", 16))], // firmware
-      [0xe130, reg.ro(16, () => enc.str(`${this.serial}-B1`, 16))], // serial
-      [0xe140, reg.fixed([1])], // device id
-      [0xe141, reg.fixed([0])], // reserved
-      [0xe142, f32(() => this.capWh)], // rated energy, Wh
-      [0xe144, f32(() => this.maxW)], // max charge continuous power, W
-      [0xe146, f32(() => this.maxW)], // max discharge continuous power, W
-      [0xe148, f32(() => this.maxW * 1.1)], // max charge peak power, W
-      [0xe14a, f32(() => this.maxW * 1.1)], // max discharge peak power, W
-      [0xe16c, f32(() => 25)], // average temperature, degC
-      [0xe16e, f32(() => 27)], // max temperature, degC
-      [0xe170, f32(() => this.batteryV())], // instantaneous voltage, V
-      [0xe172, f32(() => -bat() / this.batteryV())], // instantaneous current, A (+ = charging)
-      [0xe174, f32(() => -bat())], // instantaneous power, W (+ = charging)
-      [0xe176, reg.ro(4, () => enc.u64(this.dischargedWh, LO))], // lifetime export energy counter, Wh
-      [0xe17a, reg.ro(4, () => enc.u64(this.chargedWh, LO))], // lifetime import energy counter, Wh
-      [0xe17e, f32(() => this.capWh)], // max energy, Wh
-      [0xe180, f32(() => (this.capWh * this.soc) / 100)], // available energy, Wh
-      [0xe182, f32(() => 100)], // state of health, %
-      [0xe184, f32(() => this.soc)], // state of energy, %
-      [0xe186, reg.ro(2, () => enc.u32(bat() < 0 ? 3 : bat() > 0 ? 4 : 7, LO))], // status: 3 charge, 4 discharge, 7 idle
-    ]);
+      {
+        blocks: [
+          [0xe000, 0xe011],
+          [0xe100, 0xe19f],
+        ],
+      },
+    );
   }
 
   batteryV(): number {
