@@ -12,7 +12,8 @@
 // device answers on unit id 3 by default. Every value is at least 32 bits: U32/S32/ENUM
 // two registers, U64 four, HIGH word first. A read must cover whole values (half of
 // one answers exception 2); writes take whole values only (function 16). Function 3 and
-// 4 read the same values.
+// 4 read the same values. An address of the profile's ranges that this device does not
+// have reads NaN (0xFFFF words); outside the ranges, exception 2.
 // "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones;
 // the setpoint 40149 reads NaN while the control 40151 is inactive.
 // Signs: AC active power 30775 positive = feeding; battery charge (31393) and
@@ -87,7 +88,11 @@ export class SmaStorage extends HybridInverter {
         [30055, reg.fixed(enc.u32(461, HI))], // vendor: 461 = SMA
         [30057, u32(() => Number(this.serial) % 0xffffffff)], // serial number
         [30201, reg.fixed(enc.u32(307, HI))], // condition: 307 ok
+        [30231, u32(() => this.maxW)], // Inverter.WLim: maximum active power, W
+        [30233, u32(() => this.maxW)], // Inverter.WMax: nominal active power WMaxOut, W
         [30513, u64(() => this.acOutWh)], // total yield, Wh
+        [30581, u32(() => site.importWh)], // Metering.GridMs.TotWhIn: grid import counter, Wh
+        [30583, u32(() => site.exportWh)], // Metering.GridMs.TotWhOut: grid feed-in counter, Wh
         [30775, reg.ro(2, () => enc.s32(this.acPowerW(), HI))], // AC active power, W (+ = feeding)
         [30843, reg.ro(2, () => enc.s32((bat() / this.batteryV()) * 1000, HI))], // battery current, mA (+ = discharging)
         [30845, u32(() => this.soc)], // battery state of charge, %
@@ -203,7 +208,16 @@ export class SmaStorage extends HybridInverter {
           ),
         ],
       ],
-      { wholeReads: true },
+      {
+        wholeReads: true,
+        blocks: [
+          [30001, 31499],
+          [34000, 35499],
+          [40001, 41299],
+          [44000, 44499],
+        ],
+        fill: 0xffff,
+      },
     );
   }
 

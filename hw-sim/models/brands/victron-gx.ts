@@ -26,7 +26,9 @@
 // the max charge / inverter percentages 2701/2702. In mode 3 the battery follows vebus
 // 37 (W), with 38/39 disabling charge / feed-in; the Multi drops the mode-3 setpoint to
 // zero when it is not refreshed within 60 s. Values outside a setting's range are
-// refused with exception 3; unlisted registers answer exception 2.
+// refused with exception 3. A register of the list that this site does not have (no
+// genset, no second input) reads 0 inside the service's block (system 800..850, hub4
+// and settings 2700..2720 and 2900..2910, VE.Bus 3..70); beyond, exception 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
 import { DeviceBase, type DeviceView } from "../device.js";
@@ -68,71 +70,80 @@ export class VictronGx extends HybridInverter {
         },
       );
     const phase = (w: number) => w / 3;
-    this.holding = new RegisterMap([
-      [800, reg.ro(6, () => enc.str(this.serial, 6))], // com.victronenergy.system /Serial
-      [817, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L1, W
-      [818, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L2, W
-      [819, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L3, W
-      [820, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L1, W (+ = import)
-      [821, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L2, W
-      [822, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L3, W
-      [840, reg.ro(1, () => enc.u16(this.batteryV() * 10))], // battery voltage, 0.1 V
-      [841, reg.ro(1, () => enc.s16((-bat() / this.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
-      [842, reg.ro(1, () => enc.s16(-bat()))], // battery power, W (+ = charging)
-      [843, reg.ro(1, () => enc.u16(this.soc))], // battery state of charge, %
-      [844, reg.ro(1, () => [bat() < 0 ? 1 : bat() > 0 ? 2 : 0])], // battery state: 0 idle, 1 charging, 2 discharging
-      [850, reg.ro(1, () => enc.u16(this.pvW()))], // PV DC-coupled power, W
-      [2900, reg.ro(1, () => [this.soc >= this.minSocPct ? 10 : 11])], // ESS BatteryLife state: 10 self-consumption at or above min SOC, 11 below
+    this.holding = new RegisterMap(
       [
-        2901, // ESS minimum SOC (unless grid fails), 0.1 %
-        s16rw(
-          () => this.minSocPct * 10,
-          (v) => (this.minSocPct = v / 10),
-          (v) => v >= 0 && v <= 1000,
-        ),
+        [800, reg.ro(6, () => enc.str(this.serial, 6))], // com.victronenergy.system /Serial
+        [817, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L1, W
+        [818, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L2, W
+        [819, reg.ro(1, () => enc.u16(phase(site.baseLoadW())))], // AC consumption L3, W
+        [820, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L1, W (+ = import)
+        [821, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L2, W
+        [822, reg.ro(1, () => enc.s16(phase(site.grid())))], // grid L3, W
+        [840, reg.ro(1, () => enc.u16(this.batteryV() * 10))], // battery voltage, 0.1 V
+        [841, reg.ro(1, () => enc.s16((-bat() / this.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
+        [842, reg.ro(1, () => enc.s16(-bat()))], // battery power, W (+ = charging)
+        [843, reg.ro(1, () => enc.u16(this.soc))], // battery state of charge, %
+        [844, reg.ro(1, () => [bat() < 0 ? 1 : bat() > 0 ? 2 : 0])], // battery state: 0 idle, 1 charging, 2 discharging
+        [850, reg.ro(1, () => enc.u16(this.pvW()))], // PV DC-coupled power, W
+        [2900, reg.ro(1, () => [this.soc >= this.minSocPct ? 10 : 11])], // ESS BatteryLife state: 10 self-consumption at or above min SOC, 11 below
+        [
+          2901, // ESS minimum SOC (unless grid fails), 0.1 %
+          s16rw(
+            () => this.minSocPct * 10,
+            (v) => (this.minSocPct = v / 10),
+            (v) => v >= 0 && v <= 1000,
+          ),
+        ],
+        [2903, reg.ro(1, () => enc.u16(this.minSocPct * 10))], // ESS BatteryLife SOC limit, 0.1 %
+        [
+          2700, // ESS control loop setpoint, W
+          s16rw(
+            () => this.gridSetpointW,
+            (v) => (this.gridSetpointW = v),
+            () => true,
+          ),
+        ],
+        [
+          2701, // ESS max charge, %
+          s16rw(
+            () => this.maxChargePct,
+            (v) => (this.maxChargePct = v),
+            (v) => v >= 0 && v <= 100,
+          ),
+        ],
+        [
+          2702, // ESS max inverter power, %
+          s16rw(
+            () => this.maxInverterPct,
+            (v) => (this.maxInverterPct = v),
+            (v) => v >= 0 && v <= 100,
+          ),
+        ],
+        [
+          2705, // DVCC max charge current, A (-1 off)
+          s16rw(
+            () => this.dvccMaxChargeA,
+            (v) => (this.dvccMaxChargeA = v),
+            (v) => v >= -1,
+          ),
+        ],
+        [
+          2902, // ESS mode (Hub4Mode)
+          s16rw(
+            () => this.essMode,
+            (v) => (this.essMode = v),
+            (v) => v >= 1 && v <= 3,
+          ),
+        ],
       ],
-      [2903, reg.ro(1, () => enc.u16(this.minSocPct * 10))], // ESS BatteryLife SOC limit, 0.1 %
-      [
-        2700, // ESS control loop setpoint, W
-        s16rw(
-          () => this.gridSetpointW,
-          (v) => (this.gridSetpointW = v),
-          () => true,
-        ),
-      ],
-      [
-        2701, // ESS max charge, %
-        s16rw(
-          () => this.maxChargePct,
-          (v) => (this.maxChargePct = v),
-          (v) => v >= 0 && v <= 100,
-        ),
-      ],
-      [
-        2702, // ESS max inverter power, %
-        s16rw(
-          () => this.maxInverterPct,
-          (v) => (this.maxInverterPct = v),
-          (v) => v >= 0 && v <= 100,
-        ),
-      ],
-      [
-        2705, // DVCC max charge current, A (-1 off)
-        s16rw(
-          () => this.dvccMaxChargeA,
-          (v) => (this.dvccMaxChargeA = v),
-          (v) => v >= -1,
-        ),
-      ],
-      [
-        2902, // ESS mode (Hub4Mode)
-        s16rw(
-          () => this.essMode,
-          (v) => (this.essMode = v),
-          (v) => v >= 1 && v <= 3,
-        ),
-      ],
-    ]);
+      {
+        blocks: [
+          [800, 850],
+          [2700, 2720],
+          [2900, 2910],
+        ],
+      },
+    );
     this.vebus = new VictronVebus(`${spec.name}.vebus`, spec.vebus_unit, this, site, s16rw);
   }
 
@@ -184,56 +195,59 @@ export class VictronVebus extends DeviceBase {
           return () => set(v);
         },
       );
-    this.map = new RegisterMap([
-      [3, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // input voltage L1, 0.1 V
-      [6, reg.ro(1, () => enc.s16((-bat() / site.voltage_v) * 10))], // input current L1, 0.1 A
-      [9, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // input frequency L1, 0.01 Hz
-      [12, reg.ro(1, () => enc.s16(-bat() / 10))], // input power L1, 10 W (+ = taken from the input)
-      [15, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // output voltage L1, 0.1 V
-      [18, reg.fixed([0])], // output current L1, 0.1 A (no loads on the AC output here)
-      [21, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // output frequency, 0.01 Hz
-      [26, reg.ro(1, () => enc.u16(gx.batteryV() * 100))], // battery voltage, 0.01 V
-      [27, reg.ro(1, () => enc.s16((-bat() / gx.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
-      [30, reg.ro(1, () => enc.u16(gx.soc * 10))], // VE.Bus state of charge, 0.1 %
-      [31, reg.ro(1, () => [bat() < 0 ? 3 : bat() > 0 ? 9 : 8])], // VE.Bus state: 3 bulk, 8 passthru, 9 inverting
-      [32, reg.fixed([0])], // VE.Bus error: 0 none
+    this.map = new RegisterMap(
       [
-        33, // switch position
-        u16rw(
-          () => gx.switchPosition,
-          (v) => (gx.switchPosition = v),
-          (v) => v >= 1 && v <= 4,
-        ),
+        [3, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // input voltage L1, 0.1 V
+        [6, reg.ro(1, () => enc.s16((-bat() / site.voltage_v) * 10))], // input current L1, 0.1 A
+        [9, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // input frequency L1, 0.01 Hz
+        [12, reg.ro(1, () => enc.s16(-bat() / 10))], // input power L1, 10 W (+ = taken from the input)
+        [15, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // output voltage L1, 0.1 V
+        [18, reg.fixed([0])], // output current L1, 0.1 A (no loads on the AC output here)
+        [21, reg.ro(1, () => enc.s16(site.frequency_hz * 100))], // output frequency, 0.01 Hz
+        [26, reg.ro(1, () => enc.u16(gx.batteryV() * 100))], // battery voltage, 0.01 V
+        [27, reg.ro(1, () => enc.s16((-bat() / gx.batteryV()) * 10))], // battery current, 0.1 A (+ = charging)
+        [30, reg.ro(1, () => enc.u16(gx.soc * 10))], // VE.Bus state of charge, 0.1 %
+        [31, reg.ro(1, () => [bat() < 0 ? 3 : bat() > 0 ? 9 : 8])], // VE.Bus state: 3 bulk, 8 passthru, 9 inverting
+        [32, reg.fixed([0])], // VE.Bus error: 0 none
+        [
+          33, // switch position
+          u16rw(
+            () => gx.switchPosition,
+            (v) => (gx.switchPosition = v),
+            (v) => v >= 1 && v <= 4,
+          ),
+        ],
+        [
+          37, // ESS power setpoint phase 1, W (+ = into the Multi)
+          s16rw(
+            () => gx.vebusSetpointW,
+            (v) => {
+              gx.vebusSetpointW = v;
+              gx.vebusSetpointAt = site.clock();
+            },
+            () => true,
+          ),
+        ],
+        [
+          38, // ESS disable charge flag
+          u16rw(
+            () => gx.disableCharge,
+            (v) => (gx.disableCharge = v),
+            (v) => v <= 1,
+          ),
+        ],
+        [
+          39, // ESS disable feedback flag
+          u16rw(
+            () => gx.disableFeedIn,
+            (v) => (gx.disableFeedIn = v),
+            (v) => v <= 1,
+          ),
+        ],
+        [64, reg.fixed([0])], // grid lost alarm: 0 ok
       ],
-      [
-        37, // ESS power setpoint phase 1, W (+ = into the Multi)
-        s16rw(
-          () => gx.vebusSetpointW,
-          (v) => {
-            gx.vebusSetpointW = v;
-            gx.vebusSetpointAt = site.clock();
-          },
-          () => true,
-        ),
-      ],
-      [
-        38, // ESS disable charge flag
-        u16rw(
-          () => gx.disableCharge,
-          (v) => (gx.disableCharge = v),
-          (v) => v <= 1,
-        ),
-      ],
-      [
-        39, // ESS disable feedback flag
-        u16rw(
-          () => gx.disableFeedIn,
-          (v) => (gx.disableFeedIn = v),
-          (v) => v <= 1,
-        ),
-      ],
-      [64, reg.fixed([0])], // grid lost alarm: 0 ok
-    ]);
+      { blocks: [[3, 70]] },
+    );
   }
 
   override readHolding(address: number, count: number): number[] {
