@@ -65,7 +65,13 @@ const brandSchemas = [
     /** The VE.Bus service's unit id; `unit` is the GX's system/settings unit (100 on a real GX). */
     vebus_unit: unit.default(227),
   }),
-  z.strictObject({ ...hybrid, model: z.literal("deye-hybrid"), rated_power_w: ratedPower(8000) }),
+  z.strictObject({
+    ...hybrid,
+    model: z.literal("deye-hybrid"),
+    rated_power_w: ratedPower(8000),
+    /** The single-phase SG0xLP1 or the three-phase SG04LP3 register map. */
+    variant: z.enum(["single-phase", "three-phase"]).default("single-phase"),
+  }),
   z.strictObject({ ...common, model: z.literal("sdm72"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
   z.strictObject({ ...common, model: z.literal("sdm120"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
   z.strictObject({

@@ -140,9 +140,9 @@ const CONTROL: Record<string, { unit: number; charge: Step[]; discharge: Step[];
   },
   "deye-hybrid": {
     unit: 4,
-    charge: [[4, 248, [1]], [4, 232, [1]], [4, 230, [40]], ...all6(268, 100), ...all6(274, 1)],
-    discharge: [...all6(268, 10), ...all6(256, 2000), ...all6(274, 0x40)],
-    release: [[4, 248, [0]]],
+    charge: [[4, 146, [1]], [4, 130, [1]], [4, 128, [40]], ...all6(166, 100), ...all6(172, 1)],
+    discharge: [...all6(166, 10), ...all6(154, 2000), ...all6(172, 0x40)],
+    release: [[4, 146, [0]]],
   },
   "goodwe-et": {
     unit: 247,
@@ -219,7 +219,8 @@ test("brands.yaml's RS-485 bus: every device answers its identity over the pty a
       assert.equal((await bus.read(1, "input", 4999, 1))[0], 0x0e03, "Sungrow SH10RT");
       assert.equal(text(await bus.read(2, "holding", 30000, 15)), "SUN2000-10KTL-M1");
       assert.deepEqual(await bus.read(3, "holding", 40000, 2), [0x5375, 0x6e53], "SolarEdge SunSpec");
-      assert.equal((await bus.read(4, "holding", 0, 1))[0], 3, "Deye single-phase hybrid");
+      assert.equal((await bus.read(4, "holding", 0, 1))[0], 5, "Deye LV three-phase hybrid");
+      assert.equal((await bus.read(5, "holding", 0, 1))[0], 3, "Deye single-phase hybrid");
       assert.equal(text(await bus.read(247, "holding", 35011, 5)), "GW10K-ET");
       assert.equal((await bus.read(12, "holding", 0x000b, 1))[0], 70, "EM24-DIN");
       assert.equal((await bus.read(13, "input", 0x000b, 1))[0], 341, "EM340");

@@ -87,8 +87,9 @@ export const BATTERY_REGISTERS: Record<string, BatteryRegisters> = {
     powerW: async (read, u) => -s16((await read(u, "holding", 842, 1))[0]),
     selfConsumption: async (read, u) => (await read(u, "holding", 2902, 1))[0] !== 3,
   },
+  /** The three-phase SG04LP3 map, as brands.yaml has it at unit 4. */
   "deye-hybrid": {
-    powerW: async (read, u) => s16((await read(u, "holding", 190, 1))[0]),
-    selfConsumption: async (read, u) => ((await read(u, "holding", 248, 1))[0] & 1) === 0,
+    powerW: async (read, u) => s16((await read(u, "holding", 590, 1))[0]),
+    selfConsumption: async (read, u) => ((await read(u, "holding", 146, 1))[0] & 1) === 0,
   },
 };

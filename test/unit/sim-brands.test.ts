@@ -404,3 +404,32 @@ test("unknown: answers any register with the same seeded word, refuses writes", 
   assert.equal(read(a, 4, 4999, 1).length, 1);
   assert.equal(write(a, 13049, [2]), 2);
 });
+
+test("deye-hybrid three-phase: its own addresses, selling first by the load limit, currents up to 240 A", () => {
+  const { dev, bat } = rig("deye-hybrid", { variant: "three-phase", soc_pct: 50 });
+  assert.equal(read(dev, 3, 0, 1)[0], 5, "LV three-phase hybrid");
+  assert.equal(dec.u32(read(dev, 3, 20, 2), "lo-hi"), 80000, "rated power at 20/21");
+  assert.equal(dec.s16(read(dev, 3, 590, 1)[0]), 2000, "battery power at 590, discharging positive");
+  assert.equal(read(dev, 3, 588, 1)[0], 50);
+  assert.equal(read(dev, 3, 142, 1)[0], 2, "zero export to CT at start");
+  ok(dev, 146, [1]);
+  ok(dev, 130, [1]);
+  ok(dev, 128, [40]);
+  for (let i = 0; i < 6; i++) ok(dev, 166 + i, [90]);
+  for (let i = 0; i < 6; i++) ok(dev, 172 + i, [1]);
+  assert.ok(dec.s16(read(dev, 3, 590, 1)[0]) < -1500, "grid charge");
+  for (let i = 0; i < 6; i++) ok(dev, 166 + i, [10]);
+  for (let i = 0; i < 6; i++) ok(dev, 154 + i, [3000]);
+  ok(dev, 142, [0]);
+  assert.equal(dec.s16(read(dev, 3, 590, 1)[0]), 3000, "selling first at the program's power");
+  assert.equal(write(dev, 108, [241]), 3);
+  assert.equal(write(dev, 128, [186]), 3);
+  ok(dev, 108, [240]);
+  ok(dev, 146, [0]);
+  assert.equal(bat.view().mode, "self-consumption");
+  assert.equal(read(dev, 3, 700, 1)[0], 0, "reserved inside the block");
+  assert.equal(
+    code(() => read(dev, 3, 400, 1)),
+    2,
+  );
+});
