@@ -83,13 +83,24 @@ export const BATTERY_REGISTERS: Record<string, BatteryRegisters> = {
     powerW: async (read, u) => s32hi(await read(u, "holding", 35182, 2)),
     selfConsumption: async (read, u) => (await read(u, "holding", 47511, 1))[0] === 1,
   },
+  /** The system and settings service answer on unit 100, whatever the VE.Bus unit the device is paired on. */
   "victron-gx": {
-    powerW: async (read, u) => -s16((await read(u, "holding", 842, 1))[0]),
-    selfConsumption: async (read, u) => (await read(u, "holding", 2902, 1))[0] !== 3,
+    powerW: async (read) => -s16((await read(100, "holding", 842, 1))[0]),
+    selfConsumption: async (read) => (await read(100, "holding", 2902, 1))[0] !== 3,
   },
-  /** The three-phase SG04LP3 map, as brands.yaml has it at unit 4. */
+  /**
+   * The three-phase SG04LP3 map, as brands.yaml has it at unit 4. Its own mode: the timer
+   * off, or on with no program charging from the grid or selling and the load limit not
+   * at "allow export" (selling first).
+   */
   "deye-hybrid": {
     powerW: async (read, u) => s16((await read(u, "holding", 590, 1))[0]),
-    selfConsumption: async (read, u) => ((await read(u, "holding", 146, 1))[0] & 1) === 0,
+    selfConsumption: async (read, u) => {
+      const [timer] = await read(u, "holding", 146, 1);
+      if ((timer & 1) === 0) return true;
+      const [limit] = await read(u, "holding", 142, 1);
+      const flags = await read(u, "holding", 172, 6);
+      return limit !== 0 && flags.every((f) => (f & 0x41) === 0);
+    },
   },
 };
