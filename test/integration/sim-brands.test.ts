@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { withSite, type SimHandle } from "../support/site.js";
 import { loadScenario, BRAND_MODELS } from "../../hw-sim/scenario.js";
-import { BATTERY_REGISTERS, BRANDS_YAML, brandsOnTcp } from "../support/brands.js";
+import { BATTERY_REGISTERS, BRANDS_YAML, brandsOnTcp, brandsSite } from "../support/brands.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { silentLogger } from "../../src/log.js";
 
@@ -203,13 +203,7 @@ test("modbus-serial over TCP: every brand battery charges, discharges and is rel
 });
 
 test("brands.yaml's RS-485 bus: every device answers its identity over the pty at 9600 baud", async () => {
-  const sc = loadScenario(BRANDS_YAML);
-  const scenario = {
-    ...sc,
-    control: { listen: "127.0.0.1:0" },
-    ports: sc.ports.map((p) => (p.kind === "tcp" ? { ...p, listen: "127.0.0.1:0" } : { ...p, path: "ttyB", peer: "ttyBGW" })),
-  };
-  await withSite(scenario, async (site) => {
+  await withSite(brandsSite(), async (site) => {
     const bus = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());
     const text = (w: number[]) =>
       Buffer.from(w.flatMap((x) => [x >> 8, x & 0xff]))

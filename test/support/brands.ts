@@ -10,13 +10,18 @@ import type { ScenarioInput } from "./site.js";
 
 export const BRANDS_YAML = join(SIM_DIR, "..", "..", "hw-sim", "scenarios", "brands.yaml");
 
+/** Where brandsOnTcp puts the devices whose brands.yaml unit another device of the file also has. */
+const MOVED: Record<string, number> = { sma: 30, em24e1: 14 };
+
 /**
  * brands.yaml with every device on one Modbus TCP port on a free port (no socat), PV
- * off and no load noise. SMA moves from unit 3 to 30 (the RTU bus's SolarEdge has 3).
+ * off and no load noise. SMA moves from unit 3 to 30 and the EM24 Ethernet from 1 to 14
+ * (the RTU bus has those units). Reading tests only: an identification reads one
+ * endpoint, where the GX's system unit would answer for every device.
  */
 export function brandsOnTcp(): ScenarioInput {
   const sc = loadScenario(BRANDS_YAML);
-  const devices = sc.ports.flatMap((p) => p.devices).map((d) => (d.model === "sma-storage" ? { ...d, unit: 30 } : d));
+  const devices = sc.ports.flatMap((p) => p.devices).map((d) => (d.name in MOVED ? { ...d, unit: MOVED[d.name] } : d));
   return {
     ...sc,
     control: { listen: "127.0.0.1:0" },
@@ -104,3 +109,13 @@ export const BATTERY_REGISTERS: Record<string, BatteryRegisters> = {
     },
   },
 };
+
+/** brands.yaml as it is (the RS-485 bus on a pty, each network device on its own port), on free ports. */
+export function brandsSite(): ScenarioInput {
+  const sc = loadScenario(BRANDS_YAML);
+  return {
+    ...sc,
+    control: { listen: "127.0.0.1:0" },
+    ports: sc.ports.map((p) => (p.kind === "rtu" ? { ...p, path: "ttyB", peer: "ttyBGW" } : { ...p, listen: "127.0.0.1:0" })),
+  };
+}
