@@ -82,13 +82,22 @@ test("the database is opened in WAL mode with incremental auto-vacuum", async ()
 const NOBODY = 65534;
 
 /**
- * openDatabase(dataDir) in a child node process as `nobody` (spawn's uid/gid): the error
- * code and message it got, or "opened".
+ * openDatabase(dataDir) in a child node process as `nobody`: the error code and message it
+ * got, or "opened". The checkout may sit under a folder nobody cannot enter (a clone in
+ * root's home or a `mktemp -d`), so the child keeps CAP_DAC_READ_SEARCH: it reads and walks
+ * to the runtime and the modules wherever they are, and still writes only where nobody may.
  */
 function openAsNobody(dataDir: string): { code: string; message: string } {
   const db = pathToFileURL(fileURLToPath(new URL("../../src/storage/db.js", import.meta.url))).href;
   const script = `import(${JSON.stringify(db)}).then((m) => { try { m.openDatabase(process.argv[1]).close(); console.log(JSON.stringify({ code: "opened", message: "" })); } catch (e) { console.log(JSON.stringify({ code: e.code ?? "?", message: e.message })); } });`;
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script, dataDir], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+  const asNobody = [
+    `--reuid=${NOBODY}`,
+    `--regid=${NOBODY}`,
+    "--clear-groups",
+    "--inh-caps=+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+  ];
+  const r = spawnSync("setpriv", [...asNobody, "--", process.execPath, "--input-type=module", "-e", script, dataDir], { encoding: "utf8" });
   assert.equal(r.status, 0, `child as nobody: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
 }
@@ -100,7 +109,6 @@ test("an unwritable data_dir is a clear STORAGE_UNAVAILABLE error naming the pat
     chmodSync(ro, 0o555);
     if (process.getuid?.() === 0) {
       // As root the check would pass; run it where it means something, as another user.
-      chmodSync(dir, 0o755);
       const r = openAsNobody(ro);
       assert.equal(r.code, "STORAGE_UNAVAILABLE", r.message);
       assert.ok(r.message.includes(ro), r.message);
