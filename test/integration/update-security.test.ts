@@ -12,7 +12,6 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -20,13 +19,14 @@ import {
 import { createServer } from "node:https";
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import Database from "better-sqlite3";
 import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { migrate, openDatabase } from "../../src/storage/db.js";
 import { testCert } from "../support/tls.js";
 import { withTmpDir } from "../support/tmp.js";
+import { traversableRelease } from "../support/traversable-release.js";
 import {
   CLI,
   currentVersion,
@@ -146,37 +146,6 @@ test("a bundle path that is a symlink is refused (the bundle is opened once, wit
   });
 });
 
-/**
- * This checkout's release (its runtime, dist/src, package.json and production modules) copied
- * into a folder every user may walk to: the updater runs its data-dir step as the data dir's
- * owner with its own runtime and module, which a checkout under a 0700 folder (root's home,
- * a `mktemp -d`) would keep from that user. Hard links where the file system allows. `dir`
- * is the test's folder, which daemonOwned opened to the daemon's user.
- */
-function traversableRelease(dir: string): { node: string; cli: string } {
-  const rel = join(dir, "release");
-  const project = resolve(CLI, "../../..");
-  mkdirSync(join(rel, "node", "bin"), { recursive: true });
-  mkdirSync(join(rel, "dist"), { recursive: true });
-  mkdirSync(join(rel, "node_modules"), { recursive: true });
-  const lock = JSON.parse(readFileSync(join(project, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
-  const production = Object.entries(lock.packages)
-    .filter(([path, p]) => !p.dev && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path))
-    .map(([path]) => path);
-  const copies: [string, string][] = [
-    [process.execPath, join(rel, "node", "bin", "node")],
-    [join(project, "dist", "src"), join(rel, "dist", "src")],
-    [join(project, "package.json"), join(rel, "package.json")],
-    ...production.map((path): [string, string] => [join(project, path), join(rel, path)]),
-  ];
-  for (const [from, to] of copies) {
-    mkdirSync(dirname(to), { recursive: true });
-    const src = realpathSync(from);
-    if (spawnSync("cp", ["-rl", src, to]).status !== 0) assert.equal(spawnSync("cp", ["-r", src, to]).status, 0, `copy ${src}`);
-  }
-  return { node: join(rel, "node", "bin", "node"), cli: join(rel, "dist", "src", "cli.js") };
-}
-
 /** A data dir owned by the daemon's user with its database (every migration run) and a folder outside it owned by root. */
 function daemonOwned(env: UpdateEnv, dir: string): { victim: string; victimFile: string } {
   chmodSync(dir, 0o755); // the daemon's user walks to its data dir
@@ -222,8 +191,11 @@ test("a symlinked update/ folder or database file in the data dir makes apply re
       spawnSync("rm", ["-f", link]);
     }
     // without the links the same bundle installs, and the backup belongs to the daemon's user
+    // from a release the daemon's user can reach: the updater's data-dir step runs its own
+    // runtime and module as that user
     const release = traversableRelease(dir);
-    const r = spawnSync(release.node, [release.cli, "update", "apply", b], { encoding: "utf8", env: updateCliEnv(env, env.restartCmd) });
+    const cli = join(release.dist, "cli.js");
+    const r = spawnSync(release.node, [cli, "update", "apply", b], { encoding: "utf8", env: updateCliEnv(env, env.restartCmd) });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const backup = join(env.dataDir, "update", "backup-before-0.2.0.db");
     assert.equal(lstatSync(backup).uid, DAEMON_UID, "the backup was written as the data dir's owner");
