@@ -39,7 +39,7 @@ help:
 # Debian tools, as command:package; installed when missing and running as root. The demo
 # needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
 RUN_TOOLS := npm:npm socat:socat openssl:openssl
-TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3 lintian:lintian ip:iproute2 unshare:util-linux
 CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
 define need_tools
 	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
