@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { migrate, openDatabase, DB_FILE } from "../../src/storage/db.js";
 import { isSitegateError } from "../../src/errors.js";
 import { withTmpDir } from "../support/tmp.js";
