@@ -41,7 +41,7 @@ help:
 # Debian tools, as command:package; installed when missing and running as root. The demo
 # needs only the first list (npm fetches the pinned runtime; chromium is for the UI tests).
 RUN_TOOLS := npm:npm socat:socat openssl:openssl
-TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3
+TEST_TOOLS := $(RUN_TOOLS) mosquitto:mosquitto mbpoll:mbpoll chromium:chromium file:file curl:curl systemd-analyze:systemd g++:g++ make:make python3:python3 strace:strace fusermount3:fuse3 lintian:lintian ip:iproute2 unshare:util-linux
 CROSS_TOOLS := g++:g++ make:make python3:python3 aarch64-linux-gnu-g++:g++-aarch64-linux-gnu qemu-aarch64-static:qemu-user-static file:file
 define need_tools
 	@missing=""; for tp in $(1); do t=$${tp%%:*}; command -v $$t >/dev/null || [ -x /usr/sbin/$$t ] || missing="$$missing $${tp#*:}"; done; \
@@ -184,15 +184,19 @@ bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODUL
 	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
 # Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
-# from the signed bundle of that arch (its payload is the release) plus units, sysusers.d,
-# tmpfiles.d, the bench scenario and drop-in, and the update public key as a conffile.
+# from the signed bundle of that arch (its payload is the release, pruned of what no controller
+# runs and with node stripped: packaging/prune-release.sh) plus units, sysusers.d, tmpfiles.d,
+# the bench scenario and drop-in, the update public key as a conffile, the changelog, md5sums
+# and manual pages made from --help. lintian finds no error in either (docs/packaging.md).
 # The release key is BUNDLE_KEY (its .pub beside it). Without one, or with a key keygen marked
 # as a development key, make deb refuses unless DEV_UPDATE_KEY=1: such a package trusts a key
 # from a build machine and says so in `sitegate --version` (docs/packaging.md).
 DEB_ARCHS ?= x64 arm64
 DEV_UPDATE_KEY ?= 0
 export DEV_UPDATE_KEY
+DEB_TOOLS := dpkg-deb:dpkg dpkg-parsechangelog:dpkg-dev gzip:gzip strip:binutils
 deb:
+	$(call need_tools,$(DEB_TOOLS))
 	@if [ "$(DEV_UPDATE_KEY)" != 1 ] && { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] || grep -qs '^# sitegate development update key' $(BUNDLE_KEY:.key=.pub); }; then \
 	  echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it); DEV_UPDATE_KEY=1 builds a bench package with a development key" >&2; exit 2; fi
 	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \

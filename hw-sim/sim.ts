@@ -11,6 +11,8 @@ import type { SimDevice } from "./models/device.js";
 import { PvInverter, StorageInverter, SunSpecCommonOnly, SunSpecMeter, round1 } from "./models/sunspec-devices.js";
 import { Sdm630 } from "./models/sdm630.js";
 import { Relay } from "./models/relay.js";
+import { buildBrandDevices } from "./models/brands/index.js";
+import { UnknownDevice } from "./models/unknown.js";
 import { TcpServer } from "./tcp-server.js";
 import { RtuServer } from "./rtu-server.js";
 import { ZigbeeBridge } from "./zigbee.js";
@@ -51,20 +53,25 @@ export interface SimHandle {
   stop(): Promise<void>;
 }
 
-function buildDevice(spec: DeviceSpec, site: SiteModel): SimDevice {
+/** A scenario device's models on the bus: one, or one per unit id for a device with several (a Victron GX). */
+function buildDevices(spec: DeviceSpec, site: SiteModel): SimDevice[] {
   switch (spec.model) {
     case "sunspec-storage":
-      return new StorageInverter(spec, site);
+      return [new StorageInverter(spec, site)];
     case "sunspec-pv":
-      return new PvInverter(spec, site);
+      return [new PvInverter(spec, site)];
     case "sunspec-meter":
-      return new SunSpecMeter(spec, site);
+      return [new SunSpecMeter(spec, site)];
     case "sunspec-common":
-      return new SunSpecCommonOnly(spec, site);
+      return [new SunSpecCommonOnly(spec, site)];
     case "sdm630":
-      return new Sdm630(spec, site);
+      return [new Sdm630(spec, site)];
     case "relay":
-      return new Relay(spec, site);
+      return [new Relay(spec, site)];
+    case "unknown":
+      return [new UnknownDevice(spec, site.seed)];
+    default:
+      return buildBrandDevices(spec, site);
   }
 }
 
@@ -107,10 +114,12 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
       const endpoint = new Endpoint();
       const label = p.kind === "rtu" ? `rtu ${p.peer}` : `${p.kind} ${p.listen}`;
       for (const d of p.devices) {
-        const slot = new DeviceSlot(buildDevice(d, site));
-        if (d.max_read_regs) slot.device.maxReadRegs = d.max_read_regs;
-        endpoint.add(slot);
-        slots.set(d.name, { slot, port: label });
+        for (const dev of buildDevices(d, site)) {
+          const slot = new DeviceSlot(dev);
+          if (d.max_read_regs) slot.device.maxReadRegs = d.max_read_regs;
+          endpoint.add(slot);
+          slots.set(dev.name, { slot, port: label });
+        }
       }
       if (p.kind === "tcp" || p.kind === "rtu-tcp") {
         const { host, port } = splitHostPort(p.listen);

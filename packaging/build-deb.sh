@@ -46,6 +46,7 @@ version=$(node --input-type=module -e '
 tar -xzf "$work/payload.tar.gz" -C "$rel" --no-same-owner
 chmod -R u+rwX,go+rX,go-w "$rel"
 test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runtime (make bundle passes --runtime)" >&2; exit 2; }
+"$here/prune-release.sh" "$arch" "$rel"
 
 install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" "$root/usr/lib/modules-load.d" \
   "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
@@ -64,10 +65,27 @@ install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/
 install -m 644 "$here/sitegate-bench.conf" "$root/usr/share/sitegate/bench/sitegate-bench.conf"
 install -m 644 "$here/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"
 install -m 644 "$project/config.example.yaml" "$root/usr/share/doc/sitegate/config.example.yaml"
+# The changelog's newest entry must be this release (a version bump needs its entry); a
+# native package (no Debian revision) carries it as changelog.gz (Debian policy 12.7).
+top=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
+[ "$top" = "$version" ] || { echo "build-deb: packaging/debian/changelog starts at $top, not $version: add an entry for $version" >&2; exit 2; }
+date=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Timestamp)
+gzip -9n < "$here/debian/changelog" > "$root/usr/share/doc/sitegate/changelog.gz"
+install -d "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
+for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
+  node "$here/man-page.mjs" "${cmd%%:*}" "$project/${cmd#*:}" "$version" "$date" | gzip -9n > "$root/usr/share/man/man1/${cmd%%:*}.1.gz"
+done
+install -m 644 "$here/debian/lintian-overrides" "$root/usr/share/lintian/overrides/sitegate"
 install -m 644 "$work/update-key.pub" "$root/etc/sitegate/update-keys/sitegate-release.pub"
-printf 'sitegate %s for %s. Node.js runtime: %s (MIT, see /opt/sitegate/current/node/LICENSE).\n' "$version" "$debarch" "$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")" > "$root/usr/share/doc/sitegate/copyright"
+sed "s/@NODE_VERSION@/$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")/" "$here/debian/copyright" > "$root/usr/share/doc/sitegate/copyright"
+chmod 644 "$root/usr/share/doc/sitegate/copyright"
 
 echo /etc/sitegate/update-keys/sitegate-release.pub > "$root/DEBIAN/conffiles"
+# no folder the package leaves empty; then md5sums of every file but the conffiles (dpkg
+# keeps theirs), so `dpkg --verify sitegate` checks the rest
+find "$root" -mindepth 1 -type d -empty -delete
+( cd "$root" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum ) > "$root/DEBIAN/md5sums"
+chmod 644 "$root/DEBIAN/md5sums" "$root/DEBIAN/conffiles"
 for s in postinst prerm postrm; do
   sed "s/@VERSION@/$version/g" "$here/debian/$s" > "$root/DEBIAN/$s"
   chmod 755 "$root/DEBIAN/$s"
@@ -76,11 +94,11 @@ cat > "$root/DEBIAN/control" <<CONTROL
 Package: sitegate
 Version: $version
 Architecture: $debarch
-Maintainer: sitegate maintainers <sitegate@localhost>
+Maintainer: ${DEB_MAINTAINER:-sitegate maintainers <sitegate@example.com>}
 Section: net
 Priority: optional
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser
+Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser, init-system-helpers (>= 1.54~)
 Description: site controller for distributed energy sites
  Modbus polling, dispatch of partner events, telemetry over HTTPS and MQTT,
  a partner HTTPS API and a status page. Carries its own Node.js runtime and

@@ -11,7 +11,7 @@ import { hashString, noise } from "../random.js";
 export const SUNSPEC_BASE = 40000;
 const NI = () => null;
 
-function sf(name: string, value: number | null): PointDef {
+export function sf(name: string, value: number | null): PointDef {
   return { name, type: "sunssf", get: () => value };
 }
 
@@ -20,7 +20,7 @@ function serialFor(name: string, seed: number, prefix: string, given?: string): 
 }
 
 /** Inverter model 103 (three-phase, integer + scale factors), single-phase devices leave B/C not implemented. */
-function inverter103(d: {
+export function inverter103(d: {
   powerW: () => number;
   energyWh: () => number;
   dcW: () => number | null;
@@ -499,95 +499,100 @@ export class PvInverter extends SunSpecDevice implements PowerSource {
   }
 }
 
+/** Wye meter model 203 reading the site's grid connection (import positive; sign -1 for a brand that counts export positive). */
+export function meter203(site: SiteModel, sign: 1 | -1 = 1): ModelDef {
+  const w = () => sign * site.grid();
+  const ph = () => (sign * site.grid()) / 3;
+  const a = () => Math.abs(site.grid()) / 3 / site.voltage_v;
+  const v = () => site.voltage_v;
+  const i16 = (name: string, get: () => number | null, s?: number): PointDef => ({ name, type: "int16", sf: s ?? 0, get });
+  const acc = (name: string, get: () => number | null): PointDef => ({ name, type: "acc32", sf: 0, get });
+  const model203: ModelDef = {
+    id: 203,
+    length: 105,
+    points: [
+      i16("A", () => Math.abs(site.grid()) / site.voltage_v, -2),
+      i16("AphA", a, -2),
+      i16("AphB", a, -2),
+      i16("AphC", a, -2),
+      sf("A_SF", -2),
+      i16("PhV", v, -1),
+      i16("PhVphA", v, -1),
+      i16("PhVphB", v, -1),
+      i16("PhVphC", v, -1),
+      i16("PPV", () => v() * Math.sqrt(3), -1),
+      i16("PhVphAB", NI),
+      i16("PhVphBC", NI),
+      i16("PhVphCA", NI),
+      sf("V_SF", -1),
+      { name: "Hz", type: "int16", sf: -2, get: () => site.frequency_hz },
+      sf("Hz_SF", -2),
+      i16("W", w),
+      i16("WphA", ph),
+      i16("WphB", ph),
+      i16("WphC", ph),
+      sf("W_SF", 0),
+      i16("VA", () => Math.abs(site.grid())),
+      i16("VAphA", NI),
+      i16("VAphB", NI),
+      i16("VAphC", NI),
+      sf("VA_SF", 0),
+      i16("VAR", () => 0),
+      i16("VARphA", NI),
+      i16("VARphB", NI),
+      i16("VARphC", NI),
+      sf("VAR_SF", 0),
+      i16("PF", () => 100),
+      i16("PFphA", NI),
+      i16("PFphB", NI),
+      i16("PFphC", NI),
+      sf("PF_SF", 0),
+      acc("TotWhExp", () => site.exportWh),
+      acc("TotWhExpPhA", NI),
+      acc("TotWhExpPhB", NI),
+      acc("TotWhExpPhC", NI),
+      acc("TotWhImp", () => site.importWh),
+      acc("TotWhImpPhA", NI),
+      acc("TotWhImpPhB", NI),
+      acc("TotWhImpPhC", NI),
+      sf("TotWh_SF", 0),
+      ...["TotVAhExp", "TotVAhExpPhA", "TotVAhExpPhB", "TotVAhExpPhC", "TotVAhImp", "TotVAhImpPhA", "TotVAhImpPhB", "TotVAhImpPhC"].map(
+        (n) => acc(n, NI),
+      ),
+      sf("TotVAh_SF", null),
+      ...[
+        "ImpQ1",
+        "ImpQ1PhA",
+        "ImpQ1PhB",
+        "ImpQ1PhC",
+        "ImpQ2",
+        "ImpQ2PhA",
+        "ImpQ2PhB",
+        "ImpQ2PhC",
+        "ExpQ3",
+        "ExpQ3PhA",
+        "ExpQ3PhB",
+        "ExpQ3PhC",
+        "ExpQ4",
+        "ExpQ4PhA",
+        "ExpQ4PhB",
+        "ExpQ4PhC",
+      ].map((n) => acc(`TotVArh${n}`, NI)),
+      sf("TotVArh_SF", null),
+      { name: "Evt", type: "bitfield32", get: () => 0 },
+    ],
+  };
+  return model203;
+}
+
 export class SunSpecMeter extends SunSpecDevice {
   readonly model = "sunspec-meter";
 
   constructor(spec: { name: string; unit: number; serial?: string }, site: SiteModel) {
     super(spec.name, spec.unit, site);
-    const w = () => site.grid();
-    const ph = () => site.grid() / 3;
-    const a = () => Math.abs(site.grid()) / 3 / site.voltage_v;
-    const v = () => site.voltage_v;
-    const i16 = (name: string, get: () => number | null, s?: number): PointDef => ({ name, type: "int16", sf: s ?? 0, get });
-    const acc = (name: string, get: () => number | null): PointDef => ({ name, type: "acc32", sf: 0, get });
-    const model203: ModelDef = {
-      id: 203,
-      length: 105,
-      points: [
-        i16("A", () => Math.abs(site.grid()) / site.voltage_v, -2),
-        i16("AphA", a, -2),
-        i16("AphB", a, -2),
-        i16("AphC", a, -2),
-        sf("A_SF", -2),
-        i16("PhV", v, -1),
-        i16("PhVphA", v, -1),
-        i16("PhVphB", v, -1),
-        i16("PhVphC", v, -1),
-        i16("PPV", () => v() * Math.sqrt(3), -1),
-        i16("PhVphAB", NI),
-        i16("PhVphBC", NI),
-        i16("PhVphCA", NI),
-        sf("V_SF", -1),
-        { name: "Hz", type: "int16", sf: -2, get: () => site.frequency_hz },
-        sf("Hz_SF", -2),
-        i16("W", w),
-        i16("WphA", ph),
-        i16("WphB", ph),
-        i16("WphC", ph),
-        sf("W_SF", 0),
-        i16("VA", () => Math.abs(site.grid())),
-        i16("VAphA", NI),
-        i16("VAphB", NI),
-        i16("VAphC", NI),
-        sf("VA_SF", 0),
-        i16("VAR", () => 0),
-        i16("VARphA", NI),
-        i16("VARphB", NI),
-        i16("VARphC", NI),
-        sf("VAR_SF", 0),
-        i16("PF", () => 100),
-        i16("PFphA", NI),
-        i16("PFphB", NI),
-        i16("PFphC", NI),
-        sf("PF_SF", 0),
-        acc("TotWhExp", () => site.exportWh),
-        acc("TotWhExpPhA", NI),
-        acc("TotWhExpPhB", NI),
-        acc("TotWhExpPhC", NI),
-        acc("TotWhImp", () => site.importWh),
-        acc("TotWhImpPhA", NI),
-        acc("TotWhImpPhB", NI),
-        acc("TotWhImpPhC", NI),
-        sf("TotWh_SF", 0),
-        ...["TotVAhExp", "TotVAhExpPhA", "TotVAhExpPhB", "TotVAhExpPhC", "TotVAhImp", "TotVAhImpPhA", "TotVAhImpPhB", "TotVAhImpPhC"].map(
-          (n) => acc(n, NI),
-        ),
-        sf("TotVAh_SF", null),
-        ...[
-          "ImpQ1",
-          "ImpQ1PhA",
-          "ImpQ1PhB",
-          "ImpQ1PhC",
-          "ImpQ2",
-          "ImpQ2PhA",
-          "ImpQ2PhB",
-          "ImpQ2PhC",
-          "ExpQ3",
-          "ExpQ3PhA",
-          "ExpQ3PhB",
-          "ExpQ3PhC",
-          "ExpQ4",
-          "ExpQ4PhA",
-          "ExpQ4PhB",
-          "ExpQ4PhC",
-        ].map((n) => acc(`TotVArh${n}`, NI)),
-        sf("TotVArh_SF", null),
-        { name: "Evt", type: "bitfield32", get: () => 0 },
-      ],
-    };
     this.image = new SunSpecImage(SUNSPEC_BASE, [
       commonModel("SimEnergy", "SimMeter 3", "1.0.0", serialFor(spec.name, site.seed, "MT", spec.serial)),
-      model203,
+      meter203(site),
     ]);
   }
 

@@ -9,6 +9,7 @@ import { errorMessage } from "../errors.js";
 import { Bus, type BusManager } from "../modbus/bus.js";
 import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
+import { identifyUnit } from "../profiles/identify.js";
 import type { Logger } from "../log.js";
 import { systemClock, type Clock } from "../util/clock.js";
 import {
@@ -29,7 +30,8 @@ export interface Job {
   state: "running" | "done" | "failed";
   probed: number;
   total: number;
-  found: ScanHit[];
+  /** Who answered; once the scan is through, `profiles` names what each one's identity registers match (as `sitegate scan --identify`). */
+  found: Array<ScanHit & { profiles?: string[] }>;
   result: ReadResult | null;
   error: string | null;
   started_at: string;
@@ -96,6 +98,7 @@ export class Jobs {
             cap.signal,
           );
           capped = cap.signal.aborted && !this.abort.signal.aborted && job.probed < job.total;
+          if (!this.abort.signal.aborted) await this.identify(bus, job, range.timeoutMs);
           if (capped)
             job.error = `stopped at the ${Math.round(this.scanCapMs / 1000)} s time cap after ${job.probed} of ${job.total} unit ids; scan the rest with from ${range.from + job.probed}`;
         } finally {
@@ -106,6 +109,14 @@ export class Jobs {
       () => ({ shared, timeout_ms: range.timeoutMs, capped }),
     );
     return job;
+  }
+
+  /** Names the profile each unit found matches (the specific ones first), so the installer picks it for configure. */
+  private async identify(bus: Bus, job: Job, timeoutMs: number): Promise<void> {
+    for (const hit of job.found) {
+      if (this.abort.signal.aborted) return;
+      hit.profiles = (await identifyUnit(bus, hit.unit, this.profiles, timeoutMs)).map((m) => m.profile);
+    }
   }
 
   read(input: { endpoint?: unknown; unit?: unknown; profile?: unknown }): Job {

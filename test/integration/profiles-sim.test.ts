@@ -2,7 +2,8 @@
 // installer's `sitegate read` / `sitegate scan` work against the simulator as a user runs them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withSite, demoScenario } from "../support/site.js";
+import { withSite, demoScenario, type SimHandle } from "../support/site.js";
+import { BATTERY_REGISTERS, brandsOnTcp, brandsSite } from "../support/brands.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/devices/driver.js";
@@ -14,7 +15,17 @@ import type { ScenarioInput } from "../support/site.js";
 import { runCli } from "../support/cli.js";
 
 /** Which simulated device each built-in profile is checked against, and what it must read. */
-const CHECKS: Record<string, Array<{ unit: number; rtu: boolean; type: number; metrics: string[] }>> = {
+type Check = { unit: number; rtu: boolean; type: number; metrics: string[]; site?: "brands" };
+
+const BATTERY = ["power_w", "soc_pct", "ac_power_w"];
+const METER = ["power_w", "voltage_v", "frequency_hz", "energy_import_wh"];
+
+/**
+ * Which simulated device each built-in profile is checked against, and what it must read.
+ * `site: "brands"`: hw-sim/scenarios/brands.yaml on one TCP port (test/support/brands.ts),
+ * whose models were written from the manufacturers' documents apart from the profiles.
+ */
+const CHECKS: Record<string, Check[]> = {
   sunspec: [
     { unit: 1, rtu: false, type: 10, metrics: ["power_w", "soc_pct", "voltage_v", "frequency_hz", "state", "temperature_c"] },
     { unit: 2, rtu: false, type: 11, metrics: ["power_w", "voltage_v", "state"] },
@@ -29,39 +40,37 @@ const CHECKS: Record<string, Array<{ unit: number; rtu: boolean; type: number; m
     },
   ],
   "relay-coils": [{ unit: 11, rtu: true, type: 14, metrics: ["state"] }],
+  "sungrow-sh": [{ site: "brands", unit: 1, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "huawei-sun2000": [{ site: "brands", unit: 2, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "solaredge-storedge": [{ site: "brands", unit: 3, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "deye-hybrid": [{ site: "brands", unit: 4, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "goodwe-et": [{ site: "brands", unit: 247, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "sma-storage": [{ site: "brands", unit: 30, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
+  "victron-gx": [{ site: "brands", unit: 227, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_l1_w"] }],
+  sdm72: [{ site: "brands", unit: 10, rtu: false, type: 12, metrics: METER }],
+  sdm120: [{ site: "brands", unit: 11, rtu: false, type: 12, metrics: METER }],
+  em24: [
+    { site: "brands", unit: 13, rtu: false, type: 12, metrics: METER },
+    { site: "brands", unit: 14, rtu: false, type: 12, metrics: METER },
+  ],
 };
 
-/**
- * Built-in profiles whose simulator model is still to be written (from the manufacturer's
- * document, apart from the profile): each is a todo until its model joins CHECKS.
- */
-const PENDING_MODELS: Record<string, string> = Object.fromEntries(
-  [
-    "sungrow-sh",
-    "huawei-sun2000",
-    "sma-storage",
-    "solaredge-storedge",
-    "goodwe-et",
-    "victron-gx",
-    "deye-hybrid",
-    "sdm72",
-    "sdm120",
-    "em24",
-  ].map((n) => [n, `hw-sim model of ${n} (written from the manufacturer's document) to come`]),
-);
-
-for (const [name, why] of Object.entries(PENDING_MODELS)) test(`${name} reads its simulated device`, { todo: why });
+/** The simulated device of a brands.yaml unit, by its unit id (a Victron GX's VE.Bus unit: the GX). */
+function simDevice(site: SimHandle, unit: number): Record<string, any> {
+  const devices = site.state().devices;
+  const d = Object.values(devices).find((x) => x.unit === unit) as Record<string, any>;
+  return typeof d.part_of === "string" ? (devices[d.part_of] as Record<string, any>) : d;
+}
 
 test("every built-in profile is checked against the simulator", async () => {
-  const all = builtinProfiles().names();
-  assert.deepEqual(all.sort(), [...Object.keys(CHECKS), ...Object.keys(PENDING_MODELS)].sort(), "a new profile needs a check here");
-  const names = all.filter((n) => !(n in PENDING_MODELS));
+  const names = builtinProfiles().names();
+  assert.deepEqual([...names].sort(), Object.keys(CHECKS).sort(), "a new profile needs a check here");
   await withSite(demoScenario({ pv_irradiance: 0.4 }), async (site) => {
     const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
     const rtu = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());
     try {
       for (const name of names) {
-        for (const c of CHECKS[name]) {
+        for (const c of CHECKS[name].filter((x) => !x.site)) {
           const d = new DeviceDriver(c.rtu ? rtu : tcp, c.unit, builtinProfiles().get(name));
           const desc = await d.pair();
           assert.equal(desc.device_type, c.type, `${name} unit ${c.unit}`);
@@ -81,6 +90,80 @@ test("every built-in profile is checked against the simulator", async () => {
     }
   });
 });
+
+test("every brand profile reads its simulated device, and its power agrees with the simulator's", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      for (const [name, checks] of Object.entries(CHECKS)) {
+        for (const c of checks.filter((x) => x.site === "brands")) {
+          const d = new DeviceDriver(tcp, c.unit, builtinProfiles().get(name));
+          const desc = await d.pair();
+          assert.equal(desc.device_type, c.type, `${name} unit ${c.unit}`);
+          const m = await d.read(["fast", "slow"]);
+          for (const k of c.metrics) assert.equal(typeof m[k], "number", `${name} unit ${c.unit} has ${k}: ${JSON.stringify(m)}`);
+          for (const [k, v] of Object.entries(m)) assert.ok(Number.isFinite(v), `${name} ${k} is a number`);
+          // Battery power positive while discharging, meters import positive, whatever the brand's sign.
+          const sim = simDevice(site, c.unit).power_w as number;
+          assert.ok(
+            Math.abs(m.power_w - sim) <= Math.max(2, Math.abs(sim) * 0.02),
+            `${name} power_w ${m.power_w} vs the simulator's ${sim}`,
+          );
+        }
+      }
+    } finally {
+      await tcp.close();
+    }
+  });
+});
+
+/** Runs a profile action as ModbusDeviceControl does: plan, write (sub-device units too), read back. */
+async function runAction(d: DeviceDriver, action: ActionName, params: { watts?: number; pct?: number }): Promise<void> {
+  const writes = await planControlWrites(d, d.profile.actions[action]!, params);
+  for (const w of writes) {
+    const unit = w.unit ?? d.unit;
+    if (w.table === "coil") await d.bus.writeCoils(unit, w.address, w.coils);
+    else await d.bus.writeRegisters(unit, w.address, w.words, { fn: w.words.length === 1 ? 6 : 16 });
+  }
+  await d.readBack(action);
+}
+
+/**
+ * Where the profile and the simulator read a manufacturer's document differently, the
+ * test is kept as a todo naming the difference, until the two readings agree.
+ */
+const READINGS_DIFFER: Record<string, string> = {
+  "solaredge-storedge":
+    "charge: the profile sets remote command 3 (charge from PV and AC) without the AC charge policy 0xE005; the simulator's reading charges from AC only when the policy allows it",
+  "deye-hybrid":
+    "charge: the profile allows grid charge in program 1 (172 bit 0) without the battery's grid charge switch 130; the simulator's reading needs both",
+};
+
+for (const [model, regs] of Object.entries(BATTERY_REGISTERS)) {
+  const todo = READINGS_DIFFER[model];
+  test(`${model}: the profile charges, discharges and releases its simulated device, by the device's own registers`, { todo }, async () => {
+    await withSite(brandsOnTcp(), async (site) => {
+      const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+      const read = (unit: number, table: "holding" | "input", address: number, count: number) => tcp.read(unit, table, address, count);
+      try {
+        const c = CHECKS[model][0];
+        const d = new DeviceDriver(tcp, c.unit, builtinProfiles().get(model));
+        await d.pair();
+        await runAction(d, "charge", { watts: 2000 });
+        const charging = await regs.powerW(read, d.unit);
+        assert.ok(charging < -1000, `charging by its own register: ${charging} W`);
+        await runAction(d, "discharge", { watts: 2000 });
+        const discharging = await regs.powerW(read, d.unit);
+        assert.ok(discharging > 1000, `discharging by its own register: ${discharging} W`);
+        await runAction(d, "release", {});
+        assert.ok(await regs.selfConsumption(read, d.unit), "back in its own self-consumption mode by its registers");
+        assert.equal(simDevice(site, c.unit).mode, "self-consumption");
+      } finally {
+        await tcp.close();
+      }
+    });
+  });
+}
 
 /** What ModbusDeviceControl.apply does: plan the action with the device's scale factors, then write it. */
 async function act(d: DeviceDriver, action: ActionName, pct: number): Promise<void> {
@@ -254,3 +337,78 @@ test("sitegate scan --identify names the profile of each unit, and none for a de
     assert.match(rtu.stdout, /unit +11 +answered \([^)]*\) +profile: none/);
   });
 });
+
+test("sitegate scan --identify names every brand model on its bus, and nothing on a device no profile describes", async () => {
+  await withSite(brandsSite(), async (site) => {
+    const scan = async (endpoint: string, range: string[]) => {
+      const r = await runCli(
+        "scan",
+        "--endpoint",
+        endpoint,
+        ...range,
+        "--timeout-ms",
+        "150",
+        "--identify",
+        "--profiles-dir",
+        "/nonexistent",
+        "--json",
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const found = JSON.parse(r.stdout).found as Array<{ unit: number; profiles: Array<{ profile: string }> }>;
+      return Object.fromEntries(found.map((f) => [f.unit, f.profiles.map((p) => p.profile).sort()]));
+    };
+    const rtu = `rtu:${site.rtuPeers[0]}?baud=9600`;
+    // The RS-485 bus: the single-phase Deye (5), the EM24-DIN (12) whose map the em24 profile
+    // does not follow, and the unknown device (20) answer, and no profile may claim them.
+    // The EM340 (13) is the todo below.
+    const bus = await scan(rtu, ["--from", "1", "--to", "20"]);
+    delete bus[13];
+    assert.deepEqual(bus, {
+      1: ["sungrow-sh"],
+      2: ["huawei-sun2000"],
+      3: ["solaredge-storedge", "sunspec"],
+      4: ["deye-hybrid"],
+      5: [],
+      10: ["sdm72"],
+      11: ["sdm120"],
+      12: [],
+      20: [],
+    });
+    assert.deepEqual(await scan(rtu, ["--from", "247", "--to", "247"]), { 247: ["goodwe-et"] });
+    const [sma, gx, em24] = site.tcpPorts.map((p) => `tcp://127.0.0.1:${p}`);
+    assert.deepEqual(await scan(sma, ["--from", "1", "--to", "5"]), { 3: ["sma-storage"] });
+    assert.deepEqual(await scan(gx, ["--from", "100", "--to", "100"]), { 100: [] });
+    assert.deepEqual(await scan(gx, ["--from", "227", "--to", "227"]), { 227: ["victron-gx"] });
+    assert.deepEqual(await scan(em24, ["--from", "1", "--to", "1"]), { 1: ["em24"] });
+  });
+});
+
+test(
+  "sitegate scan --identify names the EM340 em24",
+  {
+    todo: "the readings differ on the EM340's identification code at 0x000B: the simulator answers 341 (not confirmed by a second source), the em24 profile expects another",
+  },
+  async () => {
+    await withSite(brandsSite(), async (site) => {
+      const r = await runCli(
+        "scan",
+        "--endpoint",
+        `rtu:${site.rtuPeers[0]}?baud=9600`,
+        "--from",
+        "13",
+        "--to",
+        "13",
+        "--timeout-ms",
+        "150",
+        "--identify",
+        "--json",
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const found = JSON.parse(r.stdout).found as Array<{ unit: number; profiles: Array<{ profile: string }> }>;
+      assert.deepEqual(
+        found.map((f) => f.profiles.map((p) => p.profile)),
+        [["em24"]],
+      );
+    });
+  },
+);

@@ -26,6 +26,7 @@ import { ALL_MIGRATIONS } from "../../src/daemon.js";
 import { migrate, openDatabase } from "../../src/storage/db.js";
 import { testCert } from "../support/tls.js";
 import { withTmpDir } from "../support/tmp.js";
+import { traversableRelease } from "../support/traversable-release.js";
 import {
   CLI,
   currentVersion,
@@ -37,6 +38,7 @@ import {
   tarOf,
   update,
   updateAsync,
+  updateCliEnv,
   withInstalled,
   type TarEntry,
   type UpdateEnv,
@@ -189,7 +191,11 @@ test("a symlinked update/ folder or database file in the data dir makes apply re
       spawnSync("rm", ["-f", link]);
     }
     // without the links the same bundle installs, and the backup belongs to the daemon's user
-    const r = update(env, ["apply", b]);
+    // from a release the daemon's user can reach: the updater's data-dir step runs its own
+    // runtime and module as that user
+    const release = traversableRelease(dir);
+    const cli = join(release.dist, "cli.js");
+    const r = spawnSync(release.node, [cli, "update", "apply", b], { encoding: "utf8", env: updateCliEnv(env, env.restartCmd) });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const backup = join(env.dataDir, "update", "backup-before-0.2.0.db");
     assert.equal(lstatSync(backup).uid, DAEMON_UID, "the backup was written as the data dir's owner");

@@ -70,17 +70,19 @@ test("a shed switches a zigbee plug off (the grid meter drops by its load), a re
     await until(() => rig.simDevice("washer-plug").state === "ON", "washer-plug back on");
     const sb = await rig.waitResponse(shed.event_id);
     // Ended early by the restore: measured at the meter over its short window, so the
-    // status follows the delivered mean (the time before the first reading counts as nothing).
-    assert.deepEqual(
-      sb.details.devices.map((d: any) => [d.device_id, d.status]),
-      [["plug-1", "completed"]],
-      JSON.stringify(sb),
-    );
+    // statuses follow the delivered mean (the time before the first reading counts as
+    // nothing), the event's and its one device's alike.
     assert.equal(sb.details.measured, true);
     assert.match(sb.details.ended_by, /restore/);
     const q = sb.details.delivered_quantity;
     assert.ok(q > 0 && q <= 2.1, JSON.stringify(sb));
-    assert.equal(sb.status, q >= 0.95 * 1.5 ? "completed" : "partial", JSON.stringify(sb));
+    const expected = q >= 0.95 * 1.5 ? "completed" : "partial";
+    assert.equal(sb.status, expected, JSON.stringify(sb));
+    assert.deepEqual(
+      sb.details.devices.map((d: any) => [d.device_id, d.status]),
+      [["plug-1", expected]],
+      JSON.stringify(sb),
+    );
     const rb = await rig.waitResponse(restore.event_id);
     assert.equal(rb.status, "completed", JSON.stringify(rb));
     assert.deepEqual(
@@ -136,11 +138,14 @@ test("a shed sets a heating thermostat back by setback_c: the meter sees it stop
       await until(() => gridW(rig) <= before - 1400, "the meter sees the heater stop");
       const body = await rig.waitResponse(shed.event_id);
       assert.equal(body.details.measured, true, JSON.stringify(body));
+      // Its requested share is what was still missing when it was set back: the whole 1 kW,
+      // less whatever the meter's noise showed as already dropped.
       assert.deepEqual(
-        body.details.devices.map((d: any) => [d.device_id, d.status, d.requested_w]),
-        [["trv-1", "completed", 1000]],
+        body.details.devices.map((d: any) => [d.device_id, d.status]),
+        [["trv-1", "completed"]],
         JSON.stringify(body),
       );
+      assert.ok(body.details.devices[0].requested_w > 900 && body.details.devices[0].requested_w <= 1000, JSON.stringify(body));
       // The 1.5 kW the heater stopped drawing, over the part of the window it was set back (coverage), once.
       const q = body.details.delivered_quantity;
       assert.ok(Math.abs(q - 1.5 * body.details.coverage) <= 0.2, JSON.stringify(body));

@@ -86,7 +86,8 @@ function cliCommands(): Set<string> {
 /** `sitegate X` in code where X is no command of src/cli.ts (not "the sitegate X" or a "# sitegate ..." comment: prose). */
 export function unknownCommands(md: string, commands: Set<string>): string[] {
   const bad: string[] = [];
-  for (const code of codeOf(md))
+  // a span with an e-mail address names a person ("sitegate maintainers <...@...>"), not a command
+  for (const code of codeOf(md).filter((c) => !c.includes("@")))
     for (const m of code.matchAll(/(?:^|[\s;&(|$`])(?<!(?:\bthe|#) )sitegate ([a-z][a-z-]*)\b(?![.-])/g))
       if (!commands.has(m[1])) bad.push(`sitegate ${m[1]}`);
   return bad;

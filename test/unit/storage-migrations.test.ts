@@ -3,10 +3,11 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { migrate, openDatabase, DB_FILE } from "../../src/storage/db.js";
 import { isSitegateError } from "../../src/errors.js";
 import { withTmpDir } from "../support/tmp.js";
+import { traversableRelease } from "../support/traversable-release.js";
 
 const mods = [
   {
@@ -82,13 +83,15 @@ test("the database is opened in WAL mode with incremental auto-vacuum", async ()
 const NOBODY = 65534;
 
 /**
- * openDatabase(dataDir) in a child node process as `nobody` (spawn's uid/gid): the error
- * code and message it got, or "opened".
+ * openDatabase(dataDir) in a child node process as `nobody` (spawn's uid/gid), run from a
+ * copy of the release in `dir` (the checkout may be where nobody cannot go): the error code
+ * and message it got, or "opened".
  */
-function openAsNobody(dataDir: string): { code: string; message: string } {
-  const db = pathToFileURL(fileURLToPath(new URL("../../src/storage/db.js", import.meta.url))).href;
+function openAsNobody(dir: string, dataDir: string): { code: string; message: string } {
+  const release = traversableRelease(dir);
+  const db = pathToFileURL(join(release.dist, "storage", "db.js")).href;
   const script = `import(${JSON.stringify(db)}).then((m) => { try { m.openDatabase(process.argv[1]).close(); console.log(JSON.stringify({ code: "opened", message: "" })); } catch (e) { console.log(JSON.stringify({ code: e.code ?? "?", message: e.message })); } });`;
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", script, dataDir], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+  const r = spawnSync(release.node, ["--input-type=module", "-e", script, dataDir], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
   assert.equal(r.status, 0, `child as nobody: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
 }
@@ -101,14 +104,14 @@ test("an unwritable data_dir is a clear STORAGE_UNAVAILABLE error naming the pat
     if (process.getuid?.() === 0) {
       // As root the check would pass; run it where it means something, as another user.
       chmodSync(dir, 0o755);
-      const r = openAsNobody(ro);
+      const r = openAsNobody(dir, ro);
       assert.equal(r.code, "STORAGE_UNAVAILABLE", r.message);
       assert.ok(r.message.includes(ro), r.message);
       // The same child opens a directory it may write: the failure above is the permission.
       const rw = join(dir, "rw");
       mkdirSync(rw);
       chownSync(rw, NOBODY, NOBODY);
-      assert.equal(openAsNobody(rw).code, "opened");
+      assert.equal(openAsNobody(dir, rw).code, "opened");
     } else {
       assert.throws(
         () => openDatabase(ro),

@@ -290,7 +290,8 @@ function commissioningPage() {
     progText.textContent = `${job.kind} ${job.endpoint}: ${job.probed}/${job.total}${job.kind === "scan" ? `, ${job.found.length} found` : ""} – ${job.state}`;
     if (job.error) err.textContent = job.error;
     const items = [];
-    if (job.kind === "scan") items.push(h("ul", { id: "scan-found" }, job.found.map((f) => h("li", { "data-unit": f.unit, text: `unit ${f.unit} answered (${f.answer})` }))));
+    const named = (f) => (f.profiles === undefined ? "" : f.profiles.length ? `: profile ${f.profiles.join(" or ")}` : ": no profile matches");
+    if (job.kind === "scan") items.push(h("ul", { id: "scan-found" }, job.found.map((f) => h("li", { "data-unit": f.unit, "data-profiles": (f.profiles ?? []).join(" "), text: `unit ${f.unit} answered (${f.answer})${named(f)}` }))));
     if (job.result) {
       const rows = [...Object.entries(job.result.device), ...Object.entries(job.result.metrics)];
       items.push(h("table", { id: "read-result" }, h("tbody", {}, rows.map(([k, v]) => h("tr", { "data-key": k }, h("td", { text: k }), h("td", { text: typeof v === "number" ? num(v) : v }))))));
