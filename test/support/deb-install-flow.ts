@@ -1,6 +1,6 @@
 // The install of the .deb as an installer does it, run inside a throwaway root
 // (test/support/throwaway-root.ts; deb.test.ts starts it): `node deb-install-flow.js DEB`.
-// 1. The install block of the README (or docs/packaging.md) run line by line as a script.
+// 1. The install block of the README (or docs/install.md) run line by line as a script.
 //    systemd is not PID 1 here, so `systemctl` is a shim (test/support/unit-runner.ts) that
 //    runs the installed unit's ExecStartPre/ExecStart as its User= with setpriv. The block
 //    ends with /healthz answering on 8443 (the namespace's own loopback).
@@ -40,9 +40,9 @@ function sh(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.Proc
   return spawnSync(cmd, args, { encoding: "utf8", ...opts });
 }
 
-/** The shell lines between the install markers: README.md once it has them, else docs/packaging.md. */
+/** The shell lines between the install markers: README.md once it has them, else docs/install.md. */
 export function installLines(): { file: string; lines: string[] } {
-  for (const file of ["README.md", "docs/packaging.md"]) {
+  for (const file of ["README.md", "docs/install.md"]) {
     const text = readFileSync(join(ROOT, file), "utf8");
     const m = /<!-- install:begin[^>]*-->\s*```sh\n([\s\S]*?)```\s*<!-- install:end -->/.exec(text);
     if (m)
@@ -54,7 +54,7 @@ export function installLines(): { file: string; lines: string[] } {
           .filter((l) => l && !l.startsWith("#")),
       };
   }
-  throw new Error("no <!-- install:begin --> ```sh ... ``` <!-- install:end --> block in README.md or docs/packaging.md");
+  throw new Error("no <!-- install:begin --> ```sh ... ``` <!-- install:end --> block in README.md or docs/install.md");
 }
 
 function healthz(port: number): Promise<{ status: number; body: string }> {
