@@ -40,7 +40,7 @@ export class ModbusDeviceControl implements DeviceControl {
         device_id: d.config.device_id,
         role: d.descriptor.role,
         capabilities: d.descriptor.capabilities,
-        max_power_w: d.descriptor.max_power_w ?? nameplate(d.config),
+        max_power_w: d.descriptor.max_power_w ?? (d.descriptor.role === "battery" ? nameplate(d.config) : undefined),
         fully_configured: d.fully_configured,
         online: h?.online ?? false,
         metrics,
