@@ -7,6 +7,7 @@ import { BATTERY_REGISTERS, brandsOnTcp, brandsSite } from "../support/brands.js
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/devices/driver.js";
+import { identifyUnit } from "../../src/profiles/identify.js";
 import { silentLogger } from "../../src/log.js";
 import { planControlWrites } from "../../src/dispatch/control-values.js";
 import { isSitegateError } from "../../src/errors.js";
@@ -394,5 +395,35 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
     assert.deepEqual(await scan(gx, ["--from", "100", "--to", "100"]), { 100: [] });
     assert.deepEqual(await scan(gx, ["--from", "227", "--to", "227"]), { 227: ["victron-gx"] });
     assert.deepEqual(await scan(em24, ["--from", "1", "--to", "1"]), { 1: ["em24"] });
+  });
+});
+
+test("on one port where the GX's unit 100 answers, identification names each unit by its own registers", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const named: Record<number, string[]> = {};
+      for (const u of [1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 20, 30, 100, 227, 247])
+        named[u] = (await identifyUnit(tcp, u, builtinProfiles(), 200)).map((m) => m.profile);
+      assert.deepEqual(named, {
+        1: ["sungrow-sh"],
+        2: ["huawei-sun2000"],
+        3: ["solaredge-storedge"],
+        4: ["deye-hybrid"],
+        5: [],
+        10: ["sdm72"],
+        11: ["sdm120"],
+        12: [],
+        13: ["em24"],
+        14: ["em24"],
+        20: [],
+        30: ["sma-storage"],
+        100: [],
+        227: ["victron-gx"],
+        247: ["goodwe-et"],
+      });
+    } finally {
+      await tcp.close();
+    }
   });
 });
