@@ -16,7 +16,7 @@ const base = {
   device_integration: z.string().regex(/^[^/\s]+\/[A-Za-z0-9._-]+$/, "must be <organization_id>/<integration name>"),
   mb_device_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)]),
   mb_check_write: z.array(checkWriteSchema).max(64).optional(),
-  /** Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter. */
+  /** Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter. A battery whose profile reads no maximum power takes one number here as its nameplate. */
   rated_power_w: z
     .union(
       [
