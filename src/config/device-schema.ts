@@ -34,7 +34,9 @@ const base = {
       },
     )
     .optional()
-    .describe("Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter"),
+    .describe(
+      "Rated load a switch carries (W): one number, or one per coil of a multi-coil relay; estimates a shed without a grid meter. A battery whose profile reads no maximum power takes one number here as its nameplate",
+    ),
   shed_priority: z
     .number()
     .int("must be an integer 0..1000")

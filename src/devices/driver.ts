@@ -8,7 +8,16 @@ import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueT
 import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
 import type { Endpoint } from "../modbus/endpoint.js";
 import type { ActionName } from "../profiles/schema.js";
-import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../profiles/schema.js";
+import {
+  enumValue,
+  type FixedProfile,
+  type IdentityRegister,
+  type Profile,
+  type ReadBack,
+  type SunSpecProfile,
+  type WriteStep,
+} from "../profiles/schema.js";
+import { expectationHolds } from "../profiles/identify.js";
 import { opModeCode, typed } from "./roles.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "./types.js";
 
@@ -104,7 +113,11 @@ export class DeviceDriver {
     const identity: Record<string, string> = {};
     for (const r of p.identity) {
       const words = await this.readRegs(r.table, r.address, typeRegs(r.type, r.length), priority, 1, r.unit ?? this.unit);
-      identity[r.name] = String(decodeRaw(r.type, words, r.word_order));
+      const value = decodeRaw(r.type, words, r.word_order);
+      // A device that answers but is another one (another brand's map at the same unit) is
+      // refused, not paired to read and write registers that mean something else there.
+      if (r.expect && !expectationHolds(r, value)) throw identityMismatch(r, value, r.unit ?? this.unit);
+      identity[r.name] = String(value);
     }
     const points: ResolvedPoint[] = p.points.map((pt) => ({
       metric: pt.metric,
@@ -469,4 +482,18 @@ export function isSentinel(words: readonly number[], order: WordOrder, sentinels
   const w = order === "little" ? [...words].reverse() : words;
   const raw = w.reduce((acc, x) => acc * 0x10000 + (x & 0xffff), 0);
   return sentinels.includes(raw);
+}
+
+/** PAIRING_FAILED naming the identity register, the value read and what the profile expects (pairing.ts keys on its opening words). */
+function identityMismatch(r: IdentityRegister, value: number | string, unit: number): SitegateError {
+  const e = r.expect!;
+  const want = e.prefix
+    ? `text starting ${e.prefix.map((x) => JSON.stringify(x)).join(" or ")}`
+    : e.values
+      ? `one of ${e.values.join(", ")}`
+      : `within ${(e.ranges ?? []).map(([lo, hi]) => `${lo}..${hi}`).join(", ")}`;
+  return new SitegateError(
+    "PAIRING_FAILED",
+    `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${JSON.stringify(value)}, the profile expects ${want}`,
+  );
 }

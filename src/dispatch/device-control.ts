@@ -40,7 +40,7 @@ export class ModbusDeviceControl implements DeviceControl {
         device_id: d.config.device_id,
         role: d.descriptor.role,
         capabilities: d.descriptor.capabilities,
-        max_power_w: d.descriptor.max_power_w,
+        max_power_w: d.descriptor.max_power_w ?? (d.descriptor.role === "battery" ? nameplate(d.config) : undefined),
         fully_configured: d.fully_configured,
         online: h?.online ?? false,
         metrics,
@@ -127,4 +127,13 @@ export class ModbusDeviceControl implements DeviceControl {
   setRemote(deviceId: string, remote: boolean): void {
     this.telemetry.setRemote(deviceId, remote);
   }
+}
+
+/**
+ * The maximum power the config gives a device whose profile reads none (device sync shows
+ * the same): a battery's nameplate, so that a brand without a rated-power register (the
+ * Victron GX) still takes a share of an event.
+ */
+function nameplate(config: DeviceConfig): number | undefined {
+  return typeof config.rated_power_w === "number" ? config.rated_power_w : undefined;
 }

@@ -79,11 +79,16 @@ async function hasSunSpecMarker(bus: Bus, unit: number, bases: readonly number[]
   return null;
 }
 
-/** Every profile whose identity the device at `unit` holds, the specific ones first. */
+/**
+ * Every profile whose identity the device at `unit` holds. A device a specific (fixed-map)
+ * profile names is that profile's, not also the generic SunSpec one's: a SolarEdge
+ * StorEdge carries the SunSpec marker but is dispatched through its own registers.
+ */
 export async function identifyUnit(bus: Bus, unit: number, profiles: ProfileRegistry, timeoutMs: number): Promise<ProfileMatch[]> {
   const out: ProfileMatch[] = [];
   for (const p of identifiable(profiles.names().map((n) => profiles.get(n)))) {
     if (p.kind === "sunspec") {
+      if (out.length > 0) continue;
       const base = await hasSunSpecMarker(bus, unit, p.bases, timeoutMs);
       if (base !== null) out.push({ profile: p.name, identity: { sunspec_base: String(base) } });
       continue;

@@ -26,7 +26,7 @@ import { DeviceDriver, type PointClass } from "../../src/devices/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 
-const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
+export const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 export const TURNAROUND_MS = 5;
 export const METERS = 8;
 export const INVERTERS = 2;

@@ -5,6 +5,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { withSite, demoScenario, tcpScenario, M124 } from "../support/site.js";
 import { startGateway, configurePath, tcpDevice, rtuDevice, withSiteGateway } from "../support/gateway.js";
 import { waitPaired } from "../support/dispatch.js";
+import { brandsOnTcp } from "../support/brands.js";
 
 test("configure pairs devices, reports per device, and device sync lists the fully configured ones", async () => {
   await withSiteGateway(
@@ -184,6 +185,45 @@ test("devices in the config file are configured at start", async () => {
         sync.json.devices.map((d: { device_id: string }) => d.device_id),
         ["grid-cfg"],
       );
+    },
+  );
+});
+
+test("configure refuses a brand profile whose identity registers answer with another device's values, naming the register and the value read; SunSpec pairs as before", async () => {
+  await withSiteGateway(
+    brandsOnTcp(),
+    () => ({}),
+    async (site, gw) => {
+      const port = site.tcpPorts[0];
+      const auth = { authorization: `Bearer ${await gw.token()}` };
+      const r = await gw.call("PUT", configurePath(), {
+        headers: auth,
+        body: {
+          devices: [
+            tcpDevice("sungrow-on-goodwe", port, 247, "sungrow-sh", { mb_device_type: 3 }),
+            tcpDevice("sdm72-on-sdm120", port, 11, "sdm72", { mb_device_type: 1 }),
+            tcpDevice("deye-on-1p", port, 5, "deye-hybrid", { mb_device_type: 3 }),
+            tcpDevice("goodwe", port, 247, "goodwe-et", { mb_device_type: 3 }),
+            tcpDevice("solaredge-sunspec", port, 3, "sunspec", { mb_device_type: 3 }),
+          ],
+        },
+      });
+      assert.equal(r.status, 200, r.text);
+      const by: Record<string, any> = Object.fromEntries((r.json.devices as Array<{ device_id: string }>).map((d) => [d.device_id, d]));
+      for (const id of ["sungrow-on-goodwe", "sdm72-on-sdm120", "deye-on-1p"])
+        assert.deepEqual([by[id].status, by[id].code], ["error", "PAIRING_FAILED"], JSON.stringify(by[id]));
+      // The GoodWe has no Sungrow registers at all: refused as not answering them.
+      assert.match(by["sungrow-on-goodwe"].message, /^device did not respond as sungrow-sh: read unit 247 input 4989\+10: exception 2/);
+      assert.match(
+        by["sdm72-on-sdm120"].message,
+        /^device is not sdm72: identity register meter_code \(holding 64514, unit 11\) reads 32, the profile expects one of 132, 137/,
+      );
+      assert.match(
+        by["deye-on-1p"].message,
+        /^device is not deye-hybrid: identity register device_type \(holding 0, unit 5\) reads \d+, the profile expects one of 5, 6/,
+      );
+      assert.equal(by.goodwe.status, "accepted", JSON.stringify(by.goodwe));
+      assert.equal(by["solaredge-sunspec"].status, "accepted", "the generic SunSpec path pairs whatever SunSpec device answers");
     },
   );
 });

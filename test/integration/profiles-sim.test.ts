@@ -7,6 +7,7 @@ import { BATTERY_REGISTERS, brandsOnTcp, brandsSite } from "../support/brands.js
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/devices/driver.js";
+import { identifyUnit } from "../../src/profiles/identify.js";
 import { silentLogger } from "../../src/log.js";
 import { planControlWrites } from "../../src/dispatch/control-values.js";
 import { isSitegateError } from "../../src/errors.js";
@@ -128,20 +129,34 @@ async function runAction(d: DeviceDriver, action: ActionName, params: { watts?: 
   await d.readBack(action);
 }
 
-/**
- * Where the profile and the simulator read a manufacturer's document differently, the
- * test is kept as a todo naming the difference, until the two readings agree.
- */
-const READINGS_DIFFER: Record<string, string> = {
-  "solaredge-storedge":
-    "charge: the profile sets remote command 3 (charge from PV and AC) without the AC charge policy 0xE005; the simulator's reading charges from AC only when the policy allows it",
-  "deye-hybrid":
-    "charge: the profile allows grid charge in program 1 (172 bit 0) without the battery's grid charge switch 130; the simulator's reading needs both",
-};
+test("solaredge-storedge reads the battery's charge limit, not its rated energy, and the grid import-positive", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const d = new DeviceDriver(tcp, CHECKS["solaredge-storedge"][0].unit, builtinProfiles().get("solaredge-storedge"));
+      await d.pair();
+      const m = await d.read(["fast", "slow"]);
+      const raw = await tcp.read(d.unit, "holding", 0xe142, 6);
+      const [ratedWh, chargeW, dischargeW] = [0, 2, 4].map((i) => {
+        const b = Buffer.alloc(4);
+        b.writeUInt16BE(raw[i + 1], 0);
+        b.writeUInt16BE(raw[i], 2);
+        return b.readFloatBE(0);
+      });
+      assert.notEqual(chargeW, ratedWh, "the model's limit and rated energy differ");
+      assert.equal(m.max_charge_power_w, chargeW);
+      assert.equal(m.max_discharge_power_w, dischargeW);
+      const grid = (site.state() as unknown as { site: { grid_w: number } }).site.grid_w;
+      assert.ok(Math.abs(grid) > 10, `the site exchanges power with the grid: ${grid}`);
+      assert.equal(Math.sign(m.grid_power_w), Math.sign(grid), `grid_power_w ${m.grid_power_w} vs the site's ${grid} (import positive)`);
+    } finally {
+      await tcp.close();
+    }
+  });
+});
 
 for (const [model, regs] of Object.entries(BATTERY_REGISTERS)) {
-  const todo = READINGS_DIFFER[model];
-  test(`${model}: the profile charges, discharges and releases its simulated device, by the device's own registers`, { todo }, async () => {
+  test(`${model}: the profile charges, discharges and releases its simulated device, by the device's own registers`, async () => {
     await withSite(brandsOnTcp(), async (site) => {
       const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
       const read = (unit: number, table: "holding" | "input", address: number, count: number) => tcp.read(unit, table, address, count);
@@ -360,18 +375,18 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
     const rtu = `rtu:${site.rtuPeers[0]}?baud=9600`;
     // The RS-485 bus: the single-phase Deye (5), the EM24-DIN (12) whose map the em24 profile
     // does not follow, and the unknown device (20) answer, and no profile may claim them.
-    // The EM340 (13) is the todo below.
+    // The SolarEdge (3) carries the SunSpec marker too; its own profile alone names it.
     const bus = await scan(rtu, ["--from", "1", "--to", "20"]);
-    delete bus[13];
     assert.deepEqual(bus, {
       1: ["sungrow-sh"],
       2: ["huawei-sun2000"],
-      3: ["solaredge-storedge", "sunspec"],
+      3: ["solaredge-storedge"],
       4: ["deye-hybrid"],
       5: [],
       10: ["sdm72"],
       11: ["sdm120"],
       12: [],
+      13: ["em24"],
       20: [],
     });
     assert.deepEqual(await scan(rtu, ["--from", "247", "--to", "247"]), { 247: ["goodwe-et"] });
@@ -383,32 +398,32 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
   });
 });
 
-test(
-  "sitegate scan --identify names the EM340 em24",
-  {
-    todo: "the readings differ on the EM340's identification code at 0x000B: the simulator answers 341 (not confirmed by a second source), the em24 profile expects another",
-  },
-  async () => {
-    await withSite(brandsSite(), async (site) => {
-      const r = await runCli(
-        "scan",
-        "--endpoint",
-        `rtu:${site.rtuPeers[0]}?baud=9600`,
-        "--from",
-        "13",
-        "--to",
-        "13",
-        "--timeout-ms",
-        "150",
-        "--identify",
-        "--json",
-      );
-      assert.equal(r.code, 0, r.stderr);
-      const found = JSON.parse(r.stdout).found as Array<{ unit: number; profiles: Array<{ profile: string }> }>;
-      assert.deepEqual(
-        found.map((f) => f.profiles.map((p) => p.profile)),
-        [["em24"]],
-      );
-    });
-  },
-);
+test("on one port where the GX's unit 100 answers, identification names each unit by its own registers", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    const tcp = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const named: Record<number, string[]> = {};
+      for (const u of [1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 20, 30, 100, 227, 247])
+        named[u] = (await identifyUnit(tcp, u, builtinProfiles(), 200)).map((m) => m.profile);
+      assert.deepEqual(named, {
+        1: ["sungrow-sh"],
+        2: ["huawei-sun2000"],
+        3: ["solaredge-storedge"],
+        4: ["deye-hybrid"],
+        5: [],
+        10: ["sdm72"],
+        11: ["sdm120"],
+        12: [],
+        13: ["em24"],
+        14: ["em24"],
+        20: [],
+        30: ["sma-storage"],
+        100: [],
+        227: ["victron-gx"],
+        247: ["goodwe-et"],
+      });
+    } finally {
+      await tcp.close();
+    }
+  });
+});

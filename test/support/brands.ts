@@ -16,8 +16,9 @@ const MOVED: Record<string, number> = { sma: 30, em24e1: 14 };
 /**
  * brands.yaml with every device on one Modbus TCP port on a free port (no socat), PV
  * off and no load noise. SMA moves from unit 3 to 30 and the EM24 Ethernet from 1 to 14
- * (the RTU bus has those units). Reading tests only: an identification reads one
- * endpoint, where the GX's system unit would answer for every device.
+ * (the RTU bus has those units). The GX's system unit 100 answers on this shared port as
+ * it would on a gateway in front of all of them; identification still names each unit by
+ * its own registers.
  */
 export function brandsOnTcp(): ScenarioInput {
   const sc = loadScenario(BRANDS_YAML);

@@ -109,13 +109,26 @@ test("identifyUnit names the profile whose identity a unit holds, across sub-dev
     ["em24"],
   );
   // A Victron GX: the VE.Bus unit (227) holds the state, the system unit 100 the ESS mode and serial.
-  const gx = fakeBus({ 227: { 31: [9] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
+  const gx = fakeBus({ 227: { 31: [9], 33: [3] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
   const m = await identifyUnit(gx, 227, profiles, 100);
   assert.deepEqual(
     m.map((x) => x.profile),
     ["victron-gx"],
   );
   assert.equal(m[0].identity.ess_mode, "1");
+  // Another service of the same GX (a battery monitor on 225) answers register 31 but is no VE.Bus unit.
+  const gxMonitor = fakeBus({ 227: { 31: [9], 33: [3] }, 225: { 31: [0], 33: [0] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
+  assert.deepEqual(
+    (await identifyUnit(gxMonitor, 227, profiles, 100)).map((x) => x.profile),
+    ["victron-gx"],
+  );
+  assert.deepEqual(await identifyUnit(gxMonitor, 225, profiles, 100), [], "the GX's unit 100 does not make every unit a GX");
+  // A SolarEdge StorEdge carries the SunSpec marker: the specific profile names it, alone.
+  const se = fakeBus({ 1: { 40000: [0x5375, 0x6e53], 40004: ascii("SolarEdge", 16) } });
+  assert.deepEqual(
+    (await identifyUnit(se, 1, profiles, 100)).map((x) => x.profile),
+    ["solaredge-storedge"],
+  );
   const huawei = fakeBus({ 1: { 30000: ascii("SUN2000-10KTL-M1", 15), 30015: ascii("HV2150012345", 10) } });
   assert.deepEqual(
     (await identifyUnit(huawei, 1, profiles, 100)).map((x) => x.profile),

@@ -11,7 +11,8 @@
 // both read the same table. Word order: INT32 values are LOW word first (LSW at the
 // lower address). Scales: V x10, A x1000, W x10, PF x1000, Hz x10, kWh x10.
 // Identity: 0x000B holds the Carlo Gavazzi identification code (EM24-DIN AV9: 70,
-// EM24 E1 AV2: 1648; EM340: 341, the last not confirmed by a second reading). In the
+// EM24 E1 AV2: 1648; EM340: 341, inside the EM330/EM340 codes 330..348 less the ET
+// codes 335, 336, 345 that Victron's dbus-cgwacs reads). In the
 // table 0x000B sits inside the L3-L1 voltage (whose high word is always 0 at mains
 // voltages); a read of 0x000B gives the code. System power 0x0028 is signed, positive
 // = import. The variants share 0x0000..0x002C and differ after it (`variant`):
