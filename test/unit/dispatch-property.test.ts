@@ -123,6 +123,15 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec }> = [
       ],
     },
   },
+  {
+    name: "setpoint writes of three events in one tick: the last confirmation read at that instant is the one that holds",
+    world: {
+      ...quiet,
+      meter: false,
+      batteries: [{ max_power_w: 1000, capacity_wh: 5000, soc_pct: 5, control_sf: -2 }],
+      events: [ev({ type: "charge" }), ev({ type: "charge", quantity_kw: 0.3, cancel_s: 2 }), ev({ type: "charge" })],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
