@@ -44,7 +44,7 @@ const ev = (over: Partial<WorldSpec["events"][number]> & Pick<WorldSpec["events"
  * Minimal worlds that fast-check shrank failures to (`make soak-dispatch` prints them), and
  * worlds of the defects the lab found, written by hand.
  */
-const REGRESSIONS: Array<{ name: string; world: WorldSpec }> = [
+const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
   {
     name: "a shed never curtails PV: it would raise import",
     world: { ...quiet, irradiance: 0.05, meter: false, pvs: [{ max_power_w: 1000, control_sf: -2 }], events: [ev({ type: "shed" })] },
@@ -233,11 +233,38 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec }> = [
       ],
     },
   },
+  {
+    name: "without a meter, a shed that takes over loads another shed held off is credited with their drop (soak seed 364923659 #7761)",
+    world: {
+      seed: 880890,
+      base_load_w: 4200,
+      load_noise_pct: 0,
+      irradiance: 0.1,
+      meter: false,
+      batteries: [],
+      pvs: [{ max_power_w: 2000, control_sf: -2 }],
+      relays: [{ load_per_coil_w: 500, rating: "per_coil", shed_priority: 89 }],
+      plugs: [
+        { load_w: 1250, metering: false, rated: true, shed_priority: 238 },
+        { load_w: 2700, metering: true, rated: false, shed_priority: 271 },
+      ],
+      thermostats: [
+        { load_w: 700, metering: true, setpoint_c: 20, setback_c: 4 },
+        { load_w: 1000, metering: true, setpoint_c: 19.5, setback_c: 2, shed_priority: 294 },
+      ],
+      events: [
+        { type: "shed", quantity_kw: 6.3, submit_s: 1, start_s: 81, duration_s: 105, priority: 19, mandatory: true },
+        { type: "shed", quantity_kw: 2.2, submit_s: 1, start_s: 50, duration_s: 80, priority: 19, mandatory: true },
+        { type: "charge", quantity_kw: 3.1, submit_s: 1, start_s: 10, duration_s: 101, priority: 2, mandatory: true, cancel_s: 2 },
+      ],
+    },
+    todo: "without a meter, a shed that steps a load another shed still holds off (taken over when that shed ends) reads the load's before_w and its rated coils on while the load is already off, so its own drop counts 0 W for the rest of the event (reports 4926 W, the simulator saw 6391 W)",
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
 for (const r of REGRESSIONS) {
-  test(`regression: ${r.name}`, async () => {
+  test(`regression: ${r.name}`, r.todo ? { todo: r.todo } : {}, async () => {
     const report = await runWorld(r.world);
     assert.deepEqual(describe(report.violations), "");
   });
