@@ -17,7 +17,10 @@ export interface MeanState {
 
 export function addSample(s: MeanState | undefined, at: number, value: number, holdMs: number): MeanState {
   if (!s) return { from: at, at, value, area: 0 };
-  if (at <= s.at) return s;
+  if (at < s.at) return s;
+  // A second reading at the same instant (several setpoint writes and their confirmation
+  // reads in one tick) is the later state: the earlier one held for no time at all.
+  if (at === s.at) return { ...s, value };
   return { from: s.from, at, value, area: s.area + s.value * Math.min(at - s.at, holdMs) };
 }
 

@@ -44,7 +44,7 @@ const ev = (over: Partial<WorldSpec["events"][number]> & Pick<WorldSpec["events"
  * Minimal worlds that fast-check shrank failures to (`make soak-dispatch` prints them), and
  * worlds of the defects the lab found, written by hand.
  */
-const REGRESSIONS: Array<{ name: string; world: WorldSpec }> = [
+const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
   {
     name: "a shed never curtails PV: it would raise import",
     world: { ...quiet, irradiance: 0.05, meter: false, pvs: [{ max_power_w: 1000, control_sf: -2 }], events: [ev({ type: "shed" })] },
@@ -123,11 +123,148 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec }> = [
       ],
     },
   },
+  {
+    name: "setpoint writes of three events in one tick: the last confirmation read at that instant is the one that holds",
+    world: {
+      ...quiet,
+      meter: false,
+      batteries: [{ max_power_w: 1000, capacity_wh: 5000, soc_pct: 5, control_sf: -2 }],
+      events: [ev({ type: "charge" }), ev({ type: "charge", quantity_kw: 0.3, cancel_s: 2 }), ev({ type: "charge" })],
+    },
+  },
+  {
+    name: "two discharges written in one tick and cancelled a second later measure the setpoint both confirmation reads saw (soak seed 364923659 #5892)",
+    world: {
+      seed: 829281,
+      base_load_w: 4100,
+      load_noise_pct: 2,
+      irradiance: 0.15,
+      meter: true,
+      batteries: [
+        { max_power_w: 10000, capacity_wh: 20000, soc_pct: 42, control_sf: -2 },
+        { max_power_w: 9000, capacity_wh: 20000, soc_pct: 67, control_sf: -2 },
+      ],
+      pvs: [],
+      relays: [],
+      plugs: [
+        { load_w: 1300, metering: true, rated: true },
+        { load_w: 400, metering: false, rated: false },
+      ],
+      thermostats: [],
+      events: [
+        { type: "discharge", quantity_kw: 6.9, submit_s: 1, start_s: 1, duration_s: 97, priority: 16, mandatory: true, cancel_s: 2 },
+        { type: "discharge", quantity_kw: 1.4, submit_s: 1, start_s: 1, duration_s: 36, priority: 20, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 7.6, submit_s: 1, start_s: 92, duration_s: 108, priority: 17, mandatory: false, cancel_s: 2 },
+        {
+          type: "pv_limit",
+          quantity_kw: 0,
+          submit_s: 118,
+          start_s: 118,
+          duration_s: 18,
+          priority: 0,
+          mandatory: true,
+          cancel_s: 119,
+          limit_pct: 39,
+        },
+      ],
+    },
+  },
+  {
+    name: "a shed that takes over a thermostat another shed set back counts its drop on the meter as its own (soak seed 364923659 #8449)",
+    world: {
+      seed: 19102,
+      base_load_w: 4500,
+      load_noise_pct: 3,
+      irradiance: 0.15,
+      meter: true,
+      batteries: [
+        { max_power_w: 1000, capacity_wh: 5000, soc_pct: 6, control_sf: 0 },
+        { max_power_w: 2000, capacity_wh: 20000, soc_pct: 61, control_sf: 0 },
+      ],
+      pvs: [{ max_power_w: 2000, control_sf: -2 }],
+      relays: [{ load_per_coil_w: 1500, rating: "total", shed_priority: 109 }],
+      plugs: [],
+      thermostats: [
+        { load_w: 1200, metering: false, setpoint_c: 20, setback_c: 3.5, shed_priority: 100 },
+        { load_w: 2600, metering: true, setpoint_c: 21.5, setback_c: 2.5, shed_priority: 4 },
+      ],
+      events: [
+        { type: "shed", quantity_kw: 4.7, submit_s: 106, start_s: 88, duration_s: 118, priority: 19, mandatory: true, cancel_s: 107 },
+        { type: "pv_limit", quantity_kw: 0, submit_s: 55, start_s: 55, duration_s: 47, priority: 0, mandatory: true, limit_pct: 23 },
+        { type: "shed", quantity_kw: 2.5, submit_s: 1, start_s: 107, duration_s: 77, priority: 7, mandatory: false },
+        { type: "shed", quantity_kw: 6.7, submit_s: 1, start_s: 20, duration_s: 16, priority: 11, mandatory: true, cancel_s: 2 },
+      ],
+    },
+  },
+  {
+    name: "a shed that takes over a metered plug another shed switched off counts its drop on the meter as its own (soak seed 364923659 #9264)",
+    world: {
+      seed: 204414,
+      base_load_w: 1300,
+      load_noise_pct: 0,
+      irradiance: 0.2,
+      meter: true,
+      batteries: [
+        { max_power_w: 8000, capacity_wh: 20000, soc_pct: 65, control_sf: 1 },
+        { max_power_w: 6000, capacity_wh: 10000, soc_pct: 10, control_sf: 0 },
+      ],
+      pvs: [],
+      relays: [{ load_per_coil_w: 700, rating: "total", shed_priority: 20 }],
+      plugs: [
+        { load_w: 1550, metering: true, rated: false, shed_priority: 96 },
+        { load_w: 3000, metering: false, rated: true },
+      ],
+      thermostats: [{ load_w: 2200, metering: false, setpoint_c: 20.5, setback_c: 1.5 }],
+      events: [
+        { type: "shed", quantity_kw: 8, submit_s: 1, start_s: 100, duration_s: 29, priority: 3, mandatory: false },
+        { type: "shed", quantity_kw: 0.1, submit_s: 1, start_s: 58, duration_s: 75, priority: 19, mandatory: true },
+        { type: "discharge", quantity_kw: 3.1, submit_s: 1, start_s: 10, duration_s: 113, priority: 1, mandatory: true, cancel_s: 2 },
+        {
+          type: "pv_limit",
+          quantity_kw: 0,
+          submit_s: 118,
+          start_s: 118,
+          duration_s: 113,
+          priority: 0,
+          mandatory: true,
+          cancel_s: 119,
+          limit_pct: 65,
+        },
+      ],
+    },
+  },
+  {
+    name: "without a meter, a shed that takes over loads another shed held off is credited with their drop (soak seed 364923659 #7761)",
+    world: {
+      seed: 880890,
+      base_load_w: 4200,
+      load_noise_pct: 0,
+      irradiance: 0.1,
+      meter: false,
+      batteries: [],
+      pvs: [{ max_power_w: 2000, control_sf: -2 }],
+      relays: [{ load_per_coil_w: 500, rating: "per_coil", shed_priority: 89 }],
+      plugs: [
+        { load_w: 1250, metering: false, rated: true, shed_priority: 238 },
+        { load_w: 2700, metering: true, rated: false, shed_priority: 271 },
+      ],
+      thermostats: [
+        { load_w: 700, metering: true, setpoint_c: 20, setback_c: 4 },
+        { load_w: 1000, metering: true, setpoint_c: 19.5, setback_c: 2, shed_priority: 294 },
+      ],
+      events: [
+        { type: "shed", quantity_kw: 6.3, submit_s: 1, start_s: 81, duration_s: 105, priority: 19, mandatory: true },
+        { type: "shed", quantity_kw: 2.2, submit_s: 1, start_s: 50, duration_s: 80, priority: 19, mandatory: true },
+        { type: "charge", quantity_kw: 3.1, submit_s: 1, start_s: 10, duration_s: 101, priority: 2, mandatory: true, cancel_s: 2 },
+      ],
+    },
+    todo: "without a meter, a shed that steps a load another shed still holds off (taken over when that shed ends) reads the load's before_w and its rated coils on while the load is already off, so its own drop counts 0 W for the rest of the event (reports 4926 W, the simulator saw 6391 W)",
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
 for (const r of REGRESSIONS) {
-  test(`regression: ${r.name}`, async () => {
+  test(`regression: ${r.name}`, r.todo ? { todo: r.todo } : {}, async () => {
     const report = await runWorld(r.world);
     assert.deepEqual(describe(report.violations), "");
   });

@@ -85,6 +85,9 @@ function othersChange(
   let w = 0;
   let estimated = false;
   for (const id of p.others ?? []) {
+    // A load this shed took over from another event is its own step now: its drop is this
+    // shed's delivery, not another event's change to take off.
+    if (p.shed_steps.includes(id) && ctx.drivers(id).includes(row.spec.event_id)) continue;
     const base = p.baselines?.[id];
     const now = metrics(id)?.power_w;
     const d = ctx.device(id);
