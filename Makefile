@@ -16,8 +16,10 @@ NODE := $(RUNTIME)/bin/node
 export PATH := $(RUNTIME)/bin:$(PATH)
 export npm_config_nodedir := $(RUNTIME)
 NODE_TEST_FLAGS ?= --test-concurrency=2 --test-timeout=120000
-# arm64.test.js (qemu) runs in `make test-arm`, which CI runs after `make test`
-TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js | sort)
+# arm64.test.js (qemu) runs in `make test-arm`, and dispatch-world-e2e.test.js (the property
+# test's worlds against the simulator process and the daemon, ~90 s) in `make soak-dispatch`;
+# CI runs both after `make test`, which stays under 10 minutes on 2 cores
+TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js ! -name dispatch-world-e2e.test.js | sort)
 
 .PHONY: help setup setup-run deps deps-run runtime build lint format run test unit integration coverage bench soak soak-dispatch sim clean bundle deb test-arm cross-deps fuzz powercut docs
 
@@ -144,6 +146,7 @@ soak: setup build
 DISPATCH_SOAK_RUNS ?= 10000
 soak-dispatch: setup build
 	DISPATCH_SOAK_RUNS=$(DISPATCH_SOAK_RUNS) node dist/test/support/dispatch-world-soak.js
+	node --test $(NODE_TEST_FLAGS) dist/test/integration/dispatch-world-e2e.test.js
 
 sim: setup build
 	mkdir -p var
