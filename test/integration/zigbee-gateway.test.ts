@@ -28,15 +28,16 @@ test("zigbee devices report telemetry into the snapshots, show in device sync, a
     await until(() => poller.latest("trv-1")?.setpoint_c === 21, "the thermostat's setpoint");
     assert.equal(typeof poller.latest("trv-1")?.temperature_c, "number");
 
-    // The readings join the site tick's snapshots next to the Modbus meter's.
+    // The readings join the site tick's snapshots next to the Modbus meter's (every stored
+    // snapshot from the first: the push may settle them between two looks).
     await until(
       () =>
         samples
-          .pending(10_000)
+          .pending(10_000, 0)
           .some((s) => s.devices.some((d) => d.device_id === "plug-1") && s.devices.some((d) => d.device_id === "grid")),
       "a snapshot with plug-1 and grid",
     );
-    const snap = samples.pending(10_000).find((s) => s.devices.some((d) => d.device_id === "trv-1"))!;
+    const snap = samples.pending(10_000, 0).find((s) => s.devices.some((d) => d.device_id === "trv-1"))!;
     assert.equal(snap.ts % 250, 0, "stamped with a tick of the site clock");
     assert.equal(snap.devices.find((d) => d.device_id === "trv-1")!.metrics.setpoint_c, 21);
 
