@@ -1,6 +1,7 @@
 // Request and response schemas of the API: they validate the requests and they are the
 // OpenAPI document (z.toJSONSchema), so the two cannot drift apart.
 import { z } from "zod";
+import { CAPABILITIES } from "../model/vocabulary.js";
 
 export const tokenForm = z.object({
   grant_type: z.string({ error: "required" }),
@@ -35,7 +36,7 @@ export const deviceSyncResponse = z.object({
       device_max_power: z.number().int().optional(),
       device_op_mode: z.number().int().min(0).max(4).optional(),
       name: z.string().optional(),
-      capabilities: z.array(z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"])),
+      capabilities: z.array(z.enum(CAPABILITIES)),
     }),
   ),
 });

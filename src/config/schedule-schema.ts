@@ -1,13 +1,8 @@
 // The config's local dispatch schedules (DESIGN B4): node-cron syntax in an IANA time zone.
-// The dispatch vocabulary (event types, units) lives here, below both config and dispatch.
 import { z } from "zod";
 import { nodeCron } from "../util/node-cron.js";
 
-export const EVENT_TYPES = ["charge", "discharge", "shed", "restore"] as const;
-/** The partner's event types, and the local-only `pv_limit` (a GPIO input's `on_active`). */
-export type EventType = (typeof EVENT_TYPES)[number] | "pv_limit";
-export const UNITS = { w: 1, kW: 1000, MW: 1_000_000 } as const;
-export type EventUnit = keyof typeof UNITS;
+import { EVENT_TYPES, UNITS, type EventUnit } from "../model/vocabulary.js";
 
 function validZone(tz: string): boolean {
   try {

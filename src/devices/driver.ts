@@ -18,7 +18,7 @@ import {
   type WriteStep,
 } from "../profiles/schema.js";
 import { expectationHolds } from "../profiles/identify.js";
-import { opModeCode, typed } from "./roles.js";
+import { opModeCode, typed } from "../model/roles.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "./types.js";
 
 export type PointClass = "fast" | "slow";

@@ -1,7 +1,7 @@
 // Which meter is the grid meter: the one dispatch measures a shed against and the status
 // page shows as the grid. One rule for both, so they never disagree.
 import { byCodeUnit } from "../util/compare.js";
-import type { Role } from "./roles.js";
+import type { Role } from "../model/roles.js";
 
 /** What the rule needs to know of a device. */
 export interface MeterCandidate {

@@ -2,7 +2,7 @@
 // each transport family (zigbee/, gpio/) offers of them, by role, and one view over all
 // of them for telemetry, dispatch, device sync and the status page. Declared in the
 // config file, so they need neither pairing nor the registry.
-import { opModeCode, type Role } from "./roles.js";
+import { opModeCode, type Role } from "../model/roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "./types.js";
 
 /** The roles a local device can have (roles.ts). */

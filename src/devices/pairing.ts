@@ -13,7 +13,7 @@ import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import type { DeviceRegistry } from "./registry.js";
-import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "./roles.js";
+import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "../model/roles.js";
 import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "./types.js";
 
 export interface PairingDeps {

@@ -8,7 +8,7 @@ import type { Part } from "../lifecycle.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import { commitDurably } from "../storage/durable.js";
-import { roleOfWire } from "./roles.js";
+import { roleOfWire } from "../model/roles.js";
 import type { DeviceDescriptor, DeviceSource, RegisteredDevice } from "./types.js";
 
 export const REGISTRY_MIGRATIONS: ModuleMigrations = {

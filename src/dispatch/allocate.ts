@@ -4,9 +4,10 @@
 // No I/O here: the dispatcher feeds it the devices as telemetry sees them.
 import type { EventSpec } from "./request.js";
 import { byCodeUnit } from "../util/compare.js";
-import type { Role } from "../devices/roles.js";
+import type { Role } from "../model/roles.js";
 
-export type Capability = "telemetry" | "charge" | "discharge" | "shed" | "restore" | "curtail";
+export type { Capability } from "../model/vocabulary.js";
+import type { Capability } from "../model/vocabulary.js";
 
 /** A device as the dispatcher sees it (registry + health + latest telemetry). */
 export interface DispatchDevice {

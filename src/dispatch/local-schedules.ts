@@ -15,7 +15,7 @@ import type { Logger } from "../log.js";
 import { systemClock, type Clock } from "../util/clock.js";
 import { nameKey } from "../util/idempotency.js";
 import type { EventSpec } from "./request.js";
-import { UNITS } from "./request.js";
+import { UNITS } from "../model/vocabulary.js";
 import type { Schedule } from "../config/schedule-schema.js";
 
 export const LOCAL_PRIORITY = 100;

@@ -12,8 +12,7 @@ export const MAX_START_AHEAD_DAYS = 31;
 export const MAX_START_AHEAD_MS = MAX_START_AHEAD_DAYS * 86_400_000;
 /** Events not yet ended (scheduled or running) per site (B4): what the scheduler may have to hold. */
 export const MAX_OPEN_EVENTS = 10_000;
-import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../config/schedule-schema.js";
-export { EVENT_TYPES, UNITS, type EventType, type EventUnit };
+import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../model/vocabulary.js";
 
 const CALENDAR = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/;
 const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];

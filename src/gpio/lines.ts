@@ -7,7 +7,7 @@ import { errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
-import { opModeCode, typed } from "../devices/roles.js";
+import { opModeCode, typed } from "../model/roles.js";
 import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import type { ChipBackend, Level } from "./backend.js";

@@ -4,7 +4,8 @@
 // capabilities), its role and op-mode map, and how the device executes charge / discharge / shed / restore /
 // curtail (register writes). Adding a device model is adding a file.
 import { z } from "zod";
-import { OP_MODE_NAMES, ROLES } from "../devices/roles.js";
+import { OP_MODE_NAMES, ROLES } from "../model/roles.js";
+import { ACTION_NAMES, CAPABILITIES, type ActionName } from "../model/vocabulary.js";
 
 const valueType = z.enum([
   "u16",
@@ -25,7 +26,7 @@ const valueType = z.enum([
 const table = z.enum(["holding", "input", "coil", "discrete"]);
 const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake_case with a unit suffix (power_w)");
 const role = z.enum(ROLES);
-const capability = z.enum(["telemetry", "charge", "discharge", "shed", "restore", "curtail"]);
+const capability = z.enum(CAPABILITIES);
 const pointClass = z.enum(["fast", "slow"]).default("fast");
 const register = z.number().int().min(0).max(65535);
 /** A sub-device's own unit id (a gateway that answers for several devices); absent: the device's configured unit. */
@@ -39,9 +40,8 @@ const enumRef = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z0-9_]+$/, "a named value
  * word_order. Such a reading gives no value, never a number.
  */
 const sentinels = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).default([]);
-export const ACTION_NAMES = ["charge", "discharge", "shed", "restore", "curtail", "release"] as const;
 const actionName = z.enum(ACTION_NAMES);
-export type ActionName = (typeof ACTION_NAMES)[number];
+export type { ActionName };
 
 /** A bound of a control value: a number in engineering units, or the device's rated power. */
 const rangeBound = z.union([z.number(), z.literal("$max_power_w")]);

@@ -8,7 +8,7 @@ import { validateDevices } from "../config/validate-devices.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevice } from "../devices/local.js";
-import type { Role } from "../devices/roles.js";
+import type { Role } from "../model/roles.js";
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { configureBody } from "./schemas.js";

@@ -10,7 +10,7 @@ import type { DeviceDriver, PointClass } from "../devices/driver.js";
 import type { DriverPool } from "../devices/pool.js";
 import type { DeviceHealth, DeviceSource, HealthView, RegisteredDevice } from "../devices/types.js";
 import type { LocalDevices } from "../devices/local.js";
-import { opModeCode } from "../devices/roles.js";
+import { opModeCode } from "../model/roles.js";
 import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
 
 const MAX_BACKOFF_MS = 60_000;

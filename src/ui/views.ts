@@ -17,7 +17,7 @@ import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
 import { gridMeter } from "../devices/grid-meter.js";
-import { OP_MODE_NAMES, wireLabel } from "../devices/roles.js";
+import { OP_MODE_NAMES, wireLabel } from "../model/roles.js";
 
 /** device_op_mode in words, as device sync's description gives them. */
 const OP_MODE_WORDS: Record<(typeof OP_MODE_NAMES)[number], string> = {

@@ -20,7 +20,7 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { zigbeeNameProblem, type ZigbeeConfig, type ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
-import { opModeCode, roleOfWire, typed } from "../devices/roles.js";
+import { opModeCode, roleOfWire, typed } from "../model/roles.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";

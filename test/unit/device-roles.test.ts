@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { DeviceDriver } from "../../src/devices/driver.js";
 import { gridMeter, type MeterCandidate } from "../../src/devices/grid-meter.js";
-import { ROLES, roleOfWire, typed, wireLabel, wireType } from "../../src/devices/roles.js";
+import { ROLES, roleOfWire, typed, wireLabel, wireType } from "../../src/model/roles.js";
 import type { Bus } from "../../src/modbus/bus.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "../../src/devices/registry.js";
 import { StoragePart } from "../../src/storage/part.js";

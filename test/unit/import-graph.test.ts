@@ -6,7 +6,9 @@
 // specific path wins, so config/load.ts sits above profiles while the rest of config/
 // sits below them):
 //
-//   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/, devices/roles.ts
+//   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/
+//   model         model/: the one device model (Device and its capability interfaces), roles,
+//                 the shared vocabulary (capabilities, actions, event types)
 //                 (no project imports but base)
 //   config        config/: the config and configure-body schemas, zod issue lines
 //   storage       storage/: the database, migrations
@@ -40,10 +42,8 @@ import { fileURLToPath } from "node:url";
 import { join, posix, relative, resolve } from "node:path";
 
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  [
-    "base",
-    ["errors.ts", "node-guard.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/", "devices/roles.ts"],
-  ],
+  ["base", ["errors.ts", "node-guard.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/"]],
+  ["model", ["model/"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],

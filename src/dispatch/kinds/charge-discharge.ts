@@ -4,7 +4,7 @@
 // power, in this event's fraction of the setpoint written to it.
 import { allocateProportional, pctOf, statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";

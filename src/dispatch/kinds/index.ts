@@ -1,5 +1,5 @@
 // Every event kind, by event_type. Adding a kind: its file in this folder and a line here.
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import { chargeDischarge } from "./charge-discharge.js";
 import type { EventKind } from "./kind.js";
 import { pvLimit } from "./pv-limit.js";

@@ -8,7 +8,7 @@ import type { ActionName } from "../../profiles/schema.js";
 import type { DispatchDevice } from "../allocate.js";
 import type { LedgerRow } from "../ledger.js";
 import type { RawWrite } from "../control.js";
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 
 /** What one event wants written to one device. */

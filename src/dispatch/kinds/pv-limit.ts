@@ -5,7 +5,7 @@
 // cap was written.
 import type { DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";

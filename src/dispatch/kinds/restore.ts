@@ -4,7 +4,7 @@
 // on nothing that was off before the shed. A device counts as restored only once it reads
 // back its pre-shed state; the result is `completed` when every such device does.
 import { statusFor, type DispatchDevice } from "../allocate.js";
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";

@@ -4,10 +4,10 @@
 // last quiet minute before the start (less what other events' devices changed) or, without
 // a meter or a quiet minute, estimated from each load once. The rules of stepping and
 // measuring: docs/dispatch.md (shed).
-import { GENERATOR_ROLES, type Role } from "../../devices/roles.js";
+import { GENERATOR_ROLES, type Role } from "../../model/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
-import type { EventType } from "../request.js";
+import type { EventType } from "../../model/vocabulary.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";

@@ -1,0 +1,122 @@
+// The one device model. Every device, whatever its transport (Modbus through a profile,
+// Zigbee through zigbee2mqtt, a GPIO line, a test's own class), is a `Device`: what it is
+// (role, capabilities, ratings), what it reads (`Readable`), and the capabilities it
+// offers as small interfaces, present only when it has them:
+//   power     PowerControllable  a battery's charge or discharge power in W
+//   curtail   Curtailable        a PV inverter's limit in % of its rating
+//   switch    Switchable         a load switched off (a relay's coils, a plug, a GPIO output)
+//   setpoint  Setpoint           a heating setpoint set back (a thermostat)
+// and `capture` / `restore`: an opaque pre-state the dispatch ledger commits before the
+// first write and hands back to put the device back. Only the device's own family reads
+// what is inside it (registers and coils for Modbus, on/off for a plug, °C for a
+// thermostat). Dispatch, the status page, device sync and the fleet program against this
+// file and `devices/`, never against a transport (test/unit/import-graph.test.ts).
+import type { ActionName, Capability } from "./vocabulary.js";
+import type { Role } from "./roles.js";
+
+/** A device's decoded readings by their wire names (B6: power_w, soc_pct, state, ...). */
+export type Metrics = Record<string, number>;
+
+/** 0 unknown, 1 local automatic, 2 under remote dispatch, 3 standby, 4 fault (B5). */
+export type OpMode = 0 | 1 | 2 | 3 | 4;
+
+export interface DeviceHealth {
+  online: boolean;
+  last_ok_at: string | null;
+  last_error: string | null;
+  consecutive_failures: number;
+  op_mode: OpMode;
+}
+
+/** What a device is, as device sync (B5) publishes it and dispatch plans with it. */
+export interface DeviceDescriptor {
+  role: Role;
+  /** The wire code device sync publishes for the role (roles.ts). */
+  device_type: number;
+  max_power_w?: number;
+  capabilities: Capability[];
+  /** Profile (or family) that speaks to it, e.g. "sunspec", "zigbee". */
+  profile: string;
+  /** Identity read while pairing (manufacturer, model, serial, ...). */
+  identity: Record<string, string>;
+}
+
+/** The pre-event state of what an action touches: JSON, read only by the device's own family. */
+export type PreState = unknown;
+
+/** Readings and health: every device has them. */
+export interface Readable {
+  /** The latest value of every metric (empty before the first reading). */
+  latest(): Metrics;
+  health(): DeviceHealth;
+}
+
+/** A battery inverter: charge or discharge at a power. */
+export interface PowerControllable {
+  /** Writes the setpoint; resolves once the device acknowledged (and read back its mode, where its profile says how). */
+  setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
+  /** ms between rewrites of an active setpoint (0: the device holds it). */
+  readonly refreshMs: number;
+  /** Reads the device's power once, right after a setpoint write ({} when it has no power point). */
+  confirm(): Promise<Metrics>;
+}
+
+/** A PV inverter: cap its output at a percentage of its rating. */
+export interface Curtailable {
+  setLimit(pct: number): Promise<void>;
+  readonly refreshMs: number;
+}
+
+/** A switched load: a shed switches it off; the ledger's restore switches it back as it was. */
+export interface Switchable {
+  switchOff(): Promise<void>;
+  /** Which of its outputs are on, as a bit mask (output 0 = bit 0), when it has several and knows. */
+  outputsOn?(): number | undefined;
+}
+
+/** A heating setpoint: a shed sets it back by `setback_c` from the setpoint held before the event. */
+export interface Setpoint {
+  readonly setback_c: number;
+  /** Sets it back from the setpoint of `pre` (the ledger's pre-state): a retry never sets back twice. */
+  setBack(pre: PreState): Promise<void>;
+}
+
+/** Where a device is and how it is rated: what the status page shows and dispatch plans with. */
+export interface DeviceInfo {
+  device_id: string;
+  device_name?: string;
+  /** The family that reaches it ("modbus", "zigbee", "gpio", ...). */
+  family: string;
+  /** Where it is reached, for the status page ("tcp://10.0.0.5:502 unit 1", "zigbee2mqtt/washer-plug"). */
+  address: string;
+  /** The load a shed of it removes when it has no metering of its own (W); per output for a relay. */
+  rated_power_w?: number | readonly number[];
+  shed_priority?: number;
+  /** False after REGISTRY_WRITE_FAILED: read, but not dispatched nor listed in device sync. */
+  fully_configured: boolean;
+}
+
+export interface Device extends Readable {
+  readonly id: string;
+  info(): DeviceInfo;
+  /** What pairing (or the family) says it is; null while a Modbus device has not paired yet. */
+  descriptor(): DeviceDescriptor | null;
+  readonly power?: PowerControllable;
+  readonly curtail?: Curtailable;
+  readonly switch?: Switchable;
+  readonly setpoint?: Setpoint;
+  /**
+   * The state of whatever `action` is about to change, merged into `held` (the pre-state
+   * the ledger already holds): only what `held` lacks is read. Throws when it cannot be
+   * read: a device whose state is unknown is not written.
+   */
+  capture(action: ActionName, held: PreState | undefined): Promise<PreState>;
+  /** Writes a captured pre-state back (the reverse of the order it was taken in). */
+  restore(pre: PreState): Promise<void>;
+  /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
+  verify(pre: PreState): Promise<string | undefined>;
+  /** Puts the device back to its own control when no pre-state is held (a profile's `release`); absent: nothing to do. */
+  release?(): Promise<void>;
+  /** Marks the device as under remote dispatch (op mode 2 while online). */
+  setRemote(remote: boolean): void;
+}
