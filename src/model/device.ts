@@ -110,7 +110,7 @@ export interface Device extends Readable {
    * the ledger already holds): only what `held` lacks is read. Throws when it cannot be
    * read: a device whose state is unknown is not written.
    */
-  capture(action: ActionName, held: PreState | undefined): Promise<PreState>;
+  capture(action: ActionName, held?: PreState): Promise<PreState>;
   /** Writes a captured pre-state back (the reverse of the order it was taken in). */
   restore(pre: PreState): Promise<void>;
   /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
