@@ -120,3 +120,11 @@ export interface Device extends Readable {
   /** Marks the device as under remote dispatch (op mode 2 while online). */
   setRemote(remote: boolean): void;
 }
+
+/** Every device of the site, whatever its family: the read side of the one registry (devices/). */
+export interface DeviceDirectory {
+  list(): readonly Device[];
+  get(deviceId: string): Device | undefined;
+  /** Goes up by one with every change of the list or of a device's descriptor: a cached view keys on it. */
+  readonly version: number;
+}
