@@ -42,6 +42,7 @@ import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
+import { deviceDirectory } from "./parts/device-directory-adapter.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
@@ -118,7 +119,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const core = { config, storage, profiles, connector, registry, local, modbus, poller, samples, messages, uplink, dispatch };
+  const devices = deviceDirectory({ registry, poller, local });
+  const core = { config, storage, profiles, connector, registry, local, devices, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // one lock per username for both front ends

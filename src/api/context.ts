@@ -4,9 +4,8 @@
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
-import type { DeviceRegistry } from "../devices/registry.js";
-import type { LocalDevice } from "../devices/local.js";
-import type { DeviceConnector, HealthView } from "../devices/types.js";
+import type { DeviceConnector } from "../devices/types.js";
+import type { DeviceDirectory } from "../model/device.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { DispatchSubmit } from "../dispatch/submit.js";
 import type { MetricsSource } from "../metrics.js";
@@ -19,11 +18,9 @@ export type { HealthWarning, MetricFamily, MetricsSource } from "../metrics.js";
 export interface ApiDeps {
   config: Config;
   storage: StoragePart;
-  registry: DeviceRegistry;
+  /** Every device of the site, whatever its family: device sync and /healthz read it. */
+  devices: DeviceDirectory;
   connector: DeviceConnector;
-  health: HealthView;
-  /** Devices on other transports (Zigbee, GPIO), declared in the config file. */
-  local?: { list(): LocalDevice[] };
   profiles: ProfileRegistry;
   metrics: MetricsSource;
   /** Callback health for /healthz (lanes held because the partner rejects our credentials). */

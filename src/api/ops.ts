@@ -129,22 +129,19 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
       } catch {
         storage = "unavailable";
       }
-      const devices: Array<{ config: { device_id: string }; fully_configured: boolean }> = [
-        ...ctx.registry.list(),
-        ...(ctx.local?.list() ?? []).map((d) => ({ config: { device_id: d.device_id }, fully_configured: true })),
-      ];
-      const online = devices.filter((d) => ctx.health.health(d.config.device_id)?.online).length;
+      const devices = ctx.devices.list();
+      const online = devices.filter((d) => d.health().online).length;
       const ok = storage === "ok";
       const uplink = ctx.uplink?.health() ?? { warnings: [] };
       const detail = devices.map((d) => {
-        const h = ctx.health.health(d.config.device_id);
+        const h = d.health();
         return {
-          device_id: d.config.device_id,
-          fully_configured: d.fully_configured,
-          online: h?.online ?? false,
-          last_ok_at: h?.last_ok_at ?? null,
-          last_error: h?.last_error ?? null,
-          consecutive_failures: h?.consecutive_failures ?? 0,
+          device_id: d.id,
+          fully_configured: d.info().fully_configured,
+          online: h.online,
+          last_ok_at: h.last_ok_at,
+          last_error: h.last_error,
+          consecutive_failures: h.consecutive_failures,
         };
       });
       return reply.code(ok ? 200 : 503).send({

@@ -196,6 +196,9 @@ export type GpioLineConfig = GpioConfig["lines"][number];
 export type GpioOutputConfig = z.infer<typeof gpioOutput>;
 export type GpioInputConfig = z.infer<typeof gpioInput>;
 
+/** A debounced GPIO input changed: its config entry and whether it is now active (the `input` event's payload). */
+export type InputChange = [input: GpioInputConfig, active: boolean];
+
 /** An output line (a switched load) rather than an input. */
 export function isGpioOutput(l: GpioLineConfig): l is GpioOutputConfig {
   return l.device_type === 41;

@@ -1,32 +1,35 @@
 // Commissioning probes shared by `sitegate scan` / `sitegate read` and the status page:
 // input checks with one-sentence messages, a unit-id scan with progress, and a one-device
-// read (pair, then every metric). The caller owns the bus (a fresh one, or the daemon's).
+// read (pair, then every metric). The functions take the bus they are given (a fresh one,
+// or the daemon's); `ModbusCommissioning` is the Modbus family's `Commissioning`, which
+// picks that bus itself, so the status page asks it and never sees a bus.
 import { SitegateError, errorMessage, isSitegateError } from "../errors.js";
-import { PRIORITY, type Bus } from "../modbus/bus.js";
-import { parseEndpoint, type Endpoint } from "../modbus/endpoint.js";
+import { Bus, PRIORITY, type BusManager } from "../modbus/bus.js";
+import { endpointKey, parseEndpoint, type Endpoint } from "../modbus/endpoint.js";
 import { DeviceDriver } from "./driver.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
-import type { Metrics } from "./types.js";
+import { identifyUnit } from "../profiles/identify.js";
+import type { Logger } from "../log.js";
+import {
+  ProbeInputError,
+  type Commissioning,
+  type CommissioningLink,
+  type ReadInput,
+  type ReadPlan,
+  type ReadResult,
+  type ScanHit,
+  type ScanInput,
+  type ScanPlan,
+  type ScanProgress,
+} from "../model/commissioning.js";
+
+export { ProbeInputError, type ReadResult, type ScanHit, type ScanProgress };
 
 export interface ScanRange {
   from: number;
   to: number;
   timeoutMs: number;
 }
-
-export interface ScanHit {
-  unit: number;
-  answer: string;
-}
-
-export interface ScanProgress {
-  probed: number;
-  total: number;
-  found: ScanHit[];
-}
-
-/** Thrown for bad input; `message` is one sentence for a person. */
-export class ProbeInputError extends Error {}
 
 export function checkEndpoint(text: unknown): Endpoint {
   if (typeof text !== "string" || text.trim() === "")
@@ -62,6 +65,18 @@ export function checkProfile(profiles: ProfileRegistry, name: unknown): string {
 }
 
 /**
+ * The exception code a device answered with, from the MODBUS_EXCEPTION error's
+ * `exception_code` entry (the transport puts the number there; the message is for people).
+ * Undefined for any other error, or when the entry is missing or not a code.
+ */
+export function modbusExceptionCode(e: unknown): number | undefined {
+  if (!isSitegateError(e, "MODBUS_EXCEPTION")) return undefined;
+  const entry = e.details.find((d) => d.path === "exception_code")?.message;
+  const code = entry !== undefined && /^[0-9]{1,3}$/.test(entry) ? Number(entry) : NaN;
+  return Number.isInteger(code) && code >= 1 && code <= 255 ? code : undefined;
+}
+
+/**
  * Probes each unit id with a one-register read. A register answer or a Modbus exception
  * (other than 10/11: a TCP gateway saying nobody is behind that id) counts as found.
  * Throws MODBUS_DISCONNECTED when the very first probe cannot reach the endpoint.
@@ -81,8 +96,8 @@ export async function scanUnits(
       await bus.read(unit, "holding", 0, 1, { priority: PRIORITY.scan, timeoutMs: range.timeoutMs, retries: 0 });
       found.push({ unit, answer: "registers" });
     } catch (e) {
-      if (isSitegateError(e, "MODBUS_EXCEPTION")) {
-        const code = Number(e.details[0]?.message);
+      const code = modbusExceptionCode(e);
+      if (code !== undefined) {
         if (code !== 10 && code !== 11) found.push({ unit, answer: `exception ${code}` });
       } else if (isSitegateError(e, "MODBUS_DISCONNECTED") && unit === range.from) {
         throw e;
@@ -91,13 +106,6 @@ export async function scanUnits(
     onProgress?.({ probed: unit - range.from + 1, total, found });
   }
   return found;
-}
-
-export interface ReadResult {
-  device: Record<string, string | number>;
-  metrics: Metrics;
-  /** The profile's names of metric values (a state's name), where it names them. */
-  labels: Record<string, string>;
 }
 
 /** Pairs one device with a profile and reads every metric; throws a SitegateError naming what failed. */
@@ -130,4 +138,54 @@ export async function readDevice(
     if (name !== undefined) labels[k] = name;
   }
   return { device, metrics, labels };
+}
+
+/** On a bus the daemon polls, a probe holds the line at most this long (a poll waits behind it). */
+export const SHARED_PROBE_TIMEOUT_MS = 1000;
+
+/**
+ * The Modbus family's commissioning, for the status page. An endpoint the daemon already
+ * polls goes through the daemon's own bus (its queue, so a serial port is never opened
+ * twice) and each probe there waits at most SHARED_PROBE_TIMEOUT_MS, so polling goes on;
+ * any other endpoint gets a bus of its own, closed with the link.
+ */
+export class ModbusCommissioning implements Commissioning {
+  constructor(
+    private readonly buses: Pick<BusManager, "all">,
+    private readonly profiles: ProfileRegistry,
+    private readonly log: Logger,
+  ) {}
+
+  checkScan(input: ScanInput): ScanPlan {
+    const ep = checkEndpoint(input.endpoint);
+    const asked = checkScanRange(input.from, input.to, input.timeout_ms);
+    const shared = this.sharedBus(ep) !== undefined;
+    const timeoutMs = shared ? Math.min(asked.timeoutMs, SHARED_PROBE_TIMEOUT_MS) : asked.timeoutMs;
+    return { endpoint: String(input.endpoint).trim(), from: asked.from, to: asked.to, timeoutMs, shared };
+  }
+
+  checkRead(input: ReadInput): ReadPlan {
+    checkEndpoint(input.endpoint);
+    const unit = checkUnit(input.unit);
+    return { endpoint: String(input.endpoint).trim(), unit, profile: checkProfile(this.profiles, input.profile) };
+  }
+
+  open(endpoint: string): CommissioningLink {
+    const ep = parseEndpoint(endpoint);
+    const shared = this.sharedBus(ep);
+    const bus = shared ?? new Bus(ep, this.log.child({ bus: endpointKey(ep), commissioning: true }));
+    const { profiles } = this;
+    return {
+      scan: (plan, onProgress, signal) => scanUnits(bus, plan, onProgress, signal),
+      identify: async (unit, timeoutMs) => (await identifyUnit(bus, unit, profiles, timeoutMs)).map((m) => m.profile),
+      read: (plan) => readDevice(bus, plan.endpoint, plan.unit, profiles, plan.profile),
+      close: async () => {
+        if (!shared) await bus.close().catch(() => undefined);
+      },
+    };
+  }
+
+  private sharedBus(ep: Endpoint): Bus | undefined {
+    return this.buses.all().find((b) => b.key === endpointKey(ep));
+  }
 }

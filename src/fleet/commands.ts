@@ -9,17 +9,15 @@ import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } f
 import { listEvents } from "../services/events.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
-import type { LocalDevice } from "../devices/local.js";
-import type { HealthView } from "../devices/types.js";
+import type { DeviceDirectory } from "../model/device.js";
 import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
 import { requestPolicyRefusal, updateRequestSchema, writeUpdateRequest } from "../update/request.js";
 
 export interface CommandDeps extends ConfigureDeps {
   dispatch: DispatchSubmit & { list(limit?: number): EventRow[] };
-  health: HealthView;
-  /** Devices on other transports (Zigbee, GPIO), listed by device sync. */
-  local?: { list(): LocalDevice[] };
+  /** Every device of the site, whatever its family: device sync lists them. */
+  devices: DeviceDirectory;
   startedAt: number;
 }
 
@@ -61,7 +59,7 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
       case "configure":
         return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":
-        return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.registry, deps.local), deps.health));
+        return ok(deviceSyncView(deps.config.site_id, syncedDevices(deps.devices)));
       case "events":
         return ok(listEvents(deps.dispatch, (payload as { limit?: unknown } | undefined)?.limit));
       case "update": {

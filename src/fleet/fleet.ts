@@ -310,8 +310,8 @@ export class Fleet implements Part {
   private publishState(force: boolean): void {
     if (!this.connected) return;
     const { deps } = this;
-    const listed = syncedDevices(deps.registry, deps.local);
-    const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed, deps.health));
+    const listed = syncedDevices(deps.devices);
+    const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed));
     const running = deps.dispatch.running();
     const lastUpdate = lastUpdateOutcome();
     const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}`;

@@ -4,6 +4,7 @@
 import type { ApiDeps } from "../api/context.js";
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { Pairing } from "../devices/pairing.js";
+import { ModbusCommissioning } from "../devices/commission.js";
 import type { LocalDevices } from "../devices/local.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
@@ -13,6 +14,7 @@ import type { DeliveryLog } from "../delivery/log.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
+import type { DeviceDirectory } from "../model/device.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { StoragePart } from "../storage/part.js";
 import { SystemdNotifier } from "../systemd/notify.js";
@@ -28,6 +30,8 @@ export interface Core {
   connector: Pairing;
   registry: DeviceRegistry;
   local: LocalDevices;
+  /** Every device, whatever its family: what the front ends read. */
+  devices: DeviceDirectory;
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;
@@ -65,13 +69,14 @@ export function statusPageDeps(
   c: Core,
   more: Pick<ConstructorParameters<typeof UiPart>[0], "log" | "guesses" | "connectionLimits">,
 ): ConstructorParameters<typeof UiPart>[0] {
-  const { config, registry, local, poller, profiles, dispatch, uplink, samples } = c;
-  return { config, registry, local, poller, buses: c.modbus.buses, profiles, dispatch, uplink, samples, db: () => c.storage.db, ...more };
+  const { config, devices, profiles, dispatch, uplink, samples } = c;
+  const commissioning = new ModbusCommissioning(c.modbus.buses, profiles, more.log);
+  return { config, devices, buses: c.modbus.buses, commissioning, profiles, dispatch, uplink, samples, db: () => c.storage.db, ...more };
 }
 
 export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" | "plugins" | "guesses" | "connectionLimits">): ApiDeps {
-  const { config, storage, registry, connector, local, profiles, uplink, dispatch } = c;
-  return { config, storage, registry, connector, health: c.poller, local, profiles, uplink, dispatch, ...more };
+  const { config, storage, devices, connector, profiles, uplink, dispatch } = c;
+  return { config, storage, devices, connector, profiles, uplink, dispatch, ...more };
 }
 
 /** What the fleet owns besides what it shares: its config, its queue and its cursor on the sample store. */
@@ -83,14 +88,12 @@ export function fleetOwn(fleet: FleetConfig, storage: StoragePart, samples: Samp
 }
 
 export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: Logger): FleetDeps {
-  const { config, registry, local, dispatch, connector, profiles } = c;
+  const { config, devices, dispatch, connector, profiles } = c;
   return {
     config,
     ...own,
     messages: c.messages,
-    registry,
-    health: c.poller,
-    local,
+    devices,
     dispatch,
     connector,
     profiles,

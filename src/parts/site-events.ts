@@ -3,7 +3,7 @@
 // (`events.emitter(name)`), so every listener is wrapped the same way.
 import type { EventBus } from "../event-bus.js";
 import type { Route } from "../delivery/log.js";
-import type { InputListener } from "../gpio/lines.js";
+import type { InputChange } from "../config/local-schema.js";
 import type { Snapshot } from "../telemetry/types.js";
 
 export interface SiteEvents {
@@ -16,7 +16,7 @@ export interface SiteEvents {
   /** A device was paired, configured or replaced (registry): the poller and the fleet's device view follow. */
   devices_changed: [];
   /** A debounced GPIO input changed (gpio): local input events start or end. */
-  input: Parameters<InputListener>;
+  input: InputChange;
 }
 
 export type SiteBus = EventBus<SiteEvents>;

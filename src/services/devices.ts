@@ -5,9 +5,8 @@
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../config/issues.js";
 import { validateDevices } from "../config/validate-devices.js";
-import type { DeviceRegistry } from "../devices/registry.js";
-import type { DeviceConnector, DeviceDescriptor, HealthView, RegisteredDevice } from "../devices/types.js";
-import type { LocalDevice } from "../devices/local.js";
+import type { DeviceConnector } from "../devices/types.js";
+import type { Device, DeviceDescriptor, DeviceDirectory } from "../model/device.js";
 import type { Role } from "../model/roles.js";
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -18,7 +17,6 @@ export interface ConfigureDeps {
   config: Config;
   profiles: { has(name: string): boolean; names(): string[] };
   connector: DeviceConnector;
-  registry: DeviceRegistry;
   log: Logger;
 }
 
@@ -49,17 +47,19 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 const INVERTER_ROLES: ReadonlySet<Role> = new Set(["battery", "pv"]);
 const FAULT = 4;
 
-/** A device as device sync lists it: its id, name and rated load, and what pairing (or its transport) says it is. */
+/** A device as device sync lists it: the device, and what pairing (or its family) says it is. */
 export interface SyncedDevice {
-  config: { device_id: string; device_name?: string; rated_power_w?: number | readonly number[] };
-  descriptor: DeviceDescriptor | null;
+  device: Device;
+  descriptor: DeviceDescriptor;
 }
 
-/** The devices device sync lists: fully configured Modbus devices, with what pairing found, and the local (Zigbee, GPIO) devices. */
-export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { list(): LocalDevice[] }): SyncedDevice[] {
-  const out: SyncedDevice[] = registry.list().filter((d: RegisteredDevice) => d.fully_configured && d.descriptor);
-  for (const d of local?.list() ?? [])
-    out.push({ config: { device_id: d.device_id, ...(d.device_name ? { device_name: d.device_name } : {}) }, descriptor: d.descriptor() });
+/** The devices device sync lists: every fully configured device with a descriptor, whatever its family. */
+export function syncedDevices(directory: Pick<DeviceDirectory, "list">): SyncedDevice[] {
+  const out: SyncedDevice[] = [];
+  for (const device of directory.list()) {
+    const descriptor = device.descriptor();
+    if (device.info().fully_configured && descriptor) out.push({ device, descriptor });
+  }
   return out;
 }
 
@@ -67,24 +67,22 @@ export function syncedDevices(registry: Pick<DeviceRegistry, "list">, local?: { 
  * Known to be unreachable: polled (or reported on by its transport) and not answering, its
  * Zigbee bridge or broker gone, its GPIO line unavailable. A device not polled yet is not.
  */
-function unreachable(health: HealthView, deviceId: string): boolean {
-  const h = health.health(deviceId);
-  // A Modbus device is listed in health from its configuration on, offline until its first
-  // poll: only a failure (or an earlier answer) makes "offline" mean unreachable.
-  return h !== undefined && !h.online && (h.consecutive_failures > 0 || h.last_error !== null || h.last_ok_at !== null);
+function unreachable(device: Device): boolean {
+  const h = device.health();
+  // A Modbus device is listed from its configuration on, offline until its first poll: only
+  // a failure (or an earlier answer) makes "offline" mean unreachable.
+  return !h.online && (h.consecutive_failures > 0 || h.last_error !== null || h.last_ok_at !== null);
 }
 
 /** What of the device sync answer follows the devices' state (op mode, reachability): a cache of the answer is good while this is the same. */
-export function syncState(listed: SyncedDevice[], health: HealthView): string {
-  return listed
-    .map((d) => `${health.health(d.config.device_id)?.op_mode ?? 0}${unreachable(health, d.config.device_id) ? "u" : ""}`)
-    .join(",");
+export function syncState(listed: SyncedDevice[]): string {
+  return listed.map((d) => `${d.device.health().op_mode}${unreachable(d.device) ? "u" : ""}`).join(",");
 }
 
 /** The profile's or nameplate's maximum power, else the rated load the config gives it (a relay: the sum of its coils' loads). */
 function maxPower(d: SyncedDevice): number | undefined {
-  if (d.descriptor?.max_power_w !== undefined) return d.descriptor.max_power_w;
-  const r = d.config.rated_power_w;
+  if (d.descriptor.max_power_w !== undefined) return d.descriptor.max_power_w;
+  const r = d.device.info().rated_power_w;
   const sum = r === undefined ? 0 : typeof r === "number" ? r : r.reduce((a, b) => a + b, 0);
   return sum > 0 ? sum : undefined;
 }
@@ -94,20 +92,21 @@ function maxPower(d: SyncedDevice): number | undefined {
  * unreachable device stays listed, with `telemetry` as its only capability (and
  * device_op_mode 4 for an inverter), so that a partner does not plan on it.
  */
-export function deviceSyncView(siteId: string, listed: SyncedDevice[], health: HealthView) {
+export function deviceSyncView(siteId: string, listed: SyncedDevice[]) {
   const devices = [...listed]
-    .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
+    .sort((a, b) => byCodeUnit(a.device.id, b.device.id))
     .map((d) => {
-      const desc = d.descriptor!;
+      const desc = d.descriptor;
       const inverter = INVERTER_ROLES.has(desc.role);
-      const down = unreachable(health, d.config.device_id);
+      const down = unreachable(d.device);
       const max = maxPower(d);
+      const name = d.device.info().device_name;
       return {
-        device_id: d.config.device_id,
+        device_id: d.device.id,
         device_type: desc.device_type,
         ...(max !== undefined ? { device_max_power: Math.round(max) } : {}),
-        ...(inverter ? { device_op_mode: down ? FAULT : (health.health(d.config.device_id)?.op_mode ?? 0) } : {}),
-        ...(d.config.device_name ? { name: d.config.device_name } : {}),
+        ...(inverter ? { device_op_mode: down ? FAULT : d.device.health().op_mode } : {}),
+        ...(name ? { name } : {}),
         capabilities: down ? ["telemetry"] : desc.capabilities,
       };
     });

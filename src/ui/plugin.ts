@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { Credentials, addCidr, ipInList } from "../api/auth.js";
 import { VERSION } from "../version.js";
-import { ProbeInputError } from "../devices/commission.js";
+import { ProbeInputError } from "../model/commissioning.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
 import { BusyError, Jobs } from "./jobs.js";
@@ -84,7 +84,7 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
   const login = loginRoutes(deps, sessions, readFileSync(join(dir, "login.html")).toString("utf8"));
   const guards = guardHooks(deps.config.ui.allow, sessions);
   const api = apiRoutes(deps);
-  const jobs = new Jobs(deps.buses, deps.profiles, deps.log.child({ part: "ui" }));
+  const jobs = new Jobs(deps.commissioning, deps.log.child({ part: "ui" }));
   const commission = commissionRoutes(jobs);
   const inner: FastifyPluginAsync = async (app: FastifyInstance) => {
     guards(app);

@@ -1,18 +1,17 @@
-// The JSON the status page polls: every view is read from the running parts (poller,
-// buses, dispatch, uplink), never from the partner-facing API.
+// The JSON the status page polls: every view is read from the running parts (the device
+// directory, the buses' figures, dispatch, uplink), never from the partner-facing API. A
+// device is read through the one device model (model/device.ts), whatever its family.
 import type { GuessLimits } from "../api/guess-limit.js";
 import type { ConnectionLimits } from "../api/connection-limits.js";
 import type { Config } from "../config/schema.js";
 import type { Db } from "../storage/db.js";
-import type { BusManager } from "../modbus/bus.js";
-import type { DeviceDescriptor, DeviceHealth, RegisteredDevice } from "../devices/types.js";
-import type { LocalDevice } from "../devices/local.js";
+import type { Device, DeviceDirectory } from "../model/device.js";
+import type { Commissioning } from "../model/commissioning.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { EventRow } from "../dispatch/store.js";
 import { eventView, type EventView } from "../dispatch/view.js";
 import type { LaneStats } from "../uplink/uplink.js";
 import type { SampleStoreStats } from "../telemetry/sample-store.js";
-import type { Metrics } from "../telemetry/types.js";
 import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
@@ -33,14 +32,22 @@ export function opModeName(code: number): string {
   return name ? OP_MODE_WORDS[name] : `op mode ${code}`;
 }
 
+/** A shared link the devices are polled over (a Modbus bus), as the Buses page shows it. */
+export interface BusLink {
+  readonly key: string;
+  readonly endpoint: { readonly kind: string };
+  readonly queued: number;
+  readonly stats: { busy_ms: number; requests: number; failures: number; timeouts: number; reconnects: number };
+}
+
 export interface UiDeps {
   config: Config;
   log: Logger;
-  registry: { list(): RegisteredDevice[] };
-  /** Devices on other transports (Zigbee, GPIO), listed after the Modbus ones. */
-  local?: { list(): LocalDevice[] };
-  poller: { health(id: string): DeviceHealth | undefined; latest(id: string): Metrics | undefined };
-  buses: BusManager;
+  /** Every device of the site, whatever its family. */
+  devices: DeviceDirectory;
+  buses: { all(): readonly BusLink[] };
+  /** Scans and one-device reads of the commissioning page. */
+  commissioning: Commissioning;
   profiles: ProfileRegistry;
   dispatch: { list(limit?: number): EventRow[] };
   uplink: { stats(): Record<string, LaneStats>; backlog(): { depth: number; oldest_at: string | null } };
@@ -55,15 +62,15 @@ export interface UiDeps {
 
 /** Power flow: PV and battery (+ = delivering), grid (+ = import), load = grid + pv + battery. */
 export function overview(d: UiDeps) {
-  const devs = d.registry.list();
-  const latest = (id: string) => (d.poller.health(id)?.online ? d.poller.latest(id) : undefined);
+  const devs = d.devices.list();
+  const latest = (dev: Device) => (dev.health().online ? dev.latest() : undefined);
   let pv: number | null = null;
   let battery: number | null = null;
   const socs: number[] = [];
   for (const dev of devs) {
-    const m = latest(dev.config.device_id);
+    const m = latest(dev);
     if (!m) continue;
-    const role = dev.descriptor?.role;
+    const role = dev.descriptor()?.role;
     if (role === "pv" && m.power_w !== undefined) pv = (pv ?? 0) + m.power_w;
     if (role === "battery") {
       if (m.power_w !== undefined) battery = (battery ?? 0) + m.power_w;
@@ -71,15 +78,15 @@ export function overview(d: UiDeps) {
     }
   }
   const meter = gridMeter(devs, (dev) => ({
-    device_id: dev.config.device_id,
-    role: dev.descriptor?.role ?? "unknown",
-    fully_configured: dev.fully_configured,
-    online: d.poller.health(dev.config.device_id)?.online ?? false,
-    power_w: d.poller.latest(dev.config.device_id)?.power_w,
+    device_id: dev.id,
+    role: dev.descriptor()?.role ?? "unknown",
+    fully_configured: dev.info().fully_configured,
+    online: dev.health().online,
+    power_w: dev.latest().power_w,
   }));
-  const grid = meter ? (latest(meter.config.device_id)?.power_w ?? null) : null;
+  const grid = meter ? (latest(meter)?.power_w ?? null) : null;
   const load = grid === null && pv === null && battery === null ? null : (grid ?? 0) + (pv ?? 0) + (battery ?? 0);
-  const online = devs.filter((x) => d.poller.health(x.config.device_id)?.online).length;
+  const online = devs.filter((x) => x.health().online).length;
   return {
     ts: new Date().toISOString(),
     site_id: d.config.site_id,
@@ -87,83 +94,42 @@ export function overview(d: UiDeps) {
     battery_w: battery,
     soc_pct: socs.length ? Math.round((socs.reduce((a, b) => a + b, 0) / socs.length) * 10) / 10 : null,
     grid_w: grid,
-    grid_meter: meter?.config.device_id ?? null,
+    grid_meter: meter?.id ?? null,
     load_w: load,
     devices: { configured: devs.length, online },
   };
 }
 
+/** The device table, by device_id: where each device is and what it is, then how it was last found. */
 export function devices(d: UiDeps) {
-  return [...modbusDevices(d), ...localDevices(d)].sort((a, b) => byCodeUnit(a.device_id, b.device_id));
-}
-
-function localDevices(d: UiDeps) {
-  return (d.local?.list() ?? []).map((dev) => {
-    const descriptor = dev.descriptor();
-    const name = dev.device_name ?? dev.device_id;
-    return deviceRow(d, dev.device_id, {
-      name,
-      integration: descriptor.profile,
-      address: dev.address(),
-      fully_configured: true,
-      descriptor,
-      updated_at: null,
-    });
-  });
-}
-
-function modbusDevices(d: UiDeps) {
-  return d.registry
+  return d.devices
     .list()
-    .slice()
-    .sort((a, b) => byCodeUnit(a.config.device_id, b.config.device_id))
-    .map((dev) => {
-      const c = dev.config as Record<string, unknown>;
-      return deviceRow(d, dev.config.device_id, {
-        name: (c.device_name as string | undefined) ?? dev.config.device_id,
-        integration: c.device_integration,
-        address:
-          c.mb_type === 2 ? `tcp://${c.mb_ip}:${c.mb_port} unit ${c.mb_slave_id ?? 1}` : `RTU port ${c.mb_rtu_no} unit ${c.mb_slave_id}`,
-        fully_configured: dev.fully_configured,
-        descriptor: dev.descriptor,
-        updated_at: dev.updated_at,
-      });
-    });
+    .map(deviceRow)
+    .sort((a, b) => byCodeUnit(a.device_id, b.device_id));
 }
 
-/** One row of the device table: where the device is and what it is, then how the poller last found it. */
-function deviceRow(
-  d: UiDeps,
-  id: string,
-  row: {
-    name: string;
-    integration: unknown;
-    address: string;
-    fully_configured: boolean;
-    descriptor: DeviceDescriptor | null;
-    updated_at: string | null;
-  },
-) {
-  const h = d.poller.health(id);
-  const desc = row.descriptor;
+function deviceRow(dev: Device) {
+  const info = dev.info();
+  const h = dev.health();
+  const desc = dev.descriptor();
   return {
-    device_id: id,
-    name: row.name,
-    integration: row.integration,
-    address: row.address,
-    fully_configured: row.fully_configured,
+    device_id: dev.id,
+    name: info.device_name ?? dev.id,
+    family: info.family,
+    profile: desc?.profile ?? null,
+    address: info.address,
+    fully_configured: info.fully_configured,
     device_type: desc?.device_type ?? null,
     type_name: wireLabel(desc?.device_type),
     max_power_w: desc?.max_power_w ?? null,
     identity: desc?.identity ?? {},
-    online: h?.online ?? false,
-    op_mode: h?.op_mode ?? 0,
-    op_mode_name: opModeName(h?.op_mode ?? 0),
-    last_ok_at: h?.last_ok_at ?? null,
-    last_error: h?.last_error ?? null,
-    consecutive_failures: h?.consecutive_failures ?? 0,
-    metrics: d.poller.latest(id) ?? {},
-    updated_at: row.updated_at,
+    online: h.online,
+    op_mode: h.op_mode,
+    op_mode_name: opModeName(h.op_mode),
+    last_ok_at: h.last_ok_at,
+    last_error: h.last_error,
+    consecutive_failures: h.consecutive_failures,
+    metrics: dev.latest(),
   };
 }
 

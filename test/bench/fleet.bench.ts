@@ -108,15 +108,13 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   const queue = new FleetQueue(storage);
   const telemetry = telemetryConsumer(samples, queue);
   const ns = instanceId(storage.db);
-  const stub = { list: () => [] };
   fleet = new Fleet({
     config,
     fleet: config.fleet!,
     queue,
     messages: new DeliveryLog(storage),
     telemetry,
-    registry: stub as never,
-    health: { health: () => undefined },
+    devices: { list: () => [], get: () => undefined, version: 0 },
     dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },
     connector: {} as never,
     profiles: { has: () => false, names: () => [] },

@@ -14,6 +14,7 @@ import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { GpioLines } from "../../src/gpio/lines.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
+import { deviceDirectory } from "../../src/parts/device-directory-adapter.js";
 import { partnerTo } from "../support/partner-sink.js";
 
 function scenario(): ScenarioInput {
@@ -108,11 +109,13 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     assert.deepEqual(byId.get("rse-60").capabilities, ["telemetry"]);
     // The status page's device list has them beside the Modbus devices.
     const gpio = rig.gw.daemon.part<GpioLines>("gpio");
-    const page = statusDevices({
-      registry: rig.gw.daemon.part<DeviceRegistry>("registry"),
-      local: { list: () => [...gpio.devices()] },
-      poller,
-    } as unknown as UiDeps);
+    const local = {
+      list: () => [...gpio.devices()],
+      get: (id: string) => gpio.devices().find((d) => d.device_id === id),
+      setRemote: () => {},
+    };
+    const registry = rig.gw.daemon.part<DeviceRegistry>("registry");
+    const page = statusDevices({ devices: deviceDirectory({ registry, poller, local }) } as unknown as UiDeps);
     assert.deepEqual(
       page.map((d) => [d.device_id, d.type_name]),
       [

@@ -9,6 +9,7 @@ import { startGateway, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { Jobs } from "../../src/ui/jobs.js";
+import { ModbusCommissioning } from "../../src/devices/commission.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { ModbusEngine } from "../../src/modbus/part.js";
@@ -27,7 +28,8 @@ test("a scan of a polled serial bus: the polled device keeps fresh samples while
       const poller = gw.daemon.part<Poller>("poller");
       const clock = new FakeClock(Date.now());
       // The status page's job runner on the daemon's own buses, its time cap on a clock the test moves.
-      const jobs = new Jobs(gw.daemon.part<ModbusEngine>("modbus").buses, builtinProfiles(), silentLogger(), { scanCapMs: CAP_MS, clock });
+      const commissioning = new ModbusCommissioning(gw.daemon.part<ModbusEngine>("modbus").buses, builtinProfiles(), silentLogger());
+      const jobs = new Jobs(commissioning, silentLogger(), { scanCapMs: CAP_MS, clock });
       try {
         await until(() => poller.health("sdm")?.online === true, "the meter is polled");
         // Ids 20..247 are silent on this line: every probe waits for its whole timeout.

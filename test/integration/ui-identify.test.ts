@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { withSite } from "../support/site.js";
 import { until } from "../support/wait.js";
 import { Jobs } from "../../src/ui/jobs.js";
+import { ModbusCommissioning } from "../../src/devices/commission.js";
 import { BusManager } from "../../src/modbus/bus.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
@@ -28,7 +29,7 @@ test("a status-page scan names the matching profile per unit, and none for a dev
   };
   await withSite(scenario as never, async (site) => {
     const buses = new BusManager(silentLogger());
-    const jobs = new Jobs(buses, builtinProfiles(), silentLogger());
+    const jobs = new Jobs(new ModbusCommissioning(buses, builtinProfiles(), silentLogger()), silentLogger());
     try {
       const job = jobs.scan({ endpoint: `tcp://127.0.0.1:${site.tcpPorts[0]}`, from: 1, to: 4, timeout_ms: 300 });
       await until(() => job.state !== "running", "the scan and its identification end");
