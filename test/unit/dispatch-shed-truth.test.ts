@@ -300,6 +300,38 @@ for (const c of [
   });
 }
 
+test("with a meter, a metered plug a shed takes over from another, already off, is credited with its own drop from before the other switched it off", async () => {
+  const r = unitRig([
+    meter("grid", 5000),
+    relay("p", { metrics: { power_w: 1500 }, shed_priority: 1 }),
+    relay("r2", { rated_power_w: 1000, shed_priority: 2 }),
+  ]);
+  try {
+    const m = model(r, { base: 2000, loads: { p: 1500, r2: 1000 }, meter: true, metered: ["p"] });
+    await run(r, m, T0 + 9_000);
+    const b = req([{ event_quantity: 1.5, start_time: at(10_000), end_time: at(40_000) }]).event_slots[0];
+    const a = req([{ event_quantity: 2.5, priority: 20, start_time: at(20_000), end_time: at(80_000) }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [b, a] });
+    const off = (id: string, w: number) => w - m.loadW(id);
+    const w = {
+      from: T0 + 20_000,
+      to: T0 + 80_000,
+      before: 0,
+      drop: () => off("r2", 1000) + (r.clock.now() > T0 + 40_000 ? off("p", 1500) : 0),
+      samples: [] as number[],
+    };
+    await run(r, m, T0 + 81_000, w);
+    const ra = resp(r, a.event_id);
+    assertTruth(ra, mean(w.samples));
+    // The plug's own drop (1,500 W before B, 0 W now) for the 40 s of A's 60 s window it is A's.
+    const p = devs(ra).find((x) => x.device_id === "p")!;
+    assert.equal(p.requested_w, 1500, JSON.stringify(ra.details));
+    assert.ok(Math.abs(p.delivered_w - 1000) <= 50, JSON.stringify(ra.details));
+  } finally {
+    r.close();
+  }
+});
+
 test("without a meter a relay without rated_power_w is not a measured 0 W: measured false", async () => {
   const r = unitRig([relay("r1")]);
   try {
