@@ -71,7 +71,11 @@ export interface DeviceProgress {
   writes_failed: number;
   /** Measured power in the event's direction (W), time-weighted. */
   mean?: MeanState;
-  /** shed: the load's own power when it was shed (metered plug or thermostat; pv_limit: PV's before the cap), and the measured drop its step brought. */
+  /**
+   * shed: the load's own power when it was shed (metered plug or thermostat; taken over from
+   * another shed: that shed's, from before the load went off; pv_limit: PV's before the cap),
+   * and the measured drop its step brought.
+   */
   before_w?: number;
   drop_w?: number;
   stepped_at?: number;
@@ -79,11 +83,17 @@ export interface DeviceProgress {
   acked_at?: number;
   /** shed: the curtailment limit written, percent of the device's maximum. */
   pct?: number;
-  /** shed: the load's rated power that was on before (its estimated drop when it has no meter of its own). */
+  /** shed: the load's rated power that was on before (taken over: before the other shed); its estimated drop without a meter of its own. */
   rated_w?: number;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
   pre?: RawWrite[];
   restored?: boolean;
+}
+
+/** shed: what a step expects a load to bring: its own power before the step (metered) and its rating that was on. */
+export interface StepExpectation {
+  before_w?: number;
+  rated_w?: number;
 }
 
 export interface Progress {
@@ -99,6 +109,11 @@ export interface Progress {
   baselines?: Record<string, number>;
   /** shed: devices another event drove at any moment since this one started (compensated to the end). */
   others?: string[];
+  /**
+   * shed: what another shed's step expected of each load it held off in the last plan (its
+   * before_w and rated_w), kept for when this shed takes the load over already switched off.
+   */
+  held?: Record<string, StepExpectation>;
   /** Why the event ended early (a restore ends running sheds). */
   ended_by?: string;
   /** shed: the grid meter used and its mean import in the last quiet minute before start (absent: estimated without it). */

@@ -258,7 +258,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
         { type: "charge", quantity_kw: 3.1, submit_s: 1, start_s: 10, duration_s: 101, priority: 2, mandatory: true, cancel_s: 2 },
       ],
     },
-    todo: "without a meter, a shed that steps a load another shed still holds off (taken over when that shed ends) reads the load's before_w and its rated coils on while the load is already off, so its own drop counts 0 W for the rest of the event (reports 4926 W, the simulator saw 6391 W)",
   },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];

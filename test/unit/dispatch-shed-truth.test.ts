@@ -256,6 +256,82 @@ test("a shed 34 s after another takes its baseline from the quiet minute before 
   }
 });
 
+// Without a meter, shed B (priority 10, 10-40 s, 2.5 kW) switches off r1 (rated per coil) and
+// the metered plug p; shed A (priority 20, 4 kW) gets only what B left, r2 and r3, until B
+// ends and A takes r1 and p over, already off: a reading of them then says 0 W, but A
+// delivers what they drew before B switched them off.
+for (const c of [
+  // A's requested share of p is what is still missing after r1, at most the plug's 1,500 W.
+  { when: "while the other runs", a_from: 20_000, p_requested: 1000 },
+  { when: "the instant the other ends", a_from: 40_000, p_requested: 1500 },
+]) {
+  test(`without a meter, a shed that starts ${c.when} and takes over its loads off is credited with what they drew before`, async () => {
+    const r = unitRig([
+      relay("r1", { rated_power_w: [250, 250, 250, 250], shed_priority: 1 }),
+      relay("p", { metrics: { power_w: 1500 }, shed_priority: 2 }),
+      relay("r2", { rated_power_w: 1000, shed_priority: 3 }),
+      relay("r3", { rated_power_w: 1000, shed_priority: 4 }),
+    ]);
+    try {
+      const m = model(r, { base: 2000, loads: { r1: 1000, p: 1500, r2: 1000, r3: 1000 }, meter: false, metered: ["p"] });
+      const b = req([{ event_quantity: 2.5, start_time: at(10_000), end_time: at(40_000) }]).event_slots[0];
+      const a = req([{ event_quantity: 4, priority: 20, start_time: at(c.a_from), end_time: at(c.a_from + 60_000) }]).event_slots[0];
+      r.d.submit({ mode: "live", event_slots: [b, a] });
+      const off = (id: string, w: number) => w - m.loadW(id);
+      const w = {
+        from: T0 + c.a_from,
+        to: T0 + c.a_from + 60_000,
+        before: 0,
+        // B drives r1 and p until it ends; from then on they are A's.
+        drop: () => off("r2", 1000) + off("r3", 1000) + (r.clock.now() > T0 + 40_000 ? off("r1", 1000) + off("p", 1500) : 0),
+        samples: [] as number[],
+      };
+      await run(r, m, T0 + c.a_from + 61_000, w);
+      const ra = resp(r, a.event_id);
+      assert.equal(ra.details.measured, false, JSON.stringify(ra.details));
+      assertTruth(ra, mean(w.samples));
+      const d = new Map(devs(ra).map((x) => [x.device_id, x]));
+      assert.equal(d.get("r1")?.requested_w, 1000, JSON.stringify(ra.details));
+      assert.equal(d.get("p")?.requested_w, c.p_requested, JSON.stringify(ra.details));
+      assert.ok(d.get("r1")!.delivered_w > 0 && d.get("p")!.delivered_w > 0, JSON.stringify(ra.details));
+    } finally {
+      r.close();
+    }
+  });
+}
+
+test("with a meter, a metered plug a shed takes over from another, already off, is credited with its own drop from before the other switched it off", async () => {
+  const r = unitRig([
+    meter("grid", 5000),
+    relay("p", { metrics: { power_w: 1500 }, shed_priority: 1 }),
+    relay("r2", { rated_power_w: 1000, shed_priority: 2 }),
+  ]);
+  try {
+    const m = model(r, { base: 2000, loads: { p: 1500, r2: 1000 }, meter: true, metered: ["p"] });
+    await run(r, m, T0 + 9_000);
+    const b = req([{ event_quantity: 1.5, start_time: at(10_000), end_time: at(40_000) }]).event_slots[0];
+    const a = req([{ event_quantity: 2.5, priority: 20, start_time: at(20_000), end_time: at(80_000) }]).event_slots[0];
+    r.d.submit({ mode: "live", event_slots: [b, a] });
+    const off = (id: string, w: number) => w - m.loadW(id);
+    const w = {
+      from: T0 + 20_000,
+      to: T0 + 80_000,
+      before: 0,
+      drop: () => off("r2", 1000) + (r.clock.now() > T0 + 40_000 ? off("p", 1500) : 0),
+      samples: [] as number[],
+    };
+    await run(r, m, T0 + 81_000, w);
+    const ra = resp(r, a.event_id);
+    assertTruth(ra, mean(w.samples));
+    // The plug's own drop (1,500 W before B, 0 W now) for the 40 s of A's 60 s window it is A's.
+    const p = devs(ra).find((x) => x.device_id === "p")!;
+    assert.equal(p.requested_w, 1500, JSON.stringify(ra.details));
+    assert.ok(Math.abs(p.delivered_w - 1000) <= 50, JSON.stringify(ra.details));
+  } finally {
+    r.close();
+  }
+});
+
 test("without a meter a relay without rated_power_w is not a measured 0 W: measured false", async () => {
   const r = unitRig([relay("r1")]);
   try {

@@ -8,7 +8,7 @@ import { GENERATOR_ROLES, type Role } from "../../model/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
-import type { DeviceProgress, EventRow } from "../store.js";
+import type { DeviceProgress, EventRow, StepExpectation } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
 
@@ -38,11 +38,42 @@ export function ratedOn(d: DispatchDevice): number | undefined {
   return r.reduce((sum, w, i) => sum + (on === undefined || Math.floor(on / 2 ** i) % 2 === 1 ? w : 0), 0);
 }
 
-/** A step's expectations: the load's own power before it (metered plug or thermostat), else its rating. */
-function step(d: DispatchDevice, dp: DeviceProgress, missing: number): void {
-  dp.before_w = d.metrics.power_w !== undefined ? Math.max(0, d.metrics.power_w) : undefined;
-  dp.rated_w = d.role === "thermostat" ? ratedTotal(d) : ratedOn(d);
+/**
+ * A step's expectations: the load's own power before it (metered plug or thermostat), else
+ * its rating. A load taken over from another shed is off already: it brings what it brought
+ * that shed (`held`), not what it reads now.
+ */
+function step(d: DispatchDevice, dp: DeviceProgress, missing: number, held: StepExpectation | undefined): void {
+  if (held) {
+    dp.before_w = held.before_w;
+    dp.rated_w = held.rated_w;
+  } else {
+    dp.before_w = d.metrics.power_w !== undefined ? Math.max(0, d.metrics.power_w) : undefined;
+    dp.rated_w = d.role === "thermostat" ? ratedTotal(d) : ratedOn(d);
+  }
   dp.requested_w = Math.min(missing, expected(dp) || missing);
+}
+
+/**
+ * Keeps what another shed's step expected of each load it drove in the last plan and had
+ * switched off (a write acknowledged). That shed may end before this one takes the load
+ * over, in the same plan that takes it (so it is gone from the running events then); the
+ * load stays off in between, never put back. A load no other event drove in the last plan
+ * is forgotten: taking it is a step like any other.
+ */
+function noteHeld(row: EventRow, ctx: KindContext): void {
+  const p = row.progress;
+  for (const d of ctx.devices) {
+    const id = d.device_id;
+    const by = ctx.drivers(id).filter((e) => e !== row.spec.event_id);
+    if (by.length === 0) {
+      if (p.held?.[id]) delete p.held[id];
+      continue;
+    }
+    const holder = ctx.running().find((r) => r !== row && r.spec.event_type === "shed" && by.includes(r.spec.event_id));
+    const dp = holder?.progress.devices[id];
+    if (dp && dp.writes_ok > 0) (p.held ??= {})[id] = { before_w: dp.before_w, rated_w: dp.rated_w };
+  }
 }
 
 function ratedTotal(d: DispatchDevice): number | undefined {
@@ -142,6 +173,7 @@ export const shed: EventKind = {
 
   begin(row: EventRow, ctx: KindContext): void {
     const p = row.progress;
+    noteHeld(row, ctx);
     const meter = ctx.gridMeter();
     const quiet = ctx.quietUntil(row.spec.start_ms);
     const base = meter && quiet !== undefined ? ctx.baseline(meter.device_id, quiet) : undefined;
@@ -167,6 +199,7 @@ export const shed: EventKind = {
       cap.take(d.device_id, s.event_id, "shed", 0, true);
       claims.push({ device_id: d.device_id, action: "shed" });
     };
+    noteHeld(row, ctx);
     for (const id of p.shed_steps) {
       const d = ctx.device(id);
       const dp = deviceProgress(row, id);
@@ -204,7 +237,7 @@ export const shed: EventKind = {
       dp.stepped_at = ctx.now;
       p.drop_before_step = drop;
       // A share is never more than the event's quantity, even when import rose since the baseline.
-      step(next, dp, s.quantity_w - Math.max(0, drop));
+      step(next, dp, s.quantity_w - Math.max(0, drop), p.held?.[next.device_id]);
       p.shed_steps.push(next.device_id);
       claim(next);
       ctx.save(row);
