@@ -107,7 +107,8 @@ export function setupScript(base: string, prepare?: string[]): string {
   );
   if (prepare?.length) {
     lines.push(
-      `chroot "$base/root" ${prepare.map(q).join(" ")} || { s=$?; echo "throwaway root: prepare exited with $s" >&2; exit $s; }`,
+      // its output goes to stderr: stdout is the command's alone
+      `chroot "$base/root" ${prepare.map(q).join(" ")} >&2 || { s=$?; echo "throwaway root: prepare exited with $s" >&2; exit $s; }`,
       'umount -R "$base/root"',
       'i=1; while [ $i -le $n ]; do mv "$base/l$i/upper" "$base/s$i"; rm -rf "$base/l$i"; i=$((i+1)); done',
       "mount_root",
