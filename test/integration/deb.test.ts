@@ -4,15 +4,27 @@
 // 2. test/support/deb-install-flow.ts in a throwaway root (test/support/throwaway-root.ts):
 //    the README's install block line by line with the machine's real dpkg, the installed
 //    gateway and simulator started from their units, the bench over the pty, purge.
-// 3. Host safety: a `sitegate` package is installed on this machine while the flow runs
-//    (the machine's own, untouched, or else a stand-in this test builds, installs and
-//    purges), and its status, version, /etc/sitegate, /var/lib/sitegate, /opt/sitegate and
-//    the users and groups are the same afterwards.
+// 3. Host safety: the flow meets an installed `sitegate` package (the machine's own, or else
+//    a stand-in this test builds and installs into a layer of the throwaway root under the
+//    flow's, never on this machine), and this machine is only read: dpkg's status file,
+//    /etc/sitegate, /var/lib/sitegate, /opt/sitegate, /etc/passwd and /etc/group (content,
+//    mode, owner, mtime) are the same after the flow, and after the whole file, as before it.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,13 +41,13 @@ function sh(cmd: string, args: string[], opts: { cwd?: string } = {}) {
   return spawnSync(cmd, args, { encoding: "utf8", ...opts });
 }
 
-/** A folder or file as text: every path, its type, mode, owner, and content hash or link target. */
+/** A folder or file as text: every path, its type, mode, owner, mtime, and content hash or link target. */
 function tree(path: string): string {
   if (!existsSync(path)) return `${path}: absent`;
   const out: string[] = [];
   const walk = (p: string) => {
-    const st = lstatSync(p);
-    const head = `${p} ${st.mode.toString(8)} ${st.uid}:${st.gid}`;
+    const st = lstatSync(p, { bigint: true });
+    const head = `${p} ${st.mode.toString(8)} ${st.uid}:${st.gid} mtime ${st.mtimeNs}`;
     if (st.isSymbolicLink()) out.push(`${head} -> ${readlinkSync(p)}`);
     else if (st.isFile()) out.push(`${head} ${createHash("sha256").update(readFileSync(p)).digest("hex")}`);
     else if (st.isDirectory()) {
@@ -47,11 +59,31 @@ function tree(path: string): string {
   return out.join("\n");
 }
 
-/** What a run must leave as it was: the package's status and version, its config and data, the accounts. */
-function hostState(): string {
+/** dpkg's status and version of sitegate, as the flow prints it after `found: `. */
+function sitegateStatus(): string {
   const q = sh("dpkg-query", ["-W", "-f", "${Status} ${Version}", "sitegate"]);
-  const pkg = q.status === 0 ? q.stdout : "not known to dpkg";
-  return [`dpkg: ${pkg}`, ...["/etc/sitegate", "/var/lib/sitegate", "/opt/sitegate", "/etc/passwd", "/etc/group"].map(tree)].join("\n");
+  return q.status === 0 ? q.stdout : "no sitegate package";
+}
+
+const HOST_PATHS = ["/var/lib/dpkg/status", "/etc/sitegate", "/var/lib/sitegate", "/opt/sitegate", "/etc/passwd", "/etc/group"];
+const DPKG_LOG = "/var/log/dpkg.log";
+
+/** What the test must leave as it was: the package's status, dpkg's whole database, the package's config and data, the accounts. */
+function hostState(): string {
+  return [`dpkg: ${sitegateStatus()}`, ...HOST_PATHS.map(tree)].join("\n");
+}
+
+/** The lines of two host states that differ, and what dpkg logged meanwhile (an apt-get of another's shows there too). */
+function hostChange(before: string, after: string, logFrom: number): string {
+  const was = new Set(before.split("\n"));
+  const is = new Set(after.split("\n"));
+  const log = existsSync(DPKG_LOG) ? readFileSync(DPKG_LOG) : Buffer.alloc(0);
+  return [
+    ...[...was].filter((l) => !is.has(l)).map((l) => `- ${l}`),
+    ...[...is].filter((l) => !was.has(l)).map((l) => `+ ${l}`),
+    `${DPKG_LOG} meanwhile:`,
+    log.length >= logFrom ? log.subarray(logFrom).toString().slice(-3000) : "(rotated)",
+  ].join("\n");
 }
 
 /** A package named sitegate with a conffile in /etc/sitegate and a database in /var/lib/sitegate, and nothing else. */
@@ -62,7 +94,7 @@ function standIn(dir: string): string {
   mkdirSync(join(root, "var", "lib", "sitegate"), { recursive: true });
   writeFileSync(
     join(root, "DEBIAN", "control"),
-    `Package: sitegate\nVersion: ${STAND_IN_VERSION}\nArchitecture: all\nMaintainer: sitegate tests <tests@example.com>\nDescription: stand-in for the host-safety test\n This package is installed only while deb.test runs.\n`,
+    `Package: sitegate\nVersion: ${STAND_IN_VERSION}\nArchitecture: all\nMaintainer: sitegate tests <tests@example.com>\nDescription: stand-in for the host-safety test\n deb.test installs it in a throwaway root only, never on the machine.\n`,
   );
   writeFileSync(join(root, "DEBIAN", "conffiles"), "/etc/sitegate/config.yaml\n");
   writeFileSync(join(root, "etc", "sitegate", "config.yaml"), "# the machine's own config: the package test must not change it\n");
@@ -74,15 +106,10 @@ function standIn(dir: string): string {
 }
 
 const work = mkdtempSync(join(tmpdir(), "sitegate-deb-test-"));
-let installedStandIn = false;
-let original: string | undefined;
-after(() => {
-  // the machine goes back to exactly what it had: no sitegate, no /etc/sitegate, no /var/lib/sitegate
-  if (installedStandIn && sh("dpkg-query", ["-W", "-f", "${Version}", "sitegate"]).stdout === STAND_IN_VERSION) {
-    sh("dpkg", ["--purge", "sitegate"]);
-  }
-  rmSync(work, { recursive: true, force: true });
-});
+// before anything of this file runs: the last test compares the machine with it
+const hostAtStart = hostState();
+const logAtStart = existsSync(DPKG_LOG) ? statSync(DPKG_LOG).size : 0;
+after(() => rmSync(work, { recursive: true, force: true }));
 
 test("make deb (amd64): lintian reports no error", { skip: why, timeout: 900_000 }, () => {
   // a bench package: the update key is the development key make bundle generates
@@ -100,43 +127,41 @@ test(
   { skip: why, timeout: 900_000 },
   async () => {
     assert.ok(existsSync(DEB), `${DEB} (built by the test before)`);
-    original = hostState();
-    // a machine with its own sitegate (or its leftovers) is only looked at, never changed
-    if (sh("dpkg", ["-s", "sitegate"]).status !== 0 && !existsSync("/etc/sitegate") && !existsSync("/var/lib/sitegate")) {
-      const r = sh("dpkg", ["-i", standIn(work)]);
-      assert.equal(r.status, 0, `installing the stand-in: ${r.stderr}`);
-      installedStandIn = true;
-      assert.match(hostState(), /^dpkg: install ok installed 0\.0\.0~host-safety-stand-in$/m);
-    }
+    // the flow meets an installed sitegate: the machine's own (or its leftovers, only looked
+    // at), or else the stand-in, installed by dpkg into a layer of the throwaway root below
+    // the flow's writable one; this machine is only read
+    const own = sitegateStatus();
+    const leftovers = existsSync("/etc/sitegate") || existsSync("/var/lib/sitegate");
+    const prepare = own === "no sitegate package" && !leftovers ? ["dpkg", "-i", standIn(work)] : undefined;
     const before = hostState();
+    const logBefore = existsSync(DPKG_LOG) ? statSync(DPKG_LOG).size : 0;
 
     const env: NodeJS.ProcessEnv = { ...process.env };
     // the flow's own node processes cover nothing of dist/src on this machine
     delete env.NODE_V8_COVERAGE;
     delete env.NODE_TEST_CONTEXT;
     const flow = join(ROOT, "dist", "test", "support", "deb-install-flow.js");
-    const r = await inThrowawayRoot([process.execPath, flow, DEB], { env, timeoutMs: 600_000 });
+    const r = await inThrowawayRoot([process.execPath, flow, DEB], { env, timeoutMs: 600_000, prepare });
 
+    const afterFlow = hostState();
     assert.equal(
-      hostState(),
+      afterFlow,
       before,
-      "the machine's sitegate package, /etc/sitegate, /var/lib/sitegate, /opt/sitegate or accounts changed",
+      `the flow changed this machine's dpkg database, sitegate package, /etc/sitegate, /var/lib/sitegate, /opt/sitegate or accounts:\n${hostChange(before, afterFlow, logBefore)}`,
     );
     assert.equal(
       r.status,
       0,
       `the install flow in the throwaway root failed:\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-6000)}`,
     );
+    // what the flow found installed and purged first: the stand-in, in the layer under it
+    const found = /^found: (.*)$/m.exec(r.stdout)?.[1];
+    assert.equal(found, prepare ? `install ok installed ${STAND_IN_VERSION}` : own, `the flow's first line: ${r.stdout.slice(0, 300)}`);
     assert.match(r.stdout, /^ok: purge$/m);
   },
 );
 
-test("the stand-in goes: the machine is back to exactly what it had before the package test", { skip: why }, () => {
-  assert.ok(original !== undefined, "the package test ran");
-  if (installedStandIn) {
-    const r = sh("dpkg", ["--purge", "sitegate"]);
-    assert.equal(r.status, 0, r.stderr);
-    installedStandIn = false;
-  }
-  assert.equal(hostState(), original);
+test("this machine is as it was before the package test file: dpkg's database, sitegate's folders, the accounts", () => {
+  const now = hostState();
+  assert.equal(now, hostAtStart, `the package test changed this machine:\n${hostChange(hostAtStart, now, logAtStart)}`);
 });

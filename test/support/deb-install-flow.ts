@@ -8,6 +8,9 @@
 //    the shipped devices and drop-in; the installed gateway pairs the meter over the pty
 //    /run/sitegate-sim/ttyGW and its readings reach a partner sink.
 // 3. `dpkg --purge`: nothing is left but the system user (Debian policy).
+// Before 1, it prints `found: <dpkg's status and version of sitegate>` (or `found: no sitegate
+// package`) and purges an installed one: deb.test.ts installs a stand-in in a layer of the
+// throwaway root below this flow's, and checks the flow met it.
 // A failed check throws: the exit status is 1 and stderr says which.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -205,9 +208,11 @@ function purge(shim: Shim): void {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const deb = resolve(process.argv[2]);
+  const found = sh("dpkg-query", ["-W", "-f", "${Status} ${Version}", "sitegate"]);
+  console.log(`found: ${found.status === 0 ? found.stdout : "no sitegate package"}`);
   if (sh("dpkg", ["-s", "sitegate"]).status === 0) {
-    // the throwaway root starts as a copy of the machine: its sitegate goes (in the copy only)
-    assert.equal(sh("dpkg", ["--purge", "sitegate"]).status, 0, "purging the machine's sitegate in the throwaway root");
+    // the throwaway root starts as a copy of the machine (and the stand-in): its sitegate goes, in the copy only
+    assert.equal(sh("dpkg", ["--purge", "sitegate"]).status, 0, "purging the sitegate found in the throwaway root");
   }
   const shim = makeShim();
   const sink = await startSink();

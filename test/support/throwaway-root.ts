@@ -7,6 +7,10 @@
 // nothing listens on the machine's. When the command ends, the namespace's PID 1 ends and
 // the kernel kills what is left in it; the tmpfs, and with it every change, goes away.
 //
+// `prepare`: a command run first, chrooted in the same overlays, whose writes then become a
+// read-only layer between the machine and the command's writable layer: the command sees the
+// machine as if `prepare` had run on it (a package installed), and the machine is only read.
+//
 // Why not `dpkg --root`: it runs the maintainer scripts chrooted into that root, which then
 // needs a whole Debian system (sh, adduser, systemd-sysusers) installed into it first. A
 // plain chroot needs the same tree. The overlay borrows the machine's system read-only.
@@ -61,15 +65,20 @@ export function mounts(): { point: string; type: string }[] {
     });
 }
 
-/** The script PID 1 of the namespace runs: the overlays, the special mounts, loopback up, then the command chrooted. */
-export function setupScript(base: string): string {
+/**
+ * The script PID 1 of the namespace runs: the overlays, the special mounts, loopback up, then
+ * the command chrooted. With `prepare`, that runs in them first; then they are unmounted, each
+ * upper layer becomes stage sN, and the overlays are made again with sN under a fresh upper.
+ */
+export function setupScript(base: string, prepare?: string[]): string {
   const lines = [
     "set -eu",
     `base=${q(base)}`,
     'mount -t tmpfs -o mode=0700 sitegate-throwaway "$base"',
     'mkdir "$base/root"',
+    'layer() { n=$((n+1)); low=$1; [ ! -d "$base/s$n" ] || low="$base/s$n:$1"; mkdir -p "$base/l$n/upper" "$base/l$n/work"; mount -t overlay "sitegate-throwaway-$n" -o "lowerdir=$low,upperdir=$base/l$n/upper,workdir=$base/l$n/work" "$base/root$2"; }',
+    "mount_root() {",
     "n=0",
-    'layer() { n=$((n+1)); mkdir -p "$base/l$n/upper" "$base/l$n/work"; mount -t overlay "sitegate-throwaway-$n" -o "lowerdir=$1,upperdir=$base/l$n/upper,workdir=$base/l$n/work" "$base/root$2"; }',
     'layer / ""',
   ];
   const under = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
@@ -93,6 +102,19 @@ export function setupScript(base: string): string {
     'mount --rbind /proc "$base/root/proc"',
     'mount -t sysfs -o ro sysfs "$base/root/sys"',
     'mount -t tmpfs -o mode=0755 tmpfs "$base/root/run"',
+    "}",
+    "mount_root",
+  );
+  if (prepare?.length) {
+    lines.push(
+      // its output goes to stderr: stdout is the command's alone
+      `chroot "$base/root" ${prepare.map(q).join(" ")} >&2 || { s=$?; echo "throwaway root: prepare exited with $s" >&2; exit $s; }`,
+      'umount -R "$base/root"',
+      'i=1; while [ $i -le $n ]; do mv "$base/l$i/upper" "$base/s$i"; rm -rf "$base/l$i"; i=$((i+1)); done',
+      "mount_root",
+    );
+  }
+  lines.push(
     "ip link set lo up",
     // PID 1 waits: the shell reaps the daemons the command leaves to it
     'chroot "$base/root" "$@" &',
@@ -107,12 +129,15 @@ export interface RootRun {
   stderr: string;
 }
 
-/** Runs argv in a throwaway root (see above) and returns its exit status and output. */
-export function inThrowawayRoot(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RootRun> {
+/** Runs argv in a throwaway root (see above; `prepare` first, as a layer under it) and returns its exit status and output. */
+export function inThrowawayRoot(
+  argv: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; prepare?: string[] } = {},
+): Promise<RootRun> {
   const base = mkdtempSync(join(tmpdir(), "sitegate-root-"));
   const args = ["--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private"];
   return new Promise((ok, fail) => {
-    const child = spawn("unshare", [...args, "sh", "-c", setupScript(base), "throwaway-root", ...argv], {
+    const child = spawn("unshare", [...args, "sh", "-c", setupScript(base, opts.prepare), "throwaway-root", ...argv], {
       env: opts.env ?? process.env,
       timeout: opts.timeoutMs,
       stdio: ["ignore", "pipe", "pipe"],
