@@ -38,8 +38,9 @@ export class DeviceSlot {
     const delayMs = this.faults.get("delay")?.delay_ms ?? (this.faults.has("delay") ? 2000 : 0);
     const corrupt = this.faults.has("crc");
     const exc = this.faults.get("exception");
-    if (exc) return { kind: "reply", pdu: exceptionPdu(pdu[0], exc.code ?? 4), delayMs, corrupt };
-    const ignore = this.faults.has("ignore_writes") && WRITE_FNS.has(pdu[0]);
+    const fn = pdu[0] ?? 0; // an empty PDU: function 0, which no device has
+    if (exc) return { kind: "reply", pdu: exceptionPdu(fn, exc.code ?? 4), delayMs, corrupt };
+    const ignore = this.faults.has("ignore_writes") && WRITE_FNS.has(fn);
     const reply = handlePdu(this.device, pdu, (w) => this.logWrite(w, ignore), !ignore);
     return { kind: "reply", pdu: reply, delayMs, corrupt };
   }
@@ -62,7 +63,9 @@ export class Endpoint {
   decide(unit: number, pdu: Buffer, absentUnit: "silent" | "gateway_exception"): Decision {
     const slot = this.slots.get(unit);
     if (!slot) {
-      return absentUnit === "silent" ? { kind: "silent" } : { kind: "reply", pdu: exceptionPdu(pdu[0], 0x0b), delayMs: 0, corrupt: false };
+      return absentUnit === "silent"
+        ? { kind: "silent" }
+        : { kind: "reply", pdu: exceptionPdu(pdu[0] ?? 0, 0x0b), delayMs: 0, corrupt: false };
     }
     return slot.decide(pdu);
   }

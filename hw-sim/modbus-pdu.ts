@@ -47,7 +47,7 @@ export function requestPduLength(pdu: Buffer, offset = 0): number {
       return 5;
     case 15:
     case 16:
-      return pdu.length - offset < 6 ? 0 : 6 + pdu[offset + 5];
+      return pdu.length - offset < 6 ? 0 : 6 + pdu.readUInt8(offset + 5);
     default:
       return -1;
   }
@@ -58,7 +58,7 @@ export function requestPduLength(pdu: Buffer, offset = 0): number {
  * write log); `applyWrites` false acknowledges writes without applying them.
  */
 export function handlePdu(dev: RegisterModel, pdu: Buffer, onWrite: (w: WriteRecord) => void, applyWrites = true): Buffer {
-  const fn = pdu[0];
+  const fn = pdu[0] ?? 0; // an empty PDU: function 0, which answers ILLEGAL_FUNCTION
   try {
     switch (fn) {
       case 1:
@@ -70,7 +70,7 @@ export function handlePdu(dev: RegisterModel, pdu: Buffer, onWrite: (w: WriteRec
         out[0] = fn;
         out[1] = out.length - 2;
         bits.forEach((b, i) => {
-          if (b) out[2 + (i >> 3)] |= 1 << (i & 7);
+          if (b) out[2 + (i >> 3)] = out.readUInt8(2 + (i >> 3)) | (1 << (i & 7));
         });
         return out;
       }
@@ -95,9 +95,9 @@ export function handlePdu(dev: RegisterModel, pdu: Buffer, onWrite: (w: WriteRec
         return Buffer.from(pdu.subarray(0, 5));
       }
       case 15: {
-        const [addr, count, bytes] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3), pdu[5]];
+        const [addr, count, bytes] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3), pdu.readUInt8(5)];
         if (count < 1 || count > 1968 || bytes !== Math.ceil(count / 8) || pdu.length < 6 + bytes) throw new ModbusException(ILLEGAL_VALUE);
-        const values = Array.from({ length: count }, (_, i) => (pdu[6 + (i >> 3)] & (1 << (i & 7))) !== 0);
+        const values = Array.from({ length: count }, (_, i) => (pdu.readUInt8(6 + (i >> 3)) & (1 << (i & 7))) !== 0);
         dev.readCoils(addr, count);
         if (applyWrites) dev.writeCoils(addr, values);
         onWrite({ fn, address: addr, values: values.map((v) => (v ? 1 : 0)) });
@@ -111,7 +111,7 @@ export function handlePdu(dev: RegisterModel, pdu: Buffer, onWrite: (w: WriteRec
         return Buffer.from(pdu.subarray(0, 5));
       }
       case 16: {
-        const [addr, count, bytes] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3), pdu[5]];
+        const [addr, count, bytes] = [pdu.readUInt16BE(1), pdu.readUInt16BE(3), pdu.readUInt8(5)];
         if (count < 1 || count > 123 || bytes !== count * 2 || pdu.length < 6 + bytes) throw new ModbusException(ILLEGAL_VALUE);
         const values = Array.from({ length: count }, (_, i) => pdu.readUInt16BE(6 + i * 2));
         if (applyWrites) dev.writeHolding(addr, values);
@@ -147,7 +147,8 @@ const CRC_TABLE = (() => {
 
 export function crc16(buf: Buffer, end = buf.length): number {
   let crc = 0xffff;
-  for (let i = 0; i < end; i++) crc = (crc >>> 8) ^ CRC_TABLE[(crc ^ buf[i]) & 0xff];
+  // `& 0xff` indexes inside the 256-entry table
+  for (let i = 0; i < end; i++) crc = (crc >>> 8) ^ CRC_TABLE[(crc ^ buf.readUInt8(i)) & 0xff]!;
   return crc;
 }
 

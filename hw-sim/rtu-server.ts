@@ -85,7 +85,7 @@ export class RtuServer {
   }
 
   private async answer(frame: Buffer, arrived: number): Promise<void> {
-    const unit = frame[0];
+    const unit = frame.readUInt8(0);
     const pdu = frame.subarray(1, frame.length - 2);
     // Broadcast (unit 0) is never answered.
     const decision = unit === 0 ? { kind: "silent" as const } : this.endpoint.decide(unit, pdu, "silent");

@@ -320,24 +320,25 @@ async function handleControl(
     }
     if (parts[0] === "zigbee") return await zigbeeRoute(req, res, parts, sim);
     if (parts[0] === "gpio") return await gpioRoute(req, res, url, parts, sim);
-    if (req.method === "POST" && parts[0] === "devices" && parts.length === 2 && sim.zigbee?.has(parts[1])) {
+    const device = parts[0] === "devices" && parts.length === 2 ? parts[1] : undefined;
+    if (req.method === "POST" && device !== undefined && sim.zigbee?.has(device)) {
       const body = await readJson(req);
       if (!body || typeof body !== "object" || Array.isArray(body)) throw new BadRequest("body must be a JSON object");
       try {
-        sim.zigbee.setByHand(parts[1], body as Record<string, unknown>);
+        sim.zigbee.setByHand(device, body as Record<string, unknown>);
       } catch (e) {
         throw new BadRequest((e as Error).message);
       }
-      return reply(res, 200, sim.state().devices[parts[1]]);
+      return reply(res, 200, sim.state().devices[device]);
     }
-    if (req.method === "POST" && parts[0] === "devices" && parts.length === 2) {
-      const slot = sim.getSlot(parts[1]);
+    if (req.method === "POST" && device !== undefined) {
+      const slot = sim.getSlot(device);
       try {
         slot.device.set((await readJson(req)) as Record<string, unknown>);
       } catch (e) {
         throw new BadRequest((e as Error).message);
       }
-      return reply(res, 200, sim.state().devices[parts[1]]);
+      return reply(res, 200, sim.state().devices[device]);
     }
     return reply(res, 404, { error: `no route ${req.method} ${url.pathname}` });
   } catch (e) {
@@ -394,7 +395,7 @@ async function gpioRoute(req: IncomingMessage, res: ServerResponse, url: URL, pa
     if (req.method === "GET" && parts.length === 1) return reply(res, 200, { lines: gpio.levels() });
     if (req.method === "GET" && parts.length === 2 && parts[1] === "events") return gpioEvents(req, res, url, gpio, sim.streams);
     if (parts.length >= 2) {
-      const n = lineNumber(parts[1]);
+      const n = lineNumber(parts[1] ?? "");
       if (req.method === "GET" && parts.length === 2) {
         const l = gpio.line(n);
         return reply(res, 200, { line: n, direction: l.spec.direction, value: l.value });

@@ -44,7 +44,7 @@ export class TcpServer {
       busy = true;
       while (queue.length && !sock.destroyed) {
         const adu = queue.shift()!;
-        const unit = adu[6];
+        const unit = adu.readUInt8(6);
         const decision = this.endpoint.decide(unit, adu.subarray(7), "gateway_exception");
         if (decision.kind === "silent") continue;
         if (decision.kind === "drop") {
@@ -101,7 +101,7 @@ export class TcpServer {
       if (buf.length > MAX_BUFFER) return void sock.destroy();
       for (const frame of got.frames) {
         chain = chain.then(async () => {
-          const unit = frame[0];
+          const unit = frame.readUInt8(0);
           const d = this.endpoint.decide(unit, frame.subarray(1, frame.length - 2), "silent");
           if (d.kind === "silent") return;
           if (d.kind === "drop") return void sock.destroy();

@@ -253,16 +253,16 @@ export class ZigbeeBridge {
     if (!topic.startsWith(`${this.base}/`) || retained) return; // a stale retained command is not a command
     const rest = topic.slice(this.base.length + 1);
     if (rest.startsWith("bridge/request/")) return this.request(rest.slice("bridge/request/".length), payload.toString());
-    const m = /^(.+)\/(set|get)(?:\/([A-Za-z0-9_]+))?$/.exec(rest);
-    if (!m || m[1] === "bridge") return;
-    const d = this.findDevice(m[1]);
+    const [, name, verb, key] = /^(.+)\/(set|get)(?:\/([A-Za-z0-9_]+))?$/.exec(rest) ?? [];
+    if (name === undefined || name === "bridge") return;
+    const d = this.findDevice(name);
     if (!d) {
-      if (this.bridgeOnline) this.logging("error", `Entity '${m[1]}' is unknown`);
+      if (this.bridgeOnline) this.logging("error", `Entity '${name}' is unknown`);
       return;
     }
     const text = payload.toString();
     let body: Record<string, unknown> | null = null;
-    if (m[3]) body = { [m[3]]: text };
+    if (key) body = { [key]: text };
     else {
       try {
         const j: unknown = JSON.parse(text);
@@ -271,7 +271,7 @@ export class ZigbeeBridge {
         body = null;
       }
     }
-    if (m[2] === "get") {
+    if (verb === "get") {
       if (this.bridgeOnline && d.online) this.later(d, () => this.report(d));
       return;
     }

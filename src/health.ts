@@ -8,7 +8,7 @@
 //   - every bus that has work completed a request within the stuck bound.
 // When a check fails the ping is withheld and STATUS says why, so `systemctl status`
 // shows the reason before the watchdog restarts the service.
-import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { MetricFamily, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
@@ -63,7 +63,7 @@ export class HealthMonitor implements Part {
   private timer: NodeJS.Timeout | null = null;
   private healthyTimer: NodeJS.Timeout | null = null;
   private lastTickAt = 0;
-  private delay: IntervalHistogram | null = null;
+  private delay: ReturnType<typeof monitorEventLoopDelay> | null = null;
   private readonly busProgress = new Map<string, { busyMs: number; at: number }>();
   readonly tickMs: number;
   private readonly stallMs: number;

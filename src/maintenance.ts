@@ -17,7 +17,7 @@ import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
 import { errorMessage } from "./errors.js";
 import { zoneProblem } from "./config/zones.js";
-import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
+import { dailyInZone, dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
 /** Free bytes in telemetry.db from which the sweep gives them back (after a backlog drained). */
 export const FREE_TO_VACUUM = 1024 * 1024;
@@ -30,18 +30,19 @@ export const SCHEDULE = {
 
 /**
  * The schedule for a config's `maintenance`: the nightly job at `at` in the controller's local
- * time ("local", the default), in UTC, or in a named zone (which becomes the daemon's TZ).
+ * time ("local", the default), in UTC, or in a named zone (through Intl; the process's TZ is
+ * left alone, so nothing else in the daemon changes its idea of local time).
  */
 export function maintenanceSchedule(
   m: { at: string; timezone: string } = { at: "03:30", timezone: "UTC" },
 ): Record<keyof typeof SCHEDULE, UtcRecurrence> {
-  if (m.timezone !== "local" && m.timezone !== "UTC") {
-    // The config refused it already (check-config too); a caller that skipped the config does not get UTC silently.
-    const problem = zoneProblem(m.timezone);
-    if (problem) throw new Error(`maintenance.timezone ${m.timezone}: ${problem}`);
-    process.env.TZ = m.timezone;
-  }
-  return { ...SCHEDULE, checkpoint: m.timezone === "UTC" ? dailyUtc(m.at) : dailyLocal(m.at) };
+  const { at, timezone } = m;
+  if (timezone === "UTC") return { ...SCHEDULE, checkpoint: dailyUtc(at) };
+  if (timezone === "local") return { ...SCHEDULE, checkpoint: dailyLocal(at) };
+  // The config refused it already (check-config too); a caller that skipped the config does not get UTC silently.
+  const problem = zoneProblem(timezone);
+  if (problem) throw new Error(`maintenance.timezone ${timezone}: ${problem}`);
+  return { ...SCHEDULE, checkpoint: dailyInZone(at, timezone) };
 }
 
 export const CERT_WARN_DAYS = 14;

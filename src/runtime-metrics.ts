@@ -24,16 +24,16 @@ export const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 
 /** A cumulative Prometheus histogram (counts per upper bound, sum, count). */
 export class Histogram {
-  readonly counts: number[];
+  private readonly buckets: { le: number; count: number }[];
   sum = 0;
   count = 0;
-  constructor(readonly bounds: number[]) {
-    this.counts = bounds.map(() => 0);
+  constructor(bounds: number[]) {
+    this.buckets = bounds.map((le) => ({ le, count: 0 }));
   }
   observe(v: number): void {
     this.sum += v;
     this.count++;
-    for (let i = 0; i < this.bounds.length; i++) if (v <= this.bounds[i]) this.counts[i]++;
+    for (const b of this.buckets) if (v <= b.le) b.count++;
   }
   family(name: string, help: string): MetricFamily {
     return {
@@ -41,7 +41,7 @@ export class Histogram {
       help,
       type: "histogram",
       values: [
-        ...this.bounds.map((b, i) => ({ suffix: "_bucket", labels: { le: String(b) }, value: this.counts[i] })),
+        ...this.buckets.map((b) => ({ suffix: "_bucket", labels: { le: String(b.le) }, value: b.count })),
         { suffix: "_bucket", labels: { le: "+Inf" }, value: this.count },
         { suffix: "_sum", value: this.sum },
         { suffix: "_count", value: this.count },

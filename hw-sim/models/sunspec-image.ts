@@ -125,7 +125,7 @@ export class SunSpecImage {
         continue;
       }
       if (!cache || cache.p !== s.point) cache = { p: s.point, words: this.encode(s.point) };
-      out.push(cache.words[s.word]);
+      out.push(cache.words[s.word] ?? 0);
     }
     return out;
   }
@@ -139,7 +139,8 @@ export class SunSpecImage {
       if (!s || !s.point || !s.point.set || s.start !== address + i) throw new ModbusException(ILLEGAL_ADDRESS);
       const size = s.point.size ?? SIZE[s.point.type];
       if (i + size > values.length) throw new ModbusException(ILLEGAL_ADDRESS);
-      let raw = size === 2 ? values[i] * 0x10000 + values[i + 1] : values[i];
+      const [w0 = 0, w1 = 0] = values.slice(i, i + size); // both there: checked just above
+      let raw = size === 2 ? w0 * 0x10000 + w1 : w0;
       if (s.point.type === "int16" && raw >= 0x8000) raw -= 0x10000;
       plan.push({ p: s.point, raw });
       i += size;

@@ -8,10 +8,7 @@ import { HttpError } from "./errors.js";
 import { configureService } from "../services/devices.js";
 
 export function requireJson(req: FastifyRequest): void {
-  const type = String(req.headers["content-type"] ?? "")
-    .split(";")[0]
-    .trim()
-    .toLowerCase();
+  const type = (String(req.headers["content-type"] ?? "").split(";")[0] ?? "").trim().toLowerCase();
   if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "the body must be application/json");
 }
 

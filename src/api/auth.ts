@@ -185,13 +185,13 @@ function cached(cache: Map<string, boolean>, ip: string, compute: () => boolean)
 }
 
 export function addCidr(list: BlockList, cidr: string): void {
-  const [addr, bits] = cidr.split("/");
+  const [addr = "", bits] = cidr.split("/");
   const type = isIPv4(addr) ? "ipv4" : "ipv6";
   list.addSubnet(addr, Number(bits), type);
 }
 
 export function ipInList(list: BlockList, ip: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return list.check(mapped[1], "ipv4");
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1];
+  if (mapped) return list.check(mapped, "ipv4");
   return list.check(ip, isIPv4(ip) ? "ipv4" : "ipv6");
 }

@@ -40,7 +40,7 @@ function segment(req: FastifyRequest, seg: string): string {
 
 /** X-API-Key and the source-IP allowlist; for routes under the webhook path also the version and site. */
 export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
-  const site = WEBHOOK_PATH.exec(routeUrl);
+  const [, versionSeg, siteSeg] = WEBHOOK_PATH.exec(routeUrl) ?? [];
   return async (req) => {
     if (!ctx.credentials.ipAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the allowlist`);
     const key = req.headers["x-api-key"];
@@ -54,10 +54,10 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
       throw e;
     }
     if (!ok) throw unauthorized("X-API-Key is not valid");
-    if (!site) return;
-    const version = segment(req, site[1]);
+    if (versionSeg === undefined || siteSeg === undefined) return;
+    const version = segment(req, versionSeg);
     if (version !== ctx.config.api_version) throw notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
-    const siteId = segment(req, site[2]);
+    const siteId = segment(req, siteSeg);
     if (siteId !== ctx.config.site_id) throw notFound(`site "${siteId}" is not this gateway's`);
   };
 }

@@ -14,14 +14,14 @@ function expandIPv6(ip: string): number[] | null {
     // An embedded IPv4 tail (::1.2.3.4, 64:ff9b::1.2.3.4) is the last two groups.
     const v4 = s.slice(lastColon + 1);
     if (!isIPv4(v4)) return null;
-    const b = v4.split(".").map(Number);
-    s = `${s.slice(0, lastColon + 1)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+    const [b0 = 0, b1 = 0, b2 = 0, b3 = 0] = v4.split(".").map(Number);
+    s = `${s.slice(0, lastColon + 1)}${((b0 << 8) | b1).toString(16)}:${((b2 << 8) | b3).toString(16)}`;
   }
   const halves = s.split("::");
   if (halves.length > 2) return null;
   const parse = (h: string) => (h === "" ? [] : h.split(":").map((g) => (/^[0-9a-fA-F]{1,4}$/.test(g) ? parseInt(g, 16) : NaN)));
-  const head = parse(halves[0]);
-  const rest = halves.length === 2 ? parse(halves[1]) : [];
+  const head = parse(halves[0] ?? "");
+  const rest = parse(halves[1] ?? "");
   const fill = halves.length === 2 ? 8 - head.length - rest.length : 0;
   if (fill < 0 || (halves.length === 2 && fill === 0)) return null;
   const groups = [...head, ...new Array<number>(fill).fill(0), ...rest];
@@ -31,8 +31,8 @@ function expandIPv6(ip: string): number[] | null {
 
 /** The throttle key of a source address: IPv4 as is, IPv6 by its /64. */
 export function sourceKey(ip: string): string {
-  const mapped = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i.exec(ip);
-  if (mapped) return mapped[1];
+  const mapped = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i.exec(ip)?.[1];
+  if (mapped) return mapped;
   if (isIPv4(ip)) return ip;
   const g = expandIPv6(ip);
   if (!g) return ip; // not an address (cannot happen for a socket's peer): its own key
@@ -121,7 +121,7 @@ export class FailureThrottle {
   private live(list: number[]): number[] {
     const cut = this.now() - this.o.windowMs;
     let i = 0;
-    while (i < list.length && list[i] <= cut) i++;
+    while (i < list.length && list[i]! <= cut) i++;
     if (i > 0) list.splice(0, i);
     return list;
   }
@@ -131,9 +131,10 @@ export class FailureThrottle {
     const now = this.now();
     let until = 0;
     const list = this.keys.peek(key);
-    if (list && this.live(list).length >= this.o.max) until = list[list.length - this.o.max] + this.o.windowMs;
+    // Both lists hold at least max entries here, so the indexes are inside them.
+    if (list && this.live(list).length >= this.o.max) until = list[list.length - this.o.max]! + this.o.windowMs;
     if (this.o.globalMax !== undefined && this.live(this.all).length >= this.o.globalMax) {
-      until = Math.max(until, this.all[this.all.length - this.o.globalMax] + this.o.windowMs);
+      until = Math.max(until, this.all[this.all.length - this.o.globalMax]! + this.o.windowMs);
     }
     return until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : 0;
   }

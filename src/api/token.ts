@@ -107,10 +107,7 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
   };
   return async (app) => {
     app.post("/connect/token", { onRequest: gate }, async (req, reply) => {
-      const type = String(req.headers["content-type"] ?? "")
-        .split(";")[0]
-        .trim()
-        .toLowerCase();
+      const type = (String(req.headers["content-type"] ?? "").split(";")[0] ?? "").trim().toLowerCase();
       if (type !== "application/x-www-form-urlencoded") {
         return reply
           .code(415)

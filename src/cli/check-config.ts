@@ -34,7 +34,7 @@ const command: Command = {
       `  data push:       ${cfg.partner.data_push_url.replace(/\/$/, "")}/${cfg.api_version}/${cfg.partner.data_push_path}`,
       `  rtu_ports:       ${
         Object.entries(cfg.rtu_ports)
-          .map(([k, v]) => `${k}=${v.path} ${v.baud} 8${v.parity[0].toUpperCase()}${v.stop_bits}`)
+          .map(([k, v]) => `${k}=${v.path} ${v.baud} 8${v.parity.charAt(0).toUpperCase()}${v.stop_bits}`)
           .join(", ") || "(none)"
       }`,
       `  poll interval:   ${cfg.telemetry.poll_interval_ms} ms, retention ${cfg.telemetry.retention_max_mb} MB`,

@@ -54,7 +54,7 @@ const command: Command = {
     const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
     const fmt = (cols: string[]) =>
       cols
-        .map((c, i) => String(c).padEnd(widths[i]))
+        .map((c, i) => String(c).padEnd(widths[i] ?? 0))
         .join("  ")
         .trimEnd();
     process.stdout.write([fmt(head), ...lines.map((l) => fmt(l.map(String)))].join("\n") + "\n");

@@ -39,10 +39,10 @@ function dataPushBacklog(dataDir: string): number | null {
 }
 
 function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => c.padEnd(widths[i]))
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
       .join("  ")
       .trimEnd();
   return [line(head), ...rows.map(line)].join("\n");

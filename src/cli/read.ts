@@ -55,7 +55,7 @@ const command: Command = {
           ["", ""],
           ...Object.entries(metrics).map(([k, v]) => [k, labels[k] ? `${v} (${labels[k]})` : String(v)]),
         ];
-        const w = Math.max(...rows.map((r) => r[0].length));
+        const w = Math.max(...rows.map(([k = ""]) => k.length));
         process.stdout.write(rows.map(([k, v]) => (k ? `${k.padEnd(w)}  ${v}` : "")).join("\n") + "\n");
       }
       return EXIT_OK;

@@ -139,8 +139,9 @@ const command: Command = {
         case "bundle":
           return await bundle(values);
         case "apply": {
-          if (args.length !== 1) throw new UsageError("apply takes one FILE or https:// URL");
-          const r = await applyBundle(args[0], await applyOptions(values));
+          const [source] = args;
+          if (args.length !== 1 || source === undefined) throw new UsageError("apply takes one FILE or https:// URL");
+          const r = await applyBundle(source, await applyOptions(values));
           say(`applied ${r.version}${r.previous ? ` (was ${r.previous}; rolled back unless healthy in time)` : ""}`);
           return EXIT_OK;
         }

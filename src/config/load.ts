@@ -100,7 +100,7 @@ export function loadConfig(file: string): Config {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) {
     throw new SitegateError("CONFIG_INVALID", `config file ${file} is not valid YAML`, {
-      details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] })),
+      details: doc.errors.map((e) => ({ path: "(yaml)", message: e.message.split("\n")[0] ?? e.message })),
     });
   }
   const cfg = parseConfig(doc.toJS(), dirname(resolve(file)));

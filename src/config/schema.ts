@@ -370,7 +370,9 @@ export const configSchema = z.strictObject({
           if (problem) ctx.addIssue({ code: "custom", message: `${tz}: ${problem}` });
         })
         .default("local")
-        .describe("local (the controller's zone, timedatectl), UTC, or a zone name such as Europe/Berlin (it becomes the daemon's TZ)"),
+        .describe(
+          "local (the controller's zone, timedatectl), UTC, or an IANA zone name such as Europe/Berlin (the daemon's TZ is left alone)",
+        ),
     })
     .default({ at: "03:30", timezone: "local" })
     .describe("The nightly maintenance (WAL checkpoint, optimize), in local time by default"),

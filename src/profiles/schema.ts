@@ -116,7 +116,7 @@ type Enums = Record<string, Record<string, number>>;
 
 /** The value of a named constant (`ems_mode.forced`), or undefined when the profile has none by that name. */
 export function enumValue(enums: Enums, ref: string): number | undefined {
-  const [e, label] = ref.split(".");
+  const [e = "", label = ""] = ref.split(".");
   return enums[e]?.[label];
 }
 

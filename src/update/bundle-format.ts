@@ -162,11 +162,11 @@ const SEMVER =
 export function compareVersions(a: string, b: string): number {
   const va = parseVersion(a);
   const vb = parseVersion(b);
-  for (let i = 0; i < 3; i++) if (va.core[i] !== vb.core[i]) return va.core[i] < vb.core[i] ? -1 : 1;
+  for (const i of [0, 1, 2] as const) if (va.core[i] !== vb.core[i]) return va.core[i] < vb.core[i] ? -1 : 1;
   if (va.pre.length === 0 || vb.pre.length === 0) return va.pre.length === vb.pre.length ? 0 : va.pre.length === 0 ? 1 : -1;
-  for (let i = 0; i < Math.min(va.pre.length, vb.pre.length); i++) {
-    const x = va.pre[i];
+  for (const [i, x] of va.pre.entries()) {
     const y = vb.pre[i];
+    if (y === undefined) break; // b's list is the shorter: the lengths decide
     if (x === y) continue;
     const nx = /^\d+$/.test(x);
     const ny = /^\d+$/.test(y);
@@ -178,9 +178,10 @@ export function compareVersions(a: string, b: string): number {
 }
 
 function parseVersion(v: string): { core: [bigint, bigint, bigint]; pre: string[] } {
-  const m = SEMVER.exec(v.trim());
-  if (!m) throw new BundleRefused(`refused: "${v}" is not a version (x.y.z[-pre])`);
-  return { core: [BigInt(m[1]), BigInt(m[2]), BigInt(m[3])], pre: m[4] === undefined ? [] : m[4].split(".") };
+  const [, major, minor, patch, pre] = SEMVER.exec(v.trim()) ?? [];
+  if (major === undefined || minor === undefined || patch === undefined)
+    throw new BundleRefused(`refused: "${v}" is not a version (x.y.z[-pre])`);
+  return { core: [BigInt(major), BigInt(minor), BigInt(patch)], pre: pre === undefined ? [] : pre.split(".") };
 }
 
 /** A release version as bundles and release folders spell it: x.y.z[-pre], no "v", no build metadata. */

@@ -156,9 +156,10 @@ function keep(rel: string, native: boolean, arch: string): boolean {
   if (parts[0] === "node_modules") return false;
   if (parts.some((p) => p === ".github" || p === "test" || p === "tests")) return false;
   // types, source maps and docs are not run (about a third of the tree)
-  if (/\.(d\.[mc]?ts|[mc]?ts|map|md|markdown)$/i.test(parts[parts.length - 1])) return false;
+  if (/\.(d\.[mc]?ts|[mc]?ts|map|md|markdown)$/i.test(parts.at(-1) ?? "")) return false;
   const pb = parts.indexOf("prebuilds");
-  if (pb >= 0 && parts.length > pb + 1 && !prebuildMatches(parts[pb + 1], arch)) return false;
+  const prebuild = pb >= 0 ? parts[pb + 1] : undefined;
+  if (prebuild !== undefined && !prebuildMatches(prebuild, arch)) return false;
   if (native) {
     if (parts[0] === "src" || parts[0] === "deps") return false;
     if (parts[0] === "build") {
@@ -166,7 +167,8 @@ function keep(rel: string, native: boolean, arch: string): boolean {
       if (parts.length === 1) return true;
       if (parts[1] !== "Release") return false;
       if (parts.length === 2) return true;
-      return parts.length === 3 && parts[2].endsWith(".node") && !parts[2].includes("test");
+      const addon = parts[2] ?? "";
+      return parts.length === 3 && addon.endsWith(".node") && !addon.includes("test");
     }
   }
   return true;

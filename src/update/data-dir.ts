@@ -86,14 +86,15 @@ export function restoreDataDir(dataDir: string, backup: string | null, version: 
 /** Runs this module as a child with the data dir owner's ids (when root); its last stdout line is JSON. */
 function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unknown {
   const real = realpathSync(dataDir);
-  const argv = [process.execPath, fileURLToPath(import.meta.url), op, real, json];
+  const node = process.execPath;
+  const argv = [node, fileURLToPath(import.meta.url), op, real, json];
   const st = statSync(real);
   const me = typeof process.getuid === "function" ? process.getuid() : -1;
   let r;
   if (me !== 0 || (st.uid === 0 && st.gid === 0)) {
-    r = spawnSync(argv[0], argv.slice(1), { cwd: "/", encoding: "utf8" });
+    r = spawnSync(node, argv.slice(1), { cwd: "/", encoding: "utf8" });
   } else if (hasSetIdCapabilities()) {
-    r = spawnSync(argv[0], argv.slice(1), { uid: st.uid, gid: st.gid, cwd: "/", encoding: "utf8" });
+    r = spawnSync(node, argv.slice(1), { uid: st.uid, gid: st.gid, cwd: "/", encoding: "utf8" });
   } else {
     // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security.md, Unit hardening): the
     // service manager starts the child as the owner instead, over the socket root may use.
@@ -101,8 +102,7 @@ function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unkn
   }
   if (r.status !== 0)
     throw new Error(`data dir ${op} (as uid ${st.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`);
-  const lines = r.stdout.trim().split("\n");
-  return JSON.parse(lines[lines.length - 1]);
+  return JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "");
 }
 
 /** systemd-run's options for a child as uid:gid whose output and exit status come back. */
@@ -182,11 +182,13 @@ function childRestore(dataDir: string, req: { backup: string | null; version: st
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [op, dataDir, json] = process.argv.slice(2);
   const run =
-    op === "prepare"
-      ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest)
-      : op === "restore"
-        ? Promise.resolve(childRestore(dataDir, JSON.parse(json)))
-        : Promise.reject(new Error(`unknown op ${op}`));
+    dataDir === undefined || json === undefined
+      ? Promise.reject(new Error("usage: data-dir.js prepare|restore DATA_DIR JSON"))
+      : op === "prepare"
+        ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest)
+        : op === "restore"
+          ? Promise.resolve(childRestore(dataDir, JSON.parse(json)))
+          : Promise.reject(new Error(`unknown op ${op}`));
   run.then(
     (r) => process.stdout.write(JSON.stringify(r) + "\n"),
     (e: unknown) => {

@@ -218,7 +218,7 @@ function headerName(h: Buffer): string {
 
 function octal(h: Buffer, start: number, len: number, what: string): number {
   const f = h.subarray(start, start + len);
-  if (f[0] & 0x80) throw refused(`a base-256 ${what}`);
+  if (f.readUInt8(0) & 0x80) throw refused(`a base-256 ${what}`);
   const s = f.toString("latin1").replace(/\0.*$/s, "").trim();
   if (s === "") return 0;
   if (!/^[0-7]+$/.test(s)) throw refused(`a header whose ${what} is "${s}"`);
@@ -228,7 +228,7 @@ function octal(h: Buffer, start: number, len: number, what: string): number {
 function checkChecksum(h: Buffer): void {
   const want = octal(h, 148, 8, "checksum");
   let sum = 0;
-  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : h[i];
+  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : h.readUInt8(i);
   if (sum !== want) throw refused("a damaged tar header");
 }
 

@@ -12,7 +12,7 @@ export function nameKey(namespace: string, name: string): string {
   // Hash object per key, and the version and variant set on the hex digits. The fleet and
   // the data push derive one key per telemetry message.
   const x = hash("sha1", `${namespace}\0${name}`, "hex");
-  const variant = VARIANT_DIGIT[parseInt(x[16], 16) & 0x3];
+  const variant = VARIANT_DIGIT[parseInt(x.charAt(16), 16) & 0x3];
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-5${x.slice(13, 16)}-${variant}${x.slice(17, 20)}-${x.slice(20, 32)}`;
 }
 

@@ -31,9 +31,8 @@ export function hashSecret(secret: string): string {
 }
 
 function parse(encoded: string): { salt: Buffer; expected: Buffer; opts: ScryptOptions } | null {
-  const m = SECRET_HASH_PATTERN.exec(encoded);
-  if (!m) return null;
-  const [, n, r, p, saltB64, hashB64] = m;
+  const [, n, r, p, saltB64, hashB64] = SECRET_HASH_PATTERN.exec(encoded) ?? [];
+  if (saltB64 === undefined || hashB64 === undefined) return null;
   return {
     salt: Buffer.from(saltB64, "base64"),
     expected: Buffer.from(hashB64, "base64"),

@@ -1,11 +1,13 @@
 // Recurring jobs at fixed UTC times on plain timers (the nightly maintenance). A time is a
 // period and an offset from the epoch, which began at UTC midnight: "daily at 03:30 UTC" is
-// every 24 h from 03:30, "every 10 min" every 10 min from 00:00. No Intl, no time zone data:
-// node-cron formats every tick through Intl.DateTimeFormat, which pages in ~6.5 MiB of ICU
-// data the daemon otherwise never touches (docs/sizing.md, where the memory goes).
+// every 24 h from 03:30, "every 10 min" every 10 min from 00:00; or a daily wall time in a
+// zone. Intl only for a named zone: node-cron formats every tick through Intl.DateTimeFormat,
+// which pages in ~6.5 MiB of ICU data the daemon otherwise never touches (docs/sizing.md,
+// where the memory goes).
 // A timer wakes at least every 10 min and re-reads the wall clock, so a clock step delays
 // a job by at most that; a step over several occurrences runs the job once.
 import { systemClock, type Clock } from "./clock.js";
+import { localOffset, wallDate, wallToInstant, zoneOffset, type OffsetAt } from "./wall-time.js";
 
 export interface UtcRecurrence {
   everyMs: number;
@@ -13,7 +15,7 @@ export interface UtcRecurrence {
   atMs: number;
   /** How the README and the log say it. */
   text: string;
-  /** A wall time in the process's local zone instead of a fixed offset (dailyLocal). */
+  /** A wall time in a zone instead of a fixed offset (dailyLocal, dailyInZone). */
   nextAfter?: (now: number) => number;
 }
 
@@ -28,23 +30,33 @@ export function dailyUtc(hhmm: string): UtcRecurrence {
 }
 
 /**
- * Daily at HH:MM local time: the zone of the process (TZ, else /etc/localtime), through
- * Date's local-time methods (about 0.5 MiB; Intl and its ICU data are not touched).
- * Daylight saving moves the UTC instant; a time skipped by a spring-forward runs an hour
- * later that day (Date's normalisation), a time repeated in autumn runs once.
+ * Daily at HH:MM in the process's own zone (TZ, else /etc/localtime), through Date's
+ * local-time methods (about 0.5 MiB; Intl and its ICU data are not touched).
  */
 export function dailyLocal(hhmm: string): UtcRecurrence {
-  const m = /^(\d\d):(\d\d)$/.exec(hhmm);
-  if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) throw new Error(`not a time of day: ${hhmm}`);
-  const [h, min] = [Number(m[1]), Number(m[2])];
+  return dailyWall(hhmm, localOffset, `daily ${hhmm} local time (${process.env.TZ || "/etc/localtime"})`);
+}
+
+/** Daily at HH:MM in a named IANA zone, through Intl; the process's TZ is left alone. */
+export function dailyInZone(hhmm: string, zone: string): UtcRecurrence {
+  return dailyWall(hhmm, zoneOffset(zone), `daily ${hhmm} ${zone}`);
+}
+
+/**
+ * Daily at a wall time of a zone. Daylight saving moves the UTC instant; a time skipped by
+ * a spring-forward runs at the end of the gap, a time repeated in autumn runs once, at its
+ * first instant (util/wall-time.ts).
+ */
+function dailyWall(hhmm: string, offsetAt: OffsetAt, text: string): UtcRecurrence {
+  const at = dailyUtc(hhmm).atMs;
   return {
     everyMs: DAY,
     atMs: 0,
-    text: `daily ${hhmm} local time (${process.env.TZ || "/etc/localtime"})`,
+    text,
     nextAfter(now: number): number {
-      const d = new Date(now);
+      const today = wallDate(now, offsetAt);
       for (let day = 0; day < 3; day++) {
-        const t = new Date(d.getFullYear(), d.getMonth(), d.getDate() + day, h, min).getTime();
+        const t = wallToInstant(today + day * DAY + at, offsetAt);
         if (t > now) return t;
       }
       return now + DAY;

@@ -2,7 +2,7 @@
 // wall times, once per occurrence, across wall-clock steps, and nothing after stop().
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { dailyLocal, dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
+import { dailyInZone, dailyLocal, dailyUtc, everyMinutes, nextOccurrence, UtcJob } from "../../src/util/utc-schedule.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { maintenanceSchedule, SCHEDULE } from "../../src/maintenance.js";
 
@@ -76,8 +76,9 @@ test("maintenance at a local wall time follows the zone and its daylight saving"
     assert.equal(nextOccurrence(r, at("2026-11-23T16:30:00Z")), at("2026-11-24T16:30:00Z"), "strictly after now");
     // AEST (UTC+10) in June
     assert.equal(nextOccurrence(r, at("2026-06-10T00:00:00Z")), at("2026-06-10T17:30:00Z"));
-    // 2026-10-04 02:00 -> 03:00 (spring forward): 02:30 does not exist and runs at 03:30 AEDT, once
-    assert.equal(nextOccurrence(dailyLocal("02:30"), at("2026-10-03T12:00:00Z")), at("2026-10-03T16:30:00Z"));
+    // 2026-10-04 02:00 -> 03:00 (spring forward): 02:30 does not exist and runs at the end of the gap, 03:00 AEDT, once
+    assert.equal(nextOccurrence(dailyLocal("02:30"), at("2026-10-03T12:00:00Z")), at("2026-10-03T16:00:00Z"));
+    assert.equal(nextOccurrence(dailyLocal("02:30"), at("2026-10-03T16:00:00Z")), at("2026-10-04T15:30:00Z"));
     assert.match(r.text, /daily 03:30 local time \(Australia\/Sydney\)/);
     // a job on the fake clock runs at those instants
     const clock = new FakeClock(at("2026-11-23T10:00:00Z"));
@@ -101,7 +102,60 @@ test("the maintenance config: HH:MM and local, UTC or a zone that exists", () =>
   assert.match(maintenanceSchedule({ at: "04:15", timezone: "local" }).checkpoint.text, /^daily 04:15 local time/);
   assert.throws(
     () => maintenanceSchedule({ at: "04:15", timezone: "Mars/Olympus_Mons" }),
-    /maintenance\.timezone Mars\/Olympus_Mons: no such zone/,
+    /maintenance\.timezone Mars\/Olympus_Mons: not an IANA time zone/,
   );
   assert.throws(() => dailyLocal("25:00"), /not a time of day/);
+});
+
+/** Runs `fn` with process.env behind a trap that records every write of TZ. */
+function tzWrites(fn: () => void): string[] {
+  const real = process.env;
+  const writes: string[] = [];
+  const record = (k: string | symbol) => k === "TZ" && writes.push("TZ");
+  process.env = new Proxy(real, {
+    set: (t, k, v) => (record(k), Reflect.set(t, k, v)),
+    defineProperty: (t, k, d) => (record(k), Reflect.defineProperty(t, k, d)),
+    deleteProperty: (t, k) => (record(k), Reflect.deleteProperty(t, k)),
+  });
+  try {
+    fn();
+  } finally {
+    process.env = real;
+  }
+  return writes;
+}
+
+test("maintenance in a named zone runs at its wall time across daylight saving, without touching process.env.TZ", () => {
+  const tzBefore = process.env.TZ;
+  const runs: string[] = [];
+  const writes = tzWrites(() => {
+    const schedule = maintenanceSchedule({ at: "02:30", timezone: "Europe/Berlin" });
+    assert.equal(schedule.checkpoint.text, "daily 02:30 Europe/Berlin");
+    // Berlin: 2026-03-29 02:00 CET -> 03:00 CEST, 2026-10-25 03:00 CEST -> 02:00 CET
+    for (const [from, days] of [
+      ["2026-03-27T12:00:00Z", 4],
+      ["2026-10-23T12:00:00Z", 4],
+    ] as const) {
+      const clock = new FakeClock(at(from));
+      const job = new UtcJob(schedule.checkpoint, () => runs.push(new Date(clock.now()).toISOString()), clock);
+      job.start();
+      clock.advance(days * 86_400_000);
+      job.stop();
+    }
+  });
+  assert.deepEqual(writes, [], "process.env.TZ is never written");
+  assert.equal(process.env.TZ, tzBefore);
+  assert.deepEqual(runs, [
+    "2026-03-28T01:30:00.000Z", // 02:30 CET
+    "2026-03-29T01:00:00.000Z", // 02:30 is skipped: the end of the gap, 03:00 CEST
+    "2026-03-30T00:30:00.000Z", // 02:30 CEST
+    "2026-03-31T00:30:00.000Z",
+    "2026-10-24T00:30:00.000Z", // 02:30 CEST
+    "2026-10-25T00:30:00.000Z", // 02:30 is repeated: the first, CEST, only (not 01:30Z, CET)
+    "2026-10-26T01:30:00.000Z", // 02:30 CET
+    "2026-10-27T01:30:00.000Z",
+  ]);
+  // A zone east of UTC whose wall date is ahead: Auckland at 01:00 NZDT is 12:00Z the day before.
+  assert.equal(nextOccurrence(dailyInZone("01:00", "Pacific/Auckland"), at("2026-11-23T11:00:00Z")), at("2026-11-23T12:00:00Z"));
+  assert.equal(nextOccurrence(dailyInZone("01:00", "Pacific/Auckland"), at("2026-11-23T12:00:00Z")), at("2026-11-24T12:00:00Z"));
 });

@@ -95,6 +95,13 @@ export const DEYE_LAYOUT = {
   },
 };
 
+interface Program {
+  time: number;
+  power: number;
+  cap: number;
+  flags: number;
+}
+
 export class DeyeHybrid extends HybridInverter {
   readonly model = "deye-hybrid";
   maxChargeA = 100;
@@ -106,10 +113,8 @@ export class DeyeHybrid extends HybridInverter {
   maxSellW: number;
   solarExport = 1;
   useTimer = 0;
-  readonly progTime = [100, 500, 900, 1300, 1700, 2100];
-  readonly progPower: number[];
-  readonly progCap = [20, 20, 20, 20, 20, 20];
-  readonly progFlags = [0, 0, 0, 0, 0, 0];
+  /** The six time-of-use programs: start HHMM, power (W), capacity (SOC target, %), flags. */
+  readonly programs: Program[];
   readonly ratedW: number;
   readonly variant: DeyeVariant;
   protected readonly input = null;
@@ -120,16 +125,15 @@ export class DeyeHybrid extends HybridInverter {
     this.ratedW = spec.rated_power_w;
     this.variant = spec.variant;
     this.maxSellW = spec.rated_power_w;
-    this.progPower = new Array<number>(6).fill(spec.rated_power_w);
+    this.programs = [100, 500, 900, 1300, 1700, 2100].map((time) => ({ time, power: spec.rated_power_w, cap: 20, flags: 0 }));
     const L = DEYE_LAYOUT[spec.variant];
     this.holding = new RegisterMap([...this.identity(L), ...this.measurements(L), ...this.settings(L)], { blocks: L.blocks });
   }
 
   private rw(get: () => number, set: (v: number) => void, ok: (v: number) => boolean): RegDef {
-    return reg.rw(
-      1,
+    return reg.rw1(
       () => enc.u16(get()),
-      ([v]) => {
+      (v) => {
         check(ok(v));
         return () => set(v);
       },
@@ -164,9 +168,9 @@ export class DeyeHybrid extends HybridInverter {
         ...common,
         [72, reg.ro(2, () => enc.u32(this.chargedWh / 100, LO))], // total battery charge, 0.1 kWh
         [74, reg.ro(2, () => enc.u32(this.dischargedWh / 100, LO))], // total battery discharge, 0.1 kWh
-        [78, reg.ro(1, () => [enc.u32(site.importWh / 100, LO)[0]])], // total grid import, 0.1 kWh: low word
+        [78, reg.ro(1, () => enc.u32(site.importWh / 100, LO).slice(0, 1))], // total grid import, 0.1 kWh: low word
         [79, reg.ro(1, () => enc.u16(site.frequency_hz * 100))], // grid frequency, 0.01 Hz
-        [80, reg.ro(1, () => [enc.u32(site.importWh / 100, LO)[1]])], // total grid import: high word
+        [80, reg.ro(1, () => enc.u32(site.importWh / 100, LO).slice(1, 2))], // total grid import: high word
         [81, reg.ro(2, () => enc.u32(site.exportWh / 100, LO))], // total grid export, 0.1 kWh
         [96, reg.ro(2, () => enc.u32(this.pvWh / 100, LO))], // total PV energy, 0.1 kWh
         [169, reg.ro(1, () => enc.s16(site.grid()))], // grid power, W (+ = import)
@@ -275,37 +279,37 @@ export class DeyeHybrid extends HybridInverter {
         ),
       ],
     ];
-    for (let i = 0; i < 6; i++) {
+    for (const [i, prog] of this.programs.entries()) {
       out.push(
         [
           L.progTime + i, // program start time, HHMM
           rw(
-            () => this.progTime[i],
-            (v) => (this.progTime[i] = v),
+            () => prog.time,
+            (v) => (prog.time = v),
             validTime,
           ),
         ],
         [
           L.progPower + i, // program power, W
           rw(
-            () => this.progPower[i],
-            (v) => (this.progPower[i] = v),
+            () => prog.power,
+            (v) => (prog.power = v),
             (v) => v <= this.ratedW,
           ),
         ],
         [
           L.progCap + i, // program capacity (SOC target), %
           rw(
-            () => this.progCap[i],
-            (v) => (this.progCap[i] = v),
+            () => prog.cap,
+            (v) => (prog.cap = v),
             (v) => v <= 100,
           ),
         ],
         [
           L.progFlags + i, // program flags: bit 0 grid charge, bits 2..4 mode, 0x40 sell
           rw(
-            () => this.progFlags[i],
-            (v) => (this.progFlags[i] = v),
+            () => prog.flags,
+            (v) => (prog.flags = v),
             (v) => v <= 0x7f,
           ),
         ],
@@ -319,16 +323,13 @@ export class DeyeHybrid extends HybridInverter {
   }
 
   /** The program in force at the site's local time: the last whose start is at or before now (wrapping). */
-  activeProgram(): number {
+  activeProgram(): Program {
     const ms = this.site.clock() + this.site.tz_offset_h * 3_600_000;
     const d = new Date(ms);
     const hhmm = d.getUTCHours() * 100 + d.getUTCMinutes();
-    let best = -1;
-    for (let i = 0; i < 6; i++) if (this.progTime[i] <= hhmm && (best < 0 || this.progTime[i] >= this.progTime[best])) best = i;
-    if (best >= 0) return best;
-    let last = 0;
-    for (let i = 1; i < 6; i++) if (this.progTime[i] >= this.progTime[last]) last = i;
-    return last;
+    const started = this.programs.filter((p) => p.time <= hhmm);
+    // Before the day's first start, yesterday's last program is still in force; of equal starts the later one.
+    return (started.length ? started : this.programs).reduce((a, b) => (b.time >= a.time ? b : a));
   }
 
   protected target(): Target {
@@ -336,14 +337,12 @@ export class DeyeHybrid extends HybridInverter {
     const maxCharge = Math.min(this.maxW, this.maxChargeA * v);
     const maxDischarge = Math.min(this.maxW, this.maxDischargeA * v);
     if (!(this.useTimer & 1)) return { mode: "self-consumption", maxChargeW: maxCharge, maxDischargeW: maxDischarge };
-    const p = this.activeProgram();
-    const cap = this.progCap[p];
-    const flags = this.progFlags[p];
+    const { cap, flags, power } = this.activeProgram();
     if (flags & 1 && this.gridChargeEnabled & 1 && this.soc < cap) {
       return { mode: "forced", w: -Math.min(maxCharge, this.gridChargeA * v), maxSoc: cap };
     }
     if ((flags & 0x40 || this.loadLimit === 0) && this.soc > cap) {
-      return { mode: "forced", w: Math.min(maxDischarge, this.progPower[p]), minSoc: cap };
+      return { mode: "forced", w: Math.min(maxDischarge, power), minSoc: cap };
     }
     return { mode: "self-consumption", minSoc: cap, maxChargeW: maxCharge, maxDischargeW: maxDischarge };
   }

@@ -76,10 +76,9 @@ export class Em24 extends DeviceBase {
             [0x005c, i32(exp)], // kWh (-) TOT, x10
             [
               0x1101, // application: 7 = H
-              reg.rw(
-                1,
+              reg.rw1(
                 () => [this.application],
-                ([v]) => {
+                (v) => {
                   check(v <= 7);
                   return () => (this.application = v);
                 },

@@ -51,10 +51,9 @@ export class GoodweEt extends HybridInverter {
     const kw = Math.round(this.ratedW / 1000);
     const bat = () => this.batteryW();
     const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => enc.u16(get()),
-        ([v]) => {
+        (v) => {
           check(ok(v));
           return () => set(v);
         },

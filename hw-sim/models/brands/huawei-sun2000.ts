@@ -55,10 +55,9 @@ export class HuaweiSun2000 extends HybridInverter {
     this.maxDischargingW = spec.max_power_w;
     const kw = Math.round(this.ratedW / 1000);
     const u16 = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => enc.u16(get()),
-        ([v]) => {
+        (v) => {
           check(ok(v));
           return () => set(v);
         },

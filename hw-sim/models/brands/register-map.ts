@@ -30,8 +30,15 @@ function split32(v: number, order: WordOrder): number[] {
   return order === "hi-lo" ? [hi, lo] : [lo, hi];
 }
 
-function join32(words: number[], order: WordOrder): number {
+/** The two words of a 32-bit value; fewer is a refused value, not a NaN. */
+function pair(words: number[]): [number, number] {
   const [a, b] = words;
+  if (a === undefined || b === undefined) throw new ModbusException(ILLEGAL_VALUE);
+  return [a, b];
+}
+
+function join32(words: number[], order: WordOrder): number {
+  const [a, b] = pair(words);
   return order === "hi-lo" ? a * 0x10000 + b : b * 0x10000 + a;
 }
 
@@ -48,8 +55,8 @@ export const enc = {
   f32: (v: number, o: WordOrder) => {
     const b = Buffer.alloc(4);
     b.writeFloatBE(v, 0);
-    const w = [b.readUInt16BE(0), b.readUInt16BE(2)];
-    return o === "hi-lo" ? w : [w[1], w[0]];
+    const [hi, lo] = [b.readUInt16BE(0), b.readUInt16BE(2)];
+    return o === "hi-lo" ? [hi, lo] : [lo, hi];
   },
   /** ASCII, two characters a register, first character in the high byte, NUL padded. */
   str: (s: string, regs: number) => {
@@ -68,7 +75,8 @@ export const dec = {
   },
   f32: (w: number[], o: WordOrder) => {
     const b = Buffer.alloc(4);
-    const [hi, lo] = o === "hi-lo" ? w : [w[1], w[0]];
+    const [x, y] = pair(w);
+    const [hi, lo] = o === "hi-lo" ? [x, y] : [y, x];
     b.writeUInt16BE(hi, 0);
     b.writeUInt16BE(lo, 2);
     return b.readFloatBE(0);
@@ -80,6 +88,15 @@ export const reg = {
   fixed: (words: number[]): RegDef => ({ size: words.length, read: () => words }),
   ro: (size: number, read: () => number[]): RegDef => ({ size, read }),
   rw: (size: number, read: () => number[], write: (words: number[]) => () => void): RegDef => ({ size, read, write }),
+  /** One writable register: `write` gets its word (the map hands every entry its size in words). */
+  rw1: (read: () => number[], write: (word: number) => () => void): RegDef => ({
+    size: 1,
+    read,
+    write: ([w]) => {
+      if (w === undefined) throw new ModbusException(ILLEGAL_VALUE);
+      return write(w);
+    },
+  }),
 };
 
 export interface MapOptions {
@@ -132,7 +149,7 @@ export class RegisterMap {
       if (!e) throw new ModbusException(ILLEGAL_ADDRESS);
       if (this.opts.wholeReads && (e.start !== a || a + e.def.size > address + count)) throw new ModbusException(ILLEGAL_ADDRESS);
       const words = e.def.read();
-      for (let i = a - e.start; i < e.def.size && a < address + count; i++, a++) out.push(words[i] & 0xffff);
+      for (let i = a - e.start; i < e.def.size && a < address + count; i++, a++) out.push((words[i] ?? 0) & 0xffff); // a model that reads short reads 0
     }
     return out;
   }

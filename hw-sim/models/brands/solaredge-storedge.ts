@@ -94,10 +94,9 @@ export class SolarEdgeStorEdge extends HybridInverter {
     ]);
     const f32 = (get: () => number) => reg.ro(2, () => enc.f32(get(), LO));
     const u16 = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => enc.u16(get()),
-        ([v]) => {
+        (v) => {
           check(ok(v));
           return () => set(v);
         },

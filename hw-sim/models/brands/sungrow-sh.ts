@@ -100,10 +100,9 @@ export class SungrowSh extends HybridInverter {
       },
     );
     const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => [get()],
-        ([v]) => {
+        (v) => {
           check(ok(v));
           return () => set(v);
         },

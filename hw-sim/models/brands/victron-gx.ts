@@ -60,10 +60,9 @@ export class VictronGx extends HybridInverter {
     super(spec, site, "c0619a", 6);
     const bat = () => this.batteryW();
     const s16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => enc.s16(get()),
-        ([w]) => {
+        (w) => {
           const v = dec.s16(w);
           check(ok(v));
           return () => set(v);
@@ -187,10 +186,9 @@ export class VictronVebus extends DeviceBase {
     super(name, unit);
     const bat = () => gx.batteryW();
     const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        1,
+      reg.rw1(
         () => enc.u16(get()),
-        ([v]) => {
+        (v) => {
           check(ok(v));
           return () => set(v);
         },
