@@ -81,7 +81,8 @@ setup: deps node_modules/.installed
 setup-run: deps-run node_modules/.installed
 
 build: node_modules/.installed
-	node_modules/.bin/tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tsconfig.json --noEmit
+	node_modules/.bin/tsc -p test/tsconfig.json
 	@chmod +x dist/src/cli.js $(wildcard dist/hw-sim/cli.js)
 
 # The linter with its type-aware rules (.oxlintrc.json) and the format check (.oxfmtrc.json),
