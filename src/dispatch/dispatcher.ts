@@ -9,14 +9,13 @@ import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
-import type { DeviceControl } from "./control.js";
+import type { DeviceDirectory } from "../model/device.js";
 import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
 import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, emptyProgress, type EventRow } from "./store.js";
 import { Timeline } from "./timeline.js";
 
-export type { DeviceControl } from "./control.js";
 export type { ExecutionResponse } from "./executor.js";
 
 export interface Receipt {
@@ -26,7 +25,8 @@ export interface Receipt {
 
 export interface DispatcherDeps {
   db: () => Db;
-  control: DeviceControl;
+  /** Every device of the site (devices/): dispatch reads them and drives their capabilities. */
+  devices: Pick<DeviceDirectory, "list" | "get">;
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
@@ -67,7 +67,7 @@ export class Dispatcher implements Part {
 
   constructor(private readonly deps: DispatcherDeps) {
     this.exec = new Executor({
-      control: deps.control,
+      devices: deps.devices,
       clock: deps.clock,
       log: deps.log,
       pollIntervalMs: deps.pollIntervalMs,

@@ -12,18 +12,18 @@ import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
 import type { Clock } from "../util/clock.js";
-import type { ActionName } from "../profiles/schema.js";
+import type { ActionName } from "../model/vocabulary.js";
+import type { DeviceDirectory, PreState } from "../model/device.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { gridMeter } from "../devices/grid-meter.js";
 import { compareEvents, pctOf, statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
-import type { DeviceControl, RawWrite } from "./control.js";
+import { confirmRead, dispatchDevices, refreshOf } from "./devices.js";
 import { Ledger } from "./ledger.js";
 import { RollingWindow, addSample, meanUntil } from "./measure.js";
 import { fromWatts } from "./request.js";
 import type { EventRow } from "./store.js";
 import { kindOf } from "./kinds/index.js";
-import { Capacity, type DeviceEntry, type KindContext } from "./kinds/kind.js";
-import { byCodeUnit } from "../util/compare.js";
+import { Capacity, plannedResult, type KindContext } from "./kinds/kind.js";
 import { testHook } from "../util/test-hooks.js";
 
 export interface ExecutionResponse {
@@ -34,7 +34,7 @@ export interface ExecutionResponse {
 }
 
 export interface ExecutorDeps {
-  control: DeviceControl;
+  devices: Pick<DeviceDirectory, "list" | "get">;
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
@@ -61,7 +61,7 @@ const PUT_BACK_RETRY_MS = 250;
 
 export class Executor {
   ledger!: Ledger;
-  private readonly applied = new Map<string, { key: string; at: number; failed: boolean }>();
+  private readonly applied = new Map<string, { key: string; action: ActionName; at: number; failed: boolean }>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly releasing = new Set<string>();
   private readonly releaseFailedAt = new Map<string, number>();
@@ -90,7 +90,7 @@ export class Executor {
 
   start(db: Db): void {
     this.stopping = false;
-    this.ledger = new Ledger(db, this.deps.control);
+    this.ledger = new Ledger(db, this.deps.devices);
     if (this.ledger.size)
       this.deps.log.info(
         { devices: this.ledger.all().map((r) => r.device_id) },
@@ -132,12 +132,12 @@ export class Executor {
   begin(row: EventRow, running: readonly EventRow[], now: number): void {
     row.progress.window_from = Math.max(row.spec.start_ms, row.created_at);
     this.running = running;
-    this.devs = this.deps.control.devices();
+    this.devs = dispatchDevices(this.deps.devices);
     kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
   }
 
   /** Plans every running event, writes what changed or is due, releases what no event drives. */
-  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = this.deps.control.devices()): void {
+  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
     this.running = running;
     this.devs = devs;
     const ctx = this.ctx(now);
@@ -181,11 +181,11 @@ export class Executor {
       const holders = want.rows.map((r) => r.row.spec.event_id);
       const key = `${want.action}:${want.pct ?? ""}:${Math.round(want.watts ?? 0)}:${holders.join(",")}`;
       const prev = this.applied.get(id);
-      const refresh = this.deps.control.refreshMs(id);
+      const refresh = refreshOf(this.deps.devices.get(id), want.action);
       const due = !prev || prev.key !== key || (prev.failed ? now - prev.at >= RETRY_MS : refresh > 0 && now - prev.at >= refresh);
       if (!due) continue;
-      this.applied.set(id, { key, at: now, failed: false });
-      this.deps.control.setRemote(id, true);
+      this.applied.set(id, { key, action: want.action, at: now, failed: false });
+      this.setRemote(id, true);
       for (const { row } of want.rows) {
         if (row.progress.first_write_at !== undefined) continue;
         row.progress.first_write_at = now;
@@ -204,9 +204,13 @@ export class Executor {
       const failedAt = this.releaseFailedAt.get(id);
       if (failedAt !== undefined && now - failedAt < RETRY_MS) continue;
       this.applied.delete(id);
-      this.deps.control.setRemote(id, false);
+      this.setRemote(id, false);
       if (l) void this.release(id); // logs and retries its own failure
     }
+  }
+
+  private setRemote(id: string, remote: boolean): void {
+    this.deps.devices.get(id)?.setRemote(remote);
   }
 
   /** Records whether any live event drives any device now (the quiet minute a shed's baseline needs). */
@@ -236,7 +240,7 @@ export class Executor {
   nextDue(): number {
     let next = Infinity;
     for (const [id, a] of this.applied) {
-      const r = this.deps.control.refreshMs(id);
+      const r = refreshOf(this.deps.devices.get(id), a.action);
       if (a.failed) next = Math.min(next, a.at + RETRY_MS);
       else if (r > 0) next = Math.min(next, a.at + r);
     }
@@ -260,8 +264,7 @@ export class Executor {
         await this.ledger.hold(
           id,
           [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS),
-          want.action,
-          { pct: want.pct, watts: want.watts === undefined ? undefined : Math.round(want.watts) },
+          { action: want.action, pct: want.pct, watts: want.watts },
           now,
         );
         this.stats.writes_ok++;
@@ -307,7 +310,8 @@ export class Executor {
   private async confirmOnce(id: string): Promise<void> {
     let metrics: Record<string, number>;
     try {
-      metrics = await this.deps.control.confirm(id); // queued on the bus before this returns
+      const d = this.deps.devices.get(id);
+      metrics = d ? await confirmRead(d) : {}; // queued on the device's bus before this returns
     } catch (e) {
       this.stats.confirms_failed++;
       this.deps.log.warn(
@@ -379,7 +383,7 @@ export class Executor {
     return p;
   }
 
-  private verify(id: string, pre: readonly RawWrite[], done: (mismatch: string | undefined) => void): void {
+  private verify(id: string, pre: PreState, done: (mismatch: string | undefined) => void): void {
     this.chain(id, async () => {
       try {
         done(await this.ledger.verify(id, pre));
@@ -392,7 +396,7 @@ export class Executor {
   /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan. */
   observe(snap: Snapshot, running: readonly EventRow[], now: number): void {
     const ts = snap.ts;
-    const devs = this.deps.control.devices();
+    const devs = dispatchDevices(this.deps.devices);
     this.devs = devs;
     this.running = running;
     const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));
@@ -444,31 +448,11 @@ export class Executor {
     if (capable.length === 0 && Object.keys(p.devices).length === 0) {
       return respond("failed", 0, { measured: false, coverage: 0, reason: "no_capable_device", devices: [] });
     }
-    if (test && s.event_type !== "restore") {
-      // Test mode: the plan is the result (nothing was written, nothing measured).
-      const devices: DeviceEntry[] = Object.entries(p.devices)
-        .sort(([a], [b]) => byCodeUnit(a, b))
-        .map(([id, dp]) => ({
-          device_id: id,
-          status: dp.skipped ? "skipped" : "completed",
-          requested_w: Math.round(dp.requested_w),
-          delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w),
-          ...(dp.skipped ? { error: dp.skipped } : {}),
-        }));
-      const planned = Math.min(
-        s.quantity_w,
-        devices.reduce((a, d) => a + d.delivered_w, 0),
-      );
-      return respond(statusFor(planned, s.quantity_w), planned, {
-        measured: false,
-        coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0,
-        devices,
-      });
-    }
-    const r = kind.result(row, ctx, until);
+    const r = test ? (kind.testResult ?? plannedResult).call(kind, row, ctx, until) : kind.result(row, ctx, until);
     let status = r.status ?? statusFor(r.delivered_w, s.quantity_w);
     if (status === "completed" && r.devices.some((d) => d.status === "failed")) status = "partial";
-    const coverage = test ? 1 : Math.round((meanUntil(p.driven, until, this.hold, p.window_from) ?? 0) * 1000) / 1000;
+    const measured = () => Math.round((meanUntil(p.driven, until, this.hold, p.window_from) ?? 0) * 1000) / 1000;
+    const coverage = r.coverage ?? (test ? 1 : measured());
     return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
   }
 
@@ -513,7 +497,7 @@ export class Executor {
     const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, timeoutMs)));
     await Promise.race([Promise.allSettled(ids.map((id) => this.release(id))), bound]);
     this.deps.clock.clearTimer(timer);
-    for (const id of ids) this.deps.control.setRemote(id, false);
+    for (const id of ids) this.setRemote(id, false);
     const left = this.ledger.all().map((r) => r.device_id);
     if (left.length) this.deps.log.warn({ devices: left }, "devices not put back at stop; the next start releases them");
   }

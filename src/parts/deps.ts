@@ -3,8 +3,9 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config, FleetConfig } from "../config/schema.js";
-import type { Pairing } from "../devices/pairing.js";
-import type { LocalDevices } from "../devices/local.js";
+import type { Pairing } from "../modbus/device/pairing.js";
+import { DeclaredDevice, type LocalDevice } from "../devices/local.js";
+import type { SiteDevices } from "../devices/directory.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
@@ -27,13 +28,21 @@ export interface Core {
   profiles: ProfileRegistry;
   connector: Pairing;
   registry: DeviceRegistry;
-  local: LocalDevices;
+  /** The one registry of every device, whatever its family. */
+  devices: SiteDevices;
+  /** The config-declared devices (Zigbee, GPIO), for the front ends that still list them apart. */
+  local: { list(): LocalDevice[] };
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;
   messages: DeliveryLog;
   uplink: Uplink;
   dispatch: Dispatcher;
+}
+
+/** The declared (non-Modbus) devices of the registry. */
+export function localView(devices: Pick<SiteDevices, "reporting">): { list(): LocalDevice[] } {
+  return { list: () => devices.reporting().filter((d): d is DeclaredDevice => d instanceof DeclaredDevice) };
 }
 
 export function sampleStoreOptions(

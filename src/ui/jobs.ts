@@ -21,7 +21,7 @@ import {
   scanUnits,
   type ReadResult,
   type ScanHit,
-} from "../devices/commission.js";
+} from "../modbus/device/commission.js";
 
 export interface Job {
   id: string;

@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { Credentials, addCidr, ipInList } from "../api/auth.js";
 import { VERSION } from "../version.js";
-import { ProbeInputError } from "../devices/commission.js";
+import { ProbeInputError } from "../modbus/device/commission.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
 import { BusyError, Jobs } from "./jobs.js";

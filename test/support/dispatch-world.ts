@@ -11,9 +11,9 @@
 // never written) runs on the same clock. A device's effect on grid import at any instant
 // is its import contribution minus the shadow's; an event's true delivery is the effect of
 // the devices it drives, in its share of each, averaged over its measured window.
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { SitegateError } from "../../src/errors.js";
-import type { DriverPool } from "../../src/devices/pool.js";
+import type { DriverPool } from "../../src/modbus/device/pool.js";
 import type { DeviceSource, Metrics, RegisteredDevice } from "../../src/devices/types.js";
 import { LocalDevices } from "../../src/devices/local.js";
 import type { DeviceConfig } from "../../src/config/device-schema.js";

@@ -7,8 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { profileSchema, type Profile } from "../../src/profiles/schema.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
-import { planWrites } from "../../src/dispatch/control-values.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import { planWrites } from "../../src/modbus/device/control-values.js";
 import { ModbusDeviceControl } from "../../src/dispatch/device-control.js";
 import { Ledger } from "../../src/dispatch/ledger.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";

@@ -1,12 +1,12 @@
 // Commissioning probes shared by `sitegate scan` / `sitegate read` and the status page:
 // input checks with one-sentence messages, a unit-id scan with progress, and a one-device
 // read (pair, then every metric). The caller owns the bus (a fresh one, or the daemon's).
-import { SitegateError, errorMessage, isSitegateError } from "../errors.js";
-import { PRIORITY, type Bus } from "../modbus/bus.js";
-import { parseEndpoint, type Endpoint } from "../modbus/endpoint.js";
+import { SitegateError, errorMessage, isSitegateError } from "../../errors.js";
+import { PRIORITY, type Bus } from "../bus.js";
+import { parseEndpoint, type Endpoint } from "../endpoint.js";
 import { DeviceDriver } from "./driver.js";
-import type { ProfileRegistry } from "../profiles/registry.js";
-import type { Metrics } from "./types.js";
+import type { ProfileRegistry } from "../../profiles/registry.js";
+import type { Metrics } from "../../model/device.js";
 
 export interface ScanRange {
   from: number;
