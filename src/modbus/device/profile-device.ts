@@ -73,11 +73,19 @@ export class ProfileDevice implements Device {
       device_id: this.id,
       ...(c.device_name !== undefined ? { device_name: c.device_name } : {}),
       family: "modbus",
-      address: specAddress(modbusSpec(c)),
+      address: this.address(),
       ...(c.rated_power_w !== undefined ? { rated_power_w: c.rated_power_w } : {}),
       ...(c.shed_priority !== undefined ? { shed_priority: c.shed_priority } : {}),
       fully_configured: this.registered.fully_configured,
     };
+  }
+
+  private address(): string {
+    try {
+      return specAddress(modbusSpec(this.config));
+    } catch {
+      return "?"; // a stored entry without its mb_* fields (never from a configure body): shown, not fatal
+    }
   }
 
   /**
