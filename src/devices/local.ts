@@ -6,16 +6,7 @@
 // wrote holds the register form it had then (coil 0 on/off, holding 0 in 0.1 °C), which
 // restore and verify still take.
 import { SitegateError } from "../errors.js";
-import type {
-  Device,
-  DeviceDescriptor,
-  DeviceHealth,
-  DeviceInfo,
-  Metrics,
-  PreState,
-  Setpoint,
-  Switchable,
-} from "../model/device.js";
+import type { Device, DeviceDescriptor, DeviceHealth, DeviceInfo, Metrics, PreState, Setpoint, Switchable } from "../model/device.js";
 import { opModeCode, type Role } from "../model/roles.js";
 import type { ActionName } from "../model/vocabulary.js";
 
@@ -65,7 +56,10 @@ export abstract class DeclaredDevice implements Device {
   protected abstract readonly family: string;
   private remote = false;
 
-  constructor(entry: Pick<DeclaredDevice, "device_id"> & Partial<Pick<DeclaredDevice, "device_name" | "rated_power_w" | "shed_priority" | "setback_c">>) {
+  constructor(
+    entry: Pick<DeclaredDevice, "device_id"> &
+      Partial<Pick<DeclaredDevice, "device_name" | "rated_power_w" | "shed_priority" | "setback_c">>,
+  ) {
     this.id = this.device_id = entry.device_id;
     this.device_name = entry.device_name;
     this.rated_power_w = entry.rated_power_w;
@@ -111,8 +105,7 @@ export abstract class DeclaredDevice implements Device {
   }
 
   get switch(): Switchable | undefined {
-    const set = this.role === "switch" ? this.setOn?.bind(this) : undefined;
-    return set && { switchOff: () => set(false) };
+    return this.role === "switch" && this.setOn ? { switchOff: () => this.switchTo(false) } : undefined;
   }
 
   get setpoint(): Setpoint | undefined {
@@ -122,38 +115,57 @@ export abstract class DeclaredDevice implements Device {
 
   /** From the setpoint of `pre` (or the device's own when it holds none): a retry never sets back twice. */
   private async setBack(pre: PreState): Promise<void> {
-    const before = localPre(pre).setpoint_c ?? (await this.need(this.readSetpoint)());
-    await this.need(this.setSetpoint)((tenths(before) - tenths(this.setback_c ?? 2)) / 10);
+    const before = localPre(pre).setpoint_c ?? (await this.setpointNow());
+    await this.setpointTo((tenths(before) - tenths(this.setback_c ?? 2)) / 10);
   }
 
-  private need<F>(f: F | undefined): F {
-    if (!f) throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) cannot do that`);
-    return typeof f === "function" ? (f.bind(this) as F) : f;
+  private cannot(what: string): SitegateError {
+    return new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) has no ${what}`);
+  }
+
+  private async isOn(): Promise<boolean> {
+    if (!this.readOn) throw this.cannot("on/off state");
+    return this.readOn();
+  }
+
+  private async switchTo(on: boolean): Promise<void> {
+    if (!this.setOn) throw this.cannot("on/off output");
+    await this.setOn(on);
+  }
+
+  private async setpointNow(): Promise<number> {
+    if (!this.readSetpoint) throw this.cannot("heating setpoint");
+    return this.readSetpoint();
+  }
+
+  private async setpointTo(c: number): Promise<void> {
+    if (!this.setSetpoint) throw this.cannot("heating setpoint");
+    await this.setSetpoint(c);
   }
 
   async capture(action: ActionName, held?: PreState): Promise<PreState> {
     if (action !== "shed" || (this.role !== "switch" && this.role !== "thermostat"))
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) has no ${action} action`);
     const pre = localPre(held);
-    if (this.role === "switch") return pre.on !== undefined ? pre : { ...pre, on: await this.need(this.readOn)() };
-    return pre.setpoint_c !== undefined ? pre : { ...pre, setpoint_c: await this.need(this.readSetpoint)() };
+    if (this.role === "switch") return pre.on !== undefined ? pre : { ...pre, on: await this.isOn() };
+    return pre.setpoint_c !== undefined ? pre : { ...pre, setpoint_c: await this.setpointNow() };
   }
 
   async restore(pre: PreState): Promise<void> {
     const p = localPre(pre);
-    if (p.on !== undefined) await this.need(this.setOn)(p.on);
-    if (p.setpoint_c !== undefined) await this.need(this.setSetpoint)(p.setpoint_c);
+    if (p.on !== undefined) await this.switchTo(p.on);
+    if (p.setpoint_c !== undefined) await this.setpointTo(p.setpoint_c);
   }
 
   async verify(pre: PreState): Promise<string | undefined> {
     const p = localPre(pre);
     const diffs: string[] = [];
     if (p.on !== undefined) {
-      const on = await this.need(this.readOn)();
+      const on = await this.isOn();
       if (on !== p.on) diffs.push(`reads ${on ? "on" : "off"}, was ${p.on ? "on" : "off"} before`);
     }
     if (p.setpoint_c !== undefined) {
-      const c = await this.need(this.readSetpoint)();
+      const c = await this.setpointNow();
       if (tenths(c) !== tenths(p.setpoint_c)) diffs.push(`setpoint reads ${c} °C, was ${p.setpoint_c} °C before`);
     }
     return diffs.length ? diffs.join("; ") : undefined;

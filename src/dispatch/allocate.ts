@@ -88,7 +88,12 @@ export function allocateProportional(
     const unavailable = batteryUnavailable(type, d);
     if (unavailable) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: unavailable, reason: "unavailable" });
     else if (capOf(d) <= 0)
-      shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: "no capacity left (taken by events before this one)", reason: "taken" });
+      shares.set(d.device_id, {
+        device_id: d.device_id,
+        watts: 0,
+        skipped: "no capacity left (taken by events before this one)",
+        reason: "taken",
+      });
     else {
       shares.set(d.device_id, { device_id: d.device_id, watts: 0 });
       open.push(d);

@@ -465,7 +465,11 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     drivers.set(c.device_id, driver);
     registered.push({ config: c, descriptor, fully_configured: true, updated_at: new Date(clock.now()).toISOString() });
   }
-  const source: DeviceSource & { version: number } = { version: 0, list: () => registered, get: (id) => registered.find((r) => r.config.device_id === id) };
+  const source: DeviceSource & { version: number } = {
+    version: 0,
+    list: () => registered,
+    get: (id) => registered.find((r) => r.config.device_id === id),
+  };
   const latest = new Map<string, Metrics>();
   const telemetry = {
     health: () => ({ online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 as const }),

@@ -41,7 +41,13 @@ abstract class MemoryDevice implements Device {
     private readonly rated?: number,
   ) {}
   info(): DeviceInfo {
-    return { device_id: this.id, family: "memory", address: `memory/${this.id}`, fully_configured: true, ...(this.rated ? { rated_power_w: this.rated } : {}) };
+    return {
+      device_id: this.id,
+      family: "memory",
+      address: `memory/${this.id}`,
+      fully_configured: true,
+      ...(this.rated ? { rated_power_w: this.rated } : {}),
+    };
   }
   descriptor(): DeviceDescriptor {
     return { ...this.desc, profile: "memory", identity: {} };
@@ -143,7 +149,14 @@ test("a transport family defined only in this test takes a charge, a shed and a 
   migrate(db, [DISPATCH_MIGRATIONS]);
   const clock = new FakeClock(T0);
   const responses: ExecutionResponse[] = [];
-  const d = new Dispatcher({ db: () => db, devices, clock, log: silentLogger(), pollIntervalMs: POLL, respond: (_s, b) => responses.push(b) });
+  const d = new Dispatcher({
+    db: () => db,
+    devices,
+    clock,
+    log: silentLogger(),
+    pollIntervalMs: POLL,
+    respond: (_s, b) => responses.push(b),
+  });
   const ledgerPre = (id: string) => {
     const row = db.prepare("SELECT pre FROM dp_ledger WHERE device_id = ?").get(id) as { pre: string } | undefined;
     return row && JSON.parse(row.pre);
@@ -158,11 +171,14 @@ test("a transport family defined only in this test takes a charge, a shed and a 
   try {
     await d.start();
     const charge = drRequest([{ event_type: "charge", event_quantity: 3 }], { event_type: "charge", event_quantity: 3 });
-    const shed = drRequest([{ event_quantity: 1.5, end_time: new Date(T0 + 600_000).toISOString() }], { event_type: "shed", event_quantity: 1.5 });
-    const restore = drRequest(
-      [{ start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 40_000).toISOString() }],
-      { event_type: "restore", event_quantity: 0 },
-    );
+    const shed = drRequest([{ event_quantity: 1.5, end_time: new Date(T0 + 600_000).toISOString() }], {
+      event_type: "shed",
+      event_quantity: 1.5,
+    });
+    const restore = drRequest([{ start_time: new Date(T0 + 30_000).toISOString(), end_time: new Date(T0 + 40_000).toISOString() }], {
+      event_type: "restore",
+      event_quantity: 0,
+    });
     d.submit(charge);
     d.submit(shed);
     d.submit(restore);

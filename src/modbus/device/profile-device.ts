@@ -41,7 +41,13 @@ export interface ModbusReadings {
 /** What a confirmation read after a setpoint write reads: the device's AC power. */
 const CONFIRM_METRICS = ["power_w"] as const;
 
-const NO_HEALTH: DeviceHealth = { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: opModeCode("unknown") };
+const NO_HEALTH: DeviceHealth = {
+  online: false,
+  last_ok_at: null,
+  last_error: null,
+  consecutive_failures: 0,
+  op_mode: opModeCode("unknown"),
+};
 
 export class ProfileDevice implements Device {
   readonly id: string;
@@ -142,7 +148,9 @@ export class ProfileDevice implements Device {
   }
 
   /** The driver, paired (the device is paired first if it has not answered yet), and the action's steps. */
-  private async ready(action: ActionName): Promise<{ driver: DeviceDriver; steps: NonNullable<DeviceDriver["profile"]["actions"][ActionName]> }> {
+  private async ready(
+    action: ActionName,
+  ): Promise<{ driver: DeviceDriver; steps: NonNullable<DeviceDriver["profile"]["actions"][ActionName]> }> {
     const driver = this.driver();
     const steps = driver.profile.actions[action];
     if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
@@ -159,7 +167,8 @@ export class ProfileDevice implements Device {
   private async act(action: ActionName, params: ActionParams): Promise<void> {
     const { driver, steps } = await this.ready(action);
     const writes = await planControlWrites(driver, steps, params);
-    if (writes.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
+    if (writes.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     await this.write(driver, writes);
     await driver.readBack(action);
   }
@@ -167,7 +176,8 @@ export class ProfileDevice implements Device {
   async capture(action: ActionName, held?: PreState): Promise<PreState> {
     const { driver, steps } = await this.ready(action);
     const touched = actionCells(driver, steps);
-    if (touched.length === 0) throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
+    if (touched.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     return capturePre(touched, asRawWrites(held), this.reader(driver));
   }
 
