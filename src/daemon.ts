@@ -11,8 +11,8 @@ import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { Poller } from "./telemetry/poller.js";
 import { ModbusEngine } from "./modbus/part.js";
-import { Pairing } from "./devices/pairing.js";
-import { DriverPool } from "./devices/pool.js";
+import { Pairing } from "./modbus/device/pairing.js";
+import { DriverPool } from "./modbus/device/pool.js";
 import { siteProfiles } from "./profiles/registry.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ConfigDevices } from "./devices/config-devices.js";
@@ -28,11 +28,8 @@ import { Maintenance } from "./maintenance.js";
 import { VERSION } from "./version.js";
 import { DISPATCH_MIGRATIONS } from "./dispatch/store.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
-import { ModbusDeviceControl } from "./dispatch/device-control.js";
-import { CompositeDeviceControl, LocalDeviceControl } from "./dispatch/local-control.js";
-import { LocalDevices } from "./devices/local.js";
-import { ZigbeeBridge } from "./zigbee/bridge.js";
-import { GpioLines } from "./gpio/lines.js";
+import { SiteDevices } from "./devices/directory.js";
+import type { DeviceDirectory } from "./model/device.js";
 import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
@@ -42,8 +39,8 @@ import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
-import { deviceDirectory } from "./parts/device-directory-adapter.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
+import { buildFamilies } from "./parts/families.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -65,6 +62,8 @@ export interface Daemon {
   part<T extends Part>(name: string): T;
   /** The bus the parts exchange events on. */
   readonly events: EventBus<SiteEvents>;
+  /** The one registry of every device, whatever its family. */
+  readonly devices: DeviceDirectory;
   /** Watchdog checks, systemd notifications, and onHealthy() for the updater. */
   readonly health: HealthMonitor;
   start(): Promise<void>;
@@ -101,26 +100,23 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
   const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
   const connector = new Pairing({ pool, registry, log: logOf("pairing") });
-  const local = new LocalDevices();
-  if (config.zigbee) local.add(add(new ZigbeeBridge(config.zigbee, logOf("zigbee"))));
-  const gpio = config.gpio ? add(new GpioLines(config.gpio, logOf("gpio"), events.emitter("input"))) : null;
-  if (gpio) local.add(gpio);
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
   const messages = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
-  const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local }));
+  const devices = new SiteDevices(); // the one registry: every family's devices
+  const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices }));
+  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
+  for (const f of buildFamilies(familyCtx)) devices.add(f);
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
   const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
-  const control = new CompositeDeviceControl(new ModbusDeviceControl(registry, poller, pool), new LocalDeviceControl(local));
-  const dispatchDeps = { db: () => storage.db, control, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
+  const dispatchDeps = { db: () => storage.db, devices, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
-  const inputs = gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
+  const inputs = config.gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const devices = deviceDirectory({ registry, poller, local });
-  const core = { config, storage, profiles, connector, registry, local, devices, modbus, poller, samples, messages, uplink, dispatch };
+  const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // one lock per username for both front ends
@@ -132,7 +128,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const fleet = fleetStreams && add(new FleetPart(fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet"))));
   add(health); // last: READY=1 once every part has started (or is being retried)
   listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
-  return daemon(config, storage, life, events, health);
+  return daemon(config, storage, life, events, health, devices);
 }
 
 /** Who listens to which event, each listener under its own part's name (in the order they hear it). */
@@ -154,7 +150,14 @@ function listen(
   events.on("devices_changed", fleet.name, () => fleet.devicesChanged());
 }
 
-function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: EventBus<SiteEvents>, health: HealthMonitor): Daemon {
+function daemon(
+  config: Config,
+  storage: StoragePart,
+  life: Lifecycle,
+  events: EventBus<SiteEvents>,
+  health: HealthMonitor,
+  devices: DeviceDirectory,
+): Daemon {
   const part = <T extends Part>(name: string): T => {
     const p = life.parts.get(name);
     if (!p) throw new Error(`no part named ${name}`);
@@ -166,6 +169,7 @@ function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: E
     parts: life.parts,
     part,
     events,
+    devices,
     health,
     start: () => life.start(),
     stop: () => life.stop(),

@@ -4,7 +4,7 @@ import { errorMessage } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
 import { builtinProfiles } from "../profiles/registry.js";
-import { ProbeInputError, checkEndpoint, checkUnit, readDevice } from "../devices/commission.js";
+import { ProbeInputError, checkEndpoint, checkUnit, readDevice } from "../modbus/device/commission.js";
 
 /** Parses --unit: 0..255 (0 and 248+ only make sense behind TCP gateways). */
 export function parseUnit(v: unknown): number {

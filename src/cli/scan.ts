@@ -4,7 +4,7 @@ import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
-import { ProbeInputError, checkEndpoint, checkScanRange, scanUnits, type ScanHit } from "../devices/commission.js";
+import { ProbeInputError, checkEndpoint, checkScanRange, scanUnits, type ScanHit } from "../modbus/device/commission.js";
 import { identifyUnit, type ProfileMatch } from "../profiles/identify.js";
 import { siteProfiles } from "../profiles/registry.js";
 

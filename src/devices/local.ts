@@ -1,15 +1,49 @@
-// Devices that are not on a Modbus bus (Zigbee through zigbee2mqtt, GPIO lines): what
-// each transport family (zigbee/, gpio/) offers of them, by role, and one view over all
-// of them for telemetry, dispatch, device sync and the status page. Declared in the
-// config file, so they need neither pairing nor the registry.
+// Devices declared in the config file rather than paired (Zigbee through zigbee2mqtt,
+// GPIO lines): what every such device class shares, whatever its transport. A switch
+// offers `switch` (a shed switches it off), a thermostat `setpoint` (a shed sets it back
+// by its setback_c from the setpoint held before the event). Their pre-event state for
+// the ledger is their own JSON, {on} or {setpoint_c}; a ledger row an earlier release
+// wrote holds the register form it had then (coil 0 on/off, holding 0 in 0.1 °C), which
+// restore and verify still take.
+import { SitegateError } from "../errors.js";
+import type { Device, DeviceDescriptor, DeviceHealth, DeviceInfo, Metrics, PreState, Setpoint, Switchable } from "../model/device.js";
 import { opModeCode, type Role } from "../model/roles.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "./types.js";
+import type { ActionName } from "../model/vocabulary.js";
 
-/** The roles a local device can have (roles.ts). */
+/** The roles a declared device can have (roles.ts). */
 export type LocalRole = Extract<Role, "switch" | "thermostat" | "input">;
 
-/** What a local device takes from its config entry, whatever its transport: each transport's device class extends it. */
-export abstract class DeclaredDevice {
+/** A declared device's pre-event state. */
+export interface LocalPre {
+  on?: boolean;
+  setpoint_c?: number;
+}
+
+/** A pre-state in either form: {on, setpoint_c}, or the register form of an earlier release's ledger row. */
+export function localPre(pre: PreState): LocalPre {
+  if (Array.isArray(pre)) {
+    const out: LocalPre = {};
+    for (const w of pre as Array<{ table?: string; address?: number; words?: number[]; coils?: boolean[] }>) {
+      if (w.address !== 0) continue;
+      if (w.table === "coil" && typeof w.coils?.[0] === "boolean") out.on = w.coils[0];
+      if (w.table === "holding" && typeof w.words?.[0] === "number") out.setpoint_c = w.words[0] / 10;
+    }
+    return out;
+  }
+  if (pre === null || typeof pre !== "object") return {};
+  const p = pre as Record<string, unknown>;
+  return {
+    ...(typeof p.on === "boolean" ? { on: p.on } : {}),
+    ...(typeof p.setpoint_c === "number" ? { setpoint_c: p.setpoint_c } : {}),
+  };
+}
+
+/** A setpoint to 0.1 °C, the resolution it is compared at. */
+const tenths = (c: number) => Math.round(c * 10);
+
+/** What a declared device takes from its config entry and how it is driven, whatever its transport. */
+export abstract class DeclaredDevice implements Device {
+  readonly id: string;
   readonly device_id: string;
   readonly device_name?: string;
   /** The load a shed of it removes when it has no metering of its own (W). */
@@ -17,25 +51,28 @@ export abstract class DeclaredDevice {
   readonly shed_priority?: number;
   /** Thermostat: how far a shed lowers the heating setpoint (°C). */
   readonly setback_c?: number;
+  abstract readonly role: LocalRole;
+  /** The family that reaches it ("zigbee", "gpio"). */
+  protected abstract readonly family: string;
+  private remote = false;
 
-  constructor(entry: Pick<DeclaredDevice, "device_id"> & Partial<DeclaredDevice>) {
-    this.device_id = entry.device_id;
+  constructor(
+    entry: Pick<DeclaredDevice, "device_id"> &
+      Partial<Pick<DeclaredDevice, "device_name" | "rated_power_w" | "shed_priority" | "setback_c">>,
+  ) {
+    this.id = this.device_id = entry.device_id;
     this.device_name = entry.device_name;
     this.rated_power_w = entry.rated_power_w;
     this.shed_priority = entry.shed_priority;
     this.setback_c = entry.setback_c;
   }
-}
 
-export interface LocalDevice extends DeclaredDevice {
-  readonly role: LocalRole;
-  /** What it is and what device sync publishes (role and its code, maximum power, capabilities). */
-  descriptor(): DeviceDescriptor;
+  abstract descriptor(): DeviceDescriptor;
   /** Where the device is reached, for the status page (e.g. "zigbee2mqtt/washer-plug"). */
-  address(): string;
-  health(): DeviceHealth;
-  /** The latest value of every metric (empty before the first reading). */
-  latest(): Metrics;
+  abstract address(): string;
+  abstract latest(): Metrics;
+  /** Its health as its transport sees it. */
+  protected abstract reported(): DeviceHealth;
   /** switch: whether it is on (asks the device when no state is known yet). */
   readOn?(): Promise<boolean>;
   /** switch: switches it, resolving once the device confirms; throws a SitegateError otherwise. */
@@ -44,62 +81,102 @@ export interface LocalDevice extends DeclaredDevice {
   readSetpoint?(): Promise<number>;
   /** thermostat: sets the heating setpoint (°C), resolving once the device confirms. */
   setSetpoint?(c: number): Promise<void>;
-}
 
-/** One transport family's devices (a zigbee2mqtt bridge, a GPIO chip). */
-export interface LocalFamily {
-  devices(): readonly LocalDevice[];
-}
-
-const NO_HEALTH: DeviceHealth = {
-  online: false,
-  last_ok_at: null,
-  last_error: null,
-  consecutive_failures: 0,
-  op_mode: opModeCode("unknown"),
-};
-
-/** Every local device of every family, by device_id. */
-export class LocalDevices {
-  private readonly families: LocalFamily[] = [];
-  private readonly remote = new Set<string>();
-
-  add(f: LocalFamily): void {
-    this.families.push(f);
+  info(): DeviceInfo {
+    return {
+      device_id: this.id,
+      ...(this.device_name !== undefined ? { device_name: this.device_name } : {}),
+      family: this.family,
+      address: this.address(),
+      ...(this.rated_power_w !== undefined ? { rated_power_w: this.rated_power_w } : {}),
+      ...(this.shed_priority !== undefined ? { shed_priority: this.shed_priority } : {}),
+      fully_configured: true,
+    };
   }
 
-  list(): LocalDevice[] {
-    return this.families.flatMap((f) => f.devices());
+  /** Health, with the remote op mode while dispatch drives it. */
+  health(): DeviceHealth {
+    const h = this.reported();
+    return this.remote && h.online ? { ...h, op_mode: opModeCode("remote") } : h;
   }
 
-  get(deviceId: string): LocalDevice | undefined {
-    return this.list().find((d) => d.device_id === deviceId);
+  setRemote(remote: boolean): void {
+    this.remote = remote;
   }
 
-  /** Health with the remote op mode while dispatch drives the device. */
-  health(deviceId: string): DeviceHealth | undefined {
-    const d = this.get(deviceId);
-    if (!d) return undefined;
-    const h = d.health() ?? NO_HEALTH;
-    return this.remote.has(deviceId) && h.online ? { ...h, op_mode: opModeCode("remote") } : h;
+  get switch(): Switchable | undefined {
+    return this.role === "switch" && this.setOn ? { switchOff: () => this.switchTo(false) } : undefined;
   }
 
-  latest(deviceId: string): Metrics | undefined {
-    return this.get(deviceId)?.latest();
+  get setpoint(): Setpoint | undefined {
+    if (this.role !== "thermostat" || !this.setSetpoint) return undefined;
+    return { setback_c: this.setback_c ?? 2, setBack: (pre) => this.setBack(pre) };
   }
 
-  /** The latest readings of every online device with any: one site tick's share of the snapshot. */
-  readings(): Array<{ device_id: string; metrics: Metrics }> {
-    const out: Array<{ device_id: string; metrics: Metrics }> = [];
-    for (const d of this.list()) {
-      const m = d.latest();
-      if (d.health().online && Object.keys(m).length > 0) out.push({ device_id: d.device_id, metrics: { ...m } });
+  /** From the setpoint of `pre` (or the device's own when it holds none): a retry never sets back twice. */
+  private async setBack(pre: PreState): Promise<void> {
+    const before = localPre(pre).setpoint_c ?? (await this.setpointNow());
+    await this.setpointTo((tenths(before) - tenths(this.setback_c ?? 2)) / 10);
+  }
+
+  private cannot(what: string): SitegateError {
+    return new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) has no ${what}`);
+  }
+
+  private async isOn(): Promise<boolean> {
+    if (!this.readOn) throw this.cannot("on/off state");
+    return this.readOn();
+  }
+
+  private async switchTo(on: boolean): Promise<void> {
+    if (!this.setOn) throw this.cannot("on/off output");
+    await this.setOn(on);
+  }
+
+  private async setpointNow(): Promise<number> {
+    if (!this.readSetpoint) throw this.cannot("heating setpoint");
+    return this.readSetpoint();
+  }
+
+  private async setpointTo(c: number): Promise<void> {
+    if (!this.setSetpoint) throw this.cannot("heating setpoint");
+    await this.setSetpoint(c);
+  }
+
+  async capture(action: ActionName, held?: PreState): Promise<PreState> {
+    if (action !== "shed" || (this.role !== "switch" && this.role !== "thermostat"))
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) has no ${action} action`);
+    const pre = localPre(held);
+    if (this.role === "switch") return pre.on !== undefined ? pre : { ...pre, on: await this.isOn() };
+    return pre.setpoint_c !== undefined ? pre : { ...pre, setpoint_c: await this.setpointNow() };
+  }
+
+  async restore(pre: PreState): Promise<void> {
+    const p = localPre(pre);
+    if (p.on !== undefined) await this.switchTo(p.on);
+    if (p.setpoint_c !== undefined) await this.setpointTo(p.setpoint_c);
+  }
+
+  async verify(pre: PreState): Promise<string | undefined> {
+    const p = localPre(pre);
+    const diffs: string[] = [];
+    if (p.on !== undefined) {
+      const on = await this.isOn();
+      if (on !== p.on) diffs.push(`reads ${on ? "on" : "off"}, was ${p.on ? "on" : "off"} before`);
     }
-    return out;
+    if (p.setpoint_c !== undefined) {
+      const c = await this.setpointNow();
+      if (tenths(c) !== tenths(p.setpoint_c)) diffs.push(`setpoint reads ${c} °C, was ${p.setpoint_c} °C before`);
+    }
+    return diffs.length ? diffs.join("; ") : undefined;
   }
 
-  setRemote(deviceId: string, remote: boolean): void {
-    if (remote) this.remote.add(deviceId);
-    else this.remote.delete(deviceId);
+  /** The device reports on its own (a confirmed command came with a state message): its latest power. */
+  async confirm(): Promise<Metrics> {
+    const p = this.latest().power_w;
+    return p === undefined ? {} : { power_w: p };
   }
 }
+
+/** A declared device, as the front ends list them. */
+export type LocalDevice = DeclaredDevice;

@@ -6,6 +6,8 @@ import type { EventSpec } from "./request.js";
 import { byCodeUnit } from "../util/compare.js";
 import type { Role } from "../model/roles.js";
 
+export { pctOf } from "../model/power.js";
+
 export type { Capability } from "../model/vocabulary.js";
 import type { Capability } from "../model/vocabulary.js";
 
@@ -48,7 +50,14 @@ export interface Share {
   watts: number;
   /** Why the device gets nothing (offline, empty, full, not fully configured, no share left). */
   skipped?: string;
+  /**
+   * What `skipped` comes from: the battery itself (`unavailable`), or what events before
+   * this one took of it (`taken`: nothing left; `no_share`: the rest went elsewhere).
+   */
+  reason?: SkipReason;
 }
+
+export type SkipReason = "unavailable" | "taken" | "no_share";
 
 /** A battery's state of charge says it can take no more of this direction. */
 export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevice): string | undefined {
@@ -76,8 +85,15 @@ export function allocateProportional(
   const shares = new Map<string, Share>();
   const open: DispatchDevice[] = [];
   for (const d of devices) {
-    const why = batteryUnavailable(type, d) ?? (capOf(d) <= 0 ? "no capacity left (taken by events before this one)" : undefined);
-    if (why) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: why });
+    const unavailable = batteryUnavailable(type, d);
+    if (unavailable) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: unavailable, reason: "unavailable" });
+    else if (capOf(d) <= 0)
+      shares.set(d.device_id, {
+        device_id: d.device_id,
+        watts: 0,
+        skipped: "no capacity left (taken by events before this one)",
+        reason: "taken",
+      });
     else {
       shares.set(d.device_id, { device_id: d.device_id, watts: 0 });
       open.push(d);
@@ -105,7 +121,11 @@ export function allocateProportional(
     for (const d of open) shares.get(d.device_id)!.watts += (left * d.max_power_w!) / total;
     left = 0;
   }
-  for (const s of shares.values()) if (!s.skipped && s.watts <= 0) s.skipped = "no share left";
+  for (const s of shares.values()) {
+    if (s.skipped || s.watts > 0) continue;
+    s.skipped = "no share left";
+    s.reason = "no_share";
+  }
   return devices.map((d) => shares.get(d.device_id)!);
 }
 
@@ -118,14 +138,4 @@ export function statusFor(delivered: number, requested: number): ResultStatus {
   if (r >= 0.95) return "completed";
   if (r < 0.05) return "failed";
   return "partial";
-}
-
-/**
- * Percent of a device's maximum power for a setpoint, as a SunSpec rate register wants it.
- * Not rounded here: the device's scale factor decides the resolution when the value is
- * written (at SF -2, 2.8 % is 280, not 3 %).
- */
-export function pctOf(watts: number, maxW: number): number {
-  if (maxW <= 0) return 0;
-  return Math.max(0, Math.min(100, Math.round((watts / maxW) * 1e8) / 1e6));
 }

@@ -1,32 +1,30 @@
 // The dispatcher: receipts, the durable timeline and the execution of events on the
 // devices. Driven by timers at the boundaries of events (never a polling loop) and by
 // telemetry snapshots, which carry the measurements. Every state change is committed to
-// SQLite before it is answered or acted on; the execution response goes into the outbox
+// SQLite before it is answered or acted on; the execution response goes into the delivery log
 // in the same transaction that ends the event, so it exists exactly once.
-import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
-import type { DeviceControl } from "./control.js";
+import type { DeviceDirectory } from "../model/device.js";
 import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
-import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
-import { EventStore, OpenBound, OpenWindow, emptyProgress, type EventRow } from "./store.js";
+import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
+import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
+import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
+import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
 
-export type { DeviceControl } from "./control.js";
 export type { ExecutionResponse } from "./executor.js";
 
-export interface Receipt {
-  event_id: string;
-  status: "accepted" | "cancelled";
-}
+export type { Receipt } from "./receipts.js";
 
 export interface DispatcherDeps {
   db: () => Db;
-  control: DeviceControl;
+  /** Every device of the site (devices/): dispatch reads them and drives their capabilities. */
+  devices: Pick<DeviceDirectory, "list" | "get">;
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
@@ -34,12 +32,6 @@ export interface DispatcherDeps {
   respond: (event: EventSpec, body: ExecutionResponse) => void;
   /** Told of every state an event enters, inside the transaction that commits it (the fleet uplink's `events`). */
   onState?: (event: EventSpec, state: EventRow["state"], at: number) => void;
-}
-
-interface Staged {
-  receipts: Receipt[];
-  touched: EventRow[];
-  stopRunning: EventRow[];
 }
 
 const STEP_CHECK_MS = 5000;
@@ -67,7 +59,7 @@ export class Dispatcher implements Part {
 
   constructor(private readonly deps: DispatcherDeps) {
     this.exec = new Executor({
-      control: deps.control,
+      devices: deps.devices,
       clock: deps.clock,
       log: deps.log,
       pollIntervalMs: deps.pollIntervalMs,
@@ -181,13 +173,8 @@ export class Dispatcher implements Part {
     });
   }
 
-  /**
-   * The group commit's transaction, made once (better-sqlite3 builds five wrappers per
-   * db.transaction() call): each request of the batch in a savepoint of its own.
-   */
-  private batchTx:
-    | ((batch: Array<{ req: DispatchRequest }>, now: number, out: Array<{ staged?: Staged; error?: unknown }>) => void)
-    | null = null;
+  /** The group commit's transaction, made once per database (receipts.ts). */
+  private batchTx: BatchTx | null = null;
 
   private flush(): void {
     const batch = this.batch;
@@ -197,21 +184,8 @@ export class Dispatcher implements Part {
     const db = this.store.db;
     this.counts.receipt_commits++;
     this.counts.receipt_requests += batch.length;
-    const out: Array<{ staged?: Staged; error?: unknown }> = [];
-    if (!this.batchTx) {
-      const inner = db.transaction((req: DispatchRequest, at: number) => this.stage(req, at));
-      this.batchTx = db.transaction(
-        (reqs: Array<{ req: DispatchRequest }>, at: number, results: Array<{ staged?: Staged; error?: unknown }>) => {
-          for (const b of reqs) {
-            try {
-              results.push({ staged: inner(b.req, at) });
-            } catch (e) {
-              results.push({ error: e });
-            }
-          }
-        },
-      );
-    }
+    const out: BatchOutcome[] = [];
+    this.batchTx ??= batchTransaction(db, (req, at) => this.stage(req, at));
     const tx = this.batchTx;
     try {
       withFullSync(db, () => tx(batch, now, out));
@@ -231,81 +205,7 @@ export class Dispatcher implements Part {
 
   /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
   private stage(req: DispatchRequest, now: number): Staged {
-    const staged: Staged = { receipts: [], touched: [], stopRunning: [] };
-    let added = 0;
-    req.event_slots.forEach((input, i) => {
-      const spec = toSpec(input, req.mode);
-      const hash = contentHash(spec);
-      // The database, not memory: an earlier request of the same batch may have changed it.
-      const old = this.store.get(spec.event_id);
-      if (old && old.content_hash === hash) {
-        staged.receipts.push({ event_id: input.event_id, status: old.receipt });
-        return;
-      }
-      // A cancelled event stays cancelled: a late retry of the original request must not revive it.
-      if (old && old.state === "cancelled") {
-        staged.receipts.push({ event_id: input.event_id, status: "cancelled" });
-        return;
-      }
-      if (spec.end_ms <= now && !(old && spec.cancelled)) {
-        throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was stored", {
-          details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
-        });
-      }
-      const far = old && spec.cancelled ? null : startTooFar(spec, now, i); // an older version's far event can still be cancelled
-      if (far) throw far;
-      if (!old) {
-        const row = newRow(spec, hash, now);
-        if (row.state === "scheduled") added++;
-        this.store.put(row, null); // no row: the look-up above found none
-        this.deps.onState?.(row.spec, row.state, now);
-        staged.touched.push(row);
-        staged.receipts.push({ event_id: input.event_id, status: row.receipt });
-        return;
-      }
-      if (spec.cancelled) {
-        if (old.state === "scheduled") {
-          const row: EventRow = { ...old, spec, content_hash: hash, state: "cancelled", receipt: "cancelled", updated_at: now };
-          this.store.put(row, old);
-          this.deps.onState?.(row.spec, row.state, now);
-          staged.touched.push(row);
-        } else if (old.state === "running") {
-          const row: EventRow = {
-            ...old,
-            content_hash: hash,
-            receipt: "cancelled",
-            spec: { ...old.spec, cancelled: true },
-            updated_at: now,
-          };
-          this.store.put(row, old);
-          staged.stopRunning.push(row);
-        } else {
-          throw new SitegateError("CONFLICT", `event ${spec.event_id} already ended (${old.state}); it cannot be cancelled`, {
-            details: [{ path: `event_slots[${i}].cancelled`, message: `event already ${old.state}` }],
-          });
-        }
-        staged.receipts.push({ event_id: input.event_id, status: "cancelled" });
-        return;
-      }
-      if (old.state !== "scheduled" || old.spec.start_ms <= now) {
-        throw new SitegateError("CONFLICT", `event ${spec.event_id} has started; it can no longer be changed, only cancelled`, {
-          details: [
-            {
-              path: `event_slots[${i}]`,
-              message: `event ${old.state === "scheduled" ? "is starting" : `is ${old.state}`}; changes after start are refused`,
-            },
-          ],
-        });
-      }
-      const row = newRow(spec, hash, now, old.created_at);
-      this.store.put(row, old);
-      this.deps.onState?.(row.spec, row.state, now);
-      staged.touched.push(row);
-      staged.receipts.push({ event_id: input.event_id, status: "accepted" });
-    });
-    const over = added > 0 ? this.bound.add(added) : null; // thrown: the transaction rolls back what this request stored
-    if (over) throw over;
-    return staged;
+    return stageRequest(req, now, { store: this.store, bound: this.bound, onState: this.deps.onState });
   }
 
   private applyStaged(staged: Staged, now: number): void {
@@ -487,64 +387,6 @@ export class Dispatcher implements Part {
   }
 
   metrics(): MetricFamily[] {
-    const s = this.stats;
-    const byResult = (ok: number, failed: number) => [
-      { labels: { result: "ok" }, value: ok },
-      { labels: { result: "failed" }, value: failed },
-    ];
-    return [
-      {
-        name: "sitegate_dispatch_events",
-        help: "dispatch events by state",
-        type: "gauge",
-        values: [
-          { labels: { state: "running" }, value: this.running() },
-          { labels: { state: "scheduled" }, value: this.scheduled() },
-        ],
-      },
-      {
-        name: "sitegate_dispatch_writes_total",
-        help: "dispatch register writes by result",
-        type: "counter",
-        values: byResult(s.writes_ok, s.writes_failed),
-      },
-      {
-        name: "sitegate_dispatch_confirm_reads_total",
-        help: "power reads in the control lane right after a setpoint write, by result",
-        type: "counter",
-        values: byResult(s.confirms_ok, s.confirms_failed),
-      },
-      {
-        name: "sitegate_dispatch_receipt_commits_total",
-        help: "transactions that committed /dr receipts (group commit: several requests each)",
-        type: "counter",
-        values: [
-          { labels: { kind: "commits" }, value: s.receipt_commits },
-          { labels: { kind: "requests" }, value: s.receipt_requests },
-        ],
-      },
-      {
-        name: "sitegate_dispatch_clock_steps_total",
-        help: "wall clock steps the scheduler noticed",
-        type: "counter",
-        values: [{ value: s.clock_steps }],
-      },
-    ];
+    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled() });
   }
-}
-
-function newRow(spec: EventSpec, hash: string, now: number, createdAt = now): EventRow {
-  const cancelled = spec.cancelled;
-  return {
-    spec,
-    content_hash: hash,
-    state: cancelled ? "cancelled" : "scheduled",
-    receipt: cancelled ? "cancelled" : "accepted",
-    started_at: null,
-    ended_at: null,
-    progress: emptyProgress(),
-    result: null,
-    created_at: createdAt,
-    updated_at: now,
-  };
 }

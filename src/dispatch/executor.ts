@@ -1,40 +1,37 @@
 // Execution of running events on the devices, the same for every kind: each snapshot and
-// timer plans the running events in B4 order (test events after the live ones, on a copy
-// of what the live events left, so a test event never takes a device from a live one),
-// merges what they claim per device, writes through the device ledger (pre-event state
-// first, then the action), rewrites setpoints before the device's own revert timeout, and
-// puts back every device that no running event drives any more. It also records when any
-// event drove any device, for the quiet minute a shed's baseline needs. After each setpoint write the device's power is read
-// once in the control lane (a confirmation), so the latest values and the measurement do
-// not wait for the next poll. The kinds (kinds/) decide what to claim, measure and
-// report; this file decides nothing about any one kind.
+// timer plans the running events (plan.ts), writes what they claim per device through the
+// device ledger (the device captures its pre-event state first, then the capability the
+// claim maps to is driven: devices.ts), rewrites setpoints before the device's own revert
+// timeout, and puts back every device that no running event drives any more. It also
+// records when any event drove any device, for the quiet minute a shed's baseline needs.
+// After each write the device is read once (a confirmation), so the latest values and the
+// measurement do not wait for the next poll. The kinds (kinds/) decide what to claim,
+// measure and report, a test event's result included; this file never branches on an
+// event type.
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
-import type { Clock } from "../util/clock.js";
-import type { ActionName } from "../profiles/schema.js";
+import { within, type Clock } from "../util/clock.js";
+import type { ActionName } from "../model/vocabulary.js";
+import type { DeviceDirectory, PreState } from "../model/device.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { gridMeter } from "../devices/grid-meter.js";
-import { compareEvents, pctOf, statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
-import type { DeviceControl, RawWrite } from "./control.js";
+import type { DispatchDevice } from "./allocate.js";
+import { confirmRead, dispatchDevices, refreshOf } from "./devices.js";
 import { Ledger } from "./ledger.js";
-import { RollingWindow, addSample, meanUntil } from "./measure.js";
-import { fromWatts } from "./request.js";
+import { addSample } from "./measure.js";
+import { BusyTimes, PowerHistory } from "./busy-times.js";
+import { planAll, shareOf, type Desired } from "./plan.js";
+import { executionResponse, type ExecutionResponse } from "./result.js";
 import type { EventRow } from "./store.js";
 import { kindOf } from "./kinds/index.js";
-import { Capacity, type DeviceEntry, type KindContext } from "./kinds/kind.js";
-import { byCodeUnit } from "../util/compare.js";
+import type { KindContext } from "./kinds/kind.js";
 import { testHook } from "../util/test-hooks.js";
 
-export interface ExecutionResponse {
-  event_id: string;
-  status: ResultStatus;
-  timestamp: string;
-  details: Record<string, unknown>;
-}
+export type { ExecutionResponse } from "./result.js";
 
 export interface ExecutorDeps {
-  control: DeviceControl;
+  devices: Pick<DeviceDirectory, "list" | "get">;
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
@@ -44,31 +41,20 @@ export interface ExecutorDeps {
   end(row: EventRow, reason: string): void;
 }
 
-interface Desired {
-  action: ActionName;
-  watts?: number;
-  pct?: number;
-  rows: Array<{ row: EventRow; watts: number }>;
-}
-
 const RETRY_MS = 5000;
 const PROGRESS_SAVE_MS = 10_000;
-const BASELINE_MS = 60_000;
-/** How far back a shed looks for a quiet minute (B4). */
-const QUIET_LOOKBACK_MS = 15 * 60_000;
 const MAX_HOLDERS = 16;
 const PUT_BACK_RETRY_MS = 250;
 
 export class Executor {
   ledger!: Ledger;
-  private readonly applied = new Map<string, { key: string; at: number; failed: boolean }>();
+  private readonly applied = new Map<string, { key: string; action: ActionName; at: number; failed: boolean }>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly releasing = new Set<string>();
   private readonly releaseFailedAt = new Map<string, number>();
-  private readonly windows = new Map<string, RollingWindow>();
-  /** When any live event drove any device (a claim, or a ledger row not yet put back), oldest first; the last may be open. */
-  private readonly busy: Array<{ from: number; to?: number }> = [];
-  private readonly seen = new Map<string, number>();
+  private readonly history = new PowerHistory();
+  /** When any live event drove any device (a claim, or a ledger row not yet put back). */
+  private readonly busy = new BusyTimes();
   /** Devices with a confirmation read in flight (at most one each). */
   private readonly confirming = new Set<string>();
   /** Live claims of the last plan: device -> events with their watts. */
@@ -90,7 +76,7 @@ export class Executor {
 
   start(db: Db): void {
     this.stopping = false;
-    this.ledger = new Ledger(db, this.deps.control);
+    this.ledger = new Ledger(db, this.deps.devices);
     if (this.ledger.size)
       this.deps.log.info(
         { devices: this.ledger.all().map((r) => r.device_id) },
@@ -107,17 +93,11 @@ export class Executor {
       devices: devs,
       device: (id) => byId.get(id),
       gridMeter: () => gridMeter(devs, (d) => ({ ...d, power_w: d.metrics.power_w })),
-      baseline: (id, until) => this.windows.get(id)?.mean(until),
-      quietUntil: (before) => this.quietUntil(before),
-      seenAt: (id) => this.seen.get(id) ?? 0,
+      baseline: (id, until) => this.history.baseline(id, until),
+      quietUntil: (before) => this.busy.quietUntil(before),
+      seenAt: (id) => this.history.seenAt(id),
       drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),
-      share: (id, eventId) => {
-        const cs = this.claims.get(id) ?? [];
-        const mine = cs.find((c) => c.event_id === eventId);
-        if (!mine) return 0;
-        const total = cs.reduce((s, c) => s + c.watts, 0);
-        return total > 0 ? mine.watts / total : 1;
-      },
+      share: (id, eventId) => shareOf(this.claims.get(id) ?? [], eventId),
       ledger: (id) => this.ledger.get(id),
       ledgerRows: () => this.ledger.all(),
       running: () => this.running,
@@ -132,60 +112,31 @@ export class Executor {
   begin(row: EventRow, running: readonly EventRow[], now: number): void {
     row.progress.window_from = Math.max(row.spec.start_ms, row.created_at);
     this.running = running;
-    this.devs = this.deps.control.devices();
+    this.devs = dispatchDevices(this.deps.devices);
     kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
   }
 
   /** Plans every running event, writes what changed or is due, releases what no event drives. */
-  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = this.deps.control.devices()): void {
+  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
     this.running = running;
     this.devs = devs;
     const ctx = this.ctx(now);
-    const desired = new Map<string, Desired>();
-    const claimed = new Map<string, string[]>();
-    // Test mode plans against what the live events hold (it plans like live, B4), in a copy.
-    let cap = new Capacity();
-    for (const mode of ["live", "test"] as const) {
-      if (mode === "test") cap = cap.clone();
-      const rows = running.filter((r) => r.spec.mode === mode && r.state === "running").sort((a, b) => compareEvents(a.spec, b.spec));
-      for (const row of rows) {
-        let claims: ReturnType<ReturnType<typeof kindOf>["plan"]> = [];
-        try {
-          claims = kindOf(row.spec.event_type).plan(row, ctx, cap);
-        } catch (e) {
-          this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event");
-        }
-        claimed.set(
-          row.spec.event_id,
-          claims.map((c) => c.device_id),
-        );
-        if (mode === "test") continue; // test mode plans like live but writes nothing
-        for (const c of claims) {
-          const w = desired.get(c.device_id);
-          if (!w) desired.set(c.device_id, { action: c.action, watts: c.watts, pct: c.pct, rows: [{ row, watts: c.watts ?? 0 }] });
-          else if (w.action === c.action) {
-            // Stacking: one setpoint, the sum of the events' shares.
-            w.watts = (w.watts ?? 0) + (c.watts ?? 0);
-            const d = devs.find((x) => x.device_id === c.device_id);
-            if (d?.max_power_w) w.pct = pctOf(w.watts, d.max_power_w);
-            w.rows.push({ row, watts: c.watts ?? 0 });
-          }
-        }
-      }
-    }
+    const { desired, claimed } = planAll(running, ctx, devs, (row, e) =>
+      this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event"),
+    );
     this.claimed = claimed;
     this.claims = new Map([...desired].map(([id, w]) => [id, w.rows.map((r) => ({ event_id: r.row.spec.event_id, watts: r.watts }))]));
-    this.markBusy(desired.size > 0 || this.ledger.size > 0, now);
+    this.busy.mark(desired.size > 0 || this.ledger.size > 0, now);
 
     for (const [id, want] of desired) {
       const holders = want.rows.map((r) => r.row.spec.event_id);
       const key = `${want.action}:${want.pct ?? ""}:${Math.round(want.watts ?? 0)}:${holders.join(",")}`;
       const prev = this.applied.get(id);
-      const refresh = this.deps.control.refreshMs(id);
+      const refresh = refreshOf(this.deps.devices.get(id), want.action);
       const due = !prev || prev.key !== key || (prev.failed ? now - prev.at >= RETRY_MS : refresh > 0 && now - prev.at >= refresh);
       if (!due) continue;
-      this.applied.set(id, { key, at: now, failed: false });
-      this.deps.control.setRemote(id, true);
+      this.applied.set(id, { key, action: want.action, at: now, failed: false });
+      this.setRemote(id, true);
       for (const { row } of want.rows) {
         if (row.progress.first_write_at !== undefined) continue;
         row.progress.first_write_at = now;
@@ -204,39 +155,20 @@ export class Executor {
       const failedAt = this.releaseFailedAt.get(id);
       if (failedAt !== undefined && now - failedAt < RETRY_MS) continue;
       this.applied.delete(id);
-      this.deps.control.setRemote(id, false);
+      this.setRemote(id, false);
       if (l) void this.release(id); // logs and retries its own failure
     }
   }
 
-  /** Records whether any live event drives any device now (the quiet minute a shed's baseline needs). */
-  private markBusy(busy: boolean, now: number): void {
-    const open = this.busy.length > 0 && this.busy[this.busy.length - 1].to === undefined ? this.busy[this.busy.length - 1] : undefined;
-    if (busy && !open) this.busy.push({ from: now });
-    else if (!busy && open) open.to = now;
-    while (this.busy.length > 0 && (this.busy[0].to ?? Infinity) < now - QUIET_LOOKBACK_MS - BASELINE_MS) this.busy.shift();
-  }
-
-  /**
-   * The end of the latest 60 s before `before` in which no live event drove any device,
-   * looked for up to 15 min back; undefined when there is none.
-   */
-  private quietUntil(before: number): number | undefined {
-    let end = before;
-    for (let i = this.busy.length - 1; i >= 0; i--) {
-      const b = this.busy[i];
-      if (b.from >= end) continue;
-      if ((b.to ?? Infinity) <= end - BASELINE_MS) break;
-      end = b.from;
-    }
-    return end >= before - QUIET_LOOKBACK_MS ? end : undefined;
+  private setRemote(id: string, remote: boolean): void {
+    this.deps.devices.get(id)?.setRemote(remote);
   }
 
   /** Earliest time a setpoint must be rewritten or a failed write or release retried. */
   nextDue(): number {
     let next = Infinity;
     for (const [id, a] of this.applied) {
-      const r = this.deps.control.refreshMs(id);
+      const r = refreshOf(this.deps.devices.get(id), a.action);
       if (a.failed) next = Math.min(next, a.at + RETRY_MS);
       else if (r > 0) next = Math.min(next, a.at + r);
     }
@@ -260,8 +192,7 @@ export class Executor {
         await this.ledger.hold(
           id,
           [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS),
-          want.action,
-          { pct: want.pct, watts: want.watts === undefined ? undefined : Math.round(want.watts) },
+          { action: want.action, pct: want.pct, watts: want.watts },
           now,
         );
         this.stats.writes_ok++;
@@ -299,25 +230,26 @@ export class Executor {
    * setpoint. A failure is logged and counted; the write stands.
    */
   private confirm(id: string): void {
-    if (this.confirming.has(id)) return;
+    const d = this.deps.devices.get(id);
+    if (!d || this.confirming.has(id)) return;
     this.confirming.add(id);
-    void this.confirmOnce(id).finally(() => this.confirming.delete(id));
-  }
-
-  private async confirmOnce(id: string): Promise<void> {
-    let metrics: Record<string, number>;
-    try {
-      metrics = await this.deps.control.confirm(id); // queued on the bus before this returns
-    } catch (e) {
-      this.stats.confirms_failed++;
+    const warn = (e: unknown) =>
       this.deps.log.warn(
         { device_id: id, err: errorMessage(e) },
         "confirmation read after a setpoint write failed; the next poll reads the device",
       );
-      return;
-    }
-    this.stats.confirms_ok++;
-    if (Object.keys(metrics).length) this.confirmed(id, metrics, this.deps.clock.now());
+    void confirmRead(d) // queued on the device's bus before this returns
+      .then(
+        (metrics) => {
+          this.stats.confirms_ok++;
+          if (Object.keys(metrics).length) this.confirmed(id, metrics, this.deps.clock.now());
+        },
+        (e: unknown) => {
+          this.stats.confirms_failed++;
+          warn(e);
+        },
+      )
+      .finally(() => this.confirming.delete(id));
   }
 
   /**
@@ -379,7 +311,7 @@ export class Executor {
     return p;
   }
 
-  private verify(id: string, pre: readonly RawWrite[], done: (mismatch: string | undefined) => void): void {
+  private verify(id: string, pre: PreState, done: (mismatch: string | undefined) => void): void {
     this.chain(id, async () => {
       try {
         done(await this.ledger.verify(id, pre));
@@ -392,17 +324,11 @@ export class Executor {
   /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan. */
   observe(snap: Snapshot, running: readonly EventRow[], now: number): void {
     const ts = snap.ts;
-    const devs = this.deps.control.devices();
+    const devs = dispatchDevices(this.deps.devices);
     this.devs = devs;
     this.running = running;
     const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));
-    for (const [id, m] of byId) {
-      this.seen.set(id, ts);
-      if (m.power_w === undefined) continue;
-      let w = this.windows.get(id);
-      if (!w) this.windows.set(id, (w = new RollingWindow(BASELINE_MS, QUIET_LOOKBACK_MS + BASELINE_MS)));
-      w.add(ts, m.power_w);
-    }
+    this.history.add(byId, ts);
     const ctx = this.ctx(now);
     let any = false;
     const first: EventRow[] = [];
@@ -428,48 +354,7 @@ export class Executor {
 
   /** The execution response (B4), measured by the event's kind. */
   result(row: EventRow, until: number, cancelled: boolean, now: number): ExecutionResponse {
-    const s = row.spec;
-    const p = row.progress;
-    const kind = kindOf(s.event_type);
-    const test = s.mode === "test";
-    const ctx = this.ctx(now);
-    const base = { mode: s.mode, requested_quantity: s.quantity, unit: s.unit, cancelled, ...(p.ended_by ? { ended_by: p.ended_by } : {}) };
-    const respond = (status: ResultStatus, delivered: number, extra: Record<string, unknown>): ExecutionResponse => ({
-      event_id: s.event_id,
-      status,
-      timestamp: new Date(now).toISOString(),
-      details: { ...base, delivered_quantity: fromWatts(delivered, s.unit), ...extra },
-    });
-    const capable = this.devs.filter((d) => kind.capable(s.event_type, d) && d.fully_configured);
-    if (capable.length === 0 && Object.keys(p.devices).length === 0) {
-      return respond("failed", 0, { measured: false, coverage: 0, reason: "no_capable_device", devices: [] });
-    }
-    if (test && s.event_type !== "restore") {
-      // Test mode: the plan is the result (nothing was written, nothing measured).
-      const devices: DeviceEntry[] = Object.entries(p.devices)
-        .sort(([a], [b]) => byCodeUnit(a, b))
-        .map(([id, dp]) => ({
-          device_id: id,
-          status: dp.skipped ? "skipped" : "completed",
-          requested_w: Math.round(dp.requested_w),
-          delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w),
-          ...(dp.skipped ? { error: dp.skipped } : {}),
-        }));
-      const planned = Math.min(
-        s.quantity_w,
-        devices.reduce((a, d) => a + d.delivered_w, 0),
-      );
-      return respond(statusFor(planned, s.quantity_w), planned, {
-        measured: false,
-        coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0,
-        devices,
-      });
-    }
-    const r = kind.result(row, ctx, until);
-    let status = r.status ?? statusFor(r.delivered_w, s.quantity_w);
-    if (status === "completed" && r.devices.some((d) => d.status === "failed")) status = "partial";
-    const coverage = test ? 1 : Math.round((meanUntil(p.driven, until, this.hold, p.window_from) ?? 0) * 1000) / 1000;
-    return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
+    return executionResponse(row, this.ctx(now), this.devs, { until, cancelled, now });
   }
 
   /**
@@ -486,21 +371,17 @@ export class Executor {
     const deadline = this.deps.clock.mono() + timeoutMs;
     let left = ids;
     for (;;) {
-      await this.within(Promise.allSettled(left.map((id) => this.chains.get(id) ?? Promise.resolve())), deadline - this.deps.clock.mono());
+      await within(
+        this.deps.clock,
+        Promise.allSettled(left.map((id) => this.chains.get(id) ?? Promise.resolve())),
+        deadline - this.deps.clock.mono(),
+      );
       left = left.filter((id) => this.ledger.get(id) !== undefined);
       const wait = Math.min(PUT_BACK_RETRY_MS, deadline - this.deps.clock.mono());
       if (left.length === 0 || wait <= 0 || this.stopping) return ids.length;
-      await this.within(new Promise(() => {}), wait);
+      await within(this.deps.clock, new Promise(() => {}), wait);
       for (const id of left) if (!this.stopping && !this.releasing.has(id) && this.ledger.get(id)) void this.release(id);
     }
-  }
-
-  /** `p`, or nothing once `ms` have passed. */
-  private async within(p: Promise<unknown>, ms: number): Promise<void> {
-    let timer: unknown = null;
-    const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, Math.max(0, ms))));
-    await Promise.race([p, bound]);
-    this.deps.clock.clearTimer(timer);
   }
 
   /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
@@ -509,11 +390,8 @@ export class Executor {
     await Promise.allSettled([...this.chains.values()]);
     const ids = this.ledger.all().map((r) => r.device_id);
     if (ids.length === 0) return;
-    let timer: unknown = null;
-    const bound = new Promise<void>((r) => (timer = this.deps.clock.setTimer(r, timeoutMs)));
-    await Promise.race([Promise.allSettled(ids.map((id) => this.release(id))), bound]);
-    this.deps.clock.clearTimer(timer);
-    for (const id of ids) this.deps.control.setRemote(id, false);
+    await within(this.deps.clock, Promise.allSettled(ids.map((id) => this.release(id))), timeoutMs);
+    for (const id of ids) this.setRemote(id, false);
     const left = this.ledger.all().map((r) => r.device_id);
     if (left.length) this.deps.log.warn({ devices: left }, "devices not put back at stop; the next start releases them");
   }

@@ -1,15 +1,16 @@
-// The device ledger: what dispatch wrote to each device and the raw state the device
-// was in before (coil states, PV connection and limit, battery mode and rates: whatever
-// the action's registers held). A row is committed before the first write that needs it
+// The device ledger: what dispatch wrote to each device and the state the device was in
+// before, as the device captured it (an opaque pre-state only its family reads: a Modbus
+// device's registers and coils, a plug's on/off, a thermostat's setpoint). A row is committed before the first write that needs it
 // and deleted only once the device has been put back, so after a kill -9 or a power cut
 // the next start still knows what to undo. One row per device: events that share a
 // device (stacking, one event taking over from another) share the row, and its pre-event
 // state is the one from before the first of them.
 import { SitegateError, errorMessage } from "../errors.js";
 import type { Db } from "../storage/db.js";
-import type { ActionName } from "../profiles/schema.js";
-import { writeLength, type ActionParams, type DeviceControl, type RawWrite } from "./control.js";
+import type { Device, DeviceDirectory, PreState } from "../model/device.js";
+import type { ActionName } from "../model/vocabulary.js";
 import { withFullSync } from "../storage/durable.js";
+import { apply, type Setting } from "./devices.js";
 
 export const LEDGER_SQL = `
   CREATE TABLE dp_ledger (
@@ -28,8 +29,8 @@ export interface LedgerRow {
   holders: string[];
   /** Actions written (shed, curtail, discharge, ...), in first-written order. */
   actions: ActionName[];
-  /** The state before the first write, as raw writes that put it back, in the order read. */
-  pre: RawWrite[];
+  /** The state before the first write, as the device captured it (JSON). */
+  pre: PreState;
   created_at: number;
   updated_at: number;
 }
@@ -50,16 +51,9 @@ interface RawRow {
   updated_at: number;
 }
 
-function cells(w: RawWrite): string[] {
-  const unit = w.unit === undefined ? "" : `${w.unit}/`;
-  return Array.from({ length: writeLength(w) }, (_, i) => `${unit}${w.table}:${w.address + i}`);
-}
-
-function fromWords(table: "holding" | "coil", address: number, values: number[], unit?: number, writeOnly = false): RawWrite {
-  const u = { ...(unit === undefined ? {} : { unit }), ...(writeOnly ? { restore: values } : {}) };
-  return table === "coil"
-    ? { table, address, ...u, words: [], coils: values.map((v) => v !== 0) }
-    : { table, address, ...u, words: values, coils: [] };
+/** A pre-state that holds nothing (a row an earlier release made before any state was read). */
+function holdsNothing(pre: PreState): boolean {
+  return pre === undefined || pre === null || (Array.isArray(pre) && pre.length === 0);
 }
 
 export class Ledger {
@@ -68,7 +62,7 @@ export class Ledger {
 
   constructor(
     private readonly db: Db,
-    private readonly control: DeviceControl,
+    private readonly devices: Pick<DeviceDirectory, "get">,
   ) {
     this.stmts = {
       all: db.prepare("SELECT device_id, holders, actions, pre, created_at, updated_at FROM dp_ledger ORDER BY device_id"),
@@ -83,7 +77,7 @@ export class Ledger {
         device_id: r.device_id,
         holders: JSON.parse(r.holders) as string[],
         actions: JSON.parse(r.actions) as ActionName[],
-        pre: JSON.parse(r.pre) as RawWrite[],
+        pre: JSON.parse(r.pre) as PreState,
         created_at: r.created_at,
         updated_at: r.updated_at,
       });
@@ -115,75 +109,59 @@ export class Ledger {
     this.rows.set(row.device_id, row);
   }
 
+  private device(deviceId: string): Device {
+    const d = this.devices.get(deviceId);
+    if (!d) throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} is not configured`);
+    return d;
+  }
+
   /**
-   * Writes a profile action for `holders`: first the pre-event state of every register or
-   * coil it touches that the ledger does not hold yet is read and committed
-   * (synchronous=FULL), then the action is written. A device whose state cannot be read
+   * Writes a setting for `holders`: first the device captures the pre-event state of what
+   * the action changes that the ledger does not hold yet, and it is committed
+   * (synchronous=FULL), then the setting is written. A device whose state cannot be read
    * is not written: without it nothing could put the device back.
    */
-  async hold(deviceId: string, holders: readonly string[], action: ActionName, params: ActionParams, now: number): Promise<void> {
+  async hold(deviceId: string, holders: readonly string[], setting: Setting, now: number): Promise<void> {
+    const d = this.device(deviceId);
     const old = this.rows.get(deviceId);
-    const writes = await this.control.plan(deviceId, action, { ...params, held: old?.pre });
-    if (writes.length === 0)
-      throw new SitegateError("DEVICE_NOT_FOUND", `device ${deviceId} has none of the registers of its ${action} action`);
+    const pre = await d.capture(setting.action, old?.pre);
     const row: LedgerRow = old
-      ? { ...old, holders: [...old.holders], actions: [...old.actions], pre: [...old.pre] }
-      : { device_id: deviceId, holders: [], actions: [], pre: [], created_at: now, updated_at: now };
-    const known = new Set(row.pre.flatMap(cells));
-    let changed = !old;
-    for (const w of writes) {
-      const cs = cells(w);
-      if (cs.every((c) => known.has(c))) continue;
-      if (w.restore) {
-        // The device will not tell: the profile says what puts this register back.
-        if (cs.some((c) => !known.has(c))) row.pre.push(fromWords(w.table, w.address, w.restore, w.unit, true));
-      } else if (cs.every((c) => !known.has(c))) {
-        row.pre.push(fromWords(w.table, w.address, await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit), w.unit));
-      } else {
-        for (let i = 0; i < cs.length; i++) {
-          if (known.has(cs[i])) continue;
-          row.pre.push(fromWords(w.table, w.address + i, await this.control.read(deviceId, w.table, w.address + i, 1, w.unit), w.unit));
-        }
-      }
-      for (const c of cs) known.add(c);
-      changed = true;
-    }
+      ? { ...old, holders: [...old.holders], actions: [...old.actions], pre }
+      : { device_id: deviceId, holders: [], actions: [], pre, created_at: now, updated_at: now };
+    let changed = !old || JSON.stringify(old.pre) !== JSON.stringify(pre);
     for (const h of holders) {
       if (!row.holders.includes(h)) {
         row.holders.push(h);
         changed = true;
       }
     }
-    if (!row.actions.includes(action)) {
-      row.actions.push(action);
+    if (!row.actions.includes(setting.action)) {
+      row.actions.push(setting.action);
       changed = true;
     }
     if (changed) {
       row.updated_at = now;
       this.save(row, true); // durable before the device is touched
     }
-    await this.control.write(deviceId, writes);
-    await this.control.readBack?.(deviceId, action);
+    await apply(d, setting, row.pre);
   }
 
   /**
-   * Puts the device back: its pre-event state written in reverse order (the mode before
-   * the rates, the limit's enable before the limit), then read back; or, when the ledger
-   * holds no state for it, the profile's `release` action. The row goes only once the
-   * write-back was acknowledged; a failure throws and leaves it for the next attempt.
+   * Puts the device back: the device writes its pre-event state back and reads it back;
+   * or, when the ledger holds no state for it, it goes back to its own control (a
+   * profile's `release`). The row goes only once the write-back was acknowledged; a
+   * failure throws and leaves it for the next attempt.
    */
   async release(deviceId: string): Promise<ReleaseOutcome> {
     const row = this.rows.get(deviceId);
     if (!row) return { verified: true };
+    const d = this.device(deviceId);
     let outcome: ReleaseOutcome = { verified: false };
-    if (row.pre.length > 0) {
-      await this.control.write(deviceId, [...row.pre].reverse());
-      const mismatch = await this.verify(deviceId, row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
+    if (!holdsNothing(row.pre)) {
+      await d.restore(row.pre);
+      const mismatch = await d.verify(row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
       outcome = mismatch ? { verified: false, mismatch } : { verified: true };
-    } else if (this.control.hasAction(deviceId, "release")) {
-      await this.control.write(deviceId, await this.control.plan(deviceId, "release", {}));
-      await this.control.readBack?.(deviceId, "release");
-    }
+    } else await d.release?.();
     this.stmts.del.run(deviceId);
     this.rows.delete(deviceId);
     return outcome;
@@ -195,18 +173,8 @@ export class Ledger {
     this.rows.delete(deviceId);
   }
 
-  /** Reads the registers and coils of `pre` back: undefined when they hold those values, else what differs. */
-  async verify(deviceId: string, pre: readonly RawWrite[]): Promise<string | undefined> {
-    const diffs: string[] = [];
-    for (const w of pre) {
-      if (w.restore) continue; // write-only: it cannot be read back
-      const now = await this.control.read(deviceId, w.table, w.address, writeLength(w), w.unit);
-      const want = w.table === "coil" ? w.coils.map((c) => (c ? 1 : 0)) : w.words;
-      want.forEach((v, i) => {
-        const got = w.table === "coil" ? (now[i] ? 1 : 0) : now[i];
-        if (got !== v) diffs.push(`${w.table} ${w.address + i} reads ${got}, was ${v} before`);
-      });
-    }
-    return diffs.length ? diffs.join("; ") : undefined;
+  /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
+  async verify(deviceId: string, pre: PreState): Promise<string | undefined> {
+    return this.device(deviceId).verify(pre);
   }
 }

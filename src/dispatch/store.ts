@@ -5,7 +5,7 @@ import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { MeanState } from "./measure.js";
 import type { SitegateError } from "../errors.js";
 import { MAX_OPEN_EVENTS, MAX_START_AHEAD_DAYS, tooManyOpen, type EventSpec } from "./request.js";
-import type { RawWrite } from "./control.js";
+import type { PreState } from "../model/device.js";
 import { LEDGER_SQL } from "./ledger.js";
 
 /** An event row's columns after its key (the same in the first table and its rowid successor). */
@@ -86,7 +86,7 @@ export interface DeviceProgress {
   /** shed: the load's rated power that was on before (taken over: before the other shed); its estimated drop without a meter of its own. */
   rated_w?: number;
   /** restore: the device's pre-shed state (from the ledger) and whether it reads it back. */
-  pre?: RawWrite[];
+  pre?: PreState;
   restored?: boolean;
 }
 

@@ -8,8 +8,9 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../model/roles.js";
-import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
+import { DeclaredDevice, type LocalRole } from "../devices/local.js";
+import type { DeviceFamily } from "../devices/family.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
 import { SimChip } from "./sim-chip.js";
@@ -21,6 +22,7 @@ export type InputConfig = GpioInputConfig;
 export type InputListener = (input: InputConfig, active: boolean) => void;
 
 abstract class GpioDevice extends DeclaredDevice {
+  protected readonly family = "gpio";
   protected ok: string | null = null;
   protected error: string | null = "not read yet";
 
@@ -35,7 +37,7 @@ abstract class GpioDevice extends DeclaredDevice {
     return `${this.chip} line ${this.cfg.line}`;
   }
 
-  health(): DeviceHealth {
+  protected reported(): DeviceHealth {
     const online = this.error === null;
     return {
       online,
@@ -52,7 +54,7 @@ abstract class GpioDevice extends DeclaredDevice {
   }
 }
 
-class GpioOutput extends GpioDevice implements LocalDevice {
+class GpioOutput extends GpioDevice {
   readonly role: LocalRole = "switch";
   private on: boolean | undefined;
 
@@ -82,7 +84,7 @@ class GpioOutput extends GpioDevice implements LocalDevice {
     return on !== this.out.active_low ? 1 : 0;
   }
 
-  async readOn(): Promise<boolean> {
+  override async readOn(): Promise<boolean> {
     try {
       const level = await this.backend.readOutput(this.out.line);
       this.on = (level === 1) !== this.out.active_low;
@@ -94,7 +96,7 @@ class GpioOutput extends GpioDevice implements LocalDevice {
     }
   }
 
-  async setOn(on: boolean): Promise<void> {
+  override async setOn(on: boolean): Promise<void> {
     try {
       await this.backend.writeOutput(this.out.line, this.levelOf(on));
       this.on = on;
@@ -106,7 +108,7 @@ class GpioOutput extends GpioDevice implements LocalDevice {
   }
 }
 
-class GpioInput extends GpioDevice implements LocalDevice {
+class GpioInput extends GpioDevice {
   readonly role: LocalRole = "input";
   /** The debounced active state (undefined until the first level). */
   active: boolean | undefined;
@@ -153,8 +155,9 @@ class GpioInput extends GpioDevice implements LocalDevice {
   }
 }
 
-export class GpioLines implements Part, LocalFamily {
+export class GpioLines implements Part, DeviceFamily {
   readonly name = "gpio";
+  readonly family = "gpio";
   private readonly backend: ChipBackend;
   private readonly outputs: GpioOutput[] = [];
   private readonly inputs: GpioInput[] = [];
@@ -173,7 +176,7 @@ export class GpioLines implements Part, LocalFamily {
     }
   }
 
-  devices(): readonly LocalDevice[] {
+  devices(): readonly DeclaredDevice[] {
     return [...this.outputs, ...this.inputs];
   }
 

@@ -1,6 +1,6 @@
 // The Modbus engine as a lifecycle part: the buses and their figures. Buses open lazily
 // on their first request; stop() closes every one. The drivers that use them
-// (devices/pool.ts) are built by the composition root, one layer up.
+// (modbus/device/pool.ts) are built by the composition root, one layer up.
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { BusManager } from "./bus.js";

@@ -1,6 +1,6 @@
 // Commissioning: finding devices on a port and reading one of them before it is configured,
 // as the status page offers it. The page runs the jobs (one at a time, progress, a time
-// cap) against this interface; a transport family implements it (Modbus: devices/commission.ts)
+// cap) against this interface; a transport family implements it (Modbus: modbus/device/commission.ts)
 // and the composition root hands it over, so the page never reaches a bus itself.
 // Everything in and out is plain data: the page's form fields in, JSON-ready answers out.
 import type { Metrics } from "./device.js";

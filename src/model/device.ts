@@ -57,8 +57,6 @@ export interface PowerControllable {
   setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   readonly refreshMs: number;
-  /** Reads the device's power once, right after a setpoint write ({} when it has no power point). */
-  confirm(): Promise<Metrics>;
 }
 
 /** A PV inverter: cap its output at a percentage of its rating. */
@@ -70,6 +68,8 @@ export interface Curtailable {
 /** A switched load: a shed switches it off; the ledger's restore switches it back as it was. */
 export interface Switchable {
   switchOff(): Promise<void>;
+  /** ms between rewrites while it is held off (0 or absent: the device holds it). */
+  readonly refreshMs?: number;
   /** Which of its outputs are on, as a bit mask (output 0 = bit 0), when it has several and knows. */
   outputsOn?(): number | undefined;
 }
@@ -117,6 +117,12 @@ export interface Device extends Readable {
   verify(pre: PreState): Promise<string | undefined>;
   /** Puts the device back to its own control when no pre-state is held (a profile's `release`); absent: nothing to do. */
   release?(): Promise<void>;
+  /**
+   * Reads the device once right after a write of any capability (its power, in the
+   * control lane where it has a bus): the latest values take it at once. {} when it has
+   * nothing to read; absent: its latest values stand.
+   */
+  confirm?(): Promise<Metrics>;
   /** Marks the device as under remote dispatch (op mode 2 while online). */
   setRemote(remote: boolean): void;
 }

@@ -3,9 +3,9 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config, FleetConfig } from "../config/schema.js";
-import type { Pairing } from "../devices/pairing.js";
-import { ModbusCommissioning } from "../devices/commission.js";
-import type { LocalDevices } from "../devices/local.js";
+import type { Pairing } from "../modbus/device/pairing.js";
+import { ModbusCommissioning } from "../modbus/device/commission.js";
+import type { SiteDevices } from "../devices/directory.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
@@ -14,7 +14,6 @@ import type { DeliveryLog } from "../delivery/log.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
 import type { ModbusEngine } from "../modbus/part.js";
-import type { DeviceDirectory } from "../model/device.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { StoragePart } from "../storage/part.js";
 import { SystemdNotifier } from "../systemd/notify.js";
@@ -29,9 +28,8 @@ export interface Core {
   profiles: ProfileRegistry;
   connector: Pairing;
   registry: DeviceRegistry;
-  local: LocalDevices;
-  /** Every device, whatever its family: what the front ends read. */
-  devices: DeviceDirectory;
+  /** The one registry of every device, whatever its family. */
+  devices: SiteDevices;
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;

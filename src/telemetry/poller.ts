@@ -6,10 +6,12 @@
 import type { MetricFamily, Part, PartHealth } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../errors.js";
-import type { DeviceDriver, PointClass } from "../devices/driver.js";
-import type { DriverPool } from "../devices/pool.js";
+import type { DeviceDriver, PointClass } from "../modbus/device/driver.js";
+import type { DriverPool } from "../modbus/device/pool.js";
 import type { DeviceHealth, DeviceSource, HealthView, RegisteredDevice } from "../devices/types.js";
-import type { LocalDevices } from "../devices/local.js";
+import type { Device } from "../model/device.js";
+import type { ModbusReadings } from "../modbus/device/profile-device.js";
+import type { SiteDevices } from "../devices/directory.js";
 import { opModeCode } from "../model/roles.js";
 import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
 
@@ -35,7 +37,7 @@ export interface PollerOptions {
    * Devices on other transports (Zigbee, GPIO) that report on their own: their latest
    * readings join each tick's snapshot, and their health and latest values are answered here too.
    */
-  local?: Pick<LocalDevices, "readings" | "health" | "latest" | "list">;
+  local?: Pick<SiteDevices, "readings" | "reporting">;
 }
 
 interface Tick {
@@ -46,7 +48,7 @@ interface Tick {
   committed: boolean;
 }
 
-export class Poller implements Part, HealthView {
+export class Poller implements Part, HealthView, ModbusReadings {
   readonly name = "poller";
   private devices = new Map<string, Polled>();
   /** Buses in the middle of a tick (they skip the ticks that come while they are busy). */
@@ -249,11 +251,11 @@ export class Poller implements Part, HealthView {
   health(deviceId: string): DeviceHealth | undefined;
   health(deviceId?: string): DeviceHealth | PartHealth | undefined {
     if (deviceId === undefined) return { warnings: [] };
-    return this.devices.get(deviceId)?.health ?? this.opts.local?.health(deviceId);
+    return this.devices.get(deviceId)?.health ?? this.reporting(deviceId)?.health();
   }
 
   metrics(): MetricFamily[] {
-    const ids = [...this.source.list().map((d) => d.config.device_id), ...(this.opts.local?.list().map((d) => d.device_id) ?? [])];
+    const ids = [...this.source.list().map((d) => d.config.device_id), ...(this.opts.local?.reporting().map((d) => d.id) ?? [])];
     const perDevice = (value: (h: DeviceHealth | undefined) => number) =>
       ids.map((device_id) => ({ labels: { device_id }, value: value(this.health(device_id)) }));
     const s = this.stats;
@@ -291,7 +293,12 @@ export class Poller implements Part, HealthView {
 
   /** The latest value of every metric read from a device (for dispatch and diagnostics). */
   latest(deviceId: string): Metrics | undefined {
-    return this.devices.get(deviceId)?.latest ?? this.opts.local?.latest(deviceId);
+    return this.devices.get(deviceId)?.latest ?? this.reporting(deviceId)?.latest();
+  }
+
+  /** A device of a family that reports on its own. */
+  private reporting(deviceId: string): Device | undefined {
+    return this.opts.local?.reporting().find((d) => d.id === deviceId);
   }
 
   /**

@@ -18,3 +18,11 @@ export const systemClock: Clock = {
   setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
   clearTimer: (h) => clearTimeout(h as NodeJS.Timeout),
 };
+
+/** Waits for `p`, or `ms` on the clock, whichever comes first. */
+export async function within(clock: Clock, p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: unknown = null;
+  const bound = new Promise<void>((r) => (timer = clock.setTimer(r, Math.max(0, ms))));
+  await Promise.race([p, bound]);
+  clock.clearTimer(timer);
+}

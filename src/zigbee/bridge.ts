@@ -18,14 +18,14 @@ import type { IClientOptions, MqttClient } from "mqtt";
 import { SitegateError, errorMessage } from "../errors.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { zigbeeNameProblem, type ZigbeeConfig, type ZigbeeDeviceConfig } from "../config/local-schema.js";
-import { DeclaredDevice, type LocalDevice, type LocalFamily, type LocalRole } from "../devices/local.js";
-import { opModeCode, roleOfWire, typed } from "../model/roles.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../devices/types.js";
+import { zigbeeNameProblem, type ZigbeeConfig } from "../config/local-schema.js";
+import type { DeclaredDevice } from "../devices/local.js";
+import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
-import { parseBridgeDevices, parseOnline, stateMetrics, type Z2mDevice } from "./exposes.js";
-import { MAX_PACKET_BYTES, MAX_STATUS_BYTES, readState, type StateValues } from "./state.js";
+import { parseBridgeDevices, parseOnline, type Z2mDevice } from "./exposes.js";
+import { MAX_PACKET_BYTES, MAX_STATUS_BYTES, readState } from "./state.js";
+import { ZigbeeDevice, type BridgeLink } from "./device.js";
 
 /** Why a message from the broker was dropped: the label of sitegate_zigbee_rejected_total. */
 export type RejectReason =
@@ -38,191 +38,9 @@ export type RejectReason =
   | "unsafe_name"
   | "unreadable";
 
-interface Waiter {
-  match: (payload: StateValues) => boolean;
-  resolve: (payload: StateValues) => void;
-}
-
-/** One configured Zigbee device: its place in the bridge's list, its latest state, commands awaiting confirmation. */
-class ZigbeeDevice extends DeclaredDevice implements LocalDevice {
-  readonly role: LocalRole;
-  info: Z2mDevice | undefined;
-  /** The bridge's list names this device, under a name that cannot go into a topic. */
-  refusedName: { name: string; why: string } | undefined;
-  available: boolean | undefined;
-  private payload: StateValues = {};
-  private metrics: Metrics = {};
-  private lastOk: string | null = null;
-  private waiters = new Set<Waiter>();
-
-  constructor(
-    readonly cfg: ZigbeeDeviceConfig,
-    private readonly bridge: ZigbeeBridge,
-  ) {
-    super(cfg);
-    this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
-  }
-
-  /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */
-  get topicName(): string | undefined {
-    return this.info?.friendly_name ?? this.cfg.friendly_name;
-  }
-
-  descriptor(): DeviceDescriptor {
-    const identity: Record<string, string> = {};
-    if (this.info) identity.ieee_address = this.info.ieee_address;
-    if (this.info?.model) identity.model = this.info.model;
-    if (this.info?.vendor) identity.manufacturer = this.info.vendor;
-    return {
-      ...typed(this.role, "zigbee"),
-      ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
-      capabilities: ["telemetry", "shed", "restore"],
-      profile: "zigbee2mqtt",
-      identity,
-    };
-  }
-
-  address(): string {
-    return `${this.bridge.baseTopic}/${this.topicName ?? this.cfg.ieee_address}`;
-  }
-
-  /** Why the device cannot be used now, or undefined when it can. */
-  private offlineReason(): string | undefined {
-    if (!this.bridge.connected) return "the bridge's broker is not connected";
-    if (this.bridge.bridgeOnline !== true) return "the zigbee2mqtt bridge is offline";
-    if (this.refusedName)
-      return `the bridge's list names it ${JSON.stringify(this.refusedName.name.slice(0, 100))}, which ${this.refusedName.why}`;
-    if (!this.info) return "not in the bridge's device list";
-    if (this.available === false) return "the bridge reports it offline";
-    if (this.lastOk === null) return "no state reported yet";
-    return undefined;
-  }
-
-  health(): DeviceHealth {
-    const why = this.offlineReason();
-    return {
-      online: !why,
-      last_ok_at: this.lastOk,
-      last_error: why ?? null,
-      consecutive_failures: 0,
-      op_mode: opModeCode(why ? "unknown" : "automatic"),
-    };
-  }
-
-  latest(): Metrics {
-    return this.metrics;
-  }
-
-  /** The metrics again from the state known so far (the bridge's list may come after a state message). */
-  refresh(): void {
-    this.metrics = this.info ? stateMetrics(this.info, this.payload) : {};
-  }
-
-  /** Readings already checked (readState): merged over the known ones, a bounded set of keys. */
-  onState(values: StateValues): void {
-    Object.assign(this.payload, values);
-    this.refresh();
-    this.lastOk = new Date().toISOString();
-    for (const w of [...this.waiters]) {
-      if (w.match(this.payload)) {
-        this.waiters.delete(w);
-        w.resolve(this.payload);
-      }
-    }
-  }
-
-  private usable(): Z2mDevice {
-    const why = this.offlineReason();
-    if (why && !(why === "no state reported yet" && this.info))
-      throw new SitegateError("DEVICE_OFFLINE", `${this.device_id}: ${why}`, { transient: true });
-    return this.info!;
-  }
-
-  /** Publishes to `{name}/{suffix}` and waits for a state message that `match` accepts. */
-  private async command(
-    suffix: "set" | "get",
-    body: Record<string, unknown>,
-    match: (p: StateValues) => boolean,
-    what: string,
-  ): Promise<StateValues> {
-    const name = this.topicName!;
-    const timeoutMs = this.bridge.commandTimeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    let waiter!: Waiter;
-    const confirmed = new Promise<StateValues>((resolve, reject) => {
-      waiter = { match, resolve };
-      this.waiters.add(waiter);
-      timer = setTimeout(() => {
-        this.waiters.delete(waiter);
-        reject(
-          new SitegateError("DEVICE_TIMEOUT", `${this.device_id} (${name}) did not confirm ${what} within ${timeoutMs} ms`, {
-            transient: true,
-          }),
-        );
-      }, timeoutMs);
-    });
-    // The timeout may fire while the publish still waits for the broker's acknowledgement.
-    confirmed.catch(() => undefined);
-    try {
-      await this.bridge.publish(`${name}/${suffix}`, body);
-      return await confirmed;
-    } catch (e) {
-      this.waiters.delete(waiter);
-      throw e;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async readOn(): Promise<boolean> {
-    const info = this.usable();
-    if (!info.onOff) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no on/off state`);
-    const { property, on } = info.onOff;
-    const known = (p: StateValues) => typeof p[property] === "string";
-    const p = known(this.payload) ? this.payload : await this.command("get", { [property]: "" }, known, "a state read");
-    return String(p[property]).toUpperCase() === on.toUpperCase();
-  }
-
-  async setOn(want: boolean): Promise<void> {
-    const info = this.usable();
-    if (!info.onOff) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no on/off state`);
-    const { property, on, off } = info.onOff;
-    const value = want ? on : off;
-    await this.command(
-      "set",
-      { [property]: value },
-      (p) => String(p[property]).toUpperCase() === value.toUpperCase(),
-      `${property} ${value}`,
-    );
-  }
-
-  async readSetpoint(): Promise<number> {
-    const info = this.usable();
-    if (!info.setpoint) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no heating setpoint`);
-    const prop = info.setpoint.property;
-    const known = (p: StateValues) => typeof p[prop] === "number";
-    const p = known(this.payload) ? this.payload : await this.command("get", { [prop]: "" }, known, "a setpoint read");
-    return p[prop] as number;
-  }
-
-  async setSetpoint(c: number): Promise<void> {
-    const info = this.usable();
-    if (!info.setpoint) throw new SitegateError("DEVICE_NOT_FOUND", `${this.device_id} exposes no heating setpoint`);
-    const { property, min, max, step } = info.setpoint;
-    const value = Math.round(Math.round(c / step) * step * 100) / 100;
-    if (value < min || value > max)
-      throw new SitegateError("CONTROL_VALUE_INVALID", `${this.device_id}: setpoint ${value} °C is outside ${min}..${max} °C`);
-    await this.command(
-      "set",
-      { [property]: value },
-      (p) => typeof p[property] === "number" && Math.abs((p[property] as number) - value) < 1e-6,
-      `${property} ${value}`,
-    );
-  }
-}
-
-export class ZigbeeBridge implements Part, LocalFamily {
+export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   readonly name = "zigbee";
+  readonly family = "zigbee";
   readonly baseTopic: string;
   readonly commandTimeoutMs: number;
   connected = false;
@@ -245,7 +63,7 @@ export class ZigbeeBridge implements Part, LocalFamily {
     this.devs = cfg.devices.map((d) => new ZigbeeDevice(d, this));
   }
 
-  devices(): readonly LocalDevice[] {
+  devices(): readonly DeclaredDevice[] {
     return this.devs;
   }
 
@@ -417,17 +235,17 @@ export class ZigbeeBridge implements Part, LocalFamily {
             `${d.device_id}: ${JSON.stringify(hit.friendly_name.slice(0, 100))} ${why}`,
           );
         d.refusedName = { name: hit.friendly_name, why };
-        d.info = undefined;
+        d.listed = undefined;
         d.refresh();
         continue;
       }
       d.refusedName = undefined;
       if (hit) taken.set(hit.friendly_name, d.device_id);
-      if (!hit && d.info) this.log.warn({ device_id: d.device_id }, "zigbee device no longer in the bridge's device list");
-      const found = hit && !d.info;
+      if (!hit && d.listed) this.log.warn({ device_id: d.device_id }, "zigbee device no longer in the bridge's device list");
+      const found = hit && !d.listed;
       if (found)
         this.log.info({ device_id: d.device_id, friendly_name: hit.friendly_name, ieee_address: hit.ieee_address }, "zigbee device found");
-      d.info = hit;
+      d.listed = hit;
       d.refresh();
       if (found && this.routes.has(`${this.baseTopic}/${hit.friendly_name}`)) this.askState(d);
     }
@@ -436,8 +254,8 @@ export class ZigbeeBridge implements Part, LocalFamily {
 
   /** Asks a device for its state (state messages are not retained). */
   private askState(d: ZigbeeDevice): void {
-    if (!d.info) return;
-    const prop = d.info.setpoint?.property ?? d.info.onOff?.property ?? "state";
+    if (!d.listed) return;
+    const prop = d.listed.setpoint?.property ?? d.listed.onOff?.property ?? "state";
     this.publish(`${d.topicName}/get`, { [prop]: "" }).catch(() => undefined);
   }
 

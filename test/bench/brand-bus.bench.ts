@@ -14,7 +14,7 @@ import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { lineTiming } from "../../src/modbus/endpoint.js";
-import { DeviceDriver, type PointClass } from "../../src/devices/driver.js";
+import { DeviceDriver, type PointClass } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { loadScenario } from "../../hw-sim/scenario.js";

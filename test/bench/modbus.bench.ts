@@ -8,7 +8,7 @@ import ModbusRTU from "modbus-serial";
 import type { BenchFn, BenchRow } from "./types.js";
 import { startSim } from "../../hw-sim/sim.js";
 import { Bus } from "../../src/modbus/bus.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -22,7 +22,7 @@ import type { BenchFn, BenchRow } from "./types.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { lineTiming, type Parity } from "../../src/modbus/endpoint.js";
 import { planBlocks, type Block, type Range } from "../../src/modbus/planner.js";
-import { DeviceDriver, type PointClass } from "../../src/devices/driver.js";
+import { DeviceDriver, type PointClass } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 

@@ -11,10 +11,7 @@ import { startGateway, tcpDevice, type Gateway } from "../support/gateway.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
-import type { GpioLines } from "../../src/gpio/lines.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
-import { deviceDirectory } from "../../src/parts/device-directory-adapter.js";
 import { partnerTo } from "../support/partner-sink.js";
 
 function scenario(): ScenarioInput {
@@ -108,14 +105,7 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     assert.deepEqual([byId.get("boiler").device_type, byId.get("boiler").device_max_power, byId.get("rse-60").device_type], [41, 3000, 40]);
     assert.deepEqual(byId.get("rse-60").capabilities, ["telemetry"]);
     // The status page's device list has them beside the Modbus devices.
-    const gpio = rig.gw.daemon.part<GpioLines>("gpio");
-    const local = {
-      list: () => [...gpio.devices()],
-      get: (id: string) => gpio.devices().find((d) => d.device_id === id),
-      setRemote: () => {},
-    };
-    const registry = rig.gw.daemon.part<DeviceRegistry>("registry");
-    const page = statusDevices({ devices: deviceDirectory({ registry, poller, local }) } as unknown as UiDeps);
+    const page = statusDevices({ devices: rig.gw.daemon.devices } as unknown as UiDeps);
     assert.deepEqual(
       page.map((d) => [d.device_id, d.type_name]),
       [

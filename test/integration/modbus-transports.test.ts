@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withSite, type ScenarioInput } from "../support/site.js";
 import { Bus } from "../../src/modbus/bus.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { SitegateError } from "../../src/errors.js";

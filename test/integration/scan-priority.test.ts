@@ -9,7 +9,7 @@ import { startGateway, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { Jobs } from "../../src/ui/jobs.js";
-import { ModbusCommissioning } from "../../src/devices/commission.js";
+import { ModbusCommissioning } from "../../src/modbus/device/commission.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { ModbusEngine } from "../../src/modbus/part.js";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { withSite } from "../support/site.js";
 import { until } from "../support/wait.js";
 import { Jobs } from "../../src/ui/jobs.js";
-import { ModbusCommissioning } from "../../src/devices/commission.js";
+import { ModbusCommissioning } from "../../src/modbus/device/commission.js";
 import { BusManager } from "../../src/modbus/bus.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";

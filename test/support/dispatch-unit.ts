@@ -39,7 +39,7 @@ export function unitRig(
   const responses = opts.responses ?? [];
   const d = new Dispatcher({
     db: () => db,
-    control: dev,
+    devices: dev.directory,
     clock,
     log: silentLogger(),
     pollIntervalMs: POLL,

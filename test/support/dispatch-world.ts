@@ -11,15 +11,14 @@
 // never written) runs on the same clock. A device's effect on grid import at any instant
 // is its import contribution minus the shadow's; an event's true delivery is the effect of
 // the devices it drives, in its share of each, averaged over its measured window.
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { SitegateError } from "../../src/errors.js";
-import type { DriverPool } from "../../src/devices/pool.js";
+import type { DriverPool } from "../../src/modbus/device/pool.js";
 import type { DeviceSource, Metrics, RegisteredDevice } from "../../src/devices/types.js";
-import { LocalDevices } from "../../src/devices/local.js";
+import { SiteDevices } from "../../src/devices/directory.js";
+import { ModbusFamily } from "../../src/modbus/device/family.js";
 import type { DeviceConfig } from "../../src/config/device-schema.js";
 import { zigbeeSchema } from "../../src/config/local-schema.js";
-import { ModbusDeviceControl } from "../../src/dispatch/device-control.js";
-import { CompositeDeviceControl, LocalDeviceControl } from "../../src/dispatch/local-control.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest, type EventSpec } from "../../src/dispatch/request.js";
@@ -449,7 +448,7 @@ interface Gateway {
   dispatcher: Dispatcher;
   drivers: Map<string, DeviceDriver>;
   latest: Map<string, Metrics>;
-  local: LocalDevices;
+  local: SiteDevices;
   zigbee?: ZigbeeLine;
   transport: SimTransport;
 }
@@ -466,7 +465,11 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     drivers.set(c.device_id, driver);
     registered.push({ config: c, descriptor, fully_configured: true, updated_at: new Date(clock.now()).toISOString() });
   }
-  const source: DeviceSource = { list: () => registered, get: (id) => registered.find((r) => r.config.device_id === id) };
+  const source: DeviceSource & { version: number } = {
+    version: 0,
+    list: () => registered,
+    get: (id) => registered.find((r) => r.config.device_id === id),
+  };
   const latest = new Map<string, Metrics>();
   const telemetry = {
     health: () => ({ online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 as const }),
@@ -475,17 +478,16 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     setRemote: () => undefined,
   };
   const pool: Pick<DriverPool, "driverFor"> = { driverFor: (c) => drivers.get(c.device_id)! };
-  const local = new LocalDevices();
+  const local = new SiteDevices([new ModbusFamily(source, pool, telemetry)]);
   let zigbee: ZigbeeLine | undefined;
   if (sim.zigbee) {
     const bridge = new GatewayZigbee(zigbeeSchema.parse({ url: "mqtt://127.0.0.1:1", devices: cfg.zigbee }), silentLogger());
     local.add(bridge);
     zigbee = new ZigbeeLine(bridge, sim.zigbee, () => clock.now());
   }
-  const control = new CompositeDeviceControl(new ModbusDeviceControl(source, telemetry, pool), new LocalDeviceControl(local));
   const dispatcher = new Dispatcher({
     db: () => db,
-    control,
+    devices: local,
     clock,
     log: silentLogger(),
     pollIntervalMs: POLL_MS,

@@ -1,10 +1,14 @@
-// A recording device layer for dispatch unit tests (pure logic on the injected clock):
-// batteries, relays and PV inverters as small register maps. Actions resolve to raw
-// writes like a profile would; reads and writes go to the map, so the device ledger's
-// pre-event state, release and read-back run for real against it.
+// A recording device family for dispatch unit tests (pure logic on the injected clock):
+// batteries, relays and PV inverters as small register maps behind the one device model.
+// Each capability resolves to raw writes like a profile would; reads and writes go to the
+// map, and the pre-event state is the Modbus family's (the raw cells an action touches),
+// so the device ledger's capture, release and read-back run for real against it.
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
-import type { ActionParams, DeviceControl, RawWrite } from "../../src/dispatch/control.js";
-import type { ActionName } from "../../src/profiles/schema.js";
+import type { ActionParams, RawWrite } from "../../src/modbus/device/raw-write.js";
+import { asRawWrites, capturePre, verifyPre } from "../../src/modbus/device/pre-state.js";
+import type { Device, DeviceDirectory, Metrics, PreState } from "../../src/model/device.js";
+import { pctOf } from "../../src/model/power.js";
+import type { ActionName } from "../../src/model/vocabulary.js";
 import type { FakeClock } from "./fake-clock.js";
 
 /** Battery mode register values. */
@@ -19,7 +23,7 @@ export interface FakeWrite {
   coils?: boolean[];
 }
 
-export class FakeDevices implements DeviceControl {
+export class FakeDevices {
   writes: FakeWrite[] = [];
   remote = new Set<string>();
   regs = new Map<string, Map<string, number>>();
@@ -35,8 +39,23 @@ export class FakeDevices implements DeviceControl {
     private readonly clock: FakeClock,
   ) {}
 
-  devices(): DispatchDevice[] {
-    return this.list;
+  private readonly made = new Map<string, Device>();
+
+  /** The devices as dispatch sees them (the registry's read side). */
+  readonly directory: Pick<DeviceDirectory, "list" | "get"> = {
+    list: () => this.list.map((d) => this.device(d.device_id)),
+    get: (id) => (this.list.some((d) => d.device_id === id) ? this.device(id) : undefined),
+  };
+
+  private device(id: string): Device {
+    let dev = this.made.get(id);
+    if (!dev) this.made.set(id, (dev = fakeDevice(this, id)));
+    return dev;
+  }
+
+  /** The dispatch view of a device (tests change its metrics and flags in place). */
+  view(id: string): DispatchDevice {
+    return this.dev(id);
   }
 
   private dev(id: string): DispatchDevice {
@@ -125,18 +144,51 @@ export class FakeDevices implements DeviceControl {
     return { power_w: w };
   }
 
-  hasAction(_id: string, _a: ActionName): boolean {
-    return true;
-  }
-
-  refreshMs(id: string): number {
-    return this.dev(id).role === "battery" ? 20_000 : 0;
-  }
-
   setRemote(id: string, on: boolean): void {
     if (on) this.remote.add(id);
     else this.remote.delete(id);
   }
+}
+
+/** A fake device: its capabilities by role, each an action planned and written on the register map. */
+function fakeDevice(f: FakeDevices, id: string): Device {
+  const d = () => f.view(id);
+  const act = async (action: ActionName, params: ActionParams) => f.write(id, await f.plan(id, action, params));
+  const read = (table: "holding" | "coil", address: number, count: number) => f.read(id, table, address, count);
+  const role = d().role;
+  return {
+    id,
+    info: () => ({
+      device_id: id,
+      family: "fake",
+      address: `fake/${id}`,
+      ...(d().rated_power_w !== undefined ? { rated_power_w: d().rated_power_w } : {}),
+      ...(d().shed_priority !== undefined ? { shed_priority: d().shed_priority } : {}),
+      fully_configured: d().fully_configured,
+    }),
+    descriptor: () => ({
+      role: d().role,
+      device_type: 0,
+      ...(d().max_power_w !== undefined ? { max_power_w: d().max_power_w } : {}),
+      capabilities: [...d().capabilities],
+      profile: "fake",
+      identity: {},
+    }),
+    latest: (): Metrics => d().metrics,
+    health: () => ({ online: d().online, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 }),
+    ...(role === "battery"
+      ? { power: { refreshMs: 20_000, setPower: (dir, w) => act(dir, { watts: w, pct: pctOf(w, d().max_power_w ?? 0) }) } }
+      : {}),
+    ...(role === "pv" ? { curtail: { refreshMs: 0, setLimit: (pct) => act("curtail", { pct }) } } : {}),
+    ...(role === "switch" ? { switch: { switchOff: () => act("shed", {}), outputsOn: () => d().coils_on } } : {}),
+    ...(role === "thermostat" ? { setpoint: { setback_c: 2, setBack: () => act("shed", {}) } } : {}),
+    capture: async (action: ActionName, held?: PreState) => capturePre(await f.plan(id, action, {}), asRawWrites(held), read),
+    restore: (pre: PreState) => f.write(id, [...asRawWrites(pre)].reverse()),
+    verify: (pre: PreState) => verifyPre(asRawWrites(pre), read),
+    release: () => act("release", {}),
+    confirm: () => f.confirm(id),
+    setRemote: (on: boolean) => f.setRemote(id, on),
+  } satisfies Device;
 }
 
 export function battery(id: string, max: number, soc = 50): DispatchDevice {

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SitegateError } from "../../src/errors.js";
-import { modbusExceptionCode, scanUnits } from "../../src/devices/commission.js";
+import { modbusExceptionCode, scanUnits } from "../../src/modbus/device/commission.js";
 import type { Bus } from "../../src/modbus/bus.js";
 import {
   ProbeInputError,

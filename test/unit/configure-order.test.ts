@@ -3,13 +3,13 @@
 // another, results in request order; each entry goes down the steps once, in order.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Pairing } from "../../src/devices/pairing.js";
+import { Pairing } from "../../src/modbus/device/pairing.js";
 import { SitegateError } from "../../src/errors.js";
 import { silentLogger } from "../../src/log.js";
 import type { CheckWrite, DeviceConfig } from "../../src/config/device-schema.js";
 import type { DeviceDescriptor } from "../../src/devices/types.js";
-import type { DeviceDriver } from "../../src/devices/driver.js";
-import type { PairingDeps } from "../../src/devices/pairing.js";
+import type { DeviceDriver } from "../../src/modbus/device/driver.js";
+import type { PairingDeps } from "../../src/modbus/device/pairing.js";
 
 const dev = (id: string, port: number, extra: Partial<DeviceConfig> = {}): DeviceConfig =>
   ({

@@ -2,7 +2,7 @@
 // gets from discovery and mb_device_type, and when a baud asked for clashes with an RTU port's.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { baudConflict, resolveRole } from "../../src/devices/pairing.js";
+import { baudConflict, resolveRole } from "../../src/modbus/device/pairing.js";
 import type { DeviceConfig } from "../../src/config/device-schema.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import type { RegisteredDevice } from "../../src/devices/types.js";

@@ -5,10 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SitegateError, isSitegateError } from "../../src/errors.js";
-import { decodeScaleFactor, planWrites, readScaleFactors, toRaw, type ControlTarget } from "../../src/dispatch/control-values.js";
+import { decodeScaleFactor, planWrites, readScaleFactors, toRaw, type ControlTarget } from "../../src/modbus/device/control-values.js";
 import { profileSchema, type WriteStep } from "../../src/profiles/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
-import type { DeviceDriver } from "../../src/devices/driver.js";
+import type { DeviceDriver } from "../../src/modbus/device/driver.js";
 
 const M124 = 40100;
 const M123 = 40200;

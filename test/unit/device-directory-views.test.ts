@@ -1,15 +1,15 @@
 // Device sync, the status page and /healthz's list read devices through the one device
 // model (`DeviceDirectory`), whatever their family: a device class defined here only is
-// listed beside the others. And the composition root's directory over today's registry,
-// poller and local devices answers what they did.
+// listed beside the others. And the one registry lists the Modbus family's devices with
+// what the poll read of them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Device, DeviceDescriptor, DeviceDirectory, DeviceHealth, DeviceInfo, Metrics } from "../../src/model/device.js";
 import { deviceSyncView, syncState, syncedDevices } from "../../src/services/devices.js";
 import { devices as statusDevices, overview, type UiDeps } from "../../src/ui/views.js";
-import { deviceDirectory } from "../../src/parts/device-directory-adapter.js";
+import { SiteDevices } from "../../src/devices/directory.js";
+import { ModbusFamily } from "../../src/modbus/device/family.js";
 import type { RegisteredDevice } from "../../src/devices/types.js";
-import type { LocalDevice } from "../../src/devices/local.js";
 
 const ONLINE: DeviceHealth = {
   online: true,
@@ -104,7 +104,7 @@ test("the status page shows any family's devices from info(), health() and lates
   assert.deepEqual([o.pv_w, o.grid_w, o.grid_meter, o.load_w, o.devices], [3000, -1000, "grid-meter", 2000, { configured: 3, online: 2 }]);
 });
 
-test("the composition root's directory: Modbus devices from the registry, local ones after them, health and readings from the poller", async () => {
+test("the one registry: Modbus devices from the persisted registry (their mb_* fields as an address), then other families; health and readings from the poll", async () => {
   const reg = (id: string, c: Record<string, unknown>, full = true): RegisteredDevice =>
     ({
       config: { device_id: id, ...c },
@@ -114,34 +114,30 @@ test("the composition root's directory: Modbus devices from the registry, local 
     }) as unknown as RegisteredDevice;
   const rows = [
     reg("tcp-1", { mb_type: 2, mb_ip: "10.0.0.5", mb_port: 502, mb_slave_id: 3, device_name: "Grid" }),
-    reg("rtu-1", { mb_type: 1, mb_rtu_no: 0, mb_slave_id: 7, rated_power_w: [100, 200] }, false),
+    reg("rtu-1", { mb_type: 1, mb_rtu_no: 0, mb_baud: 9600, mb_slave_id: 7, rated_power_w: [100, 200] }, false),
   ];
   const registry = { version: 4, list: () => rows, get: (id: string) => rows.find((r) => r.config.device_id === id) };
-  let identity: Record<string, string> = {};
-  const plug = {
-    device_id: "plug",
-    rated_power_w: 2000,
-    address: () => "zigbee2mqtt/plug",
-    descriptor: () => ({ ...relay, profile: "zigbee2mqtt", identity }),
-  } as unknown as LocalDevice;
-  const remote: string[] = [];
-  const local = {
-    list: () => [plug],
-    get: (id: string) => (id === "plug" ? plug : undefined),
-    setRemote: (id: string) => void remote.push(id),
+  const pool = {
+    driverFor: (): never => {
+      throw new Error("no driver in this test");
+    },
   };
-  const poller = {
+  const remote: string[] = [];
+  const readings = {
     health: (id: string) => (id === "tcp-1" ? ONLINE : undefined),
     latest: (id: string) => (id === "tcp-1" ? { power_w: 5 } : undefined),
+    confirm: () => {},
+    setRemote: (id: string) => void remote.push(id),
   };
-  const dir = deviceDirectory({ registry, poller, local });
+  const plug = new TestDevice("plug", { descriptor: relay });
+  const dir = new SiteDevices([new ModbusFamily(registry, pool, readings), { family: "test", polled: false, devices: () => [plug] }]);
 
   assert.deepEqual(
     dir.list().map((d) => [d.id, d.info().family, d.info().address, d.info().fully_configured]),
     [
       ["tcp-1", "modbus", "tcp://10.0.0.5:502 unit 3", true],
       ["rtu-1", "modbus", "RTU port 0 unit 7", false],
-      ["plug", "zigbee", "zigbee2mqtt/plug", true],
+      ["plug", "test", "test://plug", true],
     ],
   );
   assert.equal(dir.get("tcp-1")?.info().device_name, "Grid");
@@ -151,15 +147,11 @@ test("the composition root's directory: Modbus devices from the registry, local 
   assert.deepEqual(dir.get("rtu-1")?.latest(), {}, "no reading yet");
   assert.deepEqual(dir.get("rtu-1")?.health(), { online: false, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 0 });
   assert.equal(dir.get("nope"), undefined);
-  dir.get("plug")?.setRemote(true);
-  assert.deepEqual(remote, ["plug"]);
-  await assert.rejects(dir.get("plug")!.capture("shed"), /read-only/);
+  dir.get("tcp-1")?.setRemote(true);
+  assert.deepEqual(remote, ["tcp-1"]);
 
-  // The version follows the registry's, and a local device's descriptor changing.
+  // The version follows the persisted registry's.
   const v = dir.version;
-  assert.equal(dir.version, v);
   registry.version = 5;
   assert.equal(dir.version, v + 1);
-  identity = { ieee_address: "0x01" };
-  assert.equal(dir.version, v + 2);
 });

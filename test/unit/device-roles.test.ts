@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { builtinProfiles } from "../../src/profiles/registry.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { gridMeter, type MeterCandidate } from "../../src/devices/grid-meter.js";
 import { ROLES, roleOfWire, typed, wireLabel, wireType } from "../../src/model/roles.js";
 import type { Bus } from "../../src/modbus/bus.js";

@@ -1,5 +1,5 @@
 // The confirmation read after a setpoint write, through the real device layer on the
-// injected clock: the dispatcher, ModbusDeviceControl, a DeviceDriver with a small fixed
+// injected clock: the dispatcher, the Modbus family's ProfileDevice, a DeviceDriver with a small fixed
 // battery profile, a Bus over an in-memory transport, and the poller's latest values.
 // No poll runs in these tests: whatever reaches the latest values came from the
 // confirmation read. No sleeps: the fake clock is moved by hand.
@@ -9,11 +9,13 @@ import { randomUUID } from "node:crypto";
 import { Bus, PRIORITY, type Priority } from "../../src/modbus/bus.js";
 import type { Transport } from "../../src/modbus/transport.js";
 import type { Table } from "../../src/modbus/planner.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
-import type { DriverPool } from "../../src/devices/pool.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import type { DriverPool } from "../../src/modbus/device/pool.js";
 import type { DeviceSource, RegisteredDevice } from "../../src/devices/types.js";
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
-import { ModbusDeviceControl } from "../../src/dispatch/device-control.js";
+import { ModbusFamily } from "../../src/modbus/device/family.js";
+import { SiteDevices } from "../../src/devices/directory.js";
+import { dispatchDevices } from "../../src/dispatch/devices.js";
 import { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest } from "../../src/dispatch/request.js";
@@ -111,7 +113,7 @@ async function rig() {
     fully_configured: true,
     updated_at: new Date(T0).toISOString(),
   };
-  const source: DeviceSource = { list: () => [device], get: (id) => (id === "b1" ? device : undefined) };
+  const source: DeviceSource & { version: number } = { list: () => [device], get: (id) => (id === "b1" ? device : undefined), version: 0 };
   const pool = { driverFor: () => driver } as unknown as DriverPool;
   // The real poller holds the latest values the status page and the API read. Started and
   // stopped at once: it knows the device but never polls (no timer runs in this test).
@@ -124,18 +126,18 @@ async function rig() {
     confirm: (id: string, m: Record<string, number>) => poller.confirm(id, m),
     setRemote: (id: string, on: boolean) => poller.setRemote(id, on),
   };
-  const control = new ModbusDeviceControl(source, view, pool);
+  const devices = new SiteDevices([new ModbusFamily(source, pool, view)]);
   const tmp = makeTmpDir();
   const db = openDatabase(tmp.dir);
   migrate(db, [DISPATCH_MIGRATIONS]);
   const clock = new FakeClock(T0);
-  const d = new Dispatcher({ db: () => db, control, clock, log: silentLogger(), pollIntervalMs: 1000, respond: () => {} });
+  const d = new Dispatcher({ db: () => db, devices, clock, log: silentLogger(), pollIntervalMs: 1000, respond: () => {} });
   void d.start(); // plans at once; only a put-back at start is awaited
   return {
     t,
     lanes,
     poller,
-    control,
+    devices,
     clock,
     d,
     async close() {
@@ -183,7 +185,7 @@ test("after a setpoint write the battery's power is read once, in the control la
       JSON.stringify(r.lanes),
     );
     assert.equal(r.poller.latest("b1")?.power_w, 2500, "the latest values (status page, API) have the setpoint");
-    assert.equal(r.control.devices()[0].metrics.power_w, 2500, "and so has dispatch's view of the device");
+    assert.equal(dispatchDevices(r.devices)[0].metrics.power_w, 2500, "and so has dispatch's view of the device");
     assert.equal(r.clock.now(), T0 + 10_000, "at the write's instant, not a poll later");
     assert.deepEqual([r.d.stats.confirms_ok, r.d.stats.confirms_failed], [1, 0]);
 

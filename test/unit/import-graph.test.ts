@@ -16,7 +16,10 @@
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs
 //   profiles      profiles/: profile schema and registry (formats issues with config/)
 //   config-load   config/load.ts: reads a config file and checks its devices against the profiles
-//   devices       devices/: driver, driver pool, connector, registry, configure, local devices
+//   devices       devices/: the one registry of devices (directory, families), the persisted
+//                 Modbus registry, config-declared devices, device contracts
+//   modbus-device modbus/device/: the Modbus family: profile-driven devices (driver, driver
+//                 pool, pairing, control values, the spec edge of the partner's mb_* fields)
 //   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
 //   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
 //   telemetry     telemetry/: poller (drives device drivers), sample store
@@ -53,6 +56,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["profiles", ["profiles/"]],
   ["config-load", ["config/load.ts"]],
   ["devices", ["devices/"]],
+  ["modbus-device", ["modbus/device/"]],
   ["zigbee", ["zigbee/"]],
   ["gpio", ["gpio/"]],
   ["telemetry", ["telemetry/"]],
@@ -204,6 +208,40 @@ test("src/: every file has a layer, every import resolves, no upward or lateral 
     f.cycles.map((c) => c.join(" -> ")),
     [],
   );
+});
+
+/** Direct imports of `from` files (under any of the prefixes) into files under any of `to`. */
+function importsInto(files: ReadonlyMap<string, string>, from: readonly string[], to: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const [file, source] of files) {
+    if (!from.some((p) => file.startsWith(p))) continue;
+    for (const { spec, kind } of importsOf(source)) {
+      const target = posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, ".ts");
+      if (to.some((p) => target.startsWith(p))) out.push(`${file} -> ${target} by ${kind}`);
+    }
+  }
+  return out;
+}
+
+const TRANSPORTS = ["modbus/", "zigbee/", "gpio/"];
+
+test("no module in src/dispatch imports a transport (modbus/, zigbee/, gpio/) or a device family's internals: it drives Device capabilities", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(
+    importsInto(files, ["dispatch/"], [...TRANSPORTS, "devices/local.ts", "devices/registry.ts", "devices/directory.ts"]),
+    [],
+  );
+});
+
+test("no module in src/ui, src/services, src/fleet or src/api imports a transport (modbus/, zigbee/, gpio/) or a device family's internals: they read the DeviceDirectory", () => {
+  const files = srcFiles(SRC);
+  const internals = ["devices/local.ts", "devices/registry.ts"];
+  assert.deepEqual(importsInto(files, ["ui/", "services/", "fleet/", "api/"], [...TRANSPORTS, ...internals]), []);
+});
+
+test("the site's events are typed without a transport", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(importsInto(new Map([...files].filter(([f]) => f === "parts/site-events.ts")), ["parts/"], TRANSPORTS), []);
 });
 
 test("the checker finds what it should: import forms, upward and lateral imports, cycles, unplaced files", () => {

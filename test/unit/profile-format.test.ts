@@ -7,9 +7,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { profileSchema, type Profile } from "../../src/profiles/schema.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
-import { planWrites } from "../../src/dispatch/control-values.js";
-import { ModbusDeviceControl } from "../../src/dispatch/device-control.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import { planWrites } from "../../src/modbus/device/control-values.js";
+import { ModbusFamily } from "../../src/modbus/device/family.js";
+import { SiteDevices } from "../../src/devices/directory.js";
+import type { RawWrite } from "../../src/modbus/device/raw-write.js";
 import { Ledger } from "../../src/dispatch/ledger.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
@@ -207,7 +209,7 @@ test("a sub-device's unit id: read, written, put back by the ledger from that un
     );
     const { control, db } = controlFor(dir, d);
     const ledger = new Ledger(db, control);
-    await ledger.hold("bat", ["e1"], "charge", { watts: 1500 }, 1);
+    await ledger.hold("bat", ["e1"], { action: "charge", watts: 1500 }, 1);
     assert.deepEqual(bus.writes.at(-1), { unit: 100, address: 2700, words: [1500] });
     assert.deepEqual(ledger.get("bat")!.pre, [{ table: "holding", address: 2700, unit: 100, words: [50], coils: [] }]);
     assert.equal(bus.get(227, "holding", 2700), undefined, "nothing written on the VE.Bus unit");
@@ -218,16 +220,14 @@ test("a sub-device's unit id: read, written, put back by the ledger from that un
   });
 });
 
-function controlFor(dir: string, d: DeviceDriver): { control: ModbusDeviceControl; db: ReturnType<typeof openDatabase> } {
+function controlFor(dir: string, d: DeviceDriver): { control: SiteDevices; db: ReturnType<typeof openDatabase> } {
   const db = openDatabase(dir);
   migrate(db, [DISPATCH_MIGRATIONS]);
   const config = { device_id: "bat" } as never;
-  const source = {
-    list: () => [{ config, descriptor: d.descriptor, fully_configured: true, updated_at: "" }],
-    get: () => ({ config, descriptor: d.descriptor, fully_configured: true, updated_at: "" }),
-  };
+  const row = { config, descriptor: d.descriptor, fully_configured: true, updated_at: "" };
+  const source = { list: () => [row], get: () => row, version: 0 };
   const telemetry = { health: () => undefined, latest: () => undefined, confirm() {}, setRemote() {} };
-  return { control: new ModbusDeviceControl(source, telemetry, { driverFor: () => d } as never), db };
+  return { control: new SiteDevices([new ModbusFamily(source, { driverFor: () => d } as never, telemetry)]), db };
 }
 
 test("a write-only register is put back with the profile's value, never read", async () => {
@@ -249,10 +249,10 @@ test("a write-only register is put back with the profile's value, never read", a
     await d.pair();
     const { control, db } = controlFor(dir, d);
     const ledger = new Ledger(db, control);
-    await ledger.hold("bat", ["e1"], "charge", { watts: 3000 }, 1);
+    await ledger.hold("bat", ["e1"], { action: "charge", watts: 3000 }, 1);
     assert.ok(!bus.reads.some((r) => r.address >= 40000), "no read of a write-only register");
     assert.deepEqual(
-      ledger.get("bat")!.pre.map((w) => [w.address, w.words]),
+      (ledger.get("bat")!.pre as RawWrite[]).map((w) => [w.address, w.words]),
       [
         [40236, [0, 2424]],
         [40795, [0, 4000]],
@@ -285,7 +285,7 @@ test("a read-back that does not hold its value fails the action with the registe
     const { control, db } = controlFor(dir, d);
     const ledger = new Ledger(db, control);
     bus.ignoreWrites.add("1/holding/13049");
-    await assert.rejects(ledger.hold("bat", ["e1"], "charge", {}, 1), (e: unknown) => {
+    await assert.rejects(ledger.hold("bat", ["e1"], { action: "charge" }, 1), (e: unknown) => {
       assert.ok(isSitegateError(e, "CONTROL_NOT_CONFIRMED"));
       assert.match(
         (e as Error).message,
@@ -294,7 +294,7 @@ test("a read-back that does not hold its value fails the action with the registe
       return true;
     });
     bus.ignoreWrites.clear();
-    await ledger.hold("bat", ["e1"], "charge", {}, 2);
+    await ledger.hold("bat", ["e1"], { action: "charge" }, 2);
     assert.equal(bus.get(1, "holding", 13049), 2);
     db.close();
   });
@@ -307,12 +307,17 @@ test("a watchdog: refresh_s must be set and below revert_s; dispatch rewrites at
     assert.equal(r.success, false, `refresh ${refresh_s}`);
     assert.deepEqual(r.error!.issues[0].path, ["refresh_s"]);
   }
-  const p = profile({ revert_s: 300, refresh_s: 120, points: [{ metric: "x", address: 0 }] });
+  const p = profile({
+    revert_s: 300,
+    refresh_s: 120,
+    points: [{ metric: "x", address: 0 }],
+    actions: { charge: [{ address: 10, value: "$watts" }] },
+  });
   const d = driverOf(new RegisterBus().set(1, "holding", 0, [0]), 1, p);
   await d.pair();
   await withTmpDir((dir) => {
     const { control, db } = controlFor(dir, d);
-    assert.equal(control.refreshMs("bat"), 120_000, "the executor's setpoint rewrite period (as for SunSpec RvrtTms)");
+    assert.equal(control.get("bat")!.power!.refreshMs, 120_000, "the executor's setpoint rewrite period (as for SunSpec RvrtTms)");
     db.close();
   });
 });

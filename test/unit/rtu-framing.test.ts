@@ -4,8 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseConfig } from "../../src/config/load.js";
-import { endpointForDevice } from "../../src/devices/pool.js";
-import { DeviceDriver } from "../../src/devices/driver.js";
+import { endpointForDevice } from "../../src/modbus/device/pool.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { Bus, BusManager } from "../../src/modbus/bus.js";
 import { serialOpenOptions, type Endpoint } from "../../src/modbus/endpoint.js";
 import { rtuGapRegs } from "../../src/modbus/planner.js";

@@ -28,7 +28,7 @@ export const chargeDischarge: EventKind = {
       const dp = deviceProgress(row, sh.device_id);
       const others = cap.takenBy(sh.device_id);
       dp.skipped =
-        sh.skipped && others.length && /no (capacity|share) left/.test(sh.skipped)
+        sh.skipped && others.length && sh.reason !== "unavailable"
           ? `driven by event ${others.join(", ")} (before this one in B4 order)`
           : sh.skipped;
       if (sh.skipped) continue;

@@ -4,10 +4,11 @@
 // the rest for every kind alike: writes through the device ledger, releases, coverage,
 // test mode and the response's common fields. A new kind is one new file here plus its
 // line in index.ts.
-import type { ActionName } from "../../profiles/schema.js";
-import type { DispatchDevice } from "../allocate.js";
+import type { ActionName } from "../../model/vocabulary.js";
+import type { PreState } from "../../model/device.js";
+import { statusFor, type DispatchDevice } from "../allocate.js";
+import { byCodeUnit } from "../../util/compare.js";
 import type { LedgerRow } from "../ledger.js";
-import type { RawWrite } from "../control.js";
 import type { EventType } from "../../model/vocabulary.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 
@@ -92,7 +93,7 @@ export interface KindContext {
   /** Ends another running event now, with `reason` in its result (a restore ends sheds). */
   end(row: EventRow, reason: string): void;
   /** Reads a device back against `pre`; `done` gets undefined when it matches, else what differs. */
-  verify(id: string, pre: readonly RawWrite[], done: (mismatch: string | undefined) => void): void;
+  verify(id: string, pre: PreState, done: (mismatch: string | undefined) => void): void;
   /** Commits the event's progress. */
   save(row: EventRow): void;
 }
@@ -112,6 +113,8 @@ export interface KindResult {
   status?: "completed" | "partial" | "failed";
   /** false when any part of the delivered quantity is estimated. */
   measured: boolean;
+  /** Overrides the coverage the executor measures (a test event's: nothing was measured). */
+  coverage?: number;
   details?: Record<string, unknown>;
 }
 
@@ -135,6 +138,33 @@ export interface EventKind {
   /** Whether the event counts as driving its devices now (coverage); by default: a write acknowledged. */
   driving?(row: EventRow, ctx: KindContext): boolean;
   result(row: EventRow, ctx: KindContext, until: number): KindResult;
+  /** A test event's result; by default its plan (plannedResult): nothing was written, nothing measured. */
+  testResult?(row: EventRow, ctx: KindContext, until: number): KindResult;
+}
+
+/** A test event's plan as its result: each device it would drive delivers what it would be asked for. */
+export function plannedResult(row: EventRow): KindResult {
+  const s = row.spec;
+  const devices: DeviceEntry[] = Object.entries(row.progress.devices)
+    .sort(([a], [b]) => byCodeUnit(a, b))
+    .map(([id, dp]) => ({
+      device_id: id,
+      status: dp.skipped ? "skipped" : "completed",
+      requested_w: Math.round(dp.requested_w),
+      delivered_w: dp.skipped ? 0 : Math.round(dp.requested_w),
+      ...(dp.skipped ? { error: dp.skipped } : {}),
+    }));
+  const planned = Math.min(
+    s.quantity_w,
+    devices.reduce((a, d) => a + d.delivered_w, 0),
+  );
+  return {
+    delivered_w: planned,
+    devices,
+    status: statusFor(planned, s.quantity_w),
+    measured: false,
+    coverage: devices.some((d) => d.status !== "skipped") ? 1 : 0,
+  };
 }
 
 export function deviceProgress(row: EventRow, id: string): DeviceProgress {

@@ -46,7 +46,7 @@ export const restore: EventKind = {
     const busy = verifying.get(row) ?? new Set<string>();
     verifying.set(row, busy);
     for (const [id, dp] of Object.entries(row.progress.devices)) {
-      if (dp.restored || !dp.pre || busy.has(id)) continue;
+      if (dp.restored || dp.pre === undefined || busy.has(id)) continue;
       const l = ctx.ledger(id);
       if (l && l.holders.some((h) => ctx.running().some((r) => r.spec.event_id === h))) {
         dp.error = `driven again by event ${l.holders.join(", ")}`;
@@ -67,7 +67,13 @@ export const restore: EventKind = {
     return true;
   },
 
-  result(row: EventRow, ctx: KindContext): KindResult {
+  // A test restore ends the test sheds and reports the devices they planned as restored:
+  // its own result, not a plan (it plans nothing).
+  testResult(row: EventRow, ctx: KindContext): KindResult {
+    return { ...this.result(row, ctx, ctx.now), coverage: 1 };
+  },
+
+  result(row: EventRow, ctx: KindContext, _until?: number): KindResult {
     const s = row.spec;
     const test = s.mode === "test";
     const devices: DeviceEntry[] = [];

@@ -1,13 +1,13 @@
 // A device on a bus, driven by its profile: pairing (identity registers or SunSpec
 // discovery), the resolved register map, block reads of the points due, and decoding
 // into canonical metrics. Holds a Bus handle and a unit id, never a socket.
-import type { CheckWrite } from "../config/device-schema.js";
-import { SitegateError, errorMessage } from "../errors.js";
-import { PRIORITY, type Bus, type Priority } from "../modbus/bus.js";
-import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../modbus/codec.js";
-import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../modbus/planner.js";
-import type { Endpoint } from "../modbus/endpoint.js";
-import type { ActionName } from "../profiles/schema.js";
+import type { CheckWrite } from "../../config/device-schema.js";
+import { SitegateError, errorMessage } from "../../errors.js";
+import { PRIORITY, type Bus, type Priority } from "../bus.js";
+import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../codec.js";
+import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../planner.js";
+import type { Endpoint } from "../endpoint.js";
+import type { ActionName } from "../../profiles/schema.js";
 import {
   enumValue,
   type FixedProfile,
@@ -16,10 +16,10 @@ import {
   type ReadBack,
   type SunSpecProfile,
   type WriteStep,
-} from "../profiles/schema.js";
-import { expectationHolds } from "../profiles/identify.js";
-import { opModeCode, typed } from "../model/roles.js";
-import type { DeviceDescriptor, Metrics, OpMode } from "./types.js";
+} from "../../profiles/schema.js";
+import { expectationHolds } from "../../profiles/identify.js";
+import { opModeCode, typed } from "../../model/roles.js";
+import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
 
 export type PointClass = "fast" | "slow";
 

@@ -3,13 +3,13 @@
 // read (pair, then every metric). The functions take the bus they are given (a fresh one,
 // or the daemon's); `ModbusCommissioning` is the Modbus family's `Commissioning`, which
 // picks that bus itself, so the status page asks it and never sees a bus.
-import { SitegateError, errorMessage, isSitegateError } from "../errors.js";
-import { Bus, PRIORITY, type BusManager } from "../modbus/bus.js";
-import { endpointKey, parseEndpoint, type Endpoint } from "../modbus/endpoint.js";
+import { SitegateError, errorMessage, isSitegateError } from "../../errors.js";
+import { Bus, PRIORITY, type BusManager } from "../bus.js";
+import { endpointKey, parseEndpoint, type Endpoint } from "../endpoint.js";
 import { DeviceDriver } from "./driver.js";
-import type { ProfileRegistry } from "../profiles/registry.js";
-import { identifyUnit } from "../profiles/identify.js";
-import type { Logger } from "../log.js";
+import type { ProfileRegistry } from "../../profiles/registry.js";
+import { identifyUnit } from "../../profiles/identify.js";
+import type { Logger } from "../../log.js";
 import {
   ProbeInputError,
   type Commissioning,
@@ -21,7 +21,7 @@ import {
   type ScanInput,
   type ScanPlan,
   type ScanProgress,
-} from "../model/commissioning.js";
+} from "../../model/commissioning.js";
 
 export { ProbeInputError, type ReadResult, type ScanHit, type ScanProgress };
 

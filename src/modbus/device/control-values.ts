@@ -4,15 +4,15 @@
 // first: an action with one bad value writes nothing at all. The scale factor is read
 // from the device once per pairing; one that cannot be read fails the write, it never
 // falls back to writing the engineering value raw.
-import { SitegateError, errorMessage } from "../errors.js";
-import { PRIORITY } from "../modbus/bus.js";
-import { encodeValue, type ValueType } from "../modbus/codec.js";
-import type { DeviceDriver } from "../devices/driver.js";
-import type { DeviceDescriptor } from "../devices/types.js";
-import { enumValue, type WriteStep } from "../profiles/schema.js";
-import type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
+import { SitegateError, errorMessage } from "../../errors.js";
+import { PRIORITY } from "../bus.js";
+import { encodeValue, typeRegs, type ValueType } from "../codec.js";
+import type { DeviceDriver } from "./driver.js";
+import type { DeviceDescriptor } from "../../model/device.js";
+import { enumValue, type WriteStep } from "../../profiles/schema.js";
+import type { RawWrite as Write, ActionParams as ControlParams } from "./raw-write.js";
 
-export type { RawWrite as Write, ActionParams as ControlParams } from "./control.js";
+export type { RawWrite as Write, ActionParams as ControlParams } from "./raw-write.js";
 
 /** What planning needs of a paired device: where a step writes, and its rated power. */
 export interface ControlTarget {
@@ -187,6 +187,30 @@ export function planWrites(
         `${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`,
       );
     }
+    const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
+    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
+  }
+  return out;
+}
+
+/**
+ * The registers and coils an action's steps touch, without their values (no scale factor
+ * read, no power needed): what the ledger's pre-event state has to cover. A write-only
+ * register carries its `restore` words. Steps of models the device lacks are skipped.
+ */
+export function actionCells(target: ControlTarget, steps: readonly WriteStep[]): Write[] {
+  const out: Write[] = [];
+  for (const step of steps) {
+    const where = resolve(target, step);
+    if (!where) continue;
+    if (where.table === "coil") {
+      const last = out[out.length - 1];
+      if (last && last.table === "coil" && last.unit === where.unit && last.address + last.coils.length === where.address)
+        last.coils.push(false);
+      else out.push({ table: "coil", address: where.address, ...unitOf(where), words: [], coils: [false] });
+      continue;
+    }
+    const words = new Array<number>(typeRegs(step.type)).fill(0);
     const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
     out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
   }

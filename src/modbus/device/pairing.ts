@@ -4,17 +4,18 @@
 // The driver pool serves the endpoint, the bus and the device's driver; the driver
 // identifies the device and runs the check writes; the registry stores the result.
 // Entries on different buses are paired in parallel, entries on one bus one after another.
-import type { CheckWrite, DeviceConfig } from "../config/device-schema.js";
-import type { RtuPortConfig } from "../config/schema.js";
-import { errorMessage, type SitegateError } from "../errors.js";
-import type { Logger } from "../log.js";
-import { PRIORITY } from "../modbus/bus.js";
-import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
+import type { CheckWrite, DeviceConfig } from "../../config/device-schema.js";
+import type { RtuPortConfig } from "../../config/schema.js";
+import { errorMessage, type SitegateError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import { PRIORITY } from "../bus.js";
+import { endpointKey, type Endpoint } from "../endpoint.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
-import type { DeviceRegistry } from "./registry.js";
-import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "../model/roles.js";
-import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "./types.js";
+import type { DeviceRegistry } from "../../devices/registry.js";
+import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "../../model/roles.js";
+import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "../../devices/types.js";
+import { modbusSpec } from "./spec.js";
 
 export interface PairingDeps {
   pool: Pick<DriverPool, "endpointFor" | "candidate" | "adopt" | "reject" | "rtuPorts">;
@@ -113,19 +114,25 @@ export function baudConflict(
   config: DeviceConfig,
   deps: { registry: Pick<DeviceRegistry, "list">; rtuPorts: Record<string, RtuPortConfig> },
 ): string | null {
-  if (config.mb_type !== 1) return null;
-  const port = deps.rtuPorts[String(config.mb_rtu_no)];
+  const link = modbusSpec(config).link;
+  if (link.kind !== "rtu") return null;
+  const port = deps.rtuPorts[String(link.port_no)];
   if (!port) return null;
+  const rtu = (c: DeviceConfig) => {
+    const l = modbusSpec(c).link;
+    return l.kind === "rtu" ? l : undefined;
+  };
   const others = deps.registry.list().filter((d) => {
     const c = d.config;
-    return c.device_id !== config.device_id && c.mb_type === 1 && deps.rtuPorts[String(c.mb_rtu_no)]?.path === port.path;
+    const l = rtu(c);
+    return c.device_id !== config.device_id && l !== undefined && deps.rtuPorts[String(l.port_no)]?.path === port.path;
   });
-  const clash = others.filter((d) => d.config.mb_baud !== config.mb_baud);
+  const clash = others.filter((d) => rtu(d.config)?.baud !== link.baud);
   if (!clash.length) return null;
-  const portBaud = clash[0].config.mb_baud as number;
+  const portBaud = rtu(clash[0].config)!.baud;
   const users = others.map((d) => d.config.device_id).sort();
   const shown = users.length > 5 ? `${users.slice(0, 5).join(", ")} and ${users.length - 5} more` : users.join(", ");
-  return `mb_baud ${config.mb_baud} differs from the ${portBaud} baud of RTU port ${config.mb_rtu_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
+  return `mb_baud ${link.baud} differs from the ${portBaud} baud of RTU port ${link.port_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
 }
 
 /**

@@ -1,0 +1,79 @@
+// Dispatch's one place between its claims and the device model: a claim's action as the
+// capability that carries it, and the device as the planner sees it. Nothing here knows
+// a transport; a device offers a capability or it does not.
+import { SitegateError } from "../errors.js";
+import type { Device, DeviceDirectory, Metrics, PreState } from "../model/device.js";
+import type { ActionName } from "../model/vocabulary.js";
+import type { DispatchDevice } from "./allocate.js";
+
+/** What one claim (or the claims stacked on a device) writes: the action, and its power or percent. */
+export interface Setting {
+  action: ActionName;
+  watts?: number;
+  pct?: number;
+}
+
+function missing(d: Device, action: ActionName): SitegateError {
+  return new SitegateError("DEVICE_NOT_FOUND", `device ${d.id} has no ${action} action`);
+}
+
+/**
+ * The claim written through the capability it maps to: charge/discharge set a power, a
+ * curtailment a limit, a shed switches a load off or sets a heating setpoint back from
+ * the pre-event state the ledger holds (`pre`).
+ */
+export async function apply(d: Device, s: Setting, pre: PreState): Promise<void> {
+  switch (s.action) {
+    case "charge":
+    case "discharge":
+      if (!d.power) throw missing(d, s.action);
+      return d.power.setPower(s.action, s.watts ?? 0);
+    case "curtail":
+      if (!d.curtail) throw missing(d, s.action);
+      return d.curtail.setLimit(s.pct ?? 100);
+    case "shed":
+      if (d.switch) return d.switch.switchOff();
+      if (d.setpoint) return d.setpoint.setBack(pre);
+      throw missing(d, s.action);
+    default:
+      throw missing(d, s.action);
+  }
+}
+
+/** ms between rewrites of the capability an action drives (0: the device holds it). */
+export function refreshOf(d: Device | undefined, action: ActionName | undefined): number {
+  if (!d || !action) return 0;
+  if (action === "charge" || action === "discharge") return d.power?.refreshMs ?? 0;
+  if (action === "curtail") return d.curtail?.refreshMs ?? 0;
+  if (action === "shed") return d.switch?.refreshMs ?? 0;
+  return 0;
+}
+
+/** The device's reading right after a write ({} when it has none to take). */
+export async function confirmRead(d: Device): Promise<Metrics> {
+  return (await d.confirm?.()) ?? {};
+}
+
+/** Every device with a descriptor, fully configured or not, as the planner sees it. */
+export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDevice[] {
+  const out: DispatchDevice[] = [];
+  for (const d of dir.list()) {
+    const desc = d.descriptor();
+    if (!desc) continue;
+    const info = d.info();
+    const coils = d.switch?.outputsOn?.();
+    out.push({
+      device_id: d.id,
+      role: desc.role,
+      capabilities: desc.capabilities,
+      ...(desc.max_power_w !== undefined ? { max_power_w: desc.max_power_w } : {}),
+      fully_configured: info.fully_configured,
+      online: d.health().online,
+      metrics: { ...d.latest() },
+      ...(coils !== undefined ? { coils_on: coils } : {}),
+      ...(info.rated_power_w !== undefined ? { rated_power_w: info.rated_power_w } : {}),
+      ...(info.shed_priority !== undefined ? { shed_priority: info.shed_priority } : {}),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,37 @@
+// The Modbus family: a ProfileDevice for every device the persisted registry holds
+// (dv_device), made again only when its row changes; the poller reads them.
+import type { DeviceFamily } from "../../devices/family.js";
+import type { DeviceSource, RegisteredDevice } from "../../devices/types.js";
+import type { DriverPool } from "./pool.js";
+import { ProfileDevice, type ModbusReadings } from "./profile-device.js";
+
+export class ModbusFamily implements DeviceFamily {
+  readonly family = "modbus";
+  readonly polled = true;
+  private readonly made = new Map<string, ProfileDevice>();
+
+  constructor(
+    private readonly source: DeviceSource & { readonly version: number },
+    private readonly pool: Pick<DriverPool, "driverFor">,
+    private readonly readings: ModbusReadings,
+  ) {}
+
+  get version(): number {
+    return this.source.version;
+  }
+
+  devices(): readonly ProfileDevice[] {
+    const rows = this.source.list();
+    const out = rows.map((r) => this.of(r));
+    if (this.made.size > rows.length) for (const id of [...this.made.keys()]) if (!this.source.get(id)) this.made.delete(id);
+    return out;
+  }
+
+  private of(r: RegisteredDevice): ProfileDevice {
+    const hit = this.made.get(r.config.device_id);
+    if (hit && hit.registered === r) return hit;
+    const d = new ProfileDevice(r, this.pool, this.readings);
+    this.made.set(r.config.device_id, d);
+    return d;
+  }
+}

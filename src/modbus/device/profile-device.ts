@@ -1,0 +1,221 @@
+// A Modbus device as the one device model sees it: its profile's actions offered as
+// capabilities (charge/discharge: power, curtail: curtail, shed: switch), every write
+// and read in the control lane of its bus (ahead of polling), its pre-event state as the
+// raw registers and coils an action touches (pre-state.ts). Its latest values and health
+// come from the poller, which reads it on the site clock. A new device model needs a
+// profile file, not code here.
+import type { DeviceConfig } from "../../config/device-schema.js";
+import { SitegateError } from "../../errors.js";
+import type {
+  Curtailable,
+  Device,
+  DeviceDescriptor,
+  DeviceHealth,
+  DeviceInfo,
+  Metrics,
+  PowerControllable,
+  PreState,
+  Switchable,
+} from "../../model/device.js";
+import { pctOf } from "../../model/power.js";
+import { opModeCode } from "../../model/roles.js";
+import type { ActionName } from "../../model/vocabulary.js";
+import type { RegisteredDevice } from "../../devices/types.js";
+import { PRIORITY } from "../bus.js";
+import { actionCells, planControlWrites } from "./control-values.js";
+import type { DeviceDriver } from "./driver.js";
+import type { DriverPool } from "./pool.js";
+import { asRawWrites, capturePre, verifyPre, type CellRead } from "./pre-state.js";
+import type { ActionParams, RawWrite } from "./raw-write.js";
+import { modbusSpec, specAddress } from "./spec.js";
+
+/** What the poller keeps of each Modbus device: latest values and health, and the remote flag. */
+export interface ModbusReadings {
+  latest(deviceId: string): Metrics | undefined;
+  health(deviceId: string): DeviceHealth | undefined;
+  /** A reading taken outside the poll: the latest values take it at once. */
+  confirm(deviceId: string, metrics: Metrics): void;
+  setRemote(deviceId: string, remote: boolean): void;
+}
+
+/** What a confirmation read after a setpoint write reads: the device's AC power. */
+const CONFIRM_METRICS = ["power_w"] as const;
+
+const NO_HEALTH: DeviceHealth = {
+  online: false,
+  last_ok_at: null,
+  last_error: null,
+  consecutive_failures: 0,
+  op_mode: opModeCode("unknown"),
+};
+
+export class ProfileDevice implements Device {
+  readonly id: string;
+  readonly power?: PowerControllable;
+  readonly curtail?: Curtailable;
+  readonly switch?: Switchable;
+
+  constructor(
+    readonly registered: RegisteredDevice,
+    private readonly pool: Pick<DriverPool, "driverFor">,
+    private readonly readings: ModbusReadings,
+  ) {
+    this.id = registered.config.device_id;
+    const actions = this.profileActions();
+    const refreshMs = this.refreshMs();
+    if (actions.has("charge") || actions.has("discharge"))
+      this.power = { refreshMs, setPower: (direction, watts) => this.setPower(direction, watts) };
+    if (actions.has("curtail")) this.curtail = { refreshMs, setLimit: (pct) => this.act("curtail", { pct }) };
+    if (actions.has("shed")) this.switch = { refreshMs, switchOff: () => this.act("shed", {}), outputsOn: () => this.outputsOn() };
+  }
+
+  private get config(): DeviceConfig {
+    return this.registered.config;
+  }
+
+  info(): DeviceInfo {
+    const c = this.config;
+    return {
+      device_id: this.id,
+      ...(c.device_name !== undefined ? { device_name: c.device_name } : {}),
+      family: "modbus",
+      address: this.address(),
+      ...(c.rated_power_w !== undefined ? { rated_power_w: c.rated_power_w } : {}),
+      ...(c.shed_priority !== undefined ? { shed_priority: c.shed_priority } : {}),
+      fully_configured: this.registered.fully_configured,
+    };
+  }
+
+  private address(): string {
+    try {
+      return specAddress(modbusSpec(this.config));
+    } catch {
+      return "?"; // a stored entry without its mb_* fields (never from a configure body): shown, not fatal
+    }
+  }
+
+  /**
+   * What pairing found. A battery whose profile reads no rated power takes the config's
+   * nameplate (device sync shows the same), so that a brand without a rated-power
+   * register (the Victron GX) still takes a share of an event.
+   */
+  descriptor(): DeviceDescriptor | null {
+    const d = this.registered.descriptor;
+    if (!d || d.max_power_w !== undefined || d.role !== "battery" || typeof this.config.rated_power_w !== "number") return d;
+    return { ...d, max_power_w: this.config.rated_power_w };
+  }
+
+  latest(): Metrics {
+    return this.readings.latest(this.id) ?? {};
+  }
+
+  health(): DeviceHealth {
+    return this.readings.health(this.id) ?? NO_HEALTH;
+  }
+
+  setRemote(remote: boolean): void {
+    this.readings.setRemote(this.id, remote);
+  }
+
+  /** The driver; throws when there is none (its profile or RTU port is gone). */
+  driver(): DeviceDriver {
+    return this.pool.driverFor(this.config);
+  }
+
+  private profileActions(): Set<ActionName> {
+    try {
+      const a = this.driver().profile.actions;
+      return new Set((Object.keys(a) as ActionName[]).filter((k) => (a[k]?.length ?? 0) > 0));
+    } catch {
+      return new Set(); // no driver: nothing to control
+    }
+  }
+
+  private refreshMs(): number {
+    try {
+      return this.driver().profile.refresh_s * 1000;
+    } catch {
+      return 0;
+    }
+  }
+
+  private outputsOn(): number | undefined {
+    try {
+      return this.driver().coilsOn(this.latest());
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The driver, paired (the device is paired first if it has not answered yet), and the action's steps. */
+  private async ready(
+    action: ActionName,
+  ): Promise<{ driver: DeviceDriver; steps: NonNullable<DeviceDriver["profile"]["actions"][ActionName]> }> {
+    const driver = this.driver();
+    const steps = driver.profile.actions[action];
+    if (!steps?.length) throw new SitegateError("DEVICE_NOT_FOUND", `profile ${driver.profile.name} has no ${action} action`);
+    if (!driver.paired) await driver.pair(PRIORITY.control);
+    return { driver, steps };
+  }
+
+  private async setPower(direction: "charge" | "discharge", watts: number): Promise<void> {
+    const max = this.descriptor()?.max_power_w;
+    await this.act(direction, { watts, ...(max ? { pct: pctOf(watts, max) } : {}) });
+  }
+
+  /** Plans the action with its values, writes it, and reads back the mode the profile names. */
+  private async act(action: ActionName, params: ActionParams): Promise<void> {
+    const { driver, steps } = await this.ready(action);
+    const writes = await planControlWrites(driver, steps, params);
+    if (writes.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
+    await this.write(driver, writes);
+    await driver.readBack(action);
+  }
+
+  async capture(action: ActionName, held?: PreState): Promise<PreState> {
+    const { driver, steps } = await this.ready(action);
+    const touched = actionCells(driver, steps);
+    if (touched.length === 0)
+      throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
+    return capturePre(touched, asRawWrites(held), this.reader(driver));
+  }
+
+  /** The pre-event state written back in reverse order (the mode before the rates, the limit's enable before the limit). */
+  async restore(pre: PreState): Promise<void> {
+    await this.write(this.driver(), [...asRawWrites(pre)].reverse());
+  }
+
+  verify(pre: PreState): Promise<string | undefined> {
+    return verifyPre(asRawWrites(pre), this.reader(this.driver()));
+  }
+
+  /** The profile's `release` action (back to the device's own control), when it has one. */
+  async release(): Promise<void> {
+    if (!this.driver().profile.actions.release?.length) return;
+    await this.act("release", {});
+  }
+
+  /** The power point (and its scale factor) in the control lane, no retry: bounded by the device's timeout. */
+  async confirm(): Promise<Metrics> {
+    const m = await this.driver().readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
+    this.readings.confirm(this.id, m);
+    return m;
+  }
+
+  /** Raw reads in the control lane (the pre-event state and its read-back). */
+  private reader(driver: DeviceDriver): CellRead {
+    const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs, retries: 1 };
+    return (table, address, count, unit) => driver.bus.read(unit ?? driver.unit, table, address, count, opts);
+  }
+
+  /** Raw writes in the control lane, in order (planWrites merges neighbouring coils). */
+  private async write(driver: DeviceDriver, writes: readonly RawWrite[]): Promise<void> {
+    const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
+    for (const w of writes) {
+      const unit = w.unit ?? driver.unit;
+      if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
+      else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+    }
+  }
+}
