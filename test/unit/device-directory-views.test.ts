@@ -107,7 +107,7 @@ test("the status page shows any family's devices from info(), health() and lates
 test("the one registry: Modbus devices from the persisted registry (their mb_* fields as an address), then other families; health and readings from the poll", async () => {
   const reg = (id: string, c: Record<string, unknown>, full = true): RegisteredDevice =>
     ({
-      config: { device_id: id, ...c },
+      config: { device_id: id, device_integration: "org-1/sunspec", ...c },
       descriptor: full ? meter : null,
       fully_configured: full,
       updated_at: "",
