@@ -30,14 +30,14 @@ test("zigbee devices report telemetry into the snapshots, show in device sync, a
 
     // The readings join the site tick's snapshots next to the Modbus meter's (every stored
     // snapshot from the first: the push may settle them between two looks).
-    await until(
-      () =>
-        samples
-          .pending(10_000, 0)
-          .some((s) => s.devices.some((d) => d.device_id === "plug-1") && s.devices.some((d) => d.device_id === "grid")),
-      "a snapshot with plug-1 and grid",
-    );
-    const snap = samples.pending(10_000, 0).find((s) => s.devices.some((d) => d.device_id === "trv-1"))!;
+    type Snap = ReturnType<SampleStore["pending"]>[number];
+    let snap: Snap | undefined;
+    const has = (s: Snap, id: string) => s.devices.some((d) => d.device_id === id);
+    await until(() => {
+      snap = samples.pending(10_000, 0).find((s) => has(s, "plug-1") && has(s, "grid") && has(s, "trv-1"));
+      return snap !== undefined;
+    }, "a snapshot with plug-1, trv-1 and grid");
+    if (!snap) throw new Error("unreachable");
     assert.equal(snap.ts % 250, 0, "stamped with a tick of the site clock");
     assert.equal(snap.devices.find((d) => d.device_id === "trv-1")!.metrics.setpoint_c, 21);
 
