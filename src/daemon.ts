@@ -43,6 +43,7 @@ import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
+import { SitegateError } from "./errors.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -155,7 +156,7 @@ function listen(
 function daemon(config: Config, storage: StoragePart, life: Lifecycle, events: EventBus<SiteEvents>, health: HealthMonitor): Daemon {
   const part = <T extends Part>(name: string): T => {
     const p = life.parts.get(name);
-    if (!p) throw new Error(`no part named ${name}`);
+    if (!p) throw new SitegateError("INTERNAL", `no part named ${name}`);
     return p as T;
   };
   return {

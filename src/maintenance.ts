@@ -15,7 +15,7 @@ import type { HealthWarning, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
-import { errorMessage } from "./errors.js";
+import { SitegateError, errorMessage } from "./errors.js";
 import { zoneProblem } from "./config/zones.js";
 import { dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
@@ -38,7 +38,7 @@ export function maintenanceSchedule(
   if (m.timezone !== "local" && m.timezone !== "UTC") {
     // The config refused it already (check-config too); a caller that skipped the config does not get UTC silently.
     const problem = zoneProblem(m.timezone);
-    if (problem) throw new Error(`maintenance.timezone ${m.timezone}: ${problem}`);
+    if (problem) throw new SitegateError("CONFIG_INVALID", `maintenance.timezone ${m.timezone}: ${problem}`);
     process.env.TZ = m.timezone;
   }
   return { ...SCHEDULE, checkpoint: m.timezone === "UTC" ? dailyUtc(m.at) : dailyLocal(m.at) };

@@ -5,9 +5,8 @@
 // The order of the checks, and why: docs/security.md (the table, and "Guessing at
 // /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { isStorageUnavailable } from "../storage/db.js";
 import type { ApiContext } from "./context.js";
-import { HttpError, forbidden } from "./errors.js";
+import { forbidden, rateLimited } from "./errors.js";
 import { tokenForm } from "./schemas.js";
 import { FailureThrottle, sourceKey } from "./throttle.js";
 import type { GuessLimits } from "./guess-limit.js";
@@ -28,7 +27,7 @@ function oauthError(reply: FastifyReply, error: OAuthError, description: string)
 }
 
 const tooMany = (s: number, why: string) =>
-  new HttpError(429, "rate_limited", `${why}; retry in ${s} s`, [], { "retry-after": String(s), "cache-control": "no-store" });
+  rateLimited(`${why}; retry in ${s} s`, { "retry-after": String(s), "cache-control": "no-store" });
 
 /** Form-urlencoding, as RFC 6749 2.3.1 has the Basic user and password encoded. */
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/; // linear: one character class, then a tail it cannot overlap
@@ -143,13 +142,7 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
         ctx.credentials.checkPassword(f.username, f.password),
       );
       if (!ok) return oauthError(reply, "invalid_grant", "wrong username or password");
-      let issued;
-      try {
-        issued = ctx.tokens.issue(f.username);
-      } catch (e) {
-        if (isStorageUnavailable(e)) throw new HttpError(503, "unavailable", "storage cannot commit now; no token was issued");
-        throw e;
-      }
+      const issued = ctx.tokens.issue(f.username);
       return reply
         .headers({ "cache-control": "no-store", pragma: "no-cache" })
         .send({ access_token: issued.token, expires_in: issued.expiresIn, token_type: "Bearer" });

@@ -12,11 +12,12 @@ import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../s
 import { withFullSync } from "../storage/durable.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
+import { SitegateError } from "../errors.js";
 
 function openOutbox(configFile: string): { db: Db; outbox: Outbox; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
-  if (!existsSync(path)) throw new Error(`no database at ${path}: the gateway has not run with this config yet`);
+  if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
   migrate(db, [OUTBOX_MIGRATIONS]);
   return { db, outbox: new Outbox(db), dataDir: cfg.data_dir };

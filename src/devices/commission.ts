@@ -26,7 +26,11 @@ export interface ScanProgress {
 }
 
 /** Thrown for bad input; `message` is one sentence for a person. */
-export class ProbeInputError extends Error {}
+export class ProbeInputError extends SitegateError {
+  constructor(message: string) {
+    super("INVALID_REQUEST", message);
+  }
+}
 
 export function checkEndpoint(text: unknown): Endpoint {
   if (typeof text !== "string" || text.trim() === "")

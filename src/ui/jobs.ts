@@ -5,7 +5,7 @@
 // ends. Scan probes queue below polling, and on a polled bus each probe waits at most
 // SHARED_PROBE_TIMEOUT_MS, so polling goes on; every scan stops at a time cap.
 import { randomUUID } from "node:crypto";
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import { Bus, type BusManager } from "../modbus/bus.js";
 import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
@@ -38,7 +38,12 @@ export interface Job {
   finished_at: string | null;
 }
 
-export class BusyError extends Error {}
+/** A scan or read is already running: answered 409 (services/errors.ts), worth trying again later. */
+export class BusyError extends SitegateError {
+  constructor(message: string) {
+    super("BUSY", message, { transient: true });
+  }
+}
 
 /** A status-page scan stops after this long (247 probes at 1 s plus the polls between them fit). */
 export const SCAN_CAP_MS = 5 * 60_000;

@@ -41,6 +41,7 @@ import { hasHealthMarker } from "./health-marker.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, Incoming, receiveFile, receiveUrl, removeStaleIncoming, type ReceivedBundle } from "./receive.js";
 import { SafeUntar } from "./untar.js";
 import { testHook } from "../util/test-hooks.js";
+import { SitegateError } from "../errors.js";
 
 export const DEFAULT_ROOT = "/opt/sitegate";
 export const DEFAULT_KEYS_DIR = "/etc/sitegate/update-keys";
@@ -138,7 +139,7 @@ function restart(ctl: ServiceControl, say: Say): void {
     return;
   }
   const r = spawnSync("/bin/sh", ["-c", ctl.restartCmd], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
+  if (r.status !== 0) throw new SitegateError("UPDATE_FAILED", `restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
 }
 
 // == apply ==
