@@ -6,6 +6,7 @@
 // /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ApiContext } from "./context.js";
+import { SitegateError } from "../errors.js";
 import { forbidden, rateLimited } from "./errors.js";
 import { tokenForm } from "./schemas.js";
 import { FailureThrottle, sourceKey } from "./throttle.js";
@@ -110,11 +111,9 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
         .split(";")[0]
         .trim()
         .toLowerCase();
-      if (type !== "application/x-www-form-urlencoded") {
-        return reply
-          .code(415)
-          .send({ error: "invalid_request", error_description: "the token request must be application/x-www-form-urlencoded" });
-      }
+      // Answered by the error handler in the OAuth shape ({error: invalid_request, error_description}).
+      if (type !== "application/x-www-form-urlencoded")
+        throw new SitegateError("UNSUPPORTED_MEDIA_TYPE", "the token request must be application/x-www-form-urlencoded");
       const basic = basicClientId(req.headers.authorization);
       if (basic && "refused" in basic) {
         limiter.failed(req.ip);

@@ -6,7 +6,7 @@
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
-import type { Db } from "../storage/db.js";
+import { storageError, type Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceControl } from "./control.js";
@@ -206,7 +206,7 @@ export class Dispatcher implements Part {
             try {
               results.push({ staged: inner(b.req, at) });
             } catch (e) {
-              results.push({ error: e });
+              results.push({ error: storageError(e) }); // a deferred BEGIN meets a held lock at the first write
             }
           }
         },

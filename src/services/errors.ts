@@ -62,6 +62,11 @@ export function errorAnswer(e: SitegateError): ErrorAnswer {
   return { status, code, message: status === 500 ? "internal error" : e.message, details: e.details };
 }
 
+/** The HTTP status of a code (for an answer that is not the JSON error body, e.g. a plain-text page). */
+export function statusOf(code: ErrorCode): number {
+  return ANSWERS[code][0];
+}
+
 /** The exit code of a CLI command that ended with this error. */
 export function exitCode(e: unknown): number {
   return (e instanceof SitegateError && ANSWERS[e.code][2]) || EXIT_FAILURE;

@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { Credentials, addCidr, ipInList } from "../api/auth.js";
 import { VERSION } from "../version.js";
 import { SitegateError } from "../errors.js";
-import { asSitegateError, errorAnswer } from "../services/errors.js";
+import { asSitegateError, errorAnswer, statusOf } from "../services/errors.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
 import { Jobs } from "./jobs.js";
@@ -133,7 +133,10 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
     }
     app.addHook("onRequest", async (req, reply) => {
       if (!ipInList(allow, req.ip))
-        return reply.code(403).type("text/plain; charset=utf-8").send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
+        return reply
+          .code(statusOf("FORBIDDEN"))
+          .type("text/plain; charset=utf-8")
+          .send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
       req.uiSession = sessions.get(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
     });
     app.addHook("onSend", async (_req, reply, payload) => {
@@ -147,7 +150,7 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
     });
     app.setNotFoundHandler({ preHandler: needPage }, (req, reply) => {
       reply
-        .code(404)
+        .code(statusOf("NOT_FOUND"))
         .type("text/plain; charset=utf-8")
         .send(`no page ${req.url.split("?")[0]}\n`);
     });
@@ -240,7 +243,8 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
     app.post("/logout", async (req, reply) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       if (req.uiSession && sameToken(body.csrf, req.uiSession.csrf)) sessions.destroy(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
-      else if (req.uiSession) return reply.code(403).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
+      else if (req.uiSession)
+        return reply.code(statusOf("FORBIDDEN")).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
       return reply
         .code(303)
         .header("set-cookie", `${SESSION_COOKIE}=; ${COOKIE_ATTRS}; Max-Age=0`)
