@@ -47,7 +47,7 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
   installGuards(app, ctx);
 
   app.setErrorHandler((err, req, reply) => {
-    const { error } = asSitegateError(framework(err, req));
+    const error = asSitegateError(framework(err, req));
     const a = errorAnswer(error);
     if (a.status === 500) req.log.error({ err, reqId: req.id }, "request failed");
     reply.code(a.status).headers(error instanceof HttpError ? error.headers : {});

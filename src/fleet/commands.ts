@@ -92,7 +92,7 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
 
 /** The B3 error body for a failed command, with the status the HTTPS route would answer. */
 export function failure(name: string, e: unknown, deps: Pick<CommandDeps, "log">): CommandAnswer {
-  const { error, internal } = asSitegateError(e);
-  if (internal) deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
-  return answerOf(error);
+  const answer = answerOf(asSitegateError(e));
+  if (answer.status === 500) deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
+  return answer;
 }

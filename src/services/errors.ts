@@ -82,14 +82,14 @@ const FRAMEWORK: Record<number, ErrorCode> = {
 
 /**
  * Any error a front end caught, as a SitegateError: ours as they are, the HTTP framework's
- * 4xx by its status, anything else INTERNAL (a bug, so `internal` is true: log it).
+ * 4xx by its status, anything else INTERNAL (a bug: the front end logs every 500).
  */
-export function asSitegateError(e: unknown): { error: SitegateError; internal: boolean } {
-  if (e instanceof SitegateError) return { error: e, internal: false };
+export function asSitegateError(e: unknown): SitegateError {
+  if (e instanceof SitegateError) return e;
   const status = (e as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
     const message = e instanceof Error ? e.message : String(e);
-    return { error: new SitegateError(FRAMEWORK[status] ?? "INVALID_REQUEST", message, { cause: e }), internal: false };
+    return new SitegateError(FRAMEWORK[status] ?? "INVALID_REQUEST", message, { cause: e });
   }
-  return { error: new SitegateError("INTERNAL", "internal error", { cause: e }), internal: true };
+  return new SitegateError("INTERNAL", "internal error", { cause: e });
 }

@@ -144,7 +144,7 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
       return payload;
     });
     app.setErrorHandler((err, req, reply) => {
-      const { error } = asSitegateError(err);
+      const error = asSitegateError(err);
       if (errorAnswer(error).status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
       return sendError(reply, error);
     });

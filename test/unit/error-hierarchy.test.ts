@@ -106,6 +106,11 @@ test("no control flow reads an error's message text", () => {
   );
 });
 
+test("SQLite's result codes are read in src/storage only", () => {
+  const outside = hits(/SQLITE_/).filter((h) => !h.startsWith("storage/"));
+  assert.deepEqual(outside, []);
+});
+
 test("the one table: codes to HTTP status, B3 code and CLI exit code; an internal error's text is not shown", () => {
   const a = (code: ConstructorParameters<typeof SitegateError>[0]) => errorAnswer(new SitegateError(code, "m"));
   assert.deepEqual([a("INVALID_REQUEST").status, a("INVALID_REQUEST").code], [400, "invalid_request"]);
@@ -119,9 +124,14 @@ test("the one table: codes to HTTP status, B3 code and CLI exit code; an interna
   assert.equal(exitCode(new SitegateError("STORAGE_UNAVAILABLE", "s")), EXIT_FAILURE);
   assert.equal(exitCode(new Error("a library's")), EXIT_FAILURE);
   // The HTTP framework's own refusals by their status; anything else is a bug.
-  assert.equal(asSitegateError(Object.assign(new SyntaxError("bad JSON"), { statusCode: 400 })).error.code, "INVALID_REQUEST");
-  assert.equal(asSitegateError(Object.assign(new Error("too big"), { statusCode: 413 })).error.code, "PAYLOAD_TOO_LARGE");
-  assert.deepEqual([asSitegateError(new Error("boom")).error.code, asSitegateError(new Error("boom")).internal], ["INTERNAL", true]);
+  assert.equal(asSitegateError(Object.assign(new SyntaxError("bad JSON"), { statusCode: 400 })).code, "INVALID_REQUEST");
+  assert.equal(asSitegateError(Object.assign(new Error("too big"), { statusCode: 413 })).code, "PAYLOAD_TOO_LARGE");
+  assert.deepEqual(errorAnswer(asSitegateError(new Error("boom at /secret/path"))), {
+    status: 500,
+    code: "internal",
+    message: "internal error",
+    details: [],
+  });
 });
 
 /** A database with one table, on a real file. */
