@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { errorMessage, isSitegateError } from "./errors.js";
 import { developmentKeys, VERSION } from "./version.js";
 import { errorText } from "./util/journal.js";
+import { exitCode } from "./services/errors.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
@@ -81,14 +82,14 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(errorText(`sitegate ${name}: ${e.message}\nusage: ${cmd.usage}\n`));
-      return EXIT_USAGE;
+      return exitCode(e);
     }
     if (isSitegateError(e, "CONFIG_INVALID")) {
       process.stderr.write(errorText(`sitegate ${name}: ${e.message}\n${e.details.map((d) => `  ${d.path}: ${d.message}`).join("\n")}\n`));
-      return EXIT_USAGE;
+      return exitCode(e);
     }
     process.stderr.write(errorText(`sitegate ${name}: ${errorMessage(e)}\n`));
-    return EXIT_FAILURE;
+    return exitCode(e);
   }
 }
 

@@ -41,6 +41,7 @@ import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
 import { buildFamilies } from "./parts/families.js";
+import { SitegateError } from "./errors.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -160,7 +161,7 @@ function daemon(
 ): Daemon {
   const part = <T extends Part>(name: string): T => {
     const p = life.parts.get(name);
-    if (!p) throw new Error(`no part named ${name}`);
+    if (!p) throw new SitegateError("INTERNAL", `no part named ${name}`);
     return p as T;
   };
   return {

@@ -1,5 +1,8 @@
-// One error type for the whole gateway: a stable code, a transient flag that decides
-// retries, and optional structured details. Statuses live in services/errors.ts, not here.
+// The one error hierarchy of the gateway: every error src throws is a SitegateError (or a
+// subclass that fixes its code), with a stable code, a transient flag that decides retries,
+// and optional structured details. Control flow looks at the code, never the message. What
+// each code answers (HTTP status, fleet command answer, CLI exit code) is the one table in
+// services/errors.ts, not here.
 
 export type ErrorCode =
   | "CONFIG_INVALID"
@@ -15,6 +18,7 @@ export type ErrorCode =
   | "PROFILE_INVALID"
   | "PROFILE_NOT_FOUND"
   | "PAIRING_FAILED"
+  | "DEVICE_MISMATCH"
   | "REGISTRY_WRITE_FAILED"
   | "CONTROL_VALUE_INVALID"
   | "CONTROL_NOT_CONFIRMED"
@@ -24,7 +28,16 @@ export type ErrorCode =
   | "FORBIDDEN"
   | "NOT_FOUND"
   | "CONFLICT"
+  | "BUSY"
+  | "RATE_LIMITED"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
   | "UNAVAILABLE"
+  | "TIMEOUT"
+  | "USAGE"
+  | "BUNDLE_REFUSED"
+  | "UPDATE_FAILED"
+  /** A broken promise inside the gateway itself (a part asked for before it started, a missing asset): a bug, never the caller's fault. */
   | "INTERNAL";
 
 export interface ErrorDetail {

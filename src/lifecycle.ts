@@ -4,7 +4,7 @@
 // start only for an essential part (storage, api). Which parts are essential, and why:
 // docs/architecture.md ("Essential parts").
 import type { Logger } from "./log.js";
-import { errorMessage } from "./errors.js";
+import { SitegateError, errorMessage } from "./errors.js";
 
 import type { HealthWarning, MetricFamily } from "./metrics.js";
 export type { HealthWarning, MetricFamily } from "./metrics.js";
@@ -79,7 +79,7 @@ export class Lifecycle {
   ) {}
 
   add<T extends Part>(part: T, opts: PartOptions = {}): T {
-    if (this.parts.has(part.name)) throw new Error(`two parts named ${part.name}`);
+    if (this.parts.has(part.name)) throw new SitegateError("INTERNAL", `two parts named ${part.name}`);
     this.parts.set(part.name, part);
     this.entries.push({
       part,
@@ -184,7 +184,7 @@ export class Lifecycle {
       await Promise.race([
         Promise.resolve().then(() => part.stop(budgetMs)),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`stop timed out after ${budgetMs} ms`)), budgetMs);
+          timer = setTimeout(() => reject(new SitegateError("TIMEOUT", `stop timed out after ${budgetMs} ms`)), budgetMs);
         }),
       ]);
       this.log.debug({ part: part.name }, "stopped");

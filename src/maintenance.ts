@@ -15,7 +15,7 @@ import type { HealthWarning, Part, PartHealth } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import type { StoragePart } from "./storage/part.js";
 import type { SampleStore } from "./telemetry/sample-store.js";
-import { errorMessage } from "./errors.js";
+import { SitegateError, errorMessage } from "./errors.js";
 import { zoneProblem } from "./config/zones.js";
 import { dailyInZone, dailyLocal, dailyUtc, everyMinutes, UtcJob, type UtcRecurrence } from "./util/utc-schedule.js";
 
@@ -41,7 +41,7 @@ export function maintenanceSchedule(
   if (timezone === "local") return { ...SCHEDULE, checkpoint: dailyLocal(at) };
   // The config refused it already (check-config too); a caller that skipped the config does not get UTC silently.
   const problem = zoneProblem(timezone);
-  if (problem) throw new Error(`maintenance.timezone ${timezone}: ${problem}`);
+  if (problem) throw new SitegateError("CONFIG_INVALID", `maintenance.timezone ${timezone}: ${problem}`);
   return { ...SCHEDULE, checkpoint: dailyInZone(at, timezone) };
 }
 

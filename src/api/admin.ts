@@ -4,12 +4,12 @@
 // then pairing and check writes per device, results per device in one 200.
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ApiContext } from "./context.js";
-import { HttpError } from "./errors.js";
+import { SitegateError } from "../errors.js";
 import { configureService } from "../services/devices.js";
 
 export function requireJson(req: FastifyRequest): void {
   const type = (String(req.headers["content-type"] ?? "").split(";")[0] ?? "").trim().toLowerCase();
-  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "the body must be application/json");
+  if (type !== "application/json") throw new SitegateError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json");
 }
 
 export function adminRoutes(ctx: ApiContext): FastifyPluginAsync {

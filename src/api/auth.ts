@@ -11,7 +11,8 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { BlockList, isIPv4 } from "node:net";
 import type { Config } from "../config/schema.js";
-import type { Db, ModuleMigrations } from "../storage/db.js";
+import { SitegateError } from "../errors.js";
+import { storageWrite, type Db, type ModuleMigrations } from "../storage/db.js";
 import { commitDurably } from "../storage/durable.js";
 import { hashSecretAsync, verifySecretAsync } from "../util/secret-hash.js";
 
@@ -63,15 +64,17 @@ export class TokenStore {
   /** Commits a new token bound to the user's credentials and returns it; only its hash is stored. */
   issue(username: string): { token: string; expiresIn: number } {
     const now = this.now();
-    if (now - this.lastPurge > 60_000) {
-      this.purge.run(now);
-      this.lastPurge = now;
-    }
     const cred = this.binding(username);
-    if (cred === undefined) throw new Error(`no user ${username} to bind a token to`);
+    if (cred === undefined) throw new SitegateError("INTERNAL", `no user ${username} to bind a token to`);
     const token = randomBytes(32).toString("base64url");
-    // Durable: a token the caller was given must not vanish in a power cut.
-    commitDurably(this.db, () => this.insert.run(sha256(token), username, now, now + this.ttlS * 1000, cred));
+    const purge = now - this.lastPurge > 60_000;
+    // Durable: a token the caller was given must not vanish in a power cut. The purge
+    // shares the commit, so storage that cannot commit refuses the request as a whole.
+    commitDurably(this.db, () => {
+      if (purge) this.purge.run(now);
+      this.insert.run(sha256(token), username, now, now + this.ttlS * 1000, cred);
+    });
+    if (purge) this.lastPurge = now;
     return { token, expiresIn: this.ttlS };
   }
 
@@ -80,7 +83,7 @@ export class TokenStore {
     if (!row) return "unknown";
     const cred = this.binding(row.username);
     if (cred === undefined || row.cred === "" || row.cred !== cred) {
-      this.remove.run(sha256(token)); // dead for good, even if the old hash comes back
+      storageWrite(() => this.remove.run(sha256(token))); // dead for good, even if the old hash comes back
       return "revoked";
     }
     return row.expires_at > this.now() ? "ok" : "expired";

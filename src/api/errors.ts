@@ -1,7 +1,8 @@
-// HTTP errors of the API: one body shape for every non-2xx (DESIGN B3); the statuses of
-// SitegateError codes come from services/errors.ts.
-import type { ErrorDetail, SitegateError } from "../errors.js";
-import { errorAnswer } from "../services/errors.js";
+// HTTP errors of the API: one body shape for every non-2xx (DESIGN B3). Statuses come from
+// the codes (services/errors.ts); HttpError only adds the headers an answer must carry
+// (a WWW-Authenticate challenge, a Retry-After).
+import { SitegateError, type ErrorCode, type ErrorDetail } from "../errors.js";
+import type { ErrorAnswer } from "../services/errors.js";
 
 export interface ErrorBody {
   error: string;
@@ -9,30 +10,23 @@ export interface ErrorBody {
   details: ErrorDetail[];
 }
 
-export class HttpError extends Error {
+/** A SitegateError whose HTTP answer carries headers; its status comes from its code like any other's. */
+export class HttpError extends SitegateError {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    code: ErrorCode,
     message: string,
-    readonly details: ErrorDetail[] = [],
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
-  }
-
-  body(): ErrorBody {
-    return { error: this.code, message: this.message, details: this.details };
+    super(code, message);
   }
 }
 
-export function fromSitegateError(e: SitegateError): HttpError {
-  const a = errorAnswer(e);
-  return new HttpError(a.status, a.code, a.message, a.details);
+export function errorBody(a: ErrorAnswer): ErrorBody {
+  return { error: a.code, message: a.message, details: a.details };
 }
 
-export const badRequest = (message: string, details: ErrorDetail[] = []) => new HttpError(400, "invalid_request", message, details);
-export const unauthorized = (message: string, headers: Record<string, string> = {}) =>
-  new HttpError(401, "unauthorized", message, [], headers);
-export const forbidden = (message: string) => new HttpError(403, "forbidden", message);
-export const notFound = (message: string) => new HttpError(404, "not_found", message);
-export const unavailable = (message: string) => new HttpError(503, "unavailable", message);
+export const badRequest = (message: string, details: ErrorDetail[] = []) => new SitegateError("INVALID_REQUEST", message, { details });
+export const unauthorized = (message: string, headers: Record<string, string> = {}) => new HttpError("UNAUTHORIZED", message, headers);
+export const forbidden = (message: string) => new SitegateError("FORBIDDEN", message);
+export const notFound = (message: string) => new SitegateError("NOT_FOUND", message);
+export const rateLimited = (message: string, headers: Record<string, string> = {}) => new HttpError("RATE_LIMITED", message, headers);

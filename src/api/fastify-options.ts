@@ -10,9 +10,10 @@ import { LogController, type FastifyBaseLogger, type FastifyHttpsOptions, type F
 import type { Server } from "node:https";
 import type { Logger } from "../log.js";
 import { fastifyTimeoutOptions, serverTimeoutOptions, type ConnectionLimits } from "./connection-limits.js";
+import { SitegateError } from "../errors.js";
 
 const noSchemas = (what: string) => () => () => {
-  throw new Error(`sitegate routes check bodies with zod; a route ${what} schema is not supported`);
+  throw new SitegateError("INTERNAL", `sitegate routes check bodies with zod; a route ${what} schema is not supported`);
 };
 
 export const ZOD_ONLY: FastifyServerOptions["schemaController"] = {

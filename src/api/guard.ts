@@ -7,10 +7,11 @@ import type { Server } from "node:https";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { issuesToDetails } from "../config/issues.js";
 import type { ApiContext } from "./context.js";
-import { HttpError, badRequest, forbidden, notFound, unauthorized } from "./errors.js";
+import { badRequest, forbidden, notFound, rateLimited, unauthorized } from "./errors.js";
 import { HashBusyError } from "../util/secret-hash.js";
 import { bearerToken } from "./headers.js";
 import { configureQuery } from "./schemas.js";
+import { SitegateError } from "../errors.js";
 
 export type AuthKind = "webhook" | "admin";
 type Guard = onRequestAsyncHookHandler<Server>;
@@ -49,8 +50,7 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     try {
       ok = await ctx.credentials.checkApiKey(key);
     } catch (e) {
-      if (e instanceof HashBusyError)
-        throw new HttpError(429, "rate_limited", "the gateway is busy checking keys; retry in 1 s", [], { "retry-after": "1" });
+      if (e instanceof HashBusyError) throw rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" });
       throw e;
     }
     if (!ok) throw unauthorized("X-API-Key is not valid");
@@ -98,7 +98,10 @@ export function installGuards(app: FastifyInstance<Server>, ctx: ApiContext): vo
     const auth = route.config?.auth;
     const required = requiredAuth(route.url ?? "");
     if (required && auth !== required) {
-      throw new Error(`${String(route.method)} ${route.url} must declare config: { auth: "${required}" } (see src/api/guard.ts)`);
+      throw new SitegateError(
+        "INTERNAL",
+        `${String(route.method)} ${route.url} must declare config: { auth: "${required}" } (see src/api/guard.ts)`,
+      );
     }
     if (!auth) return;
     const guard = auth === "admin" ? admin : webhookGuard(ctx, route.url ?? "");

@@ -8,6 +8,7 @@ import { VERSION } from "../version.js";
 import type { ApiContext, MetricFamily, MetricsSource } from "./context.js";
 import { addCidr, ipInList } from "./auth.js";
 import { forbidden } from "./errors.js";
+import { statusOf } from "../services/errors.js";
 import { dispatchRequest, receiptSchema } from "../dispatch/request.js";
 import { configureBody, configureResponse, deviceSyncResponse, errorBody, oauthError, tokenForm, tokenResponse } from "./schemas.js";
 
@@ -144,7 +145,7 @@ export function opsRoutes(ctx: ApiContext): FastifyPluginAsync {
           consecutive_failures: h.consecutive_failures,
         };
       });
-      return reply.code(ok ? 200 : 503).send({
+      return reply.code(ok ? 200 : statusOf("STORAGE_UNAVAILABLE")).send({
         status: ok ? "ok" : "unavailable",
         version: VERSION,
         site_id: ctx.config.site_id,

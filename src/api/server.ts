@@ -6,8 +6,8 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import type { Part } from "../lifecycle.js";
 import { SitegateError } from "../errors.js";
-import { isStorageUnavailable } from "../storage/db.js";
-import { HttpError, fromSitegateError } from "./errors.js";
+import { asSitegateError, errorAnswer } from "../services/errors.js";
+import { HttpError, errorBody, notFound, rateLimited } from "./errors.js";
 import { splitHostPort, urlHost } from "../util/process.js";
 import { Credentials, TokenStore } from "./auth.js";
 import { installGuards } from "./guard.js";
@@ -40,36 +40,25 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
     max: config.http.rate_limit_per_min,
     timeWindow: 60_000,
     errorResponseBuilder: (_req, c) =>
-      new HttpError(429, "rate_limited", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
+      rateLimited(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });
 
   // After the rate limit (its onRoute hook runs first), before every route.
   installGuards(app, ctx);
 
   app.setErrorHandler((err, req, reply) => {
-    let h: HttpError;
-    const e = err as Error & { code?: string; statusCode?: number };
-    if (err instanceof HttpError) h = err;
-    else if (err instanceof SitegateError) h = fromSitegateError(err);
-    else if (isStorageUnavailable(err)) h = new HttpError(503, "unavailable", "storage cannot commit now; nothing was stored");
-    else if (e.code === "FST_ERR_CTP_BODY_TOO_LARGE")
-      h = new HttpError(413, "payload_too_large", `the body is over ${BODY_LIMIT / 1024} KiB`);
-    else if (e.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE")
-      h = new HttpError(415, "unsupported_media_type", `content type ${req.headers["content-type"] ?? "(none)"} is not accepted here`);
-    else if (e.statusCode === 429) h = new HttpError(429, "rate_limited", e.message);
-    else if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) h = new HttpError(e.statusCode, "invalid_request", e.message);
-    else {
-      req.log.error({ err, reqId: req.id }, "request failed");
-      h = new HttpError(500, "internal", "internal error");
+    const error = asSitegateError(framework(err, req));
+    const a = errorAnswer(error);
+    if (a.status === 500) req.log.error({ err, reqId: req.id }, "request failed");
+    reply.code(a.status).headers(error instanceof HttpError ? error.headers : {});
+    if (isTokenRoute(req) && a.status !== 429 && a.status < 500) {
+      return reply.send({ error: "invalid_request", error_description: a.message });
     }
-    reply.code(h.status).headers(h.headers);
-    if (isTokenRoute(req) && h.status !== 429 && h.status < 500) {
-      return reply.send({ error: "invalid_request", error_description: h.message });
-    }
-    return reply.send(h.body());
+    return reply.send(errorBody(a));
   });
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send(new HttpError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`).body());
+    const a = errorAnswer(notFound(`no route ${req.method} ${req.url.split("?")[0]}`));
+    reply.code(a.status).send(errorBody(a));
   });
 
   await app.register(tokenRoutes(ctx));
@@ -79,6 +68,15 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
   await app.register(opsRoutes(ctx));
   for (const p of ctx.plugins?.() ?? []) await app.register(p);
   return app;
+}
+
+/** fastify's body refusals, with messages that name our limits. */
+function framework(err: unknown, req: FastifyRequest): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "FST_ERR_CTP_BODY_TOO_LARGE") return new SitegateError("PAYLOAD_TOO_LARGE", `the body is over ${BODY_LIMIT / 1024} KiB`);
+  if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE")
+    return new SitegateError("UNSUPPORTED_MEDIA_TYPE", `content type ${req.headers["content-type"] ?? "(none)"} is not accepted here`);
+  return err;
 }
 
 export class ApiServer implements Part {

@@ -5,9 +5,9 @@
 // The order of the checks, and why: docs/security.md (the table, and "Guessing at
 // /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { isStorageUnavailable } from "../storage/db.js";
 import type { ApiContext } from "./context.js";
-import { HttpError, forbidden } from "./errors.js";
+import { SitegateError } from "../errors.js";
+import { forbidden, rateLimited } from "./errors.js";
 import { tokenForm } from "./schemas.js";
 import { FailureThrottle, sourceKey } from "./throttle.js";
 import type { GuessLimits } from "./guess-limit.js";
@@ -28,7 +28,7 @@ function oauthError(reply: FastifyReply, error: OAuthError, description: string)
 }
 
 const tooMany = (s: number, why: string) =>
-  new HttpError(429, "rate_limited", `${why}; retry in ${s} s`, [], { "retry-after": String(s), "cache-control": "no-store" });
+  rateLimited(`${why}; retry in ${s} s`, { "retry-after": String(s), "cache-control": "no-store" });
 
 /** Form-urlencoding, as RFC 6749 2.3.1 has the Basic user and password encoded. */
 const B64 = /^[A-Za-z0-9+/]*={0,2}$/; // linear: one character class, then a tail it cannot overlap
@@ -108,11 +108,9 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
     app.post("/connect/token", { onRequest: gate }, async (req, reply) => {
       const type = (String(req.headers["content-type"] ?? "").split(";")[0] ?? "").trim().toLowerCase();
-      if (type !== "application/x-www-form-urlencoded") {
-        return reply
-          .code(415)
-          .send({ error: "invalid_request", error_description: "the token request must be application/x-www-form-urlencoded" });
-      }
+      // Answered by the error handler in the OAuth shape ({error: invalid_request, error_description}).
+      if (type !== "application/x-www-form-urlencoded")
+        throw new SitegateError("UNSUPPORTED_MEDIA_TYPE", "the token request must be application/x-www-form-urlencoded");
       const basic = basicClientId(req.headers.authorization);
       if (basic && "refused" in basic) {
         limiter.failed(req.ip);
@@ -140,13 +138,7 @@ export function tokenRoutes(ctx: ApiContext): FastifyPluginAsync {
         ctx.credentials.checkPassword(f.username, f.password),
       );
       if (!ok) return oauthError(reply, "invalid_grant", "wrong username or password");
-      let issued;
-      try {
-        issued = ctx.tokens.issue(f.username);
-      } catch (e) {
-        if (isStorageUnavailable(e)) throw new HttpError(503, "unavailable", "storage cannot commit now; no token was issued");
-        throw e;
-      }
+      const issued = ctx.tokens.issue(f.username);
       return reply
         .headers({ "cache-control": "no-store", pragma: "no-cache" })
         .send({ access_token: issued.token, expires_in: issued.expiresIn, token_type: "Bearer" });

@@ -2,10 +2,10 @@
 // module so src/cli.ts (which loads the commands) and src/cli/*.ts (the commands) do not
 // import each other.
 import type { ParseArgsConfig } from "node:util";
+import { SitegateError } from "../errors.js";
 
+export { EXIT_FAILURE, EXIT_USAGE } from "../services/errors.js";
 export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
 
 /** Where every command that reads a config looks without --config (SITEGATE_CONFIG overrides). */
 export const DEFAULT_CONFIG = process.env.SITEGATE_CONFIG ?? "/etc/sitegate/config.yaml";
@@ -19,7 +19,11 @@ export function configFile(values: Record<string, unknown>): string {
 }
 
 /** Bad usage: printed with the command's usage line, exit 2. */
-export class UsageError extends Error {}
+export class UsageError extends SitegateError {
+  constructor(message: string) {
+    super("USAGE", message);
+  }
+}
 
 export interface Command {
   summary: string;

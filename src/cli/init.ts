@@ -25,7 +25,7 @@ import { createInterface } from "node:readline/promises";
 import { stringify } from "yaml";
 import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { parseConfig } from "../config/load.js";
-import { isSitegateError } from "../errors.js";
+import { SitegateError, isSitegateError } from "../errors.js";
 import { hashSecret } from "../util/secret-hash.js";
 
 export interface InitAnswers {
@@ -110,7 +110,7 @@ function selfSignedCert(certFile: string, keyFile: string, siteId: string, gid: 
     renameSync(join(work, "cert.pem"), certFile);
   } catch (e) {
     const err = e as { stderr?: Buffer; message: string };
-    throw new Error(`openssl could not make the certificate: ${err.stderr?.toString().trim() || err.message}`);
+    throw new SitegateError("UNAVAILABLE", `openssl could not make the certificate: ${err.stderr?.toString().trim() || err.message}`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -8,15 +8,16 @@ import { join } from "node:path";
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
 import { loadConfig } from "../config/load.js";
 import Database from "better-sqlite3";
-import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
+import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, storageError, type Db } from "../storage/db.js";
 import { withFullSync } from "../storage/durable.js";
 import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
+import { SitegateError, isSitegateError } from "../errors.js";
 
 function openOutbox(configFile: string): { db: Db; outbox: Outbox; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
-  if (!existsSync(path)) throw new Error(`no database at ${path}: the gateway has not run with this config yet`);
+  if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
   migrate(db, [OUTBOX_MIGRATIONS]);
   return { db, outbox: new Outbox(db), dataDir: cfg.data_dir };
@@ -31,7 +32,7 @@ function dataPushBacklog(dataDir: string): number | null {
     db = new Database(path, { readonly: true, fileMustExist: true });
     return pendingDataPush(db);
   } catch (e) {
-    if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? "")) return null;
+    if (isSitegateError(storageError(e), "STORAGE_UNAVAILABLE")) return null;
     return 0; // no telemetry tables yet
   } finally {
     db?.close();

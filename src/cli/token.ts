@@ -8,11 +8,12 @@ import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./
 import { loadConfig } from "../config/load.js";
 import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { AUTH_MIGRATIONS, revokeTokens, tokenCounts } from "../api/auth.js";
+import { SitegateError } from "../errors.js";
 
 function openTokens(configFile: string): Db {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
-  if (!existsSync(path)) throw new Error(`no database at ${path}: the gateway has not run with this config yet`);
+  if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
   migrate(db, [AUTH_MIGRATIONS]);
   return db;

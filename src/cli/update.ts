@@ -3,7 +3,8 @@
 import { closeSync, constants, existsSync, fchmodSync, lstatSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, configFile, type Command } from "./command.js";
+import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
+import { exitCode } from "../services/errors.js";
 import { BundleRefused, generateKeyPair, isValidVersion } from "../update/bundle-format.js";
 import {
   applyBundle,
@@ -179,7 +180,7 @@ const command: Command = {
     } catch (e) {
       if (e instanceof BundleRefused) {
         process.stderr.write(`sitegate update ${sub}: ${e.message}\n`);
-        return EXIT_USAGE;
+        return exitCode(e);
       }
       throw e;
     }

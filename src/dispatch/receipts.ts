@@ -2,7 +2,7 @@
 // the caller's transaction: new, changed before its start, cancelled, or refused (a
 // change after start, an end in the past, too many open events).
 import { SitegateError } from "../errors.js";
-import type { Db } from "../storage/db.js";
+import { storageError, type Db } from "../storage/db.js";
 import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { emptyProgress, type EventRow, type EventStore, type OpenBound } from "./store.js";
 
@@ -38,7 +38,7 @@ export function batchTransaction(db: Db, stage: (req: DispatchRequest, now: numb
       try {
         results.push({ staged: inner(b.req, at) });
       } catch (e) {
-        results.push({ error: e });
+        results.push({ error: storageError(e) }); // a deferred BEGIN meets a held lock at the first write
       }
     }
   });

@@ -3,14 +3,13 @@
 // reject the same requests), plus devicesync, events, ping and update (a request that a
 // root unit carries out). Each answer is
 // {status, data} or {status, error, message, details} (the B3 error body with a status).
-import { SitegateError, errorMessage } from "../errors.js";
-import { errorAnswer as serviceError } from "../services/errors.js";
+import { SitegateError, errorMessage, type ErrorCode, type ErrorDetail } from "../errors.js";
+import { asSitegateError, errorAnswer as serviceError } from "../services/errors.js";
 import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../services/devices.js";
 import { listEvents } from "../services/events.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
 import type { EventRow } from "../dispatch/store.js";
 import type { DeviceDirectory } from "../model/device.js";
-import { isStorageUnavailable } from "../storage/db.js";
 import { VERSION } from "../version.js";
 import { requestPolicyRefusal, updateRequestSchema, writeUpdateRequest } from "../update/request.js";
 
@@ -28,13 +27,14 @@ export interface CommandAnswer {
 
 export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping", "update"] as const;
 
-export function errorAnswer(
-  status: number,
-  error: string,
-  message: string,
-  details: Array<{ path: string; message: string }> = [],
-): CommandAnswer {
-  return { status, body: { status, error, message, details } };
+/** The B3 error body of a refused command, with the status the HTTPS route would answer (services/errors.ts). */
+export function errorAnswer(code: ErrorCode, message: string, details: ErrorDetail[] = []): CommandAnswer {
+  return answerOf(new SitegateError(code, message, { details }));
+}
+
+function answerOf(e: SitegateError): CommandAnswer {
+  const a = serviceError(e);
+  return { status: a.status, body: { status: a.status, error: a.code, message: a.message, details: a.details } };
 }
 
 const ok = (data: unknown): CommandAnswer => ({ status: 200, body: { status: 200, data } });
@@ -68,21 +68,20 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
         if (!r.success) {
           const details = r.error.issues.map((i) => ({ path: i.path.join(".") || "body", message: i.message }));
           return errorAnswer(
-            400,
-            "invalid_request",
+            "INVALID_REQUEST",
             "update takes {url: https://..., sha256: 64 hex digits, version: x.y.z, size?: bytes}",
             details,
           );
         }
         // Refused here already (root checks again): who may ask, and from where it may download.
         const policy = requestPolicyRefusal(deps.config, r.data.url);
-        if (policy) return errorAnswer(403, "forbidden", policy.message, [policy]);
+        if (policy) return errorAnswer("FORBIDDEN", policy.message, [policy]);
         writeUpdateRequest(deps.config.data_dir, r.data);
         deps.log.info({ version: r.data.version, url: r.data.url }, "update requested by the fleet");
         return { status: 202, body: { status: 202, data: { status: "requested", version: r.data.version } } };
       }
       default:
-        return errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
+        return errorAnswer("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
     }
   } catch (e) {
     return failure(name, e, deps);
@@ -90,12 +89,8 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
 }
 
 /** The B3 error body for a failed command, with the status the HTTPS route would answer. */
-function failure(name: string, e: unknown, deps: CommandDeps): CommandAnswer {
-  if (e instanceof SitegateError) {
-    const a = serviceError(e);
-    return errorAnswer(a.status, a.code, a.message, a.details);
-  }
-  if (isStorageUnavailable(e)) return errorAnswer(503, "unavailable", "storage cannot commit now; nothing was stored");
-  deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
-  return errorAnswer(500, "internal", "internal error");
+export function failure(name: string, e: unknown, deps: Pick<CommandDeps, "log">): CommandAnswer {
+  const answer = answerOf(asSitegateError(e));
+  if (answer.status === 500) deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
+  return answer;
 }

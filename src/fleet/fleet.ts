@@ -16,10 +16,10 @@ import { Lane, type LaneStats } from "../delivery/lane.js";
 import type { DeliveryLog, Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
-import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
+import { COMMANDS, errorAnswer, failure, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import { Pipe, type PipeMessage, type Publish } from "./pipe.js";
 import { TelemetrySource } from "./telemetry-source.js";
 import type { FleetQueue } from "./queue.js";
@@ -290,7 +290,7 @@ export class Fleet implements Part {
   private qos1(topic: string, payload: string, opts: IClientPublishOptions, done: (err?: Error) => void): void {
     const go = () => {
       const client = this.client;
-      if (!client) return done(new Error("fleet uplink stopped"));
+      if (!client) return done(new SitegateError("UNAVAILABLE", "fleet uplink stopped", { transient: true }));
       this.inflight++;
       client.publish(topic, payload, { ...opts, qos: 1 }, (err) => {
         this.inflight--;
@@ -385,25 +385,24 @@ export class Fleet implements Part {
       );
     };
     if (payload.length > MAX_COMMAND_BYTES)
-      return answer(errorAnswer(413, "payload_too_large", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
+      return answer(errorAnswer("PAYLOAD_TOO_LARGE", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
     // Signed commands: signature and age before the payload is even parsed.
     let verdict: Verdict | null = null;
     if (this.verifier) {
       verdict = this.verifier.check(this.deps.config.site_id, name, payload, packet.properties?.userProperties, Date.now());
-      if (!verdict.ok) return answer(errorAnswer(401, "unauthorized", verdict.message));
+      if (!verdict.ok) return answer(errorAnswer("UNAUTHORIZED", verdict.message));
     }
     let body: unknown;
     if (payload.length > 0) {
       try {
         body = JSON.parse(payload.toString("utf8"));
       } catch {
-        return answer(errorAnswer(400, "invalid_request", "the payload is not JSON"));
+        return answer(errorAnswer("INVALID_REQUEST", "the payload is not JSON"));
       }
     }
     if (!(COMMANDS as readonly string[]).includes(name))
-      return answer(errorAnswer(404, "not_found", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
-    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS)
-      return answer(errorAnswer(503, "unavailable", "too many commands in progress; try again"));
+      return answer(errorAnswer("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
+    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer("UNAVAILABLE", "too many commands in progress; try again"));
     if (verdict?.ok) {
       const refused = this.claimNonce(verdict, name);
       if (refused) return answer(refused);
@@ -411,7 +410,7 @@ export class Fleet implements Part {
     const r = runCommand(name, body, this.commandDeps);
     if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;
-    r.then(answer, (e) => answer(errorAnswer(500, "internal", errorMessage(e)))).finally(() => this.busyCommands--);
+    r.then(answer, (e) => answer(failure(name, e, this.deps))).finally(() => this.busyCommands--);
   }
 
   /** Counts a command that is not run and logs it within the budget; the count says how many lines were held back. */
@@ -432,15 +431,11 @@ export class Fleet implements Part {
       claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
     } catch (e) {
       this.deps.log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
-      return errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run");
+      return errorAnswer("STORAGE_UNAVAILABLE", "storage cannot commit now; the command was not run");
     }
     if (claim === "replayed")
-      return errorAnswer(
-        409,
-        "conflict",
-        `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`,
-      );
-    if (claim === "full") return errorAnswer(503, "unavailable", "too many signed commands within command_max_age_s; try again later");
+      return errorAnswer("CONFLICT", `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`);
+    if (claim === "full") return errorAnswer("UNAVAILABLE", "too many signed commands within command_max_age_s; try again later");
     return null;
   }
 

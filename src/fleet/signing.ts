@@ -5,6 +5,7 @@
 // its nonce was never seen (the fleet queue keeps nonces in SQLite until they expire).
 // The signed text is documented in docs/security.md, Fleet commands; `sitegate fleet sign` makes it.
 import { createHash, createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from "node:crypto";
+import { SitegateError } from "../errors.js";
 
 export const SIGNATURE_PROPS = { issuedAt: "sg-issued-at", nonce: "sg-nonce", signature: "sg-signature" } as const;
 /** How far ahead of our clock a command may be dated (clocks of two machines differ). */
@@ -34,7 +35,7 @@ export function signCommand(
   c: { site: string; name: string; body: Buffer; issuedAt?: string; nonce?: string },
 ): Record<string, string> {
   const key = typeof privateKeyPem === "string" ? createPrivateKey(privateKeyPem) : privateKeyPem;
-  if (key.asymmetricKeyType !== "ed25519") throw new Error(`the key is ${key.asymmetricKeyType}, not ed25519`);
+  if (key.asymmetricKeyType !== "ed25519") throw new SitegateError("CONFIG_INVALID", `the key is ${key.asymmetricKeyType}, not ed25519`);
   const issuedAt = c.issuedAt ?? new Date().toISOString();
   const nonce = c.nonce ?? randomBytes(16).toString("base64url");
   const signature = sign(null, signedText({ site: c.site, name: c.name, body: c.body, issuedAt, nonce }), key).toString("base64");

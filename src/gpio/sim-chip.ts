@@ -50,9 +50,9 @@ export class SimChip implements ChipBackend {
             signal: this.abort.signal,
             headers: { accept: "text/event-stream" },
           });
-          if (!res.ok || !res.body) throw new Error(`GET /gpio/events: ${res.status}`);
+          if (!res.ok || !res.body) throw new SitegateError("DEVICE_OFFLINE", `GET /gpio/events: ${res.status}`, { transient: true });
           await this.read(res.body, inputs, to);
-          throw new Error("the event stream ended");
+          throw new SitegateError("DEVICE_OFFLINE", "the event stream ended", { transient: true });
         } catch (e) {
           if (this.stopped) return;
           to.connected(false, errorMessage(e));

@@ -102,7 +102,7 @@ export class Bus {
    * nothing changes.
    */
   reframe(endpoint: Endpoint): boolean {
-    if (endpointKey(endpoint) !== this.key) throw new Error(`bus ${this.key} cannot become ${endpointKey(endpoint)}`);
+    if (endpointKey(endpoint) !== this.key) throw new SitegateError("INTERNAL", `bus ${this.key} cannot become ${endpointKey(endpoint)}`);
     if (sameFraming(endpoint, this.current)) return false;
     this.log.info({ from: describeFraming(this.current), to: describeFraming(endpoint) }, "line settings change; the port is reopened");
     this.current = endpoint;

@@ -1,3 +1,4 @@
+import { SitegateError } from "../errors.js";
 // Register values to numbers: integer and float types of 16 to 64 bits, strings, word
 // order, constant scale, SunSpec scale factors, and SunSpec "not implemented" values
 // (which give no value rather than a wrong number).
@@ -171,7 +172,8 @@ export function readingValue(raw: number, type: ValueType, sf = 0, scale = 1): n
 export function encodeValue(type: ValueType, value: number, order: WordOrder = "big"): number[] {
   const b = Buffer.alloc(typeRegs(type) * 2);
   const int = (min: number, max: number) => {
-    if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${value} does not fit ${type}`);
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new SitegateError("CONTROL_VALUE_INVALID", `${value} does not fit ${type}`);
   };
   switch (type) {
     case "u16":
@@ -210,7 +212,7 @@ export function encodeValue(type: ValueType, value: number, order: WordOrder = "
       b.writeBigInt64BE(BigInt(value));
       break;
     case "string":
-      throw new RangeError("strings are not written");
+      throw new SitegateError("CONTROL_VALUE_INVALID", "strings are not written");
   }
   const words = Array.from({ length: b.length / 2 }, (_, i) => b.readUInt16BE(i * 2));
   return ordered(words, order);

@@ -1,3 +1,4 @@
+import { SitegateError } from "../errors.js";
 // The block planner: merges the registers a poll needs into as few reads as possible.
 // A gap between two ranges is read through when the unneeded registers cost less wire
 // time than another request would; never across ranges the profile marks unreadable,
@@ -56,7 +57,7 @@ export function planBlocks(ranges: readonly Range[], opts: PlanOptions): Block[]
   for (const { r, i } of order) {
     const bits = r.table === "coil" || r.table === "discrete";
     const limit = bits ? (opts.maxCoils ?? 2000) : opts.maxRegs;
-    if (r.count > limit) throw new RangeError(`a point of ${r.count} registers exceeds the read limit ${limit}`);
+    if (r.count > limit) throw new SitegateError("PROFILE_INVALID", `a point of ${r.count} registers exceeds the read limit ${limit}`);
     if (cur && cur.table === r.table) {
       const end = Math.max(cur.address + cur.count, r.address + r.count);
       const gap = r.address - (cur.address + cur.count);

@@ -3,10 +3,15 @@
 // cap) against this interface; a transport family implements it (Modbus: modbus/device/commission.ts)
 // and the composition root hands it over, so the page never reaches a bus itself.
 // Everything in and out is plain data: the page's form fields in, JSON-ready answers out.
+import { SitegateError } from "../errors.js";
 import type { Metrics } from "./device.js";
 
 /** Thrown for bad input by the checks below; `message` is one sentence for a person. */
-export class ProbeInputError extends Error {}
+export class ProbeInputError extends SitegateError {
+  constructor(message: string) {
+    super("INVALID_REQUEST", message);
+  }
+}
 
 /** The form of a scan as the page sends it (checked by `checkScan`). */
 export interface ScanInput {

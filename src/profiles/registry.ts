@@ -58,7 +58,7 @@ export class ProfileRegistry {
     if (!existsSync(dir)) return this;
     let files: string[];
     try {
-      if (!statSync(dir).isDirectory()) throw new Error("is not a directory");
+      if (!statSync(dir).isDirectory()) throw new SitegateError("PROFILE_INVALID", "is not a directory");
       files = profileFiles(dir);
     } catch (e) {
       this.errors.push({ path: dir, message: errorMessage(e) });
@@ -68,7 +68,10 @@ export class ProfileRegistry {
       try {
         const p = loadProfileFile(file);
         if (this.profiles.has(p.name))
-          throw new Error(`profile name "${p.name}" is already taken (a built-in or an earlier file); give it another name`);
+          throw new SitegateError(
+            "PROFILE_INVALID",
+            `profile name "${p.name}" is already taken (a built-in or an earlier file); give it another name`,
+          );
         this.profiles.set(p.name, p);
       } catch (e) {
         const details = e instanceof SitegateError ? e.details.map((d) => `${d.path || "(file)"}: ${d.message}`).join("; ") : "";

@@ -52,7 +52,7 @@ export function openDatabase(dataDir: string, file = DB_FILE, opts: OpenOptions 
     db.pragma("foreign_keys = ON");
     db.pragma("busy_timeout = 2000");
     const check = db.pragma("quick_check", { simple: true });
-    if (check !== "ok") throw new Error(`quick_check: ${String(check)}`);
+    if (check !== "ok") throw new SitegateError("STORAGE_CORRUPT", `quick_check: ${String(check)}`);
   } catch (e) {
     if (e instanceof SitegateError) throw e;
     if (/^SQLITE_BUSY/.test((e as { code?: string }).code ?? ""))
@@ -76,7 +76,7 @@ export function migrate(db: Db, mods: ModuleMigrations[]): number {
     const done = new Set(applied.all(mod.module) as number[]);
     const sorted = [...mod.migrations].sort((a, b) => a.version - b.version);
     sorted.forEach((m, i) => {
-      if (m.version !== i + 1) throw new Error(`migrations of ${mod.module} are not numbered 1..n`);
+      if (m.version !== i + 1) throw new SitegateError("INTERNAL", `migrations of ${mod.module} are not numbered 1..n`);
     });
     for (const m of sorted) {
       if (done.has(m.version)) continue;
@@ -112,8 +112,25 @@ export function forgetMigrations(db: Db, module: string): void {
   db.prepare("DELETE FROM schema_migrations WHERE module = ?").run(module);
 }
 
-/** True for SQLite errors that mean "cannot commit now" (disk full, locked, read-only). */
-export function isStorageUnavailable(e: unknown): boolean {
-  const code = (e as { code?: string } | null)?.code ?? "";
-  return /^SQLITE_(FULL|BUSY|LOCKED|READONLY|IOERR|CANTOPEN)/.test(code);
+/** SQLite's result codes (extended ones start with these) that mean "cannot commit now": disk full, locked, read-only, I/O error. */
+const CANNOT_COMMIT = /^SQLITE_(FULL|BUSY|LOCKED|READONLY|IOERR|CANTOPEN)/;
+
+/**
+ * SQLite's "cannot commit now" as STORAGE_UNAVAILABLE (transient: the same request may
+ * succeed once the disk has room or the lock is gone); any other error as it is. The one
+ * place that looks at SQLite's codes, so no front end does.
+ */
+export function storageError(e: unknown): unknown {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (e instanceof SitegateError || typeof code !== "string" || !CANNOT_COMMIT.test(code)) return e;
+  return new SitegateError("STORAGE_UNAVAILABLE", `storage cannot commit now (${code}); nothing was stored`, { transient: true, cause: e });
+}
+
+/** Runs `fn` (statements on a database), with SQLite's "cannot commit now" thrown as STORAGE_UNAVAILABLE. */
+export function storageWrite<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw storageError(e);
+  }
 }

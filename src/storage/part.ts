@@ -6,6 +6,7 @@
 import type { Part } from "../lifecycle.js";
 import { openDatabase, migrate, TELEMETRY_DB_FILE, type Db, type ModuleMigrations } from "./db.js";
 import type { Logger } from "../log.js";
+import { SitegateError } from "../errors.js";
 
 /** The module whose tables live in telemetry.db. */
 export const TELEMETRY_MODULE = "telemetry";
@@ -24,13 +25,13 @@ export class StoragePart implements Part {
   ) {}
 
   get db(): Db {
-    if (!this.handle) throw new Error("storage is not started");
+    if (!this.handle) throw new SitegateError("INTERNAL", "storage is not started");
     return this.handle;
   }
 
   /** telemetry.db (opened with the part when a telemetry module is among the migrations). */
   get telemetryDb(): Db {
-    if (!this.telemetryHandle) throw new Error("storage is not started, or has no telemetry module");
+    if (!this.telemetryHandle) throw new SitegateError("INTERNAL", "storage is not started, or has no telemetry module");
     return this.telemetryHandle;
   }
 

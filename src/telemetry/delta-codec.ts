@@ -1,3 +1,4 @@
+import { SitegateError } from "../errors.js";
 // Packs one snapshot's samples against the snapshot before it (a delta), or alone (a key
 // snapshot), exactly: whatever goes in comes back bit for bit (NaN, -0 and float64 included).
 //
@@ -76,7 +77,7 @@ class Reader {
     return this.i < this.view.length;
   }
   private need(n: number): void {
-    if (this.i + n > this.view.length) throw new Error("truncated sample record");
+    if (this.i + n > this.view.length) throw new SitegateError("STORAGE_CORRUPT", "truncated sample record");
   }
   varint(): number {
     let n = 0;
@@ -155,7 +156,7 @@ function readValue(r: Reader, prev: number | undefined): number {
   const tag = key % 8;
   const first = (key - tag) / 8;
   const needPrev = (): number => {
-    if (prev === undefined) throw new Error("a delta sample without a previous value");
+    if (prev === undefined) throw new SitegateError("STORAGE_CORRUPT", "a delta sample without a previous value");
     return prev;
   };
   switch (tag) {
@@ -176,7 +177,7 @@ function readValue(r: Reader, prev: number | undefined): number {
     case SAME:
       return needPrev();
     default:
-      throw new Error(`unknown sample tag ${tag}`);
+      throw new SitegateError("STORAGE_CORRUPT", `unknown sample tag ${tag}`);
   }
 }
 
@@ -213,7 +214,7 @@ export function unpackSnapshot(buf: Uint8Array, prev: readonly PackedSample[] | 
   const header = r.varint();
   let out: PackedSample[];
   if (header === 0) {
-    if (!prev) throw new Error("a delta snapshot without the snapshot before it");
+    if (!prev) throw new SitegateError("STORAGE_CORRUPT", "a delta snapshot without the snapshot before it");
     const bits: number[] = [];
     for (let i = 0; i < Math.ceil(prev.length / 8); i++) bits.push(r.byte());
     out = prev.map((p, i) => ({ series: p.series, value: bits[i >> 3] & (1 << (i & 7)) ? readValue(r, p.value) : p.value }));
@@ -224,6 +225,6 @@ export function unpackSnapshot(buf: Uint8Array, prev: readonly PackedSample[] | 
     const before = prev ? new Map(prev.map((s) => [s.series, s.value])) : null;
     out = series.map((id) => ({ series: id, value: readValue(r, before?.get(id)) }));
   }
-  if (r.more) throw new Error("trailing bytes after a sample record");
+  if (r.more) throw new SitegateError("STORAGE_CORRUPT", "trailing bytes after a sample record");
   return out;
 }

@@ -3,6 +3,7 @@
 // (mantissa / 10^k), a float32 that round-trips, or a float64. Most samples take 3-5 bytes.
 
 import { Writer } from "./delta-codec.js";
+import { SitegateError } from "../errors.js";
 
 const TAG_INT = 0;
 const TAG_DEC = 1;
@@ -60,7 +61,7 @@ export function unpackSamples(buf: Uint8Array): PackedSample[] {
     let mul = 1;
     for (;;) {
       const b = view[i++];
-      if (b === undefined) throw new Error("truncated sample record");
+      if (b === undefined) throw new SitegateError("STORAGE_CORRUPT", "truncated sample record");
       n += (b & 0x7f) * mul;
       if (b < 0x80) return n;
       mul *= 0x80;

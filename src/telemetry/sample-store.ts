@@ -19,6 +19,7 @@ import type { Snapshot, SnapshotSink } from "./types.js";
 import { unpackSamples } from "./sample-codec.js";
 import { moveTelemetry } from "./move-from-main.js";
 import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
+import { SitegateError } from "../errors.js";
 
 export const SAMPLE_MIGRATIONS: ModuleMigrations = {
   module: "telemetry",
@@ -399,7 +400,8 @@ export class SampleStore implements SnapshotSink, Part {
     let k = this.consumers.get(name);
     if (!k) {
       const inRow = opts.inRow === true;
-      if (inRow && this.inRow()) throw new Error(`sample store: ${this.inRow()!.name} already has its cursor in the rows`);
+      if (inRow && this.inRow())
+        throw new SitegateError("INTERNAL", `sample store: ${this.inRow()!.name} already has its cursor in the rows`);
       k = { name, inRow, initial: opts.initial, through: 0, saved: 0 };
       this.consumers.set(name, k);
       if (this.db?.open) this.load(k);

@@ -4,7 +4,7 @@
 // input checks and a link to the port; which link that is (the daemon's own bus, so polling
 // goes on, or one of its own) is the family's business. Every scan stops at a time cap.
 import { randomUUID } from "node:crypto";
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import { systemClock, type Clock } from "../util/clock.js";
 import type { Commissioning, CommissioningLink, ReadResult, ScanHit, ScanPlan } from "../model/commissioning.js";
@@ -24,7 +24,12 @@ export interface Job {
   finished_at: string | null;
 }
 
-export class BusyError extends Error {}
+/** A scan or read is already running: answered 409 (services/errors.ts), worth trying again later. */
+export class BusyError extends SitegateError {
+  constructor(message: string) {
+    super("BUSY", message, { transient: true });
+  }
+}
 
 /** A status-page scan stops after this long (247 probes at 1 s plus the polls between them fit). */
 export const SCAN_CAP_MS = 5 * 60_000;

@@ -7,6 +7,7 @@ import rateLimit from "@fastify/rate-limit";
 import { httpsOptions } from "../api/fastify-options.js";
 import { ConnectionGate, connectionLimits } from "../api/connection-limits.js";
 import type { MetricFamily } from "../metrics.js";
+import { SitegateError } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { splitHostPort, urlHost } from "../util/process.js";
@@ -57,9 +58,7 @@ export class UiPart implements Part {
       max: config.http.rate_limit_per_min,
       timeWindow: 60_000,
       errorResponseBuilder: (_req, c) =>
-        Object.assign(new Error(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`), {
-          statusCode: 429,
-        }),
+        new SitegateError("RATE_LIMITED", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
     });
     await app.register(this.plugin().plugin);
     app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());

@@ -14,10 +14,11 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { Credentials, addCidr, ipInList } from "../api/auth.js";
 import { VERSION } from "../version.js";
-import { ProbeInputError } from "../model/commissioning.js";
+import { SitegateError } from "../errors.js";
+import { asSitegateError, errorAnswer, statusOf } from "../services/errors.js";
 import { LoginThrottle, Sessions, parseCookies, sameToken, type Session } from "./session.js";
 import { BusView, UplinkView, devices, events, overview, type UiDeps } from "./views.js";
-import { BusyError, Jobs } from "./jobs.js";
+import { Jobs } from "./jobs.js";
 
 export const UI_PREFIX = "/ui";
 const SESSION_COOKIE = "sg_session";
@@ -42,7 +43,7 @@ export const SECURITY_HEADERS: Record<string, string> = {
 export function staticDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   for (const d of [join(here, "../../../src/ui/static"), join(here, "static")]) if (existsSync(join(d, "app.js"))) return d;
-  throw new Error(`status page assets not found next to ${here}`);
+  throw new SitegateError("INTERNAL", `status page assets not found next to ${here}`);
 }
 
 /**
@@ -53,7 +54,7 @@ export function staticDir(): string {
 export function fillTemplate(tpl: string, values: Record<string, string>): string {
   return tpl.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (_m, name: string) => {
     const v = values[name];
-    if (v === undefined) throw new Error(`status page template: no value for {{${name}}}`);
+    if (v === undefined) throw new SitegateError("INTERNAL", `status page template: no value for {{${name}}}`);
     return v;
   });
 }
@@ -108,10 +109,16 @@ async function needPage(req: FastifyRequest, reply: FastifyReply) {
 
 /** JSON without a session is a 401; a call that changes something also needs the session's CSRF token. */
 async function needApi(req: FastifyRequest, reply: FastifyReply) {
-  if (!req.uiSession) return reply.code(401).send({ error: "unauthorized", message: "log in first" });
+  if (!req.uiSession) return sendError(reply, new SitegateError("UNAUTHORIZED", "log in first"));
   if (req.method !== "GET" && !sameToken(req.headers["x-csrf-token"], req.uiSession.csrf)) {
-    return reply.code(403).send({ error: "forbidden", message: "missing or wrong CSRF token; reload the page" });
+    return sendError(reply, new SitegateError("FORBIDDEN", "missing or wrong CSRF token; reload the page"));
   }
+}
+
+/** The page's JSON error answer: {error, message} with the status of the one table (services/errors.ts). */
+function sendError(reply: FastifyReply, e: SitegateError) {
+  const a = errorAnswer(e);
+  return reply.code(a.status).send({ error: a.code, message: a.message });
 }
 
 /** What every request under /ui/ passes through: form bodies, ui.allow, the session, security headers, errors. */
@@ -126,7 +133,10 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
     }
     app.addHook("onRequest", async (req, reply) => {
       if (!ipInList(allow, req.ip))
-        return reply.code(403).type("text/plain; charset=utf-8").send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
+        return reply
+          .code(statusOf("FORBIDDEN"))
+          .type("text/plain; charset=utf-8")
+          .send(`source address ${req.ip} may not open the status page (ui.allow)\n`);
       req.uiSession = sessions.get(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
     });
     app.addHook("onSend", async (_req, reply, payload) => {
@@ -134,17 +144,13 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
       return payload;
     });
     app.setErrorHandler((err, req, reply) => {
-      const e = err as Error & { statusCode?: number };
-      const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
-      if (status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
-      return reply.code(status).send({
-        error: status === 500 ? "internal" : status === 429 ? "rate_limited" : "invalid_request",
-        message: status === 500 ? "internal error" : e.message,
-      });
+      const error = asSitegateError(err);
+      if (errorAnswer(error).status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
+      return sendError(reply, error);
     });
     app.setNotFoundHandler({ preHandler: needPage }, (req, reply) => {
       reply
-        .code(404)
+        .code(statusOf("NOT_FOUND"))
         .type("text/plain; charset=utf-8")
         .send(`no page ${req.url.split("?")[0]}\n`);
     });
@@ -237,7 +243,8 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
     app.post("/logout", async (req, reply) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       if (req.uiSession && sameToken(body.csrf, req.uiSession.csrf)) sessions.destroy(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
-      else if (req.uiSession) return reply.code(403).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
+      else if (req.uiSession)
+        return reply.code(statusOf("FORBIDDEN")).type("text/plain; charset=utf-8").send("missing or wrong CSRF token\n");
       return reply
         .code(303)
         .header("set-cookie", `${SESSION_COOKIE}=; ${COOKIE_ATTRS}; Max-Age=0`)
@@ -265,7 +272,7 @@ function apiRoutes(deps: UiDeps): Routes {
     app.get("/api/devices", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ devices: devices(deps) }));
     app.get("/api/history", { preHandler: needApi }, async (req) => {
       const q = req.query as { device?: string; metric?: string };
-      if (!q.device || !q.metric) throw Object.assign(new Error("device and metric are required"), { statusCode: 400 });
+      if (!q.device || !q.metric) throw new SitegateError("INVALID_REQUEST", "device and metric are required");
       return { device: q.device, metric: q.metric, step_s: 60, points: deps.history.points(q.device, q.metric) };
     });
     app.get("/api/buses", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ buses: busView.list() }));
@@ -277,13 +284,8 @@ function apiRoutes(deps: UiDeps): Routes {
 /** The commissioning job (scan, read) the page starts and polls. */
 function commissionRoutes(jobs: Jobs): Routes {
   const start = (run: (body: Record<string, unknown>) => unknown) => async (req: FastifyRequest, reply: FastifyReply) => {
-    try {
-      return reply.code(202).send({ job: run((req.body ?? {}) as Record<string, unknown>) });
-    } catch (e) {
-      if (e instanceof ProbeInputError) return reply.code(400).send({ error: "invalid_request", message: e.message });
-      if (e instanceof BusyError) return reply.code(409).send({ error: "conflict", message: e.message });
-      throw e;
-    }
+    // Bad input (INVALID_REQUEST) and a job already running (BUSY) answer through the error handler.
+    return reply.code(202).send({ job: run((req.body ?? {}) as Record<string, unknown>) });
   };
   return (app) => {
     app.get("/api/commission", { preHandler: needApi, config: { rateLimit: false } }, async () => ({ job: jobs.get() }));

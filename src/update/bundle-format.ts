@@ -5,6 +5,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { createReadStream, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { SitegateError } from "../errors.js";
 
 export const MAGIC = Buffer.from("SGBUNDLE1\n");
 
@@ -32,9 +33,9 @@ export interface Manifest {
 }
 
 /** Why a bundle is refused; the CLI prints the message and exits 2. */
-export class BundleRefused extends Error {
+export class BundleRefused extends SitegateError {
   constructor(message: string) {
-    super(message);
+    super("BUNDLE_REFUSED", message);
     this.name = "BundleRefused";
   }
 }
@@ -128,7 +129,7 @@ export function loadTrustedKeys(dir: string): TrustedKey[] {
     .filter((n) => n.endsWith(".pub"))
     .sort()) {
     const key = createPublicKey(readFileSync(join(dir, f)));
-    if (key.asymmetricKeyType !== "ed25519") throw new Error(`${join(dir, f)} is not an ed25519 public key`);
+    if (key.asymmetricKeyType !== "ed25519") throw new SitegateError("UPDATE_FAILED", `${join(dir, f)} is not an ed25519 public key`);
     out.push({ name: f, key });
   }
   return out;
@@ -136,7 +137,7 @@ export function loadTrustedKeys(dir: string): TrustedKey[] {
 
 export function loadPrivateKey(file: string): KeyObject {
   const key = createPrivateKey(readFileSync(file));
-  if (key.asymmetricKeyType !== "ed25519") throw new Error(`${file} is not an ed25519 private key`);
+  if (key.asymmetricKeyType !== "ed25519") throw new SitegateError("UPDATE_FAILED", `${file} is not an ed25519 private key`);
   return key;
 }
 

@@ -28,6 +28,7 @@ import type { KeyObject } from "node:crypto";
 import { encodeBundleHeader, sha256OfRange, type Manifest } from "./bundle-format.js";
 import { fsyncPath } from "./fsx.js";
 import { unpackedSize } from "./untar.js";
+import { SitegateError } from "../errors.js";
 
 /** ELF e_machine of each Node.js architecture a controller may have. */
 const ELF_MACHINE: Record<string, number> = { x64: 62, arm64: 183, arm: 40, ia32: 3 };
@@ -54,7 +55,7 @@ export interface NodeTarget {
 /** Lays out a release directory: dist/src, package.json (with `version`), README, systemd/, node_modules, node/. */
 export function stageRelease(o: StageOptions): NodeTarget {
   const dist = join(o.projectDir, "dist", "src");
-  if (!existsSync(join(dist, "cli.js"))) throw new Error(`${dist}/cli.js is missing; build first (tsc)`);
+  if (!existsSync(join(dist, "cli.js"))) throw new SitegateError("UPDATE_FAILED", `${dist}/cli.js is missing; build first (tsc)`);
   mkdirSync(join(o.stageDir, "dist"), { recursive: true });
   cpSync(dist, join(o.stageDir, "dist", "src"), { recursive: true });
   // data files the code reads from the source tree (every non-TypeScript file under src/: the built-in profiles)
@@ -81,16 +82,17 @@ export function stageRelease(o: StageOptions): NodeTarget {
 /** Copies a node-linux-<arch> package's binary and licence into the release, after checking its CPU. */
 function stageRuntime(from: string, to: string, arch: string): NodeTarget {
   const bin = join(from, "bin", "node");
-  if (!existsSync(bin)) throw new Error(`${from} is not a Node.js runtime (no bin/node)`);
+  if (!existsSync(bin)) throw new SitegateError("UPDATE_FAILED", `${from} is not a Node.js runtime (no bin/node)`);
   const machine = elfMachine(bin);
-  if (machine !== ELF_MACHINE[arch]) throw new Error(`${bin} is not a Linux ${arch} executable (ELF machine ${machine})`);
+  if (machine !== ELF_MACHINE[arch])
+    throw new SitegateError("UPDATE_FAILED", `${bin} is not a Linux ${arch} executable (ELF machine ${machine})`);
   const header = join(from, "include", "node", "node_version.h");
   const h = existsSync(header) ? readFileSync(header, "utf8") : "";
   const v = (name: string) => new RegExp(`#define ${name} (\\d+)`).exec(h)?.[1];
   const abi = v("NODE_MODULE_VERSION");
   const version = [v("NODE_MAJOR_VERSION"), v("NODE_MINOR_VERSION"), v("NODE_PATCH_VERSION")];
   if (!abi || version.some((x) => x === undefined))
-    throw new Error(`${header}: no NODE_MODULE_VERSION / NODE_*_VERSION (not a Node.js runtime package?)`);
+    throw new SitegateError("UPDATE_FAILED", `${header}: no NODE_MODULE_VERSION / NODE_*_VERSION (not a Node.js runtime package?)`);
   mkdirSync(join(to, "bin"), { recursive: true });
   cpSync(bin, join(to, "bin", "node"));
   chmodSync(join(to, "bin", "node"), 0o755);
@@ -141,7 +143,8 @@ function copyProductionModules(projectDir: string, from: string, to: string, arc
     });
     // a package that builds an addon and has none for this arch would crash-loop on the controller
     if (native && !hasAddon(dst)) {
-      throw new Error(
+      throw new SitegateError(
+        "UPDATE_FAILED",
         `${path.slice("node_modules/".length)} has a binding.gyp but no addon for linux-${arch} (neither build/Release/*.node nor prebuilds/linux-${arch}); build it for ${arch} (make bundle BUNDLE_ARCH=${arch}) or pass --node-modules DIR`,
       );
     }
@@ -185,14 +188,18 @@ function hasAddon(dir: string): boolean {
 /** Refuses a bundle whose native addons were built for another CPU. */
 function checkNativeModules(dir: string, arch: string): void {
   const want = ELF_MACHINE[arch];
-  if (want === undefined) throw new Error(`unknown architecture ${arch} (one of ${Object.keys(ELF_MACHINE).join(", ")})`);
+  if (want === undefined)
+    throw new SitegateError("UPDATE_FAILED", `unknown architecture ${arch} (one of ${Object.keys(ELF_MACHINE).join(", ")})`);
   const walk = (d: string): void => {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.isFile() && e.name.endsWith(".node")) {
         if (elfMachine(p) !== want) {
-          throw new Error(`${relative(dir, p)} is not a Linux ${arch} addon; install node_modules for ${arch} and pass --node-modules DIR`);
+          throw new SitegateError(
+            "UPDATE_FAILED",
+            `${relative(dir, p)} is not a Linux ${arch} addon; install node_modules for ${arch} and pass --node-modules DIR`,
+          );
         }
       }
     }
@@ -221,7 +228,7 @@ export async function packBundle(o: PackOptions): Promise<{ file: string; manife
     const tar = spawnSync("tar", ["-C", o.stageDir, "--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf", payload, "."], {
       encoding: "utf8",
     });
-    if (tar.status !== 0) throw new Error(`tar failed: ${tar.stderr.trim()}`);
+    if (tar.status !== 0) throw new SitegateError("UPDATE_FAILED", `tar failed: ${tar.stderr.trim()}`);
     const payloadSize = statSync(payload).size;
     const manifest: Manifest = {
       format: 1,

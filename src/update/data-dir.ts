@@ -24,6 +24,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DB_FILE, TELEMETRY_DB_FILE } from "../storage/files.js";
 import { BundleRefused } from "./bundle-format.js";
+import { SitegateError } from "../errors.js";
 
 const DB_PATHS = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, TELEMETRY_DB_FILE, `${TELEMETRY_DB_FILE}-wal`];
 
@@ -101,7 +102,10 @@ function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unkn
     r = spawnSync("systemd-run", [...systemdRunArgs(st.uid, st.gid), ...argv], { cwd: "/", encoding: "utf8" });
   }
   if (r.status !== 0)
-    throw new Error(`data dir ${op} (as uid ${st.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`);
+    throw new SitegateError(
+      "UPDATE_FAILED",
+      `data dir ${op} (as uid ${st.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
+    );
   return JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "");
 }
 
@@ -183,12 +187,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [op, dataDir, json] = process.argv.slice(2);
   const run =
     dataDir === undefined || json === undefined
-      ? Promise.reject(new Error("usage: data-dir.js prepare|restore DATA_DIR JSON"))
+      ? Promise.reject(new SitegateError("USAGE", "usage: data-dir.js prepare|restore DATA_DIR JSON"))
       : op === "prepare"
         ? childPrepare(dataDir, JSON.parse(json) as PrepareRequest)
         : op === "restore"
           ? Promise.resolve(childRestore(dataDir, JSON.parse(json)))
-          : Promise.reject(new Error(`unknown op ${op}`));
+          : Promise.reject(new SitegateError("INTERNAL", `unknown op ${op}`));
   run.then(
     (r) => process.stdout.write(JSON.stringify(r) + "\n"),
     (e: unknown) => {

@@ -23,6 +23,7 @@ import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { BundleRefused, MAX_HEADER, parseHeader, type BundleHeader } from "./bundle-format.js";
 import { updateUrlRefusal } from "./request.js";
+import { SitegateError } from "../errors.js";
 
 /** The largest bundle taken in by default (a release is a few tens of MiB). */
 export const DEFAULT_MAX_BUNDLE_BYTES = 256 * 1024 * 1024;
@@ -119,7 +120,7 @@ export function receiveFile(path: string, into: Incoming): void {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ELOOP") throw new BundleRefused(`refused: ${path} is a symbolic link (give the bundle file itself)`);
-    if (code === "ENOENT") throw new Error(`${path}: no such file`);
+    if (code === "ENOENT") throw new SitegateError("UPDATE_FAILED", `${path}: no such file`);
     throw e;
   }
   try {
@@ -168,7 +169,7 @@ export async function receiveUrl(url: string, into: Incoming, limits: DownloadLi
       continue;
     }
     try {
-      if (status < 200 || status > 299) throw new Error(`download ${at}: HTTP ${status}`);
+      if (status < 200 || status > 299) throw new SitegateError("UPDATE_FAILED", `download ${at}: HTTP ${status}`, { transient: true });
       const length = Number(res.headers["content-length"] ?? NaN);
       if (limits.size !== undefined && !Number.isNaN(length) && length !== limits.size)
         throw new BundleRefused(`refused: ${at} is ${length} bytes, the request announced ${limits.size}`);
@@ -178,7 +179,8 @@ export async function receiveUrl(url: string, into: Incoming, limits: DownloadLi
     } finally {
       res.destroy();
     }
-    if (!res.complete) throw new Error(`download ${at}: the connection closed before the whole body`);
+    if (!res.complete)
+      throw new SitegateError("UPDATE_FAILED", `download ${at}: the connection closed before the whole body`, { transient: true });
     return;
   }
 }
@@ -191,7 +193,7 @@ export async function receiveUrl(url: string, into: Incoming, limits: DownloadLi
 function httpsGet(url: string, signal: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(url, { method: "GET", signal }, resolve);
-    req.once("error", (e) => reject(new Error(`download ${url}: ${e.message}`)));
+    req.once("error", (e) => reject(new SitegateError("UPDATE_FAILED", `download ${url}: ${e.message}`, { transient: true })));
     req.end();
   });
 }

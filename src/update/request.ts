@@ -146,7 +146,7 @@ function openUpdateDir(dataDir: string): number | null {
   }
   if (!existsSync(`/proc/self/fd/${fd}`)) {
     closeSync(fd);
-    throw new Error(`cannot reach ${dir} through /proc/self/fd (is /proc mounted?)`);
+    throw new SitegateError("UPDATE_FAILED", `cannot reach ${dir} through /proc/self/fd (is /proc mounted?)`);
   }
   return fd;
 }

@@ -1,6 +1,7 @@
 // The service the releases run as: restarting it, and whether an installer is still alive.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { SitegateError } from "../errors.js";
 
 export type Say = (line: string) => void;
 
@@ -15,7 +16,7 @@ export function restart(ctl: ServiceControl, say: Say): void {
     return;
   }
   const r = spawnSync("/bin/sh", ["-c", ctl.restartCmd], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
+  if (r.status !== 0) throw new SitegateError("UPDATE_FAILED", `restart command failed (exit ${r.status}): ${ctl.restartCmd}`);
 }
 
 export function bootId(): string {

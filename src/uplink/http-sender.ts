@@ -6,6 +6,7 @@
 // lanes decide retries from one table (classify()). On node:https with a keep-alive agent:
 // undici cost ~4 MiB of resident memory for one POST path (docs/sizing.md, where the memory goes).
 import type { IncomingMessage, RequestOptions } from "node:http";
+import { SitegateError } from "../errors.js";
 import { Agent, request } from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { createSecureContext, rootCertificates } from "node:tls";
@@ -55,9 +56,9 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Parsed URLs kept at the most: the data push's, one per lane, and a few redirect targets. */
 const MAX_TARGETS = 32;
 
-/** A request past partner.timeout_ms is recorded as ABORT_ERR, the code of an aborted request. */
-function timeoutError(ms: number): Error {
-  return Object.assign(new Error(`no answer within ${ms} ms`), { name: "AbortError", code: "ABORT_ERR" });
+/** A request past partner.timeout_ms is recorded as TIMEOUT. */
+function timeoutError(ms: number): SitegateError {
+  return new SitegateError("TIMEOUT", `no answer within ${ms} ms`, { transient: true });
 }
 
 export class HttpSender {

@@ -13,6 +13,7 @@ import type { Db, ModuleMigrations } from "../storage/db.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog, type DeadLetter as LogDeadLetter, type LogMessage, type Route } from "../delivery/log.js";
 import { migrate } from "../storage/db.js";
 import { newKey } from "../util/idempotency.js";
+import { SitegateError } from "../errors.js";
 
 export const HTTPS = "https";
 
@@ -100,24 +101,28 @@ const KEY_RE = /^[\x21-\x7e]{1,200}$/;
 /** Where a callback of `kind` to `url` waits in the log; TypeError on bad input. */
 export function httpsRoute(kind: string, url: string): Route {
   if (!KIND_RE.test(kind))
-    throw new TypeError(`outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`);
+    throw new SitegateError(
+      "INVALID_REQUEST",
+      `outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`,
+    );
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw new TypeError(`outbox: ${JSON.stringify(url)} is not a URL`);
+    throw new SitegateError("INVALID_REQUEST", `outbox: ${JSON.stringify(url)} is not a URL`);
   }
-  if (u.protocol !== "https:") throw new TypeError(`outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
+  if (u.protocol !== "https:")
+    throw new SitegateError("INVALID_REQUEST", `outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
   return { consumer: HTTPS, lane: laneOf(kind), address: url };
 }
 
 /** A message body as JSON text, and its key (the caller's or a new one); TypeError on bad input. */
 export function messageOf(kind: string, body: unknown, idempotencyKey?: string): { kind: string; body: string; idempotencyKey: string } {
   if (idempotencyKey !== undefined && !KEY_RE.test(idempotencyKey)) {
-    throw new TypeError("outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
+    throw new SitegateError("INVALID_REQUEST", "outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
   }
   const text = JSON.stringify(body);
-  if (text === undefined) throw new TypeError("outbox: the body cannot be serialized as JSON");
+  if (text === undefined) throw new SitegateError("INVALID_REQUEST", "outbox: the body cannot be serialized as JSON");
   return { kind, body: text, idempotencyKey: idempotencyKey ?? newKey() };
 }
 

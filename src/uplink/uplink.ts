@@ -19,6 +19,7 @@ import { buildPayloads, type DataPushPayload } from "./data-push.js";
 import { HttpSender } from "./http-sender.js";
 import { HttpsSink } from "./https-sink.js";
 import { HTTPS, Outbox, httpsRoute, instanceId, messageOf } from "./outbox.js";
+import { SitegateError } from "../errors.js";
 export { OUTBOX_MIGRATIONS } from "./outbox.js";
 export type { LaneStats } from "../delivery/lane.js";
 
@@ -78,7 +79,7 @@ export class Uplink implements Part {
 
   /** The outbox for execution responses and other messages; available after start(). */
   get outbox(): Outbox {
-    if (!this._outbox) throw new Error("uplink is not started");
+    if (!this._outbox) throw new SitegateError("INTERNAL", "uplink is not started");
     return this._outbox;
   }
 
@@ -89,14 +90,15 @@ export class Uplink implements Part {
    * Throws a TypeError on bad input, and if SQLite cannot commit.
    */
   enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
-    if (kind === DATA_PUSH_LANE) throw new TypeError("outbox: data pushes come from the sample store, not enqueue()");
+    if (kind === DATA_PUSH_LANE)
+      throw new SitegateError("INVALID_REQUEST", "outbox: data pushes come from the sample store, not enqueue()");
     return this.messages.append(messageOf(kind, body, opts.idempotencyKey), [httpsRoute(kind, url)]);
   }
 
   private laneFor(name: string): Lane {
     let lane = this.lanes.get(name);
     if (!lane) {
-      if (!this.sink) throw new Error("uplink is not started");
+      if (!this.sink) throw new SitegateError("INTERNAL", "uplink is not started");
       lane = new Lane(name, this.logSource(name), this.sink, this.log, this.backoff, 1, this.opts);
       this.lanes.set(name, lane);
       lane.start();

@@ -3,6 +3,7 @@
 // may only go to a loopback broker; "loopback" is decided on the parsed host, never on a
 // prefix of the text (`127.evil.example` is a DNS name anywhere on the network).
 import { isIPv4, isIPv6 } from "node:net";
+import { SitegateError } from "../errors.js";
 
 /** An IPv4 literal in 127.0.0.0/8, the IPv6 literal ::1 (any spelling, with or without brackets), or `localhost`. */
 export function isLoopbackHost(host: string): boolean {
@@ -70,6 +71,6 @@ export function brokerUrlProblem(text: string): string | undefined {
 /** The endpoint of a URL the config has already accepted. */
 export function brokerEndpoint(text: string): BrokerEndpoint {
   const e = parseBrokerUrl(text);
-  if ("error" in e) throw new Error(`broker URL ${text}: ${e.error}`);
+  if ("error" in e) throw new SitegateError("CONFIG_INVALID", `broker URL ${text}: ${e.error}`);
   return e;
 }

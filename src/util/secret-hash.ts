@@ -5,6 +5,7 @@
 // tens of milliseconds on a Pi), with a bounded queue. The event loop never runs scrypt.
 // The sync forms are for the CLI (`hash-secret`) and tests.
 import { scrypt, scryptSync, randomBytes, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import { SitegateError } from "../errors.js";
 
 const N = 16384;
 const R = 8;
@@ -18,9 +19,9 @@ export const MAX_WAITING = 64;
 export const SECRET_HASH_PATTERN = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/;
 
 /** Thrown by verifySecretAsync when MAX_WAITING verifications already wait: answer "busy, retry". */
-export class HashBusyError extends Error {
+export class HashBusyError extends SitegateError {
   constructor() {
-    super(`${MAX_WAITING} secret checks are already waiting`);
+    super("RATE_LIMITED", `${MAX_WAITING} secret checks are already waiting`, { transient: true });
   }
 }
 

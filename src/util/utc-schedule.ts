@@ -7,6 +7,7 @@
 // A timer wakes at least every 10 min and re-reads the wall clock, so a clock step delays
 // a job by at most that; a step over several occurrences runs the job once.
 import { systemClock, type Clock } from "./clock.js";
+import { SitegateError } from "../errors.js";
 import { localOffset, wallDate, wallToInstant, zoneOffset, type OffsetAt } from "./wall-time.js";
 
 export interface UtcRecurrence {
@@ -25,7 +26,7 @@ const MAX_SLEEP = 10 * MIN;
 
 export function dailyUtc(hhmm: string): UtcRecurrence {
   const m = /^(\d\d):(\d\d)$/.exec(hhmm);
-  if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) throw new Error(`not a time of day: ${hhmm}`);
+  if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) throw new SitegateError("CONFIG_INVALID", `not a time of day: ${hhmm}`);
   return { everyMs: DAY, atMs: (Number(m[1]) * 60 + Number(m[2])) * MIN, text: `daily ${hhmm} UTC` };
 }
 
@@ -65,7 +66,8 @@ function dailyWall(hhmm: string, offsetAt: OffsetAt, text: string): UtcRecurrenc
 }
 
 export function everyMinutes(n: number): UtcRecurrence {
-  if (!Number.isInteger(n) || n < 1 || DAY % (n * MIN) !== 0) throw new Error(`every ${n} min does not divide a day`);
+  if (!Number.isInteger(n) || n < 1 || DAY % (n * MIN) !== 0)
+    throw new SitegateError("CONFIG_INVALID", `every ${n} min does not divide a day`);
   return { everyMs: n * MIN, atMs: 0, text: `every ${n} min` };
 }
 

@@ -8,6 +8,7 @@ import { tcpScenario } from "../support/site.js";
 import { event } from "../support/dispatch.js";
 import { readDb } from "../support/db.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
+import type { StoragePart } from "../../src/storage/part.js";
 
 const SYNC = "/v1/api/gateway/site-001/devicesync";
 const form = (over: Record<string, string> = {}) => ({
@@ -230,6 +231,33 @@ test("503 when storage cannot commit, and nothing is acknowledged", async () => 
       locker.close();
     }
     assert.equal((await gw.call("POST", "/connect/token", { form: form() })).status, 200, "back once storage is");
+  });
+});
+
+test("a read-only database answers 503 unavailable (STORAGE_UNAVAILABLE from storage, not SQLite text at the front end), and the same requests succeed once it can commit", async () => {
+  await withGateway(async (gw) => {
+    // The gateway's own connection, made unable to commit by SQLite itself.
+    const db = gw.daemon.part<StoragePart>("storage").db;
+    const ev = event({ event_id: "5b1d3b5f-9e4c-4d6b-8f80-1b2c3d4e5f60", event_quantity: 1 }, 3_600_000, 600_000);
+    const dr = () =>
+      gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
+    const refused = async () => {
+      for (const r of [await gw.call("POST", "/connect/token", { form: form() }), await dr()]) {
+        assert.equal(r.status, 503, r.text);
+        assert.match(r.text, /nothing was stored/);
+      }
+      assertErrorBody(await dr(), "unavailable");
+    };
+    db.pragma("query_only = ON"); // SQLITE_READONLY on every write (a full disk is in test/unit/error-hierarchy.test.ts)
+    try {
+      await refused();
+    } finally {
+      db.pragma("query_only = OFF");
+    }
+    assert.equal((await gw.call("POST", "/connect/token", { form: form() })).status, 200);
+    const again = await dr();
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json, [{ event_id: ev.event_id, status: "accepted" }]);
   });
 });
 

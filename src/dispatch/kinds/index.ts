@@ -5,6 +5,7 @@ import type { EventKind } from "./kind.js";
 import { pvLimit } from "./pv-limit.js";
 import { restore } from "./restore.js";
 import { shed } from "./shed.js";
+import { SitegateError } from "../../errors.js";
 
 const KINDS: readonly EventKind[] = [chargeDischarge, shed, restore, pvLimit];
 
@@ -12,6 +13,6 @@ const byType = new Map<EventType, EventKind>(KINDS.flatMap((k) => k.types.map((t
 
 export function kindOf(type: EventType): EventKind {
   const k = byType.get(type);
-  if (!k) throw new Error(`no dispatch kind for event_type ${type}`);
+  if (!k) throw new SitegateError("INTERNAL", `no dispatch kind for event_type ${type}`);
   return k;
 }

@@ -339,7 +339,7 @@ export class DeviceDriver {
   }
 
   private planFor(name: string, pick: (pt: ResolvedPoint) => boolean): { blocks: UnitBlock[]; ranges: Range[] } {
-    if (!this.points) throw new Error("device is not paired");
+    if (!this.points) throw new SitegateError("INTERNAL", "device is not paired");
     const key = `${name}/${this.maxGap}`;
     let plan = this.plans.get(key);
     if (!plan) {
@@ -484,7 +484,7 @@ export function isSentinel(words: readonly number[], order: WordOrder, sentinels
   return sentinels.includes(raw);
 }
 
-/** PAIRING_FAILED naming the identity register, the value read and what the profile expects (pairing.ts keys on its opening words). */
+/** DEVICE_MISMATCH (another device answered) naming the identity register, the value read and what the profile expects. */
 function identityMismatch(r: IdentityRegister, value: number | string, unit: number): SitegateError {
   const e = r.expect!;
   const want = e.prefix
@@ -493,7 +493,7 @@ function identityMismatch(r: IdentityRegister, value: number | string, unit: num
       ? `one of ${e.values.join(", ")}`
       : `within ${(e.ranges ?? []).map(([lo, hi]) => `${lo}..${hi}`).join(", ")}`;
   return new SitegateError(
-    "PAIRING_FAILED",
+    "DEVICE_MISMATCH",
     `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${JSON.stringify(value)}, the profile expects ${want}`,
   );
 }

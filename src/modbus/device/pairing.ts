@@ -6,7 +6,7 @@
 // Entries on different buses are paired in parallel, entries on one bus one after another.
 import type { CheckWrite, DeviceConfig } from "../../config/device-schema.js";
 import type { RtuPortConfig } from "../../config/schema.js";
-import { errorMessage, type SitegateError } from "../../errors.js";
+import { errorMessage, isSitegateError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import { PRIORITY } from "../bus.js";
 import { endpointKey, type Endpoint } from "../endpoint.js";
@@ -60,8 +60,7 @@ export class Pairing implements DeviceConnector {
     } catch (e) {
       pool.reject(config, driver); // 5. reject: the configuration in force stays
       // An identity mismatch is an answer from another device, not a missing one.
-      const how =
-        (e as SitegateError).code === "PAIRING_FAILED" && /^identity register /.test(errorMessage(e)) ? "is not" : "did not respond as";
+      const how = isSitegateError(e, "DEVICE_MISMATCH") ? "is not" : "did not respond as";
       return this.refused(id, `device ${how} ${driver.profile.name}: ${errorMessage(e)}`);
     }
     const { role, note } = resolveRole(config.mb_device_type, found.role);
