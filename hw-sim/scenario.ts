@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { z } from "zod";
-import { issuesToDetails } from "../src/config/issues.js";
+import { issuesToDetails } from "../src/util/zod-issues.js";
 
 const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 const unit = z.number().int().min(1).max(247);

@@ -5,7 +5,7 @@
 // The checks and their order, and why: docs/security.md ("How a route says who may call it").
 import type { Server } from "node:https";
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
-import { issuesToDetails } from "../config/issues.js";
+import { issuesToDetails } from "../util/zod-issues.js";
 import type { ApiContext } from "./context.js";
 import { badRequest, forbidden, notFound, rateLimited, unauthorized } from "./errors.js";
 import { HashBusyError } from "../util/secret-hash.js";

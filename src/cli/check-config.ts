@@ -1,6 +1,6 @@
 // `sitegate check-config`: loads and validates a config file, printing every problem by path.
 import { CONFIG_OPTION, EXIT_OK, configFile, type Command } from "./command.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig } from "../load-config.js";
 import { SitegateError } from "../errors.js";
 import { BUILTIN_DIR, siteProfiles } from "../profiles/registry.js";
 

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig } from "../load-config.js";
 import { DB_FILE } from "../storage/db.js";
 import { readEvents, type EventRow } from "../dispatch/store.js";
 import { eventView } from "../dispatch/view.js";

@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { stringify } from "yaml";
 import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
-import { parseConfig } from "../config/load.js";
+import { parseConfig } from "../load-config.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 import { hashSecret } from "../util/secret-hash.js";
 

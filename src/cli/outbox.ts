@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig } from "../load-config.js";
 import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, storageError, type Db } from "../storage/db.js";
 import { withFullSync } from "../storage/durable.js";

@@ -1,6 +1,6 @@
 // `sitegate run`: the daemon in the foreground until SIGTERM or SIGINT.
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, configFile, type Command } from "./command.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig } from "../load-config.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
 import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../lifecycle.js";

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig } from "../load-config.js";
 import { DB_FILE, migrate, openDatabase, type Db } from "../storage/db.js";
 import { AUTH_MIGRATIONS, revokeTokens, tokenCounts } from "../api/auth.js";
 import { SitegateError } from "../errors.js";

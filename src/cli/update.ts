@@ -53,7 +53,7 @@ async function dataDir(values: Record<string, unknown>): Promise<string> {
   if (dir) return resolve(dir);
   const file = configFile(values);
   if (!existsSync(file)) throw new UsageError(`cannot find the data_dir: no config at ${file} (--config FILE or --data-dir DIR)`);
-  const { loadConfig } = await import("../config/load.js");
+  const { loadConfig } = await import("../load-config.js");
   return loadConfig(file).data_dir;
 }
 
@@ -79,7 +79,7 @@ async function applyOptions(values: Record<string, unknown>): Promise<ApplyOptio
 async function applyRequest(values: Record<string, unknown>): Promise<number> {
   const file = configFile(values);
   if (!existsSync(file)) throw new UsageError(`apply-request needs the config (update.allowed_urls): no config at ${file} (--config FILE)`);
-  const { loadConfig } = await import("../config/load.js");
+  const { loadConfig } = await import("../load-config.js");
   const cfg = loadConfig(file);
   const o = await applyOptions({ ...values, "data-dir": str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR ?? cfg.data_dir });
   const req = await takeUpdateRequest(o.dataDir);

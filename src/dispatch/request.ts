@@ -3,7 +3,7 @@
 // decides whether a repeated event_id is "the same command".
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { issuesToDetails } from "../config/issues.js";
+import { issuesToDetails } from "../util/zod-issues.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
 
 export const MAX_EVENTS_PER_REQUEST = 100;

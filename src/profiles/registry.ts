@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { SitegateError, errorMessage, type ErrorDetail } from "../errors.js";
-import { issuesToDetails } from "../config/issues.js";
+import { issuesToDetails } from "../util/zod-issues.js";
 import { profileSchema, type Profile } from "./schema.js";
 
 /** The profile files ship in the source tree; compiled code finds them from dist/src/profiles. */

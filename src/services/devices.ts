@@ -3,7 +3,7 @@
 // config file's), and the device sync view. No HTTP in here: failures are SitegateErrors,
 // which services/errors.ts gives a status.
 import type { Config } from "../config/schema.js";
-import { issuesToDetails } from "../config/issues.js";
+import { issuesToDetails } from "../util/zod-issues.js";
 import { validateDevices } from "../config/validate-devices.js";
 import type { DeviceConnector } from "../devices/types.js";
 import type { Device, DeviceDescriptor, DeviceDirectory } from "../model/device.js";

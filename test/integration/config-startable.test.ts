@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { buildDaemon } from "../../src/daemon.js";
 import { silentLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";

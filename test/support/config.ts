@@ -1,7 +1,7 @@
 // Builds a valid gateway config for tests; override any part.
 import { randomUUID } from "node:crypto";
 import type { ConfigInput } from "../../src/config/schema.js";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import type { Config } from "../../src/config/schema.js";
 import { hashSecret } from "../../src/util/secret-hash.js";
 import { testCert } from "./tls.js";

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig, parseConfig } from "../../src/config/load.js";
+import { loadConfig, parseConfig } from "../../src/load-config.js";
 import { testConfigInput, TEST_ORG } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";
 import { problems } from "../support/issues.js";

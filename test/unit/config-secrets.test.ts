@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { readableByOthers, secretFiles } from "../../src/config/secret-files.js";
 import { testConfigInput } from "../support/config.js";
 import { withTmpDir } from "../support/tmp.js";

@@ -92,7 +92,7 @@ test("no control flow reads an error's message text", () => {
     // The library boundary: modbus-serial reports timeouts, CRC and closed ports only in text.
     "modbus/transport.ts": "mapModbusError",
     // zod's issue text for a missing key, not an error of ours.
-    "config/issues.ts": "issuesToDetails",
+    "util/zod-issues.ts": "issuesToDetails",
   };
   assert.deepEqual(
     hits(

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { buildDaemon } from "../../src/daemon.js";
 import { silentLogger } from "../../src/log.js";
 import { StoragePart } from "../../src/storage/part.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { CommandVerifier, FUTURE_SKEW_MS, SIGNATURE_PROPS, signCommand } from "../../src/fleet/signing.js";
 import { FLEET_MIGRATIONS, FleetQueue, MAX_NONCES } from "../../src/fleet/queue.js";
 import { StoragePart } from "../../src/storage/part.js";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfigInput } from "../support/config.js";

@@ -3,8 +3,8 @@
 // other, so a shared piece has to move down).
 //
 // Layers, lowest first (a file may import its own layer and any layer below; the most
-// specific path wins, so config/load.ts sits above profiles while the rest of config/
-// sits below them):
+// specific path wins, so modbus/device/ sits above profiles and devices while the rest of
+// modbus/ sits below them):
 //
 //   base          errors.ts, version.ts, log.ts, lifecycle.ts, metrics.ts, event-bus.ts, util/
 //   model         model/: the one device model (Device and its capability interfaces), roles,
@@ -15,7 +15,7 @@
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs
 //   profiles      profiles/: profile schema and registry (formats issues with config/)
-//   config-load   config/load.ts: reads a config file and checks its devices against the profiles
+//   config-load   load-config.ts: reads a config file and checks its devices against the profiles
 //   devices       devices/: the one registry of devices (directory, families), the persisted
 //                 Modbus registry, config-declared devices, device contracts
 //   modbus-device modbus/device/: the Modbus family: profile-driven devices (driver, driver
@@ -54,7 +54,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["update", ["update/"]],
   ["modbus", ["modbus/"]],
   ["profiles", ["profiles/"]],
-  ["config-load", ["config/load.ts"]],
+  ["config-load", ["load-config.ts"]],
   ["devices", ["devices/"]],
   ["modbus-device", ["modbus/device/"]],
   ["zigbee", ["zigbee/"]],
@@ -293,6 +293,6 @@ test("the checker finds what it should: import forms, upward and lateral imports
   ]);
   assert.deepEqual(f.unplaced, ["somewhere/new.ts"]);
   assert.deepEqual(f.unresolved, ['cli/run.ts: import "./gone.js" is not a file in src/']);
-  assert.equal(LAYERS[layerOf("config/load.ts")][0], "config-load", "the most specific prefix wins");
-  assert.equal(LAYERS[layerOf("config/schema.ts")][0], "config");
+  assert.equal(LAYERS[layerOf("modbus/device/driver.ts")][0], "modbus-device", "the most specific prefix wins");
+  assert.equal(LAYERS[layerOf("modbus/bus.ts")][0], "modbus");
 });

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { brokerEndpoint, brokerUrlProblem, isLoopbackHost } from "../../src/util/loopback.js";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { testConfigInput } from "../support/config.js";
 import { problems } from "../support/issues.js";
 import { testCert } from "../support/tls.js";

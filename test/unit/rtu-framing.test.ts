@@ -3,7 +3,7 @@
 // the simulator's line timing. The real pty is in test/integration/rtu-ports.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { endpointForDevice } from "../../src/modbus/device/pool.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { Bus, BusManager } from "../../src/modbus/bus.js";

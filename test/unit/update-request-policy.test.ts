@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { runCommand, type CommandAnswer, type CommandDeps } from "../../src/fleet/commands.js";
 import { silentLogger } from "../../src/log.js";

@@ -7,7 +7,7 @@ import { zigbeeNameProblem } from "../../src/config/local-schema.js";
 import { MAX_STATE_BYTES, MAX_STATE_KEYS, readState } from "../../src/zigbee/state.js";
 import { parseBridgeDevices } from "../../src/zigbee/exposes.js";
 import { LogBudget } from "../../src/util/log-budget.js";
-import { parseConfig } from "../../src/config/load.js";
+import { parseConfig } from "../../src/load-config.js";
 import { testConfigInput } from "../support/config.js";
 import { problems } from "../support/issues.js";
 

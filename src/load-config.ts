@@ -2,14 +2,14 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
-import { configSchema, type Config } from "./schema.js";
-import { validateDevices } from "./validate-devices.js";
-import { siteProfiles } from "../profiles/registry.js";
-import { SitegateError, type ErrorDetail } from "../errors.js";
-import { issuesToDetails } from "./issues.js";
-import { loadSecretFiles } from "./secret-files.js";
-import { exampleSecretIssues } from "./example-secrets.js";
-import { fileProblems } from "./file-checks.js";
+import { configSchema, type Config } from "./config/schema.js";
+import { validateDevices } from "./config/validate-devices.js";
+import { siteProfiles } from "./profiles/registry.js";
+import { SitegateError, type ErrorDetail } from "./errors.js";
+import { issuesToDetails } from "./util/zod-issues.js";
+import { loadSecretFiles } from "./config/secret-files.js";
+import { exampleSecretIssues } from "./config/example-secrets.js";
+import { fileProblems } from "./config/file-checks.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
