@@ -1,6 +1,7 @@
 // Modbus answers shorter than what was asked (a device that sends fewer words, a caller that
-// hands a single-register write more or fewer values): a specific error, never a value that
-// was not sent read as one. Pure logic over a fake bus; no socket is opened.
+// hands a single-register write more or fewer values), and a profile made in code with
+// nothing to read: a specific error, never a value that was not sent read as one. Pure logic
+// over a fake bus; no socket is opened.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isSitegateError } from "../../src/errors.js";
@@ -41,4 +42,15 @@ test("a function 6 write of two values or none is refused before anything is sen
         isSitegateError(e, "CONTROL_VALUE_INVALID") && new RegExp(`${values.length} values were given`).test((e as Error).message),
     );
   }
+});
+
+test("a fixed profile made in code with neither identity registers nor points is refused as PROFILE_INVALID", async () => {
+  const sdm = builtinProfiles().get("sdm630");
+  assert.equal(sdm.kind, "fixed");
+  const bare = { ...sdm, identity: [], points: [] } as typeof sdm;
+  const driver = new DeviceDriver(sunSpecBus([]), 1, bare);
+  await assert.rejects(
+    driver.pair(),
+    (e: unknown) => isSitegateError(e, "PROFILE_INVALID") && /neither identity registers nor points/.test((e as Error).message),
+  );
 });
