@@ -80,7 +80,7 @@ export class EventBus<E extends { [K in keyof E]: unknown[] }> {
 
   metrics(): MetricFamily[] {
     const values = [...this.failures].map(([key, f]) => {
-      const [part, event] = key.split("\0");
+      const [part = "", event = ""] = key.split("\0");
       return { labels: { part, event }, value: f.count };
     });
     return [

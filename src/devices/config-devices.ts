@@ -79,10 +79,16 @@ export class ConfigDevices implements Part {
       .configure(due.map((d) => d.device))
       .then((results) => {
         const again: typeof due = [];
-        results.forEach((r, i) => {
+        due.forEach((d, i) => {
+          const r = results[i];
+          // The connector answers every entry; one it left unanswered is tried again, as one not paired.
+          if (r === undefined) {
+            again.push(d);
+            return;
+          }
           // Stored (accepted, or check writes failed): applied. Not paired: tried again later.
-          if (r.status === "accepted" || r.code === "REGISTRY_WRITE_FAILED") registry.markConfigApplied(r.device_id, due[i].hash);
-          else again.push(due[i]);
+          if (r.status === "accepted" || r.code === "REGISTRY_WRITE_FAILED") registry.markConfigApplied(r.device_id, d.hash);
+          else again.push(d);
           if (r.status === "accepted") log.info({ device_id: r.device_id }, r.message);
           else log.warn({ device_id: r.device_id, code: r.code }, r.message);
         });

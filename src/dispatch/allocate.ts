@@ -106,7 +106,7 @@ export function allocateProportional(
     const total = open.reduce((s, d) => s + d.max_power_w!, 0);
     let capped = false;
     for (let i = open.length - 1; i >= 0; i--) {
-      const d = open[i];
+      const d = open[i]!; // i runs down over open's own indices
       const s = shares.get(d.device_id)!;
       const want = (left * d.max_power_w!) / total;
       const cap = Math.min(d.max_power_w!, capOf(d));

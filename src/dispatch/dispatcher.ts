@@ -4,6 +4,7 @@
 // SQLite before it is answered or acted on; the execution response goes into the delivery log
 // in the same transaction that ends the event, so it exists exactly once.
 import type { Logger } from "../log.js";
+import { SitegateError } from "../errors.js";
 import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
@@ -195,7 +196,9 @@ export class Dispatcher implements Part {
     }
     batch.forEach((b, i) => {
       const r = out[i];
-      if (r.staged) {
+      // The transaction answers every request of the batch, so a missing answer is a bug.
+      if (r === undefined) b.reject(new SitegateError("INTERNAL", "the receipts' commit answered no outcome for a request"));
+      else if (r.staged) {
         this.applyStaged(r.staged, now);
         b.resolve(r.staged.receipts);
       } else b.reject(r.error);

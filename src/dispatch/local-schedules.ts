@@ -76,8 +76,9 @@ export class ScheduleClock {
   }
 
   wall(t: number): number {
-    const p: Record<string, number> = {};
-    for (const part of this.fmt.formatToParts(new Date(t))) if (part.type !== "literal") p[part.type] = Number(part.value);
+    // The format asks for all six fields, so every one is overwritten.
+    const p = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
+    for (const part of this.fmt.formatToParts(new Date(t))) if (part.type in p) p[part.type as keyof typeof p] = Number(part.value);
     return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) + (t % 1000);
   }
 

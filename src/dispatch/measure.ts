@@ -67,9 +67,10 @@ export class RollingWindow {
       this.sum[i] = 0;
       this.n[i] = 0;
     }
-    if (this.n[i] === 0xffff) return;
-    this.sum[i] += value;
-    this.n[i]++;
+    const n = this.n[i] ?? 0;
+    if (n === 0xffff) return;
+    this.sum[i] = (this.sum[i] ?? 0) + value;
+    this.n[i] = n + 1;
   }
 
   /** Mean of the samples in whole buckets inside [until - span, until), or undefined when there are none. */
@@ -81,8 +82,8 @@ export class RollingWindow {
     for (let b = Math.max(from, this.last - this.slot.length + 1); b < to; b++) {
       const i = b % this.slot.length;
       if (this.slot[i] !== b) continue;
-      sum += this.sum[i];
-      n += this.n[i];
+      sum += this.sum[i] ?? 0;
+      n += this.n[i] ?? 0;
     }
     return n ? sum / n : undefined;
   }

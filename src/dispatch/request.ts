@@ -25,12 +25,14 @@ const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 export function roundTrips(s: string): boolean {
   const m = CALENDAR.exec(s);
   if (!m) return false;
-  const y = +m[1];
-  const mo = +m[2];
-  const d = +m[3];
-  if (mo < 1 || mo > 12 || d < 1 || +m[4] > 23 || +m[5] > 59 || (m[6] !== undefined && +m[6] > 59)) return false;
+  const [, ys = "", mos = "", ds = "", hs = "", mins = "", secs] = m;
+  const y = +ys;
+  const mo = +mos;
+  const d = +ds;
+  const days = MONTH_DAYS[mo - 1];
+  if (days === undefined || d < 1 || +hs > 23 || +mins > 59 || (secs !== undefined && +secs > 59)) return false;
   const leap = mo === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
-  return d <= MONTH_DAYS[mo - 1] + (leap ? 1 : 0);
+  return d <= days + (leap ? 1 : 0);
 }
 
 /** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */

@@ -323,7 +323,10 @@ export class OpenWindow {
     for (const row of rows) if (!held.get(row.spec.event_id)) held.put(row);
     const last = rows[rows.length - 1];
     // A full page may end inside the events of one start: the next page goes on after its last key.
-    this.through = rows.length < room ? { start: until, key: "" } : { start: last.spec.start_ms, key: last.spec.event_id.toLowerCase() };
+    this.through =
+      last === undefined || rows.length < room
+        ? { start: until, key: "" }
+        : { start: last.spec.start_ms, key: last.spec.event_id.toLowerCase() };
     return rows.length;
   }
 }

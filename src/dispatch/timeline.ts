@@ -70,8 +70,9 @@ export class Timeline {
     const found: Entry[] = [];
     const visit = (i: number) => {
       // The heap order: nothing below an entry that starts later starts earlier.
-      if (i >= this.heap.length || this.heap[i].start > now) return;
-      if (this.heap[i].live) found.push(this.heap[i]);
+      const e = this.heap[i];
+      if (e === undefined || e.start > now) return;
+      if (e.live) found.push(e);
       visit(2 * i + 1);
       visit(2 * i + 2);
     };
@@ -82,7 +83,7 @@ export class Timeline {
   /** The earliest start among scheduled events, or Infinity. */
   nextStart(): number {
     this.prune();
-    return this.heap.length ? this.heap[0].start : Infinity;
+    return this.heap[0]?.start ?? Infinity;
   }
 
   all(): EventRow[] {
@@ -92,7 +93,7 @@ export class Timeline {
   /** Drops dead entries from the root, so that the root is the earliest live event. */
   private prune(): void {
     const h = this.heap;
-    while (h.length && !h[0].live) {
+    while (h[0] && !h[0].live) {
       const last = h.pop()!;
       if (h.length) {
         h[0] = last;
@@ -110,10 +111,13 @@ export class Timeline {
   private up(i: number): void {
     const h = this.heap;
     const e = h[i];
+    if (e === undefined) return;
     while (i > 0) {
       const p = (i - 1) >>> 1;
-      if (!before(e, h[p])) break;
-      h[i] = h[p];
+      // p < i < h.length: the parent is there.
+      const parent = h[p]!;
+      if (!before(e, parent)) break;
+      h[i] = parent;
       i = p;
     }
     h[i] = e;
@@ -123,12 +127,15 @@ export class Timeline {
     const h = this.heap;
     const n = h.length;
     const e = h[i];
+    if (e === undefined) return;
     for (;;) {
       let c = 2 * i + 1;
+      // Both children are checked against n just before they are read.
       if (c >= n) break;
-      if (c + 1 < n && before(h[c + 1], h[c])) c++;
-      if (!before(h[c], e)) break;
-      h[i] = h[c];
+      if (c + 1 < n && before(h[c + 1]!, h[c]!)) c++;
+      const child = h[c]!;
+      if (!before(child, e)) break;
+      h[i] = child;
       i = c;
     }
     h[i] = e;

@@ -18,7 +18,10 @@ export function parseGpiodetect(stdout: string): DetectedChip[] {
   const out: DetectedChip[] = [];
   for (const l of stdout.split("\n")) {
     const m = /^(\S+) \[(.*)\] \((\d+) lines\)/.exec(l.trim());
-    if (m) out.push({ name: m[1], label: m[2], lines: Number(m[3]) });
+    if (!m) continue;
+    // The pattern matched, so all three groups hold text.
+    const [, name = "", label = "", lines = ""] = m;
+    out.push({ name, label, lines: Number(lines) });
   }
   return out;
 }
@@ -32,7 +35,8 @@ export function resolveChip(chip: string, detected: readonly DetectedChip[]): st
   if (chip.startsWith("/dev/")) return chip;
   if (detected.some((c) => c.name === chip)) return chip;
   const byLabel = detected.filter((c) => c.label === chip);
-  if (byLabel.length === 1) return byLabel[0].name;
+  const [only, other] = byLabel;
+  if (only !== undefined && other === undefined) return only.name;
   if (/^gpiochip\d+$/.test(chip) && detected.length === 0) return chip; // gpiodetect unavailable: trust the name
   const known = detected.map((c) => `${c.name} [${c.label}]`).join(", ") || "none found";
   throw new SitegateError("CONFIG_INVALID", `gpio.chip "${chip}" is no GPIO chip name, path or label here (${known})`);

@@ -46,7 +46,8 @@ const RECONNECT_MAX_MS = 30_000;
 export class Bus {
   readonly key: string;
   readonly stats: BusStats = { requests: 0, failures: 0, timeouts: 0, reconnects: 0, queued: 0, busy_ms: 0 };
-  private readonly queues: Job[][] = [[], [], [], []];
+  /** One queue per Priority (0..3), so that a priority always names its queue. */
+  private readonly queues: [Job[], Job[], Job[], Job[]] = [[], [], [], []];
   private readonly deviceDelay = new Map<number, number>();
   private readonly lastEnd = new Map<number, number>();
   private lastAnyEnd = 0;
@@ -180,8 +181,7 @@ export class Bus {
   private pick(now: number): { job: Job } | { waitMs: number } | null {
     let wait = Infinity;
     for (const q of this.queues) {
-      for (let i = 0; i < q.length; i++) {
-        const job = q[i];
+      for (const [i, job] of q.entries()) {
         const ready = Math.max(this.lastAnyEnd + this.gapMs, (this.lastEnd.get(job.unit) ?? 0) + (this.deviceDelay.get(job.unit) ?? 0));
         // The silence counts from when the answer was parsed, which is after its last byte
         // arrived; less than a millisecond to go (the timer resolution) is not waited.
@@ -304,7 +304,7 @@ export class Bus {
 }
 
 function describeFraming(e: Endpoint): string {
-  return e.kind === "rtu" ? `${e.baud} 8${e.parity[0].toUpperCase()}${e.stopBits}` : e.kind;
+  return e.kind === "rtu" ? `${e.baud} 8${e.parity.charAt(0).toUpperCase()}${e.stopBits}` : e.kind;
 }
 
 /** Every bus of the gateway by key; devices hold (bus, unit) handles, never a socket. */

@@ -68,7 +68,9 @@ export function parseEndpoint(text: string): Endpoint {
   }
   const m = /^(tcp|rtu-tcp):\/\/(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text);
   if (!m) throw bad("use tcp://HOST:PORT, rtu-tcp://HOST:PORT or rtu:/dev/ttyX?baud=9600");
-  const port = Number(m[3]);
+  // The pattern matched, so all three groups hold text.
+  const [, kind = "", host = "", portText = ""] = m;
+  const port = Number(portText);
   if (port < 1 || port > 65535) throw bad("port must be 1..65535");
-  return { kind: m[1] as "tcp" | "rtu-tcp", host: m[2].replace(/^\[|\]$/g, ""), port };
+  return { kind: kind as "tcp" | "rtu-tcp", host: host.replace(/^\[|\]$/g, ""), port };
 }

@@ -29,6 +29,14 @@ const EXCEPTIONS: Record<number, string> = {
   11: "gateway target failed to respond",
 };
 
+/** The one value of a function 6 write: more or fewer would be written as something not asked for. */
+function single(values: readonly number[], what: string): number {
+  const [value] = values;
+  if (value === undefined || values.length !== 1)
+    throw new SitegateError("CONTROL_VALUE_INVALID", `${what}: function 6 writes one register, ${values.length} values were given`);
+  return value;
+}
+
 export function mapModbusError(e: unknown, what: string): SitegateError {
   if (e instanceof SitegateError) return e;
   const err = e as { message?: string; modbusCode?: number; errno?: string; code?: string; name?: string };
@@ -141,11 +149,12 @@ export class ModbusSerialTransport implements Transport {
     const c = this.client;
     c.setID(unit);
     c.setTimeout(timeoutMs);
+    const what = `write unit ${unit} register ${address}`;
     try {
-      if (fn === 6) await c.writeRegister(address, values[0]);
+      if (fn === 6) await c.writeRegister(address, single(values, what));
       else await c.writeRegisters(address, values);
     } catch (e) {
-      throw mapModbusError(e, `write unit ${unit} register ${address}`);
+      throw mapModbusError(e, what);
     }
   }
 
@@ -154,7 +163,7 @@ export class ModbusSerialTransport implements Transport {
     c.setID(unit);
     c.setTimeout(timeoutMs);
     try {
-      if (values.length === 1) await c.writeCoil(address, values[0]);
+      if (values.length === 1) await c.writeCoil(address, values[0]!); // the length was checked just now
       else await c.writeCoils(address, values);
     } catch (e) {
       throw mapModbusError(e, `write unit ${unit} coil ${address}`);

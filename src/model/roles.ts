@@ -21,9 +21,12 @@ interface WireType {
   partner?: string;
 }
 
+/** A role no family lists: the code device sync publishes for a device not yet known. */
+const UNKNOWN_TYPE: WireType = { code: 0, role: "unknown", family: "modbus", label: "device" };
+
 /** device_type codes of device sync (DESIGN B5) and of the config file's zigbee and gpio entries. */
 const WIRE_TYPES: readonly WireType[] = [
-  { code: 0, role: "unknown", family: "modbus", label: "device" },
+  UNKNOWN_TYPE,
   { code: 10, role: "battery", family: "modbus", label: "battery inverter", partner: "storage inverter" },
   { code: 11, role: "pv", family: "modbus", label: "PV inverter", partner: "solar inverter" },
   { code: 12, role: "meter", family: "modbus", label: "meter", partner: "meter" },
@@ -39,7 +42,7 @@ export function wireType(role: Role, family: Family = "modbus"): number {
   return (
     WIRE_TYPES.find((t) => t.role === role && t.family === family) ??
     WIRE_TYPES.find((t) => t.role === role && t.family === "modbus") ??
-    WIRE_TYPES[0]
+    UNKNOWN_TYPE
   ).code;
 }
 

@@ -195,8 +195,9 @@ export class Poller implements Part, HealthView, ModbusReadings {
     // All reads go into the bus queue at once; the bus serializes them.
     const results = await Promise.all(members.map((p) => this.pollOne(p, started, ts)));
     const out: Array<{ device_id: string; metrics: Metrics }> = [];
-    results.forEach((r, i) => {
-      if (r && Object.keys(r.metrics).length > 0 && members[i].device.fully_configured !== false) out.push(r);
+    members.forEach((p, i) => {
+      const r = results[i];
+      if (r && Object.keys(r.metrics).length > 0 && p.device.fully_configured !== false) out.push(r);
     });
     return out;
   }

@@ -38,7 +38,7 @@ class Series {
     if (this.minute < 0) return out;
     const from = nowMinute - HISTORY_MINUTES + 1;
     for (let m = Math.max(from, this.minute - HISTORY_MINUTES + 1); m <= Math.min(nowMinute, this.minute); m++) {
-      const v = m === this.minute ? this.sum / this.n : this.ring[m % HISTORY_MINUTES];
+      const v = m === this.minute ? this.sum / this.n : (this.ring[m % HISTORY_MINUTES] ?? NaN);
       if (!Number.isNaN(v)) out.push([m * MINUTE, Math.round(v * 1000) / 1000]);
     }
     return out;

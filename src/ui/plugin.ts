@@ -160,7 +160,7 @@ function guardHooks(allowList: string[], sessions: Sessions): Routes {
 /** The page shell under every page name, and its script and stylesheet. */
 function pageRoutes(dir: string): Routes {
   const asset = (f: string) => readFileSync(join(dir, f));
-  const assets: Record<string, { body: Buffer; type: string }> = {
+  const assets: Record<"app.js" | "app.css", { body: Buffer; type: string }> = {
     "app.js": { body: asset("app.js"), type: "text/javascript; charset=utf-8" },
     "app.css": { body: asset("app.css"), type: "text/css; charset=utf-8" },
   };

@@ -170,7 +170,7 @@ export class BusView {
       seen.add(b.key);
       const s = this.samples.get(b.key) ?? [];
       s.push({ at: now, busy: b.stats.busy_ms });
-      while (s.length > 2 && now - s[1].at >= BUS_WINDOW_MS) s.shift();
+      while (s.length > 2 && now - s[1]!.at >= BUS_WINDOW_MS) s.shift(); // s[1] is there: the length was checked
       this.samples.set(b.key, s);
     }
     for (const k of this.samples.keys()) if (!seen.has(k)) this.samples.delete(k);

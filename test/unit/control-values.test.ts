@@ -174,3 +174,16 @@ test("the profile schema: sf_offset needs a model, one scale factor per step, co
   assert.deepEqual(paths({ address: 5, value: 120, range: [0, 100] }), ["value"]);
   assert.equal(withStep({ address: 5, value: "$pct", scale_factor: "x" }).success, false, "an unknown key in a profile step is an error");
 });
+
+test("a scale-factor read answered with no word is refused as MODBUS_BAD_RESPONSE, not taken as a scale factor", async () => {
+  const d = fakeDriver(new Map());
+  d.bus.read = async (_unit: number, _table: string, address: number) => {
+    d.reads.push(address);
+    return [];
+  };
+  await assert.rejects(
+    readScaleFactors(d as unknown as DeviceDriver, discharge),
+    (e: unknown) =>
+      isSitegateError(e, "MODBUS_BAD_RESPONSE") && /no word/.test((e as Error).message) && /nothing written/.test((e as Error).message),
+  );
+});

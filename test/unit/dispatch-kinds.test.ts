@@ -5,7 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { openDatabase, migrate } from "../../src/storage/db.js";
-import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
+import { DISPATCH_MIGRATIONS, emptyProgress, type EventRow } from "../../src/dispatch/store.js";
+import type { KindContext } from "../../src/dispatch/kinds/kind.js";
 import type { ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { FakeClock } from "../support/fake-clock.js";
 import type { DispatchRequest } from "../../src/dispatch/request.js";
@@ -411,4 +412,17 @@ test("a confirmation read after each setpoint write is one more sample of the ba
   } finally {
     r.close();
   }
+});
+
+test("a stored shed row naming a step without its device's progress (progress is stored JSON) adds nothing to the drop, and does not throw", () => {
+  const progress = {
+    ...emptyProgress(),
+    shed_steps: ["gone", "r1"],
+    devices: { r1: { requested_w: 500, writes_ok: 1, writes_failed: 0, rated_w: 500 } },
+  };
+  const row = { spec: { event_id: "e1" }, progress } as unknown as EventRow;
+  const ctx = { hold: 5000 } as unknown as KindContext;
+  shedKind.observe?.(row, ctx, new Map([["gone", { power_w: 900 }]]), T0);
+  assert.equal(row.progress.drop?.value, 500, "only r1's rating counts");
+  assert.equal(row.progress.estimated, true);
 });

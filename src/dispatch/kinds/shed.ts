@@ -82,8 +82,8 @@ function ratedTotal(d: DispatchDevice): number | undefined {
 }
 
 /** What a step is expected to bring, before any reading shows it (stepping without a meter). */
-function expected(dp: DeviceProgress): number {
-  return dp.before_w ?? dp.rated_w ?? 0;
+function expected(dp: DeviceProgress | undefined): number {
+  return dp?.before_w ?? dp?.rated_w ?? 0;
 }
 
 /** A shed load's own drop now: metered (before - now), else its rating (estimated), else unknown (0, estimated). */
@@ -230,8 +230,9 @@ export const shed: EventKind = {
       if (drop >= s.quantity_w) break;
       const at = order.findIndex((d) => !p.shed_steps.includes(d.device_id) && cap.free(d.device_id) && d.online && d.fully_configured);
       skipUnusable(row, order, at);
-      if (at < 0) break;
+      // findIndex's -1 reads as undefined: no usable device is left.
       const next = order[at];
+      if (next === undefined) break;
       const dp = deviceProgress(row, next.device_id);
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
@@ -252,6 +253,8 @@ export const shed: EventKind = {
     let estimated = false;
     for (const id of p.shed_steps) {
       const dp = p.devices[id];
+      // Every step made its device's progress; a step without one has nothing to add.
+      if (dp === undefined) continue;
       const own = ownDrop(dp, metrics.get(id)?.power_w);
       estimated ||= own.estimated;
       estimate += own.w;

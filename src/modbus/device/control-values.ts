@@ -230,11 +230,13 @@ export async function readScaleFactors(driver: DeviceDriver, steps: readonly Wri
     if (at === undefined || known.has(at)) continue;
     let word: number;
     try {
-      [word] = await driver.bus.read(step.unit ?? driver.unit, "holding", at, 1, {
+      const [w] = await driver.bus.read(step.unit ?? driver.unit, "holding", at, 1, {
         priority: PRIORITY.control,
         timeoutMs: driver.timeoutMs,
         retries: 1,
       });
+      if (w === undefined) throw new SitegateError("MODBUS_BAD_RESPONSE", "the answer holds no word");
+      word = w;
     } catch (e) {
       throw new SitegateError(
         e instanceof SitegateError ? e.code : "CONTROL_VALUE_INVALID",

@@ -65,6 +65,17 @@ export interface SunSpecModelInfo {
 const SUNS = [0x5375, 0x6e53];
 const MAX_MODELS = 64;
 
+/**
+ * Word i of an answer. A device that answered fewer words than were asked is refused with
+ * MODBUS_BAD_RESPONSE, never read as a value that was not sent.
+ */
+function wordAt(words: readonly number[], i: number, what: string): number {
+  const w = words[i];
+  if (w === undefined)
+    throw new SitegateError("MODBUS_BAD_RESPONSE", `${what}: the answer holds ${words.length} word(s), word ${i + 1} is missing`);
+  return w;
+}
+
 export class DeviceDriver {
   private points: ResolvedPoint[] | null = null;
   private models: SunSpecModelInfo[] = [];
@@ -139,6 +150,8 @@ export class DeviceDriver {
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
       const first = points[0];
+      // The profile schema asks for at least one point; a profile made in code may not.
+      if (first === undefined) throw new SitegateError("PROFILE_INVALID", `profile ${p.name} has neither identity registers nor points`);
       await this.readRegs(first.table, first.address, first.count, priority, 1, first.unit ?? this.unit);
     }
     const max_power_w = (await this.ratedPower(p, priority)) ?? p.max_power_w;
@@ -189,7 +202,7 @@ export class DeviceDriver {
         if (isSunSpecNotImplemented("sunssf", s)) continue;
         sf = decodeRaw("sunssf", s) as number;
       }
-      return readingValue(regs[0], "u16", sf);
+      return readingValue(wordAt(regs, 0, `unit ${this.unit} SunSpec model ${mp.model} rated power`), "u16", sf);
     }
     return undefined;
   }
@@ -200,8 +213,11 @@ export class DeviceDriver {
     const models: SunSpecModelInfo[] = [];
     let addr = base + 2;
     while (models.length < MAX_MODELS && addr < 0xffff) {
-      const [id, len] = await this.readRegs("holding", addr, addr + 1 <= 0xffff ? 2 : 1, priority);
+      const header = await this.readRegs("holding", addr, addr + 1 <= 0xffff ? 2 : 1, priority);
+      const what = `unit ${this.unit} SunSpec model header at ${addr}`;
+      const id = wordAt(header, 0, what);
       if (id === 0xffff || id === 0) break;
+      const len = wordAt(header, 1, what);
       models.push({ id, address: addr, length: len });
       addr += 2 + len;
     }
@@ -400,7 +416,7 @@ export class DeviceDriver {
       const key = tableKey(unit, b.table);
       let t = data.get(key);
       if (!t) data.set(key, (t = new Map()));
-      for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]);
+      for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]!); // i runs over words' own indices
     }
     return this.decode(pick, data);
   }

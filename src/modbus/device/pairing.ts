@@ -28,16 +28,16 @@ export class Pairing implements DeviceConnector {
 
   /** Pairs every entry; the results come back in request order. */
   async configure(devices: DeviceConfig[]): Promise<ConfigureResult[]> {
-    const byBus = new Map<string, Array<{ index: number; endpoint: Endpoint }>>();
-    devices.forEach((d, index) => {
-      const endpoint = this.deps.pool.endpointFor(d); // 1. resolve endpoint
+    const byBus = new Map<string, Array<{ index: number; device: DeviceConfig; endpoint: Endpoint }>>();
+    devices.forEach((device, index) => {
+      const endpoint = this.deps.pool.endpointFor(device); // 1. resolve endpoint
       const key = endpointKey(endpoint);
-      byBus.set(key, [...(byBus.get(key) ?? []), { index, endpoint }]);
+      byBus.set(key, [...(byBus.get(key) ?? []), { index, device, endpoint }]);
     });
     const results: ConfigureResult[] = new Array(devices.length);
     await Promise.all(
       [...byBus.values()].map(async (entries) => {
-        for (const { index, endpoint } of entries) results[index] = await this.pairOne(devices[index], endpoint);
+        for (const { index, device, endpoint } of entries) results[index] = await this.pairOne(device, endpoint);
       }),
     );
     return results;
@@ -127,8 +127,9 @@ export function baudConflict(
     return c.device_id !== config.device_id && l !== undefined && deps.rtuPorts[String(l.port_no)]?.path === port.path;
   });
   const clash = others.filter((d) => rtu(d.config)?.baud !== link.baud);
-  if (!clash.length) return null;
-  const portBaud = rtu(clash[0].config)!.baud;
+  const [first] = clash;
+  if (first === undefined) return null;
+  const portBaud = rtu(first.config)!.baud;
   const users = others.map((d) => d.config.device_id).sort();
   const shown = users.length > 5 ? `${users.slice(0, 5).join(", ")} and ${users.length - 5} more` : users.join(", ");
   return `mb_baud ${link.baud} differs from the ${portBaud} baud of RTU port ${link.port_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;

@@ -37,8 +37,8 @@ export async function capturePre(touched: readonly RawWrite[], held: readonly Ra
     } else if (cs.every((c) => !known.has(c))) {
       pre.push(fromWords(w.table, w.address, await read(w.table, w.address, writeLength(w), w.unit), w.unit));
     } else {
-      for (let i = 0; i < cs.length; i++) {
-        if (known.has(cs[i])) continue;
+      for (const [i, c] of cs.entries()) {
+        if (known.has(c)) continue;
         pre.push(fromWords(w.table, w.address + i, await read(w.table, w.address + i, 1, w.unit), w.unit));
       }
     }
