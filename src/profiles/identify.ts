@@ -1,7 +1,7 @@
 // Which profile a device is: each profile names what identifies its device (an identity
 // register with an expected value, a string prefix, a model-code range; SunSpec: the
 // "SunS" marker). A device that merely answers matches nothing. Used by `scan --identify`.
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import { PRIORITY, type Bus } from "../modbus/bus.js";
 import { decodeRaw, typeRegs } from "../modbus/codec.js";
 import type { ProfileRegistry } from "./registry.js";
@@ -100,4 +100,18 @@ export async function identifyUnit(bus: Bus, unit: number, profiles: ProfileRegi
     out.push({ profile: p.name, identity });
   }
   return out;
+}
+
+/** DEVICE_MISMATCH (another device answered) naming the identity register, the value read and what the profile expects. */
+export function identityMismatch(r: IdentityRegister, value: number | string, unit: number): SitegateError {
+  const e = r.expect!;
+  const want = e.prefix
+    ? `text starting ${e.prefix.map((x) => JSON.stringify(x)).join(" or ")}`
+    : e.values
+      ? `one of ${e.values.join(", ")}`
+      : `within ${(e.ranges ?? []).map(([lo, hi]) => `${lo}..${hi}`).join(", ")}`;
+  return new SitegateError(
+    "DEVICE_MISMATCH",
+    `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${JSON.stringify(value)}, the profile expects ${want}`,
+  );
 }

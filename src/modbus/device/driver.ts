@@ -4,56 +4,17 @@
 import type { CheckWrite } from "../../config/device-schema.js";
 import { SitegateError, errorMessage } from "../../errors.js";
 import { PRIORITY, type Bus, type Priority } from "../bus.js";
-import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../codec.js";
-import { planBlocks, TCP_GAP_REGS, type Block, type Range, type Table } from "../planner.js";
+import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs } from "../codec.js";
+import { planBlocks, TCP_GAP_REGS, type Range, type Table } from "../planner.js";
 import type { Endpoint } from "../endpoint.js";
 import type { ActionName } from "../../profiles/schema.js";
-import {
-  enumValue,
-  type FixedProfile,
-  type IdentityRegister,
-  type Profile,
-  type ReadBack,
-  type SunSpecProfile,
-  type WriteStep,
-} from "../../profiles/schema.js";
-import { expectationHolds } from "../../profiles/identify.js";
+import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../../profiles/schema.js";
+import { expectationHolds, identityMismatch } from "../../profiles/identify.js";
 import { opModeCode, typed } from "../../model/roles.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
+import { decodePoints, isSentinel, tableKey, type PointClass, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
-export type PointClass = "fast" | "slow";
-
-/** The register that carries the sign of a magnitude point. */
-export interface Direction extends Range {
-  unit?: number;
-  type: ValueType;
-  word_order: WordOrder;
-  bit?: number;
-  negative: number[];
-}
-
-/** A block read of one unit id (a sub-device's own, or the device's when absent). */
-export interface UnitBlock extends Block {
-  unit?: number;
-}
-
-export interface ResolvedPoint extends Range {
-  metric: string;
-  /** A sub-device's own unit id; absent: the device's. */
-  unit?: number;
-  /** Raw values that mean "not available" (whole register width, unsigned). */
-  na: number[];
-  direction?: Direction;
-  /** A second magnitude of the same type subtracted from this one (charge and discharge reported apart). */
-  minus?: Range & { na: number[] };
-  type: ValueType;
-  word_order: WordOrder;
-  scale: number;
-  sf_address?: number;
-  sunspec_na: boolean;
-  class: PointClass;
-  bitmask: boolean;
-}
+export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
 export interface SunSpecModelInfo {
   id: number;
@@ -418,98 +379,6 @@ export class DeviceDriver {
       if (!t) data.set(key, (t = new Map()));
       for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]!); // i runs over words' own indices
     }
-    return this.decode(pick, data);
+    return decodePoints(this.points ?? [], pick, data, this.unit);
   }
-
-  /** The words of a range of a unit's table, or null when the reads did not cover it. */
-  private words(data: Registers, unit: number | undefined, r: Range): number[] | null {
-    const t = data.get(tableKey(unit ?? this.unit, r.table));
-    if (!t) return null;
-    const out: number[] = [];
-    for (let i = 0; i < r.count; i++) {
-      const w = t.get(r.address + i);
-      if (w === undefined) return null;
-      out.push(w);
-    }
-    return out;
-  }
-
-  /** -1 while the point's direction register says the magnitude is negative, else 1; null when it was not read. */
-  private sign(data: Registers, pt: ResolvedPoint): number | null {
-    const d = pt.direction;
-    if (!d) return 1;
-    const words = this.words(data, d.unit ?? pt.unit, d);
-    if (!words) return null;
-    let v = decodeRaw(d.type, words, d.word_order) as number;
-    if (d.bit !== undefined) v = Math.floor(v / 2 ** d.bit) % 2;
-    return d.negative.includes(v) ? -1 : 1;
-  }
-
-  private decode(pick: (pt: ResolvedPoint) => boolean, data: Registers): Metrics {
-    const out: Metrics = {};
-    for (const pt of this.points!) {
-      if (!pick(pt)) continue;
-      const words = this.words(data, pt.unit, pt);
-      if (!words) continue;
-      if (pt.bitmask) {
-        out[pt.metric] = words.reduce((acc, bit, i) => acc + (bit ? 2 ** i : 0), 0);
-        continue;
-      }
-      if (pt.type === "string") continue;
-      if (pt.sunspec_na && isSunSpecNotImplemented(pt.type, words, pt.word_order)) continue;
-      if (isSentinel(words, pt.word_order, pt.na)) continue;
-      const sign = this.sign(data, pt);
-      if (sign === null) continue;
-      let sf = 0;
-      if (pt.sf_address !== undefined) {
-        const s = data.get(tableKey(pt.unit ?? this.unit, "holding"))?.get(pt.sf_address);
-        if (s === undefined || s === 0x8000) continue; // scale factor not implemented: no value
-        sf = s >= 0x8000 ? s - 0x10000 : s;
-        if (sf < -10 || sf > 10) continue;
-      }
-      let raw = decodeRaw(pt.type, words, pt.word_order) as number;
-      if (pt.minus) {
-        const less = this.words(data, pt.unit, pt.minus);
-        if (
-          !less ||
-          isSentinel(less, pt.word_order, pt.minus.na) ||
-          (pt.sunspec_na && isSunSpecNotImplemented(pt.type, less, pt.word_order))
-        )
-          continue;
-        raw -= decodeRaw(pt.type, less, pt.word_order) as number;
-      }
-      if (!Number.isFinite(raw)) continue;
-      out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale * sign);
-    }
-    return out;
-  }
-}
-
-/** Registers read in one poll, by unit id and table. */
-type Registers = Map<string, Map<number, number>>;
-
-function tableKey(unit: number, table: Table): string {
-  return `${unit}/${table}`;
-}
-
-/** Whether the words, as one unsigned number (high word first after word order), are one of the sentinels. */
-export function isSentinel(words: readonly number[], order: WordOrder, sentinels: readonly number[]): boolean {
-  if (sentinels.length === 0) return false;
-  const w = order === "little" ? [...words].reverse() : words;
-  const raw = w.reduce((acc, x) => acc * 0x10000 + (x & 0xffff), 0);
-  return sentinels.includes(raw);
-}
-
-/** DEVICE_MISMATCH (another device answered) naming the identity register, the value read and what the profile expects. */
-function identityMismatch(r: IdentityRegister, value: number | string, unit: number): SitegateError {
-  const e = r.expect!;
-  const want = e.prefix
-    ? `text starting ${e.prefix.map((x) => JSON.stringify(x)).join(" or ")}`
-    : e.values
-      ? `one of ${e.values.join(", ")}`
-      : `within ${(e.ranges ?? []).map(([lo, hi]) => `${lo}..${hi}`).join(", ")}`;
-  return new SitegateError(
-    "DEVICE_MISMATCH",
-    `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${JSON.stringify(value)}, the profile expects ${want}`,
-  );
 }

@@ -1,0 +1,120 @@
+// Decoding what a poll read into canonical metrics: a point's words (a sub-device's own
+// unit, or the device's), its "not available" sentinels, the sign of a magnitude from its
+// direction register, its scale factor, a second magnitude subtracted. Pure: no bus here.
+import { decodeRaw, isSunSpecNotImplemented, readingValue, type ValueType, type WordOrder } from "../codec.js";
+import type { Block, Range, Table } from "../planner.js";
+import type { Metrics } from "../../model/device.js";
+
+export type PointClass = "fast" | "slow";
+
+/** The register that carries the sign of a magnitude point. */
+export interface Direction extends Range {
+  unit?: number;
+  type: ValueType;
+  word_order: WordOrder;
+  bit?: number;
+  negative: number[];
+}
+
+/** A block read of one unit id (a sub-device's own, or the device's when absent). */
+export interface UnitBlock extends Block {
+  unit?: number;
+}
+
+export interface ResolvedPoint extends Range {
+  metric: string;
+  /** A sub-device's own unit id; absent: the device's. */
+  unit?: number;
+  /** Raw values that mean "not available" (whole register width, unsigned). */
+  na: number[];
+  direction?: Direction;
+  /** A second magnitude of the same type subtracted from this one (charge and discharge reported apart). */
+  minus?: Range & { na: number[] };
+  type: ValueType;
+  word_order: WordOrder;
+  scale: number;
+  sf_address?: number;
+  sunspec_na: boolean;
+  class: PointClass;
+  bitmask: boolean;
+}
+
+/** Registers read in one poll, by unit id and table. */
+export type Registers = Map<string, Map<number, number>>;
+
+export function tableKey(unit: number, table: Table): string {
+  return `${unit}/${table}`;
+}
+
+/** Whether the words, as one unsigned number (high word first after word order), are one of the sentinels. */
+export function isSentinel(words: readonly number[], order: WordOrder, sentinels: readonly number[]): boolean {
+  if (sentinels.length === 0) return false;
+  const w = order === "little" ? [...words].reverse() : words;
+  const raw = w.reduce((acc, x) => acc * 0x10000 + (x & 0xffff), 0);
+  return sentinels.includes(raw);
+}
+
+/** The words of a range of a unit's table, or null when the reads did not cover it. */
+function words(data: Registers, unit: number, r: Range): number[] | null {
+  const t = data.get(tableKey(unit, r.table));
+  if (!t) return null;
+  const out: number[] = [];
+  for (let i = 0; i < r.count; i++) {
+    const w = t.get(r.address + i);
+    if (w === undefined) return null;
+    out.push(w);
+  }
+  return out;
+}
+
+/** -1 while the point's direction register says the magnitude is negative, else 1; null when it was not read. */
+function sign(data: Registers, pt: ResolvedPoint, unit: number): number | null {
+  const d = pt.direction;
+  if (!d) return 1;
+  const w = words(data, d.unit ?? pt.unit ?? unit, d);
+  if (!w) return null;
+  let v = decodeRaw(d.type, w, d.word_order) as number;
+  if (d.bit !== undefined) v = Math.floor(v / 2 ** d.bit) % 2;
+  return d.negative.includes(v) ? -1 : 1;
+}
+
+/** The points `pick` chooses, decoded from the registers read (a point whose registers or scale factor were not read, or read "not available", gives no value). */
+export function decodePoints(
+  points: readonly ResolvedPoint[],
+  pick: (pt: ResolvedPoint) => boolean,
+  data: Registers,
+  unit: number,
+): Metrics {
+  const out: Metrics = {};
+  for (const pt of points) {
+    if (!pick(pt)) continue;
+    const ws = words(data, pt.unit ?? unit, pt);
+    if (!ws) continue;
+    if (pt.bitmask) {
+      out[pt.metric] = ws.reduce((acc, bit, i) => acc + (bit ? 2 ** i : 0), 0);
+      continue;
+    }
+    if (pt.type === "string") continue;
+    if (pt.sunspec_na && isSunSpecNotImplemented(pt.type, ws, pt.word_order)) continue;
+    if (isSentinel(ws, pt.word_order, pt.na)) continue;
+    const sg = sign(data, pt, unit);
+    if (sg === null) continue;
+    let sf = 0;
+    if (pt.sf_address !== undefined) {
+      const s = data.get(tableKey(pt.unit ?? unit, "holding"))?.get(pt.sf_address);
+      if (s === undefined || s === 0x8000) continue; // scale factor not implemented: no value
+      sf = s >= 0x8000 ? s - 0x10000 : s;
+      if (sf < -10 || sf > 10) continue;
+    }
+    let raw = decodeRaw(pt.type, ws, pt.word_order) as number;
+    if (pt.minus) {
+      const less = words(data, pt.unit ?? unit, pt.minus);
+      if (!less || isSentinel(less, pt.word_order, pt.minus.na) || (pt.sunspec_na && isSunSpecNotImplemented(pt.type, less, pt.word_order)))
+        continue;
+      raw -= decodeRaw(pt.type, less, pt.word_order) as number;
+    }
+    if (!Number.isFinite(raw)) continue;
+    out[pt.metric] = readingValue(raw, pt.type, sf, pt.scale * sg);
+  }
+  return out;
+}
