@@ -2,7 +2,9 @@
 // store) to a sink (HTTPS, MQTT), up to `window` in flight, and the one retry policy of
 // every sink: the sink says what an attempt came to (ok, transient, auth, rejected), the
 // lane settles, retries, holds or dead-letters. It sleeps until woken, and re-checks its
-// source every couple of seconds. The policy and why: docs/delivery.md.
+// source every couple of seconds. This is the only in-flight window in the daemon: the
+// partner's callbacks and data push, the fleet's events and telemetry all run in lanes;
+// their cursors move by the one policy of settle-order.ts. The policy and why: docs/delivery.md.
 import type { Logger } from "../log.js";
 
 export type Outcome = "ok" | "transient" | "auth" | "rejected";
@@ -22,7 +24,8 @@ export interface Attempt {
 export interface Sink {
   /** False while the transport cannot take anything new (MQTT disconnected). */
   ready(): boolean;
-  send(item: LaneItem): Promise<Attempt>;
+  /** Calls `done` once with what the attempt came to (a callback, not a promise: the fleet's telemetry runs thousands a second). */
+  send(item: LaneItem, done: (a: Attempt) => void): void;
 }
 
 export interface LaneItem {
@@ -77,7 +80,10 @@ export class Lane {
   };
   private stopped = false;
   private running: Promise<void> | null = null;
-  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly inflight = new Set<string>();
+  /** In flight or waiting for a retry: what the source must not hand out again. */
+  private readonly busy = new Set<string>();
+  private drained: (() => void) | null = null;
   private retryQueue: Array<{ seq: number; item: LaneItem }> = [];
   private readonly attempts = new Map<string, number>();
   private readonly rejectedSince = new Map<string, number>();
@@ -92,12 +98,18 @@ export class Lane {
     private readonly sink: Sink,
     private readonly log: Logger,
     private readonly backoff: (attempt: number) => number,
-    private readonly window: number,
+    private window: number,
     private readonly opts: LaneOptions,
   ) {}
 
   start(): void {
     this.running = this.loop();
+  }
+
+  /** In flight at most from now on (the fleet's follows the broker's Receive Maximum). */
+  resize(window: number): void {
+    this.window = Math.max(1, window);
+    this.wake();
   }
 
   /** Something new may be queued; a backoff in progress is not cut short. */
@@ -117,23 +129,18 @@ export class Lane {
     });
   }
 
-  private busy(): Set<string> {
-    const s = new Set(this.inflight.keys());
-    for (const r of this.retryQueue) s.add(r.item.ref);
-    return s;
-  }
-
   private async loop(): Promise<void> {
     while (!this.stopped) {
       const now = performance.now();
       if (now >= this.pauseUntil && this.sink.ready()) {
-        while (this.inflight.size < this.window) {
+        // A sink may answer at once (within send): a failure's pause stops this round too.
+        while (this.inflight.size < this.window && this.pauseUntil <= now) {
           let item = this.retryQueue.shift()?.item;
           // While a message is failing, only the failing ones are tried: nothing new runs
           // ahead of them (bounded look-ahead, and the backlog stays in order).
           if (!item && this.attempts.size === 0) {
             try {
-              item = this.source.next(this.busy());
+              item = this.source.next(this.busy);
             } catch (e) {
               this.log.error({ err: e, lane: this.name }, "cannot read the queue");
               this.pauseUntil = performance.now() + 5000;
@@ -149,14 +156,20 @@ export class Lane {
       const full = this.inflight.size >= this.window;
       await this.wait(paused > 0 ? paused : full ? null : this.opts.idleRecheckMs);
     }
-    await Promise.allSettled([...this.inflight.values()]);
+    if (this.inflight.size) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 
   private dispatch(item: LaneItem): void {
     if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
-    // The in-flight entry goes in the same step as the result is booked: a retry
-    // dispatched right after (a Retry-After of 0) must not lose its own entry.
-    const p = this.sink.send(item).then((r) => {
+    this.busy.add(item.ref);
+    this.inflight.add(item.ref);
+    this.stats.in_flight = this.inflight.size;
+    let answered = false;
+    this.sink.send(item, (r) => {
+      if (answered) return;
+      answered = true;
+      // The in-flight entry goes in the same step as the result is booked: a retry
+      // dispatched right after (a Retry-After of 0) must not lose its own entry.
       this.inflight.delete(item.ref);
       try {
         this.onResult(item, r);
@@ -164,13 +177,13 @@ export class Lane {
         this.log.error({ err: e, lane: this.name, ...item.describe }, "delivery bookkeeping failed");
       }
       this.stats.in_flight = this.inflight.size;
+      if (this.inflight.size === 0 && this.drained) this.drained();
       this.wake();
     });
-    this.inflight.set(item.ref, p);
-    this.stats.in_flight = this.inflight.size;
   }
 
   private forget(ref: string): void {
+    this.busy.delete(ref);
     this.attempts.delete(ref);
     this.rejectedSince.delete(ref);
     this.seqOf.delete(ref);

@@ -20,16 +20,18 @@ import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import { COMMANDS, errorAnswer, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
-import { Pipe, type PipeMessage, type Publish } from "./pipe.js";
-import { TelemetrySource } from "./telemetry-source.js";
-import type { FleetQueue } from "./queue.js";
-import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
+import { SnapshotSource } from "../delivery/snapshot-source.js";
+import { TelemetryBodies } from "./telemetry-bodies.js";
+import type { NonceStore } from "./nonces.js";
+import { EVENTS_LANE, MQTT, MqttSink, type MqttPublish } from "./mqtt-sink.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
 
-/** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
+/** Telemetry messages in flight at most (also capped by the broker's Receive Maximum). */
 export const TELEMETRY_WINDOW = 32;
+/** Stored snapshots handed to the telemetry lane at most past the oldest one without PUBACK. */
+const TELEMETRY_AHEAD = 2 * TELEMETRY_WINDOW;
 const EVENTS_WINDOW = 4;
 /** Publishes the connection keeps free for status, devices and command answers. */
 const RESERVED_INFLIGHT = 4;
@@ -47,10 +49,11 @@ export const UNREACHABLE_WARN_MS = 120_000;
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
   fleet: FleetConfig;
-  queue: FleetQueue;
+  /** The nonces of signed commands (committed before a command runs). */
+  nonces: NonceStore;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
   messages: DeliveryLog;
-  /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
+  /** The fleet's own consumer of the sample store (nonces.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
   /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
@@ -61,12 +64,22 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   clock: Pick<Clock, "mono">;
 }
 
+/** A lane's figures as the fleet reports its streams. */
+export interface StreamStats {
+  /** Attempts published (PUBACKed, refused or in flight). */
+  published: number;
+  acked: number;
+  rejected: number;
+  in_flight: number;
+  last_error: string | null;
+}
+
 export interface FleetStats {
   connected: boolean;
   connects: number;
   commands: number;
-  telemetry: Pipe["stats"];
-  events: Pipe["stats"];
+  telemetry: StreamStats;
+  events: StreamStats;
   telemetry_cursor: number;
   /** Telemetry messages in flight at most on this connection. */
   telemetry_window: number;
@@ -75,9 +88,9 @@ export interface FleetStats {
 export class Fleet implements Part {
   readonly name = "fleet";
   private client: MqttClient | null = null;
-  private telemetry: Pipe | null = null;
+  private telemetry: Lane | null = null;
   private events: Lane | null = null;
-  private eventsSink: MqttSink | null = null;
+  private sink: MqttSink | null = null;
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
@@ -148,12 +161,12 @@ export class Fleet implements Part {
       );
       this.publishState(true);
       this.events?.wake();
-      this.telemetry?.resume(window);
+      this.telemetry?.resize(window);
       this.drainWaiting();
     });
+    // While the connection is down the sink is not ready: the lanes send nothing new.
     client.on("close", () => {
       this.down ??= { mono: deps.clock.mono(), at: Date.now() };
-      this.telemetry?.pause();
     });
     client.on("offline", () => {
       if (this.stopping) return;
@@ -185,54 +198,46 @@ export class Fleet implements Part {
     );
   }
 
-  /** Telemetry (a Pipe on the fleet's consumer of the sample store) and events (a lane on the delivery log). */
+  /** Telemetry (a lane on the fleet's consumer of the sample store) and events (a lane on the delivery log), into one sink. */
   private startStreams(): void {
     const { deps } = this;
-    // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
-    const teleSource = new TelemetrySource(deps.telemetry, deps.config.site_id, deps.instance, this.topic("telemetry"));
     // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
-    const publish: Publish = (msg, done) =>
+    const publish: MqttPublish = (item, done) =>
       this.qos1(
-        msg.topic,
-        msg.payload,
+        this.topic(item.address),
+        item.body,
         {
-          retain: msg.retain ?? false,
+          retain: false,
           properties: {
-            userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind },
+            userProperties: item.kind === "telemetry" ? { "idempotency-key": item.key } : { "idempotency-key": item.key, kind: item.kind },
             contentType: "application/json",
           },
         },
         done,
       );
     const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
-    const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
-      deps.log.warn(
-        { stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs },
-        "broker refused a message; will send it again",
-      );
-    this.telemetry = new Pipe("telemetry", teleSource, publish, deps.telemetry.through, TELEMETRY_WINDOW, refused("telemetry"), backoff);
-    this.eventsSink = new MqttSink(
-      (item, done) =>
-        publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
-      () => this.connected,
-    );
-    const lanes = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
-    this.events = new Lane(
-      EVENTS_LANE,
-      new LogSource(deps.messages, MQTT, EVENTS_LANE),
-      this.eventsSink,
-      deps.log,
-      backoff,
-      EVENTS_WINDOW,
-      lanes,
-    );
+    const sink = (this.sink = new MqttSink(publish, () => this.connected));
+    // A broker's refusal (not authorized, quota) is retried, never dead-lettered.
+    const opts = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
+    // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
+    const bodies = new TelemetryBodies(deps.config.site_id, deps.instance);
+    const snapshots = new SnapshotSource(deps.telemetry, {
+      kind: "telemetry",
+      address: "telemetry",
+      encode: (snap) => bodies.encode(snap),
+      batch: TELEMETRY_WINDOW,
+      maxAhead: TELEMETRY_AHEAD,
+    });
+    this.telemetry = new Lane("telemetry", snapshots, sink, deps.log, backoff, this.telemetryWindow, opts);
+    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), sink, deps.log, backoff, EVENTS_WINDOW, opts);
+    this.telemetry.start();
     this.events.start();
   }
 
   /** A snapshot was appended to the sample store (`samples_appended`). */
   samplesAppended(): void {
     if (this.stopping) return;
-    this.telemetry?.pump();
+    this.telemetry?.wake();
     this.publishState(false);
   }
 
@@ -429,7 +434,7 @@ export class Fleet implements Part {
   private claimNonce(verdict: Extract<Verdict, { ok: true }>, name: string): CommandAnswer | null {
     let claim;
     try {
-      claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
+      claim = this.deps.nonces.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
     } catch (e) {
       this.deps.log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
       return errorAnswer(503, "unavailable", "storage cannot commit now; the command was not run");
@@ -449,7 +454,7 @@ export class Fleet implements Part {
       connected: this.connected,
       connects: this.connects,
       commands: this.commands,
-      telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
+      telemetry: streamStats(this.telemetry?.stats),
       events: streamStats(this.events?.stats),
       telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
@@ -516,10 +521,10 @@ export class Fleet implements Part {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.telemetry?.stop();
-    const events = this.events?.stop();
-    this.eventsSink?.close();
-    await events;
+    const lanes = [this.telemetry, this.events].map((l) => l?.stop() ?? Promise.resolve());
+    // What is in flight stays unsettled: after the store's cursor, in the log.
+    this.sink?.close();
+    await Promise.all(lanes);
     const client = this.client;
     if (client) {
       // A clean stop says so itself (the Last Will is only for a gateway that vanished).
@@ -546,7 +551,7 @@ export class Fleet implements Part {
 }
 
 /** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
-function streamStats(l: LaneStats | undefined): Pipe["stats"] {
+function streamStats(l: LaneStats | undefined): StreamStats {
   if (!l) return { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };
   return {
     published: l.sent + l.failures + l.in_flight,
