@@ -1,7 +1,7 @@
 // The dispatcher: receipts, the durable timeline and the execution of events on the
 // devices. Driven by timers at the boundaries of events (never a polling loop) and by
 // telemetry snapshots, which carry the measurements. Every state change is committed to
-// SQLite before it is answered or acted on; the execution response goes into the outbox
+// SQLite before it is answered or acted on; the execution response goes into the delivery log
 // in the same transaction that ends the event, so it exists exactly once.
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -30,7 +30,7 @@ export interface DispatcherDeps {
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
-  /** Commits the execution response to the outbox; called inside the transaction that ends the event. */
+  /** Appends the execution response to the delivery log; called inside the transaction that ends the event. */
   respond: (event: EventSpec, body: ExecutionResponse) => void;
   /** Told of every state an event enters, inside the transaction that commits it (the fleet uplink's `events`). */
   onState?: (event: EventSpec, state: EventRow["state"], at: number) => void;
