@@ -154,7 +154,9 @@ export class Lane {
       if (this.stopped) break;
       const paused = this.pauseUntil - performance.now();
       const full = this.inflight.size >= this.window;
-      await this.wait(paused > 0 ? paused : full ? null : this.opts.idleRecheckMs);
+      // A retry whose pause is already over (a sink that answered within send) goes next turn.
+      const due = !full && this.retryQueue.length > 0 && this.sink.ready();
+      await this.wait(paused > 0 ? paused : full ? null : due ? 0 : this.opts.idleRecheckMs);
     }
     if (this.inflight.size) await new Promise<void>((resolve) => (this.drained = resolve));
   }
