@@ -55,13 +55,13 @@ export class SnapshotSource implements LaneSource {
     const again = this.opts.before?.next(busy);
     if (again) return again;
     const through = this.cursor.through;
-    // The size bound may have dropped unsent snapshots: forget them here too.
-    if (this.fetchedThrough < through) {
-      this.fetchedThrough = through;
+    // The size bound may have dropped unsent snapshots (also ones read already): forget them here too.
+    if (this.fetchedThrough < through) this.fetchedThrough = through;
+    if (this.at < this.buffer.length && this.buffer[this.at]!.id <= through) {
       this.buffer = this.buffer.slice(this.at).filter((p) => p.id > through);
       this.at = 0;
-      this.order.drop(through);
     }
+    this.order.drop(through);
     if (this.at >= this.buffer.length) this.read();
     const p = this.buffer[this.at++];
     return p && this.item(p);

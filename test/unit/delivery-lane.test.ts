@@ -111,3 +111,21 @@ test("a sink that refuses within send itself is not asked again before the backo
     await l.stop();
   }
 });
+
+test("snapshots the store's size bound drops are not sent, also ones the source has read already", () => {
+  const c = cursor(8);
+  const source = new SnapshotSource(c, {
+    kind: "data_push",
+    address: "https://partner.example/push",
+    encode: (s) => [{ body: String(s.id), key: `k${s.id}` }],
+    batch: 4,
+    maxAhead: 64,
+  });
+  const first = source.next(new Set());
+  assert.equal(first?.ref, "s1:0", "1 to 4 read in one batch");
+  c.moves.push(3); // what the store's retention does to every cursor when it drops rows unsent
+  assert.equal(source.next(new Set())?.ref, "s4:0", "2 and 3 are gone");
+  first!.settle();
+  assert.deepEqual(c.moves, [3], "settling a dropped snapshot does not move the cursor back or on");
+  assert.equal(source.next(new Set())?.ref, "s5:0");
+});
