@@ -68,7 +68,7 @@ export interface LaneOptions {
 
 /** One stream of messages to one sink, with its own backoff and up to `window` in flight. */
 export class Lane {
-  readonly stats: LaneStats = {
+  private readonly counters: LaneStats = {
     sent: 0,
     failures: 0,
     dead_lettered: 0,
@@ -78,6 +78,9 @@ export class Lane {
     last_sent_at: null,
     credentials_rejected: null,
   };
+  /** When the last message was settled (ms since the epoch; formatted only when read). */
+  private lastSentAt = 0;
+  private wakeQueued = false;
   private stopped = false;
   private running: Promise<void> | null = null;
   private readonly inflight = new Set<string>();
@@ -104,6 +107,11 @@ export class Lane {
 
   start(): void {
     this.running = this.loop();
+  }
+
+  get stats(): LaneStats {
+    if (this.lastSentAt) this.counters.last_sent_at = new Date(this.lastSentAt).toISOString();
+    return this.counters;
   }
 
   /** In flight at most from now on (the fleet's follows the broker's Receive Maximum). */
@@ -165,7 +173,7 @@ export class Lane {
     if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
     this.busy.add(item.ref);
     this.inflight.add(item.ref);
-    this.stats.in_flight = this.inflight.size;
+    this.counters.in_flight = this.inflight.size;
     let answered = false;
     this.sink.send(item, (r) => {
       if (answered) return;
@@ -178,8 +186,21 @@ export class Lane {
       } catch (e) {
         this.log.error({ err: e, lane: this.name, ...item.describe }, "delivery bookkeeping failed");
       }
-      this.stats.in_flight = this.inflight.size;
+      this.counters.in_flight = this.inflight.size;
       if (this.inflight.size === 0 && this.drained) this.drained();
+      this.wakeAfterAnswers();
+    });
+  }
+
+  /**
+   * The answers that arrive together (the PUBACKs of one read from the socket) refill the
+   * window once, after all of them, so that the next sends leave in one write.
+   */
+  private wakeAfterAnswers(): void {
+    if (this.wakeQueued) return;
+    this.wakeQueued = true;
+    setImmediate(() => {
+      this.wakeQueued = false;
       this.wake();
     });
   }
@@ -196,27 +217,27 @@ export class Lane {
     if (outcome === "ok") {
       item.settle();
       this.forget(item.ref);
-      this.stats.sent++;
-      this.stats.attempt = 0;
-      this.stats.last_sent_at = new Date().toISOString();
-      if (this.stats.credentials_rejected) {
+      this.counters.sent++;
+      this.counters.attempt = 0;
+      this.lastSentAt = Date.now();
+      if (this.counters.credentials_rejected) {
         this.log.info(
-          { lane: this.name, rejected_since: this.stats.credentials_rejected.since },
+          { lane: this.name, rejected_since: this.counters.credentials_rejected.since },
           "the receiver accepts our messages again",
         );
-        this.stats.credentials_rejected = null;
+        this.counters.credentials_rejected = null;
       }
       return;
     }
     if (this.stopped) return; // not settled: it stays queued for the next start
     const attempt = (this.attempts.get(item.ref) ?? 0) + 1;
     this.attempts.set(item.ref, attempt);
-    this.stats.failures++;
-    this.stats.attempt = attempt;
+    this.counters.failures++;
+    this.counters.attempt = attempt;
     const error = r.error ?? "failed";
-    this.stats.last_error = error;
-    if (outcome === "auth" && !this.stats.credentials_rejected) {
-      this.stats.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
+    this.counters.last_error = error;
+    if (outcome === "auth" && !this.counters.credentials_rejected) {
+      this.counters.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
       this.log.error(
         { lane: this.name, status: r.status, ...item.describe },
         `the receiver rejects our credentials; its refusals go to the dead letters until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
@@ -230,7 +251,7 @@ export class Lane {
       if (now - since >= this.opts.rejectWindowMs) {
         item.deadLetter(error, attempt);
         this.forget(item.ref);
-        this.stats.dead_lettered++;
+        this.counters.dead_lettered++;
         this.log.error(
           { lane: this.name, ...item.describe, error, attempts: attempt },
           this.opts.rejectWindowMs === 0
