@@ -83,14 +83,13 @@ export class Lane {
   private wakeQueued = false;
   private stopped = false;
   private running: Promise<void> | null = null;
-  private readonly inflight = new Set<string>();
+  private inflight = 0;
   /** In flight or waiting for a retry: what the source must not hand out again. */
   private readonly busy = new Set<string>();
   private drained: (() => void) | null = null;
   private retryQueue: Array<{ seq: number; item: LaneItem }> = [];
   private readonly attempts = new Map<string, number>();
   private readonly rejectedSince = new Map<string, number>();
-  private readonly seqOf = new Map<string, number>();
   private seq = 0;
   private pauseUntil = 0;
   private signal: (() => void) | null = null;
@@ -142,8 +141,9 @@ export class Lane {
       const now = performance.now();
       if (now >= this.pauseUntil && this.sink.ready()) {
         // A sink may answer at once (within send): a failure's pause stops this round too.
-        while (this.inflight.size < this.window && this.pauseUntil <= now) {
-          let item = this.retryQueue.shift()?.item;
+        while (this.inflight < this.window && this.pauseUntil <= now) {
+          const retry = this.retryQueue.shift();
+          let item = retry?.item;
           // While a message is failing, only the failing ones are tried: nothing new runs
           // ahead of them (bounded look-ahead, and the backlog stays in order).
           if (!item && this.attempts.size === 0) {
@@ -156,38 +156,37 @@ export class Lane {
             }
           }
           if (!item) break;
-          this.dispatch(item);
+          this.dispatch(item, retry?.seq ?? this.seq++);
         }
       }
       if (this.stopped) break;
       const paused = this.pauseUntil - performance.now();
-      const full = this.inflight.size >= this.window;
+      const full = this.inflight >= this.window;
       // A retry whose pause is already over (a sink that answered within send) goes next turn.
       const due = !full && this.retryQueue.length > 0 && this.sink.ready();
       await this.wait(paused > 0 ? paused : full ? null : due ? 0 : this.opts.idleRecheckMs);
     }
-    if (this.inflight.size) await new Promise<void>((resolve) => (this.drained = resolve));
+    if (this.inflight) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 
-  private dispatch(item: LaneItem): void {
-    if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
+  /** `seq`: the item's place in the lane's order, kept across its retries (they go oldest first). */
+  private dispatch(item: LaneItem, seq: number): void {
     this.busy.add(item.ref);
-    this.inflight.add(item.ref);
-    this.counters.in_flight = this.inflight.size;
+    this.counters.in_flight = ++this.inflight;
     let answered = false;
     this.sink.send(item, (r) => {
       if (answered) return;
       answered = true;
-      // The in-flight entry goes in the same step as the result is booked: a retry
-      // dispatched right after (a Retry-After of 0) must not lose its own entry.
-      this.inflight.delete(item.ref);
+      // The count goes down in the same step as the result is booked: a retry dispatched
+      // right after (a Retry-After of 0) is counted on its own.
+      this.inflight--;
       try {
-        this.onResult(item, r);
+        this.onResult(item, r, seq);
       } catch (e) {
         this.log.error({ err: e, lane: this.name, ...item.describe }, "delivery bookkeeping failed");
       }
-      this.counters.in_flight = this.inflight.size;
-      if (this.inflight.size === 0 && this.drained) this.drained();
+      this.counters.in_flight = this.inflight;
+      if (this.inflight === 0 && this.drained) this.drained();
       this.wakeAfterAnswers();
     });
   }
@@ -207,12 +206,12 @@ export class Lane {
 
   private forget(ref: string): void {
     this.busy.delete(ref);
+    if (this.attempts.size === 0) return;
     this.attempts.delete(ref);
     this.rejectedSince.delete(ref);
-    this.seqOf.delete(ref);
   }
 
-  private onResult(item: LaneItem, r: Attempt): void {
+  private onResult(item: LaneItem, r: Attempt, seq: number): void {
     const outcome = r.outcome;
     if (outcome === "ok") {
       item.settle();
@@ -268,7 +267,6 @@ export class Lane {
     }
     const delay = r.retryAfterMs !== undefined && outcome === "transient" ? Math.min(r.retryAfterMs, 3_600_000) : this.backoff(attempt);
     this.pauseUntil = Math.max(this.pauseUntil, performance.now() + delay);
-    const seq = this.seqOf.get(item.ref) ?? 0;
     this.retryQueue.push({ seq, item });
     this.retryQueue.sort((a, b) => a.seq - b.seq);
     this.log.warn({ lane: this.name, ...item.describe, error, outcome, attempt, retry_in_ms: delay }, "message not accepted; will retry");

@@ -84,22 +84,61 @@ export class SnapshotSource implements LaneSource {
   }
 
   private item(p: Part): LaneItem {
-    const done = () => this.order.settle(p.id);
+    return new SnapshotItem(this, p);
+  }
+
+  /** One part of snapshot `id` is off the lane (accepted, or dead-lettered). */
+  settled(id: number): void {
+    this.order.settle(id);
+  }
+
+  /** A part the receiver refused for good. */
+  deadLettered(p: Part, error: string, attempts: number): void {
     const dead = this.opts.deadLetter;
-    return {
-      ref: `s${p.id}:${p.part}`,
-      address: this.opts.address,
-      kind: this.opts.kind,
-      body: p.body,
-      key: p.key,
-      describe: { snapshot: p.id, push_part: p.part },
-      settle: done,
-      failed: () => {},
-      deadLetter: (error, attempts) => {
-        if (!dead) throw new Error(`the ${this.opts.kind} lane never dead-letters`);
-        dead(p, error, attempts);
-        done();
-      },
-    };
+    if (!dead) throw new Error(`the ${this.opts.kind} lane never dead-letters`);
+    dead(p, error, attempts);
+    this.order.settle(p.id);
+  }
+
+  get kind(): string {
+    return this.opts.kind;
+  }
+
+  get address(): string {
+    return this.opts.address;
+  }
+}
+
+/** A payload as the lane sees it: a class, not closures, since the fleet's telemetry makes thousands a second. */
+class SnapshotItem implements LaneItem {
+  readonly ref: string;
+  readonly address: string;
+  readonly kind: string;
+  readonly body: string;
+  readonly key: string;
+
+  constructor(
+    private readonly source: SnapshotSource,
+    private readonly part: Part,
+  ) {
+    this.ref = `s${part.id}:${part.part}`;
+    this.address = source.address;
+    this.kind = source.kind;
+    this.body = part.body;
+    this.key = part.key;
+  }
+
+  get describe(): Record<string, unknown> {
+    return { snapshot: this.part.id, push_part: this.part.part };
+  }
+
+  settle(): void {
+    this.source.settled(this.part.id);
+  }
+
+  failed(): void {}
+
+  deadLetter(error: string, attempts: number): void {
+    this.source.deadLettered(this.part, error, attempts);
   }
 }
