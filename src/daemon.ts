@@ -34,7 +34,7 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS } from "./fleet/queue.js";
+import { FLEET_MIGRATIONS } from "./fleet/nonces.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";

@@ -4,7 +4,7 @@
 // it. A part's listeners are removed together by its name. Emitting is synchronous, in
 // the order the listeners were added.
 //
-// Durable hand-offs (an execution response into the outboxes) are not events: they must
+// Durable hand-offs (an execution response into the delivery log) are not events: they must
 // fail the caller's transaction, not be logged and dropped.
 import type { Logger } from "./log.js";
 import { errorMessage } from "./errors.js";

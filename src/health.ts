@@ -32,7 +32,7 @@ export interface HealthSources {
   devices(): { configured: number; online: number };
   /** Successful device reads since start. */
   readsOk(): number;
-  /** Execution-response outbox messages and telemetry snapshots not yet accepted by the partner. */
+  /** Callbacks waiting in the delivery log and telemetry snapshots not yet accepted by the partner. */
   backlog(): { outbox: number; snapshots: number };
 }
 

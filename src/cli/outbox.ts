@@ -1,5 +1,5 @@
-// `sitegate outbox`: lists the callbacks waiting for the partner (outbox lanes, the
-// data-push backlog) and the dead letters; `sitegate outbox retry ID...|--all` puts dead
+// `sitegate outbox`: lists the callbacks waiting for the partner (the lanes of the
+// delivery log's consumer `https`, the data-push backlog) and the dead letters; `sitegate outbox retry ID...|--all` puts dead
 // letters back at the end of their lanes. Works while the daemon runs: it opens the same
 // SQLite database (WAL), and the daemon's lanes re-check their queues every few seconds.
 // The data-push backlog lives in telemetry.db, which the running daemon holds alone.
@@ -10,17 +10,18 @@ import { loadConfig } from "../load-config.js";
 import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, storageError, type Db } from "../storage/db.js";
 import { withFullSync } from "../storage/durable.js";
-import { OUTBOX_MIGRATIONS, Outbox } from "../uplink/outbox.js";
+import { DeliveryLog } from "../delivery/log.js";
+import { HTTPS, OUTBOX_MIGRATIONS } from "../uplink/callbacks.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 
-function openOutbox(configFile: string): { db: Db; outbox: Outbox; dataDir: string } {
+function openOutbox(configFile: string): { db: Db; log: DeliveryLog; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
   if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
   migrate(db, [OUTBOX_MIGRATIONS]);
-  return { db, outbox: new Outbox(db), dataDir: cfg.data_dir };
+  return { db, log: new DeliveryLog({ db }), dataDir: cfg.data_dir };
 }
 
 /** Snapshots after the push cursor, or null while the running daemon holds telemetry.db. */
@@ -59,15 +60,15 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
     if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
     return Number(a);
   });
-  const { db, outbox } = openOutbox(file);
+  const { db, log } = openOutbox(file);
   try {
-    const missing = ids.filter((id) => !outbox.getDeadLetter(id));
+    const missing = ids.filter((id) => !log.getDeadLetter(HTTPS, id));
     if (missing.length) {
       process.stderr.write(`sitegate outbox: no dead letter with id ${missing.join(", ")} (see \`sitegate outbox\`)\n`);
       return EXIT_FAILURE;
     }
     // On the card before "put back" is printed (a power cut must not undo what was reported done).
-    const n = withFullSync(db, () => outbox.retry(all ? "all" : ids));
+    const n = withFullSync(db, () => log.retry(HTTPS, all ? "all" : ids));
     process.stdout.write(
       json
         ? JSON.stringify({ requeued: n }) + "\n"
@@ -81,17 +82,17 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
 
 /** `sitegate outbox [--json]`: the data-push backlog, pending callbacks and dead letters. */
 function list(file: string, json: boolean): number {
-  const { db, outbox, dataDir } = openOutbox(file);
+  const { db, log, dataDir } = openOutbox(file);
   try {
-    const pending = outbox.pending();
-    const dead = outbox.deadLetters();
+    const pending = log.pending(HTTPS);
+    const dead = log.deadLetters(HTTPS);
     const backlog = dataPushBacklog(dataDir);
     if (json) {
       const view = (m: (typeof pending)[number]) => ({
         id: m.id,
         lane: m.lane,
         kind: m.kind,
-        url: m.url,
+        url: m.address,
         idempotency_key: m.idempotency_key,
         created_at: m.created_at,
         attempts: m.attempts,

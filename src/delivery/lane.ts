@@ -2,7 +2,9 @@
 // store) to a sink (HTTPS, MQTT), up to `window` in flight, and the one retry policy of
 // every sink: the sink says what an attempt came to (ok, transient, auth, rejected), the
 // lane settles, retries, holds or dead-letters. It sleeps until woken, and re-checks its
-// source every couple of seconds. The policy and why: docs/delivery.md.
+// source every couple of seconds. This is the only in-flight window in the daemon: the
+// partner's callbacks and data push, the fleet's events and telemetry all run in lanes;
+// their cursors move by the one policy of settle-order.ts. The policy and why: docs/delivery.md.
 import type { Logger } from "../log.js";
 
 export type Outcome = "ok" | "transient" | "auth" | "rejected";
@@ -22,7 +24,8 @@ export interface Attempt {
 export interface Sink {
   /** False while the transport cannot take anything new (MQTT disconnected). */
   ready(): boolean;
-  send(item: LaneItem): Promise<Attempt>;
+  /** Calls `done` once with what the attempt came to (a callback, not a promise: the fleet's telemetry runs thousands a second). */
+  send(item: LaneItem, done: (a: Attempt) => void): void;
 }
 
 export interface LaneItem {
@@ -65,7 +68,7 @@ export interface LaneOptions {
 
 /** One stream of messages to one sink, with its own backoff and up to `window` in flight. */
 export class Lane {
-  readonly stats: LaneStats = {
+  private readonly counters: LaneStats = {
     sent: 0,
     failures: 0,
     dead_lettered: 0,
@@ -75,13 +78,18 @@ export class Lane {
     last_sent_at: null,
     credentials_rejected: null,
   };
+  /** When the last message was settled (ms since the epoch; formatted only when read). */
+  private lastSentAt = 0;
+  private wakeQueued = false;
   private stopped = false;
   private running: Promise<void> | null = null;
-  private readonly inflight = new Map<string, Promise<void>>();
+  private inflight = 0;
+  /** In flight or waiting for a retry: what the source must not hand out again. */
+  private readonly busy = new Set<string>();
+  private drained: (() => void) | null = null;
   private retryQueue: Array<{ seq: number; item: LaneItem }> = [];
   private readonly attempts = new Map<string, number>();
   private readonly rejectedSince = new Map<string, number>();
-  private readonly seqOf = new Map<string, number>();
   private seq = 0;
   private pauseUntil = 0;
   private signal: (() => void) | null = null;
@@ -92,12 +100,23 @@ export class Lane {
     private readonly sink: Sink,
     private readonly log: Logger,
     private readonly backoff: (attempt: number) => number,
-    private readonly window: number,
+    private window: number,
     private readonly opts: LaneOptions,
   ) {}
 
   start(): void {
     this.running = this.loop();
+  }
+
+  get stats(): LaneStats {
+    if (this.lastSentAt) this.counters.last_sent_at = new Date(this.lastSentAt).toISOString();
+    return this.counters;
+  }
+
+  /** In flight at most from now on (the fleet's follows the broker's Receive Maximum). */
+  resize(window: number): void {
+    this.window = Math.max(1, window);
+    this.wake();
   }
 
   /** Something new may be queued; a backoff in progress is not cut short. */
@@ -117,23 +136,19 @@ export class Lane {
     });
   }
 
-  private busy(): Set<string> {
-    const s = new Set(this.inflight.keys());
-    for (const r of this.retryQueue) s.add(r.item.ref);
-    return s;
-  }
-
   private async loop(): Promise<void> {
     while (!this.stopped) {
       const now = performance.now();
       if (now >= this.pauseUntil && this.sink.ready()) {
-        while (this.inflight.size < this.window) {
-          let item = this.retryQueue.shift()?.item;
+        // A sink may answer at once (within send): a failure's pause stops this round too.
+        while (this.inflight < this.window && this.pauseUntil <= now) {
+          const retry = this.retryQueue.shift();
+          let item = retry?.item;
           // While a message is failing, only the failing ones are tried: nothing new runs
           // ahead of them (bounded look-ahead, and the backlog stays in order).
           if (!item && this.attempts.size === 0) {
             try {
-              item = this.source.next(this.busy());
+              item = this.source.next(this.busy);
             } catch (e) {
               this.log.error({ err: e, lane: this.name }, "cannot read the queue");
               this.pauseUntil = performance.now() + 5000;
@@ -141,67 +156,87 @@ export class Lane {
             }
           }
           if (!item) break;
-          this.dispatch(item);
+          this.dispatch(item, retry?.seq ?? this.seq++);
         }
       }
       if (this.stopped) break;
       const paused = this.pauseUntil - performance.now();
-      const full = this.inflight.size >= this.window;
-      await this.wait(paused > 0 ? paused : full ? null : this.opts.idleRecheckMs);
+      const full = this.inflight >= this.window;
+      // A retry whose pause is already over (a sink that answered within send) goes next turn.
+      const due = !full && this.retryQueue.length > 0 && this.sink.ready();
+      await this.wait(paused > 0 ? paused : full ? null : due ? 0 : this.opts.idleRecheckMs);
     }
-    await Promise.allSettled([...this.inflight.values()]);
+    if (this.inflight) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 
-  private dispatch(item: LaneItem): void {
-    if (!this.seqOf.has(item.ref)) this.seqOf.set(item.ref, this.seq++);
-    // The in-flight entry goes in the same step as the result is booked: a retry
-    // dispatched right after (a Retry-After of 0) must not lose its own entry.
-    const p = this.sink.send(item).then((r) => {
-      this.inflight.delete(item.ref);
+  /** `seq`: the item's place in the lane's order, kept across its retries (they go oldest first). */
+  private dispatch(item: LaneItem, seq: number): void {
+    this.busy.add(item.ref);
+    this.counters.in_flight = ++this.inflight;
+    let answered = false;
+    this.sink.send(item, (r) => {
+      if (answered) return;
+      answered = true;
+      // The count goes down in the same step as the result is booked: a retry dispatched
+      // right after (a Retry-After of 0) is counted on its own.
+      this.inflight--;
       try {
-        this.onResult(item, r);
+        this.onResult(item, r, seq);
       } catch (e) {
         this.log.error({ err: e, lane: this.name, ...item.describe }, "delivery bookkeeping failed");
       }
-      this.stats.in_flight = this.inflight.size;
+      this.counters.in_flight = this.inflight;
+      if (this.inflight === 0 && this.drained) this.drained();
+      this.wakeAfterAnswers();
+    });
+  }
+
+  /**
+   * The answers that arrive together (the PUBACKs of one read from the socket) refill the
+   * window once, after all of them, so that the next sends leave in one write.
+   */
+  private wakeAfterAnswers(): void {
+    if (this.wakeQueued) return;
+    this.wakeQueued = true;
+    setImmediate(() => {
+      this.wakeQueued = false;
       this.wake();
     });
-    this.inflight.set(item.ref, p);
-    this.stats.in_flight = this.inflight.size;
   }
 
   private forget(ref: string): void {
+    this.busy.delete(ref);
+    if (this.attempts.size === 0) return;
     this.attempts.delete(ref);
     this.rejectedSince.delete(ref);
-    this.seqOf.delete(ref);
   }
 
-  private onResult(item: LaneItem, r: Attempt): void {
+  private onResult(item: LaneItem, r: Attempt, seq: number): void {
     const outcome = r.outcome;
     if (outcome === "ok") {
       item.settle();
       this.forget(item.ref);
-      this.stats.sent++;
-      this.stats.attempt = 0;
-      this.stats.last_sent_at = new Date().toISOString();
-      if (this.stats.credentials_rejected) {
+      this.counters.sent++;
+      this.counters.attempt = 0;
+      this.lastSentAt = Date.now();
+      if (this.counters.credentials_rejected) {
         this.log.info(
-          { lane: this.name, rejected_since: this.stats.credentials_rejected.since },
+          { lane: this.name, rejected_since: this.counters.credentials_rejected.since },
           "the receiver accepts our messages again",
         );
-        this.stats.credentials_rejected = null;
+        this.counters.credentials_rejected = null;
       }
       return;
     }
     if (this.stopped) return; // not settled: it stays queued for the next start
     const attempt = (this.attempts.get(item.ref) ?? 0) + 1;
     this.attempts.set(item.ref, attempt);
-    this.stats.failures++;
-    this.stats.attempt = attempt;
+    this.counters.failures++;
+    this.counters.attempt = attempt;
     const error = r.error ?? "failed";
-    this.stats.last_error = error;
-    if (outcome === "auth" && !this.stats.credentials_rejected) {
-      this.stats.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
+    this.counters.last_error = error;
+    if (outcome === "auth" && !this.counters.credentials_rejected) {
+      this.counters.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
       this.log.error(
         { lane: this.name, status: r.status, ...item.describe },
         `the receiver rejects our credentials; its refusals go to the dead letters until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
@@ -215,7 +250,7 @@ export class Lane {
       if (now - since >= this.opts.rejectWindowMs) {
         item.deadLetter(error, attempt);
         this.forget(item.ref);
-        this.stats.dead_lettered++;
+        this.counters.dead_lettered++;
         this.log.error(
           { lane: this.name, ...item.describe, error, attempts: attempt },
           this.opts.rejectWindowMs === 0
@@ -232,7 +267,6 @@ export class Lane {
     }
     const delay = r.retryAfterMs !== undefined && outcome === "transient" ? Math.min(r.retryAfterMs, 3_600_000) : this.backoff(attempt);
     this.pauseUntil = Math.max(this.pauseUntil, performance.now() + delay);
-    const seq = this.seqOf.get(item.ref) ?? 0;
     this.retryQueue.push({ seq, item });
     this.retryQueue.sort((a, b) => a.seq - b.seq);
     this.log.warn({ lane: this.name, ...item.describe, error, outcome, attempt, retry_in_ms: delay }, "message not accepted; will retry");

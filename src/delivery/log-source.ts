@@ -1,16 +1,15 @@
 // A lane's source in the delivery log: the messages of one consumer's lane after its
-// cursor, oldest first. Several may be in flight; the cursor moves only over the
-// contiguous prefix of settled (or dead-lettered) messages, so a crash sends again, with
-// the same keys, what was not settled, and never skips it. A lane found empty is read
-// again after an append in this process, or after `recheckMs` (another process's).
+// cursor, oldest first. Several may be in flight; the cursor moves by the one policy of
+// settle-order.ts. A lane found empty is read again after an append in this process, or
+// after `recheckMs` (another process's).
 import type { LaneItem, LaneSource } from "./lane.js";
 import type { DeliveryLog, LogMessage } from "./log.js";
+import { SettleOrder } from "./settle-order.js";
 
 export class LogSource implements LaneSource {
   /** The newest message handed out (at first the cursor); the next one read is after it. */
   private handed: number | null = null;
-  /** Messages handed out and not yet passed by the cursor, oldest first. */
-  private open: Array<{ id: number; done: boolean }> = [];
+  private readonly order: SettleOrder;
   /** When the lane was last found empty, and the log's append count then. */
   private empty: { at: number; appends: number } | null = null;
 
@@ -20,7 +19,9 @@ export class LogSource implements LaneSource {
     readonly lane: string,
     /** How long an empty lane is taken as empty without a new append in this process (0: always ask). */
     private readonly recheckMs = 0,
-  ) {}
+  ) {
+    this.order = new SettleOrder((through) => this.log.advance(this.consumer, this.lane, through));
+  }
 
   next(busy: ReadonlySet<string>): LaneItem | undefined {
     const e = this.empty;
@@ -29,7 +30,7 @@ export class LogSource implements LaneSource {
     for (const m of this.log.after(this.consumer, this.lane, this.handed, busy.size + 1)) {
       if (busy.has(`m${m.id}`)) continue;
       this.handed = m.id;
-      this.open.push({ id: m.id, done: false });
+      this.order.handOut(m.id);
       this.empty = null;
       return this.item(m);
     }
@@ -38,7 +39,7 @@ export class LogSource implements LaneSource {
   }
 
   private item(m: LogMessage): LaneItem {
-    const done = () => this.done(m.id);
+    const done = () => this.order.settle(m.id);
     return {
       ref: `m${m.id}`,
       address: m.address,
@@ -54,13 +55,5 @@ export class LogSource implements LaneSource {
           done();
         }),
     };
-  }
-
-  private done(id: number): void {
-    const entry = this.open.find((o) => o.id === id);
-    if (entry) entry.done = true;
-    let through = 0;
-    while (this.open.length && this.open[0].done) through = this.open.shift()!.id;
-    if (through) this.log.advance(this.consumer, this.lane, through);
   }
 }

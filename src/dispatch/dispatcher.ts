@@ -29,7 +29,7 @@ export interface DispatcherDeps {
   clock: Clock;
   log: Logger;
   pollIntervalMs: number;
-  /** Commits the execution response to the outbox; called inside the transaction that ends the event. */
+  /** Appends the execution response to the delivery log; called inside the transaction that ends the event. */
   respond: (event: EventSpec, body: ExecutionResponse) => void;
   /** Told of every state an event enters, inside the transaction that commits it (the fleet uplink's `events`). */
   onState?: (event: EventSpec, state: EventRow["state"], at: number) => void;

@@ -1,5 +1,5 @@
 // The durable timeline: one row per event_id with its spec, state and measurement
-// progress. Receipts, state changes and the execution response (through the outbox, in
+// progress. Receipts, state changes and the execution response (through the delivery log, in
 // the same transaction) are committed before they are answered or acted on.
 import type { Db, ModuleMigrations } from "../storage/db.js";
 import type { MeanState } from "./measure.js";

@@ -3,38 +3,26 @@
 // (the mqtt consumer of the delivery log) and `devices` (retained) under
 // {topic_prefix}/{site_id}/, QoS 1 and settled on PUBACK; answering `cmd/{name}` on the
 // command's response topic below reply/. Topics, payloads and delivery: docs/fleet.md.
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
-import { connect, type IClientOptions, type IClientPublishOptions, type IPublishPacket, type MqttClient } from "mqtt";
+import { connect, type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
 import type { Part, PartHealth } from "../lifecycle.js";
 import type { Clock } from "../util/clock.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
-import { backoffMs } from "../delivery/backoff.js";
-import { Lane, type LaneStats } from "../delivery/lane.js";
 import type { DeliveryLog, Route } from "../delivery/log.js";
-import { LogSource } from "../delivery/log-source.js";
-import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { SitegateError, errorMessage } from "../errors.js";
-import { VERSION } from "../version.js";
-import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
-import { COMMANDS, errorAnswer, failure, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
-import { Pipe, type PipeMessage, type Publish } from "./pipe.js";
-import { TelemetrySource } from "./telemetry-source.js";
-import type { FleetQueue } from "./queue.js";
-import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
-import { CommandVerifier, type Verdict } from "./signing.js";
+import type { CommandDeps } from "./commands.js";
+import { CommandInbox, MAX_COMMAND_BYTES } from "./command-inbox.js";
+import { SiteState } from "./site-state.js";
+import { EVENTS_WINDOW, FleetStreams, TELEMETRY_WINDOW, type StreamStats } from "./streams.js";
+import type { NonceStore } from "./nonces.js";
+import { MQTT } from "./mqtt-sink.js";
 import { brokerEndpoint } from "../util/loopback.js";
-import { LogBudget } from "../util/log-budget.js";
 
-/** Telemetry messages in memory / in flight at most (also capped by the broker's Receive Maximum). */
-export const TELEMETRY_WINDOW = 32;
-const EVENTS_WINDOW = 4;
 /** Publishes the connection keeps free for status, devices and command answers. */
 const RESERVED_INFLIGHT = 4;
-const MAX_CONCURRENT_COMMANDS = 8;
-const MAX_COMMAND_BYTES = 256 * 1024;
 /**
  * The MQTT 5 Maximum Packet Size the gateway announces: the largest command plus room for
  * its topic and properties (signature, response topic, correlation data). The broker drops
@@ -47,10 +35,11 @@ export const UNREACHABLE_WARN_MS = 120_000;
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
   fleet: FleetConfig;
-  queue: FleetQueue;
+  /** The nonces of signed commands (committed before a command runs). */
+  nonces: NonceStore;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
   messages: DeliveryLog;
-  /** The fleet's own consumer of the sample store (queue.ts telemetryConsumer). */
+  /** The fleet's own consumer of the sample store (nonces.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
   /** Namespace of the data-push Idempotency-Keys (the uplink's instance id). */
@@ -65,8 +54,8 @@ export interface FleetStats {
   connected: boolean;
   connects: number;
   commands: number;
-  telemetry: Pipe["stats"];
-  events: Pipe["stats"];
+  telemetry: StreamStats;
+  events: StreamStats;
   telemetry_cursor: number;
   /** Telemetry messages in flight at most on this connection. */
   telemetry_window: number;
@@ -75,16 +64,10 @@ export interface FleetStats {
 export class Fleet implements Part {
   readonly name = "fleet";
   private client: MqttClient | null = null;
-  private telemetry: Pipe | null = null;
-  private events: Lane | null = null;
-  private eventsSink: MqttSink | null = null;
+  private streams: FleetStreams | null = null;
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
-  private commands = 0;
-  private busyCommands = 0;
-  private lastStatus = "";
-  private lastDevices = "";
   /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
   private inflight = 0;
   private receiveMaximum = 65535;
@@ -97,18 +80,23 @@ export class Fleet implements Part {
   /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
   private down: { mono: number; at: number } | null = null;
 
-  /** Commands not run, by reason: counted always, logged within a budget (forgeries come in floods). */
-  private readonly refused = new Map<string, number>();
-  private readonly refusedLog = new LogBudget();
-
-  private readonly commandDeps: CommandDeps;
-  /** Set when fleet.command_keys is: then every command must be signed. */
-  private readonly verifier: CommandVerifier | null;
+  private readonly inbox: CommandInbox;
+  private readonly state: SiteState;
 
   constructor(private readonly deps: FleetDeps) {
     this.base = `${deps.fleet.topic_prefix}/${deps.config.site_id}`;
-    this.commandDeps = { ...deps, startedAt: this.startedAt };
-    this.verifier = deps.fleet.command_keys ? new CommandVerifier(deps.fleet.command_keys, deps.fleet.command_max_age_s) : null;
+    const commandDeps: CommandDeps = { ...deps, startedAt: this.startedAt };
+    this.inbox = new CommandInbox(
+      { ...commandDeps, fleet: deps.fleet, nonces: deps.nonces },
+      (sub) => this.topic(sub),
+      (...a) => this.qos1(...a),
+    );
+    this.state = new SiteState(
+      deps,
+      (sub) => this.topic(sub),
+      (...a) => this.qos1(...a),
+      this.startedAt,
+    );
   }
 
   topic(sub: string): string {
@@ -122,7 +110,12 @@ export class Fleet implements Part {
   start(): void {
     const { deps } = this;
     const f = deps.fleet;
-    this.startStreams();
+    this.streams = new FleetStreams(
+      { ...deps, site: deps.config.site_id },
+      (sub) => this.topic(sub),
+      (...a) => this.qos1(...a),
+      () => this.connected,
+    );
     const opts = this.clientOptions();
     this.down = { mono: deps.clock.mono(), at: Date.now() };
     const client = connect(opts);
@@ -147,13 +140,12 @@ export class Fleet implements Part {
         "fleet broker connected",
       );
       this.publishState(true);
-      this.events?.wake();
-      this.telemetry?.resume(window);
+      this.streams?.connected(window);
       this.drainWaiting();
     });
+    // While the connection is down the sink is not ready: the lanes send nothing new.
     client.on("close", () => {
       this.down ??= { mono: deps.clock.mono(), at: Date.now() };
-      this.telemetry?.pause();
     });
     client.on("offline", () => {
       if (this.stopping) return;
@@ -167,7 +159,7 @@ export class Fleet implements Part {
       else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
       warned = true;
     });
-    client.on("message", (topic, payload, packet) => this.onCommand(topic, payload, packet));
+    client.on("message", (topic, payload, packet) => this.inbox.receive(topic, payload, packet));
     client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
       if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
     });
@@ -177,68 +169,22 @@ export class Fleet implements Part {
         prefix: this.base,
         telemetry_cursor: deps.telemetry.through,
         outbox: deps.messages.size(MQTT),
-        signed_commands: this.verifier
-          ? `required (${f.command_keys!.length} key(s), max age ${f.command_max_age_s} s)`
-          : "not required (the broker ACL is the only gate)",
+        signed_commands: this.inbox.signing,
       },
       "fleet uplink started",
     );
   }
 
-  /** Telemetry (a Pipe on the fleet's consumer of the sample store) and events (a lane on the delivery log). */
-  private startStreams(): void {
-    const { deps } = this;
-    // Telemetry: the stored snapshots after our own cursor, as the spec 2.6 bodies of the data push.
-    const teleSource = new TelemetrySource(deps.telemetry, deps.config.site_id, deps.instance, this.topic("telemetry"));
-    // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
-    const publish: Publish = (msg, done) =>
-      this.qos1(
-        msg.topic,
-        msg.payload,
-        {
-          retain: msg.retain ?? false,
-          properties: {
-            userProperties: msg.kind === "telemetry" ? { "idempotency-key": msg.key } : { "idempotency-key": msg.key, kind: msg.kind },
-            contentType: "application/json",
-          },
-        },
-        done,
-      );
-    const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
-    const refused = (name: string) => (msg: PipeMessage, err: Error, retryInMs: number) =>
-      deps.log.warn(
-        { stream: name, seq: msg.seq, key: msg.key, error: err.message, retry_in_ms: retryInMs },
-        "broker refused a message; will send it again",
-      );
-    this.telemetry = new Pipe("telemetry", teleSource, publish, deps.telemetry.through, TELEMETRY_WINDOW, refused("telemetry"), backoff);
-    this.eventsSink = new MqttSink(
-      (item, done) =>
-        publish({ seq: 0, last: true, topic: this.topic(item.address), payload: item.body, key: item.key, kind: item.kind }, done),
-      () => this.connected,
-    );
-    const lanes = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
-    this.events = new Lane(
-      EVENTS_LANE,
-      new LogSource(deps.messages, MQTT, EVENTS_LANE),
-      this.eventsSink,
-      deps.log,
-      backoff,
-      EVENTS_WINDOW,
-      lanes,
-    );
-    this.events.start();
-  }
-
   /** A snapshot was appended to the sample store (`samples_appended`). */
   samplesAppended(): void {
     if (this.stopping) return;
-    this.telemetry?.pump();
+    this.streams?.telemetry.wake();
     this.publishState(false);
   }
 
   /** A message was appended to the delivery log (`messages_appended`). */
   messagesAppended(routes: readonly Route[]): void {
-    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.events?.wake();
+    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.streams?.events.wake();
   }
 
   /** The registry changed (`devices_changed`): the retained device view follows. */
@@ -306,146 +252,17 @@ export class Fleet implements Part {
     while (this.waiting.length && this.inflight < this.receiveMaximum && this.connected) this.waiting.shift()!();
   }
 
-  /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
+  /** The retained state topics, while connected. */
   private publishState(force: boolean): void {
-    if (!this.connected) return;
-    const { deps } = this;
-    const listed = syncedDevices(deps.devices);
-    const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed));
-    const running = deps.dispatch.running();
-    const lastUpdate = lastUpdateOutcome();
-    const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}`;
-    if (force || statusKey !== this.lastStatus) {
-      this.lastStatus = statusKey;
-      const status = {
-        state: "online",
-        site_id: deps.config.site_id,
-        version: VERSION,
-        started_at: new Date(this.startedAt).toISOString(),
-        uptime_s: Math.round((Date.now() - this.startedAt) / 1000),
-        devices: listed.length,
-        running_events: running,
-        last_update: lastUpdate,
-        at: new Date().toISOString(),
-      };
-      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true, properties: { contentType: "application/json" } }, (err) => {
-        if (err) deps.log.warn({ err: errorMessage(err) }, "status not accepted by the broker");
-      });
-    }
-    if (force || devices !== this.lastDevices) {
-      this.lastDevices = devices;
-      this.qos1(this.topic("devices"), devices, { retain: true, properties: { contentType: "application/json" } }, (err) => {
-        if (err) deps.log.warn({ err: errorMessage(err) }, "device view not accepted by the broker");
-      });
-    }
-  }
-
-  private onCommand(topic: string, payload: Buffer, packet: IPublishPacket): void {
-    const { log } = this.deps;
-    const prefix = this.topic("cmd/");
-    const name = topic.startsWith(prefix) ? topic.slice(prefix.length) : topic;
-    const responseTopic = packet.properties?.responseTopic;
-    const correlationData = packet.properties?.correlationData;
-    if (packet.retain) {
-      // A retained command would run again at every reconnect.
-      this.refuse("retained", { topic }, "retained command ignored (commands must not be retained)");
-      return;
-    }
-    if (!responseTopic) {
-      this.refuse("no_response_topic", { topic }, "command without a response topic ignored");
-      return;
-    }
-    // Answers go only below our own reply/ topic: a command must not make the gateway
-    // publish on its status, telemetry or events (or anywhere else the broker lets it).
-    const replyPrefix = this.topic("reply/");
-    if (/[+#]/.test(responseTopic) || !responseTopic.startsWith(replyPrefix) || responseTopic.length === replyPrefix.length) {
-      this.refuse(
-        "response_topic",
-        { topic, response_topic: responseTopic.slice(0, 200), allowed: `${replyPrefix}...` },
-        "command with a response topic outside reply/ ignored",
-      );
-      return;
-    }
-    this.commands++;
-    const answer = (a: CommandAnswer) => {
-      if (a.status >= 400)
-        this.refuse(String(a.status), { command: name.slice(0, 100), error: a.body.error, message: a.body.message }, "command refused");
-      else log.debug({ command: name }, "command answered");
-      this.qos1(
-        responseTopic,
-        JSON.stringify(a.body),
-        {
-          retain: false,
-          properties: { ...(correlationData ? { correlationData } : {}), contentType: "application/json" },
-        },
-        (err) => {
-          if (err)
-            log.warn({ command: name, response_topic: responseTopic, err: errorMessage(err) }, "command answer not accepted by the broker");
-        },
-      );
-    };
-    if (payload.length > MAX_COMMAND_BYTES)
-      return answer(errorAnswer("PAYLOAD_TOO_LARGE", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
-    // Signed commands: signature and age before the payload is even parsed.
-    let verdict: Verdict | null = null;
-    if (this.verifier) {
-      verdict = this.verifier.check(this.deps.config.site_id, name, payload, packet.properties?.userProperties, Date.now());
-      if (!verdict.ok) return answer(errorAnswer("UNAUTHORIZED", verdict.message));
-    }
-    let body: unknown;
-    if (payload.length > 0) {
-      try {
-        body = JSON.parse(payload.toString("utf8"));
-      } catch {
-        return answer(errorAnswer("INVALID_REQUEST", "the payload is not JSON"));
-      }
-    }
-    if (!(COMMANDS as readonly string[]).includes(name))
-      return answer(errorAnswer("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
-    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer("UNAVAILABLE", "too many commands in progress; try again"));
-    if (verdict?.ok) {
-      const refused = this.claimNonce(verdict, name);
-      if (refused) return answer(refused);
-    }
-    const r = runCommand(name, body, this.commandDeps);
-    if (!(r instanceof Promise)) return answer(r);
-    this.busyCommands++;
-    r.then(answer, (e) => answer(failure(name, e, this.deps))).finally(() => this.busyCommands--);
-  }
-
-  /** Counts a command that is not run and logs it within the budget; the count says how many lines were held back. */
-  private refuse(reason: string, fields: Record<string, unknown>, msg: string): void {
-    this.refused.set(reason, (this.refused.get(reason) ?? 0) + 1);
-    const held = this.refusedLog.take();
-    if (held === null) return;
-    this.deps.log.warn(
-      { ...fields, reason, ...(held ? { not_logged_since_last: held } : {}) },
-      `${msg} (further refusals within a minute only counted in sitegate_fleet_commands_refused_total)`,
-    );
-  }
-
-  /** A signed command's nonce, committed before the command runs (a replay, even after a restart, finds it); an answer when it may not run. */
-  private claimNonce(verdict: Extract<Verdict, { ok: true }>, name: string): CommandAnswer | null {
-    let claim;
-    try {
-      claim = this.deps.queue.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
-    } catch (e) {
-      this.deps.log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
-      return errorAnswer("STORAGE_UNAVAILABLE", "storage cannot commit now; the command was not run");
-    }
-    if (claim === "replayed")
-      return errorAnswer("CONFLICT", `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`);
-    if (claim === "full") return errorAnswer("UNAVAILABLE", "too many signed commands within command_max_age_s; try again later");
-    return null;
+    if (this.connected) this.state.publish(force);
   }
 
   stats(): FleetStats {
     return {
       connected: this.connected,
       connects: this.connects,
-      commands: this.commands,
-      telemetry: { ...(this.telemetry?.stats ?? { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null }) },
-      events: streamStats(this.events?.stats),
+      commands: this.inbox.commands,
+      ...(this.streams?.stats() ?? { telemetry: NO_STATS, events: NO_STATS }),
       telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
     };
@@ -504,17 +321,14 @@ export class Fleet implements Part {
         name: "sitegate_fleet_commands_refused_total",
         help: "fleet commands not run: ignored (retained, no or a foreign response topic) or answered with an error status",
         type: "counter",
-        values: [...this.refused].map(([reason, value]) => ({ labels: { reason }, value })),
+        values: [...this.inbox.refused].map(([reason, value]) => ({ labels: { reason }, value })),
       },
     ];
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.telemetry?.stop();
-    const events = this.events?.stop();
-    this.eventsSink?.close();
-    await events;
+    await this.streams?.stop();
     const client = this.client;
     if (client) {
       // A clean stop says so itself (the Last Will is only for a gateway that vanished).
@@ -540,39 +354,4 @@ export class Fleet implements Part {
   }
 }
 
-/** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
-function streamStats(l: LaneStats | undefined): Pipe["stats"] {
-  if (!l) return { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };
-  return {
-    published: l.sent + l.failures + l.in_flight,
-    acked: l.sent,
-    rejected: l.failures,
-    in_flight: l.in_flight,
-    last_error: l.last_error,
-  };
-}
-
-/**
- * The last update's outcome (applied and healthy, rolled back, abandoned, or a fleet request
- * refused) from the update state root keeps under /opt/sitegate/state (SITEGATE_ROOT in
- * tests); null when there is none or it cannot be read.
- */
-function lastUpdateOutcome(): LastUpdate {
-  // publishState runs on every snapshot: the file is read again only when it changed.
-  const l = layout(process.env.SITEGATE_ROOT ?? DEFAULT_ROOT);
-  let stamp = "";
-  try {
-    const st = statSync(l.stateFile);
-    stamp = `${l.stateFile}:${st.mtimeMs}:${st.size}`;
-  } catch {
-    return null;
-  }
-  if (stamp === lastUpdateCache.stamp) return lastUpdateCache.value;
-  const last = readState(l).last;
-  const value = last ? { version: last.version, result: last.result, ...(last.reason ? { reason: last.reason } : {}), at: last.at } : null;
-  lastUpdateCache = { stamp, value };
-  return value;
-}
-
-type LastUpdate = { version: string; result: string; reason?: string; at: string } | null;
-let lastUpdateCache: { stamp: string; value: LastUpdate } = { stamp: "", value: null };
+const NO_STATS: StreamStats = { published: 0, acked: 0, rejected: 0, in_flight: 0, last_error: null };

@@ -1,5 +1,6 @@
-// The MQTT sink of the delivery core: a lane's message is published with QoS 1 on its
-// topic below {prefix}/{site_id}/, and settled on PUBACK only. A broker that refuses it
+// The MQTT sink of the delivery core: a lane's message (an event of the log, a telemetry
+// snapshot of the sample store) is published with QoS 1 on its topic below
+// {prefix}/{site_id}/, and settled on PUBACK only. A broker that refuses it
 // (a PUBACK reason code >= 0x80) makes it `transient`: sent again after a backoff, never
 // dead-lettered. While the connection is down the lane sends nothing new; MQTT.js resends
 // the publishes in flight (same packet, same key) once it is back.
@@ -14,10 +15,14 @@ export function mqttRoute(topic = "events"): Route {
   return { consumer: MQTT, lane: EVENTS_LANE, address: topic };
 }
 
+const OK: Attempt = { outcome: "ok" };
+const STOPPED: Attempt = { outcome: "transient", error: "fleet uplink stopped" };
+
 export type MqttPublish = (item: LaneItem, done: (err?: Error) => void) => void;
 
 export class MqttSink implements Sink {
   private readonly waiting = new Set<(a: Attempt) => void>();
+  private closed = false;
 
   constructor(
     private readonly publish: MqttPublish,
@@ -28,18 +33,18 @@ export class MqttSink implements Sink {
     return this.connected();
   }
 
-  send(item: LaneItem): Promise<Attempt> {
-    return new Promise((resolve) => {
-      const finish = (a: Attempt) => {
-        if (this.waiting.delete(finish)) resolve(a);
-      };
-      this.waiting.add(finish);
-      this.publish(item, (err) => finish(err ? { outcome: "transient", error: err.message } : { outcome: "ok" }));
-    });
+  send(item: LaneItem, done: (a: Attempt) => void): void {
+    if (this.closed) return done(STOPPED);
+    const finish = (a: Attempt) => {
+      if (this.waiting.delete(finish)) done(a);
+    };
+    this.waiting.add(finish);
+    this.publish(item, (err) => finish(err ? { outcome: "transient", error: err.message } : OK));
   }
 
-  /** The connection is closed for good: what is in flight stays unsettled in the log. */
+  /** The connection is closed for good: what is in flight stays unsettled (in the log, after the store's cursor). */
   close(): void {
-    for (const finish of [...this.waiting]) finish({ outcome: "transient", error: "fleet uplink stopped" });
+    this.closed = true;
+    for (const finish of [...this.waiting]) finish(STOPPED);
   }
 }

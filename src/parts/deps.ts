@@ -9,7 +9,7 @@ import type { SiteDevices } from "../devices/directory.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
-import { FleetQueue, telemetryConsumer } from "../fleet/queue.js";
+import { NonceStore, telemetryConsumer } from "../fleet/nonces.js";
 import type { DeliveryLog } from "../delivery/log.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
@@ -77,12 +77,11 @@ export function apiDeps(c: Core, more: Pick<ApiDeps, "metrics" | "log" | "now" |
   return { config, storage, devices, connector, profiles, uplink, dispatch, ...more };
 }
 
-/** What the fleet owns besides what it shares: its config, its queue and its cursor on the sample store. */
-export type FleetOwn = Pick<FleetDeps, "fleet" | "queue" | "telemetry" | "clock">;
+/** What the fleet owns besides what it shares: its config, its nonces and its cursor on the sample store. */
+export type FleetOwn = Pick<FleetDeps, "fleet" | "nonces" | "telemetry" | "clock">;
 
 export function fleetOwn(fleet: FleetConfig, storage: StoragePart, samples: SampleStore, clock: FleetDeps["clock"]): FleetOwn {
-  const queue = new FleetQueue(storage);
-  return { fleet, queue, telemetry: telemetryConsumer(samples, queue), clock };
+  return { fleet, nonces: new NonceStore(storage), telemetry: telemetryConsumer(samples, storage), clock };
 }
 
 export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: Logger): FleetDeps {

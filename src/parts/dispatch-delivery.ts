@@ -9,7 +9,7 @@ import type { DeliveryLog } from "../delivery/log.js";
 import { mqttRoute } from "../fleet/mqtt-sink.js";
 import type { StoragePart } from "../storage/part.js";
 import { nameKey } from "../util/idempotency.js";
-import { httpsRoute, instanceId, messageOf } from "../uplink/outbox.js";
+import { httpsRoute, instanceId, messageOf } from "../uplink/callbacks.js";
 
 export class DispatchDelivery {
   private ns = "";

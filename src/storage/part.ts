@@ -1,5 +1,5 @@
 // The databases as a lifecycle part: opened and migrated first, closed last. Two files in
-// the data dir: sitegate.db (receipts, events, ledger, outbox, configuration: readable by
+// the data dir: sitegate.db (receipts, events, ledger, delivery log, configuration: readable by
 // the CLI while the daemon runs) and telemetry.db (the telemetry buffer, module
 // "telemetry": written every commit interval, tuned for the SD card, held exclusively; the
 // sample store moves telemetry an older release kept in sitegate.db).

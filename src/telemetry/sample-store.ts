@@ -4,108 +4,32 @@
 // 1 s: each at once, before append() returns): one row per snapshot, the first of a commit
 // packed alone (a key row), each later one against the row before it (delta-codec.ts), so a
 // value that did not change costs a bit. Each reader is a named consumer with a cursor of
-// its own; one of them may have its cursor ride in the last row of each commit (no state
-// page written per commit), the others are written with a commit when they moved. Rows
-// every consumer has are deleted by the retention sweep and at stop, never per message.
+// its own (sample-consumers.ts). Rows every consumer has are deleted by the retention sweep
+// and at stop, never per message.
 // Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
 // counted and logged, never the newest. A power cut loses at most the open interval.
 // Each append is announced through the one function the composition root gives it.
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import type { Db, ModuleMigrations } from "../storage/db.js";
+import type { Db } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import { withFullSync } from "../storage/durable.js";
 import type { Snapshot, SnapshotSink } from "./types.js";
+import type { SampleStoreStats, StoredSnapshot, TelemetryCursor } from "./sample-schema.js";
+import { Consumers, type ConsumerOptions, type CursorState } from "./sample-consumers.js";
+import { sampleMetrics } from "./sample-metrics.js";
+import { SeriesMap } from "./series.js";
 import { unpackSamples } from "./sample-codec.js";
 import { moveTelemetry } from "./move-from-main.js";
 import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
-import { SitegateError } from "../errors.js";
-
-export const SAMPLE_MIGRATIONS: ModuleMigrations = {
-  module: "telemetry",
-  migrations: [
-    {
-      version: 1,
-      sql: `
-        CREATE TABLE tm_series (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, metric TEXT NOT NULL, UNIQUE (device_id, metric));
-        CREATE TABLE tm_snapshot (id INTEGER PRIMARY KEY AUTOINCREMENT, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);
-        CREATE TABLE tm_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT INTO tm_state (key, value) VALUES ('push_cursor', 0), ('dropped_samples', 0), ('dropped_snapshots', 0);
-      `,
-    },
-    {
-      // Rows packed against their key row (base; NULL: a row of version 1, packed alone) and
-      // the push cursor in the last row of a commit. No AUTOINCREMENT (its sqlite_sequence
-      // page was one more page written per commit): ids are never reused because last_id
-      // is kept whenever rows are deleted.
-      version: 2,
-      sql: `
-        CREATE TABLE tm_snapshot_v2 (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, base INTEGER, cursor INTEGER);
-        INSERT INTO tm_snapshot_v2 (id, ts, n, data) SELECT id, ts, n, data FROM tm_snapshot;
-        INSERT INTO tm_state (key, value) VALUES ('last_id', (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'tm_snapshot'));
-        DROP TABLE tm_snapshot;
-        ALTER TABLE tm_snapshot_v2 RENAME TO tm_snapshot;
-      `,
-    },
-  ],
-};
+export { SAMPLE_MIGRATIONS, pendingDataPush } from "./sample-schema.js";
+export type { SampleStoreStats, StoredSnapshot, TelemetryCursor } from "./sample-schema.js";
+export type { ConsumerOptions } from "./sample-consumers.js";
 
 /** Row overhead on top of the blob (record header, rowid, ts, n, base, b-tree cell), for the size bound. */
 const ROW_OVERHEAD = 20;
 /** Snapshots held in memory between commits at the most (an hour at 1 s; older ones are dropped, counted). */
 const MAX_BUFFERED = 3600;
-
-export interface StoredSnapshot extends Snapshot {
-  id: number;
-}
-
-/** One reader of the buffer: the snapshots after its cursor, and how far it has them. */
-export interface TelemetryCursor {
-  readonly name: string;
-  /** Every snapshot through here is settled for this consumer. */
-  readonly through: number;
-  /** Snapshots not yet settled for this consumer. */
-  readonly backlog: number;
-  /** Its snapshots after the cursor (or `afterId`), oldest first. */
-  pending(limit: number, afterId?: number): StoredSnapshot[];
-  /** It has the snapshots through `id`: in memory now, persisted with a commit (a crash sends again at most that much). */
-  settleThrough(id: number): void;
-}
-
-export interface ConsumerOptions {
-  /** Its cursor rides in the last row of each commit (at most one consumer). */
-  inRow?: boolean;
-  /** Where it starts when the store has no cursor of it yet. */
-  initial?: () => number;
-}
-
-/** A consumer's state key in tm_state; the in-row consumer's is the file's first cursor key. */
-const stateKey = (c: { name: string; inRow: boolean }) => (c.inRow ? "push_cursor" : `cursor:${c.name}`);
-
-interface Consumer {
-  name: string;
-  inRow: boolean;
-  initial?: () => number;
-  through: number;
-  /** What tm_state holds for it. */
-  saved: number;
-}
-
-export interface SampleStoreStats {
-  snapshots: number;
-  pending_snapshots: number;
-  bytes: number;
-  dropped_samples: number;
-  dropped_snapshots: number;
-  push_cursor: number;
-  stored_samples_total: number;
-  /** Bytes of the packed samples committed since start (the reference of the write budget). */
-  stored_bytes_total: number;
-  /** What the same samples would take packed alone, each snapshot without deltas (what deltas save). */
-  stored_alone_bytes_total: number;
-  /** Snapshots committed since start. */
-  committed_snapshots_total: number;
-}
 
 /** A snapshot with its id, as series ids and values (in memory until committed). */
 interface Held {
@@ -124,17 +48,18 @@ interface Row {
 export class SampleStore implements SnapshotSink, Part {
   readonly name = "samples";
   private db!: Db;
-  private series = new Map<string, Map<string, number>>(); // device -> metric -> id
-  private names = new Map<number, { device_id: string; metric: string }>();
-  /** Series made since the last commit: inserted with the commit that first uses them. */
-  private newSeries: Array<{ id: number; device_id: string; metric: string }> = [];
-  private nextSeries = 1;
+  private readonly series = new SeriesMap();
   private bytes = 0;
   private rows = 0;
   /** The last id given out (held or committed); ids are never reused, so pending = lastId - cursor. */
   private lastId = 0;
   private committedId = 0;
-  private readonly consumers = new Map<string, Consumer>();
+  private cursorState: CursorState | null = null;
+  private readonly consumers = new Consumers({
+    lastId: () => this.lastId,
+    pending: (limit, afterId) => this.pending(limit, afterId),
+    state: () => (this.db?.open ? this.cursorState : null),
+  });
   /** Rows are deleted through here: what every consumer has. */
   private deletedThrough = 0;
   private storedTotal = 0;
@@ -197,17 +122,22 @@ export class SampleStore implements SnapshotSink, Part {
     this.db = this.storage.telemetryDb;
     moveTelemetry(this.storage.db, this.db, this.opts.log);
     this.stmts = this.prepare();
-    this.reloadSeries();
+    this.series.reload(this.db);
     // The one full scan, at start; from then on the counters are kept in memory.
     const c = this.stmts.count.get() as { n: number; bytes: number; last: number; cursor: number };
     this.rows = c.n;
     this.bytes = c.bytes + c.n * ROW_OVERHEAD;
     this.lastId = this.committedId = Math.max(c.last, (this.stmts.getState.get("last_id") as number | undefined) ?? 0);
-    this.rowCursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
-    for (const k of this.consumers.values()) this.load(k);
+    const stmts = this.stmts;
+    this.cursorState = {
+      get: (key) => stmts.getState.get(key) as number | undefined,
+      set: (key, value) => void stmts.setState.run(key, value),
+    };
+    this.consumers.rowCursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
+    this.consumers.loadAll(this.cursorState);
     this.deletedThrough = 0;
     this.commitTx = this.db.transaction((batch: Held[]): number => {
-      for (const s of this.newSeries) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
+      for (const s of this.series.unsaved) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
       let n = 0;
       batch.forEach((h, i) => {
         const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1].samples);
@@ -218,7 +148,7 @@ export class SampleStore implements SnapshotSink, Part {
           h.samples.length,
           data,
           batch[0].id,
-          i === batch.length - 1 ? (this.inRow()?.through ?? null) : null,
+          i === batch.length - 1 ? this.consumers.inRowThrough : null,
         );
         this.bytes += data.length + ROW_OVERHEAD;
         this.storedBytes += data.length;
@@ -236,19 +166,6 @@ export class SampleStore implements SnapshotSink, Part {
     if (this.db?.open) this.persistCursor();
   }
 
-  private seriesId(device_id: string, metric: string): number {
-    let byMetric = this.series.get(device_id);
-    let id = byMetric?.get(metric);
-    if (id === undefined) {
-      id = this.nextSeries++;
-      if (!byMetric) this.series.set(device_id, (byMetric = new Map()));
-      byMetric.set(metric, id);
-      this.names.set(id, { device_id, metric });
-      this.newSeries.push({ id, device_id, metric });
-    }
-    return id;
-  }
-
   /**
    * Takes one snapshot and gives it the next id. With a commit interval of 1 s it is
    * committed at once (this throws if SQLite cannot commit; it stays held for the next try),
@@ -256,13 +173,7 @@ export class SampleStore implements SnapshotSink, Part {
    * into SQLite with the others of its interval, in one transaction.
    */
   append(snapshot: Snapshot): void {
-    const samples: PackedSample[] = [];
-    for (const d of snapshot.devices) {
-      for (const metric in d.metrics) {
-        const value = d.metrics[metric];
-        if (typeof value === "number") samples.push({ series: this.seriesId(d.device_id, metric), value });
-      }
-    }
+    const samples = this.series.pack(snapshot);
     if (samples.length === 0) return;
     this.held.push({ id: ++this.lastId, ts: snapshot.ts, samples });
     if (this.held.length > MAX_BUFFERED) this.droppedHeld += this.held.splice(0, this.held.length - MAX_BUFFERED).length;
@@ -320,32 +231,14 @@ export class SampleStore implements SnapshotSink, Part {
     this.rows += this.held.length;
     this.recent = this.held;
     this.held = [];
-    this.newSeries = [];
+    this.series.unsaved = [];
     this.storedTotal += n;
     this.storage.noteCommit();
     if (this.bytes > this.opts.retentionBytes) this.enforceRetention();
   }
 
-  private reloadSeries(): void {
-    this.series.clear();
-    this.names.clear();
-    this.newSeries = [];
-    this.nextSeries = 1;
-    for (const r of this.db.prepare("SELECT id, device_id, metric FROM tm_series").all() as Array<{
-      id: number;
-      device_id: string;
-      metric: string;
-    }>) {
-      let byMetric = this.series.get(r.device_id);
-      if (!byMetric) this.series.set(r.device_id, (byMetric = new Map()));
-      byMetric.set(r.metric, r.id);
-      this.names.set(r.id, { device_id: r.device_id, metric: r.metric });
-      this.nextSeries = Math.max(this.nextSeries, r.id + 1);
-    }
-  }
-
   /** Snapshots after `afterId` (default: the in-row consumer's cursor), oldest first: the committed ones, then those held. */
-  pending(limit: number, afterId = this.firstCursor): StoredSnapshot[] {
+  pending(limit: number, afterId = this.consumers.first): StoredSnapshot[] {
     const out: StoredSnapshot[] = [];
     if (limit <= 0) return out;
     if (afterId < this.committedId) {
@@ -360,7 +253,7 @@ export class SampleStore implements SnapshotSink, Part {
   private fromMemory(snaps: readonly Held[], afterId: number, limit: number, out: StoredSnapshot[]): void {
     for (const h of snaps) {
       if (out.length >= limit) break;
-      if (h.id > afterId) out.push(this.view(h.id, h.ts, h.samples));
+      if (h.id > afterId) out.push(this.series.view(h.id, h.ts, h.samples));
     }
   }
 
@@ -375,21 +268,9 @@ export class SampleStore implements SnapshotSink, Part {
       const samples = r.base === null ? unpackSamples(r.data) : unpackSnapshot(r.data, r.base === r.id ? null : prev);
       prev = samples;
       this.lastDecoded = { id: r.id, base: r.base, samples };
-      if (r.id > afterId) out.push(this.view(r.id, r.ts, samples));
+      if (r.id > afterId) out.push(this.series.view(r.id, r.ts, samples));
       if (out.length >= limit) break;
     }
-  }
-
-  private view(id: number, ts: number, samples: readonly PackedSample[]): StoredSnapshot {
-    const byDevice = new Map<string, Record<string, number>>();
-    for (const s of samples) {
-      const name = this.names.get(s.series);
-      if (!name) continue;
-      let m = byDevice.get(name.device_id);
-      if (!m) byDevice.set(name.device_id, (m = {}));
-      m[name.metric] = s.value;
-    }
-    return { id, ts, devices: [...byDevice].map(([device_id, metrics]) => ({ device_id, metrics })) };
   }
 
   /**
@@ -397,66 +278,12 @@ export class SampleStore implements SnapshotSink, Part {
    * every consumer has them. The same name gives the same consumer.
    */
   consumer(name: string, opts: ConsumerOptions = {}): TelemetryCursor {
-    let k = this.consumers.get(name);
-    if (!k) {
-      const inRow = opts.inRow === true;
-      if (inRow && this.inRow())
-        throw new SitegateError("INTERNAL", `sample store: ${this.inRow()!.name} already has its cursor in the rows`);
-      k = { name, inRow, initial: opts.initial, through: 0, saved: 0 };
-      this.consumers.set(name, k);
-      if (this.db?.open) this.load(k);
-    }
-    const c = k;
-    const lastId = () => this.lastId;
-    return {
-      name,
-      get through() {
-        return c.through;
-      },
-      get backlog() {
-        return Math.max(0, lastId() - c.through);
-      },
-      pending: (limit, afterId = c.through) => this.pending(limit, afterId),
-      settleThrough: (id) => {
-        if (id > c.through) c.through = id;
-      },
-    };
-  }
-
-  /** The in-row cursor as found at start (the rows are newer than its state key after a crash). */
-  private rowCursor = 0;
-
-  /** The in-row consumer's cursor (what stats() and pending() go by), also before it is registered. */
-  private get firstCursor(): number {
-    return this.inRow()?.through ?? this.rowCursor;
-  }
-
-  private inRow(): Consumer | undefined {
-    for (const k of this.consumers.values()) if (k.inRow) return k;
-    return undefined;
-  }
-
-  private load(k: Consumer): void {
-    const saved = this.stmts.getState.get(stateKey(k)) as number | undefined;
-    k.saved = saved ?? 0;
-    k.through = Math.max(k.through, saved ?? k.initial?.() ?? 0, k.inRow ? this.rowCursor : 0);
+    return this.consumers.cursor(name, opts);
   }
 
   /** Writes the cursors that moved (inside the caller's transaction); the in-row one only when `all`. */
   private saveMoved(all: boolean): void {
-    for (const k of this.consumers.values()) {
-      const through = Math.min(k.through, this.committedId);
-      if (through === k.saved || (k.inRow && !all)) continue;
-      this.stmts.setState.run(stateKey(k), through);
-      k.saved = through;
-    }
-  }
-
-  /** Through where rows may go: what every consumer has (nothing while there is none yet). */
-  private deleteFloor(): number {
-    let floor = this.consumers.size ? this.committedId : 0;
-    for (const k of this.consumers.values()) floor = Math.min(floor, k.through);
-    return floor;
+    this.consumers.saveMoved(this.cursorState!, this.committedId, all);
   }
 
   /** The largest id <= `through` whose deletion leaves no delta row without its key row. */
@@ -467,7 +294,7 @@ export class SampleStore implements SnapshotSink, Part {
 
   /** Writes every cursor and deletes what every consumer has (the retention sweep, maintenance and stop call this). */
   persistCursor(): void {
-    const floor = this.alignDown(this.deleteFloor());
+    const floor = this.alignDown(this.consumers.floor(this.committedId));
     const freed = this.db.transaction(() => {
       const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
       this.saveMoved(true);
@@ -493,7 +320,7 @@ export class SampleStore implements SnapshotSink, Part {
     // Settled-but-not-yet-deleted rows go first; they are not losses.
     this.persistCursor();
     // Oldest first, whichever reader still wanted them (what remains is after the floor).
-    const floor = this.alignDown(this.deleteFloor());
+    const floor = this.alignDown(this.consumers.floor(this.committedId));
     let through = floor;
     let bytes = this.bytes;
     scan: while (bytes > target) {
@@ -515,7 +342,7 @@ export class SampleStore implements SnapshotSink, Part {
       this.stmts.deleteThrough.run(through);
       this.stmts.addState.run(g.samples, "dropped_samples");
       this.stmts.addState.run(g.rows, "dropped_snapshots");
-      for (const k of this.consumers.values()) k.through = Math.max(through, k.through);
+      this.consumers.skip(through);
       this.saveMoved(true);
       return g;
     })();
@@ -536,7 +363,7 @@ export class SampleStore implements SnapshotSink, Part {
 
   /** Pending and cursor in stats() are the in-row consumer's. */
   private pendingSnapshots(): number {
-    return Math.max(0, this.lastId - this.firstCursor);
+    return Math.max(0, this.lastId - this.consumers.first);
   }
 
   /** Counters kept in memory: cheap enough for every /metrics scrape. */
@@ -547,7 +374,7 @@ export class SampleStore implements SnapshotSink, Part {
       bytes: this.bytes,
       dropped_samples: this.stmts.getState.get("dropped_samples") as number,
       dropped_snapshots: (this.stmts.getState.get("dropped_snapshots") as number) + this.droppedHeld,
-      push_cursor: this.firstCursor,
+      push_cursor: this.consumers.first,
       stored_samples_total: this.storedTotal,
       stored_bytes_total: this.storedBytes,
       stored_alone_bytes_total: this.storedAlone,
@@ -556,51 +383,6 @@ export class SampleStore implements SnapshotSink, Part {
   }
 
   metrics(): MetricFamily[] {
-    const st = this.stats();
-    return [
-      {
-        name: "sitegate_samples_pending_snapshots",
-        help: "snapshots not yet accepted by the partner",
-        type: "gauge",
-        values: [{ value: st.pending_snapshots }],
-      },
-      { name: "sitegate_samples_buffer_bytes", help: "telemetry buffer size", type: "gauge", values: [{ value: st.bytes }] },
-      {
-        name: "sitegate_samples_stored_total",
-        help: "samples committed to the telemetry buffer",
-        type: "counter",
-        values: [{ value: st.stored_samples_total }],
-      },
-      {
-        name: "sitegate_samples_stored_bytes_total",
-        help: "bytes of the packed samples committed (what the write budget is measured against)",
-        type: "counter",
-        values: [{ value: st.stored_bytes_total }],
-      },
-      {
-        name: "sitegate_samples_stored_alone_bytes_total",
-        help: "bytes the committed samples would take with every snapshot packed alone (no deltas)",
-        type: "counter",
-        values: [{ value: st.stored_alone_bytes_total }],
-      },
-      {
-        name: "sitegate_samples_committed_snapshots_total",
-        help: "snapshots committed to telemetry.db",
-        type: "counter",
-        values: [{ value: st.committed_snapshots_total }],
-      },
-      {
-        name: "sitegate_samples_dropped_total",
-        help: "unsent samples dropped because the buffer was full",
-        type: "counter",
-        values: [{ value: st.dropped_samples }],
-      },
-    ];
+    return sampleMetrics(this.stats());
   }
-}
-
-/** Snapshots after the data push's cursor, read from a telemetry.db the daemon is not holding (`sitegate outbox`). */
-export function pendingDataPush(db: Db): number {
-  const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
-  return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
 }

@@ -70,7 +70,7 @@ export class HttpSender {
     // An extra CA: one TLS context for every connection (a `ca` option would parse the
     // ~140 system roots again per connection and make the agent's pool key 200 KiB long).
     const secureContext = opts.caFile ? createSecureContext({ ca: [...rootCertificates, readFileSync(opts.caFile, "utf8")] }) : undefined;
-    // Up to 4 data pushes in flight plus the outbox lanes: 8 connections per origin, kept
+    // Up to 4 data pushes in flight plus the callback lanes: 8 connections per origin, kept
     // open between pushes; an idle socket is closed after 30 s.
     this.agent = new Agent({
       ...(secureContext ? { secureContext } : {}),

@@ -11,8 +11,10 @@ export class HttpsSink implements Sink {
     return true;
   }
 
-  async send(item: LaneItem): Promise<Attempt> {
-    const r = await this.sender.post(item.address, item.body, item.key);
-    return { outcome: classify(r), status: r.status, error: r.error, retryAfterMs: r.retryAfterMs, hint: "check partner.headers" };
+  send(item: LaneItem, done: (a: Attempt) => void): void {
+    this.sender.post(item.address, item.body, item.key).then(
+      (r) => done({ outcome: classify(r), status: r.status, error: r.error, retryAfterMs: r.retryAfterMs, hint: "check partner.headers" }),
+      (e: unknown) => done({ outcome: "transient", error: e instanceof Error ? e.message : String(e) }),
+    );
   }
 }

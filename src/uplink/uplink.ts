@@ -12,15 +12,16 @@ import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
 import { backoffMs } from "../delivery/backoff.js";
-import { Lane, type LaneItem, type LaneOptions, type LaneSource, type LaneStats } from "../delivery/lane.js";
+import { Lane, type LaneOptions, type LaneStats } from "../delivery/lane.js";
 import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
-import { buildPayloads, type DataPushPayload } from "./data-push.js";
+import { SnapshotSource } from "../delivery/snapshot-source.js";
+import { buildPayloads } from "./data-push.js";
 import { HttpSender } from "./http-sender.js";
 import { HttpsSink } from "./https-sink.js";
-import { HTTPS, Outbox, httpsRoute, instanceId, messageOf } from "./outbox.js";
+import { HTTPS, instanceId } from "./callbacks.js";
 import { SitegateError } from "../errors.js";
-export { OUTBOX_MIGRATIONS } from "./outbox.js";
+export { OUTBOX_MIGRATIONS } from "./callbacks.js";
 export type { LaneStats } from "../delivery/lane.js";
 
 export const DATA_PUSH_LANE = "data_push";
@@ -51,10 +52,10 @@ export class Uplink implements Part {
   private sink: HttpsSink | null = null;
   private sender: HttpSender | null = null;
   private lanes = new Map<string, Lane>();
-  private _outbox: Outbox | null = null;
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
-  private readonly messages: DeliveryLog;
+  /** The delivery log; its consumer `https` is the partner's callbacks. */
+  readonly messages: DeliveryLog;
   private readonly push: TelemetryCursor;
   private stopping = false;
 
@@ -75,24 +76,6 @@ export class Uplink implements Part {
 
   get dataPushUrl(): string {
     return `${this.config.partner.data_push_url.replace(/\/+$/, "")}/${this.config.api_version}/${this.config.partner.data_push_path.replace(/^\/+/, "")}`;
-  }
-
-  /** The outbox for execution responses and other messages; available after start(). */
-  get outbox(): Outbox {
-    if (!this._outbox) throw new SitegateError("INTERNAL", "uplink is not started");
-    return this._outbox;
-  }
-
-  /**
-   * Commits a callback to the log and wakes its lane (`execution_response` travels in
-   * the `execution` lane, any other kind in a lane of its own). Pass `idempotencyKey` to
-   * make the call idempotent across a crash: the same key is never queued twice.
-   * Throws a TypeError on bad input, and if SQLite cannot commit.
-   */
-  enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
-    if (kind === DATA_PUSH_LANE)
-      throw new SitegateError("INVALID_REQUEST", "outbox: data pushes come from the sample store, not enqueue()");
-    return this.messages.append(messageOf(kind, body, opts.idempotencyKey), [httpsRoute(kind, url)]);
   }
 
   private laneFor(name: string): Lane {
@@ -117,15 +100,32 @@ export class Uplink implements Part {
     const p = this.config.partner;
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
     this.sink = new HttpsSink(this.sender);
-    this._outbox = new Outbox(this.messages);
-    const pushSource = new PushSource(
-      this.push,
-      this.logSource(DATA_PUSH_LANE),
-      this._outbox,
-      this.dataPushUrl,
-      this.config.site_id,
-      instanceId(db),
-    );
+    const site = this.config.site_id;
+    const instance = instanceId(db);
+    const url = this.dataPushUrl;
+    const pushSource = new SnapshotSource(this.push, {
+      kind: DATA_PUSH_LANE,
+      address: url,
+      encode: (snap) => buildPayloads(snap, site, instance).map((p) => ({ body: p.body, key: p.idempotencyKey })),
+      batch: DATA_PUSH_IN_FLIGHT,
+      maxAhead: MAX_AHEAD,
+      // A data push was never in the log: its dead letter is written there, and comes back through it when retried.
+      deadLetter: (p, error, attempts) =>
+        this.messages.deadLetter(
+          {
+            consumer: HTTPS,
+            lane: DATA_PUSH_LANE,
+            kind: DATA_PUSH_LANE,
+            address: url,
+            body: p.body,
+            idempotency_key: p.key,
+            created_at: new Date(p.ts).toISOString(),
+            attempts,
+          },
+          error,
+        ),
+      before: this.logSource(DATA_PUSH_LANE),
+    });
     const push = new Lane(DATA_PUSH_LANE, pushSource, this.sink, this.log, this.backoff, DATA_PUSH_IN_FLIGHT, this.opts);
     this.lanes.set(DATA_PUSH_LANE, push);
     push.start();
@@ -138,8 +138,8 @@ export class Uplink implements Part {
       {
         data_push_url: this.dataPushUrl,
         pending_snapshots: this.samples.stats().pending_snapshots,
-        outbox: this._outbox.size(),
-        dead_letters: this._outbox.deadCount(),
+        callbacks: this.messages.size(HTTPS),
+        dead_letters: this.messages.deadCount(HTTPS),
       },
       "uplink started",
     );
@@ -159,30 +159,29 @@ export class Uplink implements Part {
   private discoverLanes(): void {
     try {
       if (this.stopping) return;
-      for (const name of this.outbox.lanes()) if (!this.lanes.has(name)) this.laneFor(name);
+      for (const name of this.messages.lanes(HTTPS)) if (!this.lanes.has(name)) this.laneFor(name);
     } catch (e) {
-      this.log.warn({ err: e }, "cannot list the outbox lanes");
+      this.log.warn({ err: e }, "cannot list the callback lanes");
     }
   }
 
-  /** Messages in the outbox (0 before start). */
+  /** Callbacks waiting in the log (0 before start). */
   outboxDepth(): number {
-    return this._outbox?.size() ?? 0;
+    return this.sink ? this.messages.size(HTTPS) : 0;
   }
 
   /** Callbacks waiting in the log (data pushes aside), and when the oldest was committed. */
   backlog(): { depth: number; oldest_at: string | null } {
-    const outbox = this._outbox ?? new Outbox(this.messages);
-    const oldest = Math.min(...outbox.oldestByLane().map((r) => r.at));
-    return { depth: outbox.size(), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
+    const oldest = Math.min(...this.messages.oldestByLane(HTTPS).map((r) => r.at));
+    return { depth: this.messages.size(HTTPS), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
   }
 
   /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
   oldestAges(now = Date.now()): Array<{ lane: string; age_s: number }> {
-    if (!this._outbox) return [];
+    if (!this.sink) return [];
     const [snap] = this.push.pending(1);
     const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
-    const byLane = new Map(this._outbox.oldestByLane().map((r) => [r.lane, r.at]));
+    const byLane = new Map(this.messages.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
     const lanes = new Set([...this.lanes.keys(), ...byLane.keys()]);
     lanes.delete("data_push");
     return [{ lane: "data_push", age_s: age(snap?.ts) }, ...[...lanes].sort().map((lane) => ({ lane, age_s: age(byLane.get(lane)) }))];
@@ -247,7 +246,7 @@ export class Uplink implements Part {
 
   /** Dead letters in the database (also those another process added). */
   deadLetterCount(): number {
-    return this._outbox?.deadCount() ?? 0;
+    return this.sink ? this.messages.deadCount(HTTPS) : 0;
   }
 
   async stop(): Promise<void> {
@@ -257,84 +256,5 @@ export class Uplink implements Part {
     this.lanes.clear();
     this.samples.persistCursor();
     this.sender?.close();
-  }
-}
-
-/**
- * The data-push queue: dead letters put back by hand first (outbox lane data_push), then
- * the snapshots after the push cursor, each split into payloads. Several may be in
- * flight; the cursor moves only over the contiguous prefix of settled snapshots, so a
- * crash re-sends (with the same keys) what was not settled, never skips it.
- */
-class PushSource implements LaneSource {
-  private buffer: DataPushPayload[] = [];
-  private fetchedThrough: number;
-  /** Snapshots handed out, oldest first, with how many of their parts are settled. */
-  private open: Array<{ id: number; parts: number; settled: number }> = [];
-
-  constructor(
-    private readonly samples: TelemetryCursor,
-    /** Dead letters retried by hand come back through the log. */
-    private readonly retried: LogSource,
-    private readonly outbox: Outbox,
-    private readonly url: string,
-    private readonly siteId: string,
-    private readonly instance: string,
-  ) {
-    this.fetchedThrough = samples.through;
-  }
-
-  next(busy: ReadonlySet<string>): LaneItem | undefined {
-    const again = this.retried.next(busy);
-    if (again) return again;
-    const cursor = this.samples.through;
-    // The retention bound may have dropped unsent snapshots: forget them here too.
-    if (this.fetchedThrough < cursor) this.fetchedThrough = cursor;
-    if (this.buffer.length && this.buffer[0].snapshotId <= cursor) this.buffer = this.buffer.filter((p) => p.snapshotId > cursor);
-    while (this.open.length && this.open[0].id <= cursor) this.open.shift();
-    // A slow failure (a timeout) lets newer pushes pass it; bound how far they run ahead.
-    if (this.buffer.length === 0 && this.open.length < MAX_AHEAD) {
-      for (const s of this.samples.pending(DATA_PUSH_IN_FLIGHT, this.fetchedThrough)) {
-        const parts = buildPayloads(s, this.siteId, this.instance);
-        this.fetchedThrough = s.id;
-        this.open.push({ id: s.id, parts: parts.length, settled: 0 });
-        this.buffer.push(...parts);
-      }
-      this.advance();
-    }
-    const p = this.buffer.shift();
-    if (!p) return undefined;
-    const entry = this.open.find((o) => o.id === p.snapshotId);
-    const done = () => {
-      if (entry) entry.settled++;
-      this.advance();
-    };
-    return {
-      ref: `s${p.snapshotId}:${p.part}`,
-      address: this.url,
-      kind: DATA_PUSH_LANE,
-      body: p.body,
-      key: p.idempotencyKey,
-      describe: { snapshot: p.snapshotId, push_part: p.part },
-      settle: done,
-      failed: () => {},
-      deadLetter: (error, attempts) => {
-        this.outbox.addDeadLetter({
-          lane: DATA_PUSH_LANE,
-          kind: DATA_PUSH_LANE,
-          url: this.url,
-          body: p.body,
-          idempotency_key: p.idempotencyKey,
-          created_at: new Date(p.ts).toISOString(),
-          attempts,
-          error,
-        });
-        done();
-      },
-    };
-  }
-
-  private advance(): void {
-    while (this.open.length && this.open[0].settled >= this.open[0].parts) this.samples.settleThrough(this.open.shift()!.id);
   }
 }

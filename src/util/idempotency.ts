@@ -1,5 +1,5 @@
 // Idempotency-Key values: UUIDs that are the same every time one message is sent, also
-// after a restart. Outbox messages store a random one; data-push payloads derive a
+// after a restart. A message of the delivery log stores a random one (or its caller's); data-push payloads derive a
 // name-based (version 5 style) UUID from the store's instance id and snapshot id.
 import { hash, randomUUID } from "node:crypto";
 

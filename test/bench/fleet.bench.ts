@@ -9,9 +9,9 @@ import type { BenchFn, BenchRow } from "./types.js";
 import { flagSets, runInChild } from "./in-child.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
-import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/outbox.js";
+import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/callbacks.js";
 import { buildPayloads } from "../../src/uplink/data-push.js";
-import { FLEET_MIGRATIONS, FleetQueue, telemetryConsumer } from "../../src/fleet/queue.js";
+import { FLEET_MIGRATIONS, NonceStore, telemetryConsumer } from "../../src/fleet/nonces.js";
 import { DeliveryLog } from "../../src/delivery/log.js";
 import { Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
@@ -105,13 +105,12 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log, appended: () => fleet?.samplesAppended() });
   storage.start();
   samples.start();
-  const queue = new FleetQueue(storage);
-  const telemetry = telemetryConsumer(samples, queue);
+  const telemetry = telemetryConsumer(samples, storage);
   const ns = instanceId(storage.db);
   fleet = new Fleet({
     config,
     fleet: config.fleet!,
-    queue,
+    nonces: new NonceStore(storage),
     messages: new DeliveryLog(storage),
     telemetry,
     devices: { list: () => [], get: () => undefined, version: 0 },

@@ -16,6 +16,7 @@ import { startGateway } from "../support/gateway.js";
 import { fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
+import { HTTPS } from "../../src/uplink/callbacks.js";
 
 /** The previous release's tables of these two modules, as its migrations created them. */
 const PREVIOUS_SCHEMA = `
@@ -126,15 +127,15 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
           );
 
           // The dead letter came along: listed with its key, sent once when retried.
-          const outbox = gw.daemon.part<Uplink>("uplink").outbox;
-          const [dead] = outbox.deadLetters();
+          const messages = gw.daemon.part<Uplink>("uplink").messages;
+          const [dead] = messages.deadLetters(HTTPS);
           assert.equal(dead.idempotency_key, "exec-e-0");
           assert.equal(dead.attempts, 40);
-          assert.equal(outbox.retry([dead.id]), 1);
+          assert.equal(messages.retry(HTTPS, [dead.id]), 1);
           await until(() => httpsKeys(sink, "/exec").includes("exec-e-0"), "the retried dead letter");
           await settle();
           assert.deepEqual(httpsKeys(sink, "/exec"), ["exec-e-1", "exec-e-2", "exec-e-0"]);
-          assert.equal(outbox.size(), 0);
+          assert.equal(messages.size(HTTPS), 0);
           const tables = gw.daemon.storage.db
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('ul_outbox', 'ul_dead_letter', 'fl_outbox')")
             .pluck()

@@ -25,7 +25,7 @@ test("a nonce, a configuration, a token and a revocation are each fsynced before
 import { StoragePart } from "${SRC}/storage/part.js";
 import { ALL_MIGRATIONS } from "${SRC}/daemon.js";
 import { silentLogger } from "${SRC}/log.js";
-import { FleetQueue } from "${SRC}/fleet/queue.js";
+import { NonceStore } from "${SRC}/fleet/nonces.js";
 import { DeviceRegistry } from "${SRC}/devices/registry.js";
 import { TokenStore, revokeTokens } from "${SRC}/api/auth.js";
 const storage = new StoragePart(${JSON.stringify(join(dir, "data"))}, ALL_MIGRATIONS, silentLogger());
@@ -37,7 +37,7 @@ const mark = (s) => writeSync(1, "step " + s + "\\n");
 // (and so fsync) on their own; a running gateway's commits do not.
 storage.db.pragma("wal_checkpoint(TRUNCATE)");
 for (let i = 0; i < 3; i++) registry.markConfigApplied("warm-" + i, "h");
-new FleetQueue(storage).claimNonce("n0123456789abcdef", Date.now() + 60000, Date.now());
+new NonceStore(storage).claimNonce("n0123456789abcdef", Date.now() + 60000, Date.now());
 mark("nonce");
 registry.put({ device_id: "battery-1" }, null, true);
 mark("configure");

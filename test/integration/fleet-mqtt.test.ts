@@ -22,7 +22,7 @@ import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js"
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import { UNREACHABLE_WARN_MS, type Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
-import { instanceId } from "../../src/uplink/outbox.js";
+import { instanceId } from "../../src/uplink/callbacks.js";
 import { nameKey } from "../../src/util/idempotency.js";
 
 const T = "sitegate/site-001";

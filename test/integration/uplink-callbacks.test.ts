@@ -17,6 +17,7 @@ import { startGateway } from "../support/gateway.js";
 import { until } from "../support/wait.js";
 import { startSink, type PartnerSink, partnerTo } from "../support/partner-sink.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
+import { HTTPS, queueCallback } from "../../src/uplink/callbacks.js";
 
 /** A sink, a temp dir and an uplink rig on it, all stopped afterwards. */
 async function withRig(
@@ -44,8 +45,8 @@ test("a partner answering 204 or 202 has the message: settled once, never sent a
   await withRig({}, async (sink, rig) => {
     sink.decide = (r) => ({ status: r.path === "/exec" ? 202 : 204 });
     for (let i = 0; i < 3; i++) rig.samples.append(snapshot(i));
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
-    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.outbox.size() === 0, "every message settled");
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
+    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.messages.size(HTTPS) === 0, "every message settled");
     rig.samples.append(snapshot(3));
     await until(() => rig.samples.stats().pending_snapshots === 0, "the next push settled");
     assert.equal(sink.requests.length, 5, "each message sent once");
@@ -65,9 +66,9 @@ test("a redirect is followed once, to the same origin only; another origin (or h
             : r.path === "/away"
               ? { status: 308, headers: { location: `${other.url}/exec` } }
               : undefined;
-      rig.uplink.enqueue("notice", `${sink.url}/plain`, { n: 0 });
-      rig.uplink.enqueue("execution_response", `${sink.url}/away`, { event_id: "e-away" });
-      rig.uplink.enqueue("execution_response", `${sink.url}/old`, { event_id: "e-r" });
+      queueCallback(rig.uplink.messages, "notice", `${sink.url}/plain`, { n: 0 });
+      queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/away`, { event_id: "e-away" });
+      queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/old`, { event_id: "e-r" });
       await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
       const [moved] = sink.accepted("/new");
       assert.deepEqual(moved.body, { event_id: "e-r" }, "the message after the refused redirect is not held back");
@@ -79,11 +80,14 @@ test("a redirect is followed once, to the same origin only; another origin (or h
         [],
         "the other origin received nothing: no partner headers, no body",
       );
-      await until(() => rig.uplink.outbox.size() === 0 && rig.uplink.deadLetterCount() === 2, "both refused redirects dead-lettered");
+      await until(
+        () => rig.uplink.messages.size(HTTPS) === 0 && rig.uplink.deadLetterCount() === 2,
+        "both refused redirects dead-lettered",
+      );
       assert.equal(sink.requests.filter((r) => r.path === "/away").length, 1, "not retried");
       assert.equal(sink.requests.filter((r) => r.path === "/plain").length, 1, "not retried");
-      const errors = rig.uplink.outbox
-        .deadLetters()
+      const errors = rig.uplink.messages
+        .deadLetters(HTTPS)
         .map((d) => d.last_error ?? "")
         .sort();
       assert.match(errors[0], new RegExp(`HTTP 307 to another origin \\(http://127\\.0\\.0\\.1:${sink.port}\\) not followed`));
@@ -102,7 +106,7 @@ test("429 with Retry-After waits as told, then delivers", async () => {
       first = false;
       return { status: 429, headers: { "retry-after": "1" } };
     };
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-429" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-429" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
     const [a, b] = sink.requests;
     assert.equal(a.status, 429);
@@ -120,7 +124,7 @@ test("429 with Retry-After as an HTTP date waits until that date, then delivers"
       until429 = (Math.floor(Date.now() / 1000) + 2) * 1000;
       return { status: 429, headers: { "retry-after": new Date(until429).toUTCString() } };
     };
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-429-date" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-429-date" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
     const [a, b] = sink.requests;
     assert.equal(a.status, 429);
@@ -136,27 +140,45 @@ test("429 with Retry-After as an HTTP date waits until that date, then delivers"
 test("execution responses travel in their own lane: a failing kind never holds them back", async () => {
   await withRig({}, async (sink, rig) => {
     sink.decide = (r) => (r.path === "/other" ? { status: 503 } : undefined);
-    rig.uplink.enqueue("device_report", `${sink.url}/other`, { n: 1 });
+    queueCallback(rig.uplink.messages, "device_report", `${sink.url}/other`, { n: 1 });
     await sink.waitFor(() => sink.requests.some((r) => r.path === "/other"), 5000, "the failing kind tried");
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-2" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-2" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the execution response");
-    assert.equal(rig.uplink.outbox.heads("device_report", 5).length, 1, "the other kind still waits");
+    assert.equal(rig.uplink.messages.pending(HTTPS).filter((m) => m.lane === "device_report").length, 1, "the other kind still waits");
     await until(() => rig.uplink.stats().execution.sent === 1, "the execution lane's bookkeeping");
     assert.ok(rig.uplink.stats().device_report.failures >= 1);
   });
 });
 
-test("enqueue: a caller's idempotency key is kept and never queued twice; bad input is refused", async () => {
+test("queueCallback: a caller's idempotency key is kept and never queued twice; bad input is refused", async () => {
   await withRig({}, async (sink, rig) => {
     await sink.refuse();
-    const a = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-3" }, { idempotencyKey: "evt-e-3-final" });
-    const b = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-3" }, { idempotencyKey: "evt-e-3-final" });
+    const a = queueCallback(
+      rig.uplink.messages,
+      "execution_response",
+      `${sink.url}/exec`,
+      { event_id: "e-3" },
+      { idempotencyKey: "evt-e-3-final" },
+    );
+    const b = queueCallback(
+      rig.uplink.messages,
+      "execution_response",
+      `${sink.url}/exec`,
+      { event_id: "e-3" },
+      { idempotencyKey: "evt-e-3-final" },
+    );
     assert.deepEqual(a, b);
     assert.equal(a.idempotency_key, "evt-e-3-final");
-    assert.equal(rig.uplink.outbox.size(), 1);
-    assert.throws(() => rig.uplink.enqueue("execution_response", "http://partner.example/exec", {}), /https:\/\/ URLs only/);
-    assert.throws(() => rig.uplink.enqueue("Execution Response", `${sink.url}/exec`, {}), /snake_case/);
-    assert.throws(() => rig.uplink.enqueue("execution_response", `${sink.url}/exec`, {}, { idempotencyKey: "" }), /idempotencyKey/);
+    assert.equal(rig.uplink.messages.size(HTTPS), 1);
+    assert.throws(
+      () => queueCallback(rig.uplink.messages, "execution_response", "http://partner.example/exec", {}),
+      /https:\/\/ URLs only/,
+    );
+    assert.throws(() => queueCallback(rig.uplink.messages, "Execution Response", `${sink.url}/exec`, {}), /snake_case/);
+    assert.throws(
+      () => queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, {}, { idempotencyKey: "" }),
+      /idempotencyKey/,
+    );
     await sink.accept();
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the message");
     assert.equal(sink.accepted("/exec")[0].headers["idempotency-key"], "evt-e-3-final");
@@ -167,9 +189,9 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
   await withRig({ idleRecheckMs: 200 }, async (sink, rig, dir) => {
     let reject = true;
     sink.decide = (r) => (reject && r.body?.event_id === "e-bad" ? { status: 400 } : undefined);
-    const bad = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-next" });
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-last" });
+    const bad = queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-next" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-last" });
     await sink.waitFor(() => sink.accepted("/exec").length === 2, 15000, "the later messages");
     assert.deepEqual(
       sink.accepted("/exec").map((r) => r.body.event_id),
@@ -177,7 +199,7 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
       "in order, after the dead letter",
     );
     assert.equal(sink.requests.filter((r) => r.body?.event_id === "e-bad").length, 1, "final: sent once, never retried");
-    await until(() => rig.uplink.outbox.size() === 0, "the lane empty");
+    await until(() => rig.uplink.messages.size(HTTPS) === 0, "the lane empty");
     assert.equal(rig.uplink.deadLetterCount(), 1);
 
     const configFile = join(dir, "config.yaml");
@@ -210,7 +232,7 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
       bad.idempotency_key,
       "same key as before",
     );
-    await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.outbox.size() === 0, "nothing left");
+    await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.messages.size(HTTPS) === 0, "nothing left");
   });
 });
 
@@ -225,7 +247,7 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
       [...seqs].sort((a, b) => a - b),
       [0, 1, 3, 4, 5],
     );
-    const [dead] = rig.uplink.outbox.deadLetters();
+    const [dead] = rig.uplink.messages.deadLetters(HTTPS);
     assert.equal(dead.lane, "data_push");
     assert.equal(JSON.parse(dead.body).timestamp, new Date(snapshot(2).ts).toISOString(), "the snapshot's payload, as it was");
     rig.samples.append(snapshot(6));
@@ -247,8 +269,8 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
 test("401 is final like any other 4xx: dead letters at once with a health warning, nothing held back; outbox retry sends them again", async () => {
   await withRig({}, async (sink, rig) => {
     sink.mode = { kind: "status", status: 401 };
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-4" });
-    rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-4" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-5" });
     await until(() => rig.uplink.deadLetterCount() === 2, "both responses dead-lettered");
     const w = rig.uplink.health().warnings.find((x) => x.lane === "execution")!;
     assert.equal(w.status, 401);
@@ -258,10 +280,10 @@ test("401 is final like any other 4xx: dead letters at once with a health warnin
       sink.requests.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
       ["e-4", "e-5"],
     );
-    assert.equal(rig.uplink.outbox.size(), 0);
+    assert.equal(rig.uplink.messages.size(HTTPS), 0);
     sink.mode = { kind: "ok" };
-    assert.equal(rig.uplink.outbox.retry("all"), 2);
-    await until(() => sink.accepted("/exec").length === 2 && rig.uplink.outbox.size() === 0, "the dead letters sent again");
+    assert.equal(rig.uplink.messages.retry(HTTPS, "all"), 2);
+    await until(() => sink.accepted("/exec").length === 2 && rig.uplink.messages.size(HTTPS) === 0, "the dead letters sent again");
     assert.deepEqual(rig.uplink.health().warnings, []);
   });
 });
@@ -276,21 +298,24 @@ test("/healthz shows refused credentials and /metrics counts dead letters", asyn
       });
       try {
         const uplink = gw.daemon.part<Uplink>("uplink");
-        uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+        queueCallback(uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-5" });
         await until(async () => (await gw.call("GET", "/healthz")).json.uplink.warnings.length === 1, "the warning in /healthz");
         const h = (await gw.call("GET", "/healthz")).json;
         assert.equal(h.uplink.warnings[0].lane, "execution");
         assert.equal(h.uplink.warnings[0].status, 403);
-        uplink.outbox.addDeadLetter({
-          lane: "execution",
-          kind: "execution_response",
-          url: `${sink.url}/exec`,
-          body: "{}",
-          idempotency_key: "k-dead",
-          created_at: new Date().toISOString(),
-          attempts: 3,
-          error: "HTTP 400",
-        });
+        uplink.messages.deadLetter(
+          {
+            consumer: HTTPS,
+            lane: "execution",
+            kind: "execution_response",
+            address: `${sink.url}/exec`,
+            body: "{}",
+            idempotency_key: "k-dead",
+            created_at: new Date().toISOString(),
+            attempts: 3,
+          },
+          "HTTP 400",
+        );
         const m = (await gw.call("GET", "/metrics")).text;
         // the refused response and the one added by hand
         assert.match(m, /^sitegate_uplink_dead_letters 2$/m);

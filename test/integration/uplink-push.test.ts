@@ -7,6 +7,7 @@ import { until } from "../support/wait.js";
 import { snapshot, startUplink } from "../support/uplink-harness.js";
 import { startSink } from "../support/partner-sink.js";
 import type { PartnerSink, SinkRequest } from "../support/partner-sink.js";
+import { HTTPS, queueCallback } from "../../src/uplink/callbacks.js";
 
 const seqOf = (r: SinkRequest) => (r.body.devices[0].metrics.power_w as number) / 10;
 
@@ -141,7 +142,10 @@ test("outbox messages are committed, sent with their own key, and survive a rest
     await withTmpDir(async (dir) => {
       sink.mode = { kind: "status", status: 503 };
       let rig = await startUplink(dir, sink);
-      const { idempotency_key } = rig.uplink.enqueue("execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
+      const { idempotency_key } = queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, {
+        event_id: "e-1",
+        status: "completed",
+      });
       await sink.waitFor(() => sink.requests.length >= 2, 10000, "two failed attempts");
       await rig.stop();
       sink.mode = { kind: "ok" };
@@ -154,7 +158,7 @@ test("outbox messages are committed, sent with their own key, and survive a rest
           "one key across every retry and the restart",
         );
         assert.deepEqual(sink.accepted("/exec")[0].body, { event_id: "e-1", status: "completed" });
-        await until(() => rig.uplink.outbox.size() === 0, "the accepted message settled (deleted from the outbox)");
+        await until(() => rig.uplink.messages.size(HTTPS) === 0, "the accepted message settled (deleted from the outbox)");
       } finally {
         await rig.stop();
       }

@@ -10,7 +10,8 @@ import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
 import { withTmpDir } from "./tmp.js";
 import { until } from "./wait.js";
 import type { Uplink } from "../../src/uplink/uplink.js";
-import type { OutboxMessage } from "../../src/uplink/outbox.js";
+import type { LogMessage } from "../../src/delivery/log.js";
+import { HTTPS } from "../../src/uplink/callbacks.js";
 
 export const POLL_MS = 250;
 
@@ -109,10 +110,10 @@ export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: st
 }
 
 /** Execution responses the partner has not accepted yet (the uplink's view of the delivery log). */
-export function executionResponses(rig: DispatchRig): OutboxMessage[] {
+export function executionResponses(rig: DispatchRig): LogMessage[] {
   return rig.gw.daemon
     .part<Uplink>("uplink")
-    .outbox.pending()
+    .messages.pending(HTTPS)
     .filter((m) => m.kind === "execution_response");
 }
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
 import { CommandVerifier, FUTURE_SKEW_MS, SIGNATURE_PROPS, signCommand } from "../../src/fleet/signing.js";
-import { FLEET_MIGRATIONS, FleetQueue, MAX_NONCES } from "../../src/fleet/queue.js";
+import { FLEET_MIGRATIONS, MAX_NONCES, NonceStore } from "../../src/fleet/nonces.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { parseConfig } from "../../src/load-config.js";
 import { isSitegateError, type SitegateError } from "../../src/errors.js";
@@ -113,7 +113,7 @@ test("nonces: a second claim is a replay, also after reopening the database; exp
     const open = () => {
       const storage = new StoragePart(join(dir, "d"), [FLEET_MIGRATIONS], silentLogger());
       storage.start();
-      return { storage, queue: new FleetQueue(storage) };
+      return { storage, queue: new NonceStore(storage) };
     };
     let { storage, queue } = open();
     assert.equal(queue.claimNonce("a".repeat(22), NOW + 300_000, NOW), "ok");

@@ -1,16 +1,16 @@
-// The HTTPS consumer's view of the delivery log: callbacks that are messages in their own
+// The partner's callbacks in the delivery log (consumer `https`): messages in their own
 // right (execution responses; any future kind), committed before the first send and
 // settled only by the partner. Each belongs to a lane (execution responses to
 // `execution`, any other kind to a lane of its own name) so that one kind never holds
 // back another. Data pushes come from the sample store instead (data-push.ts), so every
 // sample is written once, not twice; only a data push that was dead-lettered and then
 // retried by hand comes back through the log (lane `data_push`).
-// Dead letters are messages the partner kept rejecting: kept, listed by `sitegate outbox`,
-// and put back in their lane by `sitegate outbox retry`.
-// Migration 3 moves the rows of ul_outbox and ul_dead_letter (migrations 1 and 2) into the
-// log; ul_meta keeps the instance id.
+// Dead letters are messages the partner kept rejecting: kept in the log, listed by
+// `sitegate outbox`, and put back in their lane by `sitegate outbox retry`.
+// Migration 3 moves the rows of ul_outbox and ul_dead_letter (migrations 1 and 2), the
+// tables of an earlier release, into the log; ul_meta keeps the instance id.
 import type { Db, ModuleMigrations } from "../storage/db.js";
-import { DELIVERY_MIGRATIONS, DeliveryLog, type DeadLetter as LogDeadLetter, type LogMessage, type Route } from "../delivery/log.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog, type Route } from "../delivery/log.js";
 import { migrate } from "../storage/db.js";
 import { newKey } from "../util/idempotency.js";
 import { SitegateError } from "../errors.js";
@@ -67,7 +67,16 @@ function moveIntoLog(db: Db): void {
   const log = new DeliveryLog({ db });
   const pending = db
     .prepare("SELECT id, lane, kind, url, body, idempotency_key, created_at, attempts, last_error FROM ul_outbox ORDER BY id")
-    .all() as Array<OutboxMessage>;
+    .all() as Array<{
+    lane: string;
+    kind: string;
+    url: string;
+    body: string;
+    idempotency_key: string;
+    created_at: string;
+    attempts: number;
+    last_error: string | null;
+  }>;
   for (const m of pending) {
     log.appendMoved({ kind: m.kind, body: m.body, idempotencyKey: m.idempotency_key, createdAt: m.created_at }, [
       { consumer: HTTPS, lane: m.lane, address: m.url },
@@ -126,110 +135,21 @@ export function messageOf(kind: string, body: unknown, idempotencyKey?: string):
   return { kind, body: text, idempotencyKey: idempotencyKey ?? newKey() };
 }
 
-export interface OutboxMessage {
-  id: number;
-  lane: string;
-  kind: string;
-  url: string;
-  body: string;
-  idempotency_key: string;
-  attempts: number;
-  created_at: string;
-  last_error: string | null;
-}
-
-export interface DeadLetter extends OutboxMessage {
-  dead_at: string;
-}
-
-const asOutbox = ({ consumer: _c, address, ...m }: LogMessage): OutboxMessage => ({ ...m, url: address });
-const asDead = (d: LogDeadLetter): DeadLetter => ({ ...asOutbox(d), dead_at: d.dead_at });
-
-/** The HTTPS consumer's messages and dead letters in the delivery log. */
-export class Outbox {
-  readonly log: DeliveryLog;
-
-  constructor(db: Db | DeliveryLog) {
-    this.log = db instanceof DeliveryLog ? db : new DeliveryLog({ db });
-  }
-
-  /**
-   * Commits a message; returns its id and Idempotency-Key. A caller's own key makes the
-   * call idempotent: a message with that key already queued (or dead-lettered) is
-   * returned, not queued twice.
-   */
-  enqueue(kind: string, url: string, body: unknown, opts: { idempotencyKey?: string } = {}): { id: number; idempotency_key: string } {
-    const route = httpsRoute(kind, url);
-    return this.log.append(messageOf(kind, body, opts.idempotencyKey), [route]);
-  }
-
-  /** Up to `limit` oldest messages of a lane. */
-  heads(lane: string, limit: number): OutboxMessage[] {
-    return this.pending()
-      .filter((m) => m.lane === lane)
-      .slice(0, limit);
-  }
-
-  /** Stores a message that never was in the log (a data push) as a dead letter. */
-  addDeadLetter(m: {
-    lane: string;
-    kind: string;
-    url: string;
-    body: string;
-    idempotency_key: string;
-    created_at: string;
-    attempts: number;
-    error: string;
-  }): void {
-    this.log.deadLetter(
-      {
-        consumer: HTTPS,
-        lane: m.lane,
-        kind: m.kind,
-        address: m.url,
-        body: m.body,
-        idempotency_key: m.idempotency_key,
-        created_at: m.created_at,
-        attempts: m.attempts,
-      },
-      m.error,
-    );
-  }
-
-  /** Puts dead letters back at the end of their lanes; returns how many. */
-  retry(ids: number[] | "all"): number {
-    return this.log.retry(HTTPS, ids);
-  }
-
-  lanes(): string[] {
-    return this.log.lanes(HTTPS);
-  }
-
-  pending(): OutboxMessage[] {
-    return this.log.pending(HTTPS).map(asOutbox);
-  }
-
-  deadLetters(): DeadLetter[] {
-    return this.log.deadLetters(HTTPS).map(asDead);
-  }
-
-  getDeadLetter(id: number): DeadLetter | undefined {
-    const d = this.log.getDeadLetter(HTTPS, id);
-    return d && asDead(d);
-  }
-
-  size(): number {
-    return this.log.size(HTTPS);
-  }
-
-  deadCount(): number {
-    return this.log.deadCount(HTTPS);
-  }
-
-  /** Per lane, when its oldest unsettled message was committed (ms since the epoch). */
-  oldestByLane(): Array<{ lane: string; at: number }> {
-    return this.log.oldestByLane(HTTPS);
-  }
+/**
+ * Commits a callback of `kind` to `url` to the log (its lane wakes on `messages_appended`)
+ * and returns its id and Idempotency-Key. A caller's own key makes the call idempotent
+ * across a crash: a message with that key already queued (or dead-lettered) is returned,
+ * not queued twice. Throws a TypeError on bad input, and if SQLite cannot commit.
+ */
+export function queueCallback(
+  log: DeliveryLog,
+  kind: string,
+  url: string,
+  body: unknown,
+  opts: { idempotencyKey?: string } = {},
+): { id: number; idempotency_key: string } {
+  const route = httpsRoute(kind, url);
+  return log.append(messageOf(kind, body, opts.idempotencyKey), [route]);
 }
 
 /** A stable random id for this gateway's database, used to derive data-push keys. */

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TelemetrySource } from "../../src/fleet/telemetry-source.js";
-import type { PipeMessage } from "../../src/fleet/pipe.js";
+import { TelemetryBodies } from "../../src/fleet/telemetry-bodies.js";
+import { SnapshotSource } from "../../src/delivery/snapshot-source.js";
+import type { LaneItem } from "../../src/delivery/lane.js";
 import { MAX_PAYLOAD_BYTES, buildPayloads } from "../../src/uplink/data-push.js";
 import type { StoredSnapshot, TelemetryCursor } from "../../src/telemetry/sample-store.js";
 
@@ -14,7 +15,9 @@ function cursor(snaps: StoredSnapshot[]): TelemetryCursor & { settled: number[] 
   const settled: number[] = [];
   return {
     name: "fleet_telemetry",
-    through: 0,
+    get through() {
+      return settled.at(-1) ?? 0;
+    },
     backlog: snaps.length,
     settled,
     pending: (limit, after = 0) => snaps.filter((s) => s.id > after).slice(0, limit),
@@ -22,26 +25,49 @@ function cursor(snaps: StoredSnapshot[]): TelemetryCursor & { settled: number[] 
   };
 }
 
-/** What the data push's builder gives for the same snapshots, as pipe messages. */
-function expected(snaps: StoredSnapshot[]): PipeMessage[] {
-  return snaps.flatMap((s) => {
-    const parts = buildPayloads(s, SITE, NS);
-    return parts.map((p, i) => ({
-      seq: s.id,
-      last: i === parts.length - 1,
-      topic: TOPIC,
-      payload: p.body,
-      key: p.idempotencyKey,
-      kind: "telemetry",
-    }));
-  });
+interface Sent {
+  snapshot: number;
+  part: number;
+  address: string;
+  body: string;
+  key: string;
+  kind: string;
 }
 
-function readAll(source: TelemetrySource, max: number): PipeMessage[] {
-  const out: PipeMessage[] = [];
-  for (let batch = source.read(0, max); batch.length; batch = source.read(batch[batch.length - 1].seq, max)) out.push(...batch);
+/** What the data push's builder gives for the same snapshots. */
+function expected(snaps: StoredSnapshot[]): Sent[] {
+  return snaps.flatMap((s) =>
+    buildPayloads(s, SITE, NS).map((p, part) => ({
+      snapshot: s.id,
+      part,
+      address: TOPIC,
+      body: p.body,
+      key: p.idempotencyKey,
+      kind: "telemetry",
+    })),
+  );
+}
+
+function lane(c: TelemetryCursor, batch: number): SnapshotSource {
+  const bodies = new TelemetryBodies(SITE, () => NS);
+  return new SnapshotSource(c, { kind: "telemetry", address: TOPIC, encode: (s) => bodies.encode(s), batch, maxAhead: 1e9 });
+}
+
+function readAll(source: SnapshotSource): LaneItem[] {
+  const out: LaneItem[] = [];
+  for (let item = source.next(new Set()); item; item = source.next(new Set())) out.push(item);
   return out;
 }
+
+const sent = (items: LaneItem[]): Sent[] =>
+  items.map((i) => ({
+    snapshot: i.describe.snapshot as number,
+    part: i.describe.push_part as number,
+    address: i.address,
+    body: i.body,
+    key: i.key,
+    kind: i.kind,
+  }));
 
 const device = (device_id: string, metrics: Record<string, number>) => ({ device_id, metrics });
 
@@ -55,8 +81,7 @@ test("telemetry messages are the data push's bodies and keys: odd ids and values
     { id: 9, ts: ts + 4000, devices: [] },
     { id: 12, ts: ts + 5000, devices: [device("dev-0", { power_w: 1 }), device("dev-0b", { power_w: 2 })] },
   ];
-  const source = new TelemetrySource(cursor(snaps), SITE, () => NS, TOPIC);
-  for (const max of [1, 2, 32]) assert.deepEqual(readAll(source, max), expected(snaps), `read ${max} at a time`);
+  for (const max of [1, 2, 32]) assert.deepEqual(sent(readAll(lane(cursor(snaps), max))), expected(snaps), `read ${max} at a time`);
 });
 
 test("a snapshot too large for one payload is split as the data push splits it, also right at the bound", () => {
@@ -78,11 +103,31 @@ test("a snapshot too large for one payload is split as the data push splits it, 
     assert.ok(lengths.includes(at), `a body of ${at} bytes`);
   const want = expected(snaps);
   assert.ok(want.length > snaps.length, "some snapshots are split");
-  assert.deepEqual(readAll(new TelemetrySource(cursor(snaps), SITE, () => NS, TOPIC), 3), want);
+  assert.deepEqual(sent(readAll(lane(cursor(snaps), 3))), want);
 });
 
-test("settling a seq moves the consumer's cursor", () => {
-  const c = cursor([]);
-  new TelemetrySource(c, SITE, () => NS, TOPIC).settled(42);
-  assert.deepEqual(c.settled, [42]);
+test("the cursor moves only over settled snapshots, all of their parts, whatever order the answers come in", () => {
+  const ts = Date.UTC(2026, 10, 22, 12, 0, 0);
+  const big = Array.from({ length: 2 }, (_, i) => device(`d${i}`, { m: i, pad: 0, [`x${"y".repeat(MAX_PAYLOAD_BYTES / 2)}`]: 1 }));
+  const snaps: StoredSnapshot[] = [
+    { id: 1, ts, devices: [device("a", { power_w: 1 })] },
+    { id: 2, ts, devices: big },
+    { id: 3, ts, devices: [] },
+    { id: 5, ts, devices: [device("a", { power_w: 2 })] },
+  ];
+  const c = cursor(snaps);
+  const items = readAll(lane(c, 32));
+  assert.deepEqual(
+    items.map((i) => i.ref),
+    ["s1:0", "s2:0", "s2:1", "s5:0"],
+    "snapshot 2 in two parts, 3 has nothing to send",
+  );
+  const [one, twoA, twoB, five] = items;
+  five!.settle();
+  twoB!.settle();
+  assert.deepEqual(c.settled, [], "nothing before the oldest open snapshot is settled");
+  one!.settle();
+  assert.deepEqual(c.settled, [1], "snapshot 2 still has a part in flight");
+  twoA!.settle();
+  assert.deepEqual(c.settled, [1, 5], "2, the empty 3 and 5 in one move");
 });

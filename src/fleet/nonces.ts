@@ -1,8 +1,9 @@
 // The fleet uplink's own durable state: the nonces of signed commands. Its messages
 // (execution responses, event states) wait in the delivery log (consumer mqtt); migration 3
-// moves the rows of fl_outbox (migration 1) there. Telemetry is read from the sample store
-// (written once) as a consumer of its own, so HTTPS and MQTT progress independently and the
-// store keeps rows until both have them; that cursor starts at fl_state's telemetry_cursor.
+// moves the rows of fl_outbox (migration 1, an earlier release's table) there. Telemetry is
+// read from the sample store (written once) as a consumer of its own, so HTTPS and MQTT
+// progress independently and the store keeps rows until both have them; that cursor starts
+// at fl_state's telemetry_cursor (where an earlier release kept it).
 import { migrate, type Db, type ModuleMigrations } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
 import { commitDurably } from "../storage/durable.js";
@@ -37,7 +38,7 @@ export const FLEET_MIGRATIONS: ModuleMigrations = {
         CREATE INDEX fl_nonce_expiry ON fl_nonce (expires_at);
       `,
     },
-    // The outbox moves into the delivery log (consumer mqtt), keys and order kept.
+    // fl_outbox's rows move into the delivery log (consumer mqtt), keys and order kept.
     { version: 3, sql: (db) => moveIntoLog(db) },
   ],
 };
@@ -60,15 +61,15 @@ function moveIntoLog(db: Db): void {
 /** Unexpired nonces kept at most: 10,000 in 300 s is 33 signed commands a second. */
 export const MAX_NONCES = 10_000;
 
-export class FleetQueue {
-  private stmts: ReturnType<FleetQueue["prepare"]> | null = null;
+/** The nonces of signed commands: a replay, even after a restart, finds its nonce here. */
+export class NonceStore {
+  private stmts: ReturnType<NonceStore["prepare"]> | null = null;
 
   /** Lazy: prepared on first use, after storage has started. */
   constructor(private readonly storage: StoragePart) {}
 
   private prepare(db: Db) {
     return {
-      getState: db.prepare("SELECT value FROM fl_state WHERE key = ?").pluck(),
       pruneNonces: db.prepare("DELETE FROM fl_nonce WHERE expires_at < ?"),
       countNonces: db.prepare("SELECT count(*) FROM fl_nonce").pluck(),
       addNonce: db.prepare("INSERT OR IGNORE INTO fl_nonce (nonce, expires_at) VALUES (?, ?)"),
@@ -78,11 +79,6 @@ export class FleetQueue {
   private get s() {
     this.stmts ??= this.prepare(this.storage.db);
     return this.stmts;
-  }
-
-  /** fl_state's telemetry cursor: where the fleet's consumer starts when the store has none of it. */
-  telemetryCursor(): number {
-    return this.s.getState.get("telemetry_cursor") as number;
   }
 
   /**
@@ -105,7 +101,11 @@ export class FleetQueue {
   }
 }
 
-/** The fleet's consumer of the sample store; registered with the composition, before any row could go. */
-export function telemetryConsumer(samples: SampleStore, queue: FleetQueue): TelemetryCursor {
-  return samples.consumer("fleet_telemetry", { initial: () => queue.telemetryCursor() });
+/**
+ * The fleet's consumer of the sample store; registered with the composition, before any row
+ * could go. Where the store has no cursor of it yet, it starts at fl_state's telemetry_cursor.
+ */
+export function telemetryConsumer(samples: SampleStore, storage: StoragePart): TelemetryCursor {
+  const initial = () => storage.db.prepare("SELECT value FROM fl_state WHERE key = 'telemetry_cursor'").pluck().get() as number;
+  return samples.consumer("fleet_telemetry", { initial });
 }

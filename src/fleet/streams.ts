@@ -1,0 +1,108 @@
+// The fleet's two streams, lanes of the delivery core into one MQTT sink: `telemetry`
+// (the stored snapshots after the fleet's own cursor on the sample store, as the data
+// push's bodies) and `events` (the mqtt consumer's lane of the delivery log). Each is
+// settled on PUBACK only; a broker's refusal is retried, never dead-lettered; while the
+// connection is down nothing new is sent (MQTT.js resends what was in flight).
+import type { Logger } from "../log.js";
+import type { TelemetryCursor } from "../telemetry/sample-store.js";
+import { backoffMs } from "../delivery/backoff.js";
+import { Lane, type LaneStats } from "../delivery/lane.js";
+import type { DeliveryLog } from "../delivery/log.js";
+import { LogSource } from "../delivery/log-source.js";
+import { SnapshotSource } from "../delivery/snapshot-source.js";
+import { TelemetryBodies } from "./telemetry-bodies.js";
+import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
+import type { QoS1 } from "./command-inbox.js";
+
+/** Telemetry messages in flight at most (also capped by the broker's Receive Maximum). */
+export const TELEMETRY_WINDOW = 32;
+/** Stored snapshots handed to the telemetry lane at most past the oldest one without PUBACK. */
+const TELEMETRY_AHEAD = 2 * TELEMETRY_WINDOW;
+export const EVENTS_WINDOW = 4;
+/** A lane's figures as the fleet reports its streams. */
+export interface StreamStats {
+  /** Attempts published (PUBACKed, refused or in flight). */
+  published: number;
+  acked: number;
+  rejected: number;
+  in_flight: number;
+  last_error: string | null;
+}
+
+export interface StreamDeps {
+  site: string;
+  log: Logger;
+  messages: DeliveryLog;
+  telemetry: TelemetryCursor;
+  instance: () => string;
+  backoff?: (attempt: number) => number;
+}
+
+export class FleetStreams {
+  readonly telemetry: Lane;
+  readonly events: Lane;
+  private readonly sink: MqttSink;
+
+  constructor(deps: StreamDeps, topic: (sub: string) => string, qos1: QoS1, connected: () => boolean) {
+    // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
+    const sink = (this.sink = new MqttSink(
+      (item, done) =>
+        qos1(
+          topic(item.address),
+          item.body,
+          {
+            retain: false,
+            properties: {
+              userProperties:
+                item.kind === "telemetry" ? { "idempotency-key": item.key } : { "idempotency-key": item.key, kind: item.kind },
+              contentType: "application/json",
+            },
+          },
+          done,
+        ),
+      connected,
+    ));
+    const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
+    const opts = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
+    const bodies = new TelemetryBodies(deps.site, deps.instance);
+    const snapshots = new SnapshotSource(deps.telemetry, {
+      kind: "telemetry",
+      address: "telemetry",
+      encode: (snap) => bodies.encode(snap),
+      batch: TELEMETRY_WINDOW,
+      maxAhead: TELEMETRY_AHEAD,
+    });
+    this.telemetry = new Lane("telemetry", snapshots, sink, deps.log, backoff, TELEMETRY_WINDOW, opts);
+    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), sink, deps.log, backoff, EVENTS_WINDOW, opts);
+    this.telemetry.start();
+    this.events.start();
+  }
+
+  /** Connected: the telemetry window follows the broker's Receive Maximum; both lanes send what is due. */
+  connected(telemetryWindow: number): void {
+    this.telemetry.resize(telemetryWindow);
+    this.events.wake();
+  }
+
+  stats(): { telemetry: StreamStats; events: StreamStats } {
+    return { telemetry: streamStats(this.telemetry.stats), events: streamStats(this.events.stats) };
+  }
+
+  /** What is in flight stays unsettled: after the store's cursor, in the log. */
+  async stop(): Promise<void> {
+    const lanes = [this.telemetry.stop(), this.events.stop()];
+    this.sink.close();
+    await Promise.all(lanes);
+  }
+}
+
+/** A lane's figures as the fleet reports its streams (attempts published, PUBACKs, refusals). */
+function streamStats(l: LaneStats): StreamStats {
+  return {
+    published: l.sent + l.failures + l.in_flight,
+    acked: l.sent,
+    rejected: l.failures,
+    in_flight: l.in_flight,
+    last_error: l.last_error,
+  };
+}
