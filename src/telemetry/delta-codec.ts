@@ -84,7 +84,7 @@ class Reader {
     let mul = 1;
     for (;;) {
       this.need(1);
-      const b = this.view[this.i++];
+      const b = this.view[this.i++]!; // need(1) checked the bound
       n += (b & 0x7f) * mul;
       if (b < 0x80) return n;
       mul *= 0x80;
@@ -92,7 +92,7 @@ class Reader {
   }
   byte(): number {
     this.need(1);
-    return this.view[this.i++];
+    return this.view[this.i++]!; // need(1) checked the bound
   }
   f32(): number {
     this.need(4);
@@ -184,16 +184,17 @@ function readValue(r: Reader, prev: number | undefined): number {
 /** Packs `samples`, against `prev` (the snapshot before it, as decoded) when given. */
 export function packSnapshot(samples: readonly PackedSample[], prev: readonly PackedSample[] | null = null): Buffer {
   const w = new Writer();
-  const sameSeries = prev !== null && prev.length === samples.length && samples.every((s, i) => s.series === prev[i].series);
+  const sameSeries = prev !== null && prev.length === samples.length && samples.every((s, i) => s.series === prev[i]!.series); // same length, checked before
   if (sameSeries) {
     w.varint(0);
     const bits = Buffer.alloc(Math.ceil(samples.length / 8));
     samples.forEach((s, i) => {
-      if (!Object.is(s.value, prev[i].value)) bits[i >> 3] |= 1 << (i & 7);
+      // sameSeries: prev has samples' length; bits has a bit for each
+      if (!Object.is(s.value, prev[i]!.value)) bits[i >> 3]! |= 1 << (i & 7);
     });
     for (const b of bits) w.byte(b);
     samples.forEach((s, i) => {
-      if (bits[i >> 3] & (1 << (i & 7))) writeValue(w, s.value, prev[i].value, false);
+      if (bits[i >> 3]! & (1 << (i & 7))) writeValue(w, s.value, prev[i]!.value, false);
     });
     return w.done();
   }
@@ -217,7 +218,7 @@ export function unpackSnapshot(buf: Uint8Array, prev: readonly PackedSample[] | 
     if (!prev) throw new SitegateError("STORAGE_CORRUPT", "a delta snapshot without the snapshot before it");
     const bits: number[] = [];
     for (let i = 0; i < Math.ceil(prev.length / 8); i++) bits.push(r.byte());
-    out = prev.map((p, i) => ({ series: p.series, value: bits[i >> 3] & (1 << (i & 7)) ? readValue(r, p.value) : p.value }));
+    out = prev.map((p, i) => ({ series: p.series, value: bits[i >> 3]! & (1 << (i & 7)) ? readValue(r, p.value) : p.value }));
   } else {
     const series: number[] = [];
     let last = 0;

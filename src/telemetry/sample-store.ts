@@ -140,14 +140,14 @@ export class SampleStore implements SnapshotSink, Part {
       for (const s of this.series.unsaved) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
       let n = 0;
       batch.forEach((h, i) => {
-        const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1].samples);
+        const data = packSnapshot(h.samples, i === 0 ? null : batch[i - 1]!.samples); // i - 1 is in the batch
         this.storedAlone += i === 0 ? data.length : packSnapshot(h.samples).length;
         this.stmts.insertSnap.run(
           h.id,
           h.ts,
           h.samples.length,
           data,
-          batch[0].id,
+          batch[0]!.id, // forEach runs only over a batch with rows
           i === batch.length - 1 ? this.consumers.inRowThrough : null,
         );
         this.bytes += data.length + ROW_OVERHEAD;
@@ -226,7 +226,7 @@ export class SampleStore implements SnapshotSink, Part {
       this.storage.noteCommitFailed();
       throw e;
     }
-    this.committedId = this.held[this.held.length - 1].id;
+    this.committedId = this.held.at(-1)?.id ?? this.committedId;
     this.committedSnaps += this.held.length;
     this.rows += this.held.length;
     this.recent = this.held;
@@ -243,7 +243,7 @@ export class SampleStore implements SnapshotSink, Part {
     if (limit <= 0) return out;
     if (afterId < this.committedId) {
       const recent = this.recent;
-      if (recent.length && recent[0].id <= afterId + 1) this.fromMemory(recent, afterId, limit, out);
+      if ((recent[0]?.id ?? Infinity) <= afterId + 1) this.fromMemory(recent, afterId, limit, out);
       else this.readCommitted(afterId, limit, out);
     }
     this.fromMemory(this.held, afterId, limit, out);
@@ -311,7 +311,7 @@ export class SampleStore implements SnapshotSink, Part {
 
   /** Deleted rows are gone from memory too: pending() gives what SQLite would. */
   private forgetRecent(): void {
-    if (this.recent.length && this.recent[0].id <= this.deletedThrough) this.recent = this.recent.filter((h) => h.id > this.deletedThrough);
+    if ((this.recent[0]?.id ?? Infinity) <= this.deletedThrough) this.recent = this.recent.filter((h) => h.id > this.deletedThrough);
   }
 
   /** Drops the oldest unsent snapshots until the buffer fits its bound again (whole commits, never the newest). */
@@ -326,7 +326,7 @@ export class SampleStore implements SnapshotSink, Part {
     scan: while (bytes > target) {
       const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; len: number; base: number | null }>;
       // Never the newest: keep at least the last snapshot.
-      const usable = rows.length && rows[rows.length - 1].id === this.committedId ? rows.slice(0, -1) : rows;
+      const usable = rows.at(-1)?.id === this.committedId ? rows.slice(0, -1) : rows;
       if (usable.length === 0) break;
       for (const r of usable) {
         // Stop only where a commit starts, so that no delta row loses its key row.
