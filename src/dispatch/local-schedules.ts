@@ -8,6 +8,7 @@
 // the repeated hour, or a clock step, never adds one twice.
 // node-cron only parses and matches (a task that is never started); the ticks are this
 // part's own timer on the injected clock, once a minute, re-reading the wall clock.
+import { zoneFormat } from "../util/wall-time.js";
 import type { ScheduledTask } from "node-cron";
 import { nodeCron } from "../util/node-cron.js";
 import type { Part } from "../lifecycle.js";
@@ -58,16 +59,7 @@ export class ScheduleClock {
   private readonly hourOffsets = new Map<number, number>();
 
   constructor(readonly schedule: Schedule) {
-    this.fmt = new Intl.DateTimeFormat("en-US", {
-      timeZone: schedule.timezone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
+    this.fmt = zoneFormat(schedule.timezone);
     this.matcher = nodeCron().createTask(schedule.cron, () => {}, { timezone: "UTC" });
     const fields = nodeCron().parse(schedule.cron);
     this.seconds = fields.second;

@@ -17,9 +17,9 @@ const AROUND_MS = 14 * 3_600_000;
  */
 export const localOffset: OffsetAt = (t) => -new Date(t).getTimezoneOffset() * MIN;
 
-/** A named IANA zone, through Intl (the process's TZ is never read or set). */
-export function zoneOffset(zone: string): OffsetAt {
-  const fmt = new Intl.DateTimeFormat("en-US", {
+/** A formatter of a zone's wall-clock fields (24 h), one per zone user: Intl builds it once. */
+export function zoneFormat(zone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
     timeZone: zone,
     hourCycle: "h23",
     year: "numeric",
@@ -29,6 +29,11 @@ export function zoneOffset(zone: string): OffsetAt {
     minute: "numeric",
     second: "numeric",
   });
+}
+
+/** A named IANA zone, through Intl (the process's TZ is never read or set). */
+export function zoneOffset(zone: string): OffsetAt {
+  const fmt = zoneFormat(zone);
   return (t) => {
     const p = new Map<string, number>();
     for (const part of fmt.formatToParts(new Date(t))) if (part.type !== "literal") p.set(part.type, Number(part.value));
