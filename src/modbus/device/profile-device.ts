@@ -73,9 +73,12 @@ export class ProfileDevice implements Device {
     return this.registered.config;
   }
 
+  /** Made once: a ProfileDevice stands for one registry row, and the family makes a new one when the row changes. */
+  private infoOnce: Readonly<DeviceInfo> | undefined;
+
   info(): DeviceInfo {
     const c = this.config;
-    return {
+    return (this.infoOnce ??= {
       device_id: this.id,
       ...(c.device_name !== undefined ? { device_name: c.device_name } : {}),
       family: "modbus",
@@ -83,7 +86,7 @@ export class ProfileDevice implements Device {
       ...(c.rated_power_w !== undefined ? { rated_power_w: c.rated_power_w } : {}),
       ...(c.shed_priority !== undefined ? { shed_priority: c.shed_priority } : {}),
       fully_configured: this.registered.fully_configured,
-    };
+    });
   }
 
   private address(): string {
