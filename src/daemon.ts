@@ -120,7 +120,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
-  const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // one lock per username for both front ends
+  const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // a lock per username for each front end
   const ui = new UiPart(statusPageDeps(core, { log: logOf("ui"), ...http }));
   add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins(), ...http })), ESSENTIAL);
   add(ui);

@@ -1,6 +1,7 @@
-// Password attempts, for the token endpoint and the status page login alike: one
-// exponential lock per username that both share (a guess at either counts at both), each
-// front end's own per-source throttle, and the count of passwords actually checked.
+// Password attempts, for the token endpoint and the status page login alike: an
+// exponential lock per username for each front end (a guess at the status page never
+// locks the token endpoint, so that the LAN the page is open to cannot lock the partner
+// out), each front end's own per-source throttle, and the count of passwords checked.
 // An attempt is counted as a failure BEFORE its password is checked and taken back when it
 // succeeds: scrypt is asynchronous, so guesses sent together would otherwise all pass the
 // limit before the first of them failed. Why: docs/security.md ("Guessing").
@@ -19,6 +20,9 @@ export interface SourceThrottle {
   forgive(key: string, t: number): void;
 }
 
+/** Who checks the password: each counts its own guesses per username. */
+export type FrontEnd = "token" | "page";
+
 export type Attempt =
   | { result: "ok" }
   | { result: "wrong" }
@@ -26,12 +30,14 @@ export type Attempt =
   | { result: "busy" };
 
 export class GuessLimits {
-  /** One lock per username, shared by every front end that checks passwords. */
-  readonly users: Backoff;
+  /** One lock per username for each front end. */
+  private readonly users: Record<FrontEnd, Backoff>;
   private checks = 0;
 
   constructor(now: () => number = Date.now) {
-    this.users = new Backoff({ free: USER_FREE_FAILURES, baseMs: 1000, maxMs: 15 * 60_000, forgetMs: 60 * 60_000, capacity: 4096, now });
+    const lock = () =>
+      new Backoff({ free: USER_FREE_FAILURES, baseMs: 1000, maxMs: 15 * 60_000, forgetMs: 60 * 60_000, capacity: 4096, now });
+    this.users = { token: lock(), page: lock() };
   }
 
   /** Passwords checked (scrypt run to its answer) since start. */
@@ -40,18 +46,24 @@ export class GuessLimits {
   }
 
   /**
-   * One attempt of `username` from `source`: refused while the source or the username
-   * waits; else counted as a failure of both, then checked by `check`. A right password
-   * takes the source's count back and clears the username; a check refused as busy takes
-   * the source's count back (no password was tried).
+   * One attempt of `username` from `source` at front end `front`: refused while the
+   * source or the username (at that front end) waits; else counted as a failure of both,
+   * then checked by `check`. A right password takes the source's count back and clears the
+   * username's lock at that front end; a check refused as busy takes the source's count
+   * back (no password was tried).
    */
-  async attempt(source: { throttle: SourceThrottle; key: string }, username: string, check: () => Promise<boolean>): Promise<Attempt> {
+  async attempt(
+    source: { throttle: SourceThrottle; key: string; front: FrontEnd },
+    username: string,
+    check: () => Promise<boolean>,
+  ): Promise<Attempt> {
+    const users = this.users[source.front];
     const sourceWait = source.throttle.retryAfterS(source.key);
     if (sourceWait > 0) return { result: "wait", retryAfterS: sourceWait, who: "source" };
-    const userWait = this.users.retryAfterS(username);
+    const userWait = users.retryAfterS(username);
     if (userWait > 0) return { result: "wait", retryAfterS: userWait, who: "username" };
     const at = source.throttle.fail(source.key);
-    this.users.fail(username);
+    users.fail(username);
     let ok: boolean;
     try {
       ok = await check();
@@ -63,7 +75,7 @@ export class GuessLimits {
     this.checks++;
     if (!ok) return { result: "wrong" };
     source.throttle.forgive(source.key, at);
-    this.users.succeed(username);
+    users.succeed(username);
     return { result: "ok" };
   }
 

@@ -56,7 +56,9 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
     }
     return reply.send(errorBody(a));
   });
-  app.setNotFoundHandler((req, reply) => {
+  // An unknown path counts against the source's rate limit like a route (the plugin's own
+  // hook sees only registered routes).
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (req, reply) => {
     const a = errorAnswer(notFound(`no route ${req.method} ${req.url.split("?")[0]}`));
     reply.code(a.status).send(errorBody(a));
   });

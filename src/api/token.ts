@@ -1,7 +1,7 @@
 // POST /connect/token: the OAuth 2.0 resource owner password grant (spec 4.1, RFC 6749
 // 4.3), answered per RFC 6749 5.1 / 5.2, with the client_id in the form or by HTTP Basic
-// with an empty secret; the source throttle and the username lock (shared with the status
-// page, guess-limit.ts) around the password check.
+// with an empty secret; the source throttle and the endpoint's own username lock
+// (guess-limit.ts; the status page locks a username apart) around the password check.
 // The order of the checks, and why: docs/security.md (the table, and "Guessing at
 // /connect/token").
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
@@ -72,7 +72,7 @@ export function basicClientId(header: unknown): { id: string } | { refused: stri
   return { id };
 }
 
-/** The token endpoint's failures per source address (the username lock is the shared GuessLimits). */
+/** The token endpoint's failures per source address (the username lock is GuessLimits', the token endpoint's own). */
 export class TokenLimiter {
   readonly sources: FailureThrottle;
 
@@ -87,7 +87,7 @@ export class TokenLimiter {
 
 /** The password check of a well-formed request, within the source and username limits. */
 async function checkGrant(guesses: GuessLimits, sources: FailureThrottle, ip: string, username: string, check: () => Promise<boolean>) {
-  const a = await guesses.attempt({ throttle: sources, key: sourceKey(ip) }, username, check);
+  const a = await guesses.attempt({ throttle: sources, key: sourceKey(ip), front: "token" }, username, check);
   if (a.result === "wait")
     throw tooMany(
       a.retryAfterS,

@@ -8,6 +8,7 @@ import { httpsOptions } from "../api/fastify-options.js";
 import { ConnectionGate, connectionLimits } from "../api/connection-limits.js";
 import type { MetricFamily } from "../metrics.js";
 import { SitegateError } from "../errors.js";
+import { asSitegateError, errorAnswer } from "../services/errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { splitHostPort, urlHost } from "../util/process.js";
@@ -61,7 +62,14 @@ export class UiPart implements Part {
         new SitegateError("RATE_LIMITED", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
     });
     await app.register(this.plugin().plugin);
-    app.setNotFoundHandler((_req, reply) => reply.code(303).header("location", "/ui/").send());
+    // An unknown path counts against the rate limit too; the limit's 429 outside the page's
+    // routes (which answer their own errors) is answered here.
+    app.setErrorHandler((err, req, reply) => {
+      const a = errorAnswer(asSitegateError(err));
+      if (a.status === 500) req.log.error({ err, reqId: req.id }, "status page request failed");
+      return reply.code(a.status).send({ error: a.code, message: a.message });
+    });
+    app.setNotFoundHandler({ preHandler: app.rateLimit() }, (_req, reply) => reply.code(303).header("location", "/ui/").send());
     const { host, port } = splitHostPort(config.ui.listen);
     this.app = app; // before listen: after a failed start, stop() closes it
     await app.listen({ host, port });

@@ -210,7 +210,7 @@ function loginRoutes(deps: UiDeps, sessions: Sessions, loginTpl: string): Routes
     const password = typeof body.password === "string" ? body.password : "";
     let ok = false;
     if (user && password) {
-      const a = await deps.guesses.attempt({ throttle, key: req.ip }, user, () => credentials.checkPassword(user, password));
+      const a = await deps.guesses.attempt({ throttle, key: req.ip, front: "page" }, user, () => credentials.checkPassword(user, password));
       if (a.result === "busy") return tooMany(reply, 1, "The gateway is busy; try again in a moment.");
       if (a.result === "wait" && a.who === "source") return tooMany(reply, a.retryAfterS, sourceWait(req.ip, a.retryAfterS));
       if (a.result === "wait")

@@ -1,5 +1,5 @@
 // Sessions of the status page (in memory: a restart logs everyone out) and the per-source
-// throttle of failed logins (the username lock is the one the token endpoint uses: GuessLimits). Session ids and CSRF tokens are 256-bit random strings; the
+// throttle of failed logins (and the page's own lock per username: GuessLimits). Session ids and CSRF tokens are 256-bit random strings; the
 // map holds SHA-256 of the id, so a heap dump does not hand out live cookies.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { FailureThrottle, sourceKey } from "../api/throttle.js";

@@ -243,3 +243,42 @@ test("connections over the listener's total are refused at accept, whatever thei
     },
   );
 });
+
+/** `n` requests pipelined on one connection; the status of each answer, in order. */
+async function pipelined(url: string, path: string, n: number): Promise<number[]> {
+  const c = open(url);
+  await c.secured;
+  c.socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`.repeat(n));
+  let text = "";
+  const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  await new Promise<void>((resolve, reject) => {
+    c.socket.on("data", (d: Buffer) => {
+      text += d.toString("latin1");
+      if (statuses().length >= n) resolve();
+    });
+    c.socket.once("close", () => reject(new Error(`closed after ${statuses().length} answers of ${n}`)));
+  });
+  c.socket.destroy();
+  return statuses();
+}
+
+test("unknown paths count against the per-source rate limit: 1,000 pipelined GET /nope get 429 beyond the limit, on both listeners", async () => {
+  await withLimits(
+    {},
+    () => ({ ui: { enabled: true, listen: "127.0.0.1:0" } }),
+    async (gw) => {
+      // Two pipelines of 500 (Node's HTTP server closes a connection with far more pipelined at
+      // at once). The limit counts a pipeline's requests together, so a few more than the
+      // strict 400 may be refused; never fewer.
+      const twice = async (url: string) => [...(await pipelined(url, "/nope", 500)), ...(await pipelined(url, "/nope", 500))];
+      const tally = (ss: number[]) =>
+        JSON.stringify(Object.fromEntries([...new Set(ss)].map((x) => [x, ss.filter((s) => s === x).length])));
+      const api = await twice(gw.url);
+      assert.ok(api.filter((s) => s === 429).length >= 400, `beyond the default 600 a minute: 429 (${tally(api)})`);
+      assert.equal(api.filter((s) => s === 404 || s === 429).length, 1000, tally(api));
+      const ui = await twice(gw.daemon.part<UiPart>("ui").url);
+      assert.ok(ui.filter((s) => s === 429).length >= 400, `the status page's listener too (${tally(ui)})`);
+      assert.equal(ui.filter((s) => s === 303 || s === 429).length, 1000, tally(ui));
+    },
+  );
+});

@@ -19,7 +19,7 @@ function heldChecks() {
 test("40 attempts in flight at once: one username gets its free failures and one more checked, the rest wait", async () => {
   const now = 1_000_000;
   const g = new GuessLimits(() => now);
-  const source = { throttle: new FailureThrottle({ max: 10, windowMs: 60_000, now: () => now }), key: "10.0.0.1" };
+  const source = { throttle: new FailureThrottle({ max: 10, windowMs: 60_000, now: () => now }), key: "10.0.0.1", front: "token" as const };
   const h = heldChecks();
   const all = Array.from({ length: 40 }, () => g.attempt(source, "partner", h.check));
   await new Promise((r) => setImmediate(r));
@@ -35,20 +35,38 @@ test("a right password takes its own count back: a source that logs in often is 
   const now = 1_000_000;
   const g = new GuessLimits(() => now);
   const throttle = new FailureThrottle({ max: 3, windowMs: 60_000, now: () => now });
-  for (let i = 0; i < 10; i++) assert.equal((await g.attempt({ throttle, key: "a" }, "partner", async () => true)).result, "ok");
+  for (let i = 0; i < 10; i++)
+    assert.equal((await g.attempt({ throttle, key: "a", front: "token" }, "partner", async () => true)).result, "ok");
   assert.equal(throttle.retryAfterS("a"), 0);
-  for (let i = 0; i < 3; i++) assert.equal((await g.attempt({ throttle, key: "a" }, `u${i}`, async () => false)).result, "wrong");
-  assert.equal((await g.attempt({ throttle, key: "a" }, "u9", async () => true)).result, "wait", "three failures lock the source");
+  for (let i = 0; i < 3; i++)
+    assert.equal((await g.attempt({ throttle, key: "a", front: "token" }, `u${i}`, async () => false)).result, "wrong");
+  assert.equal(
+    (await g.attempt({ throttle, key: "a", front: "token" }, "u9", async () => true)).result,
+    "wait",
+    "three failures lock the source",
+  );
 });
 
 test("a check refused as busy tried no password: the source's count is taken back", async () => {
   const now = 1_000_000;
   const g = new GuessLimits(() => now);
   const throttle = new FailureThrottle({ max: 1, windowMs: 60_000, now: () => now });
-  const busy = await g.attempt({ throttle, key: "a" }, "partner", async () => {
+  const busy = await g.attempt({ throttle, key: "a", front: "token" }, "partner", async () => {
     throw new HashBusyError();
   });
   assert.equal(busy.result, "busy");
   assert.equal(throttle.retryAfterS("a"), 0);
   assert.equal(g.checked, 0);
+});
+
+test("the status page and the token endpoint lock a username each for itself: the page's lock never refuses the token endpoint", async () => {
+  const now = 1_000_000;
+  const g = new GuessLimits(() => now);
+  const page = new FailureThrottle({ max: 100, windowMs: 60_000, now: () => now });
+  const token = new FailureThrottle({ max: 100, windowMs: 60_000, now: () => now });
+  for (let i = 0; i < 12; i++) await g.attempt({ throttle: page, key: `10.0.0.${i}`, front: "page" }, "partner", async () => false);
+  const locked = await g.attempt({ throttle: page, key: "10.0.0.99", front: "page" }, "partner", async () => true);
+  assert.equal(locked.result, "wait", "the page locks the username at the page");
+  const t = await g.attempt({ throttle: token, key: "127.0.0.1", front: "token" }, "partner", async () => true);
+  assert.equal(t.result, "ok", "the token endpoint takes the right password");
 });
