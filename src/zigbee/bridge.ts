@@ -9,9 +9,11 @@
 //
 // Nothing from the broker is trusted: anyone who can publish there can forge the bridge's
 // device list and any device's state. A friendly name goes into a topic only when it is
-// safe there (zigbeeNameProblem) and belongs to a configured device; state messages are
-// bounded and their readings checked (state.ts); a message that fails is counted, logged
-// within a budget, and dropped, and the connection stays.
+// safe there (zigbeeNameProblem) and belongs to a configured device; every message is
+// bounded before it is parsed (the device list 1 MiB and 1,000 devices, any other topic
+// 64 KiB) and state readings are checked (state.ts); a message that fails is counted,
+// logged within a budget (an oversized one once a minute), and dropped, and the
+// connection stays.
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import type { IClientOptions, MqttClient } from "mqtt";
@@ -24,12 +26,13 @@ import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
 import { parseBridgeDevices, parseOnline, type Z2mDevice } from "./exposes.js";
-import { MAX_PACKET_BYTES, MAX_STATUS_BYTES, readState } from "./state.js";
+import { MAX_DEVICES_BYTES, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, MAX_STATUS_BYTES, readDeviceList, readState } from "./state.js";
 import { ZigbeeDevice, type BridgeLink } from "./device.js";
 
 /** Why a message from the broker was dropped: the label of sitegate_zigbee_rejected_total. */
 export type RejectReason =
   | "too_large"
+  | "too_many_devices"
   | "not_json"
   | "not_object"
   | "too_many_keys"
@@ -53,6 +56,8 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   private readonly routes = new Map<string, { dev: ZigbeeDevice; kind: "state" | "availability" }>();
   private readonly rejected = new Map<RejectReason, number>();
   private readonly rejectLog = new LogBudget();
+  /** Oversized messages: one line a minute (a retained one arrives again on every reconnect). */
+  private readonly oversizeLog = new LogBudget(1);
 
   constructor(
     private readonly cfg: ZigbeeConfig,
@@ -166,7 +171,8 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   /** Counts a dropped message and logs it within the budget (a flood of forgeries is a counter, not a journal). */
   private reject(reason: RejectReason, topic: string, detail: string): void {
     this.rejected.set(reason, (this.rejected.get(reason) ?? 0) + 1);
-    const held = this.rejectLog.take();
+    const oversize = reason === "too_large" || reason === "too_many_devices";
+    const held = (oversize ? this.oversizeLog : this.rejectLog).take();
     if (held === null) return;
     this.log.warn(
       { topic: topic.slice(0, 200), reason, detail: detail.slice(0, 300), ...(held ? { not_logged_since_last: held } : {}) },
@@ -176,6 +182,9 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
 
   private onMessage(topic: string, payload: Buffer): void {
     const b = this.baseTopic;
+    // Bounded before anything else looks at it, whatever the topic.
+    const cap = topic === `${b}/bridge/devices` ? MAX_DEVICES_BYTES : MAX_MESSAGE_BYTES;
+    if (payload.length > cap) return this.reject("too_large", topic, `${payload.length} bytes (at most ${cap})`);
     if (topic === `${b}/bridge/state`) {
       if (payload.length > MAX_STATUS_BYTES) return this.reject("too_large", topic, `${payload.length} bytes`);
       const online = parseOnline(payload.toString("utf8"));
@@ -203,14 +212,9 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   }
 
   private onDevicesMessage(topic: string, payload: Buffer): void {
-    let json: unknown;
-    try {
-      json = JSON.parse(payload.toString("utf8"));
-    } catch {
-      return this.reject("bad_list", topic, "not JSON");
-    }
-    if (!Array.isArray(json)) return this.reject("bad_list", topic, "not a JSON array");
-    this.onDevices(parseBridgeDevices(json));
+    const v = readDeviceList(payload);
+    if (!v.ok) return this.reject(v.reason, topic, v.detail);
+    this.onDevices(parseBridgeDevices(v.list));
   }
 
   /** Why a listed name may not be this device's topic, given the names other devices hold. */

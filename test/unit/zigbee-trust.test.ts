@@ -4,7 +4,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { zigbeeNameProblem } from "../../src/config/local-schema.js";
-import { MAX_STATE_BYTES, MAX_STATE_KEYS, readState } from "../../src/zigbee/state.js";
+import {
+  MAX_DEVICES,
+  MAX_DEVICES_BYTES,
+  MAX_DEVICES_NODES,
+  MAX_STATE_BYTES,
+  MAX_STATE_KEYS,
+  readDeviceList,
+  readState,
+} from "../../src/zigbee/state.js";
 import { parseBridgeDevices } from "../../src/zigbee/exposes.js";
 import { LogBudget } from "../../src/util/log-budget.js";
 import { parseConfig } from "../../src/load-config.js";
@@ -136,4 +144,23 @@ test("the log budget: the first lines of a window written, the rest counted and 
   now = 60_000;
   assert.equal(b.take(), 3, "three held back since the last line");
   assert.equal(b.take(), 0);
+});
+
+test("readDeviceList: refused by size, by devices and by objects before it is parsed; commas and brackets inside strings do not count", () => {
+  const dev = (i: number) => ({ ieee_address: `0x${i.toString(16).padStart(16, "0")}`, friendly_name: `a, [b] {c} \\" ${i}` });
+  const list = (n: number) => Buffer.from(JSON.stringify(Array.from({ length: n }, (_, i) => dev(i))));
+  const ok = readDeviceList(list(MAX_DEVICES));
+  assert.ok(ok.ok && ok.list.length === MAX_DEVICES);
+  assert.deepEqual(readDeviceList(list(MAX_DEVICES + 1)), { ok: false, reason: "too_many_devices", detail: `over ${MAX_DEVICES} devices` });
+  const big = readDeviceList(Buffer.alloc(MAX_DEVICES_BYTES + 1, 0x20));
+  assert.equal(big.ok ? "" : big.reason, "too_large");
+  const nested = Buffer.from(JSON.stringify([{ exposes: Array.from({ length: MAX_DEVICES_NODES }, () => ({})) }]));
+  assert.equal(nested.length < MAX_DEVICES_BYTES, true);
+  const n = readDeviceList(nested);
+  assert.equal(n.ok ? "" : n.reason, "too_many_devices");
+  for (const bad of ["{}", "x", "", "[1,", " [ ]"]) {
+    const v = readDeviceList(Buffer.from(bad));
+    if (bad === " [ ]") assert.ok(v.ok && v.list.length === 0);
+    else assert.equal(v.ok ? "" : v.reason, "bad_list", bad);
+  }
 });
