@@ -33,7 +33,7 @@ help:
 	@echo "make soak-dispatch  DISPATCH_SOAK_RUNS (10000) generated sites against the simulator's truth; slowest, worst error, shrunk failures"
 	@echo "make sim    start the bench simulator with the demo scenario"
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
-	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page, then its brokers (FUZZ_QUICK=1 for a short run)"
+	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page, then its brokers, then a connection flood (FUZZ_QUICK=1 for a short run)"
 	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
@@ -217,6 +217,7 @@ test-arm: setup build cross-deps
 fuzz: setup build
 	node dist/test/fuzz/api.fuzz.js
 	node dist/test/fuzz/broker.fuzz.js
+	node dist/test/fuzz/flood.fuzz.js
 
 # POWERCUT_CUTS power cuts (default 100) of `sitegate run` with its data_dir on a FUSE
 # filesystem that drops every write not fsynced (test/support/powercut-fs.py, on Debian's

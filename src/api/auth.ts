@@ -198,3 +198,11 @@ export function ipInList(list: BlockList, ip: string): boolean {
   if (mapped) return list.check(mapped, "ipv4");
   return list.check(ip, isIPv4(ip) ? "ipv4" : "ipv6");
 }
+
+/** Whether an address is on any of the lists (CIDRs), for the connection gate: cached, bounded. */
+export function onAnyList(lists: ReadonlyArray<readonly string[]>): (ip: string) => boolean {
+  const all = new BlockList();
+  for (const list of lists) for (const cidr of list) addCidr(all, cidr);
+  const cache = new Map<string, boolean>();
+  return (ip) => cached(cache, ip, () => ipInList(all, ip));
+}

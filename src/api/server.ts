@@ -9,7 +9,7 @@ import { SitegateError } from "../errors.js";
 import { asSitegateError, errorAnswer } from "../services/errors.js";
 import { HttpError, errorBody, notFound, rateLimited } from "./errors.js";
 import { splitHostPort, urlHost } from "../util/process.js";
-import { Credentials, TokenStore } from "./auth.js";
+import { Credentials, TokenStore, onAnyList } from "./auth.js";
 import { installGuards } from "./guard.js";
 import { tokenRoutes } from "./token.js";
 import { gatewayRoutes } from "./gateway.js";
@@ -18,7 +18,8 @@ import { opsRoutes } from "./ops.js";
 import { drRoutes } from "./dr.js";
 import type { ApiContext, ApiDeps } from "./context.js";
 import { httpsOptions } from "./fastify-options.js";
-import { ConnectionGate, connectionLimits } from "./connection-limits.js";
+import { connectionLimits } from "./connection-limits.js";
+import { ConnectionGate } from "./connection-gate.js";
 import type { GuessLimits } from "./guess-limit.js";
 import type { MetricFamily } from "../metrics.js";
 
@@ -89,7 +90,10 @@ export class ApiServer implements Part {
   port = 0;
 
   constructor(private readonly deps: ApiDeps) {
-    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "api");
+    const { auth, http, ui } = deps.config;
+    // Who the listener serves at all: the partner, the admin, the probes, and the status page when it rides here.
+    const lists = [auth.ip_allowlist, auth.admin_allowlist, http.metrics_allow, ...(ui.enabled && !ui.listen ? [ui.allow] : [])];
+    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "api", onAnyList(lists));
     this.guesses = deps.guesses;
   }
 

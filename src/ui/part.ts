@@ -5,7 +5,9 @@
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import { httpsOptions } from "../api/fastify-options.js";
-import { ConnectionGate, connectionLimits } from "../api/connection-limits.js";
+import { connectionLimits } from "../api/connection-limits.js";
+import { ConnectionGate } from "../api/connection-gate.js";
+import { onAnyList } from "../api/auth.js";
 import type { MetricFamily } from "../metrics.js";
 import { SitegateError } from "../errors.js";
 import { asSitegateError, errorAnswer } from "../services/errors.js";
@@ -25,7 +27,8 @@ export class UiPart implements Part {
   port = 0;
 
   constructor(private readonly deps: Omit<UiDeps, "history">) {
-    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "ui");
+    // Its own listener serves the status page only: ui.allow.
+    this.gate = new ConnectionGate(connectionLimits(deps.connectionLimits), deps.log, "ui", onAnyList([deps.config.ui.allow]));
   }
 
   get enabled(): boolean {

@@ -2,9 +2,11 @@
 // with the simulator as its zigbee2mqtt bridge on a real mosquitto, and the fleet on a
 // second, TLS mosquitto. A forger on the zigbee broker publishes random retained device
 // lists (wildcard, bridge/, NUL, empty-level and duplicate friendly names, junk exposes,
-// 1 MiB lists), state messages (1 MiB, thousands of keys, deep nesting, junk and
-// unbelievable readings) and junk availability; a fleet client publishes oversized commands
-// (up to 20 MB). Then the bridge's real list is put back.
+// 1 MiB lists, and lists over the caps: 4 MiB and just over 1 MiB of `{}`, 1,001 devices,
+// one device of 350,000 objects), state messages (1 MiB, thousands of keys, deep nesting,
+// junk and unbelievable readings), junk availability, and oversized bridge/info and other
+// bridge topics (retained); a fleet client publishes oversized commands (up to 20 MB).
+// Then the bridge's real list is put back.
 //
 // Passes when the daemon is alive, neither MQTT connection was ever dropped (connects = 1),
 // no topic the gateway published has an unsafe device name, every Zigbee device is online
@@ -104,12 +106,28 @@ function junkValue(depth = 0): unknown {
   }
 }
 
-/** A device list: the real one with plug-1 renamed, junk entries added, or no list at all. */
-function listCase(real: Array<Record<string, unknown>>): string {
+/** `[{},{},...]` of about `bytes`. */
+const emptyObjects = (bytes: number) => `[${"{},".repeat(Math.floor(bytes / 3) - 1)}{}]`;
+/** Lists over the caps (issue 40: a retained 4 MiB list of `{}` ran the heap out at every start). */
+const OVER_CAPS = [
+  emptyObjects(4 * MiB - 1024),
+  emptyObjects(MiB + 3),
+  JSON.stringify(
+    Array.from({ length: 1001 }, (_, i) => ({ ieee_address: `0x${i.toString(16).padStart(16, "0")}`, friendly_name: `d${i}` })),
+  ),
+  `[{"ieee_address":"${PLUG_1_IEEE}","friendly_name":"washer-plug","definition":{"exposes":${emptyObjects(MiB - 200)}}}]`,
+];
+
+/** A device list: the real one with plug-1 renamed, junk entries added, one over the caps, or no list at all. */
+function listCase(real: Array<Record<string, unknown>>, counts: Counts): string {
   const r = rnd();
-  if (r < 0.05) return "not json [";
-  if (r < 0.1) return JSON.stringify({ devices: real });
-  if (r < 0.13)
+  if (r < 0.08) {
+    counts.over_caps++;
+    return pick(OVER_CAPS);
+  }
+  if (r < 0.13) return "not json [";
+  if (r < 0.18) return JSON.stringify({ devices: real });
+  if (r < 0.21)
     return JSON.stringify([...real, ...Array.from({ length: 2000 }, (_, i) => ({ ieee_address: `0x${i}`, pad: "p".repeat(500) }))]);
   const name = pick(HOSTILE_NAMES);
   const list: unknown[] = real.map((d) => (d.ieee_address === PLUG_1_IEEE ? { ...d, friendly_name: name } : d));
@@ -181,6 +199,8 @@ const peakRssMiB = (pid: number) => Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileS
 
 interface Counts {
   lists: number;
+  over_caps: number;
+  bridge_other: number;
   states: number;
   status: number;
   fleet_oversized: number;
@@ -195,7 +215,15 @@ async function runCases(zb: Recorder, fleet: MqttClient, real: Array<Record<stri
     const r = rnd();
     if (r < 0.3) {
       counts.lists++;
-      await zb.client.publishAsync(`${Z2M_BASE}/bridge/devices`, listCase(real), { qos: 1, retain: true });
+      await zb.client.publishAsync(`${Z2M_BASE}/bridge/devices`, listCase(real, counts), { qos: 1, retain: true });
+    } else if (r < 0.33) {
+      // Every other topic is capped at 64 KiB: bridge/info and the bridge's other topics, retained as zigbee2mqtt does.
+      counts.bridge_other++;
+      const topic = `${Z2M_BASE}/bridge/${pick(["info", "logging", "groups", "extensions", "definitions"])}`;
+      await zb.client.publishAsync(topic, pick([emptyObjects(64 * 1024 + 3), emptyObjects(MiB), JSON.stringify(junkValue())]), {
+        qos: 1,
+        retain: rnd() < 0.5,
+      });
     } else if (r < 0.75) {
       counts.states++;
       const c = stateCase();
@@ -231,7 +259,7 @@ async function main(): Promise<number> {
       const zb = await Recorder.connect(zigbeeBroker.url, [], { protocolVersion: 5 });
       await zb.client.subscribeAsync(`${Z2M_BASE}/#`, { qos: 1, nl: true });
       const fleet = await fleetClient(fleetBroker);
-      const counts: Counts = { lists: 0, states: 0, status: 0, fleet_oversized: 0 };
+      const counts: Counts = { lists: 0, over_caps: 0, bridge_other: 0, states: 0, status: 0, fleet_oversized: 0 };
       try {
         const zigbeeUp = async () => {
           const text = await scrape(d, agent);
@@ -292,10 +320,14 @@ async function main(): Promise<number> {
           `broker-fuzz${QUICK ? " (quick)" : ""}`,
           `cases=${N}`,
           `lists=${counts.lists}`,
+          `over_caps=${counts.over_caps}`,
+          `bridge_other=${counts.bridge_other}`,
           `states=${counts.states}`,
           `status=${counts.status}`,
           `fleet_oversized=${counts.fleet_oversized}`,
           `zigbee_rejected=${metric(text, "sitegate_zigbee_rejected_total")}`,
+          `of_which_too_large=${metric(text, 'sitegate_zigbee_rejected_total{reason="too_large"}')}`,
+          `too_many_devices=${metric(text, 'sitegate_zigbee_rejected_total{reason="too_many_devices"}')}`,
           `zigbee_connects=${zConnects}`,
           `fleet_connects=${fConnects}`,
           `gateway_publishes=${published.length}`,

@@ -215,7 +215,7 @@ test("the 65th connection from one source is refused at accept while another sou
         assert.equal((await extra.closed).secure, false);
         assert.equal(await healthzFrom(gw.url, "127.0.0.3"), 200);
         const metrics = await gw.call("GET", "/metrics");
-        assert.match(metrics.text, /sitegate_http_connections_refused_total\{listener="api"\} 1\n/);
+        assert.match(metrics.text, /sitegate_http_connections_refused_total\{listener="api",reason="per_source"\} 1\n/);
         // A held connection that closes frees its place.
         held.shift()!.socket.destroy();
         await eventually(async () => (await healthzFrom(gw.url, "127.0.0.2").catch(() => 0)) === 200, "a place for 127.0.0.2");
@@ -226,19 +226,65 @@ test("the 65th connection from one source is refused at accept while another sou
   );
 });
 
-test("connections over the listener's total are refused at accept, whatever their source", async () => {
+test("sources on no allowlist never hold a slot: 8 × 64 connections from 127.0.0.2-9 are refused at accept and the allowlisted 127.0.0.1 gets /healthz", async () => {
+  // The real limits (64 per source, 512 in all): before, these 512 took every slot.
   await withLimits(
-    { total: 8 },
+    {},
+    () => ({}),
+    async (gw) => {
+      const sources = Array.from({ length: 8 }, (_, i) => `127.0.0.${2 + i}`);
+      const conns = sources.flatMap((from) => Array.from({ length: 64 }, () => open(gw.url, from)));
+      try {
+        const outcomes = await Promise.all(
+          conns.map((c) =>
+            c.secured.then(
+              () => "tls",
+              () => "refused",
+            ),
+          ),
+        );
+        assert.equal(outcomes.filter((o) => o === "refused").length, 512, "every one refused before TLS");
+        assert.equal(await healthzFrom(gw.url, "127.0.0.1"), 200);
+        const m = (await gw.call("GET", "/metrics")).text;
+        assert.match(m, /sitegate_http_connections_refused_total\{listener="api",reason="not_allowed"\} 512\n/);
+        assert.match(m, /sitegate_http_connections\{listener="api"\} [12]\n/, "only the allowlisted hold slots");
+      } finally {
+        for (const c of conns) c.socket.destroy();
+      }
+    },
+  );
+});
+
+test("allowlisted sources holding every slot: a newcomer gets the oldest idle connection of the biggest holder; equal holders are refused, not churned", async () => {
+  await withLimits(
+    { perSource: 8, total: 24 },
     () => ({ http: { listen: "127.0.0.1:0", tls: { cert: testCert().certFile, key: testCert().keyFile }, ...LOOPBACK_8 } }),
     async (gw) => {
-      const held = [...(await hold(gw.url, "127.0.0.2", 4)), ...(await hold(gw.url, "127.0.0.3", 4))];
+      const a = await hold(gw.url, "127.0.0.2", 8);
+      const b = await hold(gw.url, "127.0.0.3", 8);
+      const c = await hold(gw.url, "127.0.0.4", 7);
+      // A request in progress makes a connection busy: 127.0.0.2's oldest is, so its second goes.
+      // Node answers 100 Continue as it hands the request on; its body never comes.
+      let seen = "";
+      a[0]!.socket.on("data", (d: Buffer) => (seen += d.toString("latin1")));
+      a[0]!.socket.write(
+        "POST /nope HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n",
+      );
+      await eventually(async () => seen.includes("100 Continue"), "the request handed on");
+      const held = [...a, ...b, ...c, ...(await hold(gw.url, "127.0.0.5", 1))];
       try {
-        const extra = open(gw.url, "127.0.0.4");
-        await assert.rejects(extra.secured, /closed before TLS/);
-        held.pop()!.socket.destroy();
-        await eventually(async () => (await healthzFrom(gw.url, "127.0.0.4").catch(() => 0)) === 200, "a place freed");
+        // Every slot taken. 127.0.0.4 holds 7, one fewer than the biggest: refused, not churned.
+        const near = open(gw.url, "127.0.0.4");
+        await assert.rejects(near.secured, /closed before TLS/);
+        assert.equal(await healthzFrom(gw.url, "127.0.0.6"), 200, "the newcomer is served");
+        const gone = await Promise.race(held.map((x, i) => x.closed.then(() => i)));
+        assert.equal(gone, 1, "the biggest holder's oldest idle connection was closed");
+        const text = (await gw.call("GET", "/metrics")).text;
+        // The /metrics call itself may have taken a slot the same way.
+        assert.match(text, /sitegate_http_connections_evicted_total\{listener="api"\} [12]\n/);
+        assert.match(text, /reason="total"\} 1\n/);
       } finally {
-        for (const c of held) c.socket.destroy();
+        for (const x of held) x.socket.destroy();
       }
     },
   );
