@@ -120,7 +120,7 @@ const writeStep = z
     }
     if ((s.count !== 1 || s.flash || s.per) && s.table === "coil")
       ctx.addIssue({ code: "custom", path: ["table"], message: "count, flash and per are for holding registers" });
-    if (s.per && typeof s.value === "string" && !["$watts", "$pct"].includes(s.value))
+    if (s.per && s.value !== "$watts" && s.value !== "$pct")
       ctx.addIssue({ code: "custom", path: ["per"], message: "divides a power or a percent ($watts, $pct)" });
     if (s.restore !== undefined && s.flash)
       ctx.addIssue({ code: "custom", path: ["flash"], message: "a write-only register cannot be compared before it is written" });
