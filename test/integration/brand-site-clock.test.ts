@@ -154,21 +154,27 @@ for (const zone of ZONES) {
   }
 }
 
-test("a Deye setting kept in flash is written only where it differs: a repeated charge writes nothing, the write-back what the charge wrote", async () => {
+test("a Deye setting kept in flash is written only where it differs: a repeated action writes nothing, the write-back what the action wrote (the counts of docs/devices.md)", async () => {
   await withSiteAt("Europe/Berlin", siteInstant("Europe/Berlin", "09:30"), async (site, bus) => {
     const unit = DEYES[0].unit;
     const dev = profileDevice(bus, unit, "deye-hybrid");
     const written = async () => ((await simDevice(site, unit)).writes as Array<{ address: number; values: number[] }>).slice();
     const cells = (ws: Array<{ address: number; values: number[] }>) =>
       ws.flatMap((w) => w.values.map((_, i) => w.address + i)).sort((a, b) => a - b);
-    const pre = await dev.capture("charge");
-    await dev.power!.setPower("charge", REQUEST_W);
-    const charge = await written();
-    assert.ok(charge.length > 0);
-    await dev.power!.setPower("charge", REQUEST_W);
-    assert.equal((await written()).length, charge.length, "the same charge again writes nothing");
-    await dev.restore(pre);
-    const back = (await written()).slice(charge.length);
-    assert.deepEqual(cells(back), cells(charge), "the write-back writes exactly the registers the charge changed");
+    for (const [action, count] of [
+      ["charge", 22],
+      ["discharge", 16],
+    ] as const) {
+      const start = (await written()).length;
+      const pre = await dev.capture(action);
+      await dev.power!.setPower(action, REQUEST_W);
+      const act = (await written()).slice(start);
+      assert.equal(cells(act).length, count, `${action} on the factory settings: ${JSON.stringify(act)}`);
+      await dev.power!.setPower(action, REQUEST_W);
+      assert.equal((await written()).length, start + act.length, `the same ${action} again writes nothing`);
+      await dev.restore(pre);
+      const back = (await written()).slice(start + act.length);
+      assert.deepEqual(cells(back), cells(act), `the write-back writes exactly the registers the ${action} changed`);
+    }
   });
 });
