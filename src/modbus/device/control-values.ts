@@ -74,9 +74,9 @@ function describe(step: WriteStep, where: { address: number; unit?: number }): s
   return `${typeof step.value === "string" ? step.value : "value"} for register ${where.address}${unit}`;
 }
 
-/** Where a step's `per` reading is, as the key of the live readings planWrites takes. */
-export function perKey(per: NonNullable<WriteStep["per"]>): string {
-  return `${per.table}:${per.address}`;
+/** Where a step's `per` reading is ("holding:587", "227/holding:587" on a sub-device), as the key of the live readings planWrites takes. */
+export function perKey(step: WriteStep): string {
+  return `${step.unit === undefined ? "" : `${step.unit}/`}${step.per?.table}:${step.per?.address}`;
 }
 
 /** The engineering value of a numeric step, divided by its live reading (`per`), range-checked. */
@@ -117,7 +117,7 @@ function engineeringValue(
       }
   }
   if (step.per) {
-    const by = live.get(perKey(step.per));
+    const by = live.get(perKey(step));
     if (by === undefined) throw invalid(`${what}: ${step.per.table} register ${step.per.address} was not read; nothing written`);
     if (!(by > 0)) throw invalid(`${what}: ${step.per.table} register ${step.per.address} reads ${by}, which no value can be divided by`);
     value /= by;
@@ -281,7 +281,7 @@ export async function readLive(driver: DeviceDriver, steps: readonly WriteStep[]
   const live = new Map<string, number>();
   for (const step of steps) {
     const per = step.per;
-    if (!per || live.has(perKey(per)) || !resolve(driver, step)) continue;
+    if (!per || live.has(perKey(step)) || !resolve(driver, step)) continue;
     let word: number | undefined;
     try {
       [word] = await driver.bus.read(step.unit ?? driver.unit, per.table, per.address, 1, {
@@ -301,7 +301,7 @@ export async function readLive(driver: DeviceDriver, steps: readonly WriteStep[]
     }
     if (word === undefined)
       throw new SitegateError("MODBUS_BAD_RESPONSE", `${per.table} register ${per.address}: the answer holds no word; nothing written`);
-    live.set(perKey(per), (per.type === "s16" && word >= 0x8000 ? word - 0x10000 : word) * per.scale);
+    live.set(perKey(step), (per.type === "s16" && word >= 0x8000 ? word - 0x10000 : word) * per.scale);
   }
   return live;
 }
