@@ -5,6 +5,15 @@ import { parse } from "yaml";
 import { z } from "zod";
 import { issuesToDetails } from "../src/util/zod-issues.js";
 
+function validZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 const unit = z.number().int().min(1).max(247);
 const common = { unit, name: z.string().regex(/^[A-Za-z0-9_-]+$/), max_read_regs: z.number().int().min(1).max(125).optional() };
@@ -71,6 +80,14 @@ const brandSchemas = [
     rated_power_w: ratedPower(8000),
     /** The single-phase SG0xLP1 or the three-phase SG04LP3 register map. */
     variant: z.enum(["single-phase", "three-phase"]).default("single-phase"),
+    /**
+     * Which time-of-use program is in force when the start times are out of order, a point
+     * the public sources leave open: `latest-start`, the program whose start passed last;
+     * `ascending`, only the programs whose start follows the previous active one's.
+     */
+    program_times: z.enum(["latest-start", "ascending"]).default("latest-start"),
+    /** What limits a grid charge: the grid-charge current (230 / 128, A) or the program's power (W). */
+    grid_charge_limit: z.enum(["current", "program-power"]).default("current"),
   }),
   z.strictObject({ ...common, model: z.literal("sdm72"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
   z.strictObject({ ...common, model: z.literal("sdm120"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
@@ -230,8 +247,15 @@ export const scenarioSchema = z.strictObject({
        * solar time. Absent: the curve runs on UTC + tz_offset_h.
        */
       longitude_deg: z.number().min(-180).max(180).optional(),
-      /** Hours added to UTC for the daylight curve when no longitude is given. */
+      /** Hours added to UTC for the site's local time (and the daylight curve) when no timezone is given. */
       tz_offset_h: z.number().min(-12).max(14).default(0),
+      /**
+       * The site's IANA zone: the local time of the devices' own clocks (a time-of-use
+       * program's start) and, without a longitude, of the daylight curve.
+       */
+      timezone: z.string().refine(validZone, "must be an IANA time zone (Europe/Berlin)").optional(),
+      /** The site clock's instant at the simulator's start (ISO 8601 with Z or an offset); absent: the machine's clock. */
+      start_time: z.iso.datetime({ offset: true, error: "must be an ISO 8601 time with Z or an offset" }).optional(),
       voltage_v: z.number().positive().default(230),
       frequency_hz: z.number().positive().default(50),
     })

@@ -75,11 +75,18 @@ function buildDevices(spec: DeviceSpec, site: SiteModel): SimDevice[] {
   }
 }
 
-export async function startSim(scenario: ScenarioInput | string, opts: { baseDir?: string; log?: Logger } = {}): Promise<SimHandle> {
+export interface SimOptions {
+  baseDir?: string;
+  log?: Logger;
+  /** The site clock (epoch ms), as a test injects it; absent: the scenario's start_time, else the machine's clock. */
+  clock?: () => number;
+}
+
+export async function startSim(scenario: ScenarioInput | string, opts: SimOptions = {}): Promise<SimHandle> {
   const sc = typeof scenario === "string" ? loadScenario(scenario) : parseScenario(scenario);
   const baseDir = opts.baseDir ?? (typeof scenario === "string" ? process.cwd() : process.cwd());
   const log = opts.log ?? pino({ level: "silent" });
-  const site = new SiteModel(sc.site, sc.seed);
+  const site = new SiteModel(sc.site, sc.seed, opts.clock);
   const slots = new Map<string, { slot: DeviceSlot; port: string }>();
   const tcpServers: TcpServer[] = [];
   const rtuServers: RtuServer[] = [];
@@ -180,6 +187,8 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
     return {
       site: {
         time: new Date(site.clock()).toISOString(),
+        ...(site.timezone === undefined ? {} : { timezone: site.timezone }),
+        local_time: hhmm(site.localMinutes()),
         base_load_w: site.base_load_w,
         pv_irradiance: round1(site.irradiance() * 1000) / 1000,
         pv_irradiance_pinned: site.pv_irradiance !== undefined,
@@ -251,6 +260,11 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
 }
 
 class NotFound extends Error {}
+
+/** Minutes after midnight as "HH:MM". */
+function hhmm(minutes: number): string {
+  return `${String(Math.floor(minutes / 60)).padStart(2, "0")}:${String(minutes % 60).padStart(2, "0")}`;
+}
 
 function reply(res: ServerResponse, status: number, body?: unknown): void {
   if (body === undefined) {

@@ -3,6 +3,19 @@
 // that every meter reads (import positive). Devices only expose registers over this.
 import type { Scenario } from "./scenario.js";
 import { noise } from "./random.js";
+import { zoneOffset, type OffsetAt } from "../src/util/wall-time.js";
+
+/**
+ * The site's clock, epoch ms: the machine's wall clock, or, with the scenario's
+ * `start_time`, that instant at the simulator's start moving on at the machine's pace.
+ * A test may hand the simulator a clock of its own instead (startSim's `clock`).
+ */
+export function scenarioClock(sc: Pick<Scenario["site"], "start_time">, wall: () => number = Date.now): () => number {
+  if (sc.start_time === undefined) return wall;
+  const start = Date.parse(sc.start_time);
+  const t0 = wall();
+  return () => start + (wall() - t0);
+}
 
 export interface PowerSource {
   readonly name: string;
@@ -34,6 +47,10 @@ export class SiteModel {
   load_noise_pct: number;
   pv_irradiance: number | undefined;
   readonly tz_offset_h: number;
+  /** The site's IANA zone (`timezone`), when the scenario names one. */
+  readonly timezone: string | undefined;
+  /** The site's UTC offset at an instant, ms: its zone's, else tz_offset_h. */
+  readonly offsetAt: OffsetAt;
   readonly longitude_deg: number | undefined;
   readonly voltage_v: number;
   readonly frequency_hz: number;
@@ -49,12 +66,15 @@ export class SiteModel {
   constructor(
     sc: Scenario["site"],
     seed: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = scenarioClock(sc),
   ) {
     this.base_load_w = sc.base_load_w;
     this.load_noise_pct = sc.load_noise_pct;
     this.pv_irradiance = sc.pv_irradiance;
     this.tz_offset_h = sc.tz_offset_h;
+    this.timezone = sc.timezone;
+    const fixed = sc.tz_offset_h * 3_600_000;
+    this.offsetAt = sc.timezone === undefined ? () => fixed : zoneOffset(sc.timezone);
     this.longitude_deg = sc.longitude_deg;
     this.voltage_v = sc.voltage_v;
     this.frequency_hz = sc.frequency_hz;
@@ -65,7 +85,7 @@ export class SiteModel {
   /** Irradiance 0..1: pinned by the scenario, or a daylight curve (06:00-18:00 local solar time). */
   irradiance(nowMs = this.now()): number {
     if (this.pv_irradiance !== undefined) return this.pv_irradiance;
-    return daylight(nowMs, this.longitude_deg !== undefined ? this.longitude_deg / 15 : this.tz_offset_h);
+    return daylight(nowMs, this.longitude_deg !== undefined ? this.longitude_deg / 15 : this.offsetAt(nowMs) / 3_600_000);
   }
 
   /** Site load without relay loads, with seeded noise (a function of the second). */
@@ -104,5 +124,11 @@ export class SiteModel {
 
   clock(): number {
     return this.now();
+  }
+
+  /** The site's local wall time now as minutes after midnight (0..1439), in its zone. */
+  localMinutes(nowMs = this.now()): number {
+    const local = nowMs + this.offsetAt(nowMs);
+    return Math.floor((((local % 86_400_000) + 86_400_000) % 86_400_000) / 60_000);
   }
 }

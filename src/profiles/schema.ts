@@ -84,8 +84,28 @@ const writeStep = z
     sf_offset: z.number().int().min(2).optional(),
     /** Fixed profiles: absolute holding register of the scale factor. */
     sf_address: register.optional(),
-    /** [min, max] of the engineering value, inclusive. */
+    /** [min, max] of the engineering value (after `per`), inclusive. */
     range: z.tuple([rangeBound, rangeBound]).optional(),
+    /** The same value to this many consecutive registers (every program of a time-of-use table). */
+    count: z.number().int().min(1).max(16).default(1),
+    /**
+     * A setting the device keeps in flash: a register is written only when the device holds
+     * another value, at the action and at the write-back of the pre-event state alike.
+     */
+    flash: z.boolean().default(false),
+    /**
+     * The engineering value divided by a live reading of this register before it is
+     * written (watts / the battery's volts = amperes). Read at every action, never kept.
+     */
+    per: z
+      .strictObject({
+        table: z.enum(["holding", "input"]).default("holding"),
+        address: register,
+        type: z.enum(["u16", "s16"]).default("u16"),
+        /** Multiplier of the raw reading (0.01 for a voltage in 0.01 V). */
+        scale: z.number().positive().default(1),
+      })
+      .optional(),
   })
   .superRefine((s, ctx) => {
     if (s.sf_offset !== undefined && s.model === undefined)
@@ -98,6 +118,12 @@ const writeStep = z
     ) {
       ctx.addIssue({ code: "custom", path: ["table"], message: "coils take no scale factor or range" });
     }
+    if ((s.count !== 1 || s.flash || s.per) && s.table === "coil")
+      ctx.addIssue({ code: "custom", path: ["table"], message: "count, flash and per are for holding registers" });
+    if (s.per && s.value !== "$watts" && s.value !== "$pct")
+      ctx.addIssue({ code: "custom", path: ["per"], message: "divides a power or a percent ($watts, $pct)" });
+    if (s.restore !== undefined && s.flash)
+      ctx.addIssue({ code: "custom", path: ["flash"], message: "a write-only register cannot be compared before it is written" });
     if (s.range && typeof s.range[0] === "number" && typeof s.range[1] === "number" && s.range[0] > s.range[1]) {
       ctx.addIssue({ code: "custom", path: ["range"], message: "min must not exceed max" });
     }
@@ -368,6 +394,6 @@ export type ReadBack = z.infer<typeof readBack>;
 export type Profile = z.infer<typeof profileSchema>;
 export type FixedProfile = z.infer<typeof fixedProfileSchema>;
 export type SunSpecProfile = z.infer<typeof sunspecProfileSchema>;
-/** A write step; word order and scale may be left out (big, 1) where a step is built in code. */
-export type WriteStep = Omit<z.infer<typeof writeStep>, "word_order" | "scale"> &
-  Partial<Pick<z.infer<typeof writeStep>, "word_order" | "scale">>;
+/** A write step; word order, scale, count and flash may be left out (big, 1, 1, false) where a step is built in code. */
+export type WriteStep = Omit<z.infer<typeof writeStep>, "word_order" | "scale" | "count" | "flash"> &
+  Partial<Pick<z.infer<typeof writeStep>, "word_order" | "scale" | "count" | "flash">>;

@@ -1,7 +1,9 @@
 // A self-signed certificate for localhost/127.0.0.1/::1, made once with openssl and
-// shared by every test process (made in a private folder, then renamed into place).
+// shared by every test process (made in a private folder, then renamed into place). It
+// is valid from 2000 to 2099, not from the moment it was made: a suite run with the
+// clock set back (libfaketime) still trusts the one an earlier run left on disk.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -40,14 +42,62 @@ export function selfSignedCert(certFile: string, keyFile: string, days: number):
   return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
 }
 
+/** The CA configuration `openssl ca` needs to sign a request with its own key and fixed dates. */
+const SELF_SIGN_CNF = `[ca]
+default_ca = here
+[here]
+database = index.txt
+new_certs_dir = .
+serial = serial
+default_md = sha256
+policy = any
+copy_extensions = copy
+unique_subject = no
+x509_extensions = ext
+[any]
+commonName = supplied
+[ext]
+basicConstraints = critical, CA:TRUE
+subjectKeyIdentifier = hash
+`;
+
+/**
+ * A self-signed certificate like selfSignedCert's, valid from 2000-01-01 to 2099-12-31
+ * whatever the clock reads (`openssl req -x509` of OpenSSL 3.0 cannot set a start date).
+ */
+function clockProofCert(work: string): void {
+  const at = (f: string) => join(work, f);
+  writeFileSync(at("ca.cnf"), SELF_SIGN_CNF);
+  writeFileSync(at("index.txt"), "");
+  writeFileSync(at("serial"), "01\n");
+  const run = (args: string[]) => execFileSync("openssl", args, { cwd: work, stdio: "ignore" });
+  run([
+    "req",
+    "-new",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "key.pem",
+    "-out",
+    "csr.pem",
+    "-subj",
+    "/CN=localhost",
+    "-addext",
+    "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+  ]);
+  const dates = ["-startdate", "20000101000000Z", "-enddate", "20991231235959Z"];
+  run(["ca", "-batch", "-selfsign", "-notext", "-config", "ca.cnf", "-keyfile", "key.pem", "-in", "csr.pem", "-out", "cert.pem", ...dates]);
+}
+
 export function testCert(): TestCert {
-  const dir = join(tmpdir(), "sitegate-test-tls-v1");
+  const dir = join(tmpdir(), "sitegate-test-tls-v2");
   const certFile = join(dir, "cert.pem");
   const keyFile = join(dir, "key.pem");
   if (cached && existsSync(certFile)) return cached;
   if (!existsSync(certFile)) {
     const work = mkdtempSync(join(tmpdir(), "sitegate-tls-"));
-    selfSignedCert(join(work, "cert.pem"), join(work, "key.pem"), 3650);
+    clockProofCert(work);
     try {
       renameSync(work, dir);
     } catch {

@@ -1,7 +1,8 @@
 // Control values to register writes: engineering value / 10^sf with the device's scale
 // factor, the range checks that refuse a whole action before anything is written, the
-// scale-factor reads (once per pairing, never a raw fallback), and the profile schema
-// of a step that names its scale factor.
+// scale-factor reads (once per pairing, never a raw fallback), the profile schema
+// of a step that names its scale factor, and the steps of settings kept in flash
+// (count, per, flash: written only where a register holds another value).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SitegateError, isSitegateError } from "../../src/errors.js";
@@ -9,6 +10,8 @@ import { decodeScaleFactor, planWrites, readScaleFactors, toRaw, type ControlTar
 import { profileSchema, type WriteStep } from "../../src/profiles/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import type { DeviceDriver } from "../../src/modbus/device/driver.js";
+import { changedOnly } from "../../src/modbus/device/flash.js";
+import type { CellRead } from "../../src/modbus/device/pre-state.js";
 
 const M124 = 40100;
 const M123 = 40200;
@@ -186,4 +189,62 @@ test("a scale-factor read answered with no word is refused as MODBUS_BAD_RESPONS
     (e: unknown) =>
       isSitegateError(e, "MODBUS_BAD_RESPONSE") && /no word/.test((e as Error).message) && /nothing written/.test((e as Error).message),
   );
+});
+
+test("count writes one value to consecutive registers; per divides by a live reading before the range check; flash marks the write", () => {
+  const steps: WriteStep[] = [
+    { table: "holding", address: 154, type: "u16", count: 6, value: "$watts", flash: true },
+    {
+      table: "holding",
+      address: 128,
+      type: "u16",
+      value: "$watts",
+      per: { table: "holding", address: 587, type: "u16", scale: 0.01 },
+      range: [0, 185],
+    },
+  ];
+  const live = new Map([["holding:587", 51.2]]);
+  const [programs, current] = planWrites(target(), steps, { watts: 1500 }, new Map(), live);
+  assert.deepEqual(programs!.words, [1500, 1500, 1500, 1500, 1500, 1500]);
+  assert.equal(programs!.flash, true);
+  assert.deepEqual(current!.words, [29], "1500 W / 51.2 V = 29.3 A");
+  assert.equal(current!.flash, undefined);
+  assert.throws(() => planWrites(target(), steps, { watts: 1500 }), /register 587 was not read; nothing written/);
+  assert.throws(
+    () => planWrites(target(), steps, { watts: 1500 }, new Map(), new Map([["holding:587", 0]])),
+    /reads 0, which no value can be divided by/,
+  );
+  assert.throws(
+    () => planWrites(target(), steps, { watts: 5000 }, new Map(), new Map([["holding:587", 20]])),
+    /250 is outside the device's range 0\.\.185/,
+  );
+});
+
+test("a flash write goes out only to the registers that hold another value, as runs of neighbours", async () => {
+  const now = [1500, 1, 1500, 1500, 9, 9];
+  const read: CellRead = async (_t, address, count) => now.slice(address - 154, address - 154 + count);
+  const w = { table: "holding" as const, address: 154, words: [1500, 1500, 1500, 1500, 1500, 1500], coils: [], flash: true };
+  assert.deepEqual(
+    (await changedOnly(w, read)).map((x) => [x.address, x.words]),
+    [
+      [155, [1500]],
+      [158, [1500, 1500]],
+    ],
+  );
+  assert.deepEqual(await changedOnly({ ...w, words: now.slice() }, read), [], "all hold: nothing to write");
+  const plain = { ...w, flash: undefined };
+  assert.deepEqual(await changedOnly(plain, read), [plain], "not flash: as it is, without a read");
+});
+
+test("the profile schema: count, flash and per are for holding registers; per divides a power or a percent; a write-only register is not flash", () => {
+  const base = { name: "x", kind: "fixed", role: "battery", points: [{ metric: "power_w", address: 0 }] };
+  const paths = (step: Record<string, unknown>) => {
+    const r = profileSchema.safeParse({ ...base, actions: { charge: [step] } });
+    return r.success ? [] : r.error.issues.map((i) => i.path.slice(-1)[0]);
+  };
+  assert.deepEqual(paths({ address: 154, count: 6, value: "$watts", flash: true, per: { address: 587, scale: 0.01 } }), []);
+  assert.deepEqual(paths({ table: "coil", address: 1, value: "$on", flash: true }), ["table"]);
+  assert.deepEqual(paths({ address: 5, value: 3, per: { address: 587 } }), ["per"]);
+  assert.deepEqual(paths({ address: 5, value: 3, restore: 0, flash: true }), ["flash"]);
+  assert.deepEqual(paths({ address: 5, value: 3, count: 17 }), ["count"]);
 });

@@ -17,10 +17,10 @@ import { UnknownDevice } from "../../hw-sim/models/unknown.js";
 /** 02:30 UTC: inside the Deye's default first program (01:00..05:00). */
 const START = Date.UTC(2026, 5, 1, 2, 30);
 
-function rig(model: string, extra: Record<string, unknown> = {}) {
-  let now = START;
+function rig(model: string, extra: Record<string, unknown> = {}, clock: { timezone?: string; at?: number } = {}) {
+  let now = clock.at ?? START;
   const site = new SiteModel(
-    { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+    { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50, timezone: clock.timezone },
     7,
     () => now,
   );
@@ -432,4 +432,43 @@ test("deye-hybrid three-phase: its own addresses, selling first by the load limi
     code(() => read(dev, 3, 400, 1)),
     2,
   );
+});
+
+test("deye-hybrid: the two readings of out-of-order program times, and of what limits a grid charge, on the site's local clock", () => {
+  // 08:37 UTC: 09:37 in Berlin, 17:37 in Tokyo. Programs 1 and 2 written 00:00 and 23:55,
+  // 3-6 left at 09:00, 13:00, 17:00, 21:00: out of order.
+  const at = (timezone: string, extra: Record<string, unknown>) => {
+    const r = rig("deye-hybrid", { variant: "three-phase", soc_pct: 50, ...extra }, { timezone, at: Date.UTC(2026, 10, 28, 8, 37) });
+    ok(r.dev, 146, [0xff]);
+    ok(r.dev, 130, [1]);
+    ok(r.dev, 128, [40]);
+    ok(r.dev, 148, [0]);
+    ok(r.dev, 149, [2355]);
+    ok(r.dev, 154, [1000, 1000]);
+    ok(r.dev, 166, [100, 100]);
+    ok(r.dev, 172, [1, 1]);
+    return r;
+  };
+  const w = (r: ReturnType<typeof rig>) => dec.s16(read(r.dev, 3, 590, 1)[0]);
+  const v = (r: ReturnType<typeof rig>) => read(r.dev, 3, 587, 1)[0] / 100;
+
+  const latest = at("Europe/Berlin", {});
+  assert.equal(latest.bat.view().mode, "self-consumption", "latest-start: program 3 (09:00) is in force, it does not charge");
+  const ascending = at("Europe/Berlin", { program_times: "ascending" });
+  assert.equal(ascending.bat.view().mode, "forced-charge", "ascending: 09:00 after 23:55 does not count, program 1 is in force");
+  assert.ok(Math.abs(w(ascending) + 40 * v(ascending)) <= 1, `at the grid-charge current: ${w(ascending)} W`);
+  const byPower = at("Europe/Berlin", { program_times: "ascending", grid_charge_limit: "program-power" });
+  assert.equal(w(byPower), -1000, "at the program's power");
+  // In Tokyo it is 17:37: program 5 (17:00) under latest-start, program 1 under ascending.
+  assert.equal(at("Asia/Tokyo", {}).bat.view().mode, "self-consumption");
+  assert.equal(at("Asia/Tokyo", { program_times: "ascending" }).bat.view().mode, "forced-charge");
+  // In order, the readings agree: every program in force in its own window.
+  const inOrder = at("Europe/Berlin", {});
+  ok(inOrder.dev, 149, [500]);
+  ok(inOrder.dev, 150, [900]);
+  ok(inOrder.dev, 168, [100]);
+  ok(inOrder.dev, 174, [1]);
+  assert.equal(inOrder.bat.view().mode, "forced-charge", "program 3 (09:00) charges");
+  ok(inOrder.dev, 174, [0]);
+  assert.equal(inOrder.bat.view().mode, "self-consumption");
 });

@@ -1,8 +1,10 @@
 // The simulator's site physics on a controlled clock: state of charge, its bounds, the
-// revert timeout, curtailment, the meter's sum, determinism with the seed.
+// revert timeout, curtailment, the meter's sum, determinism with the seed, and the site
+// clock itself (start_time, timezone).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SiteModel } from "../../hw-sim/site-model.js";
+import { SiteModel, scenarioClock } from "../../hw-sim/site-model.js";
+import { parseScenario } from "../../hw-sim/scenario.js";
 import { PvInverter, StorageInverter, SunSpecMeter } from "../../hw-sim/models/sunspec-devices.js";
 import { Relay } from "../../hw-sim/models/relay.js";
 import { handlePdu } from "../../hw-sim/modbus-pdu.js";
@@ -124,4 +126,36 @@ test("the daylight curve peaks at solar noon of the site's longitude, not at 12:
   // Without a longitude the old rule stands: UTC + tz_offset_h.
   const utc = new SiteModel({ base_load_w: 0, load_noise_pct: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }, 1, () => at(12));
   assert.equal(utc.irradiance(), 1);
+});
+
+test("the site clock: start_time starts it at that instant and it moves at the machine's pace; timezone sets its local time", () => {
+  let wall = Date.UTC(2031, 0, 1, 0, 0); // the machine's clock, far from the site's
+  const clock = scenarioClock({ start_time: "2026-11-28T08:37:00Z" }, () => wall);
+  assert.equal(clock(), Date.UTC(2026, 10, 28, 8, 37));
+  wall += 90_000;
+  assert.equal(clock(), Date.UTC(2026, 10, 28, 8, 38, 30));
+  assert.equal(scenarioClock({}, () => wall)(), wall, "no start_time: the machine's clock");
+
+  const spec = { base_load_w: 0, load_noise_pct: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 };
+  const at = (site: Partial<typeof spec> & { timezone?: string }, t: number) =>
+    new SiteModel({ ...spec, ...site }, 1, () => t).localMinutes();
+  const t = Date.UTC(2026, 10, 28, 8, 37);
+  assert.equal(at({}, t), 8 * 60 + 37, "no zone: UTC");
+  assert.equal(at({ tz_offset_h: 2 }, t), 10 * 60 + 37, "no zone: UTC + tz_offset_h");
+  assert.equal(at({ timezone: "Europe/Berlin" }, t), 9 * 60 + 37, "winter time in Berlin");
+  assert.equal(at({ timezone: "Europe/Berlin" }, Date.UTC(2026, 5, 21, 8, 37)), 10 * 60 + 37, "summer time in Berlin");
+  assert.equal(at({ timezone: "Asia/Tokyo" }, t), 17 * 60 + 37);
+  assert.equal(at({ timezone: "America/New_York" }, t), 3 * 60 + 37);
+  assert.equal(at({ timezone: "America/New_York" }, Date.UTC(2026, 10, 28, 3, 0)), 22 * 60, "the day before");
+
+  // The scenario keys, and a clear error for a bad one.
+  const sc = (site: Record<string, unknown>) => ({
+    ports: [{ kind: "tcp", listen: "127.0.0.1:0", devices: [{ unit: 1, model: "relay", name: "r" }] }],
+    site,
+  });
+  const ok = parseScenario(sc({ timezone: "Asia/Tokyo", start_time: "2026-11-28T09:30:00+09:00" }));
+  assert.deepEqual([ok.site.timezone, ok.site.start_time], ["Asia/Tokyo", "2026-11-28T09:30:00+09:00"]);
+  assert.equal(new SiteModel(ok.site, 1).localMinutes(), 9 * 60 + 30, "the scenario's own clock, whatever the machine's time");
+  assert.throws(() => parseScenario(sc({ timezone: "Mars/Olympus" })), /site\.timezone: must be an IANA time zone/);
+  assert.throws(() => parseScenario(sc({ start_time: "yesterday" })), /site\.start_time: must be an ISO 8601 time/);
 });

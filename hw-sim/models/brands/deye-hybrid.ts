@@ -15,12 +15,19 @@
 // Signs: battery power and current are positive while DISCHARGING; grid power positive
 // while importing.
 // Control (the documents' system work mode and time-of-use programs): with the timer on
-// (single 248 / three 146, bit 0; the three-phase weekday bits are not modelled), the
-// program whose start time (HHMM) is the last one at or before the local time is in
-// force; its capacity (%) is the SOC target. With grid charge allowed in the program
-// (flags bit 0) and grid charging enabled (232 / 130), the battery charges from the grid
-// up to that SOC at the grid charge current (230 / 128, A) within the max charge
-// current (210 / 108, A). With the program's sell bit (0x40), or the load limit (244 /
+// (single 248 / three 146, bit 0; the three-phase weekday bits are not modelled), a
+// program is in force from its start time (HHMM, the site's local time) until the next
+// program starts; its capacity (%) is the SOC target. The documents do not say which
+// program governs when the start times are out of order; the scenario picks one of two
+// readings (`program_times`): `latest-start`, the program whose start is the last at or
+// before now; `ascending`, the same among only the programs whose start is later than
+// the previous active one's (the first program always counts), as a field report on a
+// device written 00:00 / 23:55 in programs 1 and 2 describes. Before the first start of
+// the day the last program of the day before is still in force. With grid charge allowed
+// in the program (flags bit 0) and grid charging enabled (232 / 130), the battery charges
+// from the grid up to that SOC, at the grid charge current (230 / 128, A) or, as the
+// other reading has it (`grid_charge_limit: program-power`), at the program's power (W),
+// within the max charge current (210 / 108, A). With the program's sell bit (0x40), or the load limit (244 /
 // 142) at 0 "allow export" (selling first), the battery discharges at the program's
 // power (W) down to that SOC within the max discharge current (211 / 109, A).
 // Otherwise, and with the timer off, the inverter is in its own self-consumption.
@@ -35,6 +42,10 @@ import type { SiteModel } from "../../site-model.js";
 
 const LO = "lo-hi" as const;
 export type DeyeVariant = "single-phase" | "three-phase";
+/** Which program an out-of-order list of start times puts in force (see above). */
+export type DeyeProgramTimes = "latest-start" | "ascending";
+/** What limits a grid charge: the grid-charge current register, or the program's power. */
+export type DeyeGridChargeLimit = "current" | "program-power";
 
 /** Where each variant's document puts the values and settings the model serves. */
 export const DEYE_LAYOUT = {
@@ -117,13 +128,25 @@ export class DeyeHybrid extends HybridInverter {
   readonly programs: Program[];
   readonly ratedW: number;
   readonly variant: DeyeVariant;
+  readonly programTimes: DeyeProgramTimes;
+  readonly gridChargeLimit: DeyeGridChargeLimit;
   protected readonly input = null;
   protected readonly holding: RegisterMap;
 
-  constructor(spec: HybridSpec & { rated_power_w: number; variant: DeyeVariant }, site: SiteModel) {
+  constructor(
+    spec: HybridSpec & {
+      rated_power_w: number;
+      variant: DeyeVariant;
+      program_times?: DeyeProgramTimes;
+      grid_charge_limit?: DeyeGridChargeLimit;
+    },
+    site: SiteModel,
+  ) {
     super(spec, site, "22", 8);
     this.ratedW = spec.rated_power_w;
     this.variant = spec.variant;
+    this.programTimes = spec.program_times ?? "latest-start";
+    this.gridChargeLimit = spec.grid_charge_limit ?? "current";
     this.maxSellW = spec.rated_power_w;
     this.programs = [100, 500, 900, 1300, 1700, 2100].map((time) => ({ time, power: spec.rated_power_w, cap: 20, flags: 0 }));
     const L = DEYE_LAYOUT[spec.variant];
@@ -322,14 +345,22 @@ export class DeyeHybrid extends HybridInverter {
     return 48 + this.soc * 0.06;
   }
 
-  /** The program in force at the site's local time: the last whose start is at or before now (wrapping). */
+  /** The programs whose start times count under the scenario's reading, in their order. */
+  private activePrograms(): Program[] {
+    if (this.programTimes === "latest-start") return this.programs;
+    const out: Program[] = [];
+    for (const p of this.programs) if (out.length === 0 || p.time > out[out.length - 1]!.time) out.push(p);
+    return out;
+  }
+
+  /** The program in force at the site's local time: the last active one whose start is at or before now (wrapping). */
   activeProgram(): Program {
-    const ms = this.site.clock() + this.site.tz_offset_h * 3_600_000;
-    const d = new Date(ms);
-    const hhmm = d.getUTCHours() * 100 + d.getUTCMinutes();
-    const started = this.programs.filter((p) => p.time <= hhmm);
+    const m = this.site.localMinutes();
+    const hhmm = Math.floor(m / 60) * 100 + (m % 60);
+    const active = this.activePrograms();
+    const started = active.filter((p) => p.time <= hhmm);
     // Before the day's first start, yesterday's last program is still in force; of equal starts the later one.
-    return (started.length ? started : this.programs).reduce((a, b) => (b.time >= a.time ? b : a));
+    return (started.length ? started : active).reduce((a, b) => (b.time >= a.time ? b : a));
   }
 
   protected target(): Target {
@@ -339,7 +370,8 @@ export class DeyeHybrid extends HybridInverter {
     if (!(this.useTimer & 1)) return { mode: "self-consumption", maxChargeW: maxCharge, maxDischargeW: maxDischarge };
     const { cap, flags, power } = this.activeProgram();
     if (flags & 1 && this.gridChargeEnabled & 1 && this.soc < cap) {
-      return { mode: "forced", w: -Math.min(maxCharge, this.gridChargeA * v), maxSoc: cap };
+      const limit = this.gridChargeLimit === "current" ? this.gridChargeA * v : power;
+      return { mode: "forced", w: -Math.min(maxCharge, limit), maxSoc: cap };
     }
     if ((flags & 0x40 || this.loadLimit === 0) && this.soc > cap) {
       return { mode: "forced", w: Math.min(maxDischarge, power), minSoc: cap };

@@ -74,8 +74,19 @@ function describe(step: WriteStep, where: { address: number; unit?: number }): s
   return `${typeof step.value === "string" ? step.value : "value"} for register ${where.address}${unit}`;
 }
 
-/** The engineering value of a numeric step, range-checked. */
-function engineeringValue(target: ControlTarget, step: WriteStep, params: ControlParams, where: { address: number }): number {
+/** Where a step's `per` reading is ("holding:587", "227/holding:587" on a sub-device), as the key of the live readings planWrites takes. */
+export function perKey(step: WriteStep): string {
+  return `${step.unit === undefined ? "" : `${step.unit}/`}${step.per?.table}:${step.per?.address}`;
+}
+
+/** The engineering value of a numeric step, divided by its live reading (`per`), range-checked. */
+function engineeringValue(
+  target: ControlTarget,
+  step: WriteStep,
+  params: ControlParams,
+  where: { address: number },
+  live: ReadonlyMap<string, number>,
+): number {
   let value: number;
   const what = describe(step, where);
   switch (step.value) {
@@ -104,6 +115,12 @@ function engineeringValue(target: ControlTarget, step: WriteStep, params: Contro
         if (named === undefined) throw invalid(`${what}: the profile has no named value ${step.value}`);
         value = named;
       }
+  }
+  if (step.per) {
+    const by = live.get(perKey(step));
+    if (by === undefined) throw invalid(`${what}: ${step.per.table} register ${step.per.address} was not read; nothing written`);
+    if (!(by > 0)) throw invalid(`${what}: ${step.per.table} register ${step.per.address} reads ${by}, which no value can be divided by`);
+    value /= by;
   }
   if (step.range) {
     const lo = bound(step.range[0], target);
@@ -155,13 +172,14 @@ export function planWrites(
   steps: readonly WriteStep[],
   params: ControlParams,
   sfs: ReadonlyMap<number, number> = new Map(),
+  live: ReadonlyMap<string, number> = new Map(),
 ): Write[] {
   const out: Write[] = [];
   for (const step of steps) {
     const where = resolve(target, step);
     if (!where) continue;
     if (where.table === "coil") {
-      const on = step.value === "$on" ? true : step.value === "$off" ? false : engineeringValue(target, step, params, where) !== 0;
+      const on = step.value === "$on" ? true : step.value === "$off" ? false : engineeringValue(target, step, params, where, live) !== 0;
       const last = out[out.length - 1];
       // Neighbouring coils go out as one write-multiple-coils request.
       if (last && last.table === "coil" && last.unit === where.unit && last.address + last.coils.length === where.address)
@@ -169,7 +187,7 @@ export function planWrites(
       else out.push({ table: "coil", address: where.address, ...unitOf(where), words: [], coils: [on] });
       continue;
     }
-    const value = engineeringValue(target, step, params, where);
+    const value = engineeringValue(target, step, params, where, live);
     const sfAt = scaleFactorAddress(target, step);
     let sf = 0;
     if (sfAt !== undefined) {
@@ -181,16 +199,21 @@ export function planWrites(
     const raw = toRaw(scaled(value, step.scale ?? 1), sf, step.type);
     let words: number[];
     try {
-      words = encodeValue(step.type, raw, step.word_order ?? "big");
+      const one = encodeValue(step.type, raw, step.word_order ?? "big");
+      words = Array.from({ length: step.count ?? 1 }, () => one).flat();
     } catch (e) {
       throw invalid(
         `${describe(step, where)}: ${value} at scale factor ${sf} is raw ${raw}, which ${step.type} cannot hold (${errorMessage(e)})`,
       );
     }
     const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
-    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
+    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, ...flashOf(step), words, coils: [] });
   }
   return out;
+}
+
+function flashOf(step: WriteStep): { flash?: true } {
+  return step.flash ? { flash: true } : {};
 }
 
 /**
@@ -210,9 +233,9 @@ export function actionCells(target: ControlTarget, steps: readonly WriteStep[]):
       else out.push({ table: "coil", address: where.address, ...unitOf(where), words: [], coils: [false] });
       continue;
     }
-    const words = new Array<number>(typeRegs(step.type)).fill(0);
+    const words = new Array<number>(typeRegs(step.type) * (step.count ?? 1)).fill(0);
     const restore = step.restore === undefined ? {} : { restore: restoreWords(target, step, where) };
-    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, words, coils: [] });
+    out.push({ table: "holding", address: where.address, ...unitOf(where), ...restore, ...flashOf(step), words, coils: [] });
   }
   return out;
 }
@@ -253,8 +276,38 @@ export async function readScaleFactors(driver: DeviceDriver, steps: readonly Wri
   return known;
 }
 
-/** planWrites with the device's own scale factors: what a control action writes. */
+/** Reads the registers the steps divide by (`per`), now: a failed read throws, and nothing is written. */
+export async function readLive(driver: DeviceDriver, steps: readonly WriteStep[]): Promise<Map<string, number>> {
+  const live = new Map<string, number>();
+  for (const step of steps) {
+    const per = step.per;
+    if (!per || live.has(perKey(step)) || !resolve(driver, step)) continue;
+    let word: number | undefined;
+    try {
+      [word] = await driver.bus.read(step.unit ?? driver.unit, per.table, per.address, 1, {
+        priority: PRIORITY.control,
+        timeoutMs: driver.timeoutMs,
+        retries: 1,
+      });
+    } catch (e) {
+      throw new SitegateError(
+        e instanceof SitegateError ? e.code : "CONTROL_VALUE_INVALID",
+        `${per.table} register ${per.address} could not be read: ${errorMessage(e)}; nothing written`,
+        {
+          transient: e instanceof SitegateError ? e.transient : false,
+          cause: e,
+        },
+      );
+    }
+    if (word === undefined)
+      throw new SitegateError("MODBUS_BAD_RESPONSE", `${per.table} register ${per.address}: the answer holds no word; nothing written`);
+    live.set(perKey(step), (per.type === "s16" && word >= 0x8000 ? word - 0x10000 : word) * per.scale);
+  }
+  return live;
+}
+
+/** planWrites with the device's own scale factors and live readings: what a control action writes. */
 export async function planControlWrites(driver: DeviceDriver, steps: readonly WriteStep[], params: ControlParams): Promise<Write[]> {
   const sfs = await readScaleFactors(driver, steps);
-  return planWrites(driver, steps, params, sfs);
+  return planWrites(driver, steps, params, sfs, await readLive(driver, steps));
 }

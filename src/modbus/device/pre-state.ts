@@ -2,7 +2,8 @@
 // register and coil an action touches, read before the first write, in the order read
 // (RawWrite[] as JSON: the form the ledger has always stored, so a row written by an
 // earlier release still restores). Only what the state already held lacks is read; a
-// write-only register takes the profile's `restore` words instead of a read.
+// write-only register takes the profile's `restore` words instead of a read. A setting
+// the device keeps in flash is marked so, and its write-back skips what already holds.
 import { writeLength, type RawWrite } from "./raw-write.js";
 
 export type CellRead = (table: "holding" | "coil", address: number, count: number, unit?: number) => Promise<number[]>;
@@ -12,8 +13,15 @@ function cells(w: RawWrite): string[] {
   return Array.from({ length: writeLength(w) }, (_, i) => `${unit}${w.table}:${w.address + i}`);
 }
 
-function fromWords(table: "holding" | "coil", address: number, values: number[], unit?: number, writeOnly = false): RawWrite {
-  const u = { ...(unit === undefined ? {} : { unit }), ...(writeOnly ? { restore: values } : {}) };
+function fromWords(
+  table: "holding" | "coil",
+  address: number,
+  values: number[],
+  unit?: number,
+  writeOnly = false,
+  flash = false,
+): RawWrite {
+  const u = { ...(unit === undefined ? {} : { unit }), ...(writeOnly ? { restore: values } : {}), ...(flash ? { flash: true } : {}) };
   return table === "coil"
     ? { table, address, ...u, words: [], coils: values.map((v) => v !== 0) }
     : { table, address, ...u, words: values, coils: [] };
@@ -35,11 +43,11 @@ export async function capturePre(touched: readonly RawWrite[], held: readonly Ra
       // The device will not tell: the profile says what puts this register back.
       pre.push(fromWords(w.table, w.address, w.restore, w.unit, true));
     } else if (cs.every((c) => !known.has(c))) {
-      pre.push(fromWords(w.table, w.address, await read(w.table, w.address, writeLength(w), w.unit), w.unit));
+      pre.push(fromWords(w.table, w.address, await read(w.table, w.address, writeLength(w), w.unit), w.unit, false, w.flash));
     } else {
       for (const [i, c] of cs.entries()) {
         if (known.has(c)) continue;
-        pre.push(fromWords(w.table, w.address + i, await read(w.table, w.address + i, 1, w.unit), w.unit));
+        pre.push(fromWords(w.table, w.address + i, await read(w.table, w.address + i, 1, w.unit), w.unit, false, w.flash));
       }
     }
     for (const c of cs) known.add(c);

@@ -26,6 +26,7 @@ import { actionCells, planControlWrites } from "./control-values.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import { asRawWrites, capturePre, verifyPre, type CellRead } from "./pre-state.js";
+import { changedOnly } from "./flash.js";
 import type { ActionParams, RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
@@ -212,13 +213,19 @@ export class ProfileDevice implements Device {
     return (table, address, count, unit) => driver.bus.read(unit ?? driver.unit, table, address, count, opts);
   }
 
-  /** Raw writes in the control lane, in order (planWrites merges neighbouring coils). */
+  /**
+   * Raw writes in the control lane, in order (planWrites merges neighbouring coils); of a
+   * setting kept in flash only the registers that hold another value.
+   */
   private async write(driver: DeviceDriver, writes: readonly RawWrite[]): Promise<void> {
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
-    for (const w of writes) {
-      const unit = w.unit ?? driver.unit;
-      if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
-      else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+    const read = this.reader(driver);
+    for (const planned of writes) {
+      for (const w of await changedOnly(planned, read)) {
+        const unit = w.unit ?? driver.unit;
+        if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
+        else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+      }
     }
   }
 }

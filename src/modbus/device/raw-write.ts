@@ -14,6 +14,11 @@ export interface RawWrite {
    * its pre-event state without a read. In the ledger's pre-event state: not read back.
    */
   restore?: number[];
+  /**
+   * A setting the device keeps in flash: each register is written only when the device
+   * holds another value (the action's write and the write-back of the pre-event state).
+   */
+  flash?: boolean;
   words: number[];
   coils: boolean[];
 }
