@@ -89,6 +89,9 @@ function lineCol(text: string, offset: number): string {
   return `line ${line}, column ${offset - start + 1}`;
 }
 
+/** Tokens the lexer adds that are not in the text (document, flow end and scalar markers). */
+const LEXER_CONTROL = new Set(["\x02", "\x18", "\x1f"]);
+
 /** The deepest flow nesting ([ {) of the text, from the YAML lexer (quoted text and comments are single tokens). */
 function flowDepthOver(text: string, max: number): number | undefined {
   let depth = 0;
@@ -97,7 +100,7 @@ function flowDepthOver(text: string, max: number): number | undefined {
     if (token === "[" || token === "{") {
       if (++depth > max) return offset;
     } else if (token === "]" || token === "}") depth = Math.max(0, depth - 1);
-    offset += token.length;
+    if (!LEXER_CONTROL.has(token)) offset += token.length;
   }
   return undefined;
 }
