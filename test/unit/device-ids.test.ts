@@ -11,6 +11,7 @@ import { configWarnings, parseConfig } from "../../src/load-config.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { Device } from "../../src/model/device.js";
+import { SiteDevices } from "../../src/devices/directory.js";
 import { testConfig, testConfigInput, TEST_ORG } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { problems } from "../support/issues.js";
@@ -111,4 +112,23 @@ test("the config file: a clash across families names both; an id outside the cha
   assert.deepEqual(configWarnings(cfg), [
     `zigbee.devices[0]: device_id "washer plug" is kept, but a new device could not take it: must be 1 to 64 characters of A-Z a-z 0-9 . _ - (no space, NUL, newline, / + #)`,
   ]);
+});
+
+test("a device_id two families already hold (stored before the rule) is listed once, the first family's, and reported once", () => {
+  const pv = fakeDevice("plug-1", "modbus");
+  const plug = fakeDevice("plug-1", "zigbee");
+  const other = fakeDevice("trv-1", "zigbee");
+  const clashes: unknown[] = [];
+  const dir = new SiteDevices(
+    [
+      { family: "modbus", polled: true, devices: () => [pv] },
+      { family: "zigbee", polled: false, devices: () => [plug, other] },
+    ],
+    (id, families) => clashes.push([id, families]),
+  );
+  assert.deepEqual(dir.list(), [pv, other], "device sync and dispatch see one device under plug-1");
+  assert.deepEqual(dir.reporting(), [other]);
+  assert.equal(dir.get("plug-1"), pv);
+  dir.list();
+  assert.deepEqual(clashes, [["plug-1", ["modbus", "zigbee"]]], "reported once");
 });
