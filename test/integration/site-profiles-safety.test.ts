@@ -1,4 +1,4 @@
-// Profiles from disk are read safely (DESIGN B9, issue 40): the hostile files of the
+// Profiles from disk are read safely (DESIGN B9): the hostile files of a security
 // review's table (100 MB, 400 KB of nested `[`, a symlink to /dev/zero, a FIFO) and a
 // world-writable file or folder are each reported by path and left out, quickly and
 // without echoing their content; the good profile beside them loads. check-config warns

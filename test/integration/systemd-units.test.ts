@@ -35,7 +35,7 @@ const MAX_EXPOSURE: Record<string, number> = {
   "sitegate.service": 1.7,
   "sitegate-update-check.service": 0.9,
   "sitegate-update-request.service": 2.0,
-  // Its own user and the daemon's sandbox, loopback only (issue 40: 5.0 as the daemon's user).
+  // Its own user and the daemon's sandbox, loopback only (it scored 5.0 as the daemon's user).
   "sitegate-sim.service": 1.2,
 };
 

@@ -1,4 +1,4 @@
-// What the status page's commissioning may reach (issue 40): an RTU port of `rtu_ports`,
+// What the status page's commissioning may reach: an RTU port of `rtu_ports`,
 // a TCP endpoint the daemon already polls, or a TCP endpoint whose host is an address in
 // `commissioning.allow` (default: the private subnets of the gateway's own interfaces).
 // Anything else is refused before a socket or a file is opened, so the scan is neither a
