@@ -89,6 +89,12 @@ const CASES: Array<{ name: string; make: (dir: string) => void; file: string; wh
     why: /is not valid YAML: [A-Z_]+ at line \d+, column \d+/,
   },
   {
+    name: "a profile that fails validation",
+    file: "invalid.yaml",
+    make: (dir) => writeFileSync(join(dir, "invalid.yaml"), `name: "${SECRET} x"\nkind: fixed\nrole: meter\npoints: []\n`),
+    why: /invalid profile: name: .*; points: /,
+  },
+  {
     name: "an alias bomb",
     file: "laughs.yaml",
     make: (dir) =>
@@ -110,14 +116,7 @@ for (const c of CASES) {
   test(`profiles_dir with ${c.name}: reported by path without its content and left out; the good profile loads; check-config warns and exits 0`, async () => {
     await withTmpDir((root) => {
       const dir = folder(root, c.make);
-      const r = siteProfiles(dir);
-      assert.ok(r.has("site-meter"), "the good profile beside it loads");
-      assert.equal(r.errors.length, 1, JSON.stringify(r.errors));
-      assert.equal(r.errors[0]?.path, join(dir, c.file));
-      assert.match(r.errors[0]?.message ?? "", c.why);
-      assert.ok(r.errors[0]!.message.length < 400, "a short message");
-      for (const leak of [SECRET, "[[[[", "x, x"])
-        assert.ok(!r.errors[0]!.message.includes(leak), `no content echoed: ${r.errors[0]!.message}`);
+      // First in a child with a ceiling (a FIFO that blocks fails there), then in this process.
       const dataDir = join(root, "var");
       const file = writeConfig(root, testConfigInput(dataDir, { profiles_dir: dir }));
       const cc = checkConfig(file);
@@ -126,6 +125,14 @@ for (const c of CASES) {
       assert.ok(!cc.stderr.includes(SECRET));
       assert.match(cc.stdout, /config ok/);
       assert.ok(!existsSync(dataDir) || !readdirSync(dataDir).some((f) => f.startsWith("sitegate")), "no database opened");
+      const r = siteProfiles(dir);
+      assert.ok(r.has("site-meter"), "the good profile beside it loads");
+      assert.equal(r.errors.length, 1, JSON.stringify(r.errors));
+      assert.equal(r.errors[0]?.path, join(dir, c.file));
+      assert.match(r.errors[0]?.message ?? "", c.why);
+      assert.ok(r.errors[0]!.message.length < 400, "a short message");
+      for (const leak of [SECRET, "[[[[", "x, x"])
+        assert.ok(!r.errors[0]!.message.includes(leak), `no content echoed: ${r.errors[0]!.message}`);
     });
   });
 }
