@@ -42,7 +42,10 @@ export class RtuServer {
 
   async start(): Promise<void> {
     const { path, peer } = this.spec;
-    const socat = spawn("socat", ["-d", "-d", `pty,raw,echo=0,link=${path}`, `pty,raw,echo=0,link=${peer}`], {
+    // The gateway's end is the simulator's group's too (0660): sitegate-sim.service runs as its
+    // own user, and the gateway's user is a member of its group (packaging/sysusers.conf).
+    const gatewayEnd = `pty,raw,echo=0,link=${peer},perm-late=0660,group-late=${process.getgid?.() ?? 0}`;
+    const socat = spawn("socat", ["-d", "-d", `pty,raw,echo=0,link=${path}`, gatewayEnd], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     this.socat = socat;

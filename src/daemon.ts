@@ -106,7 +106,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
-  const devices = new SiteDevices(); // the one registry: every family's devices
+  // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
+  const devices = new SiteDevices([], (device_id, families) =>
+    log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
+  );
   const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices }));
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
   for (const f of buildFamilies(familyCtx)) devices.add(f);

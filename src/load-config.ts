@@ -4,12 +4,14 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./config/schema.js";
 import { validateDevices } from "./config/validate-devices.js";
+import { integrationName } from "./config/device-schema.js";
 import { siteProfiles } from "./profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "./errors.js";
 import { issuesToDetails } from "./util/zod-issues.js";
 import { loadSecretFiles } from "./config/secret-files.js";
 import { exampleSecretIssues } from "./config/example-secrets.js";
 import { fileProblems } from "./config/file-checks.js";
+import { configDeclaredDevices, deviceIdClashes, keptDeviceIdWarnings } from "./config/device-ids.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -39,17 +41,12 @@ function sharedBauds(cfg: Config): ErrorDetail[] {
 function crossChecks(cfg: Config): ErrorDetail[] {
   const profiles = siteProfiles(cfg.profiles_dir);
   const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
+  // A broken site profile is skipped, unless a device of this file needs one it might have been.
+  const needed = cfg.devices.some((d) => !profiles.has(integrationName(d)));
+  if (needed) out.push(...profiles.errors.map((e) => ({ path: e.path, message: `site profile left out: ${e.message}` })));
   out.push(...sharedBauds(cfg));
-  // One device_id names one device, whatever its transport.
-  const seen = new Set(cfg.devices.map((d) => d.device_id));
-  const ids: Array<[string, string]> = [
-    ...(cfg.zigbee?.devices ?? []).map((d, i): [string, string] => [`zigbee.devices[${i}].device_id`, d.device_id]),
-    ...(cfg.gpio?.lines ?? []).map((d, i): [string, string] => [`gpio.lines[${i}].device_id`, d.device_id]),
-  ];
-  for (const [path, id] of ids) {
-    if (seen.has(id)) out.push({ path, message: `duplicate device_id "${id}"` });
-    seen.add(id);
-  }
+  // One device_id names one device, whatever its family: every entry enters, none is held yet.
+  out.push(...deviceIdClashes([], configDeclaredDevices(cfg)));
   const users = new Set<string>();
   cfg.auth.users.forEach((u, i) => {
     if (users.has(u.username)) out.push({ path: `auth.users[${i}].username`, message: "duplicate username" });
@@ -107,4 +104,13 @@ export function loadConfig(file: string): Config {
   const examples = exampleSecretIssues(cfg);
   if (examples.length) throw new SitegateError("CONFIG_INVALID", "config is invalid", { details: examples });
   return cfg;
+}
+
+/**
+ * What the config file holds that works but a new entry could not: a device_id outside
+ * the charset of new ids (kept, so that no update stops a working site). check-config
+ * prints these, `run` logs them.
+ */
+export function configWarnings(cfg: Config): string[] {
+  return keptDeviceIdWarnings(configDeclaredDevices(cfg));
 }

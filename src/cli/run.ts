@@ -1,6 +1,6 @@
 // `sitegate run`: the daemon in the foreground until SIGTERM or SIGINT.
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, configFile, type Command } from "./command.js";
-import { loadConfig } from "../load-config.js";
+import { configWarnings, loadConfig } from "../load-config.js";
 import { createLogger } from "../log.js";
 import { buildDaemon } from "../daemon.js";
 import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../lifecycle.js";
@@ -18,6 +18,7 @@ const command: Command = {
     for (const { file, mode } of readableByOthers(secretFiles(path, config))) {
       log.warn({ file, mode }, "secrets readable by other users: chmod o-r (the config is installed 0640 root:sitegate)");
     }
+    for (const warning of configWarnings(config)) log.warn({ warning }, "config: kept as it is");
     const daemon = buildDaemon(config, log);
     try {
       await daemon.start();

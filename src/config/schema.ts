@@ -349,6 +349,17 @@ export const configSchema = z.strictObject({
     })
     .default({ enabled: false, allow: UI_DEFAULT_ALLOW, session_ttl_s: 43200 })
     .describe("The local status page (docs/status-page.md); absent or enabled: false: not served"),
+  commissioning: z
+    .strictObject({
+      allow: z
+        .array(cidr)
+        .optional()
+        .describe(
+          "TCP hosts the status page's scan and read may reach (CIDRs); default: the private subnets of the gateway's own interfaces. RTU: only the ports of rtu_ports",
+        ),
+    })
+    .default({})
+    .describe("The status page's commissioning scan (docs/status-page.md): what it may reach"),
   fleet: fleetSchema.optional().describe("The MQTT v5 fleet uplink (docs/fleet.md); absent: no MQTT at all"),
   update: updateSchema.default(UPDATE_DEFAULTS).describe("Updates the fleet may request with its update command (docs/updates.md)"),
   zigbee: zigbeeSchema.optional().describe("Zigbee devices through a zigbee2mqtt bridge, its documented MQTT API (docs/devices.md)"),

@@ -1,6 +1,7 @@
 // The rules a list of Modbus device entries must meet beyond their schema, the same for
 // the config file's `devices` and a configure request: our organization, a known
-// profile, a configured RTU port, one entry per device_id.
+// profile, a configured RTU port. One device_id per device is config/device-ids.ts's, for
+// every family at once.
 import type { ErrorDetail } from "../errors.js";
 import { integrationName, organizationOf, type DeviceConfig } from "./device-schema.js";
 import type { RtuPortConfig } from "./schema.js";
@@ -14,7 +15,6 @@ export interface DeviceRules {
 /** Every problem of the list, by path (`devices[i].field`). */
 export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceRules): ErrorDetail[] {
   const out: ErrorDetail[] = [];
-  const seen = new Set<string>();
   devices.forEach((d, i) => {
     const org = organizationOf(d);
     if (org !== rules.organizationId)
@@ -31,8 +31,6 @@ export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceR
         message: `RTU port ${d.mb_rtu_no} is not in rtu_ports (${Object.keys(rules.rtuPorts).join(", ") || "none configured"})`,
       });
     }
-    if (seen.has(d.device_id)) out.push({ path: `devices[${i}].device_id`, message: `duplicate device_id "${d.device_id}"` });
-    seen.add(d.device_id);
   });
   return out;
 }

@@ -7,8 +7,17 @@ import type { DeviceFamily } from "./family.js";
 
 export class SiteDevices implements DeviceDirectory {
   private readonly families: DeviceFamily[] = [];
+  private readonly reported = new Set<string>();
 
-  constructor(families: readonly DeviceFamily[] = []) {
+  /**
+   * `onClash`: a device_id two families list (a site that stored one before the rule of one
+   * device_id per device, config/device-ids.ts): told once per id; the first family keeps it,
+   * so device sync, dispatch and the ledger see one device under that id.
+   */
+  constructor(
+    families: readonly DeviceFamily[] = [],
+    private readonly onClash?: (deviceId: string, families: string[]) => void,
+  ) {
     for (const f of families) this.add(f);
   }
 
@@ -18,7 +27,20 @@ export class SiteDevices implements DeviceDirectory {
   }
 
   list(): readonly Device[] {
-    return this.families.flatMap((f) => f.devices());
+    const all = this.families.flatMap((f) => f.devices());
+    const seen = new Map<string, Device>();
+    const out: Device[] = [];
+    for (const d of all) {
+      const first = seen.get(d.id);
+      if (!first) {
+        seen.set(d.id, d);
+        out.push(d);
+      } else if (!this.reported.has(d.id)) {
+        this.reported.add(d.id);
+        this.onClash?.(d.id, [first.info().family, d.info().family]);
+      }
+    }
+    return out;
   }
 
   get(deviceId: string): Device | undefined {
@@ -33,9 +55,10 @@ export class SiteDevices implements DeviceDirectory {
     return this.families.reduce((s, f) => s + (f.version ?? 0), 0);
   }
 
-  /** The devices of the families that report on their own (not polled). */
+  /** The devices of the families that report on their own (not polled); an id an earlier family holds stays that family's. */
   reporting(): readonly Device[] {
-    return this.families.filter((f) => !f.polled).flatMap((f) => f.devices());
+    const listed = new Set(this.list());
+    return this.families.filter((f) => !f.polled).flatMap((f) => f.devices().filter((d) => listed.has(d)));
   }
 
   /** The latest readings of every online device that reports on its own: one site tick's share of the snapshot. */

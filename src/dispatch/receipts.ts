@@ -3,7 +3,7 @@
 // change after start, an end in the past, too many open events).
 import { SitegateError } from "../errors.js";
 import { storageError, type Db } from "../storage/db.js";
-import { contentHash, startTooFar, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
+import { contentHash, startTooFar, tooLong, toSpec, type DispatchRequest, type EventSpec } from "./request.js";
 import { emptyProgress, type EventRow, type EventStore, type OpenBound } from "./store.js";
 
 export interface Receipt {
@@ -79,7 +79,8 @@ export function stageRequest(req: DispatchRequest, now: number, deps: StageDeps)
         details: [{ path: `event_slots[${i}].end_time`, message: "must be in the future" }],
       });
     }
-    const far = old && spec.cancelled ? null : startTooFar(spec, now, i); // an older version's far event can still be cancelled
+    // An older version's far or long event can still be cancelled.
+    const far = old && spec.cancelled ? null : (startTooFar(spec, now, i) ?? tooLong(spec, i));
     if (far) throw far;
     if (!old) {
       const row = newRow(spec, hash, now);

@@ -10,6 +10,9 @@ export const MAX_EVENTS_PER_REQUEST = 100;
 /** How far after its receipt an event may start (B4). */
 export const MAX_START_AHEAD_DAYS = 31;
 export const MAX_START_AHEAD_MS = MAX_START_AHEAD_DAYS * 86_400_000;
+/** How long an event may last: end_time at most this after start_time (B4). */
+export const MAX_EVENT_HOURS = 24;
+export const MAX_EVENT_MS = MAX_EVENT_HOURS * 3_600_000;
 /** Events not yet ended (scheduled or running) per site (B4): what the scheduler may have to hold. */
 export const MAX_OPEN_EVENTS = 10_000;
 import { EVENT_TYPES, UNITS, type EventType, type EventUnit } from "../model/vocabulary.js";
@@ -219,6 +222,14 @@ export function startTooFar(spec: EventSpec, now: number, i: number): SitegateEr
       ],
     },
   );
+}
+
+/** The bound on an event's length, as the 400 that refuses the request (event_slots[i] is the event), or null within it. */
+export function tooLong(spec: EventSpec, i: number): SitegateError | null {
+  if (spec.end_ms - spec.start_ms <= MAX_EVENT_MS) return null;
+  return new SitegateError("INVALID_REQUEST", `end_time is over the limit of ${MAX_EVENT_HOURS} h after start_time; nothing was stored`, {
+    details: [{ path: `event_slots[${i}].end_time`, message: `must be at most ${MAX_EVENT_HOURS} h after start_time` }],
+  });
 }
 
 /** The bound on events not yet ended, as the 400 that refuses a request that would make `open` of them, or null. */

@@ -68,7 +68,8 @@ export function statusPageDeps(
   more: Pick<ConstructorParameters<typeof UiPart>[0], "log" | "guesses" | "connectionLimits">,
 ): ConstructorParameters<typeof UiPart>[0] {
   const { config, devices, profiles, dispatch, uplink, samples } = c;
-  const commissioning = new ModbusCommissioning(c.modbus.buses, profiles, more.log);
+  const scope = { rtuPaths: Object.values(config.rtu_ports).map((p) => p.path), allow: config.commissioning.allow };
+  const commissioning = new ModbusCommissioning(c.modbus.buses, profiles, more.log, scope);
   return { config, devices, buses: c.modbus.buses, commissioning, profiles, dispatch, uplink, samples, db: () => c.storage.db, ...more };
 }
 

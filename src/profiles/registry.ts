@@ -1,14 +1,15 @@
 // Loads and validates the device profiles: the built-in ones shipped in builtin/, plus
 // the site's own in profiles_dir. A built-in that fails validation is an error with its
 // path; a site profile that fails is reported by its path and left out, so one broken
-// file never stops the gateway.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+// file never stops the gateway. Every file is read safely (read-safely.ts): a regular
+// file of at most 256 KiB, parsed with depth and alias limits, no content in errors.
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { SitegateError, errorMessage, type ErrorDetail } from "../errors.js";
 import { issuesToDetails } from "../util/zod-issues.js";
 import { profileSchema, type Profile } from "./schema.js";
+import { parseProfileYaml, profilesDirProblem, readProfileText } from "./read-safely.js";
 
 /** The profile files ship in the source tree; compiled code finds them from dist/src/profiles. */
 export const BUILTIN_DIR = (() => {
@@ -19,9 +20,11 @@ export const BUILTIN_DIR = (() => {
 export function loadProfileFile(file: string): Profile {
   let raw: unknown;
   try {
-    raw = parse(readFileSync(file, "utf8"), { merge: true });
+    raw = parseProfileYaml(readProfileText(file));
   } catch (e) {
-    throw new SitegateError("PROFILE_INVALID", `profile ${file}: ${(e as Error).message}`);
+    // A SitegateError of read-safely names a place, never the text; a system error its code only.
+    const why = e instanceof SitegateError ? e.message : `cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`;
+    throw new SitegateError("PROFILE_INVALID", `profile ${file} ${why}`);
   }
   const r = profileSchema.safeParse(raw);
   if (!r.success) throw new SitegateError("PROFILE_INVALID", `profile ${file} is invalid`, { details: issuesToDetails(r.error.issues) });
@@ -58,7 +61,8 @@ export class ProfileRegistry {
     if (!existsSync(dir)) return this;
     let files: string[];
     try {
-      if (!statSync(dir).isDirectory()) throw new SitegateError("PROFILE_INVALID", "is not a directory");
+      const problem = profilesDirProblem(dir);
+      if (problem) throw new SitegateError("PROFILE_INVALID", `${problem}: none of its profiles is loaded`);
       files = profileFiles(dir);
     } catch (e) {
       this.errors.push({ path: dir, message: errorMessage(e) });

@@ -150,7 +150,8 @@ export function enumValue(enums: Enums, ref: string): number | undefined {
 function checkNames(
   p: {
     enums: Enums;
-    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown }>>>;
+    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown; unit?: number }>>>;
+    sub_units: number[];
     readback: Partial<Record<ActionName, Array<{ expect: unknown }>>>;
     refresh_s: number;
     revert_s?: number;
@@ -161,21 +162,29 @@ function checkNames(
   const known = (v: unknown) => typeof v !== "string" || v.startsWith("$") || enumValue(p.enums, v) !== undefined;
   for (const [name, steps] of Object.entries(p.actions))
     steps?.forEach((s, i) => {
-      if (!known(s.value))
-        ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: `no named value ${String(s.value)} in enums` });
+      if (!known(s.value)) ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: "names no value of enums" });
       if (s.restore !== undefined && !known(s.restore))
-        ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: `no named value ${String(s.restore)} in enums` });
+        ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: "names no value of enums" });
+      // A profile writes only to its own device: its unit, or a sub-device it declares; never unit 0 (broadcast).
+      if (s.unit !== undefined && !p.sub_units.includes(s.unit))
+        ctx.addIssue({
+          code: "custom",
+          path: ["actions", name, i, "unit"],
+          message:
+            s.unit === 0
+              ? "unit 0 is the broadcast address: a profile never writes to it"
+              : "is not one of the profile's sub_units: a profile writes only to its own device",
+        });
     });
   for (const [name, checks] of Object.entries(p.readback)) {
     if (!(name in p.actions)) ctx.addIssue({ code: "custom", path: ["readback", name], message: `the profile has no ${name} action` });
     checks?.forEach((c, i) => {
-      if (!known(c.expect))
-        ctx.addIssue({ code: "custom", path: ["readback", name, i, "expect"], message: `no named value ${String(c.expect)} in enums` });
+      if (!known(c.expect)) ctx.addIssue({ code: "custom", path: ["readback", name, i, "expect"], message: "names no value of enums" });
     });
   }
   p.points?.forEach((pt, i) => {
     if (pt.enum !== undefined && !(pt.enum in p.enums))
-      ctx.addIssue({ code: "custom", path: ["points", i, "enum"], message: `no enum ${pt.enum} in enums` });
+      ctx.addIssue({ code: "custom", path: ["points", i, "enum"], message: "names no enum of enums" });
   });
   if (p.revert_s !== undefined && (p.refresh_s === 0 || p.refresh_s >= p.revert_s))
     ctx.addIssue({
@@ -302,6 +311,11 @@ const ratedPower = z.strictObject({
 
 const common = {
   name: z.string().regex(/^[A-Za-z0-9._-]+$/),
+  /**
+   * Unit ids of the device's own sub-devices (a GX gateway's VE.Bus system at 100) that a
+   * write step may name; a write goes to the device's unit or one of these, never unit 0.
+   */
+  sub_units: z.array(z.number().int().min(1).max(255)).max(16).default([]),
   description: z.string().default(""),
   capabilities: z.array(capability).default(["telemetry"]),
   /** Registers per read this device accepts (some meters refuse more than 50-80). */

@@ -5,6 +5,7 @@
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../util/zod-issues.js";
 import { validateDevices } from "../config/validate-devices.js";
+import { configDeclaredDevices, deviceIdClashes, newDeviceIdProblems, type DeclaredDevice } from "../config/device-ids.js";
 import type { DeviceConnector } from "../devices/types.js";
 import type { Device, DeviceDescriptor, DeviceDirectory } from "../model/device.js";
 import type { Role } from "../model/roles.js";
@@ -17,6 +18,8 @@ export interface ConfigureDeps {
   config: Config;
   profiles: { has(name: string): boolean; names(): string[] };
   connector: DeviceConnector;
+  /** Every device of the site, whatever its family: a new device may not take the id of another family's. */
+  devices: Pick<DeviceDirectory, "list">;
   log: Logger;
 }
 
@@ -36,11 +39,30 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
     rtuPorts: deps.config.rtu_ports,
     profiles: deps.profiles,
   });
+  cross.push(...deviceIdRules(parsed.data.devices, deps));
   if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
   const results = await deps.connector.configure(parsed.data.devices);
   return {
     devices: results.map((r) => ({ device_id: r.device_id, status: r.status, ...(r.code ? { code: r.code } : {}), message: r.message })),
   };
+}
+
+/**
+ * One device_id, one device (config/device-ids.ts): the devices entering are Modbus
+ * devices; those held are the site's devices of every family and the config file's. An id
+ * the site already has is that device again: kept even outside the charset of new ids.
+ */
+function deviceIdRules(entering: ReadonlyArray<{ device_id: string }>, deps: ConfigureDeps) {
+  const held: DeclaredDevice[] = [
+    ...configDeclaredDevices(deps.config).map((d) => ({ ...d, where: `the config file's ${d.where}` })),
+    ...deps.devices.list().map((d) => ({ device_id: d.id, family: d.info().family, where: `the ${d.info().family} device` })),
+  ];
+  const incoming = entering.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` }));
+  const kept = new Set(held.map((d) => d.device_id));
+  for (const d of incoming)
+    if (kept.has(d.device_id) && newDeviceIdProblems([d]).length)
+      deps.log.warn({ device_id: d.device_id }, "device_id kept: a new device could not take it (A-Z a-z 0-9 . _ -, at most 64)");
+  return [...deviceIdClashes(held, incoming), ...newDeviceIdProblems(incoming, kept)];
 }
 
 /** device_op_mode is published for inverters; device_max_power for inverters and loads that have one. */

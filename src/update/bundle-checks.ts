@@ -1,6 +1,6 @@
 // The checks apply runs on the private copy before it changes anything; each refuses with
 // BundleRefused.
-import { lstatSync, mkdirSync, statfsSync } from "node:fs";
+import { lstatSync, mkdirSync, statfsSync, statSync } from "node:fs";
 import { BundleRefused, compareVersions, isValidVersion, type Manifest } from "./bundle-format.js";
 import type { ReceivedBundle } from "./receive.js";
 
@@ -78,12 +78,29 @@ export function checkVersionFloor(
   return floor;
 }
 
-export function checkFreeSpace(root: string, unpackedSize: number): void {
-  const free = freeBytes(root);
-  if (free < unpackedSize + SPACE_HEADROOM) {
-    throw new BundleRefused(
-      `refused: the release unpacks to ${mib(unpackedSize)} and needs ${mib(SPACE_HEADROOM)} to spare; ${root} has ${mib(free)} free`,
-    );
+/**
+ * Room for what the update writes: the release under `root`, and the database backup
+ * (`backup`: its folder and the most it can take) before a migrating release, each with the
+ * headroom. Two on one file system need their sum there.
+ */
+export function checkFreeSpace(root: string, unpackedSize: number, backup?: { dir: string; bytes: number }): void {
+  const needs = new Map<number, { path: string; bytes: number; what: string[] }>();
+  const add = (path: string, bytes: number, what: string) => {
+    const dev = statSync(path).dev;
+    const n = needs.get(dev) ?? { path, bytes: 0, what: [] };
+    n.bytes += bytes;
+    n.what.push(what);
+    needs.set(dev, n);
+  };
+  add(root, unpackedSize, `the release unpacks to ${mib(unpackedSize)}`);
+  if (backup && backup.bytes > 0)
+    add(backup.dir, backup.bytes, `the database backup before its migrations takes up to ${mib(backup.bytes)}`);
+  for (const n of needs.values()) {
+    const free = freeBytes(n.path);
+    if (free < n.bytes + SPACE_HEADROOM)
+      throw new BundleRefused(
+        `refused: ${n.what.join(" and ")} and needs ${mib(SPACE_HEADROOM)} to spare; ${n.path} has ${mib(free)} free`,
+      );
   }
 }
 

@@ -64,6 +64,14 @@ export interface PrepareRequest {
   migrations: Record<string, number> | null;
 }
 
+/**
+ * The most a backup before a migrating release can take: the database and its WAL as they
+ * are (VACUUM INTO writes no more than that). 0 without a database. Root only looks (lstat).
+ */
+export function backupBound(dataDir: string): number {
+  return [DB_FILE, `${DB_FILE}-wal`].reduce((sum, f) => sum + (lstatOrNull(join(dataDir, f))?.size ?? 0), 0);
+}
+
 /** Before a release is switched in: drops its old health marker and old backups, backs the database up when it migrates. The backup's path or null. */
 export function prepareDataDir(dataDir: string, req: PrepareRequest): string | null {
   if (!lstatOrNull(dataDir)) return null;

@@ -6,7 +6,7 @@
 import { statSync } from "node:fs";
 import { BundleRefused, checkSignature, compareVersions, loadTrustedKeys, sha256OfRange } from "./bundle-format.js";
 import { checkFreeSpace, checkManifest, checkPayload, checkPrivateDir, checkRunsHere, checkVersionFloor } from "./bundle-checks.js";
-import { checkDataDir, prepareDataDir } from "./data-dir.js";
+import { backupBound, checkDataDir, prepareDataDir } from "./data-dir.js";
 import { symlinkAtomic } from "./fsx.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, Incoming, receiveFile, receiveUrl, removeStaleIncoming, type ReceivedBundle } from "./receive.js";
 import { checkUpdate } from "./release-gate.js";
@@ -95,7 +95,9 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   const st = await stateWithNoUpdatePending(l, o);
   const cur = linkedVersion(l.current);
   const floor = checkVersionFloor(m.version, cur, st.highest, o.allowDowngrade);
-  checkFreeSpace(l.root, m.unpacked_size);
+  // A release with migrations may need a backup of the database (prepareDataDir below): its room is counted too.
+  const migrates = cur !== null && Object.keys(m.migrations ?? {}).length > 0;
+  checkFreeSpace(l.root, m.unpacked_size, migrates ? { dir: o.dataDir, bytes: backupBound(o.dataDir) } : undefined);
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
   await testHook("verified");
 

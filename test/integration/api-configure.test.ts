@@ -227,3 +227,36 @@ test("configure refuses a brand profile whose identity registers answer with ano
     },
   );
 });
+
+test("configure over HTTPS: a PV inverter under the id of a Zigbee plug is a 400 naming both, and so is a device_id with / + # or a newline; nothing is paired", async () => {
+  await withSiteGateway(
+    tcpScenario(),
+    () => ({
+      zigbee: { url: "mqtt://127.0.0.1:1", devices: [{ device_id: "plug-1", friendly_name: "washer-plug", device_type: 30 }] },
+    }),
+    async (site, gw) => {
+      const port = site.tcpPorts[0];
+      const auth = { authorization: `Bearer ${await gw.token()}` };
+      const r = await gw.call("PUT", configurePath(), {
+        headers: auth,
+        body: { devices: [tcpDevice("plug-1", port, 2, "sunspec", { mb_device_type: 2 })] },
+      });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error, "invalid_request");
+      assert.match(
+        JSON.stringify(r.json),
+        /devices\[0\] \(modbus\) and the config file's zigbee\.devices\[0\] \(zigbee\) both name it/,
+        r.text,
+      );
+      for (const id of ["pv/1", "pv+1", "pv#1", "pv\n1", "pv\u00001"]) {
+        const bad = await gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice(id, port, 2, "sunspec")] } });
+        assert.equal(bad.status, 400, `${JSON.stringify(id)}: ${bad.text}`);
+        assert.match(bad.text, /must be 1 to 64 characters of A-Z a-z 0-9/);
+      }
+      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      const ids = (sync.json.devices as Array<{ device_id: string; device_type: number }>).map((d) => [d.device_id, d.device_type]);
+      assert.ok(!ids.some(([id]) => String(id).startsWith("pv")), sync.text);
+      assert.ok(!ids.some(([id, type]) => id === "plug-1" && type === 11), `no PV inverter under plug-1: ${sync.text}`);
+    },
+  );
+});

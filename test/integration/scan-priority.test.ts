@@ -28,7 +28,9 @@ test("a scan of a polled serial bus: the polled device keeps fresh samples while
       const poller = gw.daemon.part<Poller>("poller");
       const clock = new FakeClock(Date.now());
       // The status page's job runner on the daemon's own buses, its time cap on a clock the test moves.
-      const commissioning = new ModbusCommissioning(gw.daemon.part<ModbusEngine>("modbus").buses, builtinProfiles(), silentLogger());
+      const commissioning = new ModbusCommissioning(gw.daemon.part<ModbusEngine>("modbus").buses, builtinProfiles(), silentLogger(), {
+        rtuPaths: [site.rtuPeers[0]!],
+      });
       const jobs = new Jobs(commissioning, silentLogger(), { scanCapMs: CAP_MS, clock });
       try {
         await until(() => poller.health("sdm")?.online === true, "the meter is polled");

@@ -1,6 +1,6 @@
 // profiles_dir: the site's own profiles load beside the built-ins; a file that does not
 // parse, fails validation or takes a built-in's name is reported by its path and left
-// out. check-config exits 2 listing each; the daemon logs each at error and starts with
+// out. check-config warns naming each and exits 0 (none is needed by a device); the daemon logs each at error and starts with
 // the rest; a device may name a site profile.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +11,7 @@ import { siteProfiles } from "../../src/profiles/registry.js";
 import { buildDaemon } from "../../src/daemon.js";
 import { createLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
+import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { testConfig, testConfigInput } from "../support/config.js";
 import { runCli, writeConfig } from "../support/cli.js";
 import { tcpDevice } from "../support/gateway.js";
@@ -58,13 +59,13 @@ test("site profiles load beside the built-ins; each broken file is reported by i
   });
 });
 
-test("check-config exits 2 naming each broken profile file; with only good ones it counts them", async () => {
+test("check-config warns naming each broken profile file no device needs and exits 0; with only good ones it counts them", async () => {
   await withTmpDir(async (root) => {
     const { dir, broken } = profilesDir(root);
     const file = writeConfig(root, testConfigInput(join(root, "var"), { profiles_dir: dir }));
     const r = await runCli("check-config", "--config", file);
-    assert.equal(r.code, 2, r.stdout + r.stderr);
-    for (const b of broken) assert.ok(r.stderr.includes(b), `${b} in: ${r.stderr}`);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    for (const b of broken) assert.ok(r.stderr.includes(`warning: ${b}: site profile left out`), `${b} in: ${r.stderr}`);
     for (const b of broken.slice(1)) unlinkSync(b);
     writeFileSync(broken[0], GOOD.replace("site-battery", "site-battery-2"));
     const ok = await runCli("check-config", "--config", file);
@@ -100,5 +101,53 @@ test("the daemon logs each broken site profile at error and starts; a device may
       (e: unknown) => isSitegateError(e, "CONFIG_INVALID") && /site-battery/.test(JSON.stringify(e.details)),
       "without the folder the profile is unknown",
     );
+  });
+});
+
+test("run: a stored device whose site profile broke since is skipped and reported; the daemon starts with the rest", async () => {
+  await withTmpDir(async (root) => {
+    const dir = join(root, "profiles");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "good.yaml"), GOOD);
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(...String(chunk).split("\n").filter(Boolean));
+        cb();
+      },
+    });
+    const logger = () => createLogger({ level: "error", destination: sink, pretty: false, journal: false });
+    const config = testConfig(join(root, "var"), { profiles_dir: dir });
+    const first = buildDaemon(config, logger());
+    await first.start();
+    const device = tcpDevice("b1", 1, 1, "site-battery") as never;
+    const descriptor = {
+      role: "battery",
+      device_type: 10,
+      capabilities: ["telemetry", "charge", "discharge"],
+      profile: "site-battery",
+      identity: {},
+    };
+    first.part<DeviceRegistry>("registry").put(device, descriptor as never, true);
+    await first.stop();
+    writeFileSync(join(dir, "good.yaml"), `${GOOD}# ${"x".repeat(300 * 1024)}\n`); // now over 256 KiB
+    lines.length = 0;
+    const second = buildDaemon(config, logger());
+    await second.start();
+    try {
+      const errors = lines.map((l) => JSON.parse(l) as { file?: string; device_id?: string; err?: string; msg: string });
+      assert.ok(
+        errors.some((e) => /site profile left out/.test(e.msg) && e.file === join(dir, "good.yaml") && /256 KiB/.test(e.err ?? "")),
+        lines.join("\n"),
+      );
+      assert.ok(
+        errors.some((e) => e.device_id === "b1" && /cannot poll device/.test(e.msg) && /site-battery/.test(e.err ?? "")),
+        lines.join("\n"),
+      );
+      const b1 = second.devices.get("b1");
+      assert.ok(b1 && !b1.power && !b1.switch, "nothing to control: dispatch passes it by");
+    } finally {
+      await second.stop();
+    }
   });
 });

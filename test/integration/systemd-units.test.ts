@@ -35,6 +35,8 @@ const MAX_EXPOSURE: Record<string, number> = {
   "sitegate.service": 1.7,
   "sitegate-update-check.service": 0.9,
   "sitegate-update-request.service": 2.0,
+  // Its own user and the daemon's sandbox, loopback only (it scored 5.0 as the daemon's user).
+  "sitegate-sim.service": 1.2,
 };
 
 const lines = (unit: string) => readFileSync(join(dir, unit), "utf8").split("\n");
@@ -126,6 +128,48 @@ test("the fleet's update request unit: few capabilities, private /proc, private 
   ]) {
     assert.ok(text.includes(line), `update request unit: missing ${line}`);
   }
+});
+
+test("the simulator runs as its own user, never the daemon's; the daemon's user is in its group, which holds the gateway's end of the pty", () => {
+  const text = lines("sitegate-sim.service");
+  assert.ok(text.includes("User=sitegate-sim") && text.includes("Group=sitegate-sim"), text.join("\n"));
+  assert.ok(!text.some((l) => /^(User|Group|SupplementaryGroups)=.*\bsitegate\b(?!-)/.test(l)), "nothing of the daemon's user or group");
+  const sysusers = readFileSync(join(ROOT, "packaging/sysusers.conf"), "utf8").split("\n");
+  assert.ok(sysusers.some((l) => /^u sitegate-sim - /.test(l)));
+  assert.ok(sysusers.includes("m sitegate sitegate-sim"), "the daemon may open the pty's gateway end");
+  assert.ok(!sysusers.includes("m sitegate-sim sitegate"), "the simulator may not read the daemon's config or state");
+  assert.match(
+    readFileSync(join(ROOT, "packaging/debian/postinst"), "utf8"),
+    /adduser sitegate sitegate-sim/,
+    "without systemd-sysusers too",
+  );
+});
+
+test("the simulator makes its pty pair under its unit's syscall filter; the gateway's end is 0660 in the simulator's group", async () => {
+  await withTmpDir(async (tmp) => {
+    writeFileSync(
+      join(tmp, "s.yaml"),
+      stringify({
+        seed: 1,
+        control: { listen: "127.0.0.1:0" },
+        ports: [{ kind: "rtu", path: "ttySIM", peer: "ttyGW", baud: 9600, devices: [{ unit: 10, model: "sdm630", name: "meter" }] }],
+      }),
+    );
+    const sim = join(ROOT, "dist/hw-sim/cli.js");
+    const child = sandboxed("sitegate-sim.service", [process.execPath, sim, "--scenario", join(tmp, "s.yaml"), "--base-dir", tmp]);
+    const done = finished(child);
+    const died = done.then((r) => Promise.reject(new Error(`the simulator exited under its sandbox: ${r.out}`)));
+    died.catch(() => {}); // raced below; after the kill at the end it is expected
+    try {
+      await Promise.race([until(() => existsSync(join(tmp, "ttyGW")), "the gateway's end of the pty", 30_000), died]);
+      const st = statSync(join(tmp, "ttyGW"));
+      assert.equal(st.mode & 0o777, 0o660);
+      assert.equal(st.gid, process.getgid!(), "the simulator's own group");
+    } finally {
+      child.kill("SIGTERM");
+      await done;
+    }
+  });
 });
 
 test("GPIO works under the shipped unit: the chips' device class, the gpio group from sysusers.d, a udev rule that gives it the chips", () => {

@@ -29,7 +29,8 @@ test("a status-page scan names the matching profile per unit, and none for a dev
   };
   await withSite(scenario as never, async (site) => {
     const buses = new BusManager(silentLogger());
-    const jobs = new Jobs(new ModbusCommissioning(buses, builtinProfiles(), silentLogger()), silentLogger());
+    const scope = { rtuPaths: [], allow: ["127.0.0.1/32"] }; // the simulator on loopback
+    const jobs = new Jobs(new ModbusCommissioning(buses, builtinProfiles(), silentLogger(), scope), silentLogger());
     try {
       const job = jobs.scan({ endpoint: `tcp://127.0.0.1:${site.tcpPorts[0]}`, from: 1, to: 4, timeout_ms: 300 });
       await until(() => job.state !== "running", "the scan and its identification end");

@@ -12,8 +12,10 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  statfsSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { createServer } from "node:https";
@@ -130,6 +132,33 @@ test("a release larger than the free space is refused before unpacking; one that
     assert.equal(r.status, 2, r.stdout + r.stderr);
     assert.match(r.stderr, /refused: the payload holds more than its manifest's unpacked_size of 65536 bytes/);
     assert.deepEqual(leftovers(env), [], "the half-unpacked folder is removed");
+    assert.equal(currentVersion(env), "0.1.0");
+  });
+});
+
+test("the free-space check counts the database backup a migrating release needs: refused before anything changes", async () => {
+  await withInstalled(async (env, dir) => {
+    const b = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "mig"),
+      migrations: migrating(),
+    });
+    // A database as large as the data dir's free space (sparse: nothing is written): the
+    // release itself fits, the release plus its backup do not.
+    const st = statfsSync(env.dataDir);
+    writeFileSync(join(env.dataDir, "sitegate.db"), "");
+    truncateSync(join(env.dataDir, "sitegate.db"), st.bavail * st.bsize);
+    const before = snapshotTree(env.root);
+    const r = update(env, ["apply", b]);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(
+      r.stderr,
+      /refused: the release unpacks to \d+\.\d MiB and the database backup before its migrations takes up to \d+\.\d MiB and needs 16\.0 MiB to spare; .* free/,
+    );
+    assert.equal(snapshotTree(env.root), before);
+    assert.ok(!existsSync(join(env.dataDir, "update")), "no backup started");
     assert.equal(currentVersion(env), "0.1.0");
   });
 });

@@ -5,7 +5,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SitegateError } from "../../src/errors.js";
-import { modbusExceptionCode, scanUnits } from "../../src/modbus/device/commission.js";
+import { ModbusCommissioning, modbusExceptionCode, scanUnits } from "../../src/modbus/device/commission.js";
+import { ownPrivateSubnets } from "../../src/modbus/device/commission-scope.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 import type { Bus } from "../../src/modbus/bus.js";
 import {
   ProbeInputError,
@@ -130,4 +132,38 @@ test("the page's jobs run on any Commissioning: bad input starts nothing, the ti
   } finally {
     await jobs.stop();
   }
+});
+
+test("the status page's scan reaches only configured RTU ports, polled endpoints and TCP hosts in commissioning.allow; the rest is refused at the check", () => {
+  const polled = { key: "tcp://203.0.113.9:502" } as unknown as Bus;
+  const buses = { all: () => [polled] };
+  const scope = { rtuPaths: ["/dev/ttyUSB0"], allow: ["192.168.1.0/24", "fd00::/8"] };
+  const c = new ModbusCommissioning(buses as never, builtinProfiles(), silentLogger(), scope);
+  const scan = (endpoint: string) => c.checkScan({ endpoint, from: 1, to: 2, timeout_ms: 100 });
+  const refused = (re: RegExp) => (e: unknown) => e instanceof ProbeInputError && re.test(e.message);
+  for (const ep of ["rtu:/etc/shadow", "rtu:/dev/ttyUSB1?baud=9600", "rtu:/dev/../etc/shadow"])
+    assert.throws(() => scan(ep), refused(/only a configured RTU port may be scanned \(rtu_ports: \/dev\/ttyUSB0\)/), ep);
+  assert.throws(
+    () => c.checkRead({ endpoint: "rtu:/etc/shadow", unit: 1, profile: "sdm630" }),
+    refused(/configured RTU port/),
+    "a read too",
+  );
+  for (const ep of ["tcp://10.0.0.5:502", "tcp://8.8.8.8:502", "tcp://127.0.0.1:22", "rtu-tcp://192.168.2.1:502", "tcp://[fe80::1]:502"])
+    assert.throws(() => scan(ep), refused(/is outside commissioning\.allow \(192\.168\.1\.0\/24, fd00::\/8\)/), ep);
+  assert.throws(() => scan("tcp://inverter.local:502"), refused(/must be an IP address/));
+  assert.equal(scan("rtu:/dev/ttyUSB0?baud=9600").endpoint, "rtu:/dev/ttyUSB0?baud=9600");
+  assert.equal(scan("tcp://192.168.1.20:502").shared, false);
+  assert.equal(scan("tcp://[fd00::20]:502").shared, false);
+  assert.equal(scan("tcp://203.0.113.9:502").shared, true, "an endpoint the daemon polls (a configured device's) is in scope");
+  assert.throws(() => c.open("tcp://8.8.8.8:502"), refused(/outside commissioning\.allow/), "open checks again");
+});
+
+test("by default commissioning.allow is the private subnets of the gateway's own interfaces", () => {
+  const c = new ModbusCommissioning({ all: () => [] } as never, builtinProfiles(), silentLogger(), { rtuPaths: [] });
+  const own = ownPrivateSubnets();
+  for (const cidr of own) assert.match(cidr, /^(10\.|172\.(1[6-9]|2\d|3[01])\.|192\.168\.|f[cd])/i, cidr);
+  assert.throws(() => c.checkScan({ endpoint: "tcp://8.8.8.8:502" }), /outside commissioning\.allow/);
+  assert.throws(() => c.checkScan({ endpoint: "tcp://127.0.0.1:502" }), /outside commissioning\.allow/, "loopback is no device subnet");
+  const v4 = own.find((x) => !x.includes(":"));
+  if (v4) assert.equal(c.checkScan({ endpoint: `tcp://${v4.split("/")[0]}:502` }).shared, false, `${v4} is in scope`);
 });

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { isSitegateError } from "../../src/errors.js";
-import { MAX_OPEN_EVENTS, MAX_START_AHEAD_MS, toSpec, contentHash } from "../../src/dispatch/request.js";
+import { MAX_EVENT_MS, MAX_OPEN_EVENTS, MAX_START_AHEAD_MS, toSpec, contentHash } from "../../src/dispatch/request.js";
 import { EventStore, OpenWindow, WINDOW_AHEAD_MS, emptyProgress, type EventRow } from "../../src/dispatch/store.js";
 import { Timeline } from "../../src/dispatch/timeline.js";
 import { battery } from "../support/fake-devices.js";
@@ -45,6 +45,30 @@ test("a start more than 31 days after receipt is refused with the limit named, a
         return true;
       },
     );
+  } finally {
+    r.cleanup();
+  }
+});
+
+test("an end_time more than 24 h after start_time is refused with the limit named, and nothing of the request is stored", () => {
+  const r = unitRig([battery("b1", 5000)]);
+  try {
+    const day = req([{ start_time: iso(T0 + 60_000), end_time: iso(T0 + 60_000 + MAX_EVENT_MS) }]);
+    assert.equal(r.d.submit(day)[0].status, "accepted", "exactly 24 h is within the limit");
+    const before = stored(r.db);
+    const long = req([slot(T0 + DAY), { start_time: iso(T0 + 60_000), end_time: iso(Date.UTC(2126, 0, 1)) }]);
+    assert.throws(
+      () => r.d.submit(long),
+      (e) => {
+        refusedFor(/24 h after start_time/)(e);
+        assert.deepEqual((e as { details: unknown[] }).details, [
+          { path: "event_slots[1].end_time", message: "must be at most 24 h after start_time" },
+        ]);
+        return true;
+      },
+    );
+    assert.throws(() => r.d.submit(req([{ start_time: iso(T0 + 60_000), end_time: iso(T0 + 60_001 + MAX_EVENT_MS) }])), refusedFor(/24 h/));
+    assert.equal(stored(r.db), before, "the event within the limit was not stored either");
   } finally {
     r.cleanup();
   }

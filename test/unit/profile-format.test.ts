@@ -193,6 +193,7 @@ test("a sub-device's unit id: read, written, put back by the ledger from that un
   await withTmpDir(async (dir) => {
     const p = profile({
       max_power_w: 5000,
+      sub_units: [100], // the writes go to the GX's system unit, which the profile declares
       points: [
         { metric: "power_w", address: 842, unit: 100, type: "s16", scale: -1 },
         { metric: "state", address: 31 },

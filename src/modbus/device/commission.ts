@@ -7,6 +7,7 @@ import { SitegateError, errorMessage, isSitegateError } from "../../errors.js";
 import { Bus, PRIORITY, type BusManager } from "../bus.js";
 import { endpointKey, parseEndpoint, type Endpoint } from "../endpoint.js";
 import { DeviceDriver } from "./driver.js";
+import { checkInScope, type CommissioningScope } from "./commission-scope.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
 import { identifyUnit } from "../../profiles/identify.js";
 import type { Logger } from "../../log.js";
@@ -154,10 +155,19 @@ export class ModbusCommissioning implements Commissioning {
     private readonly buses: Pick<BusManager, "all">,
     private readonly profiles: ProfileRegistry,
     private readonly log: Logger,
+    /** What it may reach: the configured RTU ports, and TCP hosts in commissioning.allow (commission-scope.ts). */
+    private readonly scope: CommissioningScope,
   ) {}
 
+  /** The endpoint of a form, refused when outside the scope (nothing is opened for it). */
+  private endpointInScope(text: unknown): Endpoint {
+    const ep = checkEndpoint(text);
+    checkInScope(ep, this.sharedBus(ep) !== undefined, this.scope);
+    return ep;
+  }
+
   checkScan(input: ScanInput): ScanPlan {
-    const ep = checkEndpoint(input.endpoint);
+    const ep = this.endpointInScope(input.endpoint);
     const asked = checkScanRange(input.from, input.to, input.timeout_ms);
     const shared = this.sharedBus(ep) !== undefined;
     const timeoutMs = shared ? Math.min(asked.timeoutMs, SHARED_PROBE_TIMEOUT_MS) : asked.timeoutMs;
@@ -165,13 +175,13 @@ export class ModbusCommissioning implements Commissioning {
   }
 
   checkRead(input: ReadInput): ReadPlan {
-    checkEndpoint(input.endpoint);
+    this.endpointInScope(input.endpoint);
     const unit = checkUnit(input.unit);
     return { endpoint: String(input.endpoint).trim(), unit, profile: checkProfile(this.profiles, input.profile) };
   }
 
   open(endpoint: string): CommissioningLink {
-    const ep = parseEndpoint(endpoint);
+    const ep = this.endpointInScope(endpoint);
     const shared = this.sharedBus(ep);
     const bus = shared ?? new Bus(ep, this.log.child({ bus: endpointKey(ep), commissioning: true }));
     const { profiles } = this;

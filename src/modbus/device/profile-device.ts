@@ -221,8 +221,14 @@ export class ProfileDevice implements Device {
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
     const read = this.reader(driver);
     for (const planned of writes) {
+      const unit = planned.unit ?? driver.unit;
+      // A profile writes only to its own device: its unit or a declared sub-device, never broadcast.
+      if (unit === 0 || (unit !== driver.unit && !driver.profile.sub_units.includes(unit)))
+        throw new SitegateError(
+          "CONTROL_VALUE_INVALID",
+          `a write to unit ${unit} is refused: not device ${this.id}'s own unit or sub-device`,
+        );
       for (const w of await changedOnly(planned, read)) {
-        const unit = w.unit ?? driver.unit;
         if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
         else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
       }
