@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { OP_MODE_NAMES, ROLES } from "../model/roles.js";
 import { ACTION_NAMES, CAPABILITIES, type ActionName } from "../model/vocabulary.js";
+import { checkNames } from "./cross-refs.js";
 
 const valueType = z.enum([
   "u16",
@@ -138,61 +139,7 @@ const writeStep = z
     }
   });
 
-type Enums = Record<string, Record<string, number>>;
-
-/** The value of a named constant (`ems_mode.forced`), or undefined when the profile has none by that name. */
-export function enumValue(enums: Enums, ref: string): number | undefined {
-  const [e = "", label = ""] = ref.split(".");
-  return enums[e]?.[label];
-}
-
-/** Cross-references within a profile: named constants exist, a watchdog is refreshed in time. */
-function checkNames(
-  p: {
-    enums: Enums;
-    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown; unit?: number }>>>;
-    sub_units: number[];
-    readback: Partial<Record<ActionName, Array<{ expect: unknown }>>>;
-    refresh_s: number;
-    revert_s?: number;
-    points?: Array<{ enum?: string }>;
-  },
-  ctx: z.RefinementCtx,
-): void {
-  const known = (v: unknown) => typeof v !== "string" || v.startsWith("$") || enumValue(p.enums, v) !== undefined;
-  for (const [name, steps] of Object.entries(p.actions))
-    steps?.forEach((s, i) => {
-      if (!known(s.value)) ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: "names no value of enums" });
-      if (s.restore !== undefined && !known(s.restore))
-        ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: "names no value of enums" });
-      // A profile writes only to its own device: its unit, or a sub-device it declares; never unit 0 (broadcast).
-      if (s.unit !== undefined && !p.sub_units.includes(s.unit))
-        ctx.addIssue({
-          code: "custom",
-          path: ["actions", name, i, "unit"],
-          message:
-            s.unit === 0
-              ? "unit 0 is the broadcast address: a profile never writes to it"
-              : "is not one of the profile's sub_units: a profile writes only to its own device",
-        });
-    });
-  for (const [name, checks] of Object.entries(p.readback)) {
-    if (!(name in p.actions)) ctx.addIssue({ code: "custom", path: ["readback", name], message: `the profile has no ${name} action` });
-    checks?.forEach((c, i) => {
-      if (!known(c.expect)) ctx.addIssue({ code: "custom", path: ["readback", name, i, "expect"], message: "names no value of enums" });
-    });
-  }
-  p.points?.forEach((pt, i) => {
-    if (pt.enum !== undefined && !(pt.enum in p.enums))
-      ctx.addIssue({ code: "custom", path: ["points", i, "enum"], message: "names no enum of enums" });
-  });
-  if (p.revert_s !== undefined && (p.refresh_s === 0 || p.refresh_s >= p.revert_s))
-    ctx.addIssue({
-      code: "custom",
-      path: ["refresh_s"],
-      message: `must be set and below revert_s (${p.revert_s} s), or the device reverts during an event`,
-    });
-}
+export { enumValue } from "./cross-refs.js";
 
 const fixedPoint = z.strictObject({
   metric: metricName,

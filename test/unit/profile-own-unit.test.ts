@@ -71,7 +71,17 @@ function rig(subUnits: number[] = []) {
     ...profile,
     actions: {
       shed: [
-        { table: "coil" as const, address: 0, value: "$off" as const, unit: 5, word_order: "big" as const, scale: 1, type: "u16" as const },
+        {
+          table: "coil" as const,
+          address: 0,
+          value: "$off" as const,
+          unit: 5,
+          word_order: "big" as const,
+          scale: 1,
+          type: "u16" as const,
+          count: 1,
+          flash: false,
+        },
       ],
     },
   };
