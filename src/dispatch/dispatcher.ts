@@ -5,18 +5,20 @@
 // in the same transaction that ends the event, so it exists exactly once.
 import type { Logger } from "../log.js";
 import { SitegateError } from "../errors.js";
-import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
+import { STOP_BUDGET_MS, type MetricFamily, type Part, type PartHealth } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceDirectory } from "../model/device.js";
 import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
+import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
+import { ReleaseRequests, answerReleaseRequests, unreleasedWarnings } from "./release-requests.js";
 
 export type { ExecutionResponse } from "./executor.js";
 
@@ -41,12 +43,15 @@ const MAX_TIMER_MS = 60_000;
 const HISTORY_DAYS = 30;
 /** How long start waits for the devices a crashed run left driven to be put back before the API starts anyway. */
 const PUT_BACK_WAIT_MS = 10_000;
+/** How long a cancellation's receipt waits for the writes in flight to its devices and their release (B4). */
+const CANCEL_SETTLE_MS = 2000;
 /** Of the stop budget, what is kept back so that the devices left are reported (and their remote control ended) before the lifecycle gives up. */
 const STOP_REPORT_MS = 250;
 
 export class Dispatcher implements Part {
   readonly name = "dispatch";
   private store!: EventStore;
+  private requests!: ReleaseRequests;
   private window!: OpenWindow;
   private bound!: OpenBound;
   private readonly open = new Timeline();
@@ -96,6 +101,7 @@ export class Dispatcher implements Part {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
     this.exec.start(this.store.db);
+    this.requests = new ReleaseRequests(this.store.db);
     this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
@@ -194,16 +200,22 @@ export class Dispatcher implements Part {
       for (const b of batch) b.reject(e); // the commit failed: nothing was acknowledged
       return;
     }
+    const answers: Array<() => void> = [];
+    const cancelled: string[] = [];
     batch.forEach((b, i) => {
       const r = out[i];
       // The transaction answers every request of the batch, so a missing answer is a bug.
       if (r === undefined) b.reject(new SitegateError("INTERNAL", "the receipts' commit answered no outcome for a request"));
       else if (r.staged) {
+        const { stopRunning, receipts } = r.staged;
+        for (const row of stopRunning) cancelled.push(...this.exec.devicesOf(row.spec.event_id));
         this.applyStaged(r.staged, now);
-        b.resolve(r.staged.receipts);
+        answers.push(() => b.resolve(receipts));
       } else b.reject(r.error);
     });
-    this.replan();
+    this.replan(); // a cancelled event's devices: their releases queue behind the writes in flight
+    // A cancellation is final once its receipt is sent: it waits (at most 2 s) for those.
+    void this.exec.jobs.settle(cancelled, CANCEL_SETTLE_MS).then(() => answers.forEach((answer) => answer()));
   }
 
   /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
@@ -320,21 +332,7 @@ export class Dispatcher implements Part {
 
   private miss(row: EventRow, now: number): void {
     const s = row.spec;
-    const body: ExecutionResponse = {
-      event_id: s.event_id,
-      status: "failed",
-      timestamp: new Date(now).toISOString(),
-      details: {
-        mode: s.mode,
-        requested_quantity: s.quantity,
-        delivered_quantity: 0,
-        unit: s.unit,
-        cancelled: false,
-        measured: false,
-        reason: "missed",
-        devices: [],
-      },
-    };
+    const body = missedResponse(s, now);
     this.close(row, "missed", body, now);
     this.counts.missed++;
     this.deps.log.warn(
@@ -373,8 +371,13 @@ export class Dispatcher implements Part {
   observe(snap: Snapshot): void {
     if (this.stopped) return;
     this.exec.observe(snap, [...this.open.running.values()], this.deps.clock.now());
+    answerReleaseRequests(this.requests, this.exec, this.deps.clock.now());
   }
 
+  /** /healthz: one warning per device whose release did not read back. */
+  health(): PartHealth {
+    return { warnings: this.stopped || !this.exec.ledger ? [] : unreleasedWarnings(this.exec.ledger) };
+  }
   // ---- views ----
 
   list(limit?: number): EventRow[] {
@@ -390,6 +393,7 @@ export class Dispatcher implements Part {
   }
 
   metrics(): MetricFamily[] {
-    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled() });
+    const unreleased = this.exec.ledger?.unreleased().length ?? 0;
+    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled(), unreleased });
   }
 }

@@ -25,7 +25,8 @@ import { PRIORITY } from "../bus.js";
 import { actionCells, planControlWrites } from "./control-values.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
-import { asRawWrites, capturePre, verifyPre, type CellRead } from "./pre-state.js";
+import { asRawWrites, capturePre, preOf, verifyPre, type CellRead } from "./pre-state.js";
+import { PartialWriteError } from "../../model/partial-write.js";
 import type { ActionParams, RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
@@ -212,13 +213,25 @@ export class ProfileDevice implements Device {
     return (table, address, count, unit) => driver.bus.read(unit ?? driver.unit, table, address, count, opts);
   }
 
-  /** Raw writes in the control lane, in order (planWrites merges neighbouring coils). */
+  /**
+   * Raw writes in the control lane, in order (planWrites merges neighbouring coils). A
+   * write refused after earlier ones went through is a PartialWriteError whose rollback
+   * writes those earlier ones back from the ledger's pre-event state (B4: transactional
+   * device actions); the refused one and those after it were never taken.
+   */
   private async write(driver: DeviceDriver, writes: readonly RawWrite[]): Promise<void> {
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
-    for (const w of writes) {
+    for (const [i, w] of writes.entries()) {
       const unit = w.unit ?? driver.unit;
-      if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
-      else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+      try {
+        if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
+        else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+      } catch (e) {
+        if (i === 0) throw e;
+        const done = writes.slice(0, i);
+        const step = `step ${i + 1} of ${writes.length} (${w.table} ${w.address})`;
+        throw new PartialWriteError(step, i, (pre) => this.write(driver, [...preOf(done, asRawWrites(pre))].reverse()), e);
+      }
     }
   }
 }
