@@ -193,7 +193,7 @@ export class Executor {
       if (a.failed) next = Math.min(next, a.at + RETRY_MS);
       else if (r > 0) next = Math.min(next, a.at + r);
     }
-    return Math.min(next, this.jobs.backoff.next());
+    return Math.min(next, this.jobs.backoff.next(this.jobs.releasing));
   }
 
   private hold_(id: string, key: string, holders: string[], want: Desired, now: number): void {

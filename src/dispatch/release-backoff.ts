@@ -28,10 +28,10 @@ export class ReleaseBackoff {
     this.due.delete(id);
   }
 
-  /** The earliest retry (Infinity: none waits). */
-  next(): number {
+  /** The earliest retry of a device not being released right now (Infinity: none waits). */
+  next(releasing: ReadonlySet<string>): number {
     let n = Infinity;
-    for (const d of this.due.values()) n = Math.min(n, d.at);
+    for (const [id, d] of this.due) if (!releasing.has(id)) n = Math.min(n, d.at);
     return n;
   }
 }
