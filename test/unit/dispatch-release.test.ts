@@ -23,7 +23,8 @@ import { buildFamilies, type FamilyContext } from "../../src/parts/families.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
-import { silentLogger } from "../../src/log.js";
+import { createLogger } from "../../src/log.js";
+import { askRelease, releaseRequest } from "../../src/dispatch/release-requests.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { drRequest, POLL, T0 } from "../support/dispatch-unit.js";
 import { makeTmpDir } from "../support/tmp.js";
@@ -150,7 +151,13 @@ class Meter extends MemoryDevice {
   put(): void {}
 }
 
-function rig(devs: MemoryDevice[]) {
+function rig(devs: MemoryDevice[], logLines: string[] = []) {
+  const log = createLogger({
+    level: "info",
+    pretty: false,
+    journal: false,
+    destination: { write: (l: string) => logLines.push(l) } as unknown as NodeJS.WritableStream,
+  });
   const memory: DeviceFamily = { family: "memory", devices: () => devs };
   const devices = new SiteDevices(buildFamilies({} as FamilyContext, [() => memory]));
   const tmp = makeTmpDir();
@@ -162,7 +169,7 @@ function rig(devs: MemoryDevice[]) {
     db: () => db,
     devices,
     clock,
-    log: silentLogger(),
+    log,
     pollIntervalMs: POLL,
     respond: (_s, b) => responses.push(b),
   });
@@ -367,6 +374,53 @@ test("a cancellation's receipt waits at most 2 s for a write that never ends", a
     assert.ok(receipt, "answered after the 2 s bound");
   } finally {
     open();
+    await r.close();
+  }
+});
+
+test("`sitegate devices release ID` through the database: the running dispatcher retries at once at its next snapshot, whatever the backoff; --forget drops the row with a log line", async () => {
+  const sw = new Relay("relay");
+  const lines: string[] = [];
+  const r = rig([sw], lines);
+  try {
+    await r.d.start();
+    r.d.submit(drRequest([{}], { event_type: "shed", event_quantity: 0.5 }));
+    await r.poll(T0 + 11_000);
+    sw.ignoreRestore = true;
+    await r.poll(T0 + 110_000); // the shed ended at T0+70 s; retries every 1, 2, 4, ... 32 s: the next one is over 30 s away
+    const before = sw.restores;
+    sw.ignoreRestore = false;
+    const q = askRelease(r.db, "relay", "release", r.clock.now());
+    await r.poll(r.clock.now() + POLL); // one snapshot
+    assert.equal(releaseRequest(r.db, q)?.answer, "released");
+    assert.equal(sw.restores, before + 1, "one attempt, at once");
+    assert.equal(sw.on, true);
+    assert.equal(r.ledger("relay"), undefined);
+
+    // --forget: a second shed leaves the relay unreleased; the operator switched it on by hand.
+    const shed2 = drRequest([{ start_time: new Date(T0 + 120_000).toISOString(), end_time: new Date(T0 + 130_000).toISOString() }], {
+      event_type: "shed",
+      event_quantity: 0.5,
+    });
+    r.d.submit(shed2);
+    await r.poll(T0 + 125_000);
+    sw.ignoreRestore = true;
+    await r.poll(T0 + 135_000);
+    assert.ok(r.ledger("relay")?.unreleased);
+    const f = askRelease(r.db, "relay", "forget", r.clock.now());
+    await r.poll(r.clock.now() + POLL);
+    assert.equal(releaseRequest(r.db, f)?.answer, "forgotten");
+    assert.equal(r.ledger("relay"), undefined);
+    assert.equal(r.gauge(), 0);
+    assert.equal(sw.remote, false);
+    const logged = lines
+      .map((l) => JSON.parse(l) as { msg: string; device_id?: string })
+      .find((l) => /dropped by the operator/.test(l.msg));
+    assert.equal(logged?.device_id, "relay");
+    const restores = sw.restores;
+    await r.poll(T0 + 200_000);
+    assert.equal(sw.restores, restores, "nothing retries a forgotten row");
+  } finally {
     await r.close();
   }
 });
