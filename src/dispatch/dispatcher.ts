@@ -80,16 +80,7 @@ export class Dispatcher implements Part {
   }
 
   get stats() {
-    const w = this.exec.stats;
-    return {
-      ...this.counts,
-      writes_ok: w.writes_ok,
-      writes_failed: w.writes_failed,
-      releases_ok: w.releases_ok,
-      releases_failed: w.releases_failed,
-      confirms_ok: w.confirms_ok,
-      confirms_failed: w.confirms_failed,
-    };
+    return { ...this.counts, ...this.exec.stats };
   }
 
   /**
@@ -157,15 +148,24 @@ export class Dispatcher implements Part {
    * (a change after start); then nothing of the request is stored.
    */
   submit(req: DispatchRequest): Receipt[] {
+    return this.submitHeld(req).receipts;
+  }
+
+  /** submit(), answered once final: a running event it cancels waits for its devices' writes in flight and release (at most 2 s). */
+  submitFinal(req: DispatchRequest): Receipt[] | Promise<Receipt[]> {
+    const { receipts, held } = this.submitHeld(req);
+    return held.length ? this.exec.jobs.settle(held, CANCEL_SETTLE_MS).then(() => receipts) : receipts;
+  }
+
+  private submitHeld(req: DispatchRequest): { receipts: Receipt[]; held: string[] } {
     const now = this.deps.clock.now();
-    let staged!: Staged;
-    withFullSync(
+    const staged = withFullSync(
       this.store.db,
-      this.store.db.transaction(() => (staged = this.stage(req, now))),
+      this.store.db.transaction(() => this.stage(req, now)),
     );
-    this.applyStaged(staged, now);
+    const held = this.applyStaged(staged, now);
     this.replan();
-    return staged.receipts;
+    return { receipts: staged.receipts, held };
   }
 
   /**
@@ -207,14 +207,12 @@ export class Dispatcher implements Part {
       // The transaction answers every request of the batch, so a missing answer is a bug.
       if (r === undefined) b.reject(new SitegateError("INTERNAL", "the receipts' commit answered no outcome for a request"));
       else if (r.staged) {
-        const { stopRunning, receipts } = r.staged;
-        for (const row of stopRunning) cancelled.push(...this.exec.devicesOf(row.spec.event_id));
-        this.applyStaged(r.staged, now);
-        answers.push(() => b.resolve(receipts));
+        const staged = r.staged;
+        cancelled.push(...this.applyStaged(staged, now));
+        answers.push(() => b.resolve(staged.receipts));
       } else b.reject(r.error);
     });
-    this.replan(); // a cancelled event's devices: their releases queue behind the writes in flight
-    // A cancellation is final once its receipt is sent: it waits (at most 2 s) for those.
+    this.replan(); // a cancellation is final once its receipt is sent: it waits for the writes in flight and the releases behind them
     void this.exec.jobs.settle(cancelled, CANCEL_SETTLE_MS).then(() => answers.forEach((answer) => answer()));
   }
 
@@ -223,7 +221,9 @@ export class Dispatcher implements Part {
     return stageRequest(req, now, { store: this.store, bound: this.bound, onState: this.deps.onState });
   }
 
-  private applyStaged(staged: Staged, now: number): void {
+  /** Memory follows the committed receipts; the devices of the running events it cancelled. */
+  private applyStaged(staged: Staged, now: number): string[] {
+    const held: string[] = [];
     for (const row of staged.touched) {
       if (row.state === "scheduled" && this.window.holds(row.spec)) this.open.put(row);
       else this.open.remove(row.spec.event_id);
@@ -231,12 +231,14 @@ export class Dispatcher implements Part {
     for (const row of staged.stopRunning) {
       const live = this.open.get(row.spec.event_id);
       if (live) {
+        held.push(...this.exec.devicesOf(live.spec.event_id));
         live.spec = row.spec;
         live.content_hash = row.content_hash;
         live.receipt = "cancelled";
         this.finish(live, now, true);
       }
     }
+    return held;
   }
 
   /** A local schedule's occurrence (config `schedules`): priority 100, no partner response. */
@@ -393,7 +395,6 @@ export class Dispatcher implements Part {
   }
 
   metrics(): MetricFamily[] {
-    const unreleased = this.exec.ledger?.unreleased().length ?? 0;
-    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled(), unreleased });
+    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled(), unreleased: this.exec.unreleased });
   }
 }

@@ -382,6 +382,11 @@ export class Executor {
     return "forgotten";
   }
 
+  /** How many devices did not read back their release (sitegate_devices_unreleased). */
+  get unreleased(): number {
+    return this.ledger?.unreleased().length ?? 0;
+  }
+
   /** Devices an event drives or holds in the ledger (taken before a cancellation ends it). */
   devicesOf(eventId: string): string[] {
     const held = this.ledger.all().filter((r) => r.holders.includes(eventId));
