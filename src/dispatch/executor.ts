@@ -371,6 +371,9 @@ export class Executor {
   forget(id: string): string {
     const l = this.ledger.get(id);
     if (!l) return "the ledger holds nothing for it";
+    // Dropped under a running event, its next write would capture the state that event drove as its "before".
+    const driving = l.holders.filter((h) => this.running.some((r) => r.spec.event_id === h && r.state === "running"));
+    if (driving.length && l.unreleased === undefined) return `not forgotten: driven by event ${driving.join(", ")}`;
     this.ledger.forget(id);
     this.jobs.backoff.clear(id);
     this.applied.delete(id);
