@@ -25,6 +25,7 @@ import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { createLogger } from "../../src/log.js";
 import { askRelease, releaseRequest } from "../../src/dispatch/release-requests.js";
+import { ReleaseBackoff } from "../../src/dispatch/release-backoff.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { drRequest, POLL, T0 } from "../support/dispatch-unit.js";
 import { makeTmpDir } from "../support/tmp.js";
@@ -423,4 +424,22 @@ test("`sitegate devices release ID` through the database: the running dispatcher
   } finally {
     await r.close();
   }
+});
+
+test("the release backoff: 1 s after the first failure, doubling, at most 60 s; a device being released is not waited for", () => {
+  const b = new ReleaseBackoff();
+  let now = 0;
+  const gaps: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const at = b.failed("d", now);
+    gaps.push(at - now);
+    assert.equal(b.ready("d", at - 1), false);
+    assert.equal(b.ready("d", at), true);
+    now = at;
+  }
+  assert.deepEqual(gaps, [1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+  assert.equal(b.next(new Set()), now, "the last retry time");
+  assert.equal(b.next(new Set(["d"])), Infinity, "no timer for a release under way");
+  b.clear("d");
+  assert.equal(b.ready("d", 0), true);
 });
