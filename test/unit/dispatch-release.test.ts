@@ -316,42 +316,44 @@ test("finding 7: a device that cannot be released blocks only itself: a metered 
   }
 });
 
-test("finding 9: a cancellation during a write in flight: the receipt waits for it and its release; nothing switches after the receipt", async () => {
-  const sw = new Relay("relay");
-  const r = rig([sw]);
-  let open!: () => void;
-  sw.gate = new Promise<void>((res) => (open = res));
-  try {
-    await r.d.start();
-    const shed = drRequest([{}], { event_type: "shed", event_quantity: 0.5 });
-    r.d.submit(shed);
-    r.clock.advance(10_000); // the shed starts: its write to the relay is now in flight
-    await settle();
-    assert.equal(sw.on, true, "the write has not gone through yet");
-    let receipt: unknown;
-    const cancelled = { ...shed, event_slots: [{ ...shed.event_slots[0], cancelled: true }] };
-    void r.d.submitBatched(cancelled).then((x) => {
-      receipt = x;
-      sw.receiptSent = true;
-    });
-    await settle();
-    assert.equal(receipt, undefined, "no receipt while the write is in flight");
-    open(); // the relay switches off now, after the cancellation was taken but before its receipt
-    await settle();
-    assert.deepEqual(receipt, [{ event_id: shed.event_slots[0].event_id, status: "cancelled" }]);
-    assert.equal(sw.on, true, "released before the receipt");
-    await r.poll(T0 + 80_000);
-    assert.deepEqual(
-      sw.changes.filter((c) => c.afterReceipt),
-      [],
-      "nothing that event started is switched after the receipt",
-    );
-    assert.equal(sw.on, true);
-  } finally {
-    open();
-    await r.close();
-  }
-});
+for (const path of ["https", "fleet"] as const)
+  test(`finding 9 (${path}): a cancellation during a write in flight: the receipt waits for it and its release; nothing switches after the receipt`, async () => {
+    const sw = new Relay("relay");
+    const r = rig([sw]);
+    let open!: () => void;
+    sw.gate = new Promise<void>((res) => (open = res));
+    try {
+      await r.d.start();
+      const shed = drRequest([{}], { event_type: "shed", event_quantity: 0.5 });
+      r.d.submit(shed);
+      r.clock.advance(10_000); // the shed starts: its write to the relay is now in flight
+      await settle();
+      assert.equal(sw.on, true, "the write has not gone through yet");
+      let receipt: unknown;
+      const cancelled = { ...shed, event_slots: [{ ...shed.event_slots[0], cancelled: true }] };
+      // The HTTPS route's group commit, or the fleet's `dr` command.
+      void (path === "https" ? r.d.submitBatched(cancelled) : Promise.resolve(r.d.submitFinal(cancelled))).then((x) => {
+        receipt = x;
+        sw.receiptSent = true;
+      });
+      await settle();
+      assert.equal(receipt, undefined, "no receipt while the write is in flight");
+      open(); // the relay switches off now, after the cancellation was taken but before its receipt
+      await settle();
+      assert.deepEqual(receipt, [{ event_id: shed.event_slots[0].event_id, status: "cancelled" }]);
+      assert.equal(sw.on, true, "released before the receipt");
+      await r.poll(T0 + 80_000);
+      assert.deepEqual(
+        sw.changes.filter((c) => c.afterReceipt),
+        [],
+        "nothing that event started is switched after the receipt",
+      );
+      assert.equal(sw.on, true);
+    } finally {
+      open();
+      await r.close();
+    }
+  });
 
 test("a cancellation's receipt waits at most 2 s for a write that never ends", async () => {
   const sw = new Relay("relay");
