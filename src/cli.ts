@@ -25,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   events: async () => (await import("./cli/events.js")).default,
   fleet: async () => (await import("./cli/fleet.js")).default,
   token: async () => (await import("./cli/token.js")).default,
+  devices: async () => (await import("./cli/devices.js")).default,
 };
 
 function help(): string {

@@ -28,6 +28,8 @@ export interface DispatchDevice {
   rated_power_w?: number | readonly number[];
   /** Device config: shed order, lower first, then device_id (default 100). */
   shed_priority?: number;
+  /** Why no event may use it now (a release it did not read back): new events skip it with this. */
+  blocked?: string;
 }
 
 /**
@@ -62,6 +64,7 @@ export type SkipReason = "unavailable" | "taken" | "no_share";
 /** A battery's state of charge says it can take no more of this direction. */
 export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevice): string | undefined {
   if (!d.fully_configured) return "not fully configured (REGISTRY_WRITE_FAILED)";
+  if (d.blocked) return d.blocked;
   if (!d.online) return "offline";
   if (!d.max_power_w || d.max_power_w <= 0) return "no maximum power known";
   const soc = d.metrics.soc_pct;

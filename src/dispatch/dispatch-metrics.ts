@@ -1,4 +1,4 @@
-// The dispatcher's metrics: events by state, writes, confirmation reads, receipt commits,
+// The dispatcher's metrics: events by state, devices not released, writes, confirmation reads, receipt commits,
 // clock steps.
 import type { MetricFamily } from "../lifecycle.js";
 
@@ -18,7 +18,7 @@ export interface DispatchStats {
 }
 
 /** The dispatcher's metrics from its counters and its open events. */
-export function dispatchMetrics(s: DispatchStats, open: { running: number; scheduled: number }): MetricFamily[] {
+export function dispatchMetrics(s: DispatchStats, open: { running: number; scheduled: number; unreleased: number }): MetricFamily[] {
   const byResult = (ok: number, failed: number) => [
     { labels: { result: "ok" }, value: ok },
     { labels: { result: "failed" }, value: failed },
@@ -32,6 +32,12 @@ export function dispatchMetrics(s: DispatchStats, open: { running: number; sched
         { labels: { state: "running" }, value: open.running },
         { labels: { state: "scheduled" }, value: open.scheduled },
       ],
+    },
+    {
+      name: "sitegate_devices_unreleased",
+      help: "devices whose release did not read back: kept in the ledger and retried with backoff",
+      type: "gauge",
+      values: [{ value: open.unreleased }],
     },
     {
       name: "sitegate_dispatch_writes_total",

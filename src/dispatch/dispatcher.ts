@@ -5,18 +5,20 @@
 // in the same transaction that ends the event, so it exists exactly once.
 import type { Logger } from "../log.js";
 import { SitegateError } from "../errors.js";
-import { STOP_BUDGET_MS, type MetricFamily, type Part } from "../lifecycle.js";
+import { STOP_BUDGET_MS, type MetricFamily, type Part, type PartHealth } from "../lifecycle.js";
 import type { Db } from "../storage/db.js";
 import type { Snapshot } from "../telemetry/types.js";
 import type { Clock } from "../util/clock.js";
 import type { DeviceDirectory } from "../model/device.js";
 import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
+import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
+import { ReleaseRequests, answerReleaseRequests, unreleasedWarnings } from "./release-requests.js";
 
 export type { ExecutionResponse } from "./executor.js";
 
@@ -41,12 +43,15 @@ const MAX_TIMER_MS = 60_000;
 const HISTORY_DAYS = 30;
 /** How long start waits for the devices a crashed run left driven to be put back before the API starts anyway. */
 const PUT_BACK_WAIT_MS = 10_000;
+/** How long a cancellation's receipt waits for the writes in flight to its devices and their release (B4). */
+const CANCEL_SETTLE_MS = 2000;
 /** Of the stop budget, what is kept back so that the devices left are reported (and their remote control ended) before the lifecycle gives up. */
 const STOP_REPORT_MS = 250;
 
 export class Dispatcher implements Part {
   readonly name = "dispatch";
   private store!: EventStore;
+  private requests!: ReleaseRequests;
   private window!: OpenWindow;
   private bound!: OpenBound;
   private readonly open = new Timeline();
@@ -75,16 +80,7 @@ export class Dispatcher implements Part {
   }
 
   get stats() {
-    const w = this.exec.stats;
-    return {
-      ...this.counts,
-      writes_ok: w.writes_ok,
-      writes_failed: w.writes_failed,
-      releases_ok: w.releases_ok,
-      releases_failed: w.releases_failed,
-      confirms_ok: w.confirms_ok,
-      confirms_failed: w.confirms_failed,
-    };
+    return { ...this.counts, ...this.exec.stats };
   }
 
   /**
@@ -96,6 +92,7 @@ export class Dispatcher implements Part {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
     this.exec.start(this.store.db);
+    this.requests = new ReleaseRequests(this.store.db);
     this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
@@ -151,15 +148,24 @@ export class Dispatcher implements Part {
    * (a change after start); then nothing of the request is stored.
    */
   submit(req: DispatchRequest): Receipt[] {
+    return this.submitHeld(req).receipts;
+  }
+
+  /** submit(), answered once final: a running event it cancels waits for its devices' writes in flight and release (at most 2 s). */
+  submitFinal(req: DispatchRequest): Receipt[] | Promise<Receipt[]> {
+    const { receipts, held } = this.submitHeld(req);
+    return held.length ? this.exec.jobs.settle(held, CANCEL_SETTLE_MS).then(() => receipts) : receipts;
+  }
+
+  private submitHeld(req: DispatchRequest): { receipts: Receipt[]; held: string[] } {
     const now = this.deps.clock.now();
-    let staged!: Staged;
-    withFullSync(
+    const staged = withFullSync(
       this.store.db,
-      this.store.db.transaction(() => (staged = this.stage(req, now))),
+      this.store.db.transaction(() => this.stage(req, now)),
     );
-    this.applyStaged(staged, now);
+    const held = this.applyStaged(staged, now);
     this.replan();
-    return staged.receipts;
+    return { receipts: staged.receipts, held };
   }
 
   /**
@@ -194,16 +200,20 @@ export class Dispatcher implements Part {
       for (const b of batch) b.reject(e); // the commit failed: nothing was acknowledged
       return;
     }
+    const answers: Array<() => void> = [];
+    const cancelled: string[] = [];
     batch.forEach((b, i) => {
       const r = out[i];
       // The transaction answers every request of the batch, so a missing answer is a bug.
       if (r === undefined) b.reject(new SitegateError("INTERNAL", "the receipts' commit answered no outcome for a request"));
       else if (r.staged) {
-        this.applyStaged(r.staged, now);
-        b.resolve(r.staged.receipts);
+        const staged = r.staged;
+        cancelled.push(...this.applyStaged(staged, now));
+        answers.push(() => b.resolve(staged.receipts));
       } else b.reject(r.error);
     });
-    this.replan();
+    this.replan(); // a cancellation is final once its receipt is sent: it waits for the writes in flight and the releases behind them
+    void this.exec.jobs.settle(cancelled, CANCEL_SETTLE_MS).then(() => answers.forEach((answer) => answer()));
   }
 
   /** Decides and writes one request's receipts inside the caller's transaction; memory follows in applyStaged(). */
@@ -211,7 +221,9 @@ export class Dispatcher implements Part {
     return stageRequest(req, now, { store: this.store, bound: this.bound, onState: this.deps.onState });
   }
 
-  private applyStaged(staged: Staged, now: number): void {
+  /** Memory follows the committed receipts; the devices of the running events it cancelled. */
+  private applyStaged(staged: Staged, now: number): string[] {
+    const held: string[] = [];
     for (const row of staged.touched) {
       if (row.state === "scheduled" && this.window.holds(row.spec)) this.open.put(row);
       else this.open.remove(row.spec.event_id);
@@ -219,12 +231,14 @@ export class Dispatcher implements Part {
     for (const row of staged.stopRunning) {
       const live = this.open.get(row.spec.event_id);
       if (live) {
+        held.push(...this.exec.devicesOf(live.spec.event_id));
         live.spec = row.spec;
         live.content_hash = row.content_hash;
         live.receipt = "cancelled";
         this.finish(live, now, true);
       }
     }
+    return held;
   }
 
   /** A local schedule's occurrence (config `schedules`): priority 100, no partner response. */
@@ -320,21 +334,7 @@ export class Dispatcher implements Part {
 
   private miss(row: EventRow, now: number): void {
     const s = row.spec;
-    const body: ExecutionResponse = {
-      event_id: s.event_id,
-      status: "failed",
-      timestamp: new Date(now).toISOString(),
-      details: {
-        mode: s.mode,
-        requested_quantity: s.quantity,
-        delivered_quantity: 0,
-        unit: s.unit,
-        cancelled: false,
-        measured: false,
-        reason: "missed",
-        devices: [],
-      },
-    };
+    const body = missedResponse(s, now);
     this.close(row, "missed", body, now);
     this.counts.missed++;
     this.deps.log.warn(
@@ -373,8 +373,13 @@ export class Dispatcher implements Part {
   observe(snap: Snapshot): void {
     if (this.stopped) return;
     this.exec.observe(snap, [...this.open.running.values()], this.deps.clock.now());
+    answerReleaseRequests(this.requests, this.exec, this.deps.clock.now());
   }
 
+  /** /healthz: one warning per device whose release did not read back. */
+  health(): PartHealth {
+    return { warnings: this.stopped || !this.exec.ledger ? [] : unreleasedWarnings(this.exec.ledger) };
+  }
   // ---- views ----
 
   list(limit?: number): EventRow[] {
@@ -390,6 +395,6 @@ export class Dispatcher implements Part {
   }
 
   metrics(): MetricFamily[] {
-    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled() });
+    return dispatchMetrics(this.stats, { running: this.running(), scheduled: this.scheduled(), unreleased: this.exec.unreleased });
   }
 }

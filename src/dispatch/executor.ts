@@ -11,7 +11,7 @@
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
-import { within, type Clock } from "../util/clock.js";
+import type { Clock } from "../util/clock.js";
 import type { ActionName } from "../model/vocabulary.js";
 import type { DeviceDirectory, PreState } from "../model/device.js";
 import type { Snapshot } from "../telemetry/types.js";
@@ -19,6 +19,7 @@ import { gridMeter } from "../devices/grid-meter.js";
 import type { DispatchDevice } from "./allocate.js";
 import { confirmRead, dispatchDevices, refreshOf } from "./devices.js";
 import { Ledger } from "./ledger.js";
+import { DeviceJobs } from "./releases.js";
 import { addSample } from "./measure.js";
 import { BusyTimes, PowerHistory } from "./busy-times.js";
 import { planAll, shareOf, type Desired } from "./plan.js";
@@ -26,7 +27,6 @@ import { executionResponse, type ExecutionResponse } from "./result.js";
 import type { EventRow } from "./store.js";
 import { kindOf } from "./kinds/index.js";
 import type { KindContext } from "./kinds/kind.js";
-import { testHook } from "../util/test-hooks.js";
 
 export type { ExecutionResponse } from "./result.js";
 
@@ -44,14 +44,10 @@ export interface ExecutorDeps {
 const RETRY_MS = 5000;
 const PROGRESS_SAVE_MS = 10_000;
 const MAX_HOLDERS = 16;
-const PUT_BACK_RETRY_MS = 250;
 
 export class Executor {
   ledger!: Ledger;
   private readonly applied = new Map<string, { key: string; action: ActionName; at: number; failed: boolean }>();
-  private readonly chains = new Map<string, Promise<void>>();
-  private readonly releasing = new Set<string>();
-  private readonly releaseFailedAt = new Map<string, number>();
   private readonly history = new PowerHistory();
   /** When any live event drove any device (a claim, or a ledger row not yet put back). */
   private readonly busy = new BusyTimes();
@@ -64,10 +60,20 @@ export class Executor {
   private running: readonly EventRow[] = [];
   private devs: DispatchDevice[] = [];
   private lastSave = 0;
-  private stopping = false;
   readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0, confirms_ok: 0, confirms_failed: 0 };
 
-  constructor(private readonly deps: ExecutorDeps) {}
+  /** Each device's lane of writes, releases and read-backs, and the release retries. */
+  readonly jobs: DeviceJobs;
+
+  constructor(private readonly deps: ExecutorDeps) {
+    this.jobs = new DeviceJobs({
+      clock: deps.clock,
+      log: deps.log,
+      ledger: () => this.ledger,
+      stats: this.stats,
+      setRemote: (id, remote) => this.setRemote(id, remote),
+    });
+  }
 
   /** How long a sample stands for its device: two poll intervals, at least 5 s (a bus may wait out another device's timeout). */
   get hold(): number {
@@ -75,7 +81,7 @@ export class Executor {
   }
 
   start(db: Db): void {
-    this.stopping = false;
+    this.jobs.stopping = false;
     this.ledger = new Ledger(db, this.deps.devices);
     if (this.ledger.size)
       this.deps.log.info(
@@ -112,21 +118,25 @@ export class Executor {
   begin(row: EventRow, running: readonly EventRow[], now: number): void {
     row.progress.window_from = Math.max(row.spec.start_ms, row.created_at);
     this.running = running;
-    this.devs = dispatchDevices(this.deps.devices);
+    this.devs = this.usable(dispatchDevices(this.deps.devices));
     kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
   }
 
   /** Plans every running event, writes what changed or is due, releases what no event drives. */
-  reconcile(running: readonly EventRow[], now: number, devs: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
+  reconcile(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
     this.running = running;
+    const devs = this.usable(all);
     this.devs = devs;
     const ctx = this.ctx(now);
     const { desired, claimed } = planAll(running, ctx, devs, (row, e) =>
       this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event"),
     );
+    // A device that cannot be released is written by nobody until it reads its release back.
+    for (const r of this.ledger.unreleased()) desired.delete(r.device_id);
     this.claimed = claimed;
     this.claims = new Map([...desired].map(([id, w]) => [id, w.rows.map((r) => ({ event_id: r.row.spec.event_id, watts: r.watts }))]));
-    this.busy.mark(desired.size > 0 || this.ledger.size > 0, now);
+    // It blocks nothing but itself: not the quiet minute a shed's baseline needs either.
+    this.busy.mark(desired.size > 0 || this.ledger.all().some((r) => r.unreleased === undefined), now);
 
     for (const [id, want] of desired) {
       const holders = want.rows.map((r) => r.row.spec.event_id);
@@ -146,18 +156,29 @@ export class Executor {
     }
 
     const live = new Set(running.filter((r) => r.spec.mode === "live" && r.state === "running").map((r) => r.spec.event_id));
-    const byId = new Map(devs.map((d) => [d.device_id, d]));
+    const byId = new Map(all.map((d) => [d.device_id, d]));
     for (const id of new Set([...this.applied.keys(), ...this.ledger.all().map((r) => r.device_id)])) {
-      if (desired.has(id) || this.releasing.has(id)) continue;
+      if (desired.has(id) || this.jobs.releasing.has(id)) continue;
       const l = this.ledger.get(id);
       // A device whose event still runs but that is offline now (e.g. just after a restart) keeps its setpoint.
-      if (l && l.holders.some((h) => live.has(h)) && !byId.get(id)?.online) continue;
-      const failedAt = this.releaseFailedAt.get(id);
-      if (failedAt !== undefined && now - failedAt < RETRY_MS) continue;
+      if (l && l.unreleased === undefined && l.holders.some((h) => live.has(h)) && !byId.get(id)?.online) continue;
+      if (!this.jobs.backoff.ready(id, now)) continue;
       this.applied.delete(id);
-      this.setRemote(id, false);
-      if (l) void this.release(id); // logs and retries its own failure
+      if (l) void this.jobs.release(id); // logs and retries its own failure
+      else this.setRemote(id, false);
     }
+  }
+
+  /**
+   * The devices as the kinds plan with them: one whose release did not read back is
+   * unavailable, with why, so that new events skip it (B4 "Closed loop").
+   */
+  private usable(devs: DispatchDevice[]): DispatchDevice[] {
+    if (!this.ledger || this.ledger.unreleased().length === 0) return devs;
+    return devs.map((d) => {
+      const why = this.ledger.get(d.device_id)?.unreleased;
+      return why === undefined ? d : { ...d, online: false, blocked: `not released: ${why}` };
+    });
   }
 
   private setRemote(id: string, remote: boolean): void {
@@ -172,21 +193,15 @@ export class Executor {
       if (a.failed) next = Math.min(next, a.at + RETRY_MS);
       else if (r > 0) next = Math.min(next, a.at + r);
     }
-    for (const at of this.releaseFailedAt.values()) next = Math.min(next, at + RETRY_MS);
-    return next;
-  }
-
-  private chain(id: string, job: () => Promise<void>): void {
-    const next = (this.chains.get(id) ?? Promise.resolve()).then(job);
-    this.chains.set(id, next);
-    void next.finally(() => {
-      if (this.chains.get(id) === next) this.chains.delete(id);
-    });
+    return Math.min(next, this.jobs.backoff.next(this.jobs.releasing));
   }
 
   private hold_(id: string, key: string, holders: string[], want: Desired, now: number): void {
     const rows = want.rows.map((r) => r.row);
-    this.chain(id, async () => {
+    // A cancellation is final: a write whose events all ended before it left is never made.
+    const wanted = () => rows.some((r) => r.state === "running");
+    this.jobs.chain(id, async () => {
+      if (!wanted()) return;
       try {
         const keep = (this.ledger.get(id)?.holders ?? []).filter((h) => this.running.some((r) => r.spec.event_id === h));
         await this.ledger.hold(
@@ -194,6 +209,7 @@ export class Executor {
           [...new Set([...keep, ...holders])].slice(-MAX_HOLDERS),
           { action: want.action, pct: want.pct, watts: want.watts },
           now,
+          wanted,
         );
         this.stats.writes_ok++;
         for (const row of rows) {
@@ -286,33 +302,8 @@ export class Executor {
     return first;
   }
 
-  /** Puts a device back from the ledger, behind its earlier writes; a failure is retried. */
-  private release(id: string): Promise<void> {
-    this.releasing.add(id);
-    let done!: () => void;
-    const p = new Promise<void>((r) => (done = r));
-    this.chain(id, async () => {
-      try {
-        const out = await this.ledger.release(id);
-        this.stats.releases_ok++;
-        this.releaseFailedAt.delete(id);
-        if (out.mismatch)
-          this.deps.log.warn({ device_id: id, mismatch: out.mismatch }, "device released but does not read back its pre-event state");
-        else this.deps.log.info({ device_id: id }, "device put back to its pre-event state");
-      } catch (e) {
-        this.stats.releases_failed++;
-        this.releaseFailedAt.set(id, this.deps.clock.now());
-        this.deps.log.warn({ device_id: id, err: errorMessage(e) }, "release failed; retried");
-      } finally {
-        this.releasing.delete(id);
-        done();
-      }
-    });
-    return p;
-  }
-
   private verify(id: string, pre: PreState, done: (mismatch: string | undefined) => void): void {
-    this.chain(id, async () => {
+    this.jobs.chain(id, async () => {
       try {
         done(await this.ledger.verify(id, pre));
       } catch (e) {
@@ -325,7 +316,7 @@ export class Executor {
   observe(snap: Snapshot, running: readonly EventRow[], now: number): void {
     const ts = snap.ts;
     const devs = dispatchDevices(this.deps.devices);
-    this.devs = devs;
+    this.devs = this.usable(devs);
     this.running = running;
     const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));
     this.history.add(byId, ts);
@@ -357,42 +348,51 @@ export class Executor {
     return executionResponse(row, this.ctx(now), this.devs, { until, cancelled, now });
   }
 
-  /**
-   * Waits, at most `timeoutMs`, until the devices being put back now (at start: those a
-   * crashed run left driven, released by the first plan) are back. A failed put-back is
-   * tried again every PUT_BACK_RETRY_MS meanwhile: at start a Zigbee bridge's broker may
-   * not be connected yet. After the bound, a device left is retried as always. The
-   * count of devices it waited for.
-   */
-  async putBack(timeoutMs: number): Promise<number> {
-    const ids = [...this.releasing];
-    if (ids.length === 0) return 0;
-    await testHook("ledger-put-back");
-    const deadline = this.deps.clock.mono() + timeoutMs;
-    let left = ids;
-    for (;;) {
-      await within(
-        this.deps.clock,
-        Promise.allSettled(left.map((id) => this.chains.get(id) ?? Promise.resolve())),
-        deadline - this.deps.clock.mono(),
-      );
-      left = left.filter((id) => this.ledger.get(id) !== undefined);
-      const wait = Math.min(PUT_BACK_RETRY_MS, deadline - this.deps.clock.mono());
-      if (left.length === 0 || wait <= 0 || this.stopping) return ids.length;
-      await within(this.deps.clock, new Promise(() => {}), wait);
-      for (const id of left) if (!this.stopping && !this.releasing.has(id) && this.ledger.get(id)) void this.release(id);
-    }
+  /** Waits, at most `timeoutMs`, until the devices a crashed run left driven are put back (releases.ts); how many it waited for. */
+  putBack(timeoutMs: number): Promise<number> {
+    return this.jobs.putBack(timeoutMs);
   }
 
   /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
-  async stop(timeoutMs: number): Promise<void> {
-    this.stopping = true;
-    await Promise.allSettled([...this.chains.values()]);
-    const ids = this.ledger.all().map((r) => r.device_id);
-    if (ids.length === 0) return;
-    await within(this.deps.clock, Promise.allSettled(ids.map((id) => this.release(id))), timeoutMs);
-    for (const id of ids) this.setRemote(id, false);
-    const left = this.ledger.all().map((r) => r.device_id);
-    if (left.length) this.deps.log.warn({ devices: left }, "devices not put back at stop; the next start releases them");
+  stop(timeoutMs: number): Promise<void> {
+    return this.jobs.stop(timeoutMs);
+  }
+
+  /** `sitegate devices release ID`: the release tried at once, whatever its backoff; what became of it. */
+  releaseNow(id: string): Promise<string> {
+    const running = new Set(this.running.filter((r) => r.state === "running").map((r) => r.spec.event_id));
+    return this.jobs.releaseNow(
+      id,
+      (this.ledger.get(id)?.holders ?? []).filter((h) => running.has(h)),
+    );
+  }
+
+  /** `sitegate devices release ID --forget`: the row dropped (the operator put the device back by hand). */
+  forget(id: string): string {
+    const l = this.ledger.get(id);
+    if (!l) return "the ledger holds nothing for it";
+    // Dropped under a running event, its next write would capture the state that event drove as its "before".
+    const driving = l.holders.filter((h) => this.running.some((r) => r.spec.event_id === h && r.state === "running"));
+    if (driving.length && l.unreleased === undefined) return `not forgotten: driven by event ${driving.join(", ")}`;
+    this.ledger.forget(id);
+    this.jobs.backoff.clear(id);
+    this.applied.delete(id);
+    this.setRemote(id, false);
+    this.deps.log.warn(
+      { device_id: id, pre: l.pre, unreleased: l.unreleased },
+      "ledger row dropped by the operator (devices release --forget)",
+    );
+    return "forgotten";
+  }
+
+  /** How many devices did not read back their release (sitegate_devices_unreleased). */
+  get unreleased(): number {
+    return this.ledger?.unreleased().length ?? 0;
+  }
+
+  /** Devices an event drives or holds in the ledger (taken before a cancellation ends it). */
+  devicesOf(eventId: string): string[] {
+    const held = this.ledger.all().filter((r) => r.holders.includes(eventId));
+    return [...new Set([...(this.claimed.get(eventId) ?? []), ...held.map((r) => r.device_id)])];
   }
 }

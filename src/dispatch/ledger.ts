@@ -4,12 +4,16 @@
 // and deleted only once the device has been put back, so after a kill -9 or a power cut
 // the next start still knows what to undo. One row per device: events that share a
 // device (stacking, one event taking over from another) share the row, and its pre-event
-// state is the one from before the first of them.
+// state is the one from before the first of them. A release that does not read back keeps
+// the row, marked unreleased with what differs (B4 "Closed loop"): the pre-state stays the
+// oldest undisturbed one, never a state the gateway itself drove, and the executor retries
+// the release with backoff until the device reads it back.
 import { SitegateError, errorMessage } from "../errors.js";
 import type { Db } from "../storage/db.js";
 import type { Device, DeviceDirectory, PreState } from "../model/device.js";
 import type { ActionName } from "../model/vocabulary.js";
 import { withFullSync } from "../storage/durable.js";
+import { PartialWriteError } from "../model/partial-write.js";
 import { apply, type Setting } from "./devices.js";
 
 export const LEDGER_SQL = `
@@ -33,7 +37,12 @@ export interface LedgerRow {
   pre: PreState;
   created_at: number;
   updated_at: number;
+  /** Why the last release (or a rollback) did not put the device back; absent while it has not failed. */
+  unreleased?: string;
 }
+
+/** The unreleased mark (dispatch migration 6): a release that did not read back, kept for its retry. */
+export const LEDGER_UNRELEASED_SQL = "ALTER TABLE dp_ledger ADD COLUMN unreleased TEXT";
 
 export interface ReleaseOutcome {
   /** The device reads back its pre-event state (false when it could not be checked). */
@@ -49,6 +58,7 @@ interface RawRow {
   pre: string;
   created_at: number;
   updated_at: number;
+  unreleased: string | null;
 }
 
 /** A pre-state that holds nothing (a row an earlier release made before any state was read). */
@@ -65,7 +75,8 @@ export class Ledger {
     private readonly devices: Pick<DeviceDirectory, "get">,
   ) {
     this.stmts = {
-      all: db.prepare("SELECT device_id, holders, actions, pre, created_at, updated_at FROM dp_ledger ORDER BY device_id"),
+      all: db.prepare("SELECT device_id, holders, actions, pre, created_at, updated_at, unreleased FROM dp_ledger ORDER BY device_id"),
+      mark: db.prepare("UPDATE dp_ledger SET unreleased = ?, updated_at = ? WHERE device_id = ?"),
       upsert: db.prepare(
         `INSERT INTO dp_ledger (device_id, holders, actions, pre, created_at, updated_at) VALUES (@device_id, @holders, @actions, @pre, @created_at, @updated_at)
          ON CONFLICT (device_id) DO UPDATE SET holders = excluded.holders, actions = excluded.actions, pre = excluded.pre, updated_at = excluded.updated_at`,
@@ -80,6 +91,7 @@ export class Ledger {
         pre: JSON.parse(r.pre) as PreState,
         created_at: r.created_at,
         updated_at: r.updated_at,
+        ...(r.unreleased !== null ? { unreleased: r.unreleased } : {}),
       });
     }
   }
@@ -99,7 +111,9 @@ export class Ledger {
   private save(row: LedgerRow, full: boolean): void {
     const run = () =>
       this.stmts.upsert.run({
-        ...row,
+        device_id: row.device_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
         holders: JSON.stringify(row.holders),
         actions: JSON.stringify(row.actions),
         pre: JSON.stringify(row.pre),
@@ -119,12 +133,16 @@ export class Ledger {
    * Writes a setting for `holders`: first the device captures the pre-event state of what
    * the action changes that the ledger does not hold yet, and it is committed
    * (synchronous=FULL), then the setting is written. A device whose state cannot be read
-   * is not written: without it nothing could put the device back.
+   * is not written: without it nothing could put the device back. An action the device
+   * refuses part-way (PartialWriteError) has the steps it took put back at once; a
+   * rollback the device refuses too leaves the row unreleased, for the release's retry.
+   * `wanted` is asked once the state is read: an event cancelled meanwhile writes nothing.
    */
-  async hold(deviceId: string, holders: readonly string[], setting: Setting, now: number): Promise<void> {
+  async hold(deviceId: string, holders: readonly string[], setting: Setting, now: number, wanted = () => true): Promise<void> {
     const d = this.device(deviceId);
     const old = this.rows.get(deviceId);
     const pre = await d.capture(setting.action, old?.pre);
+    if (!wanted()) return; // its events ended (a cancellation) while the state was read: nothing is written
     const row: LedgerRow = old
       ? { ...old, holders: [...old.holders], actions: [...old.actions], pre }
       : { device_id: deviceId, holders: [], actions: [], pre, created_at: now, updated_at: now };
@@ -143,28 +161,63 @@ export class Ledger {
       row.updated_at = now;
       this.save(row, true); // durable before the device is touched
     }
-    await apply(d, setting, row.pre);
+    try {
+      await apply(d, setting, row.pre);
+    } catch (e) {
+      if (!(e instanceof PartialWriteError)) throw e;
+      // Refused part-way: the steps already written go back now, in the same tick.
+      try {
+        await e.rollback(row.pre);
+      } catch (r) {
+        const why = `${e.message}; putting back the steps written was refused too: ${errorMessage(r)}`;
+        this.markUnreleased(deviceId, why, now);
+        throw new SitegateError(e.code, why, { cause: e });
+      }
+      throw new SitegateError(e.code, `${e.message}; the steps written were put back`, { cause: e });
+    }
   }
 
   /**
    * Puts the device back: the device writes its pre-event state back and reads it back;
    * or, when the ledger holds no state for it, it goes back to its own control (a
-   * profile's `release`). The row goes only once the write-back was acknowledged; a
-   * failure throws and leaves it for the next attempt.
+   * profile's `release`). The row goes only once the device reads its pre-event state
+   * back; a write-back that fails or does not read back keeps it, marked unreleased with
+   * what differs, for the next attempt. Throws only when the device is not configured.
    */
-  async release(deviceId: string): Promise<ReleaseOutcome> {
+  async release(deviceId: string, now = Date.now()): Promise<ReleaseOutcome> {
     const row = this.rows.get(deviceId);
     if (!row) return { verified: true };
     const d = this.device(deviceId);
-    let outcome: ReleaseOutcome = { verified: false };
-    if (!holdsNothing(row.pre)) {
-      await d.restore(row.pre);
-      const mismatch = await d.verify(row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
-      outcome = mismatch ? { verified: false, mismatch } : { verified: true };
-    } else await d.release?.();
+    let mismatch: string | undefined;
+    try {
+      if (!holdsNothing(row.pre)) {
+        await d.restore(row.pre);
+        mismatch = await d.verify(row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
+      } else await d.release?.();
+    } catch (e) {
+      mismatch = `cannot write back: ${errorMessage(e)}`;
+    }
+    if (mismatch !== undefined) {
+      this.markUnreleased(deviceId, mismatch, now);
+      return { verified: false, mismatch };
+    }
     this.stmts.del.run(deviceId);
     this.rows.delete(deviceId);
-    return outcome;
+    return { verified: true };
+  }
+
+  /** Marks a row unreleased (a release or a rollback the device did not follow): kept, committed, retried. */
+  markUnreleased(deviceId: string, why: string, now: number): void {
+    const row = this.rows.get(deviceId);
+    if (!row) return;
+    row.unreleased = why;
+    row.updated_at = now;
+    withFullSync(this.db, () => this.stmts.mark.run(why, now, deviceId));
+  }
+
+  /** Rows whose release has failed: each blocks its own device, and nothing else. */
+  unreleased(): LedgerRow[] {
+    return this.all().filter((r) => r.unreleased !== undefined);
   }
 
   /** Forgets a device that can no longer be reached (removed from the registry). */

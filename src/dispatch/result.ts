@@ -45,3 +45,22 @@ export function executionResponse(
   const coverage = r.coverage ?? (test ? 1 : measured());
   return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
 }
+
+/** The response of an event that ended while the gateway was down: never run late (B4). */
+export function missedResponse(s: EventRow["spec"], now: number): ExecutionResponse {
+  return {
+    event_id: s.event_id,
+    status: "failed",
+    timestamp: new Date(now).toISOString(),
+    details: {
+      mode: s.mode,
+      requested_quantity: s.quantity,
+      delivered_quantity: 0,
+      unit: s.unit,
+      cancelled: false,
+      measured: false,
+      reason: "missed",
+      devices: [],
+    },
+  };
+}

@@ -6,7 +6,8 @@ import type { MeanState } from "./measure.js";
 import type { SitegateError } from "../errors.js";
 import { MAX_OPEN_EVENTS, MAX_START_AHEAD_DAYS, tooManyOpen, type EventSpec } from "./request.js";
 import type { PreState } from "../model/device.js";
-import { LEDGER_SQL } from "./ledger.js";
+import { LEDGER_SQL, LEDGER_UNRELEASED_SQL } from "./ledger.js";
+import { RELEASE_REQUEST_SQL } from "./release-requests.js";
 
 /** An event row's columns after its key (the same in the first table and its rowid successor). */
 const EVENT_COLUMNS = `spec TEXT NOT NULL, content_hash TEXT NOT NULL, source TEXT NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
@@ -57,6 +58,9 @@ export const DISPATCH_MIGRATIONS: ModuleMigrations = {
     // page (OpenWindow) and the exact count that bounds them (OpenBound; the index covers it)
     // read this index instead of the whole table. A finished event leaves it.
     { version: 5, sql: "CREATE INDEX dp_event_open ON dp_event (start_ms, event_id, state) WHERE state IN ('scheduled', 'running')" },
+    // A release that does not read back keeps its ledger row, marked unreleased (B4 "Closed
+    // loop"); `sitegate devices release` asks the running daemon through dp_release_request.
+    { version: 6, sql: `${LEDGER_UNRELEASED_SQL};\n${RELEASE_REQUEST_SQL}` },
   ],
 };
 

@@ -8,7 +8,8 @@ import type { Receipt } from "./dispatcher.js";
 
 /** What a front end needs of dispatch. */
 export interface DispatchSubmit {
-  submit(req: DispatchRequest): Receipt[];
+  /** The receipts; once final (B4): a running event the request cancels answers once its devices are released, at most 2 s later. */
+  submitFinal(req: DispatchRequest): Receipt[] | Promise<Receipt[]>;
   /** Group commit: concurrent requests share one fsync (the HTTPS route). */
   submitBatched(req: DispatchRequest): Promise<Receipt[]>;
 }
@@ -25,9 +26,9 @@ function validated(body: unknown, log?: Pick<Logger, "debug">): DispatchRequest 
   return v.data;
 }
 
-/** Validates the whole request and returns the committed receipts. */
-export function submitDispatch(dispatch: DispatchSubmit, body: unknown, log?: Pick<Logger, "debug">): Receipt[] {
-  return dispatch.submit(validated(body, log));
+/** Validates the whole request and returns the committed receipts (later, when it cancels a running event: submitFinal). */
+export function submitDispatch(dispatch: DispatchSubmit, body: unknown, log?: Pick<Logger, "debug">): Receipt[] | Promise<Receipt[]> {
+  return dispatch.submitFinal(validated(body, log));
 }
 
 /** submitDispatch with group commit: the receipts once the shared transaction committed. */

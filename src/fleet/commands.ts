@@ -54,8 +54,11 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
           uptime_s: Math.round((Date.now() - deps.startedAt) / 1000),
           at: new Date().toISOString(),
         });
-      case "dr":
-        return ok(submitDispatch(deps.dispatch, payload, deps.log));
+      case "dr": {
+        // A cancellation of a running event answers once its devices are released (B4).
+        const receipts = submitDispatch(deps.dispatch, payload, deps.log);
+        return receipts instanceof Promise ? receipts.then(ok, (e: unknown) => failure(name, e, deps)) : ok(receipts);
+      }
       case "configure":
         return configureService(payload, deps).then(ok, (e) => failure(name, e, deps));
       case "devicesync":

@@ -114,7 +114,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     messages: new DeliveryLog(storage),
     telemetry,
     devices: { list: () => [], get: () => undefined, version: 0 },
-    dispatch: { submit: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },
+    dispatch: { submitFinal: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },
     connector: {} as never,
     profiles: { has: () => false, names: () => [] },
     instance: () => ns,

@@ -94,6 +94,12 @@ test("shed opens the relay (PV untouched when the loads cover the quantity), com
     );
     assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
     await until(() => rig.simDevice("relay").coils.every((c: boolean) => c), "relay closed again at the end");
+    // Released once the relay reads its coils back (the ledger row goes then): a coil switched by hand
+    // between the write-back and its read-back would be a release that did not read back, retried.
+    await until(
+      () => (rig.gw.daemon.storage.db.prepare("SELECT COUNT(*) AS n FROM dp_ledger").get() as { n: number }).n === 0,
+      "the release read back",
+    );
 
     // A coil that is off before the next shed stays off after the restore.
     rig.site.device("relay").set({ coils: [true, true, true, false] });

@@ -44,6 +44,7 @@ export const pvLimit: EventKind = {
     for (const d of ctx.devices.filter((x) => this.capable("pv_limit", x)).sort((a, b) => byCodeUnit(a.device_id, b.device_id))) {
       const dp = deviceProgress(row, d.device_id);
       if (!d.fully_configured) dp.skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
+      else if (d.blocked) dp.skipped = d.blocked;
       else if (!cap.free(d.device_id)) dp.skipped = `driven by event ${cap.takenBy(d.device_id).join(", ")} (before this one in B4 order)`;
       else {
         dp.skipped = undefined;

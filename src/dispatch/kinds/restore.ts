@@ -52,7 +52,11 @@ export const restore: EventKind = {
         dp.error = `driven again by event ${l.holders.join(", ")}`;
         continue;
       }
-      if (l) continue; // the release is still under way (or retried)
+      if (l) {
+        // The release is still under way, or did not read back and is retried with backoff.
+        if (l.unreleased !== undefined) dp.error = l.unreleased;
+        continue;
+      }
       busy.add(id);
       ctx.verify(id, dp.pre, (mismatch) => {
         busy.delete(id);

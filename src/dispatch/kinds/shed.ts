@@ -160,7 +160,8 @@ function skipUnusable(row: EventRow, order: readonly DispatchDevice[], upTo: num
   for (const d of upTo < 0 ? order : order.slice(0, upTo)) {
     if (row.progress.shed_steps.includes(d.device_id) || (d.online && d.fully_configured)) continue;
     const dp = deviceProgress(row, d.device_id);
-    if (dp.writes_ok + dp.writes_failed === 0) dp.skipped = d.fully_configured ? "offline" : "not fully configured (REGISTRY_WRITE_FAILED)";
+    if (dp.writes_ok + dp.writes_failed === 0)
+      dp.skipped = d.blocked ?? (d.fully_configured ? "offline" : "not fully configured (REGISTRY_WRITE_FAILED)");
   }
 }
 

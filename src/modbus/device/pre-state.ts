@@ -69,3 +69,9 @@ export async function verifyPre(pre: readonly RawWrite[], read: CellRead): Promi
   }
   return diffs.length ? diffs.join("; ") : undefined;
 }
+
+/** The entries of `pre` that hold a value of a cell `written` changed: what puts those writes back. */
+export function preOf(written: readonly RawWrite[], pre: readonly RawWrite[]): RawWrite[] {
+  const touched = new Set(written.flatMap(cells));
+  return pre.filter((w) => cells(w).some((c) => touched.has(c)));
+}

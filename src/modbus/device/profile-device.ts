@@ -25,8 +25,9 @@ import { PRIORITY } from "../bus.js";
 import { actionCells, planControlWrites } from "./control-values.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
-import { asRawWrites, capturePre, verifyPre, type CellRead } from "./pre-state.js";
+import { asRawWrites, capturePre, preOf, verifyPre, type CellRead } from "./pre-state.js";
 import { changedOnly } from "./flash.js";
+import { PartialWriteError } from "../../model/partial-write.js";
 import type { ActionParams, RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
@@ -215,12 +216,14 @@ export class ProfileDevice implements Device {
 
   /**
    * Raw writes in the control lane, in order (planWrites merges neighbouring coils); of a
-   * setting kept in flash only the registers that hold another value.
+   * setting kept in flash only the registers that hold another value. A write refused after
+   * earlier ones went through is a PartialWriteError whose rollback writes those earlier
+   * ones back from the ledger's pre-event state (B4: transactional device actions).
    */
   private async write(driver: DeviceDriver, writes: readonly RawWrite[]): Promise<void> {
     const opts = { priority: PRIORITY.control, timeoutMs: driver.timeoutMs };
     const read = this.reader(driver);
-    for (const planned of writes) {
+    for (const [i, planned] of writes.entries()) {
       const unit = planned.unit ?? driver.unit;
       // A profile writes only to its own device: its unit or a declared sub-device, never broadcast.
       if (unit === 0 || (unit !== driver.unit && !driver.profile.sub_units.includes(unit)))
@@ -228,9 +231,19 @@ export class ProfileDevice implements Device {
           "CONTROL_VALUE_INVALID",
           `a write to unit ${unit} is refused: not device ${this.id}'s own unit or sub-device`,
         );
-      for (const w of await changedOnly(planned, read)) {
-        if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
-        else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+      let partOfStep = false;
+      try {
+        for (const w of await changedOnly(planned, read)) {
+          if (w.table === "coil") await driver.bus.writeCoils(unit, w.address, w.coils, opts);
+          else await driver.bus.writeRegisters(unit, w.address, w.words, { ...opts, fn: w.words.length === 1 ? 6 : 16 });
+          partOfStep = true;
+        }
+      } catch (e) {
+        // A flash step split into runs may have written some of its registers: they go back too.
+        const done = writes.slice(0, partOfStep ? i + 1 : i);
+        if (done.length === 0) throw e;
+        const step = `step ${i + 1} of ${writes.length} (${planned.table} ${planned.address})`;
+        throw new PartialWriteError(step, i, (pre) => this.write(driver, [...preOf(done, asRawWrites(pre))].reverse()), e);
       }
     }
   }
