@@ -169,7 +169,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
         unit: slot.device.unit,
         model: slot.device.model,
         port,
-        online: !slot.faults.has("no_answer") && !slot.faults.has("drop"),
+        online: slot.online,
         ...slot.device.view(),
         faults: [...slot.faults.values()],
         requests: slot.requests,
@@ -204,7 +204,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: { baseDir
       log.info({ fault: spec }, "fault set");
       return;
     }
-    getSlot(spec.device).faults.set(spec.fault, spec);
+    getSlot(spec.device).setFault(spec);
     log.info({ fault: spec }, "fault set");
   };
   const clearFaults = (device?: string) => {
