@@ -509,8 +509,13 @@ function profile(name: string): Profile {
 class RunClock implements Clock {
   private readonly ids = new Set<unknown>();
   dead = false;
+  /** Timers due at once set at this monotonic instant: a dispatcher that re-arms one without end is a busy loop. */
+  private atOnce = { mono: -1, n: 0 };
 
-  constructor(private readonly clock: FakeClock) {}
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly onBusyLoop: () => void = () => undefined,
+  ) {}
 
   now(): number {
     return this.clock.now();
@@ -520,6 +525,15 @@ class RunClock implements Clock {
   }
   setTimer(fn: () => void, ms: number): unknown {
     if (this.dead) return null;
+    if (ms <= 0) {
+      const mono = this.clock.mono();
+      this.atOnce = this.atOnce.mono === mono ? { mono, n: this.atOnce.n + 1 } : { mono, n: 1 };
+      // On a real clock this spins the CPU; here it would never let the clock move. Reported, then slowed to a poll.
+      if (this.atOnce.n > BUSY_LOOP_TIMERS) {
+        this.onBusyLoop();
+        ms = POLL_MS;
+      }
+    }
     const id = this.clock.setTimer(() => {
       this.ids.delete(id);
       if (!this.dead) fn();
@@ -552,9 +566,19 @@ interface Gateway {
   restart(): Dispatcher;
 }
 
+/** Timers due at once, set at one instant, beyond which the dispatcher is in a busy loop. */
+const BUSY_LOOP_TIMERS = 200;
+
 const HEALTHY: DeviceHealth = { online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 };
 
-async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db, responses: ExecutionResponse[]): Promise<Gateway> {
+async function buildGateway(
+  w: WorldSpec,
+  sim: SimSite,
+  clock: FakeClock,
+  db: Db,
+  responses: ExecutionResponse[],
+  fail: Fail,
+): Promise<Gateway> {
   const transport = new SimTransport(sim.units, () => clock.now());
   const bus = new Bus({ kind: "tcp", host: "sim", port: 502 }, silentLogger(), transport);
   const cfg = gatewayDevices(w, "sim", 502);
@@ -597,7 +621,9 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     zigbee,
     transport,
     restart() {
-      const run = new RunClock(clock);
+      const run = new RunClock(clock, () =>
+        fail("busy_loop", `t=${(clock.now() - WORLD_T0) / 1000}s the dispatcher set over ${BUSY_LOOP_TIMERS} timers due at once`),
+      );
       gw.run = run;
       gw.dispatcher = new Dispatcher({
         db: () => db,
@@ -639,7 +665,8 @@ export type Invariant =
   | "limits"
   | "one_response"
   | "released_after_faults"
-  | "credit_unchanged";
+  | "credit_unchanged"
+  | "busy_loop";
 export const INVARIANTS: readonly Invariant[] = [
   "shed_raises_import",
   "delivered_vs_truth",
@@ -651,6 +678,8 @@ export const INVARIANTS: readonly Invariant[] = [
   // release backoff's 60 s cap plus two polls); no credit for a device whose state never changed.
   "released_after_faults",
   "credit_unchanged",
+  // The dispatcher never re-arms a timer due at once without end (a busy loop on a real clock).
+  "busy_loop",
 ];
 
 export interface Violation {
@@ -739,7 +768,7 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
   let gw: Gateway | undefined;
   let up = true;
   try {
-    gw = await buildGateway(w, sim, clock, db, responses);
+    gw = await buildGateway(w, sim, clock, db, responses, fail);
     void gw.dispatcher.start();
     const initial = new Map(sim.pairs.map((p) => [p.id, p.state()]));
     const events = trackEvents(w, WORLD_T0);
