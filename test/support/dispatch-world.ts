@@ -1093,7 +1093,8 @@ export function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[]
   const out: EventOutcome = { index: e.index, event_id: e.id, type: ev.type, requested_w: ev.quantity_kw * 1000 };
   if (ev.type === "pv_limit") return out;
   const mine = responses.filter((r) => r.event_id === e.id);
-  const want = e.cancelledBeforeStart ? 0 : 1;
+  // An event the partner never sent (its end passed while the gateway was down) has no response either.
+  const want = e.cancelledBeforeStart || !e.submitted ? 0 : 1;
   if (mine.length !== want) fail("one_response", `event #${e.index} (${ev.type}) has ${mine.length} execution responses, expected ${want}`);
   const r = mine[0];
   if (!r) return out;
