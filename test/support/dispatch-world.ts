@@ -723,19 +723,32 @@ export interface Running {
   submitted: boolean;
 }
 
+/**
+ * The second a request sent at second `t` reaches the gateway: at once, or when the gateway
+ * is up again after a restart (the partner retries what it could not deliver).
+ */
+export function arrivalOf(w: WorldSpec, t: number): number {
+  for (const r of w.restarts ?? []) if (t >= r.at_s && t < r.at_s + r.down_s) return r.at_s + r.down_s;
+  return t;
+}
+
 /** The events of a world with the windows their delivery is measured over, for a world that starts at `t0`. */
 export function trackEvents(w: WorldSpec, t0: number): Running[] {
-  return w.events.map((ev, index) => ({
-    index,
-    ev,
-    id: eventId(index),
-    from_ms: t0 + Math.max(ev.start_s, ev.submit_s) * 1000,
-    until_ms: t0 + Math.min(ev.start_s + ev.duration_s, ev.cancel_s ?? Infinity) * 1000,
-    samples: [],
-    // A cancellation in the second the event starts comes after its start (the start timer fires first).
-    cancelledBeforeStart: ev.cancel_s !== undefined && ev.cancel_s < ev.start_s,
-    submitted: false,
-  }));
+  return w.events.map((ev, index) => {
+    // A cancellation held by a restart takes effect when it arrives (or never, once the event is over).
+    const cancel = ev.cancel_s === undefined || ev.type === "pv_limit" ? ev.cancel_s : arrivalOf(w, ev.cancel_s);
+    return {
+      index,
+      ev,
+      id: eventId(index),
+      from_ms: t0 + Math.max(ev.start_s, arrivalOf(w, ev.submit_s)) * 1000,
+      until_ms: t0 + Math.min(ev.start_s + ev.duration_s, cancel ?? Infinity) * 1000,
+      // A cancellation in the second the event starts comes after its start (the start timer fires first).
+      cancelledBeforeStart: cancel !== undefined && cancel < ev.start_s,
+      samples: [],
+      submitted: false,
+    };
+  });
 }
 
 /**
@@ -887,7 +900,9 @@ async function stopQuietly(d: Dispatcher, clock: FakeClock): Promise<void> {
 /** What happens at second t: the request arrives, is cancelled; a pv_limit input goes active or is released. */
 function act(d: Dispatcher, e: Running, t: number, now: number, late = false): void {
   const ev = e.ev;
-  if (late && t === ev.submit_s && ev.type !== "pv_limit" && WORLD_T0 + (ev.start_s + ev.duration_s) * 1000 <= now) return; // over: the partner does not send it
+  const end_ms = WORLD_T0 + (ev.start_s + ev.duration_s) * 1000;
+  // Held while the gateway was down: an event that is over by now is not sent at all (nor its cancellation, nor its input).
+  if (late && end_ms <= now) return;
   if (ev.type === "pv_limit") {
     if (t === ev.start_s) d.submitLocal(localSpec(e, now));
     if (t === ev.cancel_s) d.endLocal(`input:pv-limit-${e.index}`, "input released");
