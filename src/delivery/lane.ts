@@ -1,7 +1,7 @@
 // One lane of the delivery core: a stream of messages from a source (the log, the sample
 // store) to a sink (HTTPS, MQTT), up to `window` in flight, and the one retry policy of
 // every sink: the sink says what an attempt came to (ok, transient, auth, rejected), the
-// lane settles, retries, holds or dead-letters. It sleeps until woken, and re-checks its
+// lane settles, retries (transient), holds (auth: 401/403/404) or dead-letters (rejected). It sleeps until woken, and re-checks its
 // source every couple of seconds. This is the only in-flight window in the daemon: the
 // partner's callbacks and data push, the fleet's events and telemetry all run in lanes;
 // their cursors move by the one policy of settle-order.ts. The policy and why: docs/delivery.md.
@@ -55,8 +55,10 @@ export interface LaneStats {
   in_flight: number;
   last_error: string | null;
   last_sent_at: string | null;
-  /** Since when the receiver answers 401/403: a warning (its refusals are dead letters like any final 4xx). */
+  /** Since when the receiver answers 401/403/404: a warning while the lane is held (nothing is dead-lettered). */
   credentials_rejected: { status: number; since: string } | null;
+  /** Answers 401/403/404 the lane has met since it started (each held the lane for one backoff). */
+  credentials_rejections: number;
 }
 
 export interface LaneOptions {
@@ -77,6 +79,7 @@ export class Lane {
     last_error: null,
     last_sent_at: null,
     credentials_rejected: null,
+    credentials_rejections: 0,
   };
   /** When the last message was settled (ms since the epoch; formatted only when read). */
   private lastSentAt = 0;
@@ -235,15 +238,10 @@ export class Lane {
     this.counters.attempt = attempt;
     const error = r.error ?? "failed";
     this.counters.last_error = error;
-    if (outcome === "auth" && !this.counters.credentials_rejected) {
-      this.counters.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
-      this.log.error(
-        { lane: this.name, status: r.status, ...item.describe },
-        `the receiver rejects our credentials; its refusals go to the dead letters until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
-      );
-    }
-    // A 401/403 is as final as any other 4xx (DESIGN B6); the warning above tells the operator why.
-    if (outcome === "rejected" || outcome === "auth") {
+    if (outcome === "auth") this.credentialsRejected(item, r);
+    // A final refusal: this message, not the endpoint. 401/403/404 ("auth") hold the lane
+    // instead, with the transient backoff, until the partner answers 2xx (DESIGN B6).
+    if (outcome === "rejected") {
       const now = Date.now();
       const since = this.rejectedSince.get(item.ref) ?? now;
       this.rejectedSince.set(item.ref, since);
@@ -270,6 +268,17 @@ export class Lane {
     this.retryQueue.push({ seq, item });
     this.retryQueue.sort((a, b) => a.seq - b.seq);
     this.log.warn({ lane: this.name, ...item.describe, error, outcome, attempt, retry_in_ms: delay }, "message not accepted; will retry");
+  }
+
+  /** A 401/403/404: the endpoint or our credentials are wrong, not the message; counted, and warned once per spell. */
+  private credentialsRejected(item: LaneItem, r: Attempt): void {
+    this.counters.credentials_rejections++;
+    if (this.counters.credentials_rejected) return;
+    this.counters.credentials_rejected = { status: r.status ?? 0, since: new Date().toISOString() };
+    this.log.error(
+      { lane: this.name, status: r.status, ...item.describe },
+      `the receiver rejects our credentials or the endpoint; the lane holds (retried with backoff, nothing dead-lettered) until it accepts them${r.hint ? ` (${r.hint})` : ""}`,
+    );
   }
 
   async stop(): Promise<void> {

@@ -24,15 +24,16 @@ export interface SendResult {
 
 /**
  * What an answer is to a lane (delivery/lane.ts): `ok` any 2xx; `transient` 408, 429,
- * 5xx, timeout, network; `auth` 401, 403; `rejected` (final: dead-lettered at once) any
- * other answer, and a redirect that is not followed.
+ * 5xx, timeout, network; `auth` 401, 403, 404 (the endpoint or our credentials are wrong,
+ * not the message: the lane holds); `rejected` (final: dead-lettered at once) any other
+ * answer, and a redirect that is not followed.
  */
 export function classify(r: SendResult): Outcome {
   if (r.ok) return "ok";
   const s = r.status;
   if (s === undefined) return "transient";
   if (s === 408 || s === 429 || s >= 500) return "transient";
-  if (s === 401 || s === 403) return "auth";
+  if (s === 401 || s === 403 || s === 404) return "auth";
   return "rejected";
 }
 

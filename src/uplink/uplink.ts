@@ -4,8 +4,10 @@
 // per kind of message in the log (execution responses in `execution`, one at a time,
 // strictly oldest first). Answers are classified once (http-sender.ts classify()) and
 // the lanes retry, hold or dead-letter them by the one policy of delivery/lane.ts:
-// any 4xx but 408 and 429 (401 and 403 with a health warning), and a redirect to another
-// origin, is final: a dead letter at once, and the lane goes on with the next message. Polling never waits on the uplink.
+// 401, 403 and 404 hold the lane with the retry backoff and a health warning (the endpoint
+// or our credentials are wrong, not the message), and it drains in order once the partner
+// answers 2xx; any other 4xx but 408 and 429, and a redirect to another origin, is final:
+// a dead letter at once, and the lane goes on with the next message. Polling never waits on the uplink.
 import type { Config } from "../config/schema.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
@@ -26,7 +28,7 @@ export type { LaneStats } from "../delivery/lane.js";
 
 export const DATA_PUSH_LANE = "data_push";
 export const DATA_PUSH_IN_FLIGHT = 4;
-/** A 4xx other than 408 and 429 is final (DESIGN B6): dead-lettered at once, never holding back the next message. */
+/** A 4xx other than 401, 403, 404, 408 and 429 is final (DESIGN B6): dead-lettered at once, never holding back the next message. */
 const REJECT_WINDOW_MS = 0;
 const IDLE_RECHECK_MS = 2000;
 /** Snapshots the data push may have handed out past the oldest one not yet settled. */
@@ -191,7 +193,7 @@ export class Uplink implements Part {
     return Object.fromEntries([...this.lanes].map(([name, l]) => [name, { ...l.stats }]));
   }
 
-  /** Warnings for /healthz: lanes whose callbacks the partner refuses for our credentials. */
+  /** Warnings for /healthz: lanes held because the partner answers 401/403/404. */
   health(): { warnings: UplinkWarning[] } {
     const warnings: UplinkWarning[] = [];
     for (const [lane, l] of this.lanes) {
@@ -202,7 +204,7 @@ export class Uplink implements Part {
           code: "partner_rejects_credentials",
           status: h.status,
           since: h.since,
-          message: `the partner answers ${h.status} to the ${lane} callbacks; they go to the dead letters (kept; \`sitegate outbox retry --all\` once it accepts them): check partner.headers`,
+          message: `the partner answers ${h.status} to the ${lane} callbacks; the lane holds them (retried with backoff, nothing dead-lettered) and drains in order once it accepts them: check partner.headers and the partner URLs`,
         });
     }
     return { warnings };
@@ -231,9 +233,15 @@ export class Uplink implements Part {
       },
       {
         name: "sitegate_uplink_credentials_rejected",
-        help: "1 while the partner answers 401/403 to a lane's callbacks (they go to the dead letters)",
+        help: "1 while the partner answers 401/403/404 to a lane's callbacks (the lane holds them until it answers 2xx)",
         type: "gauge",
         values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.credentials_rejected ? 1 : 0 })),
+      },
+      {
+        name: "sitegate_uplink_credentials_rejected_total",
+        help: "answers 401/403/404 a lane met (each held the lane for one backoff)",
+        type: "counter",
+        values: lanes.map(([lane, l]) => ({ labels: { lane }, value: l.credentials_rejections })),
       },
       {
         name: "sitegate_uplink_oldest_age_seconds",

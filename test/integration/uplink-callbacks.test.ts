@@ -1,7 +1,8 @@
 // Callbacks never stall a lane: 2xx settles, a redirect is followed once and to the same
 // origin only, Retry-After is honoured, a message the partner refuses with a final 4xx
 // becomes a dead letter at once (listed and retried by `sitegate outbox`) while the lane
-// goes on (401/403 too, with a health warning; `sitegate outbox retry` sends them again),
+// goes on, 401/403/404 hold the lane (health warning, nothing dead-lettered) until the
+// partner answers 2xx, and it drains in order,
 // execution responses have a lane of their own, and
 // the data push keeps up to 4 requests in flight. Real HTTPS sink, real SQLite.
 import { test } from "node:test";
@@ -266,29 +267,76 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
   });
 });
 
-test("401 is final like any other 4xx: dead letters at once with a health warning, nothing held back; outbox retry sends them again", async () => {
-  await withRig({}, async (sink, rig) => {
-    sink.mode = { kind: "status", status: 401 };
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-4" });
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-5" });
-    await until(() => rig.uplink.deadLetterCount() === 2, "both responses dead-lettered");
-    const w = rig.uplink.health().warnings.find((x) => x.lane === "execution")!;
-    assert.equal(w.status, 401);
-    assert.match(w.message, /partner.headers/);
-    // Each was tried once: a final answer is never retried, and the second did not wait behind the first.
-    assert.deepEqual(
-      sink.requests.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
-      ["e-4", "e-5"],
-    );
-    assert.equal(rig.uplink.messages.size(HTTPS), 0);
-    sink.mode = { kind: "ok" };
-    assert.equal(rig.uplink.messages.retry(HTTPS, "all"), 2);
-    await until(() => sink.accepted("/exec").length === 2 && rig.uplink.messages.size(HTTPS) === 0, "the dead letters sent again");
-    assert.deepEqual(rig.uplink.health().warnings, []);
+test("401, 403 and 404 hold the lane: nothing is dead-lettered, /healthz warns, and the lane drains in order once the partner answers 200", async () => {
+  // The backoff is the transient one, shortened for the test (1 s doubling in production).
+  await withRig({ backoff: (n) => Math.min(200, 25 * 2 ** (n - 1)) }, async (sink, rig) => {
+    for (const status of [401, 403, 404]) {
+      sink.mode = { kind: "status", status };
+      const before = sink.requests.length;
+      const ids = [0, 1, 2].map((i) => `${status}-${i}`);
+      for (const id of ids) queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: id });
+      const seqs = [0, 1, 2, 3, 4, 5].map((i) => status * 10 + i);
+      for (const n of seqs) rig.samples.append(snapshot(n));
+      // Held for a while: several refusals of the oldest message, and the lane did not move past it.
+      await sink.waitFor(
+        () => sink.requests.slice(before).filter((r) => r.path === "/exec" && r.status === status).length >= 4,
+        15000,
+        `the execution lane retried under ${status}`,
+      );
+      await until(() => rig.uplink.health().warnings.some((w) => w.lane === "execution" && w.status === status), "the warning");
+      assert.deepEqual(
+        new Set(
+          sink.requests
+            .slice(before)
+            .filter((r) => r.path === "/exec")
+            .map((r) => r.body.event_id),
+        ),
+        new Set([ids[0]]),
+        "only the oldest response is tried while the lane is held",
+      );
+      assert.equal(rig.uplink.deadLetterCount(), 0, `a ${status} dead-letters nothing`);
+      assert.equal(rig.uplink.messages.size(HTTPS), 3, "the responses wait in the lane");
+      assert.ok(rig.samples.stats().pending_snapshots >= 6, "the snapshots wait too");
+      assert.ok(rig.uplink.stats().execution!.credentials_rejections >= 3, "counted");
+
+      const firstOk = sink.requests.length;
+      sink.mode = { kind: "ok" };
+      await until(() => rig.uplink.messages.size(HTTPS) === 0 && rig.samples.stats().pending_snapshots === 0, "the lane drained");
+      const accepted = sink.requests.slice(firstOk).filter((r) => r.status === 200);
+      assert.deepEqual(
+        accepted.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
+        ids,
+        "the responses in the order they were queued, each once",
+      );
+      const pushed = accepted.filter((r) => r.path !== "/exec").map((r) => r.body.devices[0].metrics.energy_import_wh - 100000);
+      assert.deepEqual(
+        [...pushed].sort((x, y) => x - y),
+        seqs,
+        "every snapshot of the held window reaches the partner",
+      );
+      assert.equal(rig.uplink.deadLetterCount(), 0);
+      assert.deepEqual(rig.uplink.health().warnings, [], "the warning clears with the first 2xx");
+    }
   });
 });
 
-test("/healthz shows refused credentials and /metrics counts dead letters", async () => {
+test("a 400 beside a 401 spell: the 400 is final (one dead letter), the held 401s are not", async () => {
+  await withRig({ backoff: (n) => Math.min(200, 25 * 2 ** (n - 1)) }, async (sink, rig) => {
+    let auth = true;
+    sink.decide = (r) => (r.body?.event_id === "bad" ? { status: 400 } : auth ? { status: 401 } : undefined);
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "bad" });
+    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "good" });
+    await sink.waitFor(() => sink.requests.filter((r) => r.body?.event_id === "good").length >= 3, 15000, "good held by 401");
+    assert.equal(rig.uplink.deadLetterCount(), 1, "only the 400");
+    auth = false;
+    await until(() => rig.uplink.messages.size(HTTPS) === 0, "drained");
+    assert.equal(sink.accepted("/exec").length, 1);
+    assert.equal(rig.uplink.deadLetterCount(), 1);
+    assert.equal(sink.requests.filter((r) => r.body?.event_id === "bad").length, 1, "the 400 was never retried");
+  });
+});
+
+test("/healthz shows refused credentials and /metrics counts them and the dead letters", async () => {
   const sink = await startSink();
   try {
     await withTmpDir(async (dir) => {
@@ -317,9 +365,11 @@ test("/healthz shows refused credentials and /metrics counts dead letters", asyn
           "HTTP 400",
         );
         const m = (await gw.call("GET", "/metrics")).text;
-        // the refused response and the one added by hand
-        assert.match(m, /^sitegate_uplink_dead_letters 2$/m);
+        // only the one added by hand: the refused response waits in its lane
+        assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
         assert.match(m, /^sitegate_uplink_credentials_rejected\{lane="execution"\} 1$/m);
+        assert.match(m, /^sitegate_uplink_credentials_rejected_total\{lane="execution"\} [1-9]\d*$/m);
+        assert.equal(uplink.messages.size(HTTPS), 1);
       } finally {
         await gw.stop();
       }

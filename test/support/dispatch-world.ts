@@ -31,13 +31,24 @@ import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { ZigbeeBridge as GatewayZigbee } from "../../src/zigbee/bridge.js";
 import { silentLogger } from "../../src/log.js";
 import { SiteModel } from "../../hw-sim/site-model.js";
-import { handlePdu, type RegisterModel } from "../../hw-sim/modbus-pdu.js";
 import { PvInverter, StorageInverter, SunSpecMeter } from "../../hw-sim/models/sunspec-devices.js";
 import { Relay } from "../../hw-sim/models/relay.js";
 import { ZigbeeBridge as SimZigbee } from "../../hw-sim/zigbee.js";
 import type { ZigbeePlug, ZigbeeThermostat, ZigbeeDevice as SimZigbeeDevice } from "../../hw-sim/zigbee-devices.js";
 import { parseScenario, type Scenario, type ScenarioInput } from "../../hw-sim/scenario.js";
 import { FakeClock } from "./fake-clock.js";
+import type { Clock } from "../../src/util/clock.js";
+import type { DeviceHealth } from "../../src/model/device.js";
+import { DeviceSlot } from "../../hw-sim/faults.js";
+import {
+  FaultTimeline,
+  HybridStorage,
+  RELEASE_GRACE_S,
+  WORLD_ANSWER_TIMEOUT_MS,
+  type WorldFault,
+  type WorldRestart,
+  type WorldStep,
+} from "./dispatch-world-faults.js";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -68,13 +79,20 @@ export interface WorldSpec {
   load_noise_pct: number;
   irradiance: number;
   meter: boolean;
-  batteries: Array<{ max_power_w: number; capacity_wh: number; soc_pct: number; control_sf: -2 | -1 | 0 | 1 }>;
+  /** `hybrid`: covers the house load less PV while no forced mode is set (its own self-consumption). */
+  batteries: Array<{ max_power_w: number; capacity_wh: number; soc_pct: number; control_sf: -2 | -1 | 0 | 1; hybrid?: boolean }>;
   pvs: Array<{ max_power_w: number; control_sf: -2 | -1 | 0 | 1 }>;
   relays: Array<{ load_per_coil_w: number; rating: "none" | "total" | "per_coil"; shed_priority?: number }>;
   plugs: Array<{ load_w: number; metering: boolean; rated: boolean; shed_priority?: number }>;
   /** Heating at the start (the room below its setpoint), so a setback stops the heater. */
   thermostats: Array<{ load_w: number; metering: boolean; setpoint_c: number; setback_c: number; shed_priority?: number }>;
   events: WorldEvent[];
+  /** Device faults over the world (the simulator's own, hw-sim/faults.ts). */
+  faults?: WorldFault[];
+  /** The gateway stops and starts again (a crash, or a clean stop). */
+  restarts?: WorldRestart[];
+  /** House-load steps and PV clouds. */
+  steps?: WorldStep[];
 }
 
 export const WORLD_T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -93,7 +111,7 @@ export function eventId(i: number): string {
 export function scenarioOf(w: WorldSpec, opts: { listen?: string; control?: string; broker?: string } = {}): ScenarioInput {
   const devices: NonNullable<ScenarioInput["ports"]>[number]["devices"] = [];
   let unit = 1;
-  w.batteries.forEach((b, i) =>
+  w.batteries.forEach(({ hybrid: _hybrid, ...b }, i) =>
     devices.push({ unit: unit++, model: "sunspec-storage", name: `bat${i + 1}`, ...b, control_sf: b.control_sf }),
   );
   w.pvs.forEach((p, i) => devices.push({ unit: unit++, model: "sunspec-pv", name: `pv${i + 1}`, ...p }));
@@ -190,6 +208,12 @@ interface SimPair {
   /** Import contribution now (W): a load's draw, minus a source's output. */
   actual(): number;
   shadow(): number;
+  /**
+   * What an event on it delivers now, as import contribution (W), when that is not
+   * actual - shadow: a battery's delivery is its own AC power (B4), also for a hybrid
+   * whose undriven twin self-consumes.
+   */
+  own?(): number;
   /** Its control state, to compare with the state before any event. */
   state(): string;
 }
@@ -198,7 +222,10 @@ interface SimPair {
 class SimSite {
   readonly site: SiteModel;
   readonly shadowSite: SiteModel;
-  readonly units = new Map<number, RegisterModel>();
+  /** The real site's devices by unit, each behind the simulator's fault decisions. */
+  readonly units = new Map<number, DeviceSlot>();
+  /** The same slots by device name. */
+  readonly slots = new Map<string, DeviceSlot>();
   readonly pairs: SimPair[] = [];
   readonly zigbee?: SimZigbee;
   private readonly shadowZigbee?: SimZigbee;
@@ -206,14 +233,25 @@ class SimSite {
   constructor(
     readonly scenario: Scenario,
     now: () => number,
+    hybrids: ReadonlySet<string> = new Set(),
   ) {
     this.site = new SiteModel(scenario.site, scenario.seed, now);
     this.shadowSite = new SiteModel(scenario.site, scenario.seed, now);
     const log = silentLogger();
+    const realPv: PvInverter[] = [];
+    const twinPv: PvInverter[] = [];
+    // Each hybrid covers an equal share of the house load less the PV output.
+    const deficit = (site: SiteModel, pvs: PvInverter[]) => () =>
+      (site.baseLoadW() - pvs.reduce((a, p) => a + p.acPowerW(), 0)) / Math.max(1, hybrids.size);
     for (const spec of scenario.ports[0].devices) {
-      const real = buildModbus(spec, this.site);
-      const twin = buildModbus(spec, this.shadowSite);
-      this.units.set(spec.unit, real);
+      const hybrid = hybrids.has(spec.name);
+      const real = buildModbus(spec, this.site, hybrid ? deficit(this.site, realPv) : undefined);
+      const twin = buildModbus(spec, this.shadowSite, hybrid ? deficit(this.shadowSite, twinPv) : undefined);
+      if (real instanceof PvInverter) realPv.push(real);
+      if (twin instanceof PvInverter) twinPv.push(twin as PvInverter);
+      const slot = new DeviceSlot(real);
+      this.units.set(spec.unit, slot);
+      this.slots.set(spec.name, slot);
       if (spec.name !== "unused") this.pairs.push(modbusPair(spec.name, real, twin));
     }
     if (scenario.zigbee) {
@@ -227,14 +265,24 @@ class SimSite {
     this.site.advance();
     this.shadowSite.advance();
   }
+
+  /** A house-load step or a cloud, on the site and its shadow alike. */
+  step(s: WorldStep): void {
+    for (const site of [this.site, this.shadowSite]) {
+      site.advance();
+      if (s.load_delta_w !== undefined) site.base_load_w = Math.max(0, site.base_load_w + s.load_delta_w);
+      if (s.irradiance !== undefined) site.pv_irradiance = s.irradiance;
+      site.advance();
+    }
+  }
 }
 
 type ModbusModel = StorageInverter | PvInverter | SunSpecMeter | Relay;
 
-function buildModbus(spec: Scenario["ports"][number]["devices"][number], site: SiteModel): ModbusModel {
+function buildModbus(spec: Scenario["ports"][number]["devices"][number], site: SiteModel, hybridDeficit?: () => number): ModbusModel {
   switch (spec.model) {
     case "sunspec-storage":
-      return new StorageInverter(spec, site);
+      return hybridDeficit ? new HybridStorage(spec, site, hybridDeficit) : new StorageInverter(spec, site);
     case "sunspec-pv":
       return new PvInverter(spec, site);
     case "sunspec-meter":
@@ -255,6 +303,7 @@ export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): Si
       max_power_w: real.maxW,
       actual: () => -real.acPowerW(),
       shadow: () => -t.acPowerW(),
+      own: () => -real.acPowerW(),
       state: () => `mode ${real.ctl} in ${real.inRte} out ${real.outRte} revert ${real.rvrtS} conn ${real.ctl123.conn}`,
     };
   }
@@ -308,13 +357,17 @@ export interface RefusedWrite {
   exception: number;
 }
 
-/** The smallest real seam: each request PDU goes to the simulator's PDU handler of its unit. */
+/**
+ * The smallest real seam: each request PDU goes to the simulator's fault decision and PDU
+ * handler of its unit (hw-sim/faults.ts, as the TCP and RTU servers use them). No answer,
+ * or one later than the answer timeout, is a timeout; a late write was applied all the same.
+ */
 class SimTransport implements Transport {
   readonly isOpen = true;
   readonly refused: RefusedWrite[] = [];
 
   constructor(
-    private readonly units: ReadonlyMap<number, RegisterModel>,
+    private readonly units: ReadonlyMap<number, DeviceSlot>,
     private readonly now: () => number,
   ) {}
 
@@ -322,11 +375,16 @@ class SimTransport implements Transport {
   async close(): Promise<void> {}
 
   private call(unit: number, pdu: Buffer, write?: { address: number; values: number[] }): Buffer {
-    const dev = this.units.get(unit);
-    if (!dev) throw Object.assign(new Error("Timed out"), { errno: "ETIMEDOUT" });
-    const out = handlePdu(dev, pdu, () => undefined);
-    if (out[0] & 0x80) {
-      if (write) this.refused.push({ at: this.now(), unit, fn: pdu[0], ...write, exception: out[1] });
+    const slot = this.units.get(unit);
+    const timedOut = () => Object.assign(new Error("Timed out"), { errno: "ETIMEDOUT" });
+    if (!slot) throw timedOut();
+    const d = slot.decide(pdu);
+    if (d.kind === "silent" || (d.kind === "reply" && d.delayMs >= WORLD_ANSWER_TIMEOUT_MS)) throw timedOut();
+    if (d.kind === "drop") throw Object.assign(new Error("Port Not Open"), { errno: "ECONNRESET" });
+    const out = d.pdu;
+    if (out[0]! & 0x80) {
+      // A value out of the device's range; a refusal the world's faults asked for is not the gateway's.
+      if (write && slot.faults.size === 0) this.refused.push({ at: this.now(), unit, fn: pdu[0]!, ...write, exception: out[1]! });
       throw Object.assign(new Error(`Modbus exception ${out[1]}`), { modbusCode: out[1] });
     }
     return out;
@@ -444,16 +502,83 @@ function profile(name: string): Profile {
   return profiles.get(name);
 }
 
+/**
+ * One run of the gateway's clock: its timers go to the world's clock until the run ends; a
+ * crash ends it at once (no timer of that run fires again, nothing is put back).
+ */
+class RunClock implements Clock {
+  private readonly ids = new Set<unknown>();
+  dead = false;
+  /** Timers due at once set at this monotonic instant: a dispatcher that re-arms one without end is a busy loop. */
+  private atOnce = { mono: -1, n: 0 };
+
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly onBusyLoop: () => void = () => undefined,
+  ) {}
+
+  now(): number {
+    return this.clock.now();
+  }
+  mono(): number {
+    return this.clock.mono();
+  }
+  setTimer(fn: () => void, ms: number): unknown {
+    if (this.dead) return null;
+    if (ms <= 0) {
+      const mono = this.clock.mono();
+      this.atOnce = this.atOnce.mono === mono ? { mono, n: this.atOnce.n + 1 } : { mono, n: 1 };
+      // On a real clock this spins the CPU; here it would never let the clock move. Reported, then slowed to a poll.
+      if (this.atOnce.n > BUSY_LOOP_TIMERS) {
+        this.onBusyLoop();
+        ms = POLL_MS;
+      }
+    }
+    const id = this.clock.setTimer(() => {
+      this.ids.delete(id);
+      if (!this.dead) fn();
+    }, ms);
+    this.ids.add(id);
+    return id;
+  }
+  clearTimer(h: unknown): void {
+    this.clock.clearTimer(h);
+    this.ids.delete(h);
+  }
+  kill(): void {
+    this.dead = true;
+    for (const id of this.ids) this.clock.clearTimer(id);
+    this.ids.clear();
+  }
+}
+
 interface Gateway {
   dispatcher: Dispatcher;
+  /** The clock of the dispatcher's current run. */
+  run: RunClock;
   drivers: Map<string, DeviceDriver>;
   latest: Map<string, Metrics>;
+  health: Map<string, DeviceHealth>;
   local: SiteDevices;
   zigbee?: ZigbeeLine;
   transport: SimTransport;
+  /** A new dispatcher on the same database and devices (a restart). */
+  restart(): Dispatcher;
 }
 
-async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db, responses: ExecutionResponse[]): Promise<Gateway> {
+/** Timers due at once, set at one instant, beyond which the dispatcher is in a busy loop. */
+const BUSY_LOOP_TIMERS = 200;
+
+const HEALTHY: DeviceHealth = { online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 };
+
+async function buildGateway(
+  w: WorldSpec,
+  sim: SimSite,
+  clock: FakeClock,
+  db: Db,
+  responses: ExecutionResponse[],
+  fail: Fail,
+): Promise<Gateway> {
   const transport = new SimTransport(sim.units, () => clock.now());
   const bus = new Bus({ kind: "tcp", host: "sim", port: 502 }, silentLogger(), transport);
   const cfg = gatewayDevices(w, "sim", 502);
@@ -471,8 +596,9 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     get: (id) => registered.find((r) => r.config.device_id === id),
   };
   const latest = new Map<string, Metrics>();
+  const health = new Map<string, DeviceHealth>();
   const telemetry = {
-    health: () => ({ online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 as const }),
+    health: (id: string) => health.get(id) ?? HEALTHY,
     latest: (id: string) => latest.get(id),
     confirm: (id: string, m: Metrics) => latest.set(id, { ...latest.get(id), ...m }),
     setRemote: () => undefined,
@@ -485,15 +611,36 @@ async function buildGateway(w: WorldSpec, sim: SimSite, clock: FakeClock, db: Db
     local.add(bridge);
     zigbee = new ZigbeeLine(bridge, sim.zigbee, () => clock.now());
   }
-  const dispatcher = new Dispatcher({
-    db: () => db,
-    devices: local,
-    clock,
-    log: silentLogger(),
-    pollIntervalMs: POLL_MS,
-    respond: (_s, body) => responses.push(body),
-  });
-  return { dispatcher, drivers, latest, local, zigbee, transport };
+  const gw: Gateway = {
+    dispatcher: null as unknown as Dispatcher,
+    run: new RunClock(clock),
+    drivers,
+    latest,
+    health,
+    local,
+    zigbee,
+    transport,
+    restart() {
+      const run = new RunClock(clock, () =>
+        fail("busy_loop", `t=${(clock.now() - WORLD_T0) / 1000}s the dispatcher set over ${BUSY_LOOP_TIMERS} timers due at once`),
+      );
+      gw.run = run;
+      gw.dispatcher = new Dispatcher({
+        db: () => db,
+        devices: local,
+        clock: run,
+        log: silentLogger(),
+        pollIntervalMs: POLL_MS,
+        // A run that crashed sends nothing more.
+        respond: (_s, body) => {
+          if (!run.dead) responses.push(body);
+        },
+      });
+      return gw.dispatcher;
+    },
+  };
+  gw.restart();
+  return gw;
 }
 
 /** The executor's live claims of its last plan: device -> events with their watts. */
@@ -510,7 +657,16 @@ const flush = () => new Promise<void>((r) => setImmediate(r));
 
 // ---- running a world ----
 
-export type Invariant = "shed_raises_import" | "delivered_vs_truth" | "pre_state" | "thresholds" | "limits" | "one_response";
+export type Invariant =
+  | "shed_raises_import"
+  | "delivered_vs_truth"
+  | "pre_state"
+  | "thresholds"
+  | "limits"
+  | "one_response"
+  | "released_after_faults"
+  | "credit_unchanged"
+  | "busy_loop";
 export const INVARIANTS: readonly Invariant[] = [
   "shed_raises_import",
   "delivered_vs_truth",
@@ -518,6 +674,12 @@ export const INVARIANTS: readonly Invariant[] = [
   "thresholds",
   "limits",
   "one_response",
+  // No device driven once no event drives it and its faults have cleared (within the
+  // release backoff's 60 s cap plus two polls); no credit for a device whose state never changed.
+  "released_after_faults",
+  "credit_unchanged",
+  // The dispatcher never re-arms a timer due at once without end (a busy loop on a real clock).
+  "busy_loop",
 ];
 
 export interface Violation {
@@ -561,31 +723,53 @@ export interface Running {
   submitted: boolean;
 }
 
-/** The events of a world with the windows their delivery is measured over, for a world that starts at `t0`. */
-export function trackEvents(w: WorldSpec, t0: number): Running[] {
-  return w.events.map((ev, index) => ({
-    index,
-    ev,
-    id: eventId(index),
-    from_ms: t0 + Math.max(ev.start_s, ev.submit_s) * 1000,
-    until_ms: t0 + Math.min(ev.start_s + ev.duration_s, ev.cancel_s ?? Infinity) * 1000,
-    samples: [],
-    // A cancellation in the second the event starts comes after its start (the start timer fires first).
-    cancelledBeforeStart: ev.cancel_s !== undefined && ev.cancel_s < ev.start_s,
-    submitted: false,
-  }));
+/**
+ * The second a request sent at second `t` reaches the gateway: at once, or when the gateway
+ * is up again after a restart (the partner retries what it could not deliver).
+ */
+export function arrivalOf(w: WorldSpec, t: number): number {
+  for (const r of w.restarts ?? []) if (t >= r.at_s && t < r.at_s + r.down_s) return r.at_s + r.down_s;
+  return t;
 }
 
-/** Seconds a world runs: until its last event ends, and the devices are put back and checked. */
+/** The events of a world with the windows their delivery is measured over, for a world that starts at `t0`. */
+export function trackEvents(w: WorldSpec, t0: number): Running[] {
+  return w.events.map((ev, index) => {
+    // A cancellation held by a restart takes effect when it arrives (or never, once the event is over).
+    const cancel = ev.cancel_s === undefined || ev.type === "pv_limit" ? ev.cancel_s : arrivalOf(w, ev.cancel_s);
+    return {
+      index,
+      ev,
+      id: eventId(index),
+      from_ms: t0 + Math.max(ev.start_s, arrivalOf(w, ev.submit_s)) * 1000,
+      until_ms: t0 + Math.min(ev.start_s + ev.duration_s, cancel ?? Infinity) * 1000,
+      // A cancellation in the second the event starts comes after its start (the start timer fires first).
+      cancelledBeforeStart: cancel !== undefined && cancel < ev.start_s,
+      samples: [],
+      submitted: false,
+    };
+  });
+}
+
+/**
+ * Seconds a world runs: until its last event ends, and the devices are put back and
+ * checked; with faults, until the release backoff has had its cap after the last one
+ * cleared; with restarts, until the gateway has been up again for the settle time.
+ */
 export function horizonOf(w: WorldSpec, settle_s = SETTLE_S): number {
-  return Math.max(0, ...w.events.map((e) => e.start_s + e.duration_s)) + settle_s;
+  const events = Math.max(0, ...w.events.map((e) => e.start_s + e.duration_s)) + settle_s;
+  const faults = w.faults?.length ? new FaultTimeline(w.faults).lastClear + RELEASE_GRACE_S + 3 : 0;
+  const restarts = Math.max(0, ...(w.restarts ?? []).map((r) => r.at_s + r.down_s + settle_s));
+  return Math.max(events, faults, restarts);
 }
 
 /** Runs one world to its end and checks every invariant; never throws for a violation. */
 export async function runWorld(w: WorldSpec): Promise<WorldReport> {
   const clock = new FakeClock(WORLD_T0);
   const sc = parseScenario(scenarioOf(w));
-  const sim = new SimSite(sc, () => clock.now());
+  const hybrids = new Set(w.batteries.flatMap((b, i) => (b.hybrid ? [`bat${i + 1}`] : [])));
+  const sim = new SimSite(sc, () => clock.now(), hybrids);
+  const faults = new FaultTimeline(w.faults ?? []);
   const dir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "sitegate-world-"));
   const db = openDatabase(dir);
   migrate(db, [DISPATCH_MIGRATIONS]);
@@ -595,28 +779,60 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
     if (violations.filter((v) => v.invariant === invariant).length < 5) violations.push({ invariant, message });
   };
   let gw: Gateway | undefined;
+  let up = true;
   try {
-    gw = await buildGateway(w, sim, clock, db, responses);
+    gw = await buildGateway(w, sim, clock, db, responses, fail);
     void gw.dispatcher.start();
     const initial = new Map(sim.pairs.map((p) => [p.id, p.state()]));
     const events = trackEvents(w, WORLD_T0);
     const horizon = horizonOf(w);
-    const unclaimed = new Map<string, number>();
+    const released: ReleaseWatch = { unclaimed: new Map(), faults, initial };
+    /** Per device, the seconds at which it read other than before any event. */
+    const changed = new Map<string, number[]>();
+    /** The claims while the gateway is down: a crashed run's devices hold what they were told; a clean stop put them back. */
+    let downClaims: ReturnType<typeof claimsOf> = new Map();
+    /** What arrived while the gateway was down: the partner retries it once it is up again. */
+    let deferred: number[] = [];
     for (let t = 1; t <= horizon; t++) {
       clock.advance(POLL_MS);
       await flush();
+      faults.apply(t, sim.slots);
+      for (const s of w.steps ?? []) if (s.at_s === t) sim.step(s);
+      for (const r of w.restarts ?? []) {
+        if (r.at_s === t && up) {
+          up = false;
+          downClaims = r.crash ? new Map(claimsOf(gw.dispatcher)) : new Map();
+          if (r.crash) gw.run.kill();
+          else await stopWithin(gw.dispatcher, gw.run);
+        }
+        if (r.at_s + r.down_s === t && !up) {
+          up = true;
+          void gw.restart().start();
+          await flush();
+          for (const at of deferred) for (const e of events) act(gw.dispatcher, e, at, clock.now(), true);
+          deferred = [];
+          await flush();
+        }
+      }
       if (events.some((e) => [e.ev.submit_s, e.ev.start_s, e.ev.cancel_s].includes(t))) {
-        for (const e of events) act(gw.dispatcher, e, t, clock.now());
+        if (!up) deferred.push(t);
+        else for (const e of events) act(gw.dispatcher, e, t, clock.now());
         await flush();
       }
       sim.advance();
       gw.zigbee?.tick();
-      await poll(gw, clock.now());
+      if (up) await poll(gw, clock.now());
       await flush();
-      const claims = claimsOf(gw.dispatcher);
+      const claims = up ? claimsOf(gw.dispatcher) : downClaims;
       sample(sim, events, claims, clock.now(), fail, t);
       checkLimits(sim, claims, fail, t);
-      checkReleased(sim, initial, claims, unclaimed, fail, t);
+      checkReleased(sim, released, claims, fail, t);
+      for (const p of sim.pairs)
+        if (p.state() !== initial.get(p.id)) {
+          let ts = changed.get(p.id);
+          if (!ts) changed.set(p.id, (ts = []));
+          ts.push(t);
+        }
     }
     for (const p of sim.pairs)
       if (p.state() !== initial.get(p.id))
@@ -627,15 +843,48 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
         `t=${(r.at - WORLD_T0) / 1000}s unit ${r.unit} refused fn ${r.fn} at ${r.address} = ${r.values.join(",")} (exception ${r.exception})`,
       );
     const outcomes = events.map((e) => outcome(w, e, responses, fail));
+    for (const o of outcomes) checkCredit(o, events[o.index]!, changed, fail);
     let worst: WorldReport["worstError"] = { w: 0 };
     for (const o of outcomes)
       if (o.judged && o.reported_w !== undefined && o.truth_w !== undefined && Math.abs(o.reported_w - o.truth_w) > worst.w)
         worst = { w: Math.abs(o.reported_w - o.truth_w), event: o };
     return { events: outcomes, responses, violations, worstError: worst, simulated_s: horizon };
   } finally {
-    if (gw) await stopQuietly(gw.dispatcher, clock);
+    if (gw && up) await stopQuietly(gw.dispatcher, clock);
     db.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A clean stop of the gateway within the world's second (no clock advance): what it cannot finish by then is a crash. */
+async function stopWithin(d: Dispatcher, run: RunClock): Promise<void> {
+  let done = false;
+  const stopping = d.stop().then(() => (done = true));
+  for (let i = 0; i < 50 && !done; i++) await flush();
+  if (!done) run.kill();
+  void stopping;
+}
+
+/**
+ * No credit for a device whose state never changed: a device an event's response lists
+ * with delivered power must have read other than before any event at some second of
+ * that event's window (a relay whose coils never switched, a battery that ignored its mode).
+ */
+function checkCredit(o: EventOutcome, e: Running, changed: ReadonlyMap<string, number[]>, fail: Fail): void {
+  const devs = (o.response?.details as { devices?: Array<{ device_id: string; delivered_w: number }> } | undefined)?.devices ?? [];
+  const untilMs = Math.min(e.until_ms, o.response ? Date.parse(o.response.timestamp) : e.until_ms);
+  // An event that ran under a second (cancelled the moment it started) has no second to look at.
+  if (!e.samples.some(([at]) => at < untilMs)) return;
+  const from = (e.from_ms - WORLD_T0) / 1000;
+  const until = (untilMs - WORLD_T0) / 1000;
+  for (const d of devs) {
+    if (d.delivered_w <= 50) continue;
+    const ts = changed.get(d.device_id) ?? [];
+    if (!ts.some((t) => t >= from && t <= until + 1))
+      fail(
+        "credit_unchanged",
+        `event #${e.index} (${e.ev.type}) credits ${d.device_id} with ${Math.round(d.delivered_w)} W, but its state never changed in the window`,
+      );
   }
 }
 
@@ -649,8 +898,11 @@ async function stopQuietly(d: Dispatcher, clock: FakeClock): Promise<void> {
 }
 
 /** What happens at second t: the request arrives, is cancelled; a pv_limit input goes active or is released. */
-function act(d: Dispatcher, e: Running, t: number, now: number): void {
+function act(d: Dispatcher, e: Running, t: number, now: number, late = false): void {
   const ev = e.ev;
+  const end_ms = WORLD_T0 + (ev.start_s + ev.duration_s) * 1000;
+  // Held while the gateway was down: an event that is over by now is not sent at all (nor its cancellation, nor its input).
+  if (late && end_ms <= now) return;
   if (ev.type === "pv_limit") {
     if (t === ev.start_s) d.submitLocal(localSpec(e, now));
     if (t === ev.cancel_s) d.endLocal(`input:pv-limit-${e.index}`, "input released");
@@ -712,7 +964,22 @@ function localSpec(e: Running, now: number): EventSpec {
 async function poll(gw: Gateway, ts: number): Promise<void> {
   const devices: Array<{ device_id: string; metrics: Metrics }> = [];
   for (const [id, driver] of gw.drivers) {
-    const m = await driver.read(["fast"]);
+    let m: Metrics;
+    try {
+      m = await driver.read(["fast"]);
+    } catch (e) {
+      // As the poller: offline at the first failed read, the last reading kept (stale).
+      const h = gw.health.get(id) ?? HEALTHY;
+      gw.health.set(id, {
+        ...h,
+        online: false,
+        last_error: (e as Error).message,
+        consecutive_failures: h.consecutive_failures + 1,
+        op_mode: 0,
+      });
+      continue;
+    }
+    gw.health.set(id, { ...HEALTHY, last_ok_at: new Date(ts).toISOString() });
     gw.latest.set(id, m);
     devices.push({ device_id: id, metrics: m });
   }
@@ -724,7 +991,7 @@ export type Fail = (invariant: Invariant, message: string) => void;
 
 /** The truth of every running event at this instant, and the shed invariant. */
 function sample(sim: SimSite, events: Running[], claims: ReturnType<typeof claimsOf>, now: number, fail: Fail, t: number): void {
-  sampleEvents(new Map(sim.pairs.map((p) => [p.id, p.actual() - p.shadow()])), events, claims, now, fail, t);
+  sampleEvents(new Map(sim.pairs.map((p) => [p.id, p.own ? p.own() : p.actual() - p.shadow()])), events, claims, now, fail, t);
 }
 
 /**
@@ -772,24 +1039,39 @@ function checkLimits(sim: SimSite, claims: ReturnType<typeof claimsOf>, fail: Fa
   }
 }
 
-/** A device no event has driven for a few polls reads back its state from before any event. */
-function checkReleased(
-  sim: SimSite,
-  initial: ReadonlyMap<string, string>,
-  claims: ReturnType<typeof claimsOf>,
-  unclaimed: Map<string, number>,
-  fail: Fail,
-  t: number,
-): void {
+interface ReleaseWatch {
+  /** Per device, polls since no event drives it. */
+  unclaimed: Map<string, number>;
+  faults: FaultTimeline;
+  initial: ReadonlyMap<string, string>;
+}
+
+/**
+ * A device no event has driven for a few polls reads back its state from before any event.
+ * A device that had a fault gets the release backoff's cap after the fault cleared (the
+ * gateway retries a release that did not read back, 1 s doubling to 60 s), plus two polls.
+ */
+function checkReleased(sim: SimSite, r: ReleaseWatch, claims: ReturnType<typeof claimsOf>, fail: Fail, t: number): void {
   for (const p of sim.pairs) {
     if (claims.has(p.id)) {
-      unclaimed.set(p.id, 0);
+      r.unclaimed.set(p.id, 0);
       continue;
     }
-    const n = (unclaimed.get(p.id) ?? RELEASE_SAMPLES) + 1;
-    unclaimed.set(p.id, n);
-    if (n === RELEASE_SAMPLES && p.state() !== initial.get(p.id))
-      fail("pre_state", `t=${t}s ${p.id} is driven by no event but reads "${p.state()}", before any event "${initial.get(p.id)}"`);
+    const n = (r.unclaimed.get(p.id) ?? Infinity) + 1;
+    r.unclaimed.set(p.id, n);
+    const before = r.initial.get(p.id);
+    if (!r.faults.touches(p.id)) {
+      if (n === RELEASE_SAMPLES && p.state() !== before)
+        fail("pre_state", `t=${t}s ${p.id} is driven by no event but reads "${p.state()}", before any event "${before}"`);
+      continue;
+    }
+    if (r.faults.active(p.id, t) || p.state() === before) continue;
+    const since = Math.max(t - n + 1, r.faults.clearedAt(p.id));
+    if (t - since === RELEASE_GRACE_S)
+      fail(
+        "released_after_faults",
+        `t=${t}s ${p.id} is driven by no event, its faults cleared at ${r.faults.clearedAt(p.id)} s, and it still reads "${p.state()}", before any event "${before}"`,
+      );
   }
 }
 
@@ -826,7 +1108,8 @@ export function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[]
   const out: EventOutcome = { index: e.index, event_id: e.id, type: ev.type, requested_w: ev.quantity_kw * 1000 };
   if (ev.type === "pv_limit") return out;
   const mine = responses.filter((r) => r.event_id === e.id);
-  const want = e.cancelledBeforeStart ? 0 : 1;
+  // An event the partner never sent (its end passed while the gateway was down) has no response either.
+  const want = e.cancelledBeforeStart || !e.submitted ? 0 : 1;
   if (mine.length !== want) fail("one_response", `event #${e.index} (${ev.type}) has ${mine.length} execution responses, expected ${want}`);
   const r = mine[0];
   if (!r) return out;

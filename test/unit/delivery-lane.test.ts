@@ -129,3 +129,55 @@ test("snapshots the store's size bound drops are not sent, also ones the source 
   assert.deepEqual(c.moves, [3], "settling a dropped snapshot does not move the cursor back or on");
   assert.equal(source.next(new Set())?.ref, "s5:0");
 });
+
+test("an auth answer (401, 403, 404) holds the lane with the backoff, even where a final refusal is a dead letter at once; the lane drains in order after", async () => {
+  const dead: string[] = [];
+  const settled: string[] = [];
+  const queue = ["m1", "m2", "m3"];
+  const item = (ref: string): LaneItem => ({
+    ref,
+    address: "https://partner.example/exec",
+    kind: "execution_response",
+    body: "{}",
+    key: `k-${ref}`,
+    describe: { ref },
+    settle: () => {
+      settled.push(ref);
+      queue.splice(queue.indexOf(ref), 1);
+    },
+    failed: () => undefined,
+    // A dead letter leaves the lane, as it leaves the log.
+    deadLetter: () => {
+      dead.push(ref);
+      queue.splice(queue.indexOf(ref), 1);
+    },
+  });
+  const source = { next: (busy: ReadonlySet<string>) => queue.filter((r) => !busy.has(r)).map(item)[0] };
+  const sink = new HeldSink();
+  let waited = 0;
+  const l = new Lane("execution", source, sink, silentLogger(), () => (waited++, 0), 1, { rejectWindowMs: 0, idleRecheckMs: 60_000 });
+  l.start();
+  try {
+    await turn();
+    for (const status of [401, 403, 404]) {
+      assert.deepEqual(sink.refs(), ["m1"], `only the oldest is tried while held (${status})`);
+      sink.answer("m1", { outcome: "auth", status, error: `HTTP ${status}` });
+      assert.deepEqual(dead, [], `a ${status} dead-letters nothing`);
+      await turn();
+      await turn();
+    }
+    assert.equal(waited, 3, "each refusal waited its backoff");
+    assert.deepEqual(dead, [], "nothing dead-lettered");
+    assert.equal(l.stats.credentials_rejections, 3);
+    assert.equal(l.stats.credentials_rejected?.status, 401, "warned since the first refusal");
+    for (const ref of ["m1", "m2", "m3"]) {
+      await turn();
+      sink.answer(ref);
+      await turn();
+    }
+    assert.deepEqual(settled, ["m1", "m2", "m3"], "in order once the partner accepts");
+    assert.equal(l.stats.credentials_rejected, null, "the warning clears");
+  } finally {
+    await l.stop();
+  }
+});
