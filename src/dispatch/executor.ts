@@ -1,13 +1,11 @@
-// Execution of running events on the devices, the same for every kind: each snapshot and
-// timer plans the running events (plan.ts), writes what they claim per device through the
-// device ledger (the device captures its pre-event state first, then the capability the
-// claim maps to is driven: devices.ts), rewrites setpoints before the device's own revert
-// timeout, and puts back every device that no running event drives any more. It also
-// records when any event drove any device, for the quiet minute a shed's baseline needs.
-// After each write the device is read once (a confirmation), so the latest values and the
-// measurement do not wait for the next poll. The kinds (kinds/) decide what to claim,
-// measure and report, a test event's result included; this file never branches on an
-// event type.
+// Execution of running events on the devices, the same for every kind: each snapshot and timer plans
+// the running events (plan.ts), writes what they claim per device through the device ledger (the device
+// captures its pre-event state first, then the capability the claim maps to is driven: devices.ts),
+// rewrites setpoints before the device's own revert timeout, and puts back every device that no running
+// event drives any more. It records when any event drove any device (a shed baseline's quiet minute).
+// After each write the device is read once (a confirmation), so the latest values and the measurement
+// do not wait for the next poll. The kinds (kinds/) decide what to claim, measure and report; this file
+// never branches on an event type.
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
@@ -48,6 +46,8 @@ const MAX_HOLDERS = 16;
 export class Executor {
   ledger!: Ledger;
   private readonly applied = new Map<string, { key: string; action: ActionName; at: number; failed: boolean }>();
+  /** Devices kept for a running event while offline (see nextDue). */
+  private readonly heldOffline = new Set<string>();
   private readonly history = new PowerHistory();
   /** When any live event drove any device (a claim, or a ledger row not yet put back). */
   private readonly busy = new BusyTimes();
@@ -157,11 +157,15 @@ export class Executor {
 
     const live = new Set(running.filter((r) => r.spec.mode === "live" && r.state === "running").map((r) => r.spec.event_id));
     const byId = new Map(all.map((d) => [d.device_id, d]));
+    this.heldOffline.clear();
     for (const id of new Set([...this.applied.keys(), ...this.ledger.all().map((r) => r.device_id)])) {
       if (desired.has(id) || this.jobs.releasing.has(id)) continue;
       const l = this.ledger.get(id);
       // A device whose event still runs but that is offline now (e.g. just after a restart) keeps its setpoint.
-      if (l && l.unreleased === undefined && l.holders.some((h) => live.has(h)) && !byId.get(id)?.online) continue;
+      if (l && l.unreleased === undefined && l.holders.some((h) => live.has(h)) && !byId.get(id)?.online) {
+        this.heldOffline.add(id);
+        continue;
+      }
       if (!this.jobs.backoff.ready(id, now)) continue;
       this.applied.delete(id);
       if (l) void this.jobs.release(id); // logs and retries its own failure
@@ -169,10 +173,7 @@ export class Executor {
     }
   }
 
-  /**
-   * The devices as the kinds plan with them: one whose release did not read back is
-   * unavailable, with why, so that new events skip it (B4 "Closed loop").
-   */
+  /** The devices the kinds plan with: one whose release did not read back is unavailable, with why (B4). */
   private usable(devs: DispatchDevice[]): DispatchDevice[] {
     if (!this.ledger || this.ledger.unreleased().length === 0) return devs;
     return devs.map((d) => {
@@ -184,11 +185,12 @@ export class Executor {
   private setRemote(id: string, remote: boolean): void {
     this.deps.devices.get(id)?.setRemote(remote);
   }
-
   /** Earliest time a setpoint must be rewritten or a failed write or release retried. */
   nextDue(): number {
     let next = Infinity;
     for (const [id, a] of this.applied) {
+      // Kept offline for its event: the next poll looks again (its past refresh time would re-arm at once).
+      if (this.heldOffline.has(id)) continue;
       const r = refreshOf(this.deps.devices.get(id), a.action);
       if (a.failed) next = Math.min(next, a.at + RETRY_MS);
       else if (r > 0) next = Math.min(next, a.at + r);

@@ -295,7 +295,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       events: [{ type: "discharge", quantity_kw: 2.5, submit_s: 1, start_s: 3, duration_s: 20, priority: 1, mandatory: false }],
       faults: [{ device: "bat1", fault: "ignore_writes", from_s: 15, until_s: 30 }],
     },
-    todo: "issue 39 item 1 (release retried with backoff), fixed on h39-release",
   },
   {
     name: "issue 39 item 8: a crash mid-event counts what the battery held through the downtime",
@@ -331,7 +330,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       events: [{ type: "discharge", quantity_kw: 2, submit_s: 1, start_s: 3, duration_s: 40, priority: 1, mandatory: false }],
       faults: [{ device: "bat1", fault: "offline", from_s: 10, until_s: 30 }],
     },
-    todo: "found by this world: executor.nextDue() keeps a due time in the past for an offline device it keeps (reconcile skips it), so replan() re-arms a 0 ms timer without end",
   },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
