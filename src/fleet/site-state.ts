@@ -43,13 +43,13 @@ export class SiteState {
         last_update: lastUpdate,
         at: new Date().toISOString(),
       };
-      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true, properties: { contentType: "application/json" } }, (err) => {
+      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true }, (err) => {
         if (err) deps.log.warn({ err: errorMessage(err) }, "status not accepted by the broker");
       });
     }
     if (force || devices !== this.lastDevices) {
       this.lastDevices = devices;
-      this.qos1(this.topic("devices"), devices, { retain: true, properties: { contentType: "application/json" } }, (err) => {
+      this.qos1(this.topic("devices"), devices, { retain: true }, (err) => {
         if (err) deps.log.warn({ err: errorMessage(err) }, "device view not accepted by the broker");
       });
     }
