@@ -23,7 +23,7 @@ import type { DeclaredDevice } from "../devices/local.js";
 import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
-import { brokerBackoff, ReconnectBackoff } from "../util/reconnect-backoff.js";
+import { brokerBackoff, ReconnectBackoff, type BackoffPolicy } from "../util/reconnect-backoff.js";
 import { MqttRedial } from "../util/mqtt-redial.js";
 import { SecureContextCache } from "../util/tls-context.js";
 import { parseBridgeDevices, parseOnline, type Z2mDevice } from "./exposes.js";
@@ -66,6 +66,8 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   constructor(
     private readonly cfg: ZigbeeConfig,
     private readonly log: Logger,
+    /** Tests shorten it; default brokerBackoff(host): 1 s doubling to 30 s on loopback, 5 min elsewhere. */
+    private readonly reconnect: BackoffPolicy = brokerBackoff(brokerEndpoint(cfg.url).host),
   ) {
     this.baseTopic = cfg.base_topic;
     this.commandTimeoutMs = cfg.command_timeout_ms;
@@ -90,7 +92,7 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
     const { connect } = await import("mqtt");
     const client = connect(this.clientOptions());
     this.client = client;
-    const backoff = new ReconnectBackoff(brokerBackoff(brokerEndpoint(this.cfg.url).host), () => performance.now());
+    const backoff = new ReconnectBackoff(this.reconnect, () => performance.now());
     this.redial = new MqttRedial(client, backoff, {
       beforeAttempt: () => {
         if (!this.tls) return;
