@@ -14,6 +14,9 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { CommandDeps } from "./commands.js";
 import { CommandInbox, MAX_COMMAND_BYTES } from "./command-inbox.js";
 import { SiteState } from "./site-state.js";
+import { fleetGauges, type FleetStats } from "./gauges.js";
+
+export type { FleetStats };
 import { FleetStreams, TELEMETRY_WINDOW, telemetryWindow, type StreamStats } from "./streams.js";
 import type { NonceStore } from "./nonces.js";
 import { MQTT } from "./mqtt-sink.js";
@@ -30,6 +33,11 @@ import { SecureContextCache } from "../util/tls-context.js";
 export const MAX_PACKET_BYTES = MAX_COMMAND_BYTES + 64 * 1024;
 /** A broker restart or a short network outage is not worth a warning; this long is. */
 export const UNREACHABLE_WARN_MS = 120_000;
+/**
+ * The first status waits for the first stored snapshot (by then the devices are identified
+ * and counted) or this long, whichever comes first: one status at start, not one per device found.
+ */
+export const FIRST_STATUS_HOLD_MS = 10_000;
 
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
@@ -51,20 +59,6 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   reconnect?: BackoffPolicy;
 }
 
-export interface FleetStats {
-  connected: boolean;
-  connects: number;
-  commands: number;
-  telemetry: StreamStats;
-  events: StreamStats;
-  telemetry_cursor: number;
-  /** Telemetry messages in flight at most on this connection. */
-  telemetry_window: number;
-  /** Connection attempts made (the first included) and TLS contexts built. */
-  attempts: number;
-  tls_contexts: number;
-}
-
 export class Fleet implements Part {
   readonly name = "fleet";
   private client: MqttClient | null = null;
@@ -79,6 +73,10 @@ export class Fleet implements Part {
   private readonly waiting: Array<() => void> = [];
   private stopping = false;
   private redial: MqttRedial | null = null;
+  /** Until the first snapshot (or FIRST_STATUS_HOLD_MS), state publishes wait; forced if one asked. */
+  private settled = false;
+  private settleForce = false;
+  private settleTimer: NodeJS.Timeout | null = null;
   /** Null without TLS; otherwise the one context every attempt uses. */
   private readonly tls: SecureContextCache | null;
   /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
@@ -121,6 +119,7 @@ export class Fleet implements Part {
       (...a) => this.qos1(...a),
       () => this.connected,
     );
+    this.settleTimer = setTimeout(() => this.settle(), FIRST_STATUS_HOLD_MS);
     const opts = this.clientOptions();
     this.down = { mono: deps.clock.mono(), at: Date.now() };
     const client = connect(opts);
@@ -191,7 +190,8 @@ export class Fleet implements Part {
   samplesAppended(): void {
     if (this.stopping) return;
     this.streams?.telemetry.wake();
-    this.publishState(false);
+    if (!this.settled) this.settle();
+    else this.publishState(false);
   }
 
   /** A message was appended to the delivery log (`messages_appended`). */
@@ -277,7 +277,16 @@ export class Fleet implements Part {
 
   /** The retained state topics, while connected. */
   private publishState(force: boolean): void {
-    if (this.connected) this.state.publish(force);
+    if (!this.settled) this.settleForce ||= force;
+    else if (this.connected) this.state.publish(force);
+  }
+
+  /** Start-up is over: the held state publish goes out. */
+  private settle(): void {
+    if (this.settleTimer) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
+    this.settled = true;
+    this.publishState(this.settleForce);
   }
 
   stats(): FleetStats {
@@ -305,55 +314,13 @@ export class Fleet implements Part {
 
   /** Prometheus figures for /metrics. */
   gauges(): ReturnType<MetricsSource["gauges"]> {
-    const st = this.stats();
-    const streams = [
-      ["telemetry", st.telemetry],
-      ["events", st.events],
-    ] as const;
-    return [
-      {
-        name: "sitegate_fleet_connected",
-        help: "1 while the fleet broker connection is up",
-        type: "gauge",
-        values: [{ value: st.connected ? 1 : 0 }],
-      },
-      {
-        name: "sitegate_fleet_connects_total",
-        help: "connections made to the fleet broker",
-        type: "counter",
-        values: [{ value: st.connects }],
-      },
-      {
-        name: "sitegate_fleet_acked_total",
-        help: "fleet messages acknowledged by the broker (PUBACK)",
-        type: "counter",
-        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })),
-      },
-      {
-        name: "sitegate_fleet_rejected_total",
-        help: "fleet messages the broker refused (retried)",
-        type: "counter",
-        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })),
-      },
-      {
-        name: "sitegate_fleet_pending_snapshots",
-        help: "stored snapshots the fleet broker does not have yet",
-        type: "gauge",
-        values: [{ value: this.deps.telemetry.backlog }],
-      },
-      { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
-      {
-        name: "sitegate_fleet_commands_refused_total",
-        help: "fleet commands not run: ignored (retained, no or a foreign response topic) or answered with an error status",
-        type: "counter",
-        values: [...this.inbox.refused].map(([reason, value]) => ({ labels: { reason }, value })),
-      },
-    ];
+    return fleetGauges(this.stats(), this.deps.telemetry.backlog, this.inbox.refused);
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.redial?.stop();
+    if (this.settleTimer) clearTimeout(this.settleTimer);
     await this.streams?.stop();
     const client = this.client;
     if (client) {

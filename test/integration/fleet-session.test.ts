@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { withTmpDir } from "../support/tmp.js";
-import { startGateway } from "../support/gateway.js";
+import { startGateway, tcpDevice } from "../support/gateway.js";
+import { withSite, tcpScenario } from "../support/site.js";
 import { until } from "../support/wait.js";
 import { command, fleetClient, fleetConfig, record, withBroker } from "../support/mosquitto.js";
 import { startProxy } from "../support/tcp-proxy.js";
@@ -47,7 +48,7 @@ test("a drop of the gateway's connection: the command sent meanwhile is answered
       const retained = () => got.filter((m) => m.topic === `${T}/status` || m.topic === `${T}/devices`);
       try {
         await until(() => fleet.connected, "gateway connected");
-        await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "online"), "birth");
+        await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "online"), "birth", 30_000);
         // Its subscription follows the CONNACK: ping until it answers.
         await until(async () => (await command(sub, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "first ping");
         const before = retained().length;
@@ -74,5 +75,36 @@ test("a drop of the gateway's connection: the command sent meanwhile is answered
         await proxy.close();
       }
     }),
+  );
+});
+
+test("start-up: one status publish, one device view, however the first polls go", async () => {
+  await withSite(tcpScenario(), (site) =>
+    withTmpDir((dir) =>
+      withBroker(dir, async (broker) => {
+        const sub = await fleetClient(broker);
+        const got = record(sub);
+        await sub.subscribeAsync(`${T}/#`, { qos: 1 });
+        const port = site.tcpPorts[0];
+        const gw = await startGateway(join(dir, "gw"), {
+          fleet: fleetConfig(broker),
+          telemetry: { poll_interval_ms: 200, retention_max_mb: 64, commit_interval_s: 1 },
+          devices: [tcpDevice("battery", port, 1), tcpDevice("grid", port, 3)] as never,
+        });
+        try {
+          await until(() => got.filter((m) => m.topic === `${T}/telemetry`).length >= 10, "10 telemetry messages");
+          const statuses = got.filter((m) => m.topic === `${T}/status`);
+          assert.deepEqual(
+            statuses.map((m) => `${m.json.state}/${m.json.devices}`),
+            ["online/2"],
+            "one status at start, with both devices",
+          );
+          assert.equal(got.filter((m) => m.topic === `${T}/devices`).length, 1, "one device view at start");
+        } finally {
+          await gw.stop();
+          await sub.endAsync();
+        }
+      }),
+    ),
   );
 });
