@@ -55,6 +55,8 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   backoff?: (attempt: number) => number;
   /** How long the broker has been unreachable is measured on its monotonic clock. */
   clock: Pick<Clock, "mono">;
+  /** The /healthz warnings (the lifecycle's), carried in the retained status. */
+  warnings?: () => ReadonlyArray<{ code: string; message: string }>;
   /** Tests shorten the reconnect policy; default: brokerBackoff(host) (1 s doubling to 5 min, 30 s on loopback). */
   reconnect?: BackoffPolicy;
 }
