@@ -153,9 +153,9 @@ export class Fleet implements Part {
         { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window, session_resumed: resumed },
         "fleet broker connected",
       );
-      // A resumed session keeps its subscription; a new one (first connect, or a broker that
-      // lost its sessions) subscribes again.
-      if (!resumed)
+      // A resumed session keeps its subscription; a new one (or a broker that lost its
+      // sessions) subscribes again, and so does each process once (its topic_prefix may be new).
+      if (!resumed || first)
         client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
           if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
         });
