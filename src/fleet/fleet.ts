@@ -127,15 +127,17 @@ export class Fleet implements Part {
     const client = connect(opts);
     this.client = client;
     const backoff = new ReconnectBackoff(deps.reconnect ?? brokerBackoff(brokerEndpoint(f.url).host), () => deps.clock.mono());
-    // One warning per outage; the retries' errors at debug.
+    // One warning per outage (errors and retries after it at debug); `warned` is reset on connect.
     let warned = false;
+    let announced = false;
     this.redial = new MqttRedial(client, backoff, {
       beforeAttempt: () => this.refreshTls(client),
       scheduled: (ms) => {
         if (this.stopping) return;
         const line = { retry_in_ms: ms, failures: backoff.streak };
-        if (backoff.streak === 1) deps.log.warn(line, "fleet broker unreachable; telemetry waits in the store");
+        if (!announced) deps.log.warn(line, "fleet broker unreachable; telemetry waits in the store");
         else deps.log.debug(line, "fleet broker still unreachable");
+        announced = true;
       },
     });
     let first = true;
@@ -146,6 +148,7 @@ export class Fleet implements Part {
       this.connects++;
       this.down = null;
       warned = false;
+      announced = false;
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
       const window = (this.telemetryWindow = telemetryWindow(this.receiveMaximum));
       const resumed = connack.sessionPresent === true;
