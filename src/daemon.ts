@@ -129,7 +129,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet = fleetStreams && add(new FleetPart(fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet"))));
+  const fleet =
+    fleetStreams &&
+    add(new FleetPart({ ...fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet")), warnings: () => life.warnings() }));
   add(health); // last: READY=1 once every part has started (or is being retried)
   listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
   return daemon(config, storage, life, events, health, devices);

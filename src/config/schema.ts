@@ -75,6 +75,24 @@ export const fleetSchema = z
       .default("sitegate")
       .describe("First topic levels: {topic_prefix}/{site_id}/status|telemetry|events|devices|cmd/<name>"),
     keepalive_s: z.number().int().min(5).max(3600).default(60).describe("MQTT keep-alive interval (s)"),
+    session_expiry_s: z
+      .number()
+      .int()
+      .min(0)
+      .max(604_800)
+      .default(3600)
+      .describe(
+        "How long the broker keeps this gateway's session after its connection drops (s; MQTT 5 Session Expiry Interval): the command subscription survives a broker restart or a reconnect, and commands published meanwhile are delivered at their QoS; 0: a new session on every connect",
+      ),
+    will_delay_s: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .default(60)
+      .describe(
+        "How long the broker waits before it publishes the offline Last Will (s; MQTT 5 Will Delay Interval): a broker restart, failover or network blip shorter than this, after which the gateway reconnects, shows no offline status",
+      ),
     client_id: z.string().min(1).max(128).optional().describe("MQTT client id; default: derived from site_id"),
     command_keys: z
       .array(z.string().refine(isEd25519PublicPem, { error: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)" }))

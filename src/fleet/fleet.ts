@@ -3,8 +3,6 @@
 // (the mqtt consumer of the delivery log) and `devices` (retained) under
 // {topic_prefix}/{site_id}/, QoS 1 and settled on PUBACK; answering `cmd/{name}` on the
 // command's response topic below reply/. Topics, payloads and delivery: docs/fleet.md.
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
 import { connect, type IClientOptions, type IClientPublishOptions, type MqttClient } from "mqtt";
 import type { Config, FleetConfig } from "../config/schema.js";
 import type { MetricsSource } from "../metrics.js";
@@ -16,13 +14,17 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { CommandDeps } from "./commands.js";
 import { CommandInbox, MAX_COMMAND_BYTES } from "./command-inbox.js";
 import { SiteState } from "./site-state.js";
-import { EVENTS_WINDOW, FleetStreams, TELEMETRY_WINDOW, type StreamStats } from "./streams.js";
+import { fleetGauges, type FleetStats } from "./gauges.js";
+
+export type { FleetStats };
+import { FleetStreams, TELEMETRY_WINDOW, telemetryWindow, type StreamStats } from "./streams.js";
 import type { NonceStore } from "./nonces.js";
 import { MQTT } from "./mqtt-sink.js";
 import { brokerEndpoint } from "../util/loopback.js";
+import { brokerBackoff, ReconnectBackoff, type BackoffPolicy } from "../util/reconnect-backoff.js";
+import { MqttRedial } from "../util/mqtt-redial.js";
+import { SecureContextCache } from "../util/tls-context.js";
 
-/** Publishes the connection keeps free for status, devices and command answers. */
-const RESERVED_INFLIGHT = 4;
 /**
  * The MQTT 5 Maximum Packet Size the gateway announces: the largest command plus room for
  * its topic and properties (signature, response topic, correlation data). The broker drops
@@ -31,6 +33,11 @@ const RESERVED_INFLIGHT = 4;
 export const MAX_PACKET_BYTES = MAX_COMMAND_BYTES + 64 * 1024;
 /** A broker restart or a short network outage is not worth a warning; this long is. */
 export const UNREACHABLE_WARN_MS = 120_000;
+/**
+ * The first status waits for the first stored snapshot (by then the devices are identified
+ * and counted) or this long, whichever comes first: one status at start, not one per device found.
+ */
+export const FIRST_STATUS_HOLD_MS = 10_000;
 
 export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   config: Config;
@@ -48,17 +55,10 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   backoff?: (attempt: number) => number;
   /** How long the broker has been unreachable is measured on its monotonic clock. */
   clock: Pick<Clock, "mono">;
-}
-
-export interface FleetStats {
-  connected: boolean;
-  connects: number;
-  commands: number;
-  telemetry: StreamStats;
-  events: StreamStats;
-  telemetry_cursor: number;
-  /** Telemetry messages in flight at most on this connection. */
-  telemetry_window: number;
+  /** The /healthz warnings (the lifecycle's), carried in the retained status. */
+  warnings?: () => ReadonlyArray<{ code: string; message: string }>;
+  /** Tests shorten the reconnect policy; default: brokerBackoff(host) (1 s doubling to 5 min, 30 s on loopback). */
+  reconnect?: BackoffPolicy;
 }
 
 export class Fleet implements Part {
@@ -74,9 +74,13 @@ export class Fleet implements Part {
   private telemetryWindow = TELEMETRY_WINDOW;
   private readonly waiting: Array<() => void> = [];
   private stopping = false;
-  /** Connections that lasted under 30 s in a row: the reconnect delay grows with them. */
-  private flaps = 0;
-  private connectedAt = 0;
+  private redial: MqttRedial | null = null;
+  /** Until the first snapshot (or FIRST_STATUS_HOLD_MS), state publishes wait; forced if one asked. */
+  private settled = false;
+  private settleForce = false;
+  private settleTimer: NodeJS.Timeout | null = null;
+  /** Null without TLS; otherwise the one context every attempt uses. */
+  private readonly tls: SecureContextCache | null;
   /** Since when (monotonic and wall ms) there has been no connection; null while connected. */
   private down: { mono: number; at: number } | null = null;
 
@@ -85,6 +89,7 @@ export class Fleet implements Part {
 
   constructor(private readonly deps: FleetDeps) {
     this.base = `${deps.fleet.topic_prefix}/${deps.config.site_id}`;
+    this.tls = brokerEndpoint(deps.fleet.url).protocol === "mqtts" ? new SecureContextCache(deps.fleet) : null;
     const commandDeps: CommandDeps = { ...deps, startedAt: this.startedAt };
     this.inbox = new CommandInbox(
       { ...commandDeps, fleet: deps.fleet, nonces: deps.nonces },
@@ -116,12 +121,26 @@ export class Fleet implements Part {
       (...a) => this.qos1(...a),
       () => this.connected,
     );
+    this.settleTimer = setTimeout(() => this.settle(), FIRST_STATUS_HOLD_MS);
     const opts = this.clientOptions();
     this.down = { mono: deps.clock.mono(), at: Date.now() };
     const client = connect(opts);
     this.client = client;
-    // One warning per outage; the retries' errors (every few seconds) at debug.
+    const backoff = new ReconnectBackoff(deps.reconnect ?? brokerBackoff(brokerEndpoint(f.url).host), () => deps.clock.mono());
+    // One warning per outage (errors and retries after it at debug); `warned` is reset on connect.
     let warned = false;
+    let announced = false;
+    this.redial = new MqttRedial(client, backoff, {
+      beforeAttempt: () => this.refreshTls(client),
+      scheduled: (ms) => {
+        if (this.stopping) return;
+        const line = { retry_in_ms: ms, failures: backoff.streak };
+        if (!announced) deps.log.warn(line, "fleet broker unreachable; telemetry waits in the store");
+        else deps.log.debug(line, "fleet broker still unreachable");
+        announced = true;
+      },
+    });
+    let first = true;
     client.on("connect", (connack) => {
       // Small QoS 1 packets (an answer right after the PUBACK of its command) must not wait
       // for Nagle's algorithm and the peer's delayed ACK (~40-90 ms each on loopback).
@@ -129,17 +148,24 @@ export class Fleet implements Part {
       this.connects++;
       this.down = null;
       warned = false;
-      this.connectedAt = Date.now();
+      announced = false;
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = (this.telemetryWindow = Math.max(
-        1,
-        Math.min(TELEMETRY_WINDOW, this.receiveMaximum - RESERVED_INFLIGHT - EVENTS_WINDOW),
-      ));
+      const window = (this.telemetryWindow = telemetryWindow(this.receiveMaximum));
+      const resumed = connack.sessionPresent === true;
       deps.log.info(
-        { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window },
+        { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window, session_resumed: resumed },
         "fleet broker connected",
       );
-      this.publishState(true);
+      // A resumed session keeps its subscription; a new one (or a broker that lost its
+      // sessions) subscribes again, and so does each process once (its topic_prefix may be new).
+      if (!resumed || first)
+        client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
+          if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
+        });
+      // Status and devices are retained: sent again only at start, when they changed, or when
+      // the broker has lost our session (and may have lost its retained copies with it).
+      this.publishState(first || !resumed);
+      first = false;
       this.streams?.connected(window);
       this.drainWaiting();
     });
@@ -147,22 +173,12 @@ export class Fleet implements Part {
     client.on("close", () => {
       this.down ??= { mono: deps.clock.mono(), at: Date.now() };
     });
-    client.on("offline", () => {
-      if (this.stopping) return;
-      this.flaps = this.connectedAt && Date.now() - this.connectedAt < 30_000 ? this.flaps + 1 : 0;
-      // Read by MQTT.js right after `offline` for this outage's retry period.
-      client.options.reconnectPeriod = this.reconnectDelay();
-      deps.log.warn({ retry_every_ms: client.options.reconnectPeriod }, "fleet broker unreachable; telemetry waits in the store");
-    });
     client.on("error", (e) => {
       if (warned) deps.log.debug({ err: errorMessage(e) }, "fleet connection error");
       else deps.log.warn({ err: errorMessage(e) }, "fleet connection error");
       warned = true;
     });
     client.on("message", (topic, payload, packet) => this.inbox.receive(topic, payload, packet));
-    client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
-      if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
-    });
     deps.log.info(
       {
         url: f.url,
@@ -179,7 +195,8 @@ export class Fleet implements Part {
   samplesAppended(): void {
     if (this.stopping) return;
     this.streams?.telemetry.wake();
-    this.publishState(false);
+    if (!this.settled) this.settle();
+    else this.publishState(false);
   }
 
   /** A message was appended to the delivery log (`messages_appended`). */
@@ -202,34 +219,45 @@ export class Fleet implements Part {
       host: at.host,
       port: at.port,
       protocolVersion: 5,
-      properties: { maximumPacketSize: MAX_PACKET_BYTES },
+      // A session the broker keeps for session_expiry_s after the connection drops: the
+      // subscription stays, and commands published meanwhile wait there at their QoS.
+      properties: { maximumPacketSize: MAX_PACKET_BYTES, sessionExpiryInterval: f.session_expiry_s },
       clientId: f.client_id ?? `sitegate-${site}`,
       keepalive: f.keepalive_s,
-      clean: true,
-      reconnectPeriod: this.reconnectDelay(),
+      clean: false,
+      // Reconnects are driven by MqttRedial on the backoff policy.
+      reconnectPeriod: 0,
       connectTimeout: 15_000,
-      resubscribe: true,
+      resubscribe: false,
+      // Topic aliases for what we publish, within the broker's Topic Alias Maximum (CONNACK).
+      autoAssignTopicAlias: true,
       // A keepalive timer cleared and set again on every PUBACK costs more than the telemetry
       // it rides with under --jitless; a PINGREQ every keepalive_s while busy costs nothing.
       reschedulePings: false,
       ...(f.username !== undefined ? { username: f.username } : {}),
       ...(f.password !== undefined ? { password: f.password } : {}),
-      ...(f.ca_file ? { ca: [...rootCertificates, readFileSync(f.ca_file, "utf8")] } : {}),
-      ...(f.cert_file && f.key_file ? { cert: readFileSync(f.cert_file), key: readFileSync(f.key_file) } : {}),
+      ...(this.tls ? { secureContext: this.tls.get() } : {}),
       rejectUnauthorized: true,
       will: {
         topic: this.topic("status"),
         payload: Buffer.from(JSON.stringify({ state: "offline", site_id: site })),
         qos: 1,
         retain: true,
+        // A broker restart or a failover shorter than this publishes no offline status.
+        properties: { willDelayInterval: f.will_delay_s },
       },
       log: () => {},
     };
   }
 
-  /** 2 s doubling per short-lived connection up to 60 s, jittered x0.5..1.5 so a fleet does not come back in step. */
-  private reconnectDelay(): number {
-    return Math.round(Math.min(60_000, 2000 * 2 ** this.flaps) * (0.5 + Math.random()));
+  /** The TLS context for the next attempt: rebuilt only when ca_file, cert_file or key_file changed. */
+  private refreshTls(client: MqttClient): void {
+    if (!this.tls) return;
+    try {
+      (client.options as { secureContext?: unknown }).secureContext = this.tls.get();
+    } catch (e) {
+      this.deps.log.warn({ err: errorMessage(e) }, "cannot read the fleet TLS files; the previous ones are used");
+    }
   }
 
   /** A QoS 1 publish within the broker's Receive Maximum (a publish beyond it would cost the connection). */
@@ -254,7 +282,16 @@ export class Fleet implements Part {
 
   /** The retained state topics, while connected. */
   private publishState(force: boolean): void {
-    if (this.connected) this.state.publish(force);
+    if (!this.settled) this.settleForce ||= force;
+    else if (this.connected) this.state.publish(force);
+  }
+
+  /** Start-up is over: the held state publish goes out. */
+  private settle(): void {
+    if (this.settleTimer) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
+    this.settled = true;
+    this.publishState(this.settleForce);
   }
 
   stats(): FleetStats {
@@ -265,6 +302,8 @@ export class Fleet implements Part {
       ...(this.streams?.stats() ?? { telemetry: NO_STATS, events: NO_STATS }),
       telemetry_cursor: this.deps.telemetry.through,
       telemetry_window: this.telemetryWindow,
+      attempts: this.redial?.attempts ?? 0,
+      tls_contexts: this.tls?.built ?? 0,
     };
   }
 
@@ -280,54 +319,13 @@ export class Fleet implements Part {
 
   /** Prometheus figures for /metrics. */
   gauges(): ReturnType<MetricsSource["gauges"]> {
-    const st = this.stats();
-    const streams = [
-      ["telemetry", st.telemetry],
-      ["events", st.events],
-    ] as const;
-    return [
-      {
-        name: "sitegate_fleet_connected",
-        help: "1 while the fleet broker connection is up",
-        type: "gauge",
-        values: [{ value: st.connected ? 1 : 0 }],
-      },
-      {
-        name: "sitegate_fleet_connects_total",
-        help: "connections made to the fleet broker",
-        type: "counter",
-        values: [{ value: st.connects }],
-      },
-      {
-        name: "sitegate_fleet_acked_total",
-        help: "fleet messages acknowledged by the broker (PUBACK)",
-        type: "counter",
-        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.acked })),
-      },
-      {
-        name: "sitegate_fleet_rejected_total",
-        help: "fleet messages the broker refused (retried)",
-        type: "counter",
-        values: streams.map(([s, x]) => ({ labels: { stream: s }, value: x.rejected })),
-      },
-      {
-        name: "sitegate_fleet_pending_snapshots",
-        help: "stored snapshots the fleet broker does not have yet",
-        type: "gauge",
-        values: [{ value: this.deps.telemetry.backlog }],
-      },
-      { name: "sitegate_fleet_commands_total", help: "fleet commands received", type: "counter", values: [{ value: st.commands }] },
-      {
-        name: "sitegate_fleet_commands_refused_total",
-        help: "fleet commands not run: ignored (retained, no or a foreign response topic) or answered with an error status",
-        type: "counter",
-        values: [...this.inbox.refused].map(([reason, value]) => ({ labels: { reason }, value })),
-      },
-    ];
+    return fleetGauges(this.stats(), this.deps.telemetry.backlog, this.inbox.refused);
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.redial?.stop();
+    if (this.settleTimer) clearTimeout(this.settleTimer);
     await this.streams?.stop();
     const client = this.client;
     if (client) {

@@ -9,7 +9,11 @@ import { DEFAULT_ROOT, layout, readState } from "../update/install.js";
 import type { CommandDeps } from "./commands.js";
 import type { QoS1 } from "./command-inbox.js";
 
-export type SiteStateDeps = Pick<CommandDeps, "devices" | "config" | "log"> & { dispatch: { running(): number } };
+export type SiteStateDeps = Pick<CommandDeps, "devices" | "config" | "log"> & {
+  dispatch: { running(): number };
+  /** The /healthz warnings, carried in the status (it is republished when their codes change). */
+  warnings?: () => ReadonlyArray<{ code: string; message: string }>;
+};
 
 export class SiteState {
   private lastStatus = "";
@@ -29,7 +33,10 @@ export class SiteState {
     const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed));
     const running = deps.dispatch.running();
     const lastUpdate = lastUpdateOutcome();
-    const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}`;
+    const warnings = deps.warnings?.() ?? [];
+    // Codes only: a warning's message may count seconds, and the retained status is not rewritten for that.
+    const codes = warnings.map((w) => w.code).join(",");
+    const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}/${codes}`;
     if (force || statusKey !== this.lastStatus) {
       this.lastStatus = statusKey;
       const status = {
@@ -41,15 +48,16 @@ export class SiteState {
         devices: listed.length,
         running_events: running,
         last_update: lastUpdate,
+        warnings: warnings.map((w) => ({ code: w.code, message: w.message })),
         at: new Date().toISOString(),
       };
-      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true, properties: { contentType: "application/json" } }, (err) => {
+      this.qos1(this.topic("status"), JSON.stringify(status), { retain: true }, (err) => {
         if (err) deps.log.warn({ err: errorMessage(err) }, "status not accepted by the broker");
       });
     }
     if (force || devices !== this.lastDevices) {
       this.lastDevices = devices;
-      this.qos1(this.topic("devices"), devices, { retain: true, properties: { contentType: "application/json" } }, (err) => {
+      this.qos1(this.topic("devices"), devices, { retain: true }, (err) => {
         if (err) deps.log.warn({ err: errorMessage(err) }, "device view not accepted by the broker");
       });
     }

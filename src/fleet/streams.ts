@@ -14,11 +14,21 @@ import { TelemetryBodies } from "./telemetry-bodies.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import type { QoS1 } from "./command-inbox.js";
 
-/** Telemetry messages in flight at most (also capped by the broker's Receive Maximum). */
-export const TELEMETRY_WINDOW = 32;
+/** Telemetry messages in flight at most, whatever the broker's Receive Maximum allows. */
+export const TELEMETRY_WINDOW = 64;
 /** Stored snapshots handed to the telemetry lane at most past the oldest one without PUBACK. */
 const TELEMETRY_AHEAD = 2 * TELEMETRY_WINDOW;
 export const EVENTS_WINDOW = 4;
+
+/**
+ * The telemetry window on a connection: all of the broker's Receive Maximum (its CONNACK;
+ * 65535 when it announces none) up to TELEMETRY_WINDOW. Status, devices, events and command
+ * answers share that Receive Maximum: when it is full they wait in the connection's
+ * first-in-first-out queue for the next PUBACK, ahead of the next telemetry message.
+ */
+export function telemetryWindow(receiveMaximum: number): number {
+  return Math.max(1, Math.min(TELEMETRY_WINDOW, receiveMaximum));
+}
 /** A lane's figures as the fleet reports its streams. */
 export interface StreamStats {
   /** Attempts published (PUBACKed, refused or in flight). */
@@ -44,20 +54,17 @@ export class FleetStreams {
   private readonly sink: MqttSink;
 
   constructor(deps: StreamDeps, topic: (sub: string) => string, qos1: QoS1, connected: () => boolean) {
-    // The topic says what telemetry is; `events` carries a `kind` (execution_response, event_state).
+    // No content type (every payload is JSON: docs/fleet.md). Telemetry carries nothing
+    // else either: its body's site_id and timestamp are its identity, on both uplinks.
+    // `events` carries the key its HTTPS callback has and a `kind` (execution_response, event_state).
     const sink = (this.sink = new MqttSink(
       (item, done) =>
         qos1(
           topic(item.address),
           item.body,
-          {
-            retain: false,
-            properties: {
-              userProperties:
-                item.kind === "telemetry" ? { "idempotency-key": item.key } : { "idempotency-key": item.key, kind: item.kind },
-              contentType: "application/json",
-            },
-          },
+          item.kind === "telemetry"
+            ? { retain: false }
+            : { retain: false, properties: { userProperties: { "idempotency-key": item.key, kind: item.kind } } },
           done,
         ),
       connected,

@@ -14,8 +14,6 @@
 // 64 KiB) and state readings are checked (state.ts); a message that fails is counted,
 // logged within a budget (an oversized one once a minute), and dropped, and the
 // connection stays.
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
 import type { IClientOptions, MqttClient } from "mqtt";
 import { SitegateError, errorMessage } from "../errors.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
@@ -25,6 +23,9 @@ import type { DeclaredDevice } from "../devices/local.js";
 import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
+import { brokerBackoff, ReconnectBackoff, type BackoffPolicy } from "../util/reconnect-backoff.js";
+import { MqttRedial } from "../util/mqtt-redial.js";
+import { SecureContextCache } from "../util/tls-context.js";
 import { parseBridgeDevices, parseOnline, type Z2mDevice } from "./exposes.js";
 import { MAX_DEVICES_BYTES, MAX_MESSAGE_BYTES, MAX_PACKET_BYTES, MAX_STATUS_BYTES, readDeviceList, readState } from "./state.js";
 import { ZigbeeDevice, type BridgeLink } from "./device.js";
@@ -50,6 +51,9 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   /** From `bridge/state`: undefined until it is read. */
   bridgeOnline: boolean | undefined;
   private client: MqttClient | null = null;
+  private redial: MqttRedial | null = null;
+  /** Null without TLS; otherwise the one context every attempt uses (rebuilt when ca_file changes). */
+  readonly tls: SecureContextCache | null;
   private connects = 0;
   private readonly devs: ZigbeeDevice[];
   /** Device topics subscribed in this session, by topic. */
@@ -62,21 +66,43 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
   constructor(
     private readonly cfg: ZigbeeConfig,
     private readonly log: Logger,
+    /** Tests shorten it; default brokerBackoff(host): 1 s doubling to 30 s on loopback, 5 min elsewhere. */
+    private readonly reconnect: BackoffPolicy = brokerBackoff(brokerEndpoint(cfg.url).host),
   ) {
     this.baseTopic = cfg.base_topic;
     this.commandTimeoutMs = cfg.command_timeout_ms;
     this.devs = cfg.devices.map((d) => new ZigbeeDevice(d, this));
+    this.tls = brokerEndpoint(cfg.url).protocol === "mqtts" ? new SecureContextCache({ ca_file: cfg.ca_file }) : null;
+  }
+
+  /** Connection attempts made (the first included). */
+  get attempts(): number {
+    return this.redial?.attempts ?? 0;
   }
 
   devices(): readonly DeclaredDevice[] {
     return this.devs;
   }
 
-  /** Connects in the background: a broker that is not up yet does not hold up the gateway (MQTT.js retries every second). */
+  /**
+   * Connects in the background: a broker that is not up yet does not hold up the gateway.
+   * Retries back off from 1 s to 30 s on a loopback broker, 5 min on another (reconnect-backoff.ts).
+   */
   async start(): Promise<void> {
     const { connect } = await import("mqtt");
     const client = connect(this.clientOptions());
     this.client = client;
+    const backoff = new ReconnectBackoff(this.reconnect, () => performance.now());
+    this.redial = new MqttRedial(client, backoff, {
+      beforeAttempt: () => {
+        if (!this.tls) return;
+        try {
+          (client.options as { secureContext?: unknown }).secureContext = this.tls.get();
+        } catch (e) {
+          this.log.warn({ err: errorMessage(e) }, "cannot read the zigbee broker's ca_file; the previous one is used");
+        }
+      },
+    });
     client.on("connect", () => {
       this.connected = true;
       this.connects++;
@@ -115,11 +141,11 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
       properties: { maximumPacketSize: MAX_PACKET_BYTES },
       clientId: `sitegate-zigbee-${Math.random().toString(16).slice(2, 10)}`,
       clean: true,
-      reconnectPeriod: 1000,
+      // Reconnects are driven by MqttRedial on the backoff policy.
+      reconnectPeriod: 0,
       connectTimeout: 5000,
       ...(cfg.username ? { username: cfg.username, password: cfg.password } : {}),
-      ...(at.protocol === "mqtts" ? { rejectUnauthorized: true } : {}),
-      ...(at.protocol === "mqtts" && cfg.ca_file ? { ca: [...rootCertificates, readFileSync(cfg.ca_file, "utf8")] } : {}),
+      ...(this.tls ? { rejectUnauthorized: true, secureContext: this.tls.get() } : {}),
     };
   }
 
@@ -127,6 +153,7 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
     const c = this.client;
     this.client = null;
     this.connected = false;
+    this.redial?.stop();
     if (c) await c.endAsync(true).catch(() => undefined);
   }
 

@@ -128,7 +128,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     const bare = await bareClient(broker, "site-002", GATEWAY_PASSWORD);
     clients.push(bare);
     const window = fleet.stats().telemetry_window;
-    ctx.log(`telemetry window ${window} in flight (broker Receive Maximum less the reserve)`);
+    ctx.log(`telemetry window ${window} in flight (the broker's Receive Maximum, at most 64)`);
     const ours: number[] = [];
     const ref: number[] = [];
     const cpuOurs: number[] = [];

@@ -22,24 +22,23 @@ import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js"
 import { command, fleetClient, fleetConfig, record, withBroker, type Received } from "../support/mosquitto.js";
 import { UNREACHABLE_WARN_MS, type Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
-import { instanceId } from "../../src/uplink/callbacks.js";
-import { nameKey } from "../../src/util/idempotency.js";
 
 const T = "sitegate/site-001";
 const tel = (got: Received[]) => got.filter((m) => m.topic === `${T}/telemetry`);
 
-/** Telemetry timestamps, one per Idempotency-Key in arrival order; a resend must repeat its content exactly. */
+/** Telemetry timestamps (a snapshot's identity, with the site_id) in arrival order; a resend must repeat its content exactly. */
 function distinctTimestamps(msgs: Received[]): string[] {
-  const byKey = new Map<string, string>();
+  const byTime = new Map<string, string>();
   for (const m of msgs) {
-    const seen = byKey.get(m.key!);
-    if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same key and the same content");
-    else byKey.set(m.key!, m.payload);
+    const ts = m.json.timestamp as string;
+    const seen = byTime.get(ts);
+    if (seen !== undefined) assert.equal(seen, m.payload, "a resend carries the same content");
+    else byTime.set(ts, m.payload);
   }
-  return [...byKey.values()].map((p) => JSON.parse(p).timestamp as string);
+  return [...byTime.keys()];
 }
 
-test("birth, retained status and device view, telemetry oldest first with the original timestamps and stable keys", async () => {
+test("birth, retained status and device view, telemetry oldest first with the original timestamps and no user properties", async () => {
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
@@ -87,19 +86,19 @@ test("birth, retained status and device view, telemetry oldest first with the or
 
           // Telemetry: the stored snapshots (the HTTPS partner is unreachable, so all are
           // still in the store), oldest first, each with its read time and its data-push key.
-          const db = gw.daemon.storage.db;
           const rows = gw.daemon.storage.telemetryDb.prepare("SELECT id, ts FROM tm_snapshot ORDER BY id").all() as Array<{
             id: number;
             ts: number;
           }>;
           const msgs = tel(got);
           assert.ok(rows.length >= msgs.length);
-          const ns = instanceId(db);
           msgs.forEach((m, i) => {
             assert.equal(m.json.timestamp, new Date(rows[i].ts).toISOString(), `message ${i} carries snapshot ${rows[i].id}'s time`);
             assert.equal(m.json.site_id, "site-001");
             assert.ok(m.json.devices.length >= 1);
-            assert.equal(m.key, nameKey(ns, `data_push:${rows[i].id}:${rows[i].ts}:0`));
+            // Lean: no user properties and no content type (docs/fleet.md): site_id and timestamp are its identity.
+            assert.equal(m.props?.userProperties, undefined);
+            assert.equal(m.props?.contentType, undefined);
           });
         } finally {
           await gw.stop();
@@ -110,10 +109,11 @@ test("birth, retained status and device view, telemetry oldest first with the or
   );
 });
 
-test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline status", async () => {
+test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline status after the will delay", async () => {
   await withTmpDir((dir) =>
     withBroker(dir, async (broker) => {
-      const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", fleet: fleetConfig(broker) };
+      // A short will delay: the broker publishes the Last Will once it has passed without a reconnect.
+      const cfg = { ...testConfigInput(join(dir, "data")), log_level: "warn", fleet: { ...fleetConfig(broker), will_delay_s: 1 } };
       const file = writeConfig(dir, cfg);
       const sub = await fleetClient(broker);
       const got = record(sub);
@@ -140,7 +140,7 @@ test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline s
   );
 });
 
-test("broker stopped for at least 20 snapshots and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per key; polling and the API go on; /healthz warns once the outage is long", async () => {
+test("broker stopped for at least 20 snapshots and started again while HTTPS keeps pushing: MQTT gets every snapshot, in order, one content per timestamp; polling and the API go on; /healthz warns once the outage is long", async () => {
   const sink = await startSink();
   try {
     await withSite(tcpScenario(), (site) =>
@@ -315,7 +315,7 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
   );
 });
 
-test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a restart every stored snapshot reaches the broker once per key", async () => {
+test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a restart every stored snapshot reaches the broker with one content per timestamp", async () => {
   await withSite(tcpScenario(), (site) =>
     withTmpDir((dir) =>
       withBroker(dir, async (broker) => {
