@@ -1,13 +1,19 @@
 // Fault injection per device, and the one place that decides how a device answers a
 // request: normally, not at all, with an exception, late, with a broken frame, or by
-// dropping the connection. Servers (TCP, RTU) only carry out the decision.
+// dropping the connection. Servers (TCP, RTU) only carry out the decision, and tell the
+// endpoint when a client connects (`late_first`).
+//   refuse_writes  writes (fn 5, 6, 15, 16) answered with exception `code` (default 4), nothing applied
+//   offline        the device answers nothing at all (reads and writes) until cleared; its
+//                  physics go on (a battery keeps to its revert timer)
+//   late_first     the first answer of each device after a client connects (or after the
+//                  fault is set) comes `delay_ms` (default 2000) late; later ones on time
 import { z } from "zod";
 import { exceptionPdu, handlePdu, type WriteRecord } from "./modbus-pdu.js";
 import type { SimDevice } from "./models/device.js";
 
 export const faultSchema = z.strictObject({
   device: z.string().min(1),
-  fault: z.enum(["no_answer", "exception", "delay", "drop", "crc", "ignore_writes"]),
+  fault: z.enum(["no_answer", "exception", "delay", "drop", "crc", "ignore_writes", "refuse_writes", "offline", "late_first"]),
   code: z.number().int().min(1).max(255).optional(),
   delay_ms: z.number().int().min(0).max(60_000).optional(),
 });
@@ -19,6 +25,8 @@ export type Decision = { kind: "reply"; pdu: Buffer; delayMs: number; corrupt: b
 export interface LoggedWrite extends WriteRecord {
   at: string;
   ignored?: boolean;
+  /** Answered with this exception (`refuse_writes`); nothing applied. */
+  refused?: number;
 }
 
 const WRITE_LOG_MAX = 200;
@@ -28,25 +36,53 @@ export class DeviceSlot {
   readonly faults = new Map<FaultKind, FaultSpec>();
   readonly writes: LoggedWrite[] = [];
   requests = 0;
+  /** The next answer is the first since a connect (`late_first`). */
+  private fresh = true;
 
   constructor(readonly device: SimDevice) {}
 
+  /** Answers the device gives now: not while `no_answer`, `drop` or `offline` holds. */
+  get online(): boolean {
+    return !this.faults.has("no_answer") && !this.faults.has("drop") && !this.faults.has("offline");
+  }
+
+  setFault(spec: FaultSpec): void {
+    this.faults.set(spec.fault, spec);
+    if (spec.fault === "late_first") this.fresh = true;
+  }
+
+  /** A client connected: the next answer is a first one again. */
+  connected(): void {
+    this.fresh = true;
+  }
+
   decide(pdu: Buffer): Decision {
     this.requests++;
-    if (this.faults.has("no_answer")) return { kind: "silent" };
+    if (this.faults.has("offline") || this.faults.has("no_answer")) return { kind: "silent" };
     if (this.faults.has("drop")) return { kind: "drop" };
-    const delayMs = this.faults.get("delay")?.delay_ms ?? (this.faults.has("delay") ? 2000 : 0);
+    const late = this.faults.get("late_first");
+    const first = this.fresh;
+    this.fresh = false;
+    const steady = this.faults.has("delay") ? (this.faults.get("delay")?.delay_ms ?? 2000) : 0;
+    const delayMs = steady + (late && first ? (late.delay_ms ?? 2000) : 0);
     const corrupt = this.faults.has("crc");
     const exc = this.faults.get("exception");
     const fn = pdu[0] ?? 0; // an empty PDU: function 0, which no device has
     if (exc) return { kind: "reply", pdu: exceptionPdu(fn, exc.code ?? 4), delayMs, corrupt };
+    const refuse = this.faults.get("refuse_writes");
+    if (refuse && WRITE_FNS.has(fn)) {
+      const code = refuse.code ?? 4;
+      const reply = handlePdu(this.device, pdu, (w) => this.logWrite(w, { refused: code }), false);
+      // A malformed write is still answered as such (exception 3 of its own).
+      return { kind: "reply", pdu: reply[0]! & 0x80 ? reply : exceptionPdu(fn, code), delayMs, corrupt };
+    }
     const ignore = this.faults.has("ignore_writes") && WRITE_FNS.has(fn);
-    const reply = handlePdu(this.device, pdu, (w) => this.logWrite(w, ignore), !ignore);
+    const reply = handlePdu(this.device, pdu, (w) => this.logWrite(w, ignore ? { ignored: true } : {}), !ignore);
     return { kind: "reply", pdu: reply, delayMs, corrupt };
   }
 
-  private logWrite(w: WriteRecord, ignored: boolean): void {
-    this.writes.push({ at: new Date().toISOString(), ...w, ...(ignored ? { ignored: true } : {}) });
+  private logWrite(w: WriteRecord, how: { ignored?: boolean; refused?: number }): void {
+    this.writes.push({ at: new Date().toISOString(), ...w, ...how });
     if (this.writes.length > WRITE_LOG_MAX) this.writes.splice(0, this.writes.length - WRITE_LOG_MAX);
   }
 }
@@ -57,6 +93,11 @@ export class Endpoint {
 
   add(slot: DeviceSlot): void {
     this.slots.set(slot.device.unit, slot);
+  }
+
+  /** A client connected to the port (a TCP connection): every device's next answer is a first one. */
+  connected(): void {
+    for (const s of this.slots.values()) s.connected();
   }
 
   /** `absentUnit` is what a unit id with no device gets: silence on RTU, exception 0x0B from a TCP gateway. */

@@ -176,7 +176,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: SimOption
         unit: slot.device.unit,
         model: slot.device.model,
         port,
-        online: !slot.faults.has("no_answer") && !slot.faults.has("drop"),
+        online: slot.online,
         ...slot.device.view(),
         faults: [...slot.faults.values()],
         requests: slot.requests,
@@ -213,7 +213,7 @@ export async function startSim(scenario: ScenarioInput | string, opts: SimOption
       log.info({ fault: spec }, "fault set");
       return;
     }
-    getSlot(spec.device).faults.set(spec.fault, spec);
+    getSlot(spec.device).setFault(spec);
     log.info({ fault: spec }, "fault set");
   };
   const clearFaults = (device?: string) => {

@@ -20,7 +20,11 @@ export class TcpServer {
   ) {}
 
   async start(): Promise<void> {
-    const server = createServer((s) => (this.framing === "rtu" ? this.serveRtu(s) : this.serve(s)));
+    const server = createServer((s) => {
+      this.endpoint.connected();
+      if (this.framing === "rtu") this.serveRtu(s);
+      else this.serve(s);
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
