@@ -10,6 +10,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import { withSite, tcpScenario } from "../support/site.js";
+import { brandsOnTcp } from "../support/brands.js";
 import { until } from "../support/wait.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { ModbusSerialTransport } from "../../src/modbus/transport.js";
@@ -92,6 +93,25 @@ test("after a timeout, the late answer to the earlier request is discarded by tr
       assert.equal(t.staleAnswers, 1, "the late answer arrived on the same connection and was discarded");
       assert.equal(t.dropped, 0, "one late answer is no reason to reconnect");
       assert.deepEqual(await bus.read(3, "holding", 40000, 2, { timeoutMs: 20_000 }), [0x5375, 0x6e53]);
+    } finally {
+      await bus.close();
+    }
+  });
+});
+
+test("a Huawei whose first answer after a connect is 4 s late pairs at the first attempt (its profile allows the sources' 10 s)", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    // 4 s: past the 2 s the profile allowed before, well within the 10 s the sources allow.
+    site.setFault({ device: "huawei", fault: "late_first", delay_ms: 4000 });
+    const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0]! }, silentLogger());
+    try {
+      const d = new DeviceDriver(bus, 2, builtinProfiles().get("huawei-sun2000"));
+      const desc = await d.pair();
+      assert.equal(desc.device_type, 10);
+      assert.equal(bus.stats.timeouts, 0, "no request went unanswered");
+      const m = await d.read(["fast"]);
+      const sim = site.state().devices.huawei!.power_w as number;
+      assert.ok(Math.abs(m.power_w! - sim) <= Math.max(2, Math.abs(sim) * 0.02), `power ${m.power_w} vs simulator ${sim}`);
     } finally {
       await bus.close();
     }
