@@ -117,3 +117,25 @@ test("a Huawei whose first answer after a connect is 4 s late pairs at the first
     }
   });
 });
+
+test("three unanswered requests in a row on one connection drop it; the next request opens a fresh one", async () => {
+  await withSite(tcpScenario(), async (site) => {
+    site.setFault({ device: "grid", fault: "no_answer" });
+    const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0]! }, silentLogger());
+    try {
+      const first = bus.transport as ModbusSerialTransport;
+      for (let i = 0; i < 3; i++)
+        await assert.rejects(
+          bus.read(3, "holding", 40000, 1, { timeoutMs: 200, retries: 0 }),
+          (e) => isSitegateError(e) && e.code === "MODBUS_TIMEOUT",
+        );
+      assert.equal(first.dropped, 1, "dropped after the third");
+      assert.equal(first.isOpen, false);
+      site.clearFaults("grid");
+      assert.deepEqual(await bus.read(3, "holding", 40000, 1, { timeoutMs: 20_000 }), [0x5375]);
+      assert.equal(bus.stats.reconnects, 2, "the first connection and the fresh one");
+    } finally {
+      await bus.close();
+    }
+  });
+});
