@@ -2,8 +2,11 @@
 // queue of requests to it, because RS-485 is half-duplex with one master and most TCP
 // devices answer one request at a time. Control writes go before pairing, pairing before
 // polling, polling before scan probes (a scan of a polled bus only fills the gaps, so the
-// configured devices keep their samples); a per-bus gap and per-device delays space the requests; a lost connection is
-// reopened with backoff. Reads of a transient failure (not a timeout) are retried once.
+// configured devices keep their samples); a per-bus gap and per-device delays space the
+// requests; a lost connection is reopened with backoff, and a fresh one is left quiet as
+// long as its slowest unit asks (connect_delay_ms). A unit that times out has its queued
+// polls skipped, so a slow device costs the others one timeout. Reads of a transient
+// failure (not a timeout) are retried once.
 // A serial bus can be reframed (new baud, parity or stop bits): the port is closed and
 // reopened with the new settings between two requests, and its silences follow.
 import { setTimeout as sleep } from "node:timers/promises";
@@ -49,6 +52,9 @@ export class Bus {
   /** One queue per Priority (0..3), so that a priority always names its queue. */
   private readonly queues: [Job[], Job[], Job[], Job[]] = [[], [], [], []];
   private readonly deviceDelay = new Map<number, number>();
+  private readonly connectDelay = new Map<number, number>();
+  /** When the present connection was opened (performance.now()). */
+  private connectedAt = 0;
   private readonly lastEnd = new Map<number, number>();
   private lastAnyEnd = 0;
   private running = false;
@@ -112,10 +118,16 @@ export class Bus {
     return true;
   }
 
-  /** Minimum time between the end of one request to this unit and the next (slow devices want 25-50 ms). */
-  setDeviceDelay(unit: number, ms: number): void {
+  /**
+   * Minimum time between the end of one request to this unit and the next (slow devices
+   * want 25-50 ms), and the quiet after a connect before the first request on it (a Huawei
+   * SDongle wants 1 s; the longest of the bus's units holds).
+   */
+  setDeviceDelay(unit: number, ms: number, connectDelayMs = 0): void {
     if (ms > 0) this.deviceDelay.set(unit, ms);
     else this.deviceDelay.delete(unit);
+    if (connectDelayMs > 0) this.connectDelay.set(unit, connectDelayMs);
+    else this.connectDelay.delete(unit);
   }
 
   read(
@@ -238,6 +250,7 @@ export class Bus {
     }
     try {
       await this.conn.open();
+      this.connectedAt = performance.now();
       this.stats.reconnects++;
       this.reconnectDelay = RECONNECT_MIN_MS;
       this.nextConnectAt = 0;
@@ -255,6 +268,10 @@ export class Bus {
       const start = performance.now();
       try {
         await this.ensureOpen();
+        // The connection is the device's (a dongle, a GX): the quiet after a connect holds for
+        // every unit on it, as long as the slowest of them wants.
+        const quiet = this.connectedAt + Math.max(0, ...this.connectDelay.values()) - performance.now();
+        if (quiet >= 1) await sleep(quiet);
         this.stats.requests++;
         const v = await job.run(this.conn);
         this.finish(job.unit, start);
@@ -266,6 +283,7 @@ export class Bus {
         this.stats.failures++;
         if (err.code === "MODBUS_TIMEOUT") {
           this.stats.timeouts++;
+          this.skipQueuedPolls(job.unit);
           // RTU frames carry no transaction id: a late answer arriving while the next request
           // waits would be taken for that request's answer. So the line is given as long again
           // as the request waited, and whatever arrived meanwhile is thrown away.
@@ -283,6 +301,29 @@ export class Bus {
         return;
       }
     }
+  }
+
+  /**
+   * A unit that did not answer keeps the bus for its whole timeout (up to 10 s for a
+   * Huawei): its polls and scan probes queued meanwhile are skipped, not sent, so one
+   * silence costs the others on the bus one timeout, not one per queued request.
+   * Control and pairing requests of the unit stay queued.
+   */
+  private skipQueuedPolls(unit: number): void {
+    for (const priority of [PRIORITY.poll, PRIORITY.scan]) {
+      const q = this.queues[priority];
+      for (let i = q.length - 1; i >= 0; i--) {
+        const job = q[i]!; // i runs over q's own indices
+        if (job.unit !== unit) continue;
+        q.splice(i, 1);
+        job.reject(
+          new SitegateError("MODBUS_TIMEOUT", `${this.key} unit ${unit}: skipped, the unit did not answer its last request`, {
+            transient: true,
+          }),
+        );
+      }
+    }
+    this.stats.queued = this.queued;
   }
 
   private finish(unit: number, start: number): void {

@@ -5,6 +5,7 @@ import ModbusRTU from "modbus-serial";
 import { SitegateError } from "../errors.js";
 import { serialOpenOptions, type Endpoint, type SerialOpenOptions } from "./endpoint.js";
 import type { Table } from "./planner.js";
+import { AnswerWatch, type TcpPortIds } from "./tcp-answers.js";
 
 export interface Transport {
   readonly isOpen: boolean;
@@ -66,6 +67,16 @@ export function mapModbusError(e: unknown, what: string): SitegateError {
 
 export class ModbusSerialTransport implements Transport {
   private client = new ModbusRTU.default();
+  /** Set once open() succeeded, cleared by close(): a socket whose connect timed out is never "open". */
+  private ready = false;
+  /** Modbus TCP: how answers match their requests on this connection (null on serial lines). */
+  private watch: AnswerWatch | null = null;
+  /** Connections dropped because answers stopped matching (for tests and diagnostics). */
+  dropped = 0;
+  /** Frames discarded on this connection because their transaction id was not the request's (late answers). */
+  get staleAnswers(): number {
+    return this.watch?.stale ?? 0;
+  }
   /** The options the serial port was last opened with (null before, or for TCP); tests read them. */
   openedWith: SerialOpenOptions | null = null;
 
@@ -75,11 +86,13 @@ export class ModbusSerialTransport implements Transport {
   ) {}
 
   get isOpen(): boolean {
-    return this.client.isOpen;
+    return this.ready && this.client.isOpen;
   }
 
   async open(): Promise<void> {
     // A fresh client per connection: modbus-serial keeps per-port state we do not want to reuse.
+    this.ready = false;
+    this.watch = null;
     this.client = new ModbusRTU.default();
     this.client.setTimeout(this.connectTimeoutMs);
     const e = this.endpoint;
@@ -93,7 +106,13 @@ export class ModbusSerialTransport implements Transport {
         await this.client.connectRTUBuffered(e.path, { ...options });
         this.openedWith = options;
       }
+      if (e.kind === "tcp") this.watch = new AnswerWatch((this.client as unknown as { _port: TcpPortIds })._port);
+      this.ready = true;
     } catch (err) {
+      // A connect that timed out goes on in the background; should it complete, modbus-serial
+      // never listens to that socket (every answer would be lost). So it is destroyed now.
+      const failed = this.client;
+      failed.destroy(() => undefined);
       throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
     }
   }
@@ -108,6 +127,8 @@ export class ModbusSerialTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    this.ready = false;
+    this.watch = null;
     if (!this.client.isOpen) return;
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 1000);
@@ -123,7 +144,7 @@ export class ModbusSerialTransport implements Transport {
     c.setID(unit);
     c.setTimeout(timeoutMs);
     const what = `read unit ${unit} ${table} ${address}+${count}`;
-    try {
+    return this.exchange(what, async () => {
       switch (table) {
         case "holding":
           return (await c.readHoldingRegisters(address, count)).data;
@@ -134,8 +155,28 @@ export class ModbusSerialTransport implements Transport {
         case "discrete":
           return (await c.readDiscreteInputs(address, count)).data.slice(0, count).map((b) => (b ? 1 : 0));
       }
+    });
+  }
+
+  /**
+   * One request and its answer. On Modbus TCP, a timeout whose connection no longer matches
+   * answers to requests (tcp-answers.ts) drops the connection: the bus opens a fresh one.
+   */
+  private async exchange<T>(what: string, request: () => Promise<T>): Promise<T> {
+    const watch = this.watch;
+    watch?.begin();
+    try {
+      const answer = await request();
+      watch?.answered();
+      return answer;
     } catch (e) {
-      throw mapModbusError(e, what);
+      const err = mapModbusError(e, what);
+      if (watch && err.code !== "MODBUS_TIMEOUT") watch.answered();
+      if (watch && err.code === "MODBUS_TIMEOUT" && watch.timedOut() && watch === this.watch) {
+        this.dropped++;
+        await this.close();
+      }
+      throw err;
     }
   }
 
@@ -150,23 +191,20 @@ export class ModbusSerialTransport implements Transport {
     c.setID(unit);
     c.setTimeout(timeoutMs);
     const what = `write unit ${unit} register ${address}`;
-    try {
-      if (fn === 6) await c.writeRegister(address, single(values, what));
+    const value = fn === 6 ? single(values, what) : 0;
+    await this.exchange(what, async () => {
+      if (fn === 6) await c.writeRegister(address, value);
       else await c.writeRegisters(address, values);
-    } catch (e) {
-      throw mapModbusError(e, what);
-    }
+    });
   }
 
   async writeCoils(unit: number, address: number, values: boolean[], timeoutMs: number): Promise<void> {
     const c = this.client;
     c.setID(unit);
     c.setTimeout(timeoutMs);
-    try {
+    await this.exchange(`write unit ${unit} coil ${address}`, async () => {
       if (values.length === 1) await c.writeCoil(address, values[0]!); // the length was checked just now
       else await c.writeCoils(address, values);
-    } catch (e) {
-      throw mapModbusError(e, `write unit ${unit} coil ${address}`);
-    }
+    });
   }
 }

@@ -270,6 +270,8 @@ const common = {
   /** Minimum milliseconds between two requests to this device. */
   delay_ms: z.number().int().min(0).max(1000).default(0),
   timeout_ms: z.number().int().min(50).max(10000).default(1000),
+  /** Milliseconds of quiet after a connect before this device's first request (slow dongles). */
+  connect_delay_ms: z.number().int().min(0).max(10_000).default(0),
   slow_interval_ms: z.number().int().min(1000).default(60_000),
   /**
    * Control actions as register writes. `release` hands the device back to its own

@@ -124,3 +124,50 @@ test("closing the bus rejects what is queued", async () => {
   await b;
   await closing;
 });
+
+test("a unit that times out has its queued polls skipped, not sent: a slow device costs the others one timeout", async () => {
+  const t = new ScriptedTransport();
+  const bus = new Bus(tcp, silentLogger(), t);
+  t.fail = [new SitegateError("MODBUS_TIMEOUT", "no answer (timeout)", { transient: true })];
+  const timedOut = assert.rejects(bus.read(2, "holding", 0, 1), (e) => (e as SitegateError).code === "MODBUS_TIMEOUT"); // starts at once
+  // Queued while unit 2's request waits for its answer.
+  const skipped = [1, 2].map((a) =>
+    assert.rejects(
+      bus.read(2, "holding", a, 1),
+      (e) => (e as SitegateError).code === "MODBUS_TIMEOUT" && /skipped/.test((e as Error).message),
+    ),
+  );
+  const other = bus.read(1, "holding", 5, 1);
+  const control = bus.writeRegisters(2, 9, [1]);
+  await Promise.all([timedOut, ...skipped, other, control]);
+  assert.deepEqual(t.log, ["r2@0", "w2@9", "r1@5"], "unit 2's queued polls never reached the wire; its control write did");
+  // A poll asked after the timeout goes on the wire again.
+  assert.deepEqual(await bus.read(2, "holding", 3, 1), [2]);
+  assert.deepEqual(t.log.at(-1), "r2@3");
+  await bus.close();
+});
+
+test("a fresh connection stays quiet for the longest connect delay of its units before the first request", async () => {
+  const t = new ScriptedTransport();
+  let openedAt = 0;
+  let firstAt = 0;
+  const open = t.open.bind(t);
+  t.open = async () => {
+    await open();
+    openedAt = performance.now();
+  };
+  const read = t.read.bind(t);
+  t.read = async (...a: Parameters<typeof read>) => {
+    firstAt ||= performance.now();
+    return read(...a);
+  };
+  const bus = new Bus(tcp, silentLogger(), t);
+  bus.setDeviceDelay(2, 0, 300); // a Huawei on the connection
+  await bus.read(1, "holding", 0, 1); // the meter asks first: the quiet holds for it too
+  // A lower bound: load can only make the wait longer.
+  assert.ok(firstAt - openedAt >= 299, `first request ${firstAt - openedAt} ms after the connect`);
+  // Later requests on the same connection do not wait again (nothing asserted on time: only that it works).
+  assert.deepEqual(await bus.read(2, "holding", 1, 1), [2]);
+  assert.equal(t.opens, 1);
+  await bus.close();
+});

@@ -53,7 +53,7 @@ export class DeviceDriver {
     endpoint?: Endpoint,
   ) {
     this.endpoint = endpoint ?? bus.endpoint;
-    bus.setDeviceDelay(unit, profile.delay_ms);
+    bus.setDeviceDelay(unit, profile.delay_ms, profile.connect_delay_ms);
   }
 
   get timeoutMs(): number {
