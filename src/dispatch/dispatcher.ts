@@ -14,6 +14,7 @@ import { withFullSync } from "../storage/durable.js";
 import { Executor, type ExecutionResponse } from "./executor.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
+import { resumed } from "./measure.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -102,6 +103,7 @@ export class Dispatcher implements Part {
     this.window = new OpenWindow(this.store);
     this.bound = new OpenBound(this.store);
     this.window.fill(now, this.open);
+    for (const row of this.open.running.values()) if (resumed(row, now)) this.store.saveProgress(row, now);
     this.offset = now - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;

@@ -96,6 +96,8 @@ export class Executor {
       baseline: (id, until) => this.history.baseline(id, until),
       quietUntil: (before) => this.busy.quietUntil(before),
       seenAt: (id) => this.history.seenAt(id),
+      fresh: (id, at) =>
+        this.history.fresh(id, at, 2 * this.deps.pollIntervalMs + (this.deps.devices.get(id)?.info().answer_timeout_ms ?? 1000)),
       drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),
       share: (id, eventId) => shareOf(this.claims.get(id) ?? [], eventId),
       ledger: (id) => this.ledger.get(id),
@@ -282,7 +284,7 @@ export class Executor {
       ? kind.driving(row, ctx)
       : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
     const first = driving && !p.driven?.value;
-    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold, p.resumed_at);
     return first;
   }
 

@@ -85,8 +85,17 @@ export class ProfileDevice implements Device {
       address: this.address(),
       ...(c.rated_power_w !== undefined ? { rated_power_w: c.rated_power_w } : {}),
       ...(c.shed_priority !== undefined ? { shed_priority: c.shed_priority } : {}),
+      ...this.answerTimeout(),
       fully_configured: this.registered.fully_configured,
     });
+  }
+
+  private answerTimeout(): { answer_timeout_ms?: number } {
+    try {
+      return { answer_timeout_ms: this.driver().timeoutMs };
+    } catch {
+      return {}; // no driver: the default applies
+    }
   }
 
   private address(): string {
@@ -173,7 +182,28 @@ export class ProfileDevice implements Device {
     if (writes.length === 0)
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     await this.write(driver, writes);
+    await this.coilsHold(driver, action, writes);
     await driver.readBack(action);
+  }
+
+  /**
+   * A write counts once the device shows it (B4): every coil written is read back, and one
+   * that does not read what was written (a relay that acknowledges and does not switch)
+   * fails the action with CONTROL_NOT_CONFIRMED.
+   */
+  private async coilsHold(driver: DeviceDriver, action: ActionName, writes: readonly RawWrite[]): Promise<void> {
+    const read = this.reader(driver);
+    for (const w of writes) {
+      if (w.table !== "coil" || w.coils.length === 0) continue;
+      const unit = w.unit ?? driver.unit;
+      const got = await read("coil", w.address, w.coils.length, unit);
+      const want = w.coils.map((c) => (c ? 1 : 0));
+      if (want.some((v, i) => (got[i] ? 1 : 0) !== v))
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${action} did not take effect: coils ${w.address}..${w.address + w.coils.length - 1} of unit ${unit} read ${got.map((v) => (v ? 1 : 0)).join("")}, written ${want.join("")}`,
+        );
+    }
   }
 
   async capture(action: ActionName, held?: PreState): Promise<PreState> {
