@@ -4,6 +4,7 @@
 // raw registers and coils an action touches (pre-state.ts). Its latest values and health
 // come from the poller, which reads it on the site clock. A new device model needs a
 // profile file, not code here.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { DeviceConfig } from "../../config/device-schema.js";
 import { SitegateError } from "../../errors.js";
 import type {
@@ -17,7 +18,7 @@ import type {
   PreState,
   Switchable,
 } from "../../model/device.js";
-import { pctOf } from "../../model/power.js";
+import { movesAsAsked, pctOf } from "../../model/power.js";
 import { opModeCode } from "../../model/roles.js";
 import type { ActionName } from "../../model/vocabulary.js";
 import type { RegisteredDevice } from "../../devices/types.js";
@@ -37,6 +38,9 @@ export interface ModbusReadings {
   confirm(deviceId: string, metrics: Metrics): void;
   setRemote(deviceId: string, remote: boolean): void;
 }
+
+/** Between two reads of a write-only action's effect (confirm_window_ms). */
+const CONFIRM_POLL_MS = 500;
 
 /** What a confirmation read after a setpoint write reads: the device's AC power. */
 const CONFIRM_METRICS = ["power_w"] as const;
@@ -172,7 +176,36 @@ export class ProfileDevice implements Device {
 
   private async setPower(direction: "charge" | "discharge", watts: number): Promise<void> {
     const max = this.descriptor()?.max_power_w;
+    const before = this.latest().power_w;
     await this.act(direction, { watts, ...(max ? { pct: pctOf(watts, max) } : {}) });
+    await this.followed(direction, watts, before);
+  }
+
+  /**
+   * Where the action's registers are write-only (SMA 40236, 40793-40799: each step names its
+   * `restore`) and the profile reads nothing back, the write counts once the device's power
+   * moves as asked, within the profile's confirm_window_ms; else CONTROL_NOT_CONFIRMED.
+   */
+  private async followed(direction: "charge" | "discharge", watts: number, before: number | undefined): Promise<void> {
+    const driver = this.driver();
+    const p = driver.profile;
+    const steps = p.actions[direction] ?? [];
+    if (p.readback[direction]?.length || !steps.some((s) => s.restore !== undefined)) return;
+    const deadline = Date.now() + p.confirm_window_ms;
+    for (;;) {
+      const m = await driver.readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
+      const w = m.power_w;
+      if (w === undefined) return; // no power point: nothing to read the effect from
+      this.readings.confirm(this.id, m);
+      if (movesAsAsked(direction, watts, w, before)) return;
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${direction} ${Math.round(watts)} W did not take effect within ${p.confirm_window_ms} ms: the power reads ${w} W`,
+        );
+      await sleep(Math.min(CONFIRM_POLL_MS, left));
+    }
   }
 
   /** Plans the action with its values, writes it, and reads back the mode the profile names. */
