@@ -139,9 +139,12 @@ export class Dispatcher implements Part {
     if (this.watch !== null) this.deps.clock.clearTimer(this.watch);
     this.timer = this.watch = null;
     const now = this.deps.clock.now();
-    for (const row of this.open.running.values()) this.store.saveProgress(row, now);
-    // No device stays shed or limited without a running event: put every one back. Running
-    // events stay running in the database and take their devices again after a restart.
+    // No device stays shed or limited without a running event: put every one back (so the
+    // restart gap delivers nothing). Running events stay running and take their devices again.
+    for (const row of this.open.running.values()) {
+      row.progress.put_back = true;
+      this.store.saveProgress(row, now);
+    }
     await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 

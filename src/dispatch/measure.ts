@@ -128,14 +128,22 @@ export function heldMean(s: HeldMean | undefined, until: number, holdMs: number)
 export function resumed(
   row: {
     spec: { start_ms: number };
-    progress: { driven?: MeanState; window_from?: number; resumed_at?: number; gaps?: Array<{ from: number; to: number }> };
+    progress: {
+      driven?: MeanState;
+      window_from?: number;
+      resumed_at?: number;
+      put_back?: boolean;
+      gaps?: Array<{ from: number; to: number }>;
+    };
   },
   now: number,
 ): boolean {
   const p = row.progress;
   const last = p.driven?.at ?? p.window_from ?? row.spec.start_ms;
   if (last >= now) return false;
-  p.resumed_at = now;
+  // After a clean stop the devices were put back: the gap delivered nothing.
+  if (p.put_back) delete p.put_back;
+  else p.resumed_at = now;
   (p.gaps ??= []).push({ from: last, to: now });
   return true;
 }

@@ -119,6 +119,8 @@ export interface Progress {
    * when it had no sample. The first sample after `resumed_at` stands for the gap.
    */
   resumed_at?: number;
+  /** Set at a clean stop, which puts every device back: the gap that follows delivered nothing. */
+  put_back?: boolean;
   gaps?: Array<{ from: number; to: number }>;
   /** charge/discharge: the grid meter's mean import over the window, fresh readings only (site_effect_w). */
   site?: HeldMean;

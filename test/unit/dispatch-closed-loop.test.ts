@@ -246,3 +246,28 @@ for (const withMeter of [true, false]) {
     }
   });
 }
+
+test("finding 8: after a clean stop, which puts the battery back, the restart gap delivered nothing and is listed", async () => {
+  const a = unitRig([battery("b1", 5000)]);
+  const power = () => (a.dev.reg("b1", "holding", 100) === 2 ? a.dev.reg("b1", "holding", 101) * 50 : 0);
+  try {
+    a.dev.power = power;
+    const ev = drRequest([{}], { event_type: "discharge", event_quantity: 2.5 }).event_slots[0];
+    a.d.submit({ mode: "live", event_slots: [ev] });
+    await poll(a, T0 + 30_000, () => ({ b1: { power_w: power(), soc_pct: 50 } }));
+    await a.d.stop();
+    assert.equal(power(), 0, "released at the stop");
+    a.clock.advance(20_000);
+    const b = unitRig([battery("b1", 5000)], { db: a.db, clock: a.clock, dev: a.dev, responses: a.responses });
+    await flush();
+    await poll(b, T0 + 71_000, () => ({ b1: { power_w: power(), soc_pct: 50 } }));
+    const body = a.responses.find((x) => x.event_id === ev.event_id) as ExecutionResponse;
+    // Driven 10-30 s and 50-70 s of the 60 s window; the last sample before the stop stands
+    // for its hold time (5 s) as any sample does: 2.5 kW x 45/60, never the whole gap.
+    assert.ok(Math.abs((body.details.delivered_quantity as number) - 2.5 * (45 / 60)) <= 0.05, JSON.stringify(body.details));
+    assert.equal((body.details.gaps as unknown[]).length, 1, JSON.stringify(body.details));
+    void b.d.stop();
+  } finally {
+    a.close();
+  }
+});
