@@ -130,3 +130,29 @@ test("moving as asked: near the setpoint, or half the way from before", () => {
   assert.equal(movesAsAsked("charge", 3000, 1000, 1000), false, "a hybrid still discharging on its own");
   assert.equal(movesAsAsked("discharge", 2000, 0, undefined), false);
 });
+
+test("a readable register the battery acknowledges and does not take fails the action, naming it", async () => {
+  const readable = fixedProfileSchema.parse({
+    ...battery,
+    name: "readable-battery",
+    actions: {
+      discharge: [
+        { address: 100, value: 2 },
+        { address: 101, value: "$watts" },
+      ],
+    },
+  });
+  const r = await device(readable, "battery");
+  try {
+    r.t.ignore = true;
+    await assert.rejects(
+      r.d.power!.setPower("discharge", 2000),
+      /discharge did not take effect: holding registers 100\.\.100 of unit 1 read 0, written 2/,
+    );
+    r.t.ignore = false;
+    await r.d.power!.setPower("discharge", 2000);
+    assert.equal(r.t.regs.get(0), 2000);
+  } finally {
+    await r.close();
+  }
+});

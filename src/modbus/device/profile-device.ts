@@ -27,7 +27,7 @@ import { actionCells, planControlWrites } from "./control-values.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import { asRawWrites, capturePre, verifyPre, type CellRead } from "./pre-state.js";
-import type { ActionParams, RawWrite } from "./raw-write.js";
+import { writeLength, type ActionParams, type RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
 /** What the poller keeps of each Modbus device: latest values and health, and the remote flag. */
@@ -215,27 +215,32 @@ export class ProfileDevice implements Device {
     if (writes.length === 0)
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     await this.write(driver, writes);
-    await this.coilsHold(driver, action, writes);
+    await this.shows(driver, action, writes);
     await driver.readBack(action);
   }
 
   /**
-   * A write counts once the device shows it (B4): every coil written is read back, and one
-   * that does not read what was written (a relay that acknowledges and does not switch)
-   * fails the action with CONTROL_NOT_CONFIRMED.
+   * A write counts once the device shows it (B4): every coil and every readable register
+   * written is read back (a write-only register, one whose step names its `restore`, is
+   * confirmed by the power instead: followed()), and one that does not read what was
+   * written (a relay that acknowledges and does not switch) fails the action with
+   * CONTROL_NOT_CONFIRMED.
    */
-  private async coilsHold(driver: DeviceDriver, action: ActionName, writes: readonly RawWrite[]): Promise<void> {
+  private async shows(driver: DeviceDriver, action: ActionName, writes: readonly RawWrite[]): Promise<void> {
     const read = this.reader(driver);
     for (const w of writes) {
-      if (w.table !== "coil" || w.coils.length === 0) continue;
+      if (w.restore || writeLength(w) === 0) continue;
       const unit = w.unit ?? driver.unit;
-      const got = await read("coil", w.address, w.coils.length, unit);
-      const want = w.coils.map((c) => (c ? 1 : 0));
-      if (want.some((v, i) => (got[i] ? 1 : 0) !== v))
+      const want = w.table === "coil" ? w.coils.map((c) => (c ? 1 : 0)) : w.words;
+      const got = (await read(w.table, w.address, want.length, unit)).map((v) => (w.table === "coil" ? (v ? 1 : 0) : v));
+      if (want.some((v, i) => got[i] !== v)) {
+        const what = w.table === "coil" ? "coils" : "holding registers";
+        const fmt = (xs: readonly number[]) => xs.join(w.table === "coil" ? "" : ",");
         throw new SitegateError(
           "CONTROL_NOT_CONFIRMED",
-          `${action} did not take effect: coils ${w.address}..${w.address + w.coils.length - 1} of unit ${unit} read ${got.map((v) => (v ? 1 : 0)).join("")}, written ${want.join("")}`,
+          `${action} did not take effect: ${what} ${w.address}..${w.address + want.length - 1} of unit ${unit} read ${fmt(got)}, written ${fmt(want)}`,
         );
+      }
     }
   }
 
