@@ -126,7 +126,7 @@ export interface Progress {
   site?: HeldMean;
   /** Why the event ended early (a restore ends running sheds). */
   ended_by?: string;
-  /** shed: the grid meter used and its mean import in the last quiet minute before start (absent: estimated without it). */
+  /** shed, charge/discharge: the grid meter used and its mean import in the last quiet minute before start (absent: no meter or no quiet minute). */
   meter_id?: string;
   baseline_w?: number;
   grid?: MeanState;

@@ -1,9 +1,10 @@
 // shed: loads only (switchable loads off, thermostats set back), stepped in shed_priority
 // order until the drop covers the quantity. Never PV or a battery: curtailing PV raises
-// grid import, the opposite of a shed. The drop is measured on the grid meter against the
-// last quiet minute before the start (less what other events' devices changed) or, without
-// a meter or a quiet minute, estimated from each load once. The rules of stepping and
-// measuring: docs/dispatch.md (shed).
+// grid import, the opposite of a shed. The drop is the site's consumption against the last
+// quiet minute before the start, capped by what the loads it still drives account for
+// (shed-measure.ts) or, without a meter or a quiet minute, estimated from each load once. A
+// load that does not follow its write brings nothing, and the shed moves on. The rules of
+// stepping and measuring: docs/dispatch.md (shed).
 import type { Role } from "../../model/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
