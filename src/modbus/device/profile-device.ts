@@ -215,8 +215,9 @@ export class ProfileDevice implements Device {
     if (writes.length === 0)
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     await this.write(driver, writes);
-    await this.shows(driver, action, writes);
+    // The profile's own read-back first (it names the value), then every cell written.
     await driver.readBack(action);
+    await this.shows(driver, action, writes);
   }
 
   /**
