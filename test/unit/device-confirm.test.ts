@@ -1,7 +1,8 @@
 // B4 closed loop on the Modbus family's ProfileDevice: a write counts once the device shows
 // it. Coils are read back; a write-only action (its steps name a `restore`, SMA 40236 and
 // 40793-40799) counts once the power moves as asked within the profile's confirm_window_ms.
-// An in-memory register map behind a real Bus and DeviceDriver; no sleeps in the test.
+// An in-memory register map behind a real Bus and DeviceDriver; the confirmation window
+// runs on a fake clock moved by hand.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
@@ -14,6 +15,9 @@ import type { RegisteredDevice } from "../../src/devices/types.js";
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
 import { movesAsAsked } from "../../src/model/power.js";
 import { silentLogger } from "../../src/log.js";
+import { FakeClock } from "../support/fake-clock.js";
+
+const flush = () => new Promise((r) => setImmediate(r));
 
 /** Holding 0: power (s16, positive discharging); 100: mode (2 discharge), 101: watts; coils 0-3. */
 class Device implements Transport {
@@ -44,7 +48,7 @@ const battery = fixedProfileSchema.parse({
   role: "battery",
   max_power_w: 5000,
   capabilities: ["telemetry", "charge", "discharge"],
-  confirm_window_ms: 50,
+  confirm_window_ms: 5000,
   points: [{ metric: "power_w", address: 0, type: "s16" }],
   actions: {
     discharge: [
@@ -63,7 +67,7 @@ const relay = fixedProfileSchema.parse({
   actions: { shed: [0, 1, 2, 3].map((address) => ({ table: "coil", address, value: "$off" })) },
 });
 
-async function device(profile: typeof battery, role: "battery" | "switch") {
+async function device(profile: typeof battery, role: "battery" | "switch", clock = new FakeClock(0)) {
   const t = new Device();
   const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), t);
   const driver = new DeviceDriver(bus, 1, profile);
@@ -81,7 +85,7 @@ async function device(profile: typeof battery, role: "battery" | "switch") {
     fully_configured: true,
     updated_at: "",
   } as unknown as RegisteredDevice;
-  const d = new ProfileDevice(registered, { driverFor: () => driver } as unknown as DriverPool, readings);
+  const d = new ProfileDevice(registered, { driverFor: () => driver } as unknown as DriverPool, readings, clock);
   return { t, d, latest, close: () => bus.close() };
 }
 
@@ -95,15 +99,47 @@ test("a write-only discharge counts once the battery's power moves as asked", as
   }
 });
 
-test("a write-only discharge the battery does not follow fails with CONTROL_NOT_CONFIRMED after confirm_window_ms", async () => {
-  const r = await device(battery, "battery");
+test("a write-only discharge counts when the power follows within confirm_window_ms (at 4 s); one that never follows fails with CONTROL_NOT_CONFIRMED once the window ran out", async () => {
+  const clock = new FakeClock(0);
+  const r = await device(battery, "battery", clock);
   try {
     r.t.ignore = true;
-    await assert.rejects(r.d.power!.setPower("discharge", 2000), (e: Error & { code?: string }) => {
-      assert.equal(e.code, "CONTROL_NOT_CONFIRMED");
-      assert.match(e.message, /did not take effect within 50 ms: the power reads 0 W/);
-      return true;
-    });
+    let out: unknown;
+    const done = r.d.power!.setPower("discharge", 2000).then(
+      () => (out = "resolved"),
+      (e: unknown) => (out = e),
+    );
+    // The power is read every 500 ms of the clock; the battery does the 4 s after the write.
+    for (let i = 0; i < 8; i++) {
+      await flush();
+      clock.advance(500);
+      if (i === 7) r.t.regs.set(0, 2000); // a battery slow to follow
+    }
+    for (let i = 0; i < 30 && out === undefined; i++) {
+      await flush();
+      clock.advance(500);
+    }
+    await done;
+    assert.equal(out, "resolved", "a battery that follows within the window is confirmed");
+
+    r.t.regs.set(100, 0);
+    r.t.regs.set(0, 0);
+    r.latest.power_w = 0;
+    r.t.ignore = true;
+    out = undefined;
+    const failed = r.d.power!.setPower("discharge", 2000).then(
+      () => (out = "resolved"),
+      (e: unknown) => (out = e),
+    );
+    for (let i = 0; i < 30 && out === undefined; i++) {
+      await flush();
+      clock.advance(500);
+    }
+    await failed;
+    const e = out as Error & { code?: string };
+    assert.equal(e.code, "CONTROL_NOT_CONFIRMED");
+    assert.match(e.message, /discharge 2000 W did not take effect within 5000 ms: the power reads 0 W/);
+    assert.ok(clock.mono() >= 5000, "not before the window ran out");
   } finally {
     await r.close();
   }

@@ -4,8 +4,8 @@
 // raw registers and coils an action touches (pre-state.ts). Its latest values and health
 // come from the poller, which reads it on the site clock. A new device model needs a
 // profile file, not code here.
-import { setTimeout as sleep } from "node:timers/promises";
 import type { DeviceConfig } from "../../config/device-schema.js";
+import { systemClock, type Clock } from "../../util/clock.js";
 import { SitegateError } from "../../errors.js";
 import type {
   Curtailable,
@@ -63,6 +63,8 @@ export class ProfileDevice implements Device {
     readonly registered: RegisteredDevice,
     private readonly pool: Pick<DriverPool, "driverFor">,
     private readonly readings: ModbusReadings,
+    /** The clock confirm_window_ms runs on (a test's fake one moves by hand). */
+    private readonly clock: Clock = systemClock,
   ) {
     this.id = registered.config.device_id;
     const actions = this.profileActions();
@@ -191,20 +193,20 @@ export class ProfileDevice implements Device {
     const p = driver.profile;
     const steps = p.actions[direction] ?? [];
     if (p.readback[direction]?.length || !steps.some((s) => s.restore !== undefined)) return;
-    const deadline = Date.now() + p.confirm_window_ms;
+    const deadline = this.clock.mono() + p.confirm_window_ms;
     for (;;) {
       const m = await driver.readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
       const w = m.power_w;
       if (w === undefined) return; // no power point: nothing to read the effect from
       this.readings.confirm(this.id, m);
       if (movesAsAsked(direction, watts, w, before)) return;
-      const left = deadline - Date.now();
+      const left = deadline - this.clock.mono();
       if (left <= 0)
         throw new SitegateError(
           "CONTROL_NOT_CONFIRMED",
           `${direction} ${Math.round(watts)} W did not take effect within ${p.confirm_window_ms} ms: the power reads ${w} W`,
         );
-      await sleep(Math.min(CONFIRM_POLL_MS, left));
+      await new Promise<void>((r) => this.clock.setTimer(r, Math.min(CONFIRM_POLL_MS, left)));
     }
   }
 
