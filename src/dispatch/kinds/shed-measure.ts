@@ -4,7 +4,9 @@
 //   quiet-minute baseline, less the change of every load another event drove, capped by
 //   what the loads the shed still drives account for (their own metered drop, else their
 //   rating, else the drop the meter saw at their step), so a house-load or PV change is
-//   never credited beyond them and a shed that switched nothing reports 0;
+//   never credited beyond them and a shed that switched nothing reports 0. A load with its
+//   own meter counts by it; the grid meter speaks for the others only, so the house load's
+//   noise never takes off what a metered load measured;
 // - a stale reading (the device is offline: not seen for two poll intervals plus its answer
 //   timeout) never enters that sum: the sample is then the loads' own estimate, never more
 //   than the meter saw, and the event says `measured: false`;
@@ -149,20 +151,25 @@ export function meteredDrop(row: EventRow, ctx: KindContext, read: Reading): (Ch
 }
 
 /**
- * What the loads this shed still drives account for: each one's own metered drop, else its
- * rating while its outputs read off, else the drop the meter saw at its step (`unknown`
- * when a load has none of these yet: no cap from it).
+ * What the loads this shed still drives account for: their own metered drops (`measured`),
+ * and the rest (`other`): a rating while the outputs read off, else the drop the meter saw
+ * at the step (`unknown` when a load has none of these yet: no cap from it).
  */
-export function account(row: EventRow, ctx: KindContext, read: Reading): { w: number; estimated: boolean; unknown: boolean } {
-  const out = { w: 0, estimated: false, unknown: false };
+export function account(
+  row: EventRow,
+  ctx: KindContext,
+  read: Reading,
+): { measured: number; other: number; estimated: boolean; unknown: boolean } {
+  const out = { measured: 0, other: 0, estimated: false, unknown: false };
   for (const id of row.progress.shed_steps) {
     if (!drives(row, ctx, id)) continue;
     const own = ownDrop(row, ctx, id, read);
     const seen = row.progress.devices[id]?.drop_w;
-    if (own) {
-      out.w += own.w;
-      out.estimated ||= own.estimated;
-    } else if (seen !== undefined) out.w += seen;
+    if (own && !own.estimated) out.measured += own.w;
+    else if (own) {
+      out.other += own.w;
+      out.estimated = true;
+    } else if (seen !== undefined) out.other += seen;
     else {
       out.unknown = true;
       out.estimated = true;
@@ -172,19 +179,22 @@ export function account(row: EventRow, ctx: KindContext, read: Reading): { w: nu
 }
 
 /**
- * One sample of the shed's delivery. With a fresh meter: the metered drop, capped by what
- * the loads account for. With a stale reading in it, or none from the meter: the loads' own
- * account (unknown loads as 0), never more than the meter saw; estimated.
+ * One sample of the shed's delivery. With a fresh meter: the loads' own metered drops, and
+ * for the rest the metered drop beyond them, capped by what the rest account for (so the
+ * whole is never more than the loads account for). With a stale reading in it, or none
+ * from the meter: the loads' own account (unknown loads as 0), never more than the meter
+ * saw; estimated.
  */
 export function shedSample(
   row: EventRow,
   metered: ReturnType<typeof meteredDrop>,
   acc: ReturnType<typeof account>,
 ): { w: number; estimated: boolean } {
+  const total = acc.measured + acc.other;
   if (metered && !metered.stale) {
-    const cap = acc.unknown ? Infinity : acc.w;
-    return { w: Math.max(0, Math.min(metered.w, cap)), estimated: metered.estimated };
+    const rest = Math.max(0, Math.min(metered.w - acc.measured, acc.unknown ? Infinity : acc.other));
+    return { w: acc.measured + rest, estimated: metered.estimated };
   }
-  if (!row.progress.meter_id) return { w: acc.w, estimated: acc.estimated };
-  return { w: Math.max(0, Math.min(acc.w, metered ? metered.raw : acc.w)), estimated: true };
+  if (!row.progress.meter_id) return { w: total, estimated: acc.estimated };
+  return { w: Math.max(0, Math.min(total, metered ? metered.raw : total)), estimated: true };
 }
