@@ -137,10 +137,11 @@ test("finding 5: a battery that stops answering never enters the shed's measurem
 });
 
 test("finding 6: a house-load step before start with nothing switched is not credited to a metered shed", async () => {
-  const r = unitRig([meter("grid", 5000), relay("r1")]);
+  const r = unitRig([meter("grid", 5000), relay("r1", { rated_power_w: 1000 })]);
   try {
-    // r1's load is off already: switching it brings nothing.
-    const s = { base: 5000, loads: { r1: 0 }, meter: true };
+    // r1's coils are open already: switching it brings nothing.
+    r.dev.setCoils("r1", [false, false, false, false]);
+    const s = { base: 5000, loads: { r1: 1000 }, meter: true };
     const m = model(r, s);
     await run(r, m, T0 + 8_000);
     s.base -= 2000; // a -2 kW step 2 s before start

@@ -3,7 +3,7 @@
 //   battery discharge, so that neither PV nor a battery ever counts as shed) against its
 //   quiet-minute baseline, less the change of every load another event drove, capped by
 //   what the loads the shed still drives account for (their own metered drop, else their
-//   rating, else the drop the meter saw at their step), so a house-load or PV change is
+//   rating while their outputs read off; a load with neither sets no cap), so a house-load or PV change is
 //   never credited beyond them and a shed that switched nothing reports 0. A load with its
 //   own meter counts by it; the grid meter speaks for the others only, so the house load's
 //   noise never takes off what a metered load measured;
@@ -26,14 +26,15 @@ export function readingAt(ctx: KindContext, metrics: ReadonlyMap<string, Record<
 }
 
 /**
- * A load's rated power that is on now: one number for the device, or the coils of a
- * per-coil list whose coil is closed (all of them when the device does not say which).
+ * A load's rated power that is on now: one number for the device (0 when its coils all
+ * read open), or the coils of a per-coil list whose coil is closed (all of them when the
+ * device does not say which).
  */
 export function ratedOn(d: DispatchDevice): number | undefined {
   const r = d.rated_power_w;
   if (r === undefined) return undefined;
-  if (typeof r === "number") return r;
   const on = d.coils_on;
+  if (typeof r === "number") return on === 0 ? 0 : r;
   return r.reduce((sum, w, i) => sum + (on === undefined || Math.floor(on / 2 ** i) % 2 === 1 ? w : 0), 0);
 }
 
@@ -152,8 +153,10 @@ export function meteredDrop(row: EventRow, ctx: KindContext, read: Reading): (Ch
 
 /**
  * What the loads this shed still drives account for: their own metered drops (`measured`),
- * and the rest (`other`): a rating while the outputs read off, else the drop the meter saw
- * at the step (`unknown` when a load has none of these yet: no cap from it).
+ * and the rest (`other`): a rating while the outputs read off. A load with neither is
+ * `unknown`: only the grid meter speaks for it, and it sets no cap (the drop the meter saw
+ * at its step is one reading, as noisy as the house load, too weak to cap the rest of the
+ * window with).
  */
 export function account(
   row: EventRow,
@@ -164,13 +167,11 @@ export function account(
   for (const id of row.progress.shed_steps) {
     if (!drives(row, ctx, id)) continue;
     const own = ownDrop(row, ctx, id, read);
-    const seen = row.progress.devices[id]?.drop_w;
     if (own && !own.estimated) out.measured += own.w;
     else if (own) {
       out.other += own.w;
       out.estimated = true;
-    } else if (seen !== undefined) out.other += seen;
-    else {
+    } else {
       out.unknown = true;
       out.estimated = true;
     }

@@ -26,8 +26,6 @@ import {
   type Reading,
 } from "./shed-measure.js";
 
-export { ratedOn } from "./shed-measure.js";
-
 /** The roles a shed turns down: a switch goes off, a thermostat is set back by its setback_c. */
 const LOAD_ROLES: ReadonlySet<Role> = new Set(["switch", "thermostat"]);
 const isLoad = (d: DispatchDevice) => LOAD_ROLES.has(d.role);
