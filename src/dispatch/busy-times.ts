@@ -62,4 +62,12 @@ export class PowerHistory {
   seenAt(id: string): number {
     return this.seen.get(id) ?? 0;
   }
+
+  /**
+   * B4 stale readings: a device not seen within `staleMs` (two poll intervals plus its answer
+   * timeout; 1 s when its family does not say) is offline, and its reading stale.
+   */
+  fresh(id: string, at: number, staleMs: number): boolean {
+    return this.seenAt(id) >= at - staleMs;
+  }
 }

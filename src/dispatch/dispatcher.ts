@@ -15,6 +15,7 @@ import { Executor, type ExecutionResponse } from "./executor.js";
 import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
+import { resumed } from "./measure.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -83,11 +84,8 @@ export class Dispatcher implements Part {
     return { ...this.counts, ...this.exec.stats };
   }
 
-  /**
-   * Loads the timeline and plans it; devices a crashed run left driven are put back
-   * before this returns (the lifecycle starts the API after it), so no partner request
-   * is answered while a device is still shed or limited by an event that is over.
-   */
+  /** Loads the timeline and plans it; devices a crashed run left driven are put back before this returns
+   * (the API starts after it): no request is answered while an event that is over still drives a device. */
   async start(): Promise<void> {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
@@ -99,6 +97,7 @@ export class Dispatcher implements Part {
     this.window = new OpenWindow(this.store);
     this.bound = new OpenBound(this.store);
     this.window.fill(now, this.open);
+    for (const row of this.open.running.values()) if (resumed(row, now)) this.store.saveProgress(row, now);
     this.offset = now - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;
@@ -134,19 +133,19 @@ export class Dispatcher implements Part {
     if (this.watch !== null) this.deps.clock.clearTimer(this.watch);
     this.timer = this.watch = null;
     const now = this.deps.clock.now();
-    for (const row of this.open.running.values()) this.store.saveProgress(row, now);
-    // No device stays shed or limited without a running event: put every one back. Running
-    // events stay running in the database and take their devices again after a restart.
+    // No device stays shed or limited without a running event: put every one back (so the
+    // restart gap delivers nothing). Running events stay running and take their devices again.
+    for (const row of this.open.running.values()) {
+      row.progress.put_back = true;
+      this.store.saveProgress(row, now);
+    }
     await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 
   // ---- receipts ----
 
-  /**
-   * Validated request -> receipts, committed (synchronous=FULL) before they are returned.
-   * Throws INVALID_REQUEST (end_time in the past for a new or changed event) or CONFLICT
-   * (a change after start); then nothing of the request is stored.
-   */
+  /** Validated request -> receipts, committed (synchronous=FULL) before they are returned. Throws INVALID_REQUEST
+   * (end_time past for a new or changed event) or CONFLICT (a change after start); then nothing is stored. */
   submit(req: DispatchRequest): Receipt[] {
     return this.submitHeld(req).receipts;
   }

@@ -71,7 +71,7 @@ export class Executor {
       log: deps.log,
       ledger: () => this.ledger,
       stats: this.stats,
-      setRemote: (id, remote) => this.setRemote(id, remote),
+      setRemote: (id, remote) => this.deps.devices.get(id)?.setRemote(remote),
     });
   }
 
@@ -102,6 +102,8 @@ export class Executor {
       baseline: (id, until) => this.history.baseline(id, until),
       quietUntil: (before) => this.busy.quietUntil(before),
       seenAt: (id) => this.history.seenAt(id),
+      fresh: (id, at) =>
+        this.history.fresh(id, at, 2 * this.deps.pollIntervalMs + (this.deps.devices.get(id)?.info().answer_timeout_ms ?? 1000)),
       drivers: (id) => (this.claims.get(id) ?? []).map((c) => c.event_id),
       share: (id, eventId) => shareOf(this.claims.get(id) ?? [], eventId),
       ledger: (id) => this.ledger.get(id),
@@ -146,7 +148,7 @@ export class Executor {
       const due = !prev || prev.key !== key || (prev.failed ? now - prev.at >= RETRY_MS : refresh > 0 && now - prev.at >= refresh);
       if (!due) continue;
       this.applied.set(id, { key, action: want.action, at: now, failed: false });
-      this.setRemote(id, true);
+      this.deps.devices.get(id)?.setRemote(true);
       for (const { row } of want.rows) {
         if (row.progress.first_write_at !== undefined) continue;
         row.progress.first_write_at = now;
@@ -169,7 +171,7 @@ export class Executor {
       if (!this.jobs.backoff.ready(id, now)) continue;
       this.applied.delete(id);
       if (l) void this.jobs.release(id); // logs and retries its own failure
-      else this.setRemote(id, false);
+      else this.deps.devices.get(id)?.setRemote(false);
     }
   }
 
@@ -182,9 +184,6 @@ export class Executor {
     });
   }
 
-  private setRemote(id: string, remote: boolean): void {
-    this.deps.devices.get(id)?.setRemote(remote);
-  }
   /** Earliest time a setpoint must be rewritten or a failed write or release retried. */
   nextDue(): number {
     let next = Infinity;
@@ -300,7 +299,7 @@ export class Executor {
       ? kind.driving(row, ctx)
       : (this.claimed.get(row.spec.event_id) ?? []).some((id) => (p.devices[id]?.writes_ok ?? 0) > 0);
     const first = driving && !p.driven?.value;
-    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold);
+    p.driven = addSample(p.driven, ts, driving ? 1 : 0, this.hold, p.resumed_at);
     return first;
   }
 
@@ -379,7 +378,7 @@ export class Executor {
     this.ledger.forget(id);
     this.jobs.backoff.clear(id);
     this.applied.delete(id);
-    this.setRemote(id, false);
+    this.deps.devices.get(id)?.setRemote(false);
     this.deps.log.warn(
       { device_id: id, pre: l.pre, unreleased: l.unreleased },
       "ledger row dropped by the operator (devices release --forget)",

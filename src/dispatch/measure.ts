@@ -15,12 +15,19 @@ export interface MeanState {
   area: number;
 }
 
-export function addSample(s: MeanState | undefined, at: number, value: number, holdMs: number): MeanState {
+/**
+ * One more sample. `resumedAt`: when the gateway came back after a restart (B4 restart
+ * gap): the first sample after it stands for the whole gap since the last one before it,
+ * so a device that held its setpoint while the gateway was down delivered.
+ */
+export function addSample(s: MeanState | undefined, at: number, value: number, holdMs: number, resumedAt?: number): MeanState {
   if (!s) return { from: at, at, value, area: 0 };
   if (at < s.at) return s;
   // A second reading at the same instant (several setpoint writes and their confirmation
   // reads in one tick) is the later state: the earlier one held for no time at all.
   if (at === s.at) return { ...s, value };
+  if (resumedAt !== undefined && s.at < resumedAt && at >= resumedAt)
+    return { from: s.from, at, value, area: s.area + value * (at - s.at) };
   return { from: s.from, at, value, area: s.area + s.value * Math.min(at - s.at, holdMs) };
 }
 
@@ -87,4 +94,56 @@ export class RollingWindow {
     }
     return n ? sum / n : undefined;
   }
+}
+
+/** A mean over the time its samples held (each at most `holdMs`): a silence is left out, not counted as 0. */
+export interface HeldMean {
+  at: number;
+  value: number;
+  area: number;
+  /** ms the samples before `at` held. */
+  span: number;
+}
+
+export function addHeld(s: HeldMean | undefined, at: number, value: number, holdMs: number): HeldMean {
+  if (!s) return { at, value, area: 0, span: 0 };
+  if (at < s.at) return s;
+  if (at === s.at) return { ...s, value };
+  const dt = Math.min(at - s.at, holdMs);
+  return { at, value, area: s.area + s.value * dt, span: s.span + dt };
+}
+
+export function heldMean(s: HeldMean | undefined, until: number, holdMs: number): number | undefined {
+  if (!s) return undefined;
+  const tail = Math.max(0, Math.min(until - s.at, holdMs));
+  const span = s.span + tail;
+  return span > 0 ? (s.area + s.value * tail) / span : s.value;
+}
+
+/**
+ * A running event taken up again after a restart (B4): the time since its last sample is a
+ * gap, listed in `details.gaps`; the first reading after `resumed_at` counts for the whole
+ * gap (a device that held its setpoint delivered). False when there is no gap.
+ */
+export function resumed(
+  row: {
+    spec: { start_ms: number };
+    progress: {
+      driven?: MeanState;
+      window_from?: number;
+      resumed_at?: number;
+      put_back?: boolean;
+      gaps?: Array<{ from: number; to: number }>;
+    };
+  },
+  now: number,
+): boolean {
+  const p = row.progress;
+  const last = p.driven?.at ?? p.window_from ?? row.spec.start_ms;
+  if (last >= now) return false;
+  // After a clean stop the devices were put back: the gap delivered nothing.
+  if (p.put_back) delete p.put_back;
+  else p.resumed_at = now;
+  (p.gaps ??= []).push({ from: last, to: now });
+  return true;
 }

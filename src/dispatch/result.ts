@@ -39,11 +39,14 @@ export function executionResponse(
   }
   const planned = () => (kind.testResult ? kind.testResult(row, ctx, until) : plannedResult(row));
   const r = test ? planned() : kind.result(row, ctx, until);
-  let status = r.status ?? statusFor(r.delivered_w, s.quantity_w);
-  if (status === "completed" && r.devices.some((d) => d.status === "failed")) status = "partial";
+  // B4: the event's status follows its delivered quantity alone; a device that failed shows in `devices`.
+  const status = r.status ?? statusFor(r.delivered_w, s.quantity_w);
   const measured = () => Math.round((meanUntil(p.driven, until, ctx.hold, p.window_from) ?? 0) * 1000) / 1000;
   const coverage = r.coverage ?? (test ? 1 : measured());
-  return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...(r.details ?? {}), devices: r.devices });
+  const gaps = p.gaps?.length
+    ? { gaps: p.gaps.map((g) => ({ from: new Date(g.from).toISOString(), to: new Date(g.to).toISOString() })) }
+    : {};
+  return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...gaps, ...(r.details ?? {}), devices: r.devices });
 }
 
 /** The response of an event that ended while the gateway was down: never run late (B4). */

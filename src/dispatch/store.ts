@@ -2,7 +2,7 @@
 // progress. Receipts, state changes and the execution response (through the delivery log, in
 // the same transaction) are committed before they are answered or acted on.
 import type { Db, ModuleMigrations } from "../storage/db.js";
-import type { MeanState } from "./measure.js";
+import type { HeldMean, MeanState } from "./measure.js";
 import type { SitegateError } from "../errors.js";
 import { MAX_OPEN_EVENTS, MAX_START_AHEAD_DAYS, tooManyOpen, type EventSpec } from "./request.js";
 import type { PreState } from "../model/device.js";
@@ -118,9 +118,19 @@ export interface Progress {
    * before_w and rated_w), kept for when this shed takes the load over already switched off.
    */
   held?: Record<string, StepExpectation>;
+  /**
+   * Restart gaps (B4): when the gateway came back with the event still running, and since
+   * when it had no sample. The first sample after `resumed_at` stands for the gap.
+   */
+  resumed_at?: number;
+  /** Set at a clean stop, which puts every device back: the gap that follows delivered nothing. */
+  put_back?: boolean;
+  gaps?: Array<{ from: number; to: number }>;
+  /** charge/discharge: the grid meter's mean import over the window, fresh readings only (site_effect_w). */
+  site?: HeldMean;
   /** Why the event ended early (a restore ends running sheds). */
   ended_by?: string;
-  /** shed: the grid meter used and its mean import in the last quiet minute before start (absent: estimated without it). */
+  /** shed, charge/discharge: the grid meter used and its mean import in the last quiet minute before start (absent: no meter or no quiet minute). */
   meter_id?: string;
   baseline_w?: number;
   grid?: MeanState;

@@ -3,7 +3,7 @@
 // telemetry and, with `on_active`, the trigger of a local event (announced through the one
 // function the composition root gives it). The chip is the Linux character device through
 // the gpiod tools, or the simulator's chip.
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
@@ -99,7 +99,14 @@ class GpioOutput extends GpioDevice {
   override async setOn(on: boolean): Promise<void> {
     try {
       await this.backend.writeOutput(this.out.line, this.levelOf(on));
-      this.on = on;
+      // A write counts once the line reads it back (B4 closed loop).
+      const level = await this.backend.readOutput(this.out.line);
+      this.on = (level === 1) !== this.out.active_low;
+      if (this.on !== on)
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${this.device_id}: line ${this.out.line} reads ${this.on ? "on" : "off"} after it was switched ${on ? "on" : "off"}`,
+        );
       this.okNow();
     } catch (e) {
       this.error = errorMessage(e);

@@ -51,9 +51,13 @@ export interface Readable {
   health(): DeviceHealth;
 }
 
+// Closed loop (B4): every capability's write resolves only once the device shows it, and
+// throws CONTROL_NOT_CONFIRMED when it does not follow. Dispatch counts nothing a write
+// did not make true: a device that does not follow is `failed` for the event.
+
 /** A battery inverter: charge or discharge at a power. */
 export interface PowerControllable {
-  /** Writes the setpoint; resolves once the device acknowledged (and read back its mode, where its profile says how). */
+  /** Writes the setpoint; resolves once the device shows it (its mode read back, where its profile says how). */
   setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   readonly refreshMs: number;
@@ -67,6 +71,7 @@ export interface Curtailable {
 
 /** A switched load: a shed switches it off; the ledger's restore switches it back as it was. */
 export interface Switchable {
+  /** Resolves once the device reads its outputs off (a relay's coils, a plug's state, a line's level). */
   switchOff(): Promise<void>;
   /** ms between rewrites while it is held off (0 or absent: the device holds it). */
   readonly refreshMs?: number;
@@ -92,6 +97,8 @@ export interface DeviceInfo {
   /** The load a shed of it removes when it has no metering of its own (W); per output for a relay. */
   rated_power_w?: number | readonly number[];
   shed_priority?: number;
+  /** How long a request to it may wait for its answer (ms): with two poll intervals, when its reading is stale (B4). */
+  answer_timeout_ms?: number;
   /** False after REGISTRY_WRITE_FAILED: read, but not dispatched nor listed in device sync. */
   fully_configured: boolean;
 }

@@ -291,6 +291,12 @@ const common = {
   revert_s: z.number().int().min(1).max(86_400).optional(),
   /** Named constants: `enums.ems_mode.forced: 2` is written `value: ems_mode.forced` and shown as a point's state name. */
   enums: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.record(z.string().regex(/^[a-z0-9_]+$/), z.number().int())).default({}),
+  /**
+   * Where an action's registers are write-only (its steps name a `restore`) and it has no
+   * read-back: how long (ms) the device's power may take to move as asked before the write
+   * counts as not followed (B4 closed loop).
+   */
+  confirm_window_ms: z.number().int().min(0).max(60_000).default(5000),
   /** Per action, registers read after its writes that must hold the given value, or the action fails. */
   readback: z.partialRecord(actionName, z.array(readBack).min(1)).default({}),
   /**

@@ -100,10 +100,12 @@ test("kill -9 mid-event: the restarted daemon resumes it and sends exactly one e
         "execution response after the restart",
         30_000,
       ).then(() => sink.accepted("/exec").find((r) => r.body.event_id === running.event_id)!.body as any);
-      // The time the daemon was down counts as nothing delivered (the window is measured,
-      // never assumed): resumed means most of the window driven, 2 kW over that part.
+      // The restart gap counts what the battery reads back once the daemon is up again (it
+      // held its setpoint: delivered), and the response lists the gap (B4).
       assertMeasuredDelivery(body, 2);
       assert.equal(body.details.devices.length, 1);
+      assert.equal(body.details.gaps?.length, 1, JSON.stringify(body.details));
+      assert.ok(Date.parse(body.details.gaps[0].to) > Date.parse(body.details.gaps[0].from), JSON.stringify(body.details.gaps));
       await until(() => site.state().devices.battery.power_w === 0, "released at the end");
       // "Exactly one" is a claim about nothing more happening: give a duplicate the time the
       // outbox would take to send one (it sends at once when the sink accepts).

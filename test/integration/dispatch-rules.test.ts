@@ -109,6 +109,22 @@ for (const fault of ["exception", "ignore_writes"] as const) {
   });
 }
 
+test("a relay that acknowledges the shed but does not switch is failed with 0 W, never credited with its rating (issue 39 finding 3)", async () => {
+  await withDispatchRig({ meter: false, relay: { rated_power_w: 2000 } }, async (rig) => {
+    rig.site.setFault({ device: "relay", fault: "ignore_writes" });
+    const ev = event({ event_type: "shed", event_quantity: 1, event_unit: "kW" }, 800, 3000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [ev] })).status, 200);
+    const body = await rig.waitResponse(ev.event_id);
+    assert.deepEqual(rig.simDevice("relay").coils, [true, true, true, true], "the relay never switched");
+    const d = devOf(body, "relay");
+    assert.equal(d?.status, "failed", JSON.stringify(body));
+    assert.equal(d.delivered_w, 0, JSON.stringify(body));
+    assert.match(d.error ?? "", /did not take effect/);
+    assert.equal(body.details.delivered_quantity, 0, JSON.stringify(body));
+    assert.equal(body.status, "failed", JSON.stringify(body));
+  });
+});
+
 test("cancellation stops a running event, a change after start is 409, overlapping events stack on one battery", async () => {
   await withDispatchRig({}, async (rig) => {
     const low = event({ event_type: "discharge", event_quantity: 1, event_unit: "kW", priority: 60 }, 800, 30_000);

@@ -1075,12 +1075,12 @@ function checkReleased(sim: SimSite, r: ReleaseWatch, claims: ReturnType<typeof 
   }
 }
 
-/** B4 thresholds on one delivered/requested pair, with a watt of rounding either way. */
-function thresholdOk(status: string, delivered: number, requested: number, deviceFailed: boolean): boolean {
+/** B4 thresholds on one delivered/requested pair, with a watt of rounding either way: the status follows the quantity alone. */
+function thresholdOk(status: string, delivered: number, requested: number): boolean {
   if (requested <= 0) return true;
   const ok = (d: number) => {
     const r = d / requested;
-    if (r >= 0.95) return status === "completed" || (deviceFailed && status === "partial");
+    if (r >= 0.95) return status === "completed";
     if (r < 0.05) return status === "failed";
     return status === "partial";
   };
@@ -1121,11 +1121,10 @@ export function outcome(w: WorldSpec, e: Running, responses: ExecutionResponse[]
   };
   out.reported_w = det.delivered_quantity * 1000;
   const devs = det.devices ?? [];
-  const deviceFailed = devs.some((d) => d.status === "failed");
-  if (!thresholdOk(r.status, out.reported_w, out.requested_w, deviceFailed))
+  if (!thresholdOk(r.status, out.reported_w, out.requested_w))
     fail("thresholds", `event #${e.index} (${ev.type}) is ${r.status} with ${Math.round(out.reported_w)} W of ${out.requested_w} W`);
   for (const d of devs)
-    if (d.status !== "skipped" && !thresholdOk(d.status, d.delivered_w, d.requested_w, false))
+    if (d.status !== "skipped" && !thresholdOk(d.status, d.delivered_w, d.requested_w))
       fail(
         "thresholds",
         `event #${e.index} (${ev.type}) device ${d.device_id} is ${d.status} with ${d.delivered_w} W of ${d.requested_w} W`,

@@ -10,6 +10,7 @@ import type { Device, DeviceDirectory, Metrics, PreState } from "../../src/model
 import { pctOf } from "../../src/model/power.js";
 import type { ActionName } from "../../src/model/vocabulary.js";
 import type { FakeClock } from "./fake-clock.js";
+import { SitegateError } from "../../src/errors.js";
 
 /** Battery mode register values. */
 const MODES: Record<string, number> = { release: 0, charge: 1, discharge: 2 };
@@ -29,6 +30,8 @@ export class FakeDevices {
   regs = new Map<string, Map<string, number>>();
   /** Devices whose reads fail (to test "no pre-state, no write"). */
   unreadable = new Set<string>();
+  /** Devices that acknowledge every write and change nothing (hw-sim's ignore_writes). */
+  ignoreWrites = new Set<string>();
   /** Confirmation reads (power after a setpoint write), in order. */
   confirms: Array<{ at: number; id: string }> = [];
   /** What a device's power point reads now; by default no device has one (nothing is read). */
@@ -112,6 +115,7 @@ export class FakeDevices {
   async write(id: string, writes: readonly RawWrite[]): Promise<void> {
     const d = this.dev(id);
     if (d.metrics.fail) throw new Error("device refused");
+    if (this.ignoreWrites.has(id)) return;
     const m = this.map(id);
     for (const w of writes) {
       if (w.table === "coil") {
@@ -180,7 +184,23 @@ function fakeDevice(f: FakeDevices, id: string): Device {
       ? { power: { refreshMs: 20_000, setPower: (dir, w) => act(dir, { watts: w, pct: pctOf(w, d().max_power_w ?? 0) }) } }
       : {}),
     ...(role === "pv" ? { curtail: { refreshMs: 0, setLimit: (pct) => act("curtail", { pct }) } } : {}),
-    ...(role === "switch" ? { switch: { switchOff: () => act("shed", {}), outputsOn: () => d().coils_on } } : {}),
+    ...(role === "switch"
+      ? {
+          switch: {
+            // Like a profile's relay: the coils are read back, and one that stays closed fails the write.
+            switchOff: async () => {
+              await act("shed", {});
+              const on = f.coils(id);
+              if (on.some(Boolean))
+                throw new SitegateError(
+                  "CONTROL_NOT_CONFIRMED",
+                  `shed did not take effect: coils read ${on.map((c) => (c ? 1 : 0)).join("")}`,
+                );
+            },
+            outputsOn: () => d().coils_on,
+          },
+        }
+      : {}),
     ...(role === "thermostat" ? { setpoint: { setback_c: 2, setBack: () => act("shed", {}) } } : {}),
     capture: async (action: ActionName, held?: PreState) => capturePre(await f.plan(id, action, {}), asRawWrites(held), read),
     restore: (pre: PreState) => f.write(id, [...asRawWrites(pre)].reverse()),

@@ -175,8 +175,9 @@ test("after a setpoint write the battery's power is read once, in the control la
     assert.equal(r.poller.latest("b1")?.power_w, undefined, "nothing read before the event");
     r.clock.advance(10_000); // start_time: the write goes out; no poll runs
     await settle();
-    // On the wire: the ledger's pre-event state, the setpoint, then one read of the power point.
-    assert.deepEqual(r.t.log, ["read 100+1", "read 101+1", "write 100=2", "write 101=50", "read 0+1"]);
+    // On the wire: the ledger's pre-event state, the setpoint and its read-back (a write
+    // counts once the device shows it), then one read of the power point.
+    assert.deepEqual(r.t.log, ["read 100+1", "read 101+1", "write 100=2", "write 101=50", "read 100+1", "read 101+1", "read 0+1"]);
     const power = r.lanes.filter((x) => x.op === "read" && x.address === POWER);
     assert.equal(power.length, 1, "one confirmation read");
     assert.equal(power[0].priority, PRIORITY.control, "queued in the control lane, ahead of every poll");
@@ -206,7 +207,11 @@ test("a confirmation read that fails is counted and logged; the write stands and
     r.d.submit(discharge(2));
     r.clock.advance(10_000);
     await settle();
-    assert.deepEqual(r.t.log, ["read 100+1", "read 101+1", "write 100=2", "write 101=40", "read 0+1"], "one attempt, no retry");
+    assert.deepEqual(
+      r.t.log,
+      ["read 100+1", "read 101+1", "write 100=2", "write 101=40", "read 100+1", "read 101+1", "read 0+1"],
+      "one attempt, no retry",
+    );
     assert.deepEqual([r.d.stats.writes_ok, r.d.stats.writes_failed], [1, 0]);
     assert.deepEqual([r.d.stats.confirms_ok, r.d.stats.confirms_failed], [0, 1]);
     assert.equal(r.poller.latest("b1")?.power_w, undefined);

@@ -259,8 +259,7 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       ],
     },
   },
-  // Issue 39: the harder sites (DISPATCH_WORLD_FAULTS=1). They fail until the dispatch
-  // fixes of that issue are merged (h39-release, h39-measure); the lead drops the todo then.
+  // Issue 39: the harder sites (DISPATCH_WORLD_FAULTS=1), each a finding of that issue.
   {
     name: "issue 39 item 3: a relay that acknowledges a write and does not switch is not credited",
     world: {
@@ -277,7 +276,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       events: [{ type: "shed", quantity_kw: 1.5, submit_s: 1, start_s: 3, duration_s: 20, priority: 1, mandatory: false }],
       faults: [{ device: "relay1", fault: "ignore_writes", from_s: 1, until_s: 40 }],
     },
-    todo: "issue 39 item 3 (confirmation by read-back), fixed on h39-measure",
   },
   {
     name: "issue 39 item 1: a release the battery ignores is retried once its fault clears",
@@ -312,7 +310,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       events: [{ type: "discharge", quantity_kw: 2.1, submit_s: 1, start_s: 3, duration_s: 60, priority: 1, mandatory: false }],
       restarts: [{ at_s: 20, down_s: 15, crash: true }],
     },
-    todo: "issue 39 item 8 (restart gap from read-back), fixed on h39-measure",
   },
   {
     name: "issue 39: a battery offline mid-event does not send the dispatcher into a busy loop of timers due at once",

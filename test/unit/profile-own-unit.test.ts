@@ -45,20 +45,22 @@ test("a profile whose write step names unit 0 or an undeclared unit is refused; 
   assert.deepEqual(problems(switchProfile([{ table: "coil", address: 0, value: "$off" }])), [], "no unit: the device's own");
 });
 
-/** Coils by unit: what was written where. */
+/** Coils by unit: what was written where; a coil reads what was last written to it (1 before). */
 class CoilTransport implements Transport {
   isOpen = true;
   writes: string[] = [];
+  private readonly coils = new Map<string, number>();
   async open() {}
   async close() {}
-  async read(_unit: number, _table: unknown, _address: number, count: number) {
-    return Array.from({ length: count }, () => 1);
+  async read(unit: number, _table: unknown, address: number, count: number) {
+    return Array.from({ length: count }, (_, i) => this.coils.get(`${unit}/${address + i}`) ?? 1);
   }
   async writeRegisters(unit: number, address: number, values: number[]) {
     this.writes.push(`${unit}/holding:${address}=${values.join(",")}`);
   }
   async writeCoils(unit: number, address: number, values: boolean[]) {
     this.writes.push(`${unit}/coil:${address}=${values.map(Number).join(",")}`);
+    values.forEach((v, i) => this.coils.set(`${unit}/${address + i}`, Number(v)));
   }
 }
 

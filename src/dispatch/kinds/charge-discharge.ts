@@ -1,9 +1,12 @@
 // charge / discharge: battery inverters, split in proportion to their maximum power and
 // capped at what earlier events (B4 order) left of each; a battery carries the sum of the
 // shares of every event of the same direction (stacking). Measured from each battery's AC
-// power, in this event's fraction of the setpoint written to it.
+// power, in this event's fraction of the setpoint written to it. Beside it, the effect at the
+// grid (`site_effect_w`, B4): the undisturbed baseline's import less the mean import over
+// the window, from fresh meter readings only, so a partner sees when a forced mode displaced
+// the battery's own self-consumption.
 import { allocateProportional, pctOf, statusFor, type DispatchDevice } from "../allocate.js";
-import { addSample, meanUntil } from "../measure.js";
+import { addHeld, addSample, heldMean, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
@@ -14,6 +17,15 @@ export const chargeDischarge: EventKind = {
 
   capable(type: EventType, d: DispatchDevice): boolean {
     return (type === "charge" || type === "discharge") && d.capabilities.includes(type);
+  },
+
+  begin(row: EventRow, ctx: KindContext): void {
+    const meter = ctx.gridMeter();
+    const quiet = ctx.quietUntil(row.spec.start_ms);
+    const base = meter && quiet !== undefined ? ctx.baseline(meter.device_id, quiet) : undefined;
+    if (!meter || base === undefined) return;
+    row.progress.meter_id = meter.device_id;
+    row.progress.baseline_w = base;
   },
 
   plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[] {
@@ -42,6 +54,10 @@ export const chargeDischarge: EventKind = {
 
   observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
     for (const id of Object.keys(row.progress.devices)) sample(row, ctx, id, metrics.get(id)?.power_w, ts);
+    const p = row.progress;
+    // Only a fresh reading of the meter: a stale one never enters a measurement.
+    const g = p.meter_id && ctx.fresh(p.meter_id, ts) ? (metrics.get(p.meter_id) ?? ctx.device(p.meter_id)?.metrics)?.power_w : undefined;
+    if (g !== undefined) p.site = addHeld(p.site, ts, g, ctx.hold);
   },
 
   // Each battery's mean is its own time-weighted series, so a confirmation reading is one
@@ -70,7 +86,9 @@ export const chargeDischarge: EventKind = {
       devices.push(e);
       delivered += Math.max(0, dw);
     }
-    return { delivered_w: delivered, devices, measured: true };
+    const site = heldMean(p.site, until, ctx.hold);
+    const effect = p.baseline_w !== undefined && site !== undefined ? { site_effect_w: Math.round(p.baseline_w - site) } : undefined;
+    return { delivered_w: delivered, devices, measured: true, ...(effect ? { details: effect } : {}) };
   },
 };
 
@@ -82,5 +100,5 @@ function sample(row: EventRow, ctx: KindContext, id: string, w: number | undefin
   // A battery shared by several events delivers for each its fraction of the setpoint;
   // one another event has taken over delivers nothing for this one.
   const part = ctx.share(id, s.event_id);
-  dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold);
+  dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
 }

@@ -80,6 +80,12 @@ export interface KindContext {
   quietUntil(before: number): number | undefined;
   /** Time of the device's latest reading (0: none yet). */
   seenAt(id: string): number;
+  /**
+   * Whether the device's reading is fresh at `at` (B4): not offline, that is seen within two
+   * poll intervals plus its answer timeout (a pushed device is in every snapshot while its
+   * bridge is up). A stale reading never enters a measurement.
+   */
+  fresh(id: string, at: number): boolean;
   /** The live events that drive the device now (last plan). */
   drivers(id: string): readonly string[];
   /** This event's fraction of the device's setpoint (0 when it does not drive it). */

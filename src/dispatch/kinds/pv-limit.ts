@@ -31,10 +31,10 @@ export const pvLimit: EventKind = {
       const w = metrics.get(id)?.power_w;
       if (dp.writes_ok === 0 || dp.before_w === undefined || w === undefined) continue;
       const drop = Math.max(0, dp.before_w - w);
-      dp.mean = addSample(dp.mean, ts, drop, ctx.hold);
+      dp.mean = addSample(dp.mean, ts, drop, ctx.hold, row.progress.resumed_at);
       total += drop;
     }
-    row.progress.drop = addSample(row.progress.drop, ts, total, ctx.hold);
+    row.progress.drop = addSample(row.progress.drop, ts, total, ctx.hold, row.progress.resumed_at);
   },
 
   plan(row: EventRow, ctx: KindContext, cap: Capacity): Claim[] {

@@ -1,16 +1,30 @@
 // shed: loads only (switchable loads off, thermostats set back), stepped in shed_priority
 // order until the drop covers the quantity. Never PV or a battery: curtailing PV raises
-// grid import, the opposite of a shed. The drop is measured on the grid meter against the
-// last quiet minute before the start (less what other events' devices changed) or, without
-// a meter or a quiet minute, estimated from each load once. The rules of stepping and
-// measuring: docs/dispatch.md (shed).
-import { GENERATOR_ROLES, type Role } from "../../model/roles.js";
+// grid import, the opposite of a shed. The drop is the site's consumption against the last
+// quiet minute before the start, capped by what the loads it still drives account for
+// (shed-measure.ts) or, without a meter or a quiet minute, estimated from each load once. A
+// load that does not follow its write brings nothing, and the shed moves on. The rules of
+// stepping and measuring: docs/dispatch.md (shed).
+import type { Role } from "../../model/roles.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
 import type { DeviceProgress, EventRow, StepExpectation } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
+import {
+  account,
+  expected,
+  failedStep,
+  meteredDrop,
+  noteOthers,
+  ownDrop,
+  ratedOn,
+  ratedTotal,
+  readingAt,
+  shedSample,
+  type Reading,
+} from "./shed-measure.js";
 
 /** The roles a shed turns down: a switch goes off, a thermostat is set back by its setback_c. */
 const LOAD_ROLES: ReadonlySet<Role> = new Set(["switch", "thermostat"]);
@@ -24,18 +38,6 @@ export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
   const pa = a.shed_priority ?? DEFAULT_SHED_PRIORITY;
   const pb = b.shed_priority ?? DEFAULT_SHED_PRIORITY;
   return pa !== pb ? (pa < pb ? -1 : 1) : byCodeUnit(a.device_id, b.device_id);
-}
-
-/**
- * A load's rated power that is on now: one number for the device, or the coils of a
- * per-coil list whose coil is closed (all of them when the device does not say which).
- */
-export function ratedOn(d: DispatchDevice): number | undefined {
-  const r = d.rated_power_w;
-  if (r === undefined) return undefined;
-  if (typeof r === "number") return r;
-  const on = d.coils_on;
-  return r.reduce((sum, w, i) => sum + (on === undefined || Math.floor(on / 2 ** i) % 2 === 1 ? w : 0), 0);
 }
 
 /**
@@ -76,85 +78,6 @@ function noteHeld(row: EventRow, ctx: KindContext): void {
   }
 }
 
-function ratedTotal(d: DispatchDevice): number | undefined {
-  const r = d.rated_power_w;
-  return typeof r === "number" ? r : r?.reduce((a, b) => a + b, 0);
-}
-
-/** What a step is expected to bring, before any reading shows it (stepping without a meter). */
-function expected(dp: DeviceProgress | undefined): number {
-  return dp?.before_w ?? dp?.rated_w ?? 0;
-}
-
-/** A shed load's own drop now: metered (before - now), else its rating (estimated), else unknown (0, estimated). */
-function ownDrop(dp: DeviceProgress, w: number | undefined): { w: number; estimated: boolean } {
-  if (dp.writes_ok === 0) return { w: 0, estimated: false };
-  if (dp.before_w !== undefined && w !== undefined) return { w: Math.max(0, dp.before_w - w), estimated: false };
-  return { w: dp.rated_w ?? 0, estimated: true };
-}
-
-/** Devices another event drives now: its claims, and its ledger rows not yet put back. */
-function drivenByOthers(row: EventRow, ctx: KindContext): string[] {
-  const self = row.spec.event_id;
-  const ids = new Set<string>();
-  for (const d of ctx.devices) if (ctx.drivers(d.device_id).some((e) => e !== self)) ids.add(d.device_id);
-  for (const l of ctx.ledgerRows()) if (l.holders.some((e) => e !== self)) ids.add(l.device_id);
-  return [...ids];
-}
-
-/**
- * The change of import another event's device makes now against its quiet baseline: a
- * generator's rise lowers import, a load's rise raises it. A load another shed holds off
- * and that has no power reading of its own counts with that shed's estimate of it.
- */
-function othersChange(
-  row: EventRow,
-  ctx: KindContext,
-  metrics: (id: string) => Record<string, number> | undefined,
-): { w: number; estimated: boolean } {
-  const p = row.progress;
-  let w = 0;
-  let estimated = false;
-  for (const id of p.others ?? []) {
-    // A load this shed took over from another event is its own step now: its drop is this
-    // shed's delivery, not another event's change to take off.
-    if (p.shed_steps.includes(id) && ctx.drivers(id).includes(row.spec.event_id)) continue;
-    const base = p.baselines?.[id];
-    const now = metrics(id)?.power_w;
-    const d = ctx.device(id);
-    if (base !== undefined && now !== undefined) {
-      w += (d && GENERATOR_ROLES.has(d.role) ? -1 : 1) * (now - base);
-      continue;
-    }
-    const holder = ctx.running().find((r) => r !== row && r.spec.event_type === "shed" && ctx.drivers(id).includes(r.spec.event_id));
-    const dp = holder?.progress.devices[id];
-    if (dp && dp.writes_ok > 0) {
-      w -= expected(dp);
-      estimated = true;
-    }
-  }
-  return { w, estimated };
-}
-
-/** The grid meter's drop now against the quiet baseline, less other events' changes (undefined without a reading). */
-function meteredDrop(
-  row: EventRow,
-  ctx: KindContext,
-  metrics: (id: string) => Record<string, number> | undefined,
-): { w: number; estimated: boolean } | undefined {
-  const p = row.progress;
-  const g = p.meter_id ? metrics(p.meter_id)?.power_w : undefined;
-  if (g === undefined || p.baseline_w === undefined) return undefined;
-  const others = othersChange(row, ctx, metrics);
-  return { w: p.baseline_w - g + others.w, estimated: others.estimated };
-}
-
-/** Every device another event drove at any moment of this shed is compensated: remembered once seen. */
-function noteOthers(row: EventRow, ctx: KindContext): void {
-  const p = row.progress;
-  for (const id of drivenByOthers(row, ctx)) if (id !== p.meter_id && !(p.others ??= []).includes(id)) p.others.push(id);
-}
-
 /** Marks the devices the shed would use next but cannot (offline, not fully configured) as skipped. */
 function skipUnusable(row: EventRow, order: readonly DispatchDevice[], upTo: number): void {
   for (const d of upTo < 0 ? order : order.slice(0, upTo)) {
@@ -163,6 +86,24 @@ function skipUnusable(row: EventRow, order: readonly DispatchDevice[], upTo: num
     if (dp.writes_ok + dp.writes_failed === 0)
       dp.skipped = d.blocked ?? (d.fully_configured ? "offline" : "not fully configured (REGISTRY_WRITE_FAILED)");
   }
+}
+
+/**
+ * The drop a shed's stepping goes by: with a meter (live), the measured drop, capped by what
+ * its loads account for (and the meter's own, uncapped, for the next step's drop_w);
+ * otherwise what the steps it still holds are expected to bring (a step the device did not
+ * follow brings nothing: the shed moves on).
+ */
+function dropNow(row: EventRow, ctx: KindContext, kept: ReadonlySet<string>, metered: boolean): { drop: number; uncapped: number } {
+  const p = row.progress;
+  if (metered) {
+    const read: Reading = (id) => (ctx.fresh(id, ctx.now) ? ctx.device(id)?.metrics : undefined);
+    const m = meteredDrop(row, ctx, read);
+    const drop = shedSample(row, m, account(row, ctx, read)).w;
+    return { drop, uncapped: m && !m.stale ? m.w : drop };
+  }
+  const drop = p.shed_steps.reduce((sum, id) => sum + (kept.has(id) && !failedStep(p.devices[id]) ? expected(p.devices[id]) : 0), 0);
+  return { drop, uncapped: drop };
 }
 
 export const shed: EventKind = {
@@ -201,12 +142,14 @@ export const shed: EventKind = {
       claims.push({ device_id: d.device_id, action: "shed" });
     };
     noteHeld(row, ctx);
+    const kept = new Set<string>();
     for (const id of p.shed_steps) {
       const d = ctx.device(id);
       const dp = deviceProgress(row, id);
       if (!d) continue;
       if (cap.free(id)) {
         dp.skipped = undefined;
+        kept.add(id);
         claim(d);
       } else dp.skipped = `driven by event ${cap.takenBy(id).join(", ")} (before this one in B4 order)`;
     }
@@ -226,8 +169,7 @@ export const shed: EventKind = {
         (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)
       )
         break;
-      const measured = meter && !test ? meteredDrop(row, ctx, (id) => ctx.device(id)?.metrics)?.w : undefined;
-      const drop = measured ?? p.shed_steps.reduce((sum, id) => sum + expected(p.devices[id]), 0);
+      const { drop, uncapped } = dropNow(row, ctx, kept, meter !== undefined && !test);
       if (drop >= s.quantity_w) break;
       const at = order.findIndex((d) => !p.shed_steps.includes(d.device_id) && cap.free(d.device_id) && d.online && d.fully_configured);
       skipUnusable(row, order, at);
@@ -237,10 +179,11 @@ export const shed: EventKind = {
       const dp = deviceProgress(row, next.device_id);
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
-      p.drop_before_step = drop;
+      p.drop_before_step = uncapped;
       // A share is never more than the event's quantity, even when import rose since the baseline.
       step(next, dp, s.quantity_w - Math.max(0, drop), p.held?.[next.device_id]);
       p.shed_steps.push(next.device_id);
+      kept.add(next.device_id);
       claim(next);
       ctx.save(row);
       if (meter && !test) break;
@@ -250,32 +193,26 @@ export const shed: EventKind = {
 
   observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
     const p = row.progress;
-    let estimate = 0;
-    let estimated = false;
+    const read = readingAt(ctx, metrics, ts);
     for (const id of p.shed_steps) {
       const dp = p.devices[id];
-      // Every step made its device's progress; a step without one has nothing to add.
-      if (dp === undefined) continue;
-      const own = ownDrop(dp, metrics.get(id)?.power_w);
-      estimated ||= own.estimated;
-      estimate += own.w;
-      if (dp.writes_ok > 0) dp.mean = addSample(dp.mean, ts, own.w, ctx.hold);
+      // A load's own mean: what it brings while this shed drives it (0 once another took it over).
+      if (dp !== undefined && dp.writes_ok > 0)
+        dp.mean = addSample(dp.mean, ts, ownDrop(row, ctx, id, read)?.w ?? 0, ctx.hold, p.resumed_at);
     }
-    if (!p.meter_id) {
-      p.estimated ||= estimated;
-      p.drop = addSample(p.drop, ts, estimate, ctx.hold);
-      return;
+    let metered: ReturnType<typeof meteredDrop>;
+    if (p.meter_id) {
+      noteOthers(row, ctx);
+      metered = meteredDrop(row, ctx, read);
+      // The drop a step brought: what the first fresh reading after it adds.
+      const last = p.shed_steps[p.shed_steps.length - 1];
+      const dl = last ? p.devices[last] : undefined;
+      if (metered && !metered.stale && dl && dl.drop_w === undefined && dl.writes_ok > 0 && dl.acked_at !== undefined && ts > dl.acked_at)
+        dl.drop_w = Math.max(0, metered.w - (p.drop_before_step ?? 0));
     }
-    noteOthers(row, ctx);
-    const metered = meteredDrop(row, ctx, (id) => metrics.get(id));
-    if (metered === undefined) return;
-    p.estimated ||= metered.estimated;
-    p.drop = addSample(p.drop, ts, metered.w, ctx.hold);
-    // The drop a step brought: what the first reading after it adds.
-    const last = p.shed_steps[p.shed_steps.length - 1];
-    const dl = last ? p.devices[last] : undefined;
-    if (dl && dl.drop_w === undefined && dl.acked_at !== undefined && ts > dl.acked_at)
-      dl.drop_w = Math.max(0, metered.w - (p.drop_before_step ?? 0));
+    const sample = shedSample(row, metered, account(row, ctx, read));
+    p.estimated ||= sample.estimated;
+    p.drop = addSample(p.drop, ts, sample.w, ctx.hold, p.resumed_at);
   },
 
   result(row: EventRow, ctx: KindContext, until: number): KindResult {

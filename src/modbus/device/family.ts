@@ -4,6 +4,7 @@ import type { DeviceFamily } from "../../devices/family.js";
 import type { DeviceSource, RegisteredDevice } from "../../devices/types.js";
 import type { DriverPool } from "./pool.js";
 import { ProfileDevice, type ModbusReadings } from "./profile-device.js";
+import { systemClock, type Clock } from "../../util/clock.js";
 
 export class ModbusFamily implements DeviceFamily {
   readonly family = "modbus";
@@ -14,6 +15,8 @@ export class ModbusFamily implements DeviceFamily {
     private readonly source: DeviceSource & { readonly version: number },
     private readonly pool: Pick<DriverPool, "driverFor">,
     private readonly readings: ModbusReadings,
+    /** The clock a write-only action's confirm_window_ms runs on. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get version(): number {
@@ -30,7 +33,7 @@ export class ModbusFamily implements DeviceFamily {
   private of(r: RegisteredDevice): ProfileDevice {
     const hit = this.made.get(r.config.device_id);
     if (hit && hit.registered === r) return hit;
-    const d = new ProfileDevice(r, this.pool, this.readings);
+    const d = new ProfileDevice(r, this.pool, this.readings, this.clock);
     this.made.set(r.config.device_id, d);
     return d;
   }

@@ -5,6 +5,7 @@
 // come from the poller, which reads it on the site clock. A new device model needs a
 // profile file, not code here.
 import type { DeviceConfig } from "../../config/device-schema.js";
+import { systemClock, type Clock } from "../../util/clock.js";
 import { SitegateError } from "../../errors.js";
 import type {
   Curtailable,
@@ -17,7 +18,7 @@ import type {
   PreState,
   Switchable,
 } from "../../model/device.js";
-import { pctOf } from "../../model/power.js";
+import { movesAsAsked, pctOf } from "../../model/power.js";
 import { opModeCode } from "../../model/roles.js";
 import type { ActionName } from "../../model/vocabulary.js";
 import type { RegisteredDevice } from "../../devices/types.js";
@@ -28,7 +29,7 @@ import type { DriverPool } from "./pool.js";
 import { asRawWrites, capturePre, preOf, verifyPre, type CellRead } from "./pre-state.js";
 import { changedOnly } from "./flash.js";
 import { PartialWriteError } from "../../model/partial-write.js";
-import type { ActionParams, RawWrite } from "./raw-write.js";
+import { writeLength, type ActionParams, type RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
 /** What the poller keeps of each Modbus device: latest values and health, and the remote flag. */
@@ -39,6 +40,9 @@ export interface ModbusReadings {
   confirm(deviceId: string, metrics: Metrics): void;
   setRemote(deviceId: string, remote: boolean): void;
 }
+
+/** Between two reads of a write-only action's effect (confirm_window_ms). */
+const CONFIRM_POLL_MS = 500;
 
 /** What a confirmation read after a setpoint write reads: the device's AC power. */
 const CONFIRM_METRICS = ["power_w"] as const;
@@ -61,6 +65,8 @@ export class ProfileDevice implements Device {
     readonly registered: RegisteredDevice,
     private readonly pool: Pick<DriverPool, "driverFor">,
     private readonly readings: ModbusReadings,
+    /** The clock confirm_window_ms runs on (a test's fake one moves by hand). */
+    private readonly clock: Clock = systemClock,
   ) {
     this.id = registered.config.device_id;
     const actions = this.profileActions();
@@ -87,8 +93,17 @@ export class ProfileDevice implements Device {
       address: this.address(),
       ...(c.rated_power_w !== undefined ? { rated_power_w: c.rated_power_w } : {}),
       ...(c.shed_priority !== undefined ? { shed_priority: c.shed_priority } : {}),
+      ...this.answerTimeout(),
       fully_configured: this.registered.fully_configured,
     });
+  }
+
+  private answerTimeout(): { answer_timeout_ms?: number } {
+    try {
+      return { answer_timeout_ms: this.driver().timeoutMs };
+    } catch {
+      return {}; // no driver: the default applies
+    }
   }
 
   private address(): string {
@@ -165,7 +180,36 @@ export class ProfileDevice implements Device {
 
   private async setPower(direction: "charge" | "discharge", watts: number): Promise<void> {
     const max = this.descriptor()?.max_power_w;
+    const before = this.latest().power_w;
     await this.act(direction, { watts, ...(max ? { pct: pctOf(watts, max) } : {}) });
+    await this.followed(direction, watts, before);
+  }
+
+  /**
+   * Where the action's registers are write-only (SMA 40236, 40793-40799: each step names its
+   * `restore`) and the profile reads nothing back, the write counts once the device's power
+   * moves as asked, within the profile's confirm_window_ms; else CONTROL_NOT_CONFIRMED.
+   */
+  private async followed(direction: "charge" | "discharge", watts: number, before: number | undefined): Promise<void> {
+    const driver = this.driver();
+    const p = driver.profile;
+    const steps = p.actions[direction] ?? [];
+    if (p.readback[direction]?.length || !steps.some((s) => s.restore !== undefined)) return;
+    const deadline = this.clock.mono() + p.confirm_window_ms;
+    for (;;) {
+      const m = await driver.readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
+      const w = m.power_w;
+      if (w === undefined) return; // no power point: nothing to read the effect from
+      this.readings.confirm(this.id, m);
+      if (movesAsAsked(direction, watts, w, before)) return;
+      const left = deadline - this.clock.mono();
+      if (left <= 0)
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${direction} ${Math.round(watts)} W did not take effect within ${p.confirm_window_ms} ms: the power reads ${w} W`,
+        );
+      await new Promise<void>((r) => this.clock.setTimer(r, Math.min(CONFIRM_POLL_MS, left)));
+    }
   }
 
   /** Plans the action with its values, writes it, and reads back the mode the profile names. */
@@ -175,7 +219,34 @@ export class ProfileDevice implements Device {
     if (writes.length === 0)
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} has none of the registers of its ${action} action`);
     await this.write(driver, writes);
+    // The profile's own read-back first (it names the value), then every cell written.
     await driver.readBack(action);
+    await this.shows(driver, action, writes);
+  }
+
+  /**
+   * A write counts once the device shows it (B4): every coil and every readable register
+   * written is read back (a write-only register, one whose step names its `restore`, is
+   * confirmed by the power instead: followed()), and one that does not read what was
+   * written (a relay that acknowledges and does not switch) fails the action with
+   * CONTROL_NOT_CONFIRMED.
+   */
+  private async shows(driver: DeviceDriver, action: ActionName, writes: readonly RawWrite[]): Promise<void> {
+    const read = this.reader(driver);
+    for (const w of writes) {
+      if (w.restore || writeLength(w) === 0) continue;
+      const unit = w.unit ?? driver.unit;
+      const want = w.table === "coil" ? w.coils.map((c) => (c ? 1 : 0)) : w.words;
+      const got = (await read(w.table, w.address, want.length, unit)).map((v) => (w.table === "coil" ? (v ? 1 : 0) : v));
+      if (want.some((v, i) => got[i] !== v)) {
+        const what = w.table === "coil" ? "coils" : "holding registers";
+        const fmt = (xs: readonly number[]) => xs.join(w.table === "coil" ? "" : ",");
+        throw new SitegateError(
+          "CONTROL_NOT_CONFIRMED",
+          `${action} did not take effect: ${what} ${w.address}..${w.address + want.length - 1} of unit ${unit} read ${fmt(got)}, written ${fmt(want)}`,
+        );
+      }
+    }
   }
 
   async capture(action: ActionName, held?: PreState): Promise<PreState> {
