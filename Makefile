@@ -157,9 +157,11 @@ integration: setup build
 	$(NODE_TEST) $(shell find dist/test/integration -name '*.test.js' ! -name arm64.test.js ! -name deb.test.js ! -name dispatch-world-e2e.test.js | sort)
 
 # The coverage figures and floors (LINE:BRANCH %, set a little under the measured figures)
-# that `make test` checks; `make coverage` is `make test` by its other name.
+# that `make test` checks; `make coverage` is `make test` by its other name. src/update's
+# bundle staging of a real runtime and a real release's pax headers run only in
+# `make test-package` (docs/testing.md, Coverage).
 COVERAGE_DIR := var/coverage
-COVERAGE_FLOORS ?= src/dispatch=96:82 src/uplink=97:80 src/delivery=97:85 src/update=94:55
+COVERAGE_FLOORS ?= src/dispatch=96:82 src/uplink=97:80 src/delivery=97:85 src/update=92:55
 coverage: test
 
 bench: setup build

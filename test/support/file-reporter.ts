@@ -42,6 +42,13 @@ const STDERR_TAIL = 2000;
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
 
+/** 45 s, 9 min 30 s. */
+function span(ms: number): string {
+  const m = Math.floor(ms / 60_000);
+  const s = Math.round((ms % 60_000) / 1000);
+  return m ? `${m} min ${s} s` : `${s} s`;
+}
+
 function errorText(error: unknown): string {
   const e = error as { cause?: unknown; message?: string } | undefined;
   const inner = (e?.cause ?? e) as { message?: string; stack?: string } | undefined;
@@ -88,8 +95,8 @@ export default class FileReporter extends Transform {
   private still(): void {
     const now = performance.now();
     if (now - this.lastLine < HEARTBEAT_MS - 1000 || this.files.size === 0) return;
-    const running = [...this.files].map(([name, c]) => `${name} (${Math.round((now - c.started) / 1000)} s)`);
-    this.line(`  ...     ${secs(now - this.t0).trim()} in: still running ${running.join(", ")}`);
+    const running = [...this.files].map(([name, c]) => `${name} (${span(now - c.started)})`);
+    this.line(`  ...  ${span(now - this.t0)} in, still running: ${running.join(", ")}`);
   }
 
   override _transform(event: Event, _enc: BufferEncoding, done: TransformCallback): void {
@@ -151,12 +158,8 @@ export default class FileReporter extends Transform {
     if (counts.cancelled) parts.push(`${counts.cancelled} cancelled`);
     if (t.skipped) parts.push(`${t.skipped} skipped`);
     if (t.todo) parts.push(`${t.todo} todo`);
-    const m = Math.floor(ms / 60_000);
-    const sec = Math.round((ms % 60_000) / 1000);
     const n = t.passed + t.failed + t.skipped + t.todo;
-    this.line(
-      `${n} tests in ${this.finished} files: ${parts.join(", ")}; ${m ? `${m} min ` : ""}${sec} s (the full report: var/test-report.txt)`,
-    );
+    this.line(`${n} tests in ${this.finished} files: ${parts.join(", ")}; ${span(ms)} (the full report: var/test-report.txt)`);
   }
 
   override _flush(done: TransformCallback): void {
