@@ -159,7 +159,10 @@ export default class FileReporter extends Transform {
     if (t.skipped) parts.push(`${t.skipped} skipped`);
     if (t.todo) parts.push(`${t.todo} todo`);
     const n = t.passed + t.failed + t.skipped + t.todo;
-    this.line(`${n} tests in ${this.finished} files: ${parts.join(", ")}; ${span(ms)} (the full report: var/test-report.txt)`);
+    // The Makefile's second reporter writes the spec report there.
+    const full = process.execArgv.find((a) => a.startsWith("--test-reporter-destination=") && a.endsWith(".txt"));
+    const where = full ? ` (the full report: ${full.slice(full.indexOf("=") + 1)})` : "";
+    this.line(`${n} tests in ${this.finished} files: ${parts.join(", ")}; ${span(ms)}${where}`);
   }
 
   override _flush(done: TransformCallback): void {
