@@ -123,7 +123,7 @@ run: setup-run build
 COVERAGE ?= 1
 test: setup lint build
 ifeq ($(COVERAGE),0)
-	node --test $(NODE_TEST_FLAGS) $(TEST_FILES)
+	$(NODE_TEST) $(TEST_FILES)
 else
 	rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)/raw
 	rc=0; NODE_V8_COVERAGE=$(abspath $(COVERAGE_DIR))/raw $(NODE_TEST) $(TEST_FILES) || rc=$$?; \
