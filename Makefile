@@ -47,7 +47,7 @@ help:
 	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
 	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
-	@echo "make test-package  the .deb build with lintian, and its install, upgrade and purge in a throwaway root"
+	@echo "make test-package  the amd64 .deb build with lintian, then its install and purge in a throwaway root"
 	@echo "make docs   write docs/config-reference.md from the config schema (a test checks it is current)"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
 
@@ -245,8 +245,8 @@ deb:
 test-arm: setup build cross-deps
 	$(NODE_TEST) --test-timeout=900000 dist/test/integration/arm64.test.js
 
-# The package suite (B8): both .deb builds with lintian, then the amd64 package's install,
-# upgrade and purge in a throwaway root (test/integration/deb.test.ts). Not in `make test`;
+# The package suite (B8): the amd64 .deb build with lintian, then its install and
+# purge in a throwaway root (test/integration/deb.test.ts). Not in `make test`;
 # CI runs it after. docs/testing.md gives its time.
 test-package: setup build
 	$(NODE_TEST) dist/test/integration/deb.test.js
