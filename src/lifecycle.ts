@@ -5,6 +5,7 @@
 // docs/architecture.md ("Essential parts").
 import type { Logger } from "./log.js";
 import { SitegateError, errorMessage } from "./errors.js";
+import { systemClock, within, type Clock } from "./util/clock.js";
 
 import type { HealthWarning, MetricFamily } from "./metrics.js";
 export type { HealthWarning, MetricFamily } from "./metrics.js";
@@ -63,7 +64,7 @@ interface Entry {
   running: boolean;
   failures: number;
   lastError: string | null;
-  timer: NodeJS.Timeout | null;
+  timer: unknown;
   attempt: Promise<unknown> | null;
 }
 
@@ -76,6 +77,8 @@ export class Lifecycle {
   constructor(
     private readonly log: Logger,
     private readonly retry: RetryPolicy = START_RETRY,
+    /** Retry delays and stop budgets run on it (tests move a FakeClock). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   add<T extends Part>(part: T, opts: PartOptions = {}): T {
@@ -134,7 +137,7 @@ export class Lifecycle {
   private retryLater(e: Entry): void {
     const delay = Math.min(this.retry.maxMs, this.retry.firstMs * 2 ** Math.min(30, e.failures - 1));
     this.log.warn({ part: e.part.name, retry_in_ms: delay }, "part not running; its start is retried");
-    e.timer = setTimeout(() => {
+    e.timer = this.clock.setTimer(() => {
       e.timer = null;
       e.attempt = this.attempt(e).then((err) => {
         e.attempt = null;
@@ -142,7 +145,7 @@ export class Lifecycle {
       });
     }, delay);
     // The retry never keeps the process alive on its own; stop() clears it.
-    e.timer.unref();
+    (e.timer as Partial<NodeJS.Timeout> | null)?.unref?.();
   }
 
   /**
@@ -151,10 +154,10 @@ export class Lifecycle {
    */
   stop(budgetMs = STOP_BUDGET_MS): Promise<void> {
     this.stopping ??= (async () => {
-      const deadline = performance.now() + budgetMs;
-      const left = () => Math.max(0, Math.round(deadline - performance.now()));
+      const deadline = this.clock.mono() + budgetMs;
+      const left = () => Math.max(0, Math.round(deadline - this.clock.mono()));
       for (const e of this.entries) {
-        if (e.timer) clearTimeout(e.timer);
+        if (e.timer !== null) this.clock.clearTimer(e.timer);
         e.timer = null;
       }
       // A start in flight (a listener binding, a first connect) gets a share of the budget
@@ -172,26 +175,24 @@ export class Lifecycle {
   /** Waits for the starts in flight, but not for one that hangs. */
   private async settled(timeoutMs: number): Promise<void> {
     const attempts = this.entries.flatMap((e) => (e.attempt ? [e.attempt] : []));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(attempts), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    await within(this.clock, Promise.all(attempts), timeoutMs);
   }
 
   /** A synchronous stop() always completes; an asynchronous one is given up after `budgetMs`. */
   private async stopPart(part: Part, budgetMs = STOP_BUDGET_MS): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    let timer: unknown = null;
     try {
       await Promise.race([
         Promise.resolve().then(() => part.stop(budgetMs)),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new SitegateError("TIMEOUT", `stop timed out after ${budgetMs} ms`)), budgetMs);
+          timer = this.clock.setTimer(() => reject(new SitegateError("TIMEOUT", `stop timed out after ${budgetMs} ms`)), budgetMs);
         }),
       ]);
       this.log.debug({ part: part.name }, "stopped");
     } catch (e) {
       this.log.error({ part: part.name, err: e }, "part failed to stop cleanly");
     } finally {
-      clearTimeout(timer);
+      this.clock.clearTimer(timer);
     }
   }
 

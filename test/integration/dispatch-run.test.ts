@@ -168,7 +168,7 @@ async function groundTruth(rig: DispatchRig, ev: { start_time: string; end_time:
   // Sampling, not waiting for a condition: the truth is the mean over the whole window.
   while (Date.now() < to) {
     if (Date.now() >= from) samples.push(grid());
-    await sleep(100);
+    await sleep(100); // wait: the sampling interval of the mean over the window, not a wait for a condition
   }
   return { before, max: Math.max(...samples), drop: before - samples.reduce((a, b) => a + b, 0) / samples.length };
 }

@@ -120,10 +120,10 @@ test("Last Will: kill -9 of a `sitegate run` process leaves a retained offline s
       await sub.subscribeAsync(`${T}/status`, { qos: 1 });
       const child = spawnDaemon(file);
       try {
-        await until(() => got.some((m) => m.json?.state === "online"), "birth of the child process", 20_000);
+        await until(() => got.some((m) => m.json?.state === "online"), "birth of the child process");
         assert.ok(!got.some((m) => m.json?.state === "offline" && !m.retain), "no offline before the kill");
         await stopDaemon(child, "SIGKILL");
-        await until(() => got.some((m) => m.json?.state === "offline"), "Last Will", 20_000);
+        await until(() => got.some((m) => m.json?.state === "offline"), "Last Will");
         // Retained: a new subscriber sees the gateway offline.
         const late = await fleetClient(broker);
         const lg = record(late);
@@ -205,10 +205,10 @@ test("broker stopped for at least 20 snapshots and started again while HTTPS kee
             await until(() => fleet.stats().telemetry_cursor >= last, "backlog drained", 60_000);
             assert.deepEqual(await fleetWarnings(), [], "no warning once connected again");
             // Everything HTTPS accepted up to `last` (every snapshot) must have reached MQTT.
-            await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too", 30_000);
+            await until(() => sink.accepted("/v1/telemetry").length >= last, "HTTPS has every snapshot too");
             const want = [...new Set(sink.accepted("/v1/telemetry").map((r) => (r.body as any).timestamp as string))].sort().slice(0, last);
             const distinct = () => distinctTimestamps(tel(got));
-            await until(() => distinct().length >= want.length, "every snapshot at the subscriber", 30_000);
+            await until(() => distinct().length >= want.length, "every snapshot at the subscriber");
             assert.deepEqual(distinct().slice(0, want.length), want, "every snapshot once, oldest first");
             assert.equal(fleet.stats().telemetry.rejected, 0);
           } finally {
@@ -340,10 +340,10 @@ test("kill -9 of `sitegate run` with a telemetry backlog (broker down): after a 
         // (telemetry.db is the running daemon's alone; it is read after the kill.)
         const newest = () => daemonMetric(`https://${api}`, "sitegate_samples_pending_snapshots");
         try {
-          await until(() => tel(got).length >= 5, "live telemetry", 20_000);
+          await until(() => tel(got).length >= 5, "live telemetry");
           await broker.stop();
           const atStop = await newest();
-          await until(async () => (await newest()) >= atStop + 15, "a backlog while the broker is down", 20_000);
+          await until(async () => (await newest()) >= atStop + 15, "a backlog while the broker is down");
           await stopDaemon(child, "SIGKILL");
           const rows = readTelemetry(
             join(dir, "data"),

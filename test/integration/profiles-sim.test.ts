@@ -301,8 +301,9 @@ test("sitegate scan lists the units that answer", async () => {
       "8",
       "--to",
       "12",
+      // A timeout no loaded machine misses an answer by (8, 9 and 12 are silent: 2 s each).
       "--timeout-ms",
-      "100",
+      "1000",
       "--json",
     );
     assert.equal(rtu.code, 0, rtu.stderr);
@@ -342,8 +343,10 @@ test("sitegate scan --identify names the profile of each unit, and none for a de
       "10",
       "--to",
       "11",
+      // With both cores busy 100 ms missed a first answer and 200 ms none: 500 ms, not more,
+      // as identification waits it out on every identity register a device does not answer.
       "--timeout-ms",
-      "100",
+      "500",
       "--identify",
     );
     assert.equal(rtu.code, 0, rtu.stderr);
@@ -355,14 +358,17 @@ test("sitegate scan --identify names the profile of each unit, and none for a de
 
 test("sitegate scan --identify names every brand model on its bus, and nothing on a device no profile describes", async () => {
   await withSite(brandsSite(), async (site) => {
-    const scan = async (endpoint: string, range: string[]) => {
+    // Answers are awaited 500 ms (with both cores busy 100 ms missed a first answer, 200 ms
+    // none; identification waits it out on every identity register a device does not
+    // answer); silent ids get a short timeout, which cannot make them answer.
+    const scan = async (endpoint: string, range: string[], timeoutMs = 500) => {
       const r = await runCli(
         "scan",
         "--endpoint",
         endpoint,
         ...range,
         "--timeout-ms",
-        "150",
+        String(timeoutMs),
         "--identify",
         "--profiles-dir",
         "/nonexistent",
@@ -376,7 +382,13 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
     // The RS-485 bus: the single-phase Deye (5), the EM24-DIN (12) whose map the em24 profile
     // does not follow, and the unknown device (20) answer, and no profile may claim them.
     // The SolarEdge (3) carries the SunSpec marker too; its own profile alone names it.
-    const bus = await scan(rtu, ["--from", "1", "--to", "20"]);
+    const bus = {
+      ...(await scan(rtu, ["--from", "1", "--to", "5"])),
+      ...(await scan(rtu, ["--from", "6", "--to", "9"], 100)),
+      ...(await scan(rtu, ["--from", "10", "--to", "13"])),
+      ...(await scan(rtu, ["--from", "14", "--to", "19"], 100)),
+      ...(await scan(rtu, ["--from", "20", "--to", "20"])),
+    };
     assert.deepEqual(bus, {
       1: ["sungrow-sh"],
       2: ["huawei-sun2000"],

@@ -1,6 +1,5 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { EventBus } from "../../src/event-bus.js";
 import { createLogger } from "../../src/log.js";
 
@@ -45,12 +44,14 @@ test("a listener's rejected promise is caught and counted, never unhandled", asy
   const onUnhandled = () => unhandled++;
   process.on("unhandledRejection", onUnhandled);
   try {
-    bus.on("input", "input-events", async () => {
-      await sleep(1);
-      throw new Error("late failure");
-    });
+    // The listener fails after the emit has returned: its promise is rejected by the test.
+    let fail!: (e: Error) => void;
+    bus.on("input", "input-events", () => new Promise<void>((_, reject) => (fail = reject)));
     bus.emit("input", 4, true);
-    await sleep(20);
+    assert.equal(bus.failureCount("input-events", "input"), 0);
+    fail(new Error("late failure"));
+    // One turn of the event loop: node reports an unhandled rejection before the next turn.
+    await new Promise((r) => setImmediate(r));
   } finally {
     process.off("unhandledRejection", onUnhandled);
   }

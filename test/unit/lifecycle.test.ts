@@ -1,26 +1,30 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Lifecycle, type MetricFamily, type Part } from "../../src/lifecycle.js";
 import { silentLogger } from "../../src/log.js";
+import { FakeClock } from "../support/fake-clock.js";
+
+// Every wait below is on a FakeClock the test moves: the retry delays and the stop budgets
+// are checked to the millisecond, and machine load cannot move them.
 
 interface Opts {
   /** Starts that fail before one succeeds (Infinity: never starts). */
   failStarts?: number;
   failStop?: boolean;
   hangStop?: boolean;
-  startMs?: number;
+  /** Start attempt n (1, 2, ...) waits for the promise returned, when there is one. */
+  hold?: (attempt: number) => Promise<void> | undefined;
   metrics?: () => MetricFamily[];
 }
 
-function recorder(events: string[], name: string, opts: Opts = {}): Part & { attempts: number[] } {
+function recorder(events: string[], name: string, opts: Opts = {}, clock?: FakeClock): Part & { attempts: number[] } {
   let failures = 0;
   return {
     name,
     attempts: [],
     async start() {
-      this.attempts.push(performance.now());
-      if (opts.startMs) await sleep(opts.startMs);
+      this.attempts.push(clock?.mono() ?? 0);
+      await opts.hold?.(this.attempts.length);
       if (failures < (opts.failStarts ?? 0)) {
         failures++;
         events.push(`failed ${name}`);
@@ -46,11 +50,25 @@ const up = (life: Lifecycle) =>
       .values.map((v) => [v.labels!.part, v.value]),
   );
 
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await sleep(5);
+/** One turn of the event loop: every promise the parts and the lifecycle chain has settled. */
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+/** Moves the clock to each delay in turn and checks an attempt comes exactly then, not a millisecond before. */
+async function expectAttemptsAfter(clock: FakeClock, part: { attempts: number[] }, delays: number[]): Promise<void> {
+  for (const delay of delays) {
+    const n = part.attempts.length;
+    clock.advance(delay - 1);
+    await turn();
+    assert.equal(part.attempts.length, n, `no attempt ${delay - 1} ms after the last`);
+    clock.advance(1);
+    await turn();
+    assert.equal(part.attempts.length, n + 1, `an attempt ${delay} ms after the last`);
   }
 }
 
@@ -65,20 +83,24 @@ test("parts start in order and stop in reverse", async () => {
 
 test("an essential part that fails to start stops the ones already started, is stopped itself, and fails the start", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger(), fast);
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
   life.add(recorder(events, "db"));
   life.add(recorder(events, "api", { failStarts: Infinity }), { essential: true });
   life.add(recorder(events, "ui"));
   await assert.rejects(life.start(), /api cannot start/);
-  await sleep(3 * fast.firstMs);
+  assert.equal(clock.pending, 0, "no retry is pending");
+  clock.advance(10 * fast.maxMs);
+  await turn();
   assert.deepEqual(events, ["start db", "failed api", "stop api", "stop db"], "released, not retried, ui never started");
 });
 
 test("a part that is not essential and fails to start is reported, retried with growing delays, and the others run", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger(), fast);
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
   life.add(recorder(events, "db"), { essential: true });
-  const flaky = life.add(recorder(events, "zigbee", { failStarts: 3 }));
+  const flaky = life.add(recorder(events, "zigbee", { failStarts: 3 }, clock));
   life.add(recorder(events, "api"), { essential: true });
   await life.start();
   assert.deepEqual(events, ["start db", "failed zigbee", "stop zigbee", "start api"]);
@@ -89,11 +111,9 @@ test("a part that is not essential and fails to start is reported, retried with 
   );
   assert.match(life.warnings()[0].message, /^zigbee is not running after 1 failed start \(zigbee cannot start\); retrying$/);
 
-  await until(() => events.includes("start zigbee"));
-  const gaps = flaky.attempts.slice(1).map((t, i) => t - flaky.attempts[i]);
-  assert.equal(gaps.length, 3);
-  // 20, 40, 80 ms (timers never fire early; allow a millisecond of rounding)
-  gaps.forEach((g, i) => assert.ok(g >= fast.firstMs * 2 ** i - 1, `gap ${i} is ${g} ms`));
+  await expectAttemptsAfter(clock, flaky, [20, 40, 80]);
+  assert.deepEqual(flaky.attempts, [0, 20, 60, 140]);
+  assert.ok(events.includes("start zigbee"));
   assert.deepEqual(up(life), { db: 1, zigbee: 1, api: 1 });
   assert.deepEqual(life.warnings(), []);
   const failures = life.metrics().find((f) => f.name === "sitegate_part_start_failures_total")!;
@@ -104,62 +124,92 @@ test("a part that is not essential and fails to start is reported, retried with 
 
 test("the retry delay stops growing at maxMs", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger(), { firstMs: 5, maxMs: 15 });
-  const p = life.add(recorder(events, "gpio", { failStarts: 6 }));
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), { firstMs: 5, maxMs: 15 }, clock);
+  const p = life.add(recorder(events, "gpio", { failStarts: 6 }, clock));
   await life.start();
-  await until(() => events.includes("start gpio"));
-  const gaps = p.attempts.slice(1).map((t, i) => t - p.attempts[i]);
-  assert.ok(
-    gaps.slice(2).every((g) => g >= 14 && g < 200),
-    `gaps ${gaps.join(", ")}`,
-  );
+  await expectAttemptsAfter(clock, p, [5, 10, 15, 15, 15, 15]);
+  assert.ok(events.includes("start gpio"));
+  assert.equal(clock.pending, 0, "no retry after the start that worked");
   await life.stop();
 });
 
 test("stop() cancels a pending retry; nothing starts afterwards", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger(), { firstMs: 30, maxMs: 30 });
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), { firstMs: 30, maxMs: 30 }, clock);
   const p = life.add(recorder(events, "fleet", { failStarts: Infinity }));
   await life.start();
+  assert.equal(clock.pending, 1, "a retry is pending");
   await life.stop();
-  await sleep(100);
+  assert.equal(clock.pending, 0, "the retry was cancelled");
+  clock.advance(10 * 30);
+  await turn();
   assert.equal(p.attempts.length, 1);
   assert.deepEqual(events, ["failed fleet", "stop fleet"]);
 });
 
 test("stop() during a retry waits for that attempt and stops the part it started", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger(), { firstMs: 10, maxMs: 10 });
-  const p = life.add(recorder(events, "ui", { failStarts: 1, startMs: 30 }));
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), { firstMs: 10, maxMs: 10 }, clock);
+  const second = gate();
+  const p = life.add(recorder(events, "ui", { failStarts: 1, hold: (n) => (n === 2 ? second.promise : undefined) }));
   await life.start();
-  await until(() => p.attempts.length === 2);
-  await life.stop();
+  clock.advance(10);
+  await turn();
+  assert.equal(p.attempts.length, 2, "the retry is in flight");
+  const stopping = life.stop();
+  await turn();
+  assert.deepEqual(events, ["failed ui", "stop ui"], "the stop waits for the attempt");
+  second.open();
+  await turn();
   assert.deepEqual(events, ["failed ui", "stop ui", "start ui", "stop ui"]);
+  await stopping;
 });
 
 test("stop() during the start waits for the part being started, stops it, and starts no other", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger());
+  const life = new Lifecycle(silentLogger(), fast, new FakeClock(0));
+  const slowStart = gate();
   life.add(recorder(events, "db"));
-  life.add(recorder(events, "slow", { startMs: 30 }));
+  const slow = life.add(recorder(events, "slow", { hold: () => slowStart.promise }));
   life.add(recorder(events, "api"));
   const starting = life.start();
-  await sleep(10);
-  await life.stop();
+  await turn();
+  assert.equal(slow.attempts.length, 1, "slow is starting");
+  const stopping = life.stop();
+  slowStart.open();
+  await stopping;
   await starting;
   assert.deepEqual(events, ["start db", "start slow", "stop slow", "stop db"]);
 });
 
 test("stop() does not wait for ever for a start that hangs", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger());
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
+  let stuckStarting = false;
   life.add(recorder(events, "db"));
-  life.add({ name: "stuck", start: () => new Promise<void>(() => {}), stop() {} });
+  life.add({
+    name: "stuck",
+    start: () => {
+      stuckStarting = true;
+      return new Promise<void>(() => {});
+    },
+    stop() {},
+  });
   void life.start();
-  await sleep(10);
-  const t0 = performance.now();
-  await life.stop(50);
-  assert.ok(performance.now() - t0 < 1000);
+  await turn();
+  assert.ok(stuckStarting);
+  let stopped = false;
+  const stopping = life.stop(60).then(() => (stopped = true));
+  await turn();
+  assert.equal(stopped, false, "the stop waits for the start in flight");
+  clock.advance(10);
+  await turn();
+  assert.equal(stopped, true, "and gives up on it after its share of the budget (a sixth of 60 ms)");
+  await stopping;
   assert.deepEqual(events, ["start db", "stop db"]);
 });
 
@@ -185,13 +235,18 @@ test("/metrics is the union of the parts' metrics(); one that throws is left out
 
 test("a part that fails or hangs on stop does not keep the others from stopping", async () => {
   const events: string[] = [];
-  const life = new Lifecycle(silentLogger());
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
   life.add(recorder(events, "db"));
   life.add(recorder(events, "hang", { hangStop: true }));
   life.add(recorder(events, "bad", { failStop: true }));
   await life.start();
-  await life.stop(50);
+  const stopping = life.stop(50);
+  await turn();
+  clock.advance(50);
+  await turn();
   assert.deepEqual(events, ["start db", "start hang", "start bad", "stop db"]);
+  await stopping;
 });
 
 test("stop is idempotent", async () => {
@@ -220,32 +275,48 @@ test("the parts share one stop budget: each is told what is left, and a hung par
       return hang ? new Promise<void>(() => {}) : undefined;
     },
   });
-  const life = new Lifecycle(silentLogger());
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
   life.add(part("storage", false));
   life.add(part("dispatch", true));
   life.add(part("api", false));
   await life.start();
-  await life.stop(200);
-  // Reverse order; api stops at once (about the whole budget left), dispatch hangs through the rest of it.
-  assert.deepEqual(
-    told.map(([n]) => n),
-    ["api", "dispatch", "storage"],
-  );
-  assert.ok(told[0][1]! > 0 && told[0][1]! <= 200, `api told ${told[0][1]} ms`);
-  assert.ok(told[1][1]! > 0 && told[1][1]! <= told[0][1]!, `dispatch gets what api left: ${told[1][1]} ms`);
-  assert.equal(told[2][1], 0, "storage: nothing left after the hung part (its synchronous stop still runs)");
+  const stopping = life.stop(200);
+  await turn();
+  clock.advance(200);
+  await turn();
+  // Reverse order; api stops at once (the whole budget left), dispatch hangs through all of it.
+  assert.deepEqual(told, [
+    ["api", 200],
+    ["dispatch", 200],
+    ["storage", 0],
+  ]);
+  await stopping;
 });
 
 test("a start that hangs takes only its share of the stop budget: the running parts still get the rest", async () => {
   const told: Array<[string, number | undefined]> = [];
-  const life = new Lifecycle(silentLogger());
+  const clock = new FakeClock(0);
+  const life = new Lifecycle(silentLogger(), fast, clock);
+  let stuckStarting = false;
   life.add({ name: "dispatch", start() {}, stop: (budgetMs?: number) => void told.push(["dispatch", budgetMs]) });
-  life.add({ name: "stuck", start: () => new Promise<void>(() => {}), stop() {} });
+  life.add({
+    name: "stuck",
+    start: () => {
+      stuckStarting = true;
+      return new Promise<void>(() => {});
+    },
+    stop() {},
+  });
   void life.start();
-  await sleep(10);
-  await life.stop(600);
-  assert.equal(told.length, 1);
-  // 600 ms budget, at most a sixth (100 ms) spent waiting for the hung start; waiting
-  // for it as long as the budget allowed would leave dispatch 0 ms.
-  assert.ok(told[0][1]! > 0, `dispatch told ${told[0][1]} ms`);
+  await turn();
+  assert.ok(stuckStarting);
+  const stopping = life.stop(600);
+  await turn();
+  clock.advance(100);
+  await turn();
+  // 600 ms budget, a sixth (100 ms) spent waiting for the hung start; waiting for it as
+  // long as the budget allowed would leave dispatch 0 ms.
+  assert.deepEqual(told, [["dispatch", 500]]);
+  await stopping;
 });
