@@ -107,7 +107,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
   const devices = new SiteDevices(); // the one registry: every family's devices
-  const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices }));
+  const poller = add(
+    new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices, siteId: config.site_id }),
+  );
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
   for (const f of buildFamilies(familyCtx)) devices.add(f);
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
