@@ -148,8 +148,9 @@ export const updateSchema = z.strictObject({
 export type UpdateConfig = z.infer<typeof updateSchema>;
 /**
  * The default telemetry commit interval (s), and so the default loss window of a power cut.
- * Each commit is fsynced and so writes at least one 4 KiB page of the WAL: at 30 s a 4-device
- * site writes about 12 B a sample, at 10 s about 26 B (docs/sd-card.md, the trade-off).
+ * Each commit is fsynced and so costs about two 4 KiB pages of the card however few rows it
+ * adds: at 30 s a 4-device site writes about 8 B a sample, at 10 s about 23 B (docs/sd-card.md,
+ * the trade-off; the budget is 15 B).
  */
 export const TELEMETRY_COMMIT_S = 30;
 
