@@ -110,7 +110,9 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const devices = new SiteDevices([], (device_id, families) =>
     log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
   );
-  const poller = add(new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices }));
+  const poller = add(
+    new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices, siteId: config.site_id }),
+  );
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
   for (const f of buildFamilies(familyCtx)) devices.add(f);
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));

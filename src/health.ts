@@ -22,8 +22,12 @@ export const HEALTH_MIGRATIONS: ModuleMigrations = {
 };
 
 /** What the monitor looks at; each a cheap in-memory read (the db probe aside). */
-/** A part's successful commit this recent stands for the health check's own write probe. */
-const PROBE_WINDOW_MS = 30_000;
+/**
+ * A part's successful commit this recent stands for the health check's own write probe.
+ * Longer than the longest telemetry commit interval (60 s) and a poll, so that a gateway
+ * committing telemetry never writes a probe row as well (the SD card).
+ */
+const PROBE_WINDOW_MS = 65_000;
 
 export interface HealthSources {
   storage: StoragePart;

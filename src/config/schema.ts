@@ -77,6 +77,14 @@ export const updateSchema = z.strictObject({
     .describe("Where root downloads a requested bundle: a folder only root can write, on the data partition"),
 });
 export type UpdateConfig = z.infer<typeof updateSchema>;
+/**
+ * The default telemetry commit interval (s), and so the default loss window of a power cut.
+ * Each commit is fsynced and so costs about two 4 KiB pages of the card however few rows it
+ * adds: at 30 s a 4-device site writes about 8 B a sample, at 10 s about 23 B (docs/sd-card.md,
+ * the trade-off; the budget is 15 B).
+ */
+export const TELEMETRY_COMMIT_S = 30;
+
 export const UPDATE_DEFAULTS: UpdateConfig = {
   allowed_urls: [],
   allow_unsigned_requests: false,
@@ -243,10 +251,12 @@ export const configSchema = z.strictObject({
         .int()
         .min(1)
         .max(60)
-        .default(10)
-        .describe("Samples are committed once per this many seconds (SD card wear); a power cut loses at most that much. 1: every poll"),
+        .default(TELEMETRY_COMMIT_S)
+        .describe(
+          "Samples are committed (and fsynced) once per this many seconds (SD card wear: each commit writes at least a 4 KiB page); a power cut loses at most that much. 1: every poll",
+        ),
     })
-    .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 10 })
+    .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: TELEMETRY_COMMIT_S })
     .describe("Polling and the sample store"),
   devices: z
     .array(deviceConfigSchema)

@@ -13,7 +13,9 @@ import type { Device } from "../model/device.js";
 import type { ModbusReadings } from "../modbus/device/profile-device.js";
 import type { SiteDevices } from "../devices/directory.js";
 import { opModeCode } from "../model/roles.js";
+import { systemClock, type Clock } from "../util/clock.js";
 import type { Metrics, Snapshot, SnapshotSink } from "./types.js";
+import { nextTickAt, tickOffsetMs } from "./tick-offset.js";
 
 const MAX_BACKOFF_MS = 60_000;
 
@@ -38,6 +40,10 @@ export interface PollerOptions {
    * readings join each tick's snapshot, and their health and latest values are answered here too.
    */
   local?: Pick<SiteDevices, "readings" | "reporting">;
+  /** The site's ticks fall at this site's stable offset into each interval (tick-offset.ts); none: on the interval grid. */
+  siteId?: string;
+  /** Wall clock and timers of the ticks (tests inject a fake one). */
+  clock?: Clock;
 }
 
 interface Tick {
@@ -54,10 +60,13 @@ export class Poller implements Part, HealthView, ModbusReadings {
   /** Buses in the middle of a tick (they skip the ticks that come while they are busy). */
   private busy = new Map<string, Promise<void>>();
   private open: Tick[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private timer: unknown = null;
   private nextTickAt = 0;
   private stopped = true;
   private remote = new Set<string>();
+  private readonly clock: Clock;
+  /** Where in each interval this site's ticks fall (ms after the UTC interval grid). */
+  readonly offsetMs: number;
   readonly stats = { ticks: 0, snapshots: 0, late_snapshots: 0, skipped_bus_ticks: 0, reads_ok: 0, reads_failed: 0, store_errors: 0 };
 
   constructor(
@@ -65,12 +74,15 @@ export class Poller implements Part, HealthView, ModbusReadings {
     private readonly sink: SnapshotSink,
     private readonly pool: DriverPool,
     private readonly opts: PollerOptions,
-  ) {}
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.offsetMs = opts.siteId === undefined ? 0 : tickOffsetMs(opts.siteId, opts.intervalMs);
+  }
 
   start(): void {
     this.stopped = false;
     this.sync();
-    this.nextTickAt = Math.ceil(Date.now() / this.opts.intervalMs) * this.opts.intervalMs;
+    this.nextTickAt = nextTickAt(this.clock.now(), this.opts.intervalMs, this.offsetMs);
     this.arm();
   }
 
@@ -109,17 +121,17 @@ export class Poller implements Part, HealthView, ModbusReadings {
     this.devices = next;
   }
 
-  /** Sets the timer for the next tick of the site clock (a multiple of the interval). */
+  /** Sets the timer for the next tick of the site clock (a multiple of the interval, plus the site's offset). */
   private arm(): void {
     if (this.stopped) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const iv = this.opts.intervalMs;
     // A wall-clock step (NTP) or a stall over a whole interval: go on from the next tick
     // after now, not from a stale schedule (no burst of catch-up ticks, no long wait after
     // a step back). Timers may fire a little early against Date.now(), so the next tick
     // may be up to one interval plus that much ahead: only more than that is a step.
-    if (this.nextTickAt <= now - iv || this.nextTickAt > now + 2 * iv) this.nextTickAt = Math.ceil(now / iv) * iv;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextTickAt - now));
+    if (this.nextTickAt <= now - iv || this.nextTickAt > now + 2 * iv) this.nextTickAt = nextTickAt(now, iv, this.offsetMs);
+    this.timer = this.clock.setTimer(() => this.tick(), Math.max(0, this.nextTickAt - now));
   }
 
   private tick(): void {
@@ -327,7 +339,7 @@ export class Poller implements Part, HealthView, ModbusReadings {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.clock.clearTimer(this.timer);
     // Let ticks in flight finish (their reads fail fast once the buses close), within 2 s.
     const settle = Promise.allSettled([...this.busy.values()]);
     let t: NodeJS.Timeout | undefined;

@@ -9,6 +9,7 @@ import { startLocalBroker } from "../support/local-mosquitto.js";
 import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
+import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 
 test("zigbee devices report telemetry into the snapshots, show in device sync, and follow availability", async () => {
   await withZigbeeGateway({}, async (site, gw) => {
@@ -38,7 +39,7 @@ test("zigbee devices report telemetry into the snapshots, show in device sync, a
       return snap !== undefined;
     }, "a snapshot with plug-1, trv-1 and grid");
     if (!snap) throw new Error("unreachable");
-    assert.equal(snap.ts % 250, 0, "stamped with a tick of the site clock");
+    assert.equal(snap.ts % 250, tickOffsetMs("site-001", 250), "stamped with a tick of the site clock (its offset included)");
     assert.equal(snap.devices.find((d) => d.device_id === "trv-1")!.metrics.setpoint_c, 21);
 
     // Device sync lists them with their type codes, max power of switchable loads, capabilities.

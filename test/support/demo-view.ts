@@ -106,7 +106,7 @@ export function header(a: Addresses): string[] {
     `  partner sink  ${a.sink}`,
     `  simulator     ${a.simControl}/state`,
     `  config        ${a.config}`,
-    "  SD card       telemetry.commit_interval_s 10 (the default): a power cut loses at most 10 s of samples (docs/sd-card.md)",
+    "  SD card       telemetry.commit_interval_s 30 (the default): a power cut loses at most 30 s of samples (docs/sd-card.md)",
   ];
 }
 

@@ -89,3 +89,34 @@ test("the certificate warning starts 14 days before expiry and says when it expi
   assert.match(soon!.message, /in 13 days$/);
   assert.equal(certificateWarning(cert, certFile, expires + day)?.code, "tls_cert_expired");
 });
+
+test("a telemetry commit up to the longest commit interval (60 s) and a poll ago stands for the write probe: no probe row on the SD card", async () => {
+  await withTmpDir((dir) => {
+    const storage = new StoragePart(dir, [HEALTH_MIGRATIONS], silentLogger());
+    storage.start();
+    try {
+      const mon = new HealthMonitor(
+        {
+          storage,
+          buses: () => [],
+          devices: () => ({ configured: 0, online: 0 }),
+          readsOk: () => 0,
+          backlog: () => ({ outbox: 0, snapshots: 0 }),
+        },
+        new SystemdNotifier(silentLogger(), {}),
+        silentLogger(),
+      );
+      const probes = () => storage.db.prepare("SELECT count(*) FROM health_probe").pluck().get() as number;
+      storage.noteCommit(1_000); // a telemetry commit
+      for (const at of [11_000, 31_500, 61_000, 62_000]) {
+        assert.deepEqual(mon.check(at).failures, []);
+        assert.equal(probes(), 0, `${(at - 1_000) / 1000} s after a commit: no probe write`);
+      }
+      // Nothing committed for longer than any commit interval: the probe writes.
+      assert.deepEqual(mon.check(70_000).failures, []);
+      assert.equal(probes(), 1);
+    } finally {
+      storage.stop();
+    }
+  });
+});
