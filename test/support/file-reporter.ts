@@ -44,8 +44,9 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
 
 /** 45 s, 9 min 30 s. */
 function span(ms: number): string {
-  const m = Math.floor(ms / 60_000);
-  const s = Math.round((ms % 60_000) / 1000);
+  const all = Math.round(ms / 1000); // whole seconds first: 119.6 s is 2 min 0 s, never 1 min 60 s
+  const m = Math.floor(all / 60);
+  const s = all % 60;
   return m ? `${m} min ${s} s` : `${s} s`;
 }
 
