@@ -15,7 +15,7 @@ import { Executor, type ExecutionResponse } from "./executor.js";
 import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
-import { resumed } from "./measure.js";
+import { putBack, resumed } from "./measure.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -136,7 +136,7 @@ export class Dispatcher implements Part {
     // No device stays shed or limited without a running event: put every one back (so the
     // restart gap delivers nothing). Running events stay running and take their devices again.
     for (const row of this.open.running.values()) {
-      row.progress.put_back = true;
+      putBack(row.progress, now, this.exec.hold);
       this.store.saveProgress(row, now);
     }
     await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));

@@ -328,6 +328,112 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       faults: [{ device: "bat1", fault: "offline", from_s: 10, until_s: 30 }],
     },
   },
+  {
+    name: "issue 39 soak: after a clean stop at the start of a discharge, the gap after the put-back delivers nothing (the last reading before it does not hold into it)",
+    world: {
+      seed: 999982,
+      base_load_w: 4800,
+      load_noise_pct: 5,
+      irradiance: 0.8,
+      meter: false,
+      batteries: [{ max_power_w: 7000, capacity_wh: 10000, soc_pct: 86, control_sf: -2 }],
+      pvs: [
+        { max_power_w: 3000, control_sf: -2 },
+        { max_power_w: 10000, control_sf: -1 },
+      ],
+      relays: [
+        { load_per_coil_w: 500, rating: "total", shed_priority: 32 },
+        { load_per_coil_w: 1400, rating: "total", shed_priority: 175 },
+      ],
+      plugs: [
+        { load_w: 1500, metering: false, rated: false },
+        { load_w: 600, metering: false, rated: true, shed_priority: 71 },
+      ],
+      thermostats: [],
+      events: [
+        { type: "discharge", quantity_kw: 5.1, submit_s: 1, start_s: 55, duration_s: 67, priority: 8, mandatory: false },
+        { type: "shed", quantity_kw: 6.5, submit_s: 1, start_s: 18, duration_s: 107, priority: 11, mandatory: false, cancel_s: 2 },
+        { type: "discharge", quantity_kw: 5.1, submit_s: 1, start_s: 109, duration_s: 65, priority: 5, mandatory: false, cancel_s: 2 },
+      ],
+      restarts: [{ at_s: 55, down_s: 18, crash: false }],
+    },
+  },
+  {
+    name: "issue 39 soak: a metered shed under a +2.9 kW house-load step is not held to the loads' effect (the meter cannot tell the step from a load that did not drop)",
+    world: {
+      seed: 999996,
+      base_load_w: 0,
+      load_noise_pct: 4,
+      irradiance: 0.8,
+      meter: true,
+      batteries: [{ max_power_w: 2000, capacity_wh: 20000, soc_pct: 75, control_sf: 0, hybrid: true }],
+      pvs: [],
+      relays: [
+        { load_per_coil_w: 600, rating: "total" },
+        { load_per_coil_w: 500, rating: "per_coil", shed_priority: 61 },
+      ],
+      plugs: [],
+      thermostats: [
+        { load_w: 1200, metering: true, setpoint_c: 21, setback_c: 4, shed_priority: 117 },
+        { load_w: 2000, metering: true, setpoint_c: 19.5, setback_c: 4 },
+      ],
+      events: [
+        { type: "shed", quantity_kw: 4, submit_s: 1, start_s: 103, duration_s: 109, priority: 9, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 1, submit_s: 1, start_s: 45, duration_s: 63, priority: 9, mandatory: false },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 98, duration_s: 89, priority: 2, mandatory: false, cancel_s: 2 },
+        { type: "pv_limit", quantity_kw: 0, submit_s: 17, start_s: 17, duration_s: 78, priority: 0, mandatory: true, limit_pct: 7 },
+      ],
+      steps: [
+        { at_s: 74, load_delta_w: 0, irradiance: 0.5 },
+        { at_s: 46, load_delta_w: 2900, irradiance: 0.5 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a shed whose meter answered exceptions through every quiet minute before it has no metered baseline to be held to",
+    world: {
+      seed: 1,
+      base_load_w: 0,
+      load_noise_pct: 0,
+      irradiance: 0,
+      meter: true,
+      batteries: [],
+      pvs: [],
+      relays: [{ load_per_coil_w: 100, rating: "none" }],
+      plugs: [],
+      thermostats: [],
+      events: [
+        { type: "shed", quantity_kw: 0.1, submit_s: 96, start_s: 86, duration_s: 15, priority: 1, mandatory: false, cancel_s: 97 },
+        { type: "charge", quantity_kw: 0.1, submit_s: 1, start_s: 50, duration_s: 70, priority: 1, mandatory: false, cancel_s: 2 },
+        { type: "charge", quantity_kw: 0.1, submit_s: 1, start_s: 1, duration_s: 15, priority: 1, mandatory: false },
+      ],
+      faults: [{ device: "grid", fault: "exception", from_s: 15, until_s: 86, code: 2 }],
+    },
+  },
+  {
+    name: "issue 39 soak: a battery that answers exceptions mid-discharge and cannot be released delivered, physically, for the hold time of its last reading",
+    world: {
+      seed: 21551,
+      base_load_w: 3900,
+      load_noise_pct: 3,
+      irradiance: 0.1,
+      meter: false,
+      batteries: [{ max_power_w: 8000, capacity_wh: 20000, soc_pct: 57, control_sf: -2, hybrid: true }],
+      pvs: [{ max_power_w: 9000, control_sf: -1 }],
+      relays: [{ load_per_coil_w: 700, rating: "none" }],
+      plugs: [{ load_w: 350, metering: false, rated: false, shed_priority: 213 }],
+      thermostats: [{ load_w: 1700, metering: false, setpoint_c: 18.5, setback_c: 2, shed_priority: 104 }],
+      events: [
+        { type: "discharge", quantity_kw: 6.1, submit_s: 1, start_s: 8, duration_s: 108, priority: 5, mandatory: false },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 85, duration_s: 65, priority: 18, mandatory: true },
+      ],
+      faults: [
+        { device: "pv1", fault: "exception", from_s: 94, until_s: 105, code: 3 },
+        { device: "bat1", fault: "exception", from_s: 44, until_s: 101, code: 6 },
+      ],
+      restarts: [{ at_s: 52, down_s: 16, crash: false }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
