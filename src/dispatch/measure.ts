@@ -29,8 +29,18 @@ export function addSample(s: MeanState | undefined, at: number, value: number, h
   // reads in one tick) is the later state: the earlier one held for no time at all.
   if (at === s.at) return { ...s, value };
   if (resumedAt !== undefined && s.at < resumedAt && at >= resumedAt)
-    return { from: s.from, at, value, area: s.area + value * (at - s.at) };
+    return { from: s.from, at, value, area: s.area + held(s.value, value) * (at - s.at) };
   return { from: s.from, at, value, area: s.area + s.value * Math.min(at - s.at, holdMs) };
+}
+
+/**
+ * What a device held through a restart gap: what it reads back once the gateway is up again,
+ * but no more than it delivered before the gap (a device not yet following its setpoint when
+ * the gateway went down cannot have held it; the reading after the restart follows a new write).
+ */
+function held(before: number, after: number): number {
+  if (before === 0 || Math.sign(before) !== Math.sign(after)) return 0;
+  return Math.sign(after) * Math.min(Math.abs(before), Math.abs(after));
 }
 
 /** The mean over [from, until]; `windowFrom` widens the window to start earlier (silence counts as 0). */

@@ -1108,7 +1108,10 @@ function shedKnowable(w: WorldSpec, e: Running): boolean {
   return w.meter && quietMinute(w, e);
 }
 
-/** Whether a shed has a minute before its start, within 15 min, that no event could drive a device in and in which the meter had no fault. */
+/**
+ * Whether a shed has a minute before its start, within 15 min and since the gateway was last
+ * up again, that no event could drive a device in and in which the meter had no fault.
+ */
 function quietMinute(w: WorldSpec, e: Running): boolean {
   const busy = w.events
     .filter((o) => o !== e.ev && !(o.cancel_s !== undefined && o.cancel_s < o.start_s))
@@ -1117,7 +1120,9 @@ function quietMinute(w: WorldSpec, e: Running): boolean {
     .filter((f) => f.device === "grid" && f.fault !== "ignore_writes" && f.fault !== "refuse_writes")
     .map((f) => [f.from_s, f.until_s] as const);
   const start = e.ev.start_s;
-  for (let a = Math.max(1, start - 900); a + 60 <= start; a++)
+  // The gateway keeps its readings in memory: a restart before the start leaves it none from before it was up again.
+  const up = Math.max(0, ...(w.restarts ?? []).map((r) => r.at_s + r.down_s).filter((t) => t <= start));
+  for (let a = Math.max(1, up, start - 900); a + 60 <= start; a++)
     if ([...busy, ...meterDown].every(([s, t]) => t <= a || s >= a + 60)) return true;
   return false;
 }

@@ -434,6 +434,98 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       restarts: [{ at_s: 52, down_s: 16, crash: false }],
     },
   },
+  {
+    name: "issue 39 soak: a crash that outlasts a discharge's end counts what the batteries read back once up again, not nothing (seed 918273645 #646)",
+    world: {
+      seed: 537501,
+      base_load_w: 4500,
+      load_noise_pct: 4,
+      irradiance: 0.2,
+      meter: true,
+      batteries: [
+        { max_power_w: 4000, capacity_wh: 5000, soc_pct: 48, control_sf: 0 },
+        { max_power_w: 9000, capacity_wh: 20000, soc_pct: 30, control_sf: 0, hybrid: true },
+      ],
+      pvs: [],
+      relays: [],
+      plugs: [
+        { load_w: 250, metering: false, rated: false, shed_priority: 73 },
+        { load_w: 2650, metering: false, rated: false },
+      ],
+      thermostats: [
+        { load_w: 3000, metering: true, setpoint_c: 21.5, setback_c: 2 },
+        { load_w: 2400, metering: true, setpoint_c: 19.5, setback_c: 1.5, shed_priority: 231 },
+      ],
+      events: [
+        { type: "discharge", quantity_kw: 1.3, submit_s: 1, start_s: 45, duration_s: 32, priority: 5, mandatory: false },
+        { type: "shed", quantity_kw: 4.1, submit_s: 1, start_s: 105, duration_s: 88, priority: 14, mandatory: false },
+      ],
+      faults: [
+        { device: "grid", fault: "late_first", from_s: 141, until_s: 206, delay_ms: 300 },
+        { device: "grid", fault: "ignore_writes", from_s: 22, until_s: 107 },
+      ],
+      restarts: [{ at_s: 62, down_s: 20, crash: true }],
+      steps: [
+        { at_s: 44, irradiance: 0.45 },
+        { at_s: 110, load_delta_w: 2700 },
+        { at_s: 135, load_delta_w: 2500, irradiance: 0.75 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a shed that starts as the gateway comes back from a clean stop has no metered baseline from before it (the gateway's readings are in memory)",
+    world: {
+      seed: 827981,
+      base_load_w: 300,
+      load_noise_pct: 5,
+      irradiance: 0.9,
+      meter: true,
+      batteries: [{ max_power_w: 8000, capacity_wh: 10000, soc_pct: 31, control_sf: -1 }],
+      pvs: [{ max_power_w: 8000, control_sf: -2 }],
+      relays: [
+        { load_per_coil_w: 200, rating: "none", shed_priority: 273 },
+        { load_per_coil_w: 900, rating: "none" },
+      ],
+      plugs: [
+        { load_w: 2250, metering: false, rated: true },
+        { load_w: 2050, metering: false, rated: true, shed_priority: 191 },
+      ],
+      thermostats: [
+        { load_w: 1100, metering: false, setpoint_c: 19, setback_c: 3, shed_priority: 295 },
+        { load_w: 500, metering: false, setpoint_c: 21, setback_c: 2, shed_priority: 137 },
+      ],
+      events: [
+        { type: "shed", quantity_kw: 6.2, submit_s: 1, start_s: 79, duration_s: 53, priority: 2, mandatory: false },
+        { type: "shed", quantity_kw: 2.8, submit_s: 1, start_s: 62, duration_s: 39, priority: 18, mandatory: false, cancel_s: 2 },
+      ],
+      restarts: [{ at_s: 53, down_s: 26, crash: false }],
+    },
+  },
+  {
+    name: "issue 39 soak: a battery that ignored its write when the gateway crashed held nothing through the gap, though it reads its setpoint after the restart's write (property seed 20261122 #237)",
+    world: {
+      seed: 748663,
+      base_load_w: 5600,
+      load_noise_pct: 4,
+      irradiance: 0.45,
+      meter: true,
+      batteries: [{ max_power_w: 7000, capacity_wh: 5000, soc_pct: 10, control_sf: 0 }],
+      pvs: [
+        { max_power_w: 10000, control_sf: 1 },
+        { max_power_w: 8000, control_sf: 0 },
+      ],
+      relays: [{ load_per_coil_w: 100, rating: "none", shed_priority: 238 }],
+      plugs: [{ load_w: 2350, metering: false, rated: false, shed_priority: 202 }],
+      thermostats: [{ load_w: 700, metering: false, setpoint_c: 23.5, setback_c: 4, shed_priority: 233 }],
+      events: [
+        { type: "shed", quantity_kw: 4.3, submit_s: 1, start_s: 16, duration_s: 81, priority: 7, mandatory: true, cancel_s: 2 },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 83, duration_s: 68, priority: 1, mandatory: false, cancel_s: 2 },
+        { type: "charge", quantity_kw: 7.2, submit_s: 1, start_s: 24, duration_s: 120, priority: 6, mandatory: false },
+      ],
+      faults: [{ device: "bat1", fault: "ignore_writes", from_s: 1, until_s: 24 }],
+      restarts: [{ at_s: 25, down_s: 10, crash: true }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
