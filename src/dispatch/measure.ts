@@ -15,6 +15,8 @@ export interface MeanState {
   value: number;
   /** Integral of value over time up to `at`, value x ms. */
   area: number;
+  /** When the segment up to `at` was a restart gap: the rate it was credited at (a read-back after the event's end counts up to the end only). */
+  gap_rate?: number;
 }
 
 /**
@@ -29,7 +31,7 @@ export function addSample(s: MeanState | undefined, at: number, value: number, h
   // reads in one tick) is the later state: the earlier one held for no time at all.
   if (at === s.at) return { ...s, value };
   if (resumedAt !== undefined && s.at < resumedAt && at >= resumedAt)
-    return { from: s.from, at, value, area: s.area + held(s.value, value) * (at - s.at) };
+    return { from: s.from, at, value, area: s.area + held(s.value, value) * (at - s.at), gap_rate: held(s.value, value) };
   return { from: s.from, at, value, area: s.area + s.value * Math.min(at - s.at, holdMs) };
 }
 
@@ -47,6 +49,7 @@ function held(before: number, after: number): number {
 export function meanUntil(s: MeanState | undefined, until: number, holdMs: number, windowFrom?: number): number | undefined {
   if (!s) return undefined;
   const from = windowFrom !== undefined ? Math.min(windowFrom, s.from) : s.from;
+  if (s.gap_rate !== undefined && until < s.at) return until > from ? (s.area - s.gap_rate * (s.at - until)) / (until - from) : s.value;
   const tail = Math.max(0, Math.min(until - s.at, holdMs));
   const span = Math.max(until, s.at) - from;
   if (span <= 0) return s.value;

@@ -526,6 +526,31 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       restarts: [{ at_s: 25, down_s: 10, crash: true }],
     },
   },
+  {
+    name: "issue 39 soak: a read-back after a crash that outlasted the charge's end counts for the gap up to the end only (property seed 20261122 #237, shrunk)",
+    world: {
+      seed: 748663,
+      base_load_w: 5600,
+      load_noise_pct: 4,
+      irradiance: 0.45,
+      meter: true,
+      batteries: [{ max_power_w: 7000, capacity_wh: 5000, soc_pct: 10, control_sf: 0 }],
+      pvs: [
+        { max_power_w: 10000, control_sf: 1 },
+        { max_power_w: 8000, control_sf: 0 },
+      ],
+      relays: [{ load_per_coil_w: 100, rating: "none", shed_priority: 238 }],
+      plugs: [{ load_w: 2350, metering: false, rated: false, shed_priority: 202 }],
+      thermostats: [{ load_w: 700, metering: false, setpoint_c: 23.5, setback_c: 4, shed_priority: 233 }],
+      events: [
+        { type: "shed", quantity_kw: 4.3, submit_s: 1, start_s: 16, duration_s: 81, priority: 7, mandatory: true, cancel_s: 2 },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 83, duration_s: 68, priority: 1, mandatory: false, cancel_s: 2 },
+        { type: "charge", quantity_kw: 7.2, submit_s: 1, start_s: 24, duration_s: 120, priority: 6, mandatory: false },
+      ],
+      faults: [{ device: "bat1", fault: "ignore_writes", from_s: 1, until_s: 70 }],
+      restarts: [{ at_s: 135, down_s: 29, crash: true }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
