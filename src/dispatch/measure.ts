@@ -5,8 +5,6 @@
 // for the time it is silent. The state is a handful of numbers, so it is persisted with the
 // event and survives a restart.
 
-import type { Progress } from "./store.js";
-
 export interface MeanState {
   /** Start of the measured window (the first sample's time), ms. */
   from: number;
@@ -161,16 +159,4 @@ export function resumed(
   else p.resumed_at = now;
   (p.gaps ??= []).push({ from: last, to: now });
   return true;
-}
-
-/**
- * A clean stop at `now` puts every device back (B4): what each mean of the event held ends
- * there, so the sample before the stop does not go on counting into the gap that follows.
- */
-export function putBack(p: Progress, now: number, holdMs: number): void {
-  const close = (s: MeanState | undefined) => (s ? addSample(s, now, 0, holdMs) : undefined);
-  if (p.driven) p.driven = close(p.driven);
-  if (p.drop) p.drop = close(p.drop);
-  for (const dp of Object.values(p.devices)) if (dp.mean) dp.mean = close(dp.mean);
-  p.put_back = true;
 }
