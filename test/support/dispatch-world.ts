@@ -304,7 +304,8 @@ export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): Si
       max_power_w: real.maxW,
       actual: () => -real.acPowerW(),
       shadow: () => -t.acPowerW(),
-      own: () => -real.acPowerW(),
+      // Without a forced mode (StorCtl_Mod 0) a battery is on its own (a hybrid self-consumes): none of it is an event's.
+      own: () => (real.ctl === 0 ? 0 : -real.acPowerW()),
       state: () => `mode ${real.ctl} in ${real.inRte} out ${real.outRte} revert ${real.rvrtS} conn ${real.ctl123.conn}`,
     };
   }
@@ -1121,7 +1122,7 @@ function quietMinute(w: WorldSpec, e: Running): boolean {
     .map((f) => [f.from_s, f.until_s] as const);
   const start = e.ev.start_s;
   // The gateway keeps its readings in memory: a restart before the start leaves it none from before it was up again.
-  const up = Math.max(0, ...(w.restarts ?? []).map((r) => r.at_s + r.down_s).filter((t) => t <= start));
+  const up = Math.max(0, ...(w.restarts ?? []).filter((r) => r.at_s <= start).map((r) => r.at_s + r.down_s));
   for (let a = Math.max(1, up, start - 900); a + 60 <= start; a++)
     if ([...busy, ...meterDown].every(([s, t]) => t <= a || s >= a + 60)) return true;
   return false;

@@ -551,6 +551,102 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       restarts: [{ at_s: 135, down_s: 29, crash: true }],
     },
   },
+  {
+    name: "issue 39 soak: a shed that starts while a crashed gateway is down has no metered baseline (seed 918273645 #807)",
+    world: {
+      seed: 233314,
+      base_load_w: 100,
+      load_noise_pct: 3,
+      irradiance: 0.7,
+      meter: true,
+      batteries: [
+        { max_power_w: 1000, capacity_wh: 10000, soc_pct: 8, control_sf: -1 },
+        { max_power_w: 1000, capacity_wh: 10000, soc_pct: 75, control_sf: -1 },
+      ],
+      pvs: [{ max_power_w: 6000, control_sf: -2 }],
+      relays: [{ load_per_coil_w: 1400, rating: "none", shed_priority: 244 }],
+      plugs: [],
+      thermostats: [{ load_w: 2400, metering: true, setpoint_c: 18.5, setback_c: 3, shed_priority: 275 }],
+      events: [
+        { type: "discharge", quantity_kw: 7.9, submit_s: 1, start_s: 59, duration_s: 81, priority: 10, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 3.1, submit_s: 1, start_s: 112, duration_s: 71, priority: 3, mandatory: true },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 115, duration_s: 20, priority: 20, mandatory: false, cancel_s: 2 },
+      ],
+      faults: [
+        { device: "bat1", fault: "exception", from_s: 106, until_s: 123, code: 2 },
+        { device: "bat1", fault: "exception", from_s: 134, until_s: 178, code: 3 },
+      ],
+      restarts: [{ at_s: 95, down_s: 20, crash: true }],
+      steps: [
+        { at_s: 139, irradiance: 0.2 },
+        { at_s: 2, load_delta_w: -200 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a hybrid that ignored its charge setpoint and charged from the PV surplus on its own is failed with 0 W, not credited (seed 364923659 #444, shrunk)",
+    world: {
+      seed: 901144,
+      base_load_w: 1600,
+      load_noise_pct: 3,
+      irradiance: 1,
+      meter: true,
+      batteries: [
+        { max_power_w: 3000, capacity_wh: 5000, soc_pct: 74, control_sf: -1 },
+        { max_power_w: 10000, capacity_wh: 10000, soc_pct: 80, control_sf: -2, hybrid: true },
+      ],
+      pvs: [
+        { max_power_w: 6000, control_sf: -1 },
+        { max_power_w: 9000, control_sf: -1 },
+      ],
+      relays: [],
+      plugs: [],
+      thermostats: [{ load_w: 2600, metering: false, setpoint_c: 22, setback_c: 4 }],
+      events: [
+        { type: "charge", quantity_kw: 6.5, submit_s: 1, start_s: 13, duration_s: 17, priority: 18, mandatory: false },
+        {
+          type: "pv_limit",
+          quantity_kw: 0,
+          submit_s: 82,
+          start_s: 82,
+          duration_s: 32,
+          priority: 0,
+          mandatory: true,
+          cancel_s: 83,
+          limit_pct: 89,
+        },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 90, duration_s: 16, priority: 12, mandatory: false, cancel_s: 2 },
+      ],
+      faults: [{ device: "bat2", fault: "ignore_writes", from_s: 1, until_s: 29 }],
+    },
+  },
+  {
+    name: "issue 39 soak: a hybrid's own discharge before its charge setpoint read back is not the event's (seed 364923659 #1326, shrunk)",
+    world: {
+      seed: 294620,
+      base_load_w: 3500,
+      load_noise_pct: 1,
+      irradiance: 0.4,
+      meter: false,
+      batteries: [
+        { max_power_w: 6000, capacity_wh: 10000, soc_pct: 93, control_sf: -1 },
+        { max_power_w: 6000, capacity_wh: 10000, soc_pct: 86, control_sf: 1, hybrid: true },
+      ],
+      pvs: [],
+      relays: [],
+      plugs: [
+        { load_w: 300, metering: false, rated: false },
+        { load_w: 700, metering: true, rated: true, shed_priority: 148 },
+      ],
+      thermostats: [{ load_w: 2300, metering: true, setpoint_c: 21, setback_c: 4, shed_priority: 140 }],
+      events: [
+        { type: "shed", quantity_kw: 2.6, submit_s: 1, start_s: 6, duration_s: 119, priority: 1, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 0.9, submit_s: 1, start_s: 112, duration_s: 16, priority: 16, mandatory: false, cancel_s: 2 },
+        { type: "charge", quantity_kw: 7.3, submit_s: 1, start_s: 19, duration_s: 15, priority: 17, mandatory: true },
+      ],
+      faults: [{ device: "bat2", fault: "ignore_writes", from_s: 1, until_s: 25 }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
