@@ -647,6 +647,30 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       faults: [{ device: "bat2", fault: "ignore_writes", from_s: 1, until_s: 25 }],
     },
   },
+  {
+    name: "issue 39 soak: a relay whose re-assert met an exception after it switched is completed by its quantity, its error listed (seed 918273645 #6338, shrunk)",
+    world: {
+      seed: 648165,
+      base_load_w: 6000,
+      load_noise_pct: 0,
+      irradiance: 0.4,
+      meter: true,
+      batteries: [
+        { max_power_w: 4000, capacity_wh: 10000, soc_pct: 31, control_sf: 1 },
+        { max_power_w: 9000, capacity_wh: 10000, soc_pct: 46, control_sf: -1 },
+      ],
+      pvs: [{ max_power_w: 3000, control_sf: -1 }],
+      relays: [
+        { load_per_coil_w: 1000, rating: "per_coil" },
+        { load_per_coil_w: 600, rating: "none", shed_priority: 46 },
+      ],
+      plugs: [],
+      thermostats: [{ load_w: 800, metering: false, setpoint_c: 23, setback_c: 3.5, shed_priority: 169 }],
+      events: [{ type: "shed", quantity_kw: 3.3, submit_s: 1, start_s: 101, duration_s: 65, priority: 11, mandatory: true }],
+      faults: [{ device: "relay1", fault: "exception", from_s: 124, until_s: 162, code: 2 }],
+      restarts: [{ at_s: 125, down_s: 1, crash: true }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
