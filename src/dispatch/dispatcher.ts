@@ -15,7 +15,7 @@ import { Executor, type ExecutionResponse } from "./executor.js";
 import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
-import { resumed } from "./measure.js";
+import { endDue, endsNow, observeRunning, putBack, resumed } from "./gap-readback.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -136,7 +136,7 @@ export class Dispatcher implements Part {
     // No device stays shed or limited without a running event: put every one back (so the
     // restart gap delivers nothing). Running events stay running and take their devices again.
     for (const row of this.open.running.values()) {
-      row.progress.put_back = true;
+      putBack(row.progress, now, this.exec.hold);
       this.store.saveProgress(row, now);
     }
     await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
@@ -293,10 +293,10 @@ export class Dispatcher implements Part {
       if (row.spec.end_ms <= now) this.miss(row, now);
       else this.begin(row, now);
     }
-    for (const row of [...this.open.running.values()]) if (row.spec.end_ms <= now) this.finish(row, now, false);
+    for (const row of [...this.open.running.values()]) if (endsNow(row, now, this.exec.hold)) this.finish(row, now, false);
     this.exec.reconcile([...this.open.running.values()], now);
     let next = Math.min(this.open.nextStart(), this.exec.nextDue());
-    for (const row of this.open.running.values()) next = Math.min(next, row.spec.end_ms);
+    for (const row of this.open.running.values()) next = Math.min(next, endDue(row, now, this.exec.hold));
     if (next === Infinity) return;
     this.timer = this.deps.clock.setTimer(
       () => {
@@ -371,7 +371,7 @@ export class Dispatcher implements Part {
   /** A poll snapshot: measurement, baselines, the kinds' next steps, and the writes that follow. */
   observe(snap: Snapshot): void {
     if (this.stopped) return;
-    this.exec.observe(snap, [...this.open.running.values()], this.deps.clock.now());
+    if (observeRunning(this.exec, snap, this.open.running, this.deps.clock.now())) this.replan();
     answerReleaseRequests(this.requests, this.exec, this.deps.clock.now());
   }
 

@@ -13,6 +13,8 @@ export interface MeanState {
   value: number;
   /** Integral of value over time up to `at`, value x ms. */
   area: number;
+  /** When the segment up to `at` was a restart gap: the rate it was credited at (a read-back after the event's end counts up to the end only). */
+  gap_rate?: number;
 }
 
 /**
@@ -27,14 +29,25 @@ export function addSample(s: MeanState | undefined, at: number, value: number, h
   // reads in one tick) is the later state: the earlier one held for no time at all.
   if (at === s.at) return { ...s, value };
   if (resumedAt !== undefined && s.at < resumedAt && at >= resumedAt)
-    return { from: s.from, at, value, area: s.area + value * (at - s.at) };
+    return { from: s.from, at, value, area: s.area + held(s.value, value) * (at - s.at), gap_rate: held(s.value, value) };
   return { from: s.from, at, value, area: s.area + s.value * Math.min(at - s.at, holdMs) };
+}
+
+/**
+ * What a device held through a restart gap: what it reads back once the gateway is up again,
+ * but no more than it delivered before the gap (a device not yet following its setpoint when
+ * the gateway went down cannot have held it; the reading after the restart follows a new write).
+ */
+function held(before: number, after: number): number {
+  if (before === 0 || Math.sign(before) !== Math.sign(after)) return 0;
+  return Math.sign(after) * Math.min(Math.abs(before), Math.abs(after));
 }
 
 /** The mean over [from, until]; `windowFrom` widens the window to start earlier (silence counts as 0). */
 export function meanUntil(s: MeanState | undefined, until: number, holdMs: number, windowFrom?: number): number | undefined {
   if (!s) return undefined;
   const from = windowFrom !== undefined ? Math.min(windowFrom, s.from) : s.from;
+  if (s.gap_rate !== undefined && until < s.at) return until > from ? (s.area - s.gap_rate * (s.at - until)) / (until - from) : s.value;
   const tail = Math.max(0, Math.min(until - s.at, holdMs));
   const span = Math.max(until, s.at) - from;
   if (span <= 0) return s.value;

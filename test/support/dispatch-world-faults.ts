@@ -101,6 +101,11 @@ export class FaultTimeline {
     return this.faults.some((f) => f.device === device && t >= f.from_s && t < f.until_s);
   }
 
+  /** A fault of one of these kinds on the device at second t. */
+  activeOf(device: string, t: number, kinds: readonly WorldFaultKind[]): boolean {
+    return this.faults.some((f) => f.device === device && kinds.includes(f.fault) && t >= f.from_s && t < f.until_s);
+  }
+
   /** The second the device's last fault cleared (0 when it had none). */
   clearedAt(device: string): number {
     return Math.max(0, ...this.faults.filter((f) => f.device === device).map((f) => f.until_s));
@@ -109,5 +114,39 @@ export class FaultTimeline {
   /** The second the last fault of the world clears. */
   get lastClear(): number {
     return Math.max(0, ...this.faults.map((f) => f.until_s));
+  }
+}
+
+/** B4: a sample stands for its device for the gateway's hold time (two polls, at least 5 s), then silence counts as nothing. */
+export const SAMPLE_HOLD_S = 5;
+
+type Claim = ReadonlyArray<{ event_id: string; watts: number }>;
+type Claims = ReadonlyMap<string, Claim>;
+
+/**
+ * The events a device's physical effect belongs to. While an event drives it, that event's.
+ * When the device goes silent (offline, or answering reads with exceptions) and the event
+ * lets go of it with the device still in the state it was driven to, the device goes on
+ * delivering what the event asked for: physically the event's, for as long as the gateway
+ * may know it (B4: its last reading holds for the hold time, then silence counts as nothing).
+ */
+export class SilentHold {
+  private readonly last = new Map<string, { cs: Claim; t: number }>();
+
+  constructor(private readonly faults: FaultTimeline) {}
+
+  claims(claims: Claims, t: number, driven: (device: string) => boolean): Claims {
+    const out = new Map(claims);
+    for (const [id, cs] of claims) this.last.set(id, { cs, t });
+    for (const [id, l] of this.last) {
+      if (claims.has(id)) continue;
+      if (t - l.t < SAMPLE_HOLD_S && this.silent(id, t) && driven(id)) out.set(id, l.cs);
+      else this.last.delete(id);
+    }
+    return out;
+  }
+
+  private silent(device: string, t: number): boolean {
+    return this.faults.activeOf(device, t, ["offline", "exception"]);
   }
 }

@@ -2,11 +2,11 @@
 // batteries at every control scale factor, 0-2 PV inverters, relays rated or not, metered
 // and unmetered Zigbee plugs and thermostats, with or without a grid meter, random load and
 // sun; 1-4 events of every kind that overlap, with priorities, some cancelled.
-// With `faults` (worldArbWith({ faults: true }), or DISPATCH_WORLD_FAULTS=1 for worldArb),
+// With `faults` (worldArbWith({ faults: true }), and worldArb unless DISPATCH_WORLD_FAULTS=0),
 // the harder sites of issue 39: device faults (ignored writes, refused writes, exception
 // answers, devices offline mid-event and back, late answers), gateway restarts mid-event
 // (crash or clean stop), hybrid batteries that self-consume when idle, and house-load
-// steps and PV clouds. Off by default until the dispatch fixes they test are merged.
+// steps and PV clouds. On by default; DISPATCH_WORLD_FAULTS=0 generates the plain sites.
 import fc from "fast-check";
 import type { EventKindName, WorldEvent, WorldSpec } from "./dispatch-world.js";
 import { WORLD_FAULT_KINDS, type WorldFault, type WorldRestart, type WorldStep } from "./dispatch-world-faults.js";
@@ -178,7 +178,7 @@ export function worldArbWith(opts: { faults: boolean }): fc.Arbitrary<WorldSpec>
   return opts.faults ? faultWorld : plainWorld;
 }
 
-/** Whether DISPATCH_WORLD_FAULTS=1 asks for the harder sites (off by default until the fixes are merged). */
-export const WORLD_FAULTS = process.env.DISPATCH_WORLD_FAULTS === "1";
+/** Whether worldArb generates the harder sites: yes, unless DISPATCH_WORLD_FAULTS=0. */
+export const WORLD_FAULTS = process.env.DISPATCH_WORLD_FAULTS !== "0";
 
 export const worldArb: fc.Arbitrary<WorldSpec> = worldArbWith({ faults: WORLD_FAULTS });

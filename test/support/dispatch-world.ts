@@ -47,6 +47,7 @@ import {
   WORLD_ANSWER_TIMEOUT_MS,
   type WorldFault,
   type WorldRestart,
+  SilentHold,
   type WorldStep,
 } from "./dispatch-world-faults.js";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -303,7 +304,8 @@ export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): Si
       max_power_w: real.maxW,
       actual: () => -real.acPowerW(),
       shadow: () => -t.acPowerW(),
-      own: () => -real.acPowerW(),
+      // Without a forced mode (StorCtl_Mod 0) a battery is on its own (a hybrid self-consumes): none of it is an event's.
+      own: () => (real.ctl === 0 ? 0 : -real.acPowerW()),
       state: () => `mode ${real.ctl} in ${real.inRte} out ${real.outRte} revert ${real.rvrtS} conn ${real.ctl123.conn}`,
     };
   }
@@ -793,6 +795,8 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
     let downClaims: ReturnType<typeof claimsOf> = new Map();
     /** What arrived while the gateway was down: the partner retries it once it is up again. */
     let deferred: number[] = [];
+    /** Devices gone silent still in the state an event drove them to: physically that event's, for the hold time. */
+    const silentHold = new SilentHold(faults);
     for (let t = 1; t <= horizon; t++) {
       clock.advance(POLL_MS);
       await flush();
@@ -824,7 +828,8 @@ export async function runWorld(w: WorldSpec): Promise<WorldReport> {
       if (up) await poll(gw, clock.now());
       await flush();
       const claims = up ? claimsOf(gw.dispatcher) : downClaims;
-      sample(sim, events, claims, clock.now(), fail, t);
+      const driven = (id: string) => sim.pairs.find((p) => p.id === id)?.state() !== initial.get(id);
+      sample(sim, events, silentHold.claims(claims, t, driven), clock.now(), fail, t);
       checkLimits(sim, claims, fail, t);
       checkReleased(sim, released, claims, fail, t);
       for (const p of sim.pairs)
@@ -1088,18 +1093,38 @@ function thresholdOk(status: string, delivered: number, requested: number): bool
 }
 
 /**
- * Whether the gateway can know a shed's delivery at all: every load it may switch metered
- * or rated, or a grid meter with an undisturbed 60 s before the start (B4: no event running,
- * looked for up to 15 min back; without one it estimates from the loads).
+ * Whether the gateway can know a shed's delivery at all. With a grid meter it measures the
+ * site's consumption against an undisturbed minute before the start (B4: no event driving
+ * any device, looked for up to 15 min back): a rise of the house load after that minute (a
+ * load step the shed did not make) is then in the meter's figure, and no gateway can tell it
+ * from a load that did not drop, so such a shed is not judged (a fall is: the credit is capped
+ * by what the switched loads account for). Otherwise knowable with a minute in which the
+ * meter answered, or when every load it may switch is metered or rated (estimated from them).
  */
 function shedKnowable(w: WorldSpec, e: Running): boolean {
+  const end = Math.min(e.ev.start_s + e.ev.duration_s, e.ev.cancel_s ?? Infinity);
+  const baselineFrom = e.ev.start_s - 900 - 60;
+  if (w.meter && (w.steps ?? []).some((s) => (s.load_delta_w ?? 0) > 0 && s.at_s >= baselineFrom && s.at_s <= end)) return false;
   if (w.relays.every((r) => r.rating !== "none") && w.plugs.every((p) => p.metering || p.rated)) return true;
-  if (!w.meter) return false;
+  return w.meter && quietMinute(w, e);
+}
+
+/**
+ * Whether a shed has a minute before its start, within 15 min and since the gateway was last
+ * up again, that no event could drive a device in and in which the meter had no fault.
+ */
+function quietMinute(w: WorldSpec, e: Running): boolean {
   const busy = w.events
     .filter((o) => o !== e.ev && !(o.cancel_s !== undefined && o.cancel_s < o.start_s))
     .map((o) => [o.start_s, Math.min(o.start_s + o.duration_s, o.cancel_s ?? Infinity)] as const);
+  const meterDown = (w.faults ?? [])
+    .filter((f) => f.device === "grid" && f.fault !== "ignore_writes" && f.fault !== "refuse_writes")
+    .map((f) => [f.from_s, f.until_s] as const);
   const start = e.ev.start_s;
-  for (let a = Math.max(1, start - 900); a + 60 <= start; a++) if (busy.every(([s, t]) => t <= a || s >= a + 60)) return true;
+  // The gateway keeps its readings in memory: a restart before the start leaves it none from before it was up again.
+  const up = Math.max(0, ...(w.restarts ?? []).filter((r) => r.at_s <= start).map((r) => r.at_s + r.down_s));
+  for (let a = Math.max(1, up, start - 900); a + 60 <= start; a++)
+    if ([...busy, ...meterDown].every(([s, t]) => t <= a || s >= a + 60)) return true;
   return false;
 }
 

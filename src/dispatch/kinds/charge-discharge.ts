@@ -74,11 +74,13 @@ export const chargeDischarge: EventKind = {
     const devices: DeviceEntry[] = [];
     let delivered = 0;
     for (const [id, dp] of Object.entries(p.devices).sort(([a], [b]) => byCodeUnit(a, b))) {
-      const dw = meanUntil(dp.mean, until, ctx.hold, p.window_from) ?? 0;
+      // A battery that never took its setpoint delivered nothing for the event, whatever it did on its own (B4 closed loop).
+      const never = dp.error !== undefined && dp.writes_ok === 0;
+      const dw = never ? 0 : (meanUntil(dp.mean, until, ctx.hold, p.window_from) ?? 0);
       const touched = dp.writes_ok + dp.writes_failed > 0;
       let status: DeviceEntry["status"];
       if (!touched && dp.skipped) status = "skipped";
-      else if (dp.error && dp.writes_ok === 0) status = "failed";
+      else if (never) status = "failed";
       else status = statusFor(dw, dp.requested_w);
       const e: DeviceEntry = { device_id: id, status, requested_w: Math.round(dp.requested_w), delivered_w: Math.round(dw) };
       const err = dp.error ?? dp.skipped ?? (status === "failed" ? "measured no power in the event's direction" : undefined);
@@ -99,6 +101,7 @@ function sample(row: EventRow, ctx: KindContext, id: string, w: number | undefin
   if (!dp || w === undefined || (dp.requested_w <= 0 && !dp.mean)) return;
   // A battery shared by several events delivers for each its fraction of the setpoint;
   // one another event has taken over delivers nothing for this one.
-  const part = ctx.share(id, s.event_id);
+  // Before its setpoint read back the battery is on its own (a hybrid self-consumes): none of that is the event's.
+  const part = dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
   dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
 }

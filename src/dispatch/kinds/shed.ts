@@ -226,10 +226,8 @@ export const shed: EventKind = {
       let status: DeviceEntry["status"];
       if (!touched && dp.skipped) status = "skipped";
       else if (dp.writes_ok === 0) status = "failed";
-      else {
-        status = statusFor(dw, dp.requested_w);
-        if (status === "completed" && dp.error) status = "partial";
-      }
+      // The status follows the quantity alone (B4); a device's error still shows in `error`.
+      else status = statusFor(dw, dp.requested_w);
       const e: DeviceEntry = { device_id: id, status, requested_w: Math.round(dp.requested_w), delivered_w: Math.round(dw) };
       const err =
         dp.error ?? dp.skipped ?? (status === "failed" ? (dp.writes_ok ? "no drop measured after the step" : "not written") : undefined);
