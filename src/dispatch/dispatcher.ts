@@ -294,7 +294,8 @@ export class Dispatcher implements Part {
       else this.begin(row, now);
     }
     for (const row of [...this.open.running.values()]) if (endsNow(row, now, this.exec.hold)) this.finish(row, now, false);
-    this.exec.reconcile([...this.open.running.values()], now);
+    const driving = [...this.open.running.values()].filter((r) => r.spec.end_ms > now); // past its end: put back (B4)
+    this.exec.reconcile(driving, now);
     let next = Math.min(this.open.nextStart(), this.exec.nextDue());
     for (const row of this.open.running.values()) next = Math.min(next, endDue(row, now, this.exec.hold));
     if (next === Infinity) return;
