@@ -25,7 +25,7 @@ import { DEVELOPMENT_KEY_MARK } from "../version.js";
 const USAGE = [
   "sitegate update keygen --out DIR [--name NAME] [--development]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
-  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
+  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE] [--data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
   "       sitegate update apply-request [--config FILE] [--root DIR] [--keys DIR] [--data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root; the config's update block decides)",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
