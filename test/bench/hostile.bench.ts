@@ -4,7 +4,7 @@
 //    handshake and then trickle a request's headers, reconnecting whenever they are closed;
 // 2. a dispatch flood: 10,000 events in 100-event POSTs to /dr, 8 at a time;
 // 3. credential guessing: rounds of 40 parallel wrong passwords at /connect/token, each from
-//    its own source address and for its own username;
+//    its own source address and for its own username, with 40 wrong API keys at /dr from 4;
 // 4. a Zigbee flood on the local broker: state messages to the configured devices' topics
 //    and forged bridge/devices lists near the size cap, as fast as the broker takes them.
 // RSS (VmRSS; smaps_rollup's anonymous part in the log) is sampled every 250 ms throughout.
@@ -142,36 +142,46 @@ async function drFlood(url: string, events: number, parallel: number): Promise<M
   return statuses;
 }
 
-/** Rounds of `parallel` wrong passwords, each from its own source address and for its own username. */
-async function guesses(url: string, parallel: number, rounds: number): Promise<Map<number, number>> {
-  const statuses = new Map<number, number>();
-  const agents = Array.from(
-    { length: parallel },
-    (_, i) => new Agent({ connect: { ca: testCert().cert }, localAddress: `127.0.1.${2 + i}` }),
-  );
+/**
+ * Rounds of `parallel` wrong passwords at /connect/token, each from its own source address
+ * and for its own username, and as many wrong API keys at /dr from 4 source addresses;
+ * answers counted by endpoint and status.
+ */
+async function guesses(url: string, parallel: number, rounds: number): Promise<Map<string, number>> {
+  const statuses = new Map<string, number>();
+  const count = (what: string, status: number, text: string) => {
+    const k = `${what} ${status}`;
+    if (!statuses.has(k)) samples.set(k, text.slice(0, 300));
+    statuses.set(k, (statuses.get(k) ?? 0) + 1);
+  };
+  const agent = (addr: string) => new Agent({ connect: { ca: testCert().cert }, localAddress: addr });
+  const tokenAgents = Array.from({ length: parallel }, (_, i) => agent(`127.0.1.${2 + i}`));
+  const keyAgents = Array.from({ length: 4 }, (_, i) => agent(`127.0.2.${2 + i}`));
   try {
     for (let r = 0; r < rounds; r++) {
-      await Promise.all(
-        agents.map(async (dispatcher, i) => {
-          const res = await request(`${url}/connect/token`, {
-            method: "POST",
-            body: new URLSearchParams({
-              grant_type: "password",
-              client_id: "partner-portal",
-              username: `user-${r}-${i}`,
-              password: `guess-${r}-${i}`,
-            }).toString(),
-            headers: { "content-type": "application/x-www-form-urlencoded" },
-            dispatcher,
-          });
-          const text = await res.body.text();
-          if (!statuses.has(res.statusCode)) samples.set(`token ${res.statusCode}`, text.slice(0, 300));
-          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-        }),
-      );
+      const token = tokenAgents.map(async (dispatcher, i) => {
+        const form = { grant_type: "password", client_id: "partner-portal", username: `user-${r}-${i}`, password: `guess-${r}-${i}` };
+        const res = await request(`${url}/connect/token`, {
+          method: "POST",
+          body: new URLSearchParams(form).toString(),
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          dispatcher,
+        });
+        count("token", res.statusCode, await res.body.text());
+      });
+      const keys = Array.from({ length: parallel }, async (_, i) => {
+        const res = await request(`${url}/v1/api/gateway/site-001/dr`, {
+          method: "POST",
+          body: "{}",
+          headers: { "content-type": "application/json", "x-api-key": `guess-${r}-${i}` },
+          dispatcher: keyAgents[i % keyAgents.length],
+        });
+        count("key", res.statusCode, await res.body.text());
+      });
+      await Promise.all([...token, ...keys]);
     }
   } finally {
-    await Promise.all(agents.map((a) => a.close()));
+    await Promise.all([...tokenAgents, ...keyAgents].map((a) => a.close()));
   }
   return statuses;
 }
@@ -239,7 +249,7 @@ const bench: BenchFn = async (ctx) => {
         ctx.log(`dispatch flood: ${[...dr].map(([k, v]) => `${v}x HTTP ${k}`).join(", ")}; ${s.detail()}; ${await heapLine(daemon.url)}`);
         s.phase = "credential guessing";
         const g = await guesses(daemon.url, 40, quick ? 2 : 5);
-        ctx.log(`guessing: ${[...g].map(([k, v]) => `${v}x HTTP ${k}`).join(", ")}; ${s.detail()}; ${await heapLine(daemon.url)}`);
+        ctx.log(`guessing: ${[...g].map(([k, v]) => `${v}x ${k}`).join(", ")}; ${s.detail()}; ${await heapLine(daemon.url)}`);
         s.phase = "zigbee flood";
         const z = await zigbeeFlood(broker.url, floodZigbeeMs);
         ctx.log(`zigbee flood: ${z.states} state messages, ${z.lists} forged device lists; ${s.detail()}; ${await heapLine(daemon.url)}`);
@@ -258,7 +268,7 @@ const bench: BenchFn = async (ctx) => {
         rows.push(
           { name: "hostile load: RSS at start", value: start, unit: "MiB", reference: null, ratio: null },
           ...phasePeaks.map((v, i) => ({
-            name: `hostile load: RSS peak, ${["slow TLS clients (1,200)", "dispatch flood (10,000 events)", "credential guessing (40 parallel)", "zigbee flood"][i]}`,
+            name: `hostile load: RSS peak, ${["slow TLS clients (1,200)", "dispatch flood (10,000 events)", "credential guessing (40 + 40 parallel)", "zigbee flood"][i]}`,
             value: v,
             unit: "MiB",
             reference: PEAK_BOUND,
