@@ -9,7 +9,7 @@
 //    and forged bridge/devices lists near the size cap, as fast as the broker takes them.
 // RSS (VmRSS; smaps_rollup's anonymous part in the log) is sampled every 250 ms throughout.
 // Rows: RSS at start, the peak of each phase, the peak over all against 200 MiB, and RSS
-// 60 s after the last attack against start + 30 MiB (issue 43, deliver 7). Lower is better,
+// 60 s after the last attack against start + 30 MiB. Lower is better,
 // so each ratio is bound / value: >= 1.00x passes. Memory figures are rows, never asserts.
 // BENCH_ENV="K=V ..." adds to (or, with K=, clears) the unit's environment, to compare malloc settings.
 import { connect as netConnect } from "node:net";

@@ -1,4 +1,4 @@
-// Wrong X-API-Key guesses at the webhook routes over real HTTPS (issue 43, hostile load):
+// Wrong X-API-Key guesses at the webhook routes over real HTTPS:
 // sent together, KEY_IP_FAILURES are answered 401 and the rest 429 with Retry-After, no
 // more scrypt for that source within the minute; the partner's key, verified before,
 // still works from it, and the token endpoint is not locked by key guesses.

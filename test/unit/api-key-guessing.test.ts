@@ -1,4 +1,4 @@
-// Wrong API keys are counted per source before scrypt runs (issue 43, hostile load): past
+// Wrong API keys are counted per source before scrypt runs: past
 // KEY_IP_FAILURES a minute a source's unknown keys are refused unchecked, a key already
 // verified still passes, and the count is the source's own (other sources, and the token
 // endpoint, are not locked by it). Clock injected.
