@@ -25,11 +25,17 @@ export function holds(invariants: ReadonlySet<Invariant>) {
   });
 }
 
+/** A world's brand batteries, for the list of broken worlds: " (sma-storage)", or nothing. */
+function brandsOf(w: WorldSpec): string {
+  const brands = w.batteries.flatMap((b) => (b.brand ? [b.brand] : []));
+  return brands.length ? ` (${brands.join(", ")})` : "";
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   let slowest = { ms: 0, index: -1, simulated_s: 0 };
   let worst = { w: 0, index: -1, what: "" };
-  const broken = new Map<Invariant, { count: number; first: number; message: string }>();
+  const broken = new Map<Invariant, { count: number; first: number; message: string; worlds: number[] }>();
   let simulated = 0;
   const worlds = fc.sample(worldArb, { numRuns: runs, seed });
   for (const [index, w] of worlds.entries()) {
@@ -49,8 +55,11 @@ async function main(): Promise<void> {
       if (!checked.has(v.invariant)) continue;
       const b = broken.get(v.invariant);
       if (b) {
-        if (b.first !== index) b.count++;
-      } else broken.set(v.invariant, { count: 1, first: index, message: v.message });
+        if (b.worlds.at(-1) !== index) {
+          b.count++;
+          b.worlds.push(index);
+        }
+      } else broken.set(v.invariant, { count: 1, first: index, message: v.message, worlds: [index] });
     }
     if ((index + 1) % 1000 === 0) console.log(`${index + 1} worlds, ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
@@ -66,6 +75,8 @@ async function main(): Promise<void> {
     if (!checked.has(inv)) continue;
     const b = broken.get(inv);
     console.log(`${inv}: ${b ? `broken in ${b.count} of ${runs} worlds; first #${b.first}: ${b.message}` : "held"}`);
+    // Which of them have brand batteries (dispatch-world-brands.ts), and which brands.
+    if (b) console.log(`  worlds: ${b.worlds.map((i) => `#${i}${brandsOf(worlds[i]!)}`).join(" ")}`);
   }
   for (const [inv, b] of broken) {
     const r = await fc.check(holds(new Set([inv])), { seed, path: String(b.first) });
