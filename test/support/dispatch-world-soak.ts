@@ -4,10 +4,12 @@
 // world (the JSON to paste into the regression list of test/unit/dispatch-property.test.ts).
 // DISPATCH_SOAK_SEED replays a run; DISPATCH_INVARIANTS (comma list) limits the check;
 // the worlds are the harder sites (device faults, restarts, hybrids, load steps and clouds;
-// dispatch-world-gen.ts) unless DISPATCH_WORLD_FAULTS=0. Exits 1 when any checked invariant broke.
+// dispatch-world-gen.ts) unless DISPATCH_WORLD_FAULTS=0, with brand batteries unless
+// DISPATCH_WORLD_BRANDS=0. Per broken invariant it lists the worlds, each with its brands.
+// Exits 1 when any checked invariant broke.
 import fc from "fast-check";
 import { INVARIANTS, runWorld, type Invariant, type WorldSpec } from "./dispatch-world.js";
-import { WORLD_FAULTS, worldArb } from "./dispatch-world-gen.js";
+import { WORLD_BRANDS, WORLD_FAULTS, worldArb } from "./dispatch-world-gen.js";
 
 const runs = Number(process.env.DISPATCH_SOAK_RUNS ?? 10_000);
 const seed = Number(process.env.DISPATCH_SOAK_SEED ?? Date.now() % 2 ** 31);
@@ -65,7 +67,7 @@ async function main(): Promise<void> {
   }
   const total = (performance.now() - started) / 1000;
   console.log(
-    `seed ${seed}${WORLD_FAULTS ? " (with faults)" : " (DISPATCH_WORLD_FAULTS=0)"}: ${runs} worlds, ${Math.round(simulated / 3600)} simulated hours in ${total.toFixed(1)} s (${((total / runs) * 1000).toFixed(1)} ms a world)`,
+    `seed ${seed}${WORLD_FAULTS ? (WORLD_BRANDS ? " (with faults and brand batteries)" : " (with faults, DISPATCH_WORLD_BRANDS=0)") : " (DISPATCH_WORLD_FAULTS=0)"}: ${runs} worlds, ${Math.round(simulated / 3600)} simulated hours in ${total.toFixed(1)} s (${((total / runs) * 1000).toFixed(1)} ms a world)`,
   );
   console.log(`slowest world: #${slowest.index}, ${slowest.ms.toFixed(0)} ms for ${slowest.simulated_s} simulated s`);
   console.log(`  ${JSON.stringify(worlds[slowest.index])}`);
