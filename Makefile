@@ -276,4 +276,4 @@ powercut: setup build
 	POWERCUT_CUTS=$(POWERCUT_CUTS) node dist/test/powercut/run.js
 
 clean:
-	rm -rf dist var
+	rm -rf dist hw-sim/dist var

@@ -26,7 +26,7 @@ install -d "$lib" "$root/usr/bin" "$root/lib/systemd/system/sitegate.service.d" 
 # the package's own package.json ("type": "module" for its .js files), without what a checkout needs
 node -e '
   const p = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
-  delete p.scripts; // its dependencies are the gateway release's, in /opt/sitegate/current/node_modules
+  delete p.scripts; // its dependencies: those of the gateway release, /opt/sitegate/current/node_modules
   console.log(JSON.stringify(p, null, 2));' "$project/hw-sim/package.json" > "$lib/package.json"
 cp -r "$project/hw-sim/dist" "$lib/dist"
 find "$lib/dist" -type f \( -name '*.map' -o -name '*.d.ts' \) -delete
