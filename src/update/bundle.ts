@@ -67,8 +67,10 @@ export function stageRelease(o: StageOptions): NodeTarget {
   delete pkg.workspaces;
   pkg.bin = { sitegate: "dist/src/cli.js" };
   writeFileSync(join(o.stageDir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
+  // the units, but the simulator's (it ships in its own package)
   for (const f of ["README.md", "systemd"]) {
-    if (existsSync(join(o.projectDir, f))) cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true });
+    if (existsSync(join(o.projectDir, f)))
+      cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true, filter: (p) => !basename(p).startsWith("sitegate-sim.") });
   }
   copyProductionModules(o.projectDir, o.nodeModulesDir ?? join(o.projectDir, "node_modules"), join(o.stageDir, "node_modules"), o.arch);
   // the bench simulator is its own package (sitegate-sim, packaging/build-sim-deb.sh), never in a release

@@ -336,6 +336,8 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
       assert.ok(!existsSync(join(release, "node_modules", "typescript")), "dev modules are not");
       // the simulator is its own package (sitegate-sim): not in a release, not as the workspace's link either
       assert.ok(!existsSync(join(release, "dist", "hw-sim")), "no simulator in the release");
+      assert.ok(existsSync(join(release, "systemd", "sitegate.service")), "the gateway's units are");
+      assert.ok(!existsSync(join(release, "systemd", "sitegate-sim.service")), "the simulator's unit is not");
       assert.ok(!existsSync(join(release, "node_modules", "sitegate-sim")), "the workspace package is not a dependency");
       const manifest = JSON.parse(readFileSync(join(release, "package.json"), "utf8")) as Record<string, unknown>;
       assert.deepEqual([manifest.workspaces, manifest.bin], [undefined, { sitegate: "dist/src/cli.js" }]);
