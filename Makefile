@@ -45,9 +45,9 @@ help:
 	@echo "make bundle build a signed release bundle (BUNDLE_KEY, BUNDLE_ARCH, BUNDLE_VERSION, BUNDLE_NODE_MODULES)"
 	@echo "make fuzz   fuzz a live daemon's API, token endpoint and status page, then its brokers, then a connection flood (FUZZ_QUICK=1 for a short run)"
 	@echo "make powercut  POWERCUT_CUTS (100) power cuts of a daemon on a filesystem that drops unsynced writes"
-	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
+	@echo "make deb    build var/pkg/sitegate_<version>_<arch>.deb and sitegate-sim_<version>_<arch>.deb for amd64 and arm64 (DEB_ARCHS)"
 	@echo "make test-arm  the arm64 release under qemu-user: pairs a simulated device, pushes to a sink"
-	@echo "make test-package  the amd64 .deb build with lintian, then its install and purge in a throwaway root"
+	@echo "make test-package  the amd64 .debs (gateway, simulator) with lintian, then their install, the bench and purge in a throwaway root"
 	@echo "make docs   write docs/config-reference.md from the config schema (a test checks it is current)"
 	@echo "make clean  remove build output and var/ (the pinned runtime too)"
 
@@ -83,7 +83,7 @@ runtime: $(NODE)
 .PRECIOUS: $(call runtime_dir,%)/bin/node
 
 # Installed with (and native addons built for) the pinned runtime; a new runtime reinstalls.
-node_modules/.installed: package.json package-lock.json $(NODE)
+node_modules/.installed: package.json hw-sim/package.json package-lock.json $(NODE)
 	npm ci --no-audit --no-fund
 	@node -e 'require("better-sqlite3")(":memory:").close()'
 	@echo "node $(NODE_VERSION)" > $@
@@ -91,10 +91,15 @@ node_modules/.installed: package.json package-lock.json $(NODE)
 setup: deps node_modules/.installed
 setup-run: deps-run node_modules/.installed
 
+# Two packages of one npm workspace: the gateway (src/, tsconfig.json: type check only) and the
+# bench simulator `sitegate-sim` (hw-sim/, its own package.json and tsconfig.json: emitted to
+# hw-sim/dist/, with the few src/util modules it imports, which is what its .deb carries).
+# test/tsconfig.json compiles src, hw-sim and test into dist/ for the tests and the demo.
 build: node_modules/.installed
 	node_modules/.bin/tsc -p tsconfig.json --noEmit
+	node_modules/.bin/tsc -p hw-sim/tsconfig.json
 	node_modules/.bin/tsc -p test/tsconfig.json
-	@chmod +x dist/src/cli.js $(wildcard dist/hw-sim/cli.js) && mkdir -p var
+	@chmod +x dist/src/cli.js dist/hw-sim/cli.js hw-sim/dist/hw-sim/cli.js && mkdir -p var
 
 # The linter with its type-aware rules (.oxlintrc.json) and the format check (.oxfmtrc.json),
 # over src/, hw-sim/ and test/; `make test` runs it first, so CI fails on a finding.
@@ -187,7 +192,7 @@ sim: setup build
 	node dist/hw-sim/cli.js --scenario hw-sim/scenarios/demo-site.yaml
 
 # A release for ARCH (x64, arm64): the production node_modules in var/release/ARCH/, installed
-# from package-lock.json without install scripts, then better-sqlite3 compiled from its source
+# from package-lock.json (the gateway's part: packaging/product-lock.mjs) without install scripts, then better-sqlite3 compiled from its source
 # against the pinned runtime's headers for ARCH (for arm64 with Debian's g++-aarch64-linux-gnu);
 # serialport's N-API prebuilds already cover both. Nothing is compiled on a controller.
 NODE_GYP = $$(dirname $$(readlink -f $$(command -v npm)))/../node_modules/node-gyp/bin/node-gyp.js
@@ -197,7 +202,7 @@ strip_arm64 := aarch64-linux-gnu-strip
 strip_x64 := strip
 var/release/%/node_modules/.built: package.json package-lock.json $(call runtime_dir,%)/bin/node | cross-deps
 	rm -rf var/release/$* && mkdir -p var/release/$*
-	cp package.json package-lock.json var/release/$*/
+	node packaging/product-lock.mjs . var/release/$*
 	cd var/release/$* && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --cpu=$* --os=linux
 	cd var/release/$*/node_modules/better-sqlite3 && $(cross_env_$*) npm_config_nodedir=$(call runtime_dir,$*) \
 	  node $(NODE_GYP) rebuild --release --force_build=1 --arch=$* --nodedir=$(call runtime_dir,$*) -j 2 --loglevel=warn
@@ -220,11 +225,13 @@ bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODUL
 	@test -f $(BUNDLE_KEY) || [ "$(BUNDLE_KEY)" != var/update-keys/sitegate-update.key ] || node dist/src/cli.js update keygen --out var/update-keys --development
 	node dist/src/cli.js update bundle --key $(BUNDLE_KEY) --out $(BUNDLE_OUT) --arch $(BUNDLE_ARCH) --version $(BUNDLE_VERSION) --node-modules $(BUNDLE_NODE_MODULES) --runtime $(call runtime_dir,$(BUNDLE_ARCH))
 
-# Debian packages, one per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
+# Debian packages, two per architecture (B8): var/pkg/sitegate_<version>_<amd64|arm64>.deb, each
 # from the signed bundle of that arch (its payload is the release, pruned of what no controller
 # runs and with node stripped: packaging/prune-release.sh) plus units, sysusers.d, tmpfiles.d,
-# the bench scenario and drop-in, the update public key as a conffile, the changelog, md5sums
-# and manual pages made from --help. lintian finds no error in either (docs/packaging.md).
+# the update public key as a conffile, the changelog, md5sums and manual pages made from --help;
+# and var/pkg/sitegate-sim_<version>_<arch>.deb, the bench simulator (hw-sim/dist, its unit,
+# the bench scenario and drop-in: packaging/build-sim-deb.sh), which runs on the gateway's
+# runtime and modules. lintian finds no error in any (docs/packaging.md).
 # The release key is BUNDLE_KEY (its .pub beside it). Without one, or with a key keygen marked
 # as a development key, make deb refuses unless DEV_UPDATE_KEY=1: such a package trusts a key
 # from a build machine and says so in `sitegate --version` (docs/packaging.md).
@@ -237,7 +244,8 @@ deb:
 	@if [ "$(DEV_UPDATE_KEY)" != 1 ] && { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] || grep -qs '^# sitegate development update key' $(BUNDLE_KEY:.key=.pub); }; then \
 	  echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it); DEV_UPDATE_KEY=1 builds a bench package with a development key" >&2; exit 2; fi
 	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
-	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; done
+	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; \
+	  packaging/build-sim-deb.sh $$a $(BUNDLE_VERSION) var/pkg || exit 1; done
 
 # The arm64 release under qemu-user (simulator native, gateway emulated): it pairs a simulated
 # device and a data push reaches a sink. Not in `make test` (docs/packaging.md gives its time).
@@ -268,4 +276,4 @@ powercut: setup build
 	POWERCUT_CUTS=$(POWERCUT_CUTS) node dist/test/powercut/run.js
 
 clean:
-	rm -rf dist var
+	rm -rf dist hw-sim/dist var

@@ -49,21 +49,17 @@ test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runti
 "$here/prune-release.sh" "$arch" "$rel"
 
 install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" "$root/usr/lib/modules-load.d" \
-  "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
-for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
-  printf '#!/bin/sh\n# %s of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/%s "$@"\n' "${cmd%%:*}" "${cmd#*:}" > "$root/usr/bin/${cmd%%:*}"
-  chmod 755 "$root/usr/bin/${cmd%%:*}"
-done
-install -m 644 "$project"/systemd/sitegate.service "$project"/systemd/sitegate-sim.service \
+  "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
+printf '#!/bin/sh\n# sitegate of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/dist/src/cli.js "$@"\n' > "$root/usr/bin/sitegate"
+chmod 755 "$root/usr/bin/sitegate"
+# the bench simulator, its unit, scenario and drop-in are their own package (build-sim-deb.sh)
+install -m 644 "$project"/systemd/sitegate.service \
   "$project"/systemd/sitegate-update-check.service "$project"/systemd/sitegate-update-check.timer \
   "$project"/systemd/sitegate-update-request.service "$project"/systemd/sitegate-update-request.path "$root/lib/systemd/system/"
 install -m 644 "$here/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate.conf"
 install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
 install -m 644 "$here/60-sitegate-gpio.rules" "$root/usr/lib/udev/rules.d/60-sitegate-gpio.rules"
 install -m 644 "$here/modules-load.conf" "$root/usr/lib/modules-load.d/sitegate.conf"
-install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"
-install -m 644 "$here/sitegate-bench.conf" "$root/usr/share/sitegate/bench/sitegate-bench.conf"
-install -m 644 "$here/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"
 install -m 644 "$project/config.example.yaml" "$root/usr/share/doc/sitegate/config.example.yaml"
 # The changelog's newest entry must be this release (a version bump needs its entry); a
 # native package (no Debian revision) carries it as changelog.gz (Debian policy 12.7).
@@ -72,9 +68,7 @@ top=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
 date=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Timestamp)
 gzip -9n < "$here/debian/changelog" > "$root/usr/share/doc/sitegate/changelog.gz"
 install -d "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
-for cmd in sitegate:dist/src/cli.js sitegate-sim:dist/hw-sim/cli.js; do
-  node "$here/man-page.mjs" "${cmd%%:*}" "$project/${cmd#*:}" "$version" "$date" | gzip -9n > "$root/usr/share/man/man1/${cmd%%:*}.1.gz"
-done
+node "$here/man-page.mjs" sitegate "$project/dist/src/cli.js" "$version" "$date" | gzip -9n > "$root/usr/share/man/man1/sitegate.1.gz"
 install -m 644 "$here/debian/lintian-overrides" "$root/usr/share/lintian/overrides/sitegate"
 install -m 644 "$work/update-key.pub" "$root/etc/sitegate/update-keys/sitegate-release.pub"
 sed "s/@NODE_VERSION@/$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")/" "$here/debian/copyright" > "$root/usr/share/doc/sitegate/copyright"
@@ -102,7 +96,8 @@ Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser, init-system-helpe
 Description: site controller for distributed energy sites
  Modbus polling, dispatch of partner events, telemetry over HTTPS and MQTT,
  a partner HTTPS API and a status page. Carries its own Node.js runtime and
- native addons built for $debarch; the bench simulator (sitegate-sim) too.
+ native addons built for $debarch. The bench simulator is the package
+ sitegate-sim.
 CONTROL
 mkdir -p "$outdir"
 out="$outdir/sitegate_${version}_${debarch}.deb"

@@ -1,4 +1,6 @@
-// The simulator's GPIO chip (`gpio.backend: sim`, `chip` = its control URL): outputs are
+// The product's one test seam for GPIO (`gpio.backend: sim`, `chip` = the simulator's control
+// URL): a small HTTP client of the simulator's documented API (docs/simulator.md), not a
+// model of the chip; the simulator itself is its own package (sitegate-sim). Outputs are
 // driven with POST /gpio/<line>/output, inputs watched on the server-sent events of
 // GET /gpio/events (a snapshot, then every edge). A lost stream is opened again after a
 // second, and its snapshot gives the levels again.

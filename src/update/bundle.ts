@@ -64,17 +64,16 @@ export function stageRelease(o: StageOptions): NodeTarget {
   pkg.version = o.version;
   delete pkg.devDependencies;
   delete pkg.scripts;
+  delete pkg.workspaces;
   pkg.bin = { sitegate: "dist/src/cli.js" };
   writeFileSync(join(o.stageDir, "package.json"), JSON.stringify(pkg, null, 2) + "\n");
+  // the units, but the simulator's (it ships in its own package)
   for (const f of ["README.md", "systemd"]) {
-    if (existsSync(join(o.projectDir, f))) cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true });
+    if (existsSync(join(o.projectDir, f)))
+      cpSync(join(o.projectDir, f), join(o.stageDir, f), { recursive: true, filter: (p) => !basename(p).startsWith("sitegate-sim.") });
   }
   copyProductionModules(o.projectDir, o.nodeModulesDir ?? join(o.projectDir, "node_modules"), join(o.stageDir, "node_modules"), o.arch);
-  // the bench simulator (sitegate-sim) and its scenarios ship in the release too
-  if (existsSync(join(o.projectDir, "dist", "hw-sim", "cli.js")))
-    cpSync(join(o.projectDir, "dist", "hw-sim"), join(o.stageDir, "dist", "hw-sim"), { recursive: true });
-  if (existsSync(join(o.projectDir, "hw-sim", "scenarios")))
-    cpSync(join(o.projectDir, "hw-sim", "scenarios"), join(o.stageDir, "hw-sim", "scenarios"), { recursive: true });
+  // the bench simulator is its own package (sitegate-sim, packaging/build-sim-deb.sh), never in a release
   if (!o.runtimeDir) return { version: process.versions.node, abi: process.versions.modules, runtime: false };
   return stageRuntime(o.runtimeDir, join(o.stageDir, "node"), o.arch);
 }
@@ -128,10 +127,11 @@ export function prebuildMatches(entry: string, arch: string): boolean {
 
 function copyProductionModules(projectDir: string, from: string, to: string, arch: string): void {
   const lock = JSON.parse(readFileSync(join(projectDir, "package-lock.json"), "utf8")) as {
-    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+    packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean }>;
   };
   for (const [path, info] of Object.entries(lock.packages)) {
-    if (!path.startsWith("node_modules/") || info.dev || info.devOptional) continue;
+    // a link is a workspace package of this repository (hw-sim: sitegate-sim), not a dependency
+    if (!path.startsWith("node_modules/") || info.dev || info.devOptional || info.link) continue;
     const src = join(from, path.slice("node_modules/".length));
     if (!existsSync(src)) continue; // an optional dependency not installed on this platform
     const dst = join(to, path.slice("node_modules/".length));

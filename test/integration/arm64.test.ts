@@ -1,5 +1,5 @@
-// The arm64 package on this x86 machine (`make test-arm`, which installs qemu-user-static and
-// the arm64 cross tools). It builds the arm64 .deb,
+// The arm64 packages on this x86 machine (`make test-arm`, which installs qemu-user-static and
+// the arm64 cross tools). It builds the arm64 .debs (the gateway's and sitegate-sim),
 // checks with `file` that its node and better_sqlite3.node are aarch64, then runs the
 // release's gateway under qemu-aarch64-static with the arm64 runtime (the unit's node flags)
 // against the simulator running natively: the gateway pairs a meter over an RS-485 pty
@@ -57,6 +57,18 @@ test(
     assert.equal(manifest.runtime, true);
     assert.equal(manifest.node_version, "24.21.0");
     assert.equal(manifest.node_abi, "137");
+    // the simulator's own arm64 package: on the gateway's runtime and modules, nothing native of its own
+    const simDeb = join(ROOT, "var", "pkg", `sitegate-sim_${VERSION}_arm64.deb`);
+    const field = (f: string) => spawnSync("dpkg-deb", ["-f", simDeb, f], { encoding: "utf8" }).stdout.trim();
+    assert.deepEqual([field("Architecture"), field("Depends").split(",")[0]], ["arm64", `sitegate (= ${VERSION})`]);
+    const simFiles = spawnSync("dpkg-deb", ["-c", simDeb], { encoding: "utf8" }).stdout;
+    assert.match(simFiles, /\.\/usr\/lib\/sitegate-sim\/dist\/hw-sim\/cli\.js\n/);
+    assert.doesNotMatch(simFiles, /\.node\n|\/node\/bin\/node/, "no addon or runtime of its own");
+    assert.doesNotMatch(
+      spawnSync("dpkg-deb", ["-c", deb], { encoding: "utf8" }).stdout,
+      /hw-sim|sitegate-sim/,
+      "no simulator in the gateway's package",
+    );
 
     // the simulator natively, the gateway emulated
     const sim = await startSim({

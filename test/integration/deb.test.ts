@@ -1,9 +1,10 @@
-// The amd64 .deb, as an installer uses it, without touching this machine's own install
-// (needs root, dpkg and unshare).
-// 1. `make deb DEB_ARCHS=x64`, and lintian on it: no error.
+// The amd64 .debs (the gateway's, sitegate, and the bench simulator's, sitegate-sim), as an
+// installer uses them, without touching this machine's own install (needs root, dpkg and unshare).
+// 1. `make deb DEB_ARCHS=x64`, and lintian on both: no error.
 // 2. test/support/deb-install-flow.ts in a throwaway root (test/support/throwaway-root.ts):
-//    the README's install block line by line with the machine's real dpkg, the installed
-//    gateway and simulator started from their units, the bench over the pty, purge.
+//    the README's install block line by line with the machine's real dpkg (the gateway alone:
+//    no simulator file), then the simulator's package added, both started from their units,
+//    the bench over the pty, the simulator's purge, then the gateway's.
 // 3. Host safety: the flow meets an installed `sitegate` package (the machine's own, or else
 //    a stand-in this test builds and installs into a layer of the throwaway root under the
 //    flow's, never on this machine), and this machine is only read: dpkg's status file,
@@ -33,6 +34,7 @@ import { inThrowawayRoot, throwawayRootUnavailable } from "../support/throwaway-
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 const DEB = join(ROOT, "var", "pkg", `sitegate_${VERSION}_amd64.deb`);
+const SIM_DEB = join(ROOT, "var", "pkg", `sitegate-sim_${VERSION}_amd64.deb`);
 const STAND_IN_VERSION = "0.0.0~host-safety-stand-in";
 const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 const why = throwawayRootUnavailable() || (!have("dpkg-deb") || !have("setpriv") ? "needs dpkg-deb and setpriv" : false);
@@ -111,22 +113,31 @@ const hostAtStart = hostState();
 const logAtStart = existsSync(DPKG_LOG) ? statSync(DPKG_LOG).size : 0;
 after(() => rmSync(work, { recursive: true, force: true }));
 
-test("make deb (amd64): lintian reports no error", { skip: why, timeout: 900_000 }, () => {
-  // a bench package: the update key is the development key make bundle generates
-  const built = sh("make", ["--no-print-directory", "deb", "DEB_ARCHS=x64", "NO_BUILD=1", "DEV_UPDATE_KEY=1"], { cwd: ROOT });
-  assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
-  assert.ok(existsSync(DEB), DEB);
-  assert.ok(have("lintian"), "lintian is missing (make test installs it; apt-get install lintian)");
-  const l = sh("lintian", ["--tag-display-limit", "0", DEB]);
-  const errors = l.stdout.split("\n").filter((line) => line.startsWith("E: "));
-  assert.deepEqual(errors, [], `lintian:\n${l.stdout}${l.stderr}`);
-});
+test(
+  "make deb (amd64): the gateway's package and the simulator's; lintian reports no error in either",
+  { skip: why, timeout: 900_000 },
+  () => {
+    // a bench package: the update key is the development key make bundle generates
+    const built = sh("make", ["--no-print-directory", "deb", "DEB_ARCHS=x64", "NO_BUILD=1", "DEV_UPDATE_KEY=1"], { cwd: ROOT });
+    assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
+    assert.ok(have("lintian"), "lintian is missing (make test installs it; apt-get install lintian)");
+    for (const deb of [DEB, SIM_DEB]) {
+      assert.ok(existsSync(deb), deb);
+      const l = sh("lintian", ["--tag-display-limit", "0", deb]);
+      const errors = l.stdout.split("\n").filter((line) => line.startsWith("E: "));
+      assert.deepEqual(errors, [], `lintian ${deb}:\n${l.stdout}${l.stderr}`);
+    }
+    // the simulator runs on the gateway's runtime and modules, of the same version
+    const depends = sh("dpkg-deb", ["-f", SIM_DEB, "Depends"]).stdout;
+    assert.match(depends, new RegExp(`^sitegate \\(= ${VERSION.replace(/\./g, "\\.")}\\),`));
+  },
+);
 
 test(
-  "the amd64 .deb in a throwaway root: the install block line by line, the daemon as sitegate, the bench over the pty, purge; this machine's sitegate package, config and data stay as they were",
+  "the amd64 .debs in a throwaway root: the install block line by line (no simulator file), the daemon as sitegate, then sitegate-sim and the bench over the pty, purge of each; this machine's sitegate package, config and data stay as they were",
   { skip: why, timeout: 900_000 },
   async () => {
-    assert.ok(existsSync(DEB), `${DEB} (built by the test before)`);
+    assert.ok(existsSync(DEB) && existsSync(SIM_DEB), `${DEB} and ${SIM_DEB} (built by the test before)`);
     // the flow meets an installed sitegate: the machine's own (or its leftovers, only looked
     // at), or else the stand-in, installed by dpkg into a layer of the throwaway root below
     // the flow's writable one; this machine is only read
@@ -141,7 +152,7 @@ test(
     delete env.NODE_V8_COVERAGE;
     delete env.NODE_TEST_CONTEXT;
     const flow = join(ROOT, "dist", "test", "support", "deb-install-flow.js");
-    const r = await inThrowawayRoot([process.execPath, flow, DEB], { env, timeoutMs: 600_000, prepare });
+    const r = await inThrowawayRoot([process.execPath, flow, DEB, SIM_DEB], { env, timeoutMs: 600_000, prepare });
 
     const afterFlow = hostState();
     assert.equal(

@@ -134,15 +134,13 @@ test("the simulator runs as its own user, never the daemon's; the daemon's user 
   const text = lines("sitegate-sim.service");
   assert.ok(text.includes("User=sitegate-sim") && text.includes("Group=sitegate-sim"), text.join("\n"));
   assert.ok(!text.some((l) => /^(User|Group|SupplementaryGroups)=.*\bsitegate\b(?!-)/.test(l)), "nothing of the daemon's user or group");
-  const sysusers = readFileSync(join(ROOT, "packaging/sysusers.conf"), "utf8").split("\n");
+  // the simulator's own package (sitegate-sim) brings its user; the gateway's has none of it
+  const sysusers = readFileSync(join(ROOT, "packaging/sim/sysusers.conf"), "utf8").split("\n");
+  assert.ok(!/sitegate-sim/.test(readFileSync(join(ROOT, "packaging/sysusers.conf"), "utf8")), "the gateway's sysusers.d");
   assert.ok(sysusers.some((l) => /^u sitegate-sim - /.test(l)));
   assert.ok(sysusers.includes("m sitegate sitegate-sim"), "the daemon may open the pty's gateway end");
   assert.ok(!sysusers.includes("m sitegate-sim sitegate"), "the simulator may not read the daemon's config or state");
-  assert.match(
-    readFileSync(join(ROOT, "packaging/debian/postinst"), "utf8"),
-    /adduser sitegate sitegate-sim/,
-    "without systemd-sysusers too",
-  );
+  assert.match(readFileSync(join(ROOT, "packaging/sim/postinst"), "utf8"), /adduser sitegate sitegate-sim/, "without systemd-sysusers too");
 });
 
 test("the simulator makes its pty pair under its unit's syscall filter; the gateway's end is 0660 in the simulator's group", async () => {
@@ -155,7 +153,7 @@ test("the simulator makes its pty pair under its unit's syscall filter; the gate
         ports: [{ kind: "rtu", path: "ttySIM", peer: "ttyGW", baud: 9600, devices: [{ unit: 10, model: "sdm630", name: "meter" }] }],
       }),
     );
-    const sim = join(ROOT, "dist/hw-sim/cli.js");
+    const sim = join(ROOT, "hw-sim/dist/hw-sim/cli.js"); // the simulator's package as it ships
     const child = sandboxed("sitegate-sim.service", [process.execPath, sim, "--scenario", join(tmp, "s.yaml"), "--base-dir", tmp]);
     const done = finished(child);
     const died = done.then((r) => Promise.reject(new Error(`the simulator exited under its sandbox: ${r.out}`)));

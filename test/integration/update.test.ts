@@ -336,6 +336,13 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
       const release = realpathSync(join(env.root, "current"));
       assert.ok(existsSync(join(release, "node_modules", "better-sqlite3")), "production modules are in the release");
       assert.ok(!existsSync(join(release, "node_modules", "typescript")), "dev modules are not");
+      // the simulator is its own package (sitegate-sim): not in a release, not as the workspace's link either
+      assert.ok(!existsSync(join(release, "dist", "hw-sim")), "no simulator in the release");
+      assert.ok(existsSync(join(release, "systemd", "sitegate.service")), "the gateway's units are");
+      assert.ok(!existsSync(join(release, "systemd", "sitegate-sim.service")), "the simulator's unit is not");
+      assert.ok(!existsSync(join(release, "node_modules", "sitegate-sim")), "the workspace package is not a dependency");
+      const manifest = JSON.parse(readFileSync(join(release, "package.json"), "utf8")) as Record<string, unknown>;
+      assert.deepEqual([manifest.workspaces, manifest.bin], [undefined, { sitegate: "dist/src/cli.js" }]);
       await waitFor(env, () => existsSync(join(env.dataDir, "update", "healthy-0.2.0")), "the real daemon to write its health marker");
       r = update(env, ["check", "--timer"]);
       assert.match(r.stdout, /0\.2\.0 is healthy/);

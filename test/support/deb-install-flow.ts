@@ -1,30 +1,22 @@
-// The install of the .deb as an installer does it, run inside a throwaway root
-// (test/support/throwaway-root.ts; deb.test.ts starts it): `node deb-install-flow.js DEB`.
+// The install of the .debs as an installer does it, run inside a throwaway root
+// (test/support/throwaway-root.ts; deb.test.ts starts it): `node deb-install-flow.js DEB SIM_DEB`.
 // 1. The install block of the README (or docs/install.md) run line by line as a script.
 //    systemd is not PID 1 here, so `systemctl` is a shim (test/support/unit-runner.ts) that
 //    runs the installed unit's ExecStartPre/ExecStart as its User= with setpriv. The block
-//    ends with /healthz answering on 8443 (the namespace's own loopback).
-// 2. The bench: the installed simulator with its shipped scenario (sitegate-sim.service),
-//    the shipped devices and drop-in; the installed gateway pairs the meter over the pty
-//    /run/sitegate-sim/ttyGW and its readings reach a partner sink.
-// 3. `dpkg --purge`: nothing is left but the system user (Debian policy).
+//    ends with /healthz answering on 8443 (the namespace's own loopback). The gateway's
+//    package alone carries nothing of the simulator.
+// 2. The bench: the simulator's own package (sitegate-sim) added, its unit with the shipped
+//    scenario, the shipped devices, and its drop-in for the gateway; the installed gateway
+//    pairs the meter over the pty /run/sitegate-sim/ttyGW and its readings reach a partner sink.
+// 3. `dpkg --purge sitegate-sim`: the simulator goes, the gateway stays whole; then
+//    `dpkg --purge sitegate`: nothing is left but the system users (Debian policy).
 // Before 1, it prints `found: <dpkg's status and version of sitegate>` (or `found: no sitegate
 // package`) and purges an installed one: deb.test.ts installs a stand-in in a layer of the
 // throwaway root below this flow's, and checks the flow met it.
 // A failed check throws: the exit status is 1 and stderr says which.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { get } from "node:https";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -38,6 +30,19 @@ import { stopUnit } from "./unit-runner.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+/** What the simulator's package installs (and its purge removes). */
+const SIM_FILES = [
+  "/usr/bin/sitegate-sim",
+  "/usr/lib/sitegate-sim",
+  "/lib/systemd/system/sitegate-sim.service",
+  "/lib/systemd/system/sitegate.service.d/sitegate-bench.conf",
+  "/usr/lib/sysusers.d/sitegate-sim.conf",
+  "/usr/share/sitegate/scenarios/bench.yaml",
+  "/usr/share/sitegate/bench/devices.yaml",
+  "/usr/share/man/man1/sitegate-sim.1.gz",
+  "/usr/share/doc/sitegate-sim",
+];
 
 function sh(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
   return spawnSync(cmd, args, { encoding: "utf8", ...opts });
@@ -127,10 +132,35 @@ async function install(deb: string, shim: Shim): Promise<void> {
   const man = gunzipSync(readFileSync("/usr/share/man/man1/sitegate.1.gz")).toString();
   assert.match(man, /^\.B check\\-config$/m, "the manual page has a section per command");
   if (spawnSync("sh", ["-c", "command -v systemd-analyze"]).status === 0) {
-    const v = sh("systemd-analyze", ["verify", "/lib/systemd/system/sitegate.service", "/lib/systemd/system/sitegate-sim.service"]);
+    const v = sh("systemd-analyze", ["verify", "/lib/systemd/system/sitegate.service"]);
     assert.doesNotMatch(v.stderr, /not executable|No such file/, v.stderr);
   }
   assert.equal((await healthz(8443)).status, 200);
+  // the gateway's package carries nothing of the simulator (it is the package sitegate-sim)
+  const files = sh("dpkg", ["-L", "sitegate"]).stdout.split("\n");
+  assert.deepEqual(
+    files.filter((f) => /hw-sim|sitegate-sim|sitegate-bench|^\/usr\/share\/sitegate\//.test(f)),
+    [],
+    "simulator files in the gateway's package",
+  );
+  for (const absent of SIM_FILES) assert.ok(!existsSync(absent), `${absent} with the gateway's package alone`);
+  assert.ok(!existsSync("/opt/sitegate/current/dist/hw-sim"), "a simulator in the release");
+}
+
+/** 2a: the simulator's package, added as docs/install.md says, on the gateway's runtime. */
+function addSim(simDeb: string, shim: Shim): void {
+  const i = sh("dpkg", ["-i", simDeb], { env: shim.env });
+  assert.equal(i.status, 0, `dpkg -i ${basename(simDeb)}: ${i.stdout}${i.stderr}`);
+  const verify = sh("dpkg", ["--verify", "sitegate-sim"]);
+  assert.equal(verify.status, 0, `dpkg --verify sitegate-sim: ${verify.stdout}${verify.stderr}`);
+  for (const present of SIM_FILES) assert.ok(existsSync(present), `${present} after the simulator's package`);
+  assert.match(sh("id", ["-nG", "sitegate"]).stdout, /\bsitegate-sim\b/, "the daemon's user is in the simulator's group");
+  const help = sh("/usr/bin/sitegate-sim", ["--help"]);
+  assert.match(help.stdout, /^usage: sitegate-sim --scenario FILE/m, `sitegate-sim --help: ${help.stderr}`);
+  if (spawnSync("sh", ["-c", "command -v systemd-analyze"]).status === 0) {
+    const v = sh("systemd-analyze", ["verify", "/lib/systemd/system/sitegate-sim.service", "/lib/systemd/system/sitegate.service"]);
+    assert.doesNotMatch(v.stderr, /not executable|No such file/, v.stderr);
+  }
 }
 
 /** 2: the bench, with the shipped scenario, devices and drop-in; the partner is the sink. */
@@ -144,8 +174,6 @@ async function bench(shim: Shim, sink: Awaited<ReturnType<typeof startSink>>): P
   Object.assign(config, devices);
   config.partner = { ...config.partner, execution_url: `${sink.url}/exec`, data_push_url: sink.url, ca_file: "/etc/sitegate/sink-ca.pem" };
   writeFileSync("/etc/sitegate/config.yaml", stringify(config)); // an existing file keeps its mode and owner
-  mkdirSync("/etc/systemd/system/sitegate.service.d", { recursive: true });
-  copyFileSync("/usr/share/sitegate/bench/sitegate-bench.conf", "/etc/systemd/system/sitegate.service.d/sitegate-bench.conf");
   const ctl = (...args: string[]) => {
     const c = sh("systemctl", args, { env: shim.env });
     assert.equal(c.status, 0, `systemctl ${args.join(" ")}: ${c.stderr}\n${shim.log(args.at(-1)!)}`);
@@ -169,10 +197,17 @@ async function bench(shim: Shim, sink: Awaited<ReturnType<typeof startSink>>): P
   await until(() => pushed("battery"), "the TCP battery's readings", 60_000);
 }
 
-/** 3: purge leaves only what Debian policy keeps (the system user). */
+/** 3: the simulator's purge leaves the gateway whole; the gateway's leaves only what Debian policy keeps (the system users). */
 function purge(shim: Shim): void {
   stopUnit("sitegate", shim.dir);
   stopUnit("sitegate-sim", shim.dir);
+  const s = sh("dpkg", ["--purge", "sitegate-sim"]);
+  assert.equal(s.status, 0, s.stderr);
+  for (const left of [...SIM_FILES, "/run/sitegate-sim", "/lib/systemd/system/sitegate.service.d"])
+    assert.ok(!existsSync(left), `${left} is left after the simulator's purge`);
+  const verify = sh("dpkg", ["--verify", "sitegate"]);
+  assert.equal(verify.status, 0, `the gateway after the simulator's purge: ${verify.stdout}${verify.stderr}`);
+  assert.equal(readlinkSync("/opt/sitegate/current"), `releases/${VERSION}`);
   const p = sh("dpkg", ["--purge", "sitegate"]);
   assert.equal(p.status, 0, p.stderr);
   for (const left of [
@@ -200,25 +235,29 @@ function purge(shim: Shim): void {
   }
   assert.equal(sh("getent", ["passwd", "sitegate"]).status, 0, "the system user stays (Debian policy)");
   assert.deepEqual(
-    readdirSync("/var/lib/dpkg/info").filter((f) => f.startsWith("sitegate.")),
+    readdirSync("/var/lib/dpkg/info").filter((f) => f.startsWith("sitegate.") || f.startsWith("sitegate-sim.")),
     [],
-    "dpkg forgot the package",
+    "dpkg forgot the packages",
   );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const deb = resolve(process.argv[2]);
+  const simDeb = resolve(process.argv[3]);
   const found = sh("dpkg-query", ["-W", "-f", "${Status} ${Version}", "sitegate"]);
   console.log(`found: ${found.status === 0 ? found.stdout : "no sitegate package"}`);
-  if (sh("dpkg", ["-s", "sitegate"]).status === 0) {
-    // the throwaway root starts as a copy of the machine (and the stand-in): its sitegate goes, in the copy only
-    assert.equal(sh("dpkg", ["--purge", "sitegate"]).status, 0, "purging the sitegate found in the throwaway root");
+  for (const pkg of ["sitegate-sim", "sitegate"]) {
+    // the throwaway root starts as a copy of the machine (and the stand-in): its packages go, in the copy only
+    if (sh("dpkg", ["-s", pkg]).status === 0)
+      assert.equal(sh("dpkg", ["--purge", pkg]).status, 0, `purging the ${pkg} found in the throwaway root`);
   }
   const shim = makeShim();
   const sink = await startSink();
   try {
     await install(deb, shim);
     console.log("ok: the install block, the package's files and the daemon's /healthz");
+    addSim(simDeb, shim);
+    console.log("ok: the simulator's package");
     await bench(shim, sink);
     console.log("ok: the bench over the pty, readings at the sink");
     purge(shim);
