@@ -1,9 +1,11 @@
 // Device sync throughput over HTTPS (keep-alive, 4 concurrent clients) against a bare
-// fastify HTTPS route that returns the same JSON, measured in the same run.
-import Fastify from "fastify";
+// fastify HTTPS route that returns the same JSON, with the same TLS, allowlist and
+// X-API-Key hook (references.ts), measured in the same run.
 import type { BenchFn } from "./types.js";
 import { httpsLoad } from "./https-load.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
+import { TEST_API_KEY, testConfigInput } from "../support/config.js";
+import { guardedFastify } from "./references.js";
 import { testCert } from "../support/tls.js";
 import { startSim } from "../../hw-sim/sim.js";
 
@@ -38,14 +40,14 @@ const bench: BenchFn = async (ctx) => {
     });
     const path = "/v1/api/gateway/site-001/devicesync";
     const sample = (await gw.call("GET", path, { headers: gw.apiKeyHeaders })).text;
-    const bare = Fastify({ https: { key: testCert().key, cert: testCert().cert } });
+    const bare = guardedFastify({ allowlist: testConfigInput(ctx.dir).auth.ip_allowlist ?? [], apiKey: TEST_API_KEY });
     bare.get(path, async (_req, reply) => reply.type("application/json").send(sample));
     await bare.listen({ host: "127.0.0.1", port: 0 });
     const barePort = (bare.server.address() as { port: number }).port;
     try {
       // Warm both up, then alternate and keep each one's best round: the order must not decide.
       const oursRun = () => hammer(gw.url + path, gw.apiKeyHeaders, ms);
-      const refRun = () => hammer(`https://127.0.0.1:${barePort}${path}`, {}, ms);
+      const refRun = () => hammer(`https://127.0.0.1:${barePort}${path}`, { "x-api-key": TEST_API_KEY }, ms);
       await oursRun();
       await refRun();
       let ours = 0;
@@ -61,7 +63,7 @@ const bench: BenchFn = async (ctx) => {
           unit: "req/s",
           reference: ref,
           ratio: ours / ref,
-          note: "bare fastify HTTPS route, same JSON",
+          note: "bare fastify HTTPS route, same TLS, allowlist and key hook, same JSON",
         },
       ];
     } finally {
