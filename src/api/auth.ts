@@ -155,6 +155,25 @@ export class Credentials {
     return hash === undefined ? undefined : credentialFingerprint(hash);
   }
 
+  /** Per connection (its TLS socket), the key it has shown valid: compared in constant time, not hashed again. */
+  private readonly connKeys = new WeakMap<object, Buffer>();
+
+  /**
+   * checkApiKey() for a request on `conn`: a connection that showed a valid key and shows
+   * the same one again is answered by a constant-time compare with it (no hash per
+   * request on a keep-alive connection); any other key is checked in full.
+   */
+  async checkApiKeyOn(conn: object, key: string): Promise<boolean> {
+    const shown = this.connKeys.get(conn);
+    if (shown !== undefined) {
+      const b = Buffer.from(key);
+      if (b.length === shown.length && timingSafeEqual(b, shown)) return true;
+    }
+    const ok = await this.checkApiKey(key);
+    if (ok) this.connKeys.set(conn, Buffer.from(key));
+    return ok;
+  }
+
   async checkApiKey(key: string): Promise<boolean> {
     const h = sha256(key);
     if (this.knownKeys.has(h)) return true;

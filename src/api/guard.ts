@@ -48,7 +48,7 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
     let ok: boolean;
     try {
-      ok = await ctx.credentials.checkApiKey(key);
+      ok = await ctx.credentials.checkApiKeyOn(req.raw.socket, key);
     } catch (e) {
       if (e instanceof HashBusyError) throw rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" });
       throw e;
