@@ -7,9 +7,8 @@ import { deviceSyncView, syncState, syncedDevices } from "../services/devices.js
 
 export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
   return async (app) => {
-    // The answer changes only with the device list, a device's op mode or its reachability:
-    // serialize and encode it once (a Buffer is written as is, a string re-encoded per request).
-    let cache: { version: number; modes: string; body: Buffer } | null = null;
+    // The answer changes only with the device list, a device's op mode or its reachability: serialize it once.
+    let cache: { version: number; modes: string; body: string } | null = null;
     app.get<{ Params: { version: string; site: string } }>(
       "/:version/api/gateway/:site/devicesync",
       { config: { auth: "webhook" } },
@@ -17,7 +16,7 @@ export function gatewayRoutes(ctx: ApiContext): FastifyPluginAsync {
         const listed = syncedDevices(ctx.devices);
         const modes = syncState(listed);
         if (!cache || cache.version !== ctx.devices.version || cache.modes !== modes) {
-          cache = { version: ctx.devices.version, modes, body: Buffer.from(JSON.stringify(deviceSyncView(ctx.config.site_id, listed))) };
+          cache = { version: ctx.devices.version, modes, body: JSON.stringify(deviceSyncView(ctx.config.site_id, listed)) };
         }
         return reply.type("application/json; charset=utf-8").send(cache.body);
       },
