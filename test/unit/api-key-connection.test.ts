@@ -17,9 +17,9 @@ test("a keep-alive connection that showed a valid API key is not checked in full
   const credentials = new Credentials(config);
   let full = 0;
   const check = credentials.checkApiKey.bind(credentials);
-  credentials.checkApiKey = (key: string) => {
+  credentials.checkApiKey = (key: string, source: string) => {
     full++;
-    return check(key);
+    return check(key, source);
   };
   const { key, cert } = testCert();
   const app = Fastify({ https: { key, cert } });
