@@ -170,6 +170,25 @@ export class Credentials {
     return hash === undefined ? undefined : credentialFingerprint(hash);
   }
 
+  /** Per connection (its TLS socket), the key it has shown valid: compared in constant time, not hashed again. */
+  private readonly connKeys = new WeakMap<object, Buffer>();
+
+  /**
+   * checkApiKey() for a request on `conn`: a connection that showed a valid key and shows
+   * the same one again is answered by a constant-time compare with it (no hash per
+   * request on a keep-alive connection); any other key is checked in full (and counted).
+   */
+  async checkApiKeyOn(conn: object, key: string, source: string): Promise<KeyCheck> {
+    const shown = this.connKeys.get(conn);
+    if (shown !== undefined) {
+      const b = Buffer.from(key);
+      if (b.length === shown.length && timingSafeEqual(b, shown)) return { result: "ok" };
+    }
+    const check = await this.checkApiKey(key, source);
+    if (check.result === "ok") this.connKeys.set(conn, Buffer.from(key));
+    return check;
+  }
+
   /**
    * A key from `source` (sourceKey of the address): a verified key passes at once; an unknown
    * one is counted as a failure of the source BEFORE scrypt runs (parallel guesses are

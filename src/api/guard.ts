@@ -50,7 +50,7 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
     let check: KeyCheck;
     try {
-      check = await ctx.credentials.checkApiKey(key, sourceKey(req.ip));
+      check = await ctx.credentials.checkApiKeyOn(req.raw.socket, key, sourceKey(req.ip));
     } catch (e) {
       if (e instanceof HashBusyError) throw rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" });
       throw e;

@@ -1,11 +1,19 @@
 // Device sync throughput over HTTPS (keep-alive, 4 concurrent clients) against a bare
-// fastify HTTPS route that returns the same JSON, measured in the same run.
-import Fastify from "fastify";
+// fastify HTTPS route that returns the same JSON, with the same TLS, allowlist and
+// X-API-Key hook (references.ts), measured in the same run.
 import type { BenchFn } from "./types.js";
 import { httpsLoad } from "./https-load.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
+import { TEST_API_KEY, testConfigInput } from "../support/config.js";
+import { guardedFastify } from "./references.js";
 import { testCert } from "../support/tls.js";
 import { startSim } from "../../hw-sim/sim.js";
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 const hammer = (url: string, headers: Record<string, string>, ms: number) => httpsLoad(url, { ms, headers });
 
@@ -38,30 +46,39 @@ const bench: BenchFn = async (ctx) => {
     });
     const path = "/v1/api/gateway/site-001/devicesync";
     const sample = (await gw.call("GET", path, { headers: gw.apiKeyHeaders })).text;
-    const bare = Fastify({ https: { key: testCert().key, cert: testCert().cert } });
+    const bare = guardedFastify({ allowlist: testConfigInput(ctx.dir).auth.ip_allowlist ?? [], apiKey: TEST_API_KEY });
     bare.get(path, async (_req, reply) => reply.type("application/json").send(sample));
     await bare.listen({ host: "127.0.0.1", port: 0 });
     const barePort = (bare.server.address() as { port: number }).port;
     try {
-      // Warm both up, then alternate and keep each one's best round: the order must not decide.
+      // Warm both up, then rounds in pairs, the order flipped each round: the ratio is the
+      // median of the pairs' ratios, so that the other jobs of a shared machine (which slow
+      // both runs of a pair alike) and the order do not decide it.
       const oursRun = () => hammer(gw.url + path, gw.apiKeyHeaders, ms);
-      const refRun = () => hammer(`https://127.0.0.1:${barePort}${path}`, {}, ms);
+      const refRun = () => hammer(`https://127.0.0.1:${barePort}${path}`, { "x-api-key": TEST_API_KEY }, ms);
       await oursRun();
       await refRun();
-      let ours = 0;
-      let ref = 0;
-      for (let i = 0; i < 2; i++) {
-        ours = Math.max(ours, await oursRun());
-        ref = Math.max(ref, await refRun());
+      const pairs: Array<{ ours: number; ref: number }> = [];
+      for (let i = 0; i < (ctx.quick ? 4 : 6); i++) {
+        if (i % 2 === 0) {
+          const o = await oursRun();
+          pairs.push({ ours: o, ref: await refRun() });
+        } else {
+          const r = await refRun();
+          pairs.push({ ours: await oursRun(), ref: r });
+        }
       }
+      ctx.log(`devicesync req/s ours/reference per round: ${pairs.map((p) => `${p.ours.toFixed(0)}/${p.ref.toFixed(0)}`).join(", ")}`);
+      const ours = median(pairs.map((p) => p.ours));
+      const ref = median(pairs.map((p) => p.ref));
       return [
         {
           name: "devicesync throughput",
           value: ours,
           unit: "req/s",
           reference: ref,
-          ratio: ours / ref,
-          note: "bare fastify HTTPS route, same JSON",
+          ratio: median(pairs.map((p) => p.ours / p.ref)),
+          note: "bare fastify HTTPS route, same TLS, allowlist and key hook, same JSON; medians, ratio of paired rounds",
         },
       ];
     } finally {

@@ -3,9 +3,10 @@
 //   are out, every other request cancels the 10 oldest, so the daemon stays under its bound
 //   of 10,000 events not yet ended across the rounds), keep-alive
 //   HTTPS with 4 concurrent clients, from `sitegate run` under the unit's node flags against
-//   a bare fastify HTTPS route under the same flags that parses the same body, commits one
-//   SQLite transaction (synchronous=FULL) and answers the same 10 receipts (no auth, no
-//   validation); the flags' own cost is that route with and without them;
+//   a bare fastify HTTPS route under the same flags, with the same TLS, allowlist and
+//   X-API-Key hook (references.ts), that parses the same body, commits one SQLite
+//   transaction (synchronous=FULL) and answers the same 10 receipts (no validation of the
+//   events); the flags' own cost is that route with and without them;
 // - event start lateness, start_time to the first write the simulator receives for the
 //   event, over 200 short discharge events (30 with BENCH_QUICK=1), against a bare
 //   setTimeout + modbus-serial write to the same simulator on the same kind of schedule;
@@ -28,7 +29,7 @@ import type { DeviceRegistry } from "../../src/devices/registry.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import { startGateway } from "../support/gateway.js";
 import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js";
-import { TEST_API_KEY } from "../support/config.js";
+import { TEST_API_KEY, testConfigInput } from "../support/config.js";
 import { flagSets, flagsLabel, inChild } from "./in-child.js";
 import { testCert } from "../support/tls.js";
 import { POLL_MS, rigConfig, siteScenario, waitPaired } from "../support/dispatch.js";
@@ -123,13 +124,26 @@ async function drThroughput(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
     },
     { nodeArgs: [...unit.nodeArgs, ...prof] },
   );
-  const bare = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-flags"), path: DR_PATH }, unit);
-  const barePlain = await inChild<{ port: number }>(REFERENCES, "bareDrServer", { dir: join(ctx.dir, "bare-plain"), path: DR_PATH }, plain);
+  // The reference checks what the daemon's route checks: the config's allowlist and API key.
+  const guard = { allowlist: testConfigInput(ctx.dir).auth.ip_allowlist ?? [], apiKey: TEST_API_KEY };
+  const bare = await inChild<{ port: number }>(
+    REFERENCES,
+    "bareDrServer",
+    { dir: join(ctx.dir, "bare-flags"), path: DR_PATH, guard },
+    unit,
+  );
+  const barePlain = await inChild<{ port: number }>(
+    REFERENCES,
+    "bareDrServer",
+    { dir: join(ctx.dir, "bare-plain"), path: DR_PATH, guard },
+    plain,
+  );
   try {
+    const key = { "x-api-key": TEST_API_KEY };
     const runs = {
-      ours: () => hammerDr(gw.url + DR_PATH, { "x-api-key": TEST_API_KEY }, ms),
-      ref: () => hammerDr(`https://127.0.0.1:${bare.result.port}${DR_PATH}`, {}, ms),
-      refPlain: () => hammerDr(`https://127.0.0.1:${barePlain.result.port}${DR_PATH}`, {}, ms),
+      ours: () => hammerDr(gw.url + DR_PATH, key, ms),
+      ref: () => hammerDr(`https://127.0.0.1:${bare.result.port}${DR_PATH}`, key, ms),
+      refPlain: () => hammerDr(`https://127.0.0.1:${barePlain.result.port}${DR_PATH}`, key, ms),
     };
     // Warm each up, then alternate and keep each one's best round: the order must not decide.
     const best = { ours: 0, ref: 0, refPlain: 0 };
@@ -148,7 +162,7 @@ async function drThroughput(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
         unit: "req/s",
         reference: best.ref,
         ratio: best.ours / best.ref,
-        note: "bare fastify HTTPS route, unit's node flags: parse, 1 SQLite tx (FULL), 10 receipts",
+        note: "bare fastify HTTPS route, same TLS, allowlist and key hook, unit's node flags: parse, 1 SQLite tx (FULL), 10 receipts",
       },
       {
         name: "flags' own cost: bare /dr route, unit's node flags",

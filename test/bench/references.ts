@@ -1,18 +1,52 @@
-// Bare references that run in a child process (in-child.ts) under the same node flags as
-// the daemon they are compared with. Each does the same kind of work as the daemon's path,
-// with none of sitegate's code: what the libraries and the runtime cost on their own.
+// Bare references for the API benchmarks. Each does the same kind of work as the daemon's
+// path with none of sitegate's code (what the libraries and the runtime cost on their own),
+// and carries the checks every product route carries, so that no ratio is won by removing
+// one: the same TLS certificate, the source-IP allowlist (a BlockList of the same CIDRs,
+// checked per request) and the X-API-Key hook (a constant-time compare with the configured
+// key), both in an onRequest hook before the body is read. bareDrServer runs in a child
+// process (in-child.ts) under the same node flags as the daemon it is compared with.
 import { mkdirSync } from "node:fs";
+import { timingSafeEqual } from "node:crypto";
+import { BlockList, isIPv4 } from "node:net";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import Fastify from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Server } from "node:https";
 import { testCert } from "../support/tls.js";
 
+/** What the references check: the test config's allowlist and API key (test/support/config.ts). */
+export interface RefGuard {
+  allowlist: string[];
+  apiKey: string;
+}
+
+/** A fastify HTTPS instance with the test certificate and the allowlist and X-API-Key hook. */
+export function guardedFastify(guard: RefGuard): FastifyInstance<Server> {
+  const cert = testCert();
+  const allow = new BlockList();
+  for (const cidr of guard.allowlist) {
+    const [addr = "", bits] = cidr.split("/");
+    allow.addSubnet(addr, Number(bits), isIPv4(addr) ? "ipv4" : "ipv6");
+  }
+  const want = Buffer.from(guard.apiKey);
+  const app = Fastify({ https: { key: cert.key, cert: cert.cert } });
+  app.addHook("onRequest", async (req, reply) => {
+    const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(req.ip)?.[1];
+    const ok = v4 ? allow.check(v4, "ipv4") : allow.check(req.ip, isIPv4(req.ip) ? "ipv4" : "ipv6");
+    if (!ok) return reply.code(403).send({ error: "forbidden" });
+    const key = req.headers["x-api-key"];
+    const got = typeof key === "string" ? Buffer.from(key) : Buffer.alloc(0);
+    if (got.length !== want.length || !timingSafeEqual(got, want)) return reply.code(401).send({ error: "unauthorized" });
+  });
+  return app;
+}
+
 /**
- * The /dr reference: a bare fastify HTTPS route that parses the same JSON body, commits
- * one row per event in one SQLite transaction (WAL, synchronous=FULL, as receipts are
- * committed before the answer) and answers the same receipts. No auth, no validation.
+ * The /dr reference: guardedFastify's route that parses the same JSON body, commits one
+ * row per event in one SQLite transaction (WAL, synchronous=FULL, as receipts are
+ * committed before the answer) and answers the same receipts. No validation of the events.
  */
-export async function bareDrServer(arg: { dir: string; path: string }): Promise<{ port: number; stop(): Promise<void> }> {
+export async function bareDrServer(arg: { dir: string; path: string; guard: RefGuard }): Promise<{ port: number; stop(): Promise<void> }> {
   mkdirSync(arg.dir, { recursive: true });
   const db = new Database(join(arg.dir, "bare-dr.db"));
   db.pragma("journal_mode = WAL");
@@ -23,8 +57,7 @@ export async function bareDrServer(arg: { dir: string; path: string }): Promise<
   const commit = db.transaction((slots: Slot[], now: number) => {
     for (const s of slots) put.run(s.event_id, JSON.stringify(s), now);
   });
-  const cert = testCert();
-  const app = Fastify({ https: { key: cert.key, cert: cert.cert } });
+  const app = guardedFastify(arg.guard);
   app.post(arg.path, async (req) => {
     const slots = (req.body as { event_slots: Slot[] }).event_slots;
     commit(slots, Date.now());

@@ -2,7 +2,10 @@
 // ingest vs a bare better-sqlite3 loop of naive rows; bytes per sample on disk vs that
 // naive row; backlog drain rate vs the demo site's ingest rate; store-to-partner latency
 // vs a bare HTTPS POST to the same sink, both in a child under the unit's node flags (and
-// the same POST with no flags: the flags' own cost).
+// the same POST with no flags: the flags' own cost). The latency rows are the daemon's
+// default telemetry.commit_interval_s (a snapshot is pushed as it is taken and committed
+// with the others of its interval); one more row commits every snapshot (fsynced) before
+// it is pushed, as a commit interval of 1 s does.
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -12,6 +15,7 @@ import { snapshot, startUplink } from "../support/uplink-harness.js";
 import { startSink } from "../support/partner-sink.js";
 import { testCert } from "../support/tls.js";
 import { flagSets, runInChild } from "./in-child.js";
+import { TELEMETRY_COMMIT_S } from "../../src/config/schema.js";
 
 /** The demo site: 5 devices, ~10 metrics each, one snapshot per second. */
 const DEMO_DEVICES = 5;
@@ -141,11 +145,22 @@ const bench: BenchFn = async (ctx) => {
     `latency, unit's node flags: ours ${ms(flagged.ours)}, bare ${ms(flagged.bare)}; no node flags: ours ${ms(none.ours)}, bare ${ms(none.bare)}`,
   );
   const note = "bare node:https keep-alive POST to the same sink, unit's node flags";
+  ctx.log(`latency, every snapshot committed before its push, unit's node flags: ${ms(flagged.oursAtOnce)}`);
   for (const p of [50, 99]) {
     const v = percentile(flagged.ours, p);
     const b = percentile(flagged.bare, p);
     rows.push({ name: `poll-to-partner latency p${p}`, value: v, unit: "ms", reference: b, ratio: b / v, note });
   }
+  const once = percentile(flagged.oursAtOnce, 99);
+  const bare99 = percentile(flagged.bare, 99);
+  rows.push({
+    name: "poll-to-partner latency p99, each snapshot fsynced first",
+    value: once,
+    unit: "ms",
+    reference: bare99,
+    ratio: bare99 / once,
+    note: `${note}; commit_interval_s <= 1`,
+  });
   const fb = percentile(flagged.bare, 99);
   const pb = percentile(none.bare, 99);
   rows.push({
@@ -161,13 +176,17 @@ const bench: BenchFn = async (ctx) => {
 export default bench;
 
 interface Latency {
+  /** At the default commit interval. */
   ours: number[];
+  /** Every snapshot committed (fsynced) before the push. */
+  oursAtOnce: number[];
   bare: number[];
 }
 
 /**
  * Runs in a child (in-child.ts) under the flags measured. Ours: append one demo snapshot to
- * the store (committed, as the poller does) until the sink has the push. Reference: a bare
+ * the store (as the poller does: at the default commit interval, and, on a second store,
+ * committed at once) until the sink has the push. Reference: a bare
  * node:https keep-alive POST of a snapshot (the uplink's client, same headers) until the
  * sink has it. The sink runs in the same process for both; both connections are warm; the
  * two loops alternate, and each starts its clock with no request outstanding.
@@ -192,6 +211,7 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
       };
     });
   const ours: number[] = [];
+  const oursAtOnce: number[] = [];
   const bare: number[] = [];
   const agent = new https.Agent({ keepAlive: true, maxSockets: 8, ca: testCert().cert });
   const post = (body: string) =>
@@ -217,22 +237,23 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
       req.end(body);
     });
   try {
-    const rig = await startUplink(arg.dir, sink);
+    const rig = await startUplink(arg.dir, sink, { commitIntervalMs: TELEMETRY_COMMIT_S * 1000 });
+    const rigAtOnce = await startUplink(`${arg.dir}-at-once`, sink);
     try {
       // Both loops time the same thing the same way: from handing over a snapshot to the sink
       // having it, each clock started once the previous answer was read (ours: the push
       // settled). They take turns in chunks of 10, five warm-up rounds each first, so
       // start-up garbage and GC fall on both alike.
       let seq = 10;
-      const oursOnce = async (keep: boolean) => {
+      const oursOnce = async (r: typeof rig, into: number[] | null) => {
         const marker = seq++;
         // The previous push settled (its answer read), as the bare loop awaits its answer.
-        while (rig.samples.stats().pending_snapshots > 0) await new Promise((r) => setImmediate(r));
+        while (r.samples.stats().pending_snapshots > 0) await new Promise((res) => setImmediate(res));
         const got = seen(marker);
         const t = performance.now();
-        rig.samples.append(snapshot(marker, DEMO_DEVICES));
+        r.samples.append(snapshot(marker, DEMO_DEVICES));
         await got;
-        if (keep) ours.push(performance.now() - t);
+        into?.push(performance.now() - t);
       };
       const bareOnce = async (keep: boolean) => {
         const marker = seq++;
@@ -243,19 +264,22 @@ export async function latencyFigures(arg: { n: number; dir: string }): Promise<L
         if (keep) bare.push(performance.now() - t);
         await answered;
       };
-      for (let i = 0; i < 5; i++) await oursOnce(false);
+      for (let i = 0; i < 5; i++) await oursOnce(rig, null);
+      for (let i = 0; i < 5; i++) await oursOnce(rigAtOnce, null);
       for (let i = 0; i < 5; i++) await bareOnce(false);
       for (let done = 0; done < arg.n; done += 10) {
         const k = Math.min(10, arg.n - done);
-        for (let i = 0; i < k; i++) await oursOnce(true);
+        for (let i = 0; i < k; i++) await oursOnce(rig, ours);
         for (let i = 0; i < k; i++) await bareOnce(true);
+        for (let i = 0; i < k; i++) await oursOnce(rigAtOnce, oursAtOnce);
       }
     } finally {
       await rig.stop();
+      await rigAtOnce.stop();
     }
   } finally {
     agent.destroy();
     await sink.stop();
   }
-  return { ours, bare };
+  return { ours, oursAtOnce, bare };
 }

@@ -26,6 +26,8 @@ export async function startUplink(
     timeoutMs?: number;
     backoff?: (n: number) => number;
     idleRecheckMs?: number;
+    /** telemetry.commit_interval_s in ms; by default every snapshot is committed at once (<= 1000). */
+    commitIntervalMs?: number;
   } = {},
 ): Promise<UplinkRig> {
   const config = testConfig(dataDir, {
@@ -45,7 +47,12 @@ export async function startUplink(
   const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS], log);
   // The uplink hears of each append as the composition root's listener would tell it.
   const appended = () => uplink.samplesAppended();
-  const samples = new SampleStore(storage, { retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024, log, appended });
+  const samples = new SampleStore(storage, {
+    retentionBytes: over.retentionBytes ?? 64 * 1024 * 1024,
+    log,
+    appended,
+    ...(over.commitIntervalMs !== undefined ? { commitIntervalMs: over.commitIntervalMs } : {}),
+  });
   const uplink = new Uplink(config, storage, samples, log, over.backoff ?? ((n) => Math.min(400, 50 * 2 ** (n - 1))), {
     idleRecheckMs: over.idleRecheckMs,
   });

@@ -22,3 +22,29 @@ test("a reference spawned for a ratio runs under the node flags it is given", as
   assert.deepEqual(await runInChild<string[]>(refs, "nodeFlags", null, unit), unit.nodeArgs);
   assert.deepEqual(await runInChild<string[]>(refs, "nodeFlags", null, flagSets().plain), []);
 });
+
+test("the API references check what the daemon's routes check: TLS, the allowlist and the API key", async () => {
+  const { guardedFastify } = await import("../bench/references.js");
+  const { request, Agent } = await import("undici");
+  const { testCert } = await import("../support/tls.js");
+  const dispatcher = new Agent({ connect: { ca: testCert().cert } });
+  const call = async (app: import("fastify").FastifyInstance<import("node:https").Server>, headers: Record<string, string>) => {
+    app.get("/x", async () => ({ ok: true }));
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const port = (app.server.address() as { port: number }).port;
+      return (await request(`https://127.0.0.1:${port}/x`, { headers, dispatcher })).statusCode;
+    } finally {
+      await app.close();
+    }
+  };
+  try {
+    const allowed = { allowlist: ["127.0.0.1/32"], apiKey: "k-0123" };
+    assert.equal(await call(guardedFastify(allowed), { "x-api-key": "k-0123" }), 200);
+    assert.equal(await call(guardedFastify(allowed), {}), 401);
+    assert.equal(await call(guardedFastify(allowed), { "x-api-key": "k-0124" }), 401);
+    assert.equal(await call(guardedFastify({ ...allowed, allowlist: ["10.0.0.0/8"] }), { "x-api-key": "k-0123" }), 403);
+  } finally {
+    await dispatcher.close();
+  }
+});
