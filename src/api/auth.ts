@@ -3,7 +3,9 @@
 // (scrypt hashes from the config, verified once then cached by SHA-256 so scrypt is not
 // paid per request), and the source-IP allowlists (ip_allowlist for the partner webhooks,
 // admin_allowlist for the token endpoint and /gateway/admin/). scrypt runs off the event
-// loop (verifySecretAsync).
+// loop (verifySecretAsync). Wrong API keys are counted per source address before scrypt
+// runs: past KEY_IP_FAILURES a minute the source's unknown keys are refused (429) unchecked,
+// while a key already verified still passes (docs/security.md, "Guessing").
 //
 // A token is bound to its user: it is refused once the user is no longer in the config or
 // its password_hash changed (a new fingerprint), and `sitegate token revoke` deletes rows
@@ -15,6 +17,12 @@ import { SitegateError } from "../errors.js";
 import { storageWrite, type Db, type ModuleMigrations } from "../storage/db.js";
 import { commitDurably } from "../storage/durable.js";
 import { hashSecretAsync, verifySecretAsync } from "../util/secret-hash.js";
+import { FailureThrottle } from "./throttle.js";
+
+/** Wrong API keys per source address per minute; the source's next unknown key is 429, unchecked. */
+export const KEY_IP_FAILURES = 10;
+
+export type KeyCheck = { result: "ok" } | { result: "wrong" } | { result: "wait"; retryAfterS: number };
 
 export const AUTH_MIGRATIONS: ModuleMigrations = {
   module: "api",
@@ -129,7 +137,14 @@ export class Credentials {
     return this.dummy;
   }
 
-  constructor(private readonly config: Config) {
+  /** Wrong API keys per source (its own count: a key guesser never locks the token endpoint, nor the reverse). */
+  private readonly keySources: FailureThrottle;
+
+  constructor(
+    private readonly config: Config,
+    now: () => number = Date.now,
+  ) {
+    this.keySources = new FailureThrottle({ max: KEY_IP_FAILURES, windowMs: 60_000, capacity: 4096, now });
     this.users = new Map(config.auth.users.map((u) => [u.username, u.password_hash]));
     this.keyHashes = config.auth.api_keys.map((k) => k.key_hash);
     for (const cidr of config.auth.ip_allowlist) addCidr(this.allow, cidr);
@@ -155,13 +170,29 @@ export class Credentials {
     return hash === undefined ? undefined : credentialFingerprint(hash);
   }
 
-  async checkApiKey(key: string): Promise<boolean> {
+  /**
+   * A key from `source` (sourceKey of the address): a verified key passes at once; an unknown
+   * one is counted as a failure of the source BEFORE scrypt runs (parallel guesses are
+   * limited like sequential ones) and taken back when it is right or the check was refused
+   * as busy (HashBusyError, rethrown); a source past its failures waits, unchecked.
+   */
+  async checkApiKey(key: string, source: string): Promise<KeyCheck> {
     const h = sha256(key);
-    if (this.knownKeys.has(h)) return true;
+    if (this.knownKeys.has(h)) return { result: "ok" };
+    const wait = this.keySources.retryAfterS(source);
+    if (wait > 0) return { result: "wait", retryAfterS: wait };
+    const at = this.keySources.fail(source);
     let ok = false;
-    for (const kh of this.keyHashes) if (!ok && (await verifySecretAsync(key, kh))) ok = true;
-    if (ok) this.knownKeys.add(h);
-    return ok;
+    try {
+      for (const kh of this.keyHashes) if (!ok && (await verifySecretAsync(key, kh))) ok = true;
+    } catch (e) {
+      this.keySources.forgive(source, at);
+      throw e;
+    }
+    if (!ok) return { result: "wrong" };
+    this.keySources.forgive(source, at);
+    this.knownKeys.add(h);
+    return { result: "ok" };
   }
 
   private readonly ipCache = new Map<string, boolean>();

@@ -10,6 +10,8 @@ import type { ApiContext } from "./context.js";
 import { badRequest, forbidden, notFound, rateLimited, unauthorized } from "./errors.js";
 import { HashBusyError } from "../util/secret-hash.js";
 import { bearerToken } from "./headers.js";
+import type { KeyCheck } from "./auth.js";
+import { sourceKey } from "./throttle.js";
 import { configureQuery } from "./schemas.js";
 import { SitegateError } from "../errors.js";
 
@@ -46,14 +48,18 @@ export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
     if (!ctx.credentials.ipAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the allowlist`);
     const key = req.headers["x-api-key"];
     if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
-    let ok: boolean;
+    let check: KeyCheck;
     try {
-      ok = await ctx.credentials.checkApiKey(key);
+      check = await ctx.credentials.checkApiKey(key, sourceKey(req.ip));
     } catch (e) {
       if (e instanceof HashBusyError) throw rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" });
       throw e;
     }
-    if (!ok) throw unauthorized("X-API-Key is not valid");
+    if (check.result === "wait")
+      throw rateLimited(`too many wrong API keys from ${req.ip}; retry in ${check.retryAfterS} s`, {
+        "retry-after": String(check.retryAfterS),
+      });
+    if (check.result === "wrong") throw unauthorized("X-API-Key is not valid");
     if (versionSeg === undefined || siteSeg === undefined) return;
     const version = segment(req, versionSeg);
     if (version !== ctx.config.api_version) throw notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);

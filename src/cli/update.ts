@@ -25,7 +25,7 @@ import { DEVELOPMENT_KEY_MARK } from "../version.js";
 const USAGE = [
   "sitegate update keygen --out DIR [--name NAME] [--development]",
   "       sitegate update bundle --key FILE --out FILE [--arch ARCH] [--version V] [--node-modules DIR] [--runtime DIR]",
-  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE | --data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
+  "       sitegate update apply FILE|https://URL [--allow-downgrade] [--max-size BYTES] [--root DIR] [--keys DIR] [--config FILE] [--data-dir DIR] [--health-timeout S] [--max-starts N] [--restart-cmd CMD]",
   "       sitegate update apply-request [--config FILE] [--root DIR] [--keys DIR] [--data-dir DIR] [--restart-cmd CMD]   (the fleet's request, as root; the config's update block decides)",
   "       sitegate update check [--timer] [--root DIR] [--restart-cmd CMD]",
   "       sitegate update status [--json] [--root DIR]",
@@ -57,9 +57,18 @@ async function dataDir(values: Record<string, unknown>): Promise<string> {
   return loadConfig(file).data_dir;
 }
 
+/** The site's config the new release must accept: --config, or the default one when it exists. */
+function siteConfig(values: Record<string, unknown>): string | undefined {
+  const file = configFile(values);
+  if (existsSync(file)) return resolve(file);
+  if (typeof values.config === "string") throw new UsageError(`no config at ${file} (--config FILE)`);
+  return undefined;
+}
+
 async function applyOptions(values: Record<string, unknown>): Promise<ApplyOptions> {
   return {
     root: root(values),
+    config: siteConfig(values),
     keysDir: resolve(str(values.keys) ?? process.env.SITEGATE_UPDATE_KEYS ?? DEFAULT_KEYS_DIR),
     dataDir: await dataDir(values),
     allowDowngrade: values["allow-downgrade"] === true,
@@ -81,7 +90,11 @@ async function applyRequest(values: Record<string, unknown>): Promise<number> {
   if (!existsSync(file)) throw new UsageError(`apply-request needs the config (update.allowed_urls): no config at ${file} (--config FILE)`);
   const { loadConfig } = await import("../load-config.js");
   const cfg = loadConfig(file);
-  const o = await applyOptions({ ...values, "data-dir": str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR ?? cfg.data_dir });
+  const o = await applyOptions({
+    ...values,
+    config: file,
+    "data-dir": str(values["data-dir"]) ?? process.env.SITEGATE_DATA_DIR ?? cfg.data_dir,
+  });
   const req = await takeUpdateRequest(o.dataDir);
   if (!req) {
     say("no update request");

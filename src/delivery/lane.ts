@@ -102,7 +102,8 @@ export class Lane {
     private readonly source: LaneSource,
     private readonly sink: Sink,
     private readonly log: Logger,
-    private readonly backoff: (attempt: number) => number,
+    /** The delay before retry `attempt` of a message to `address` (util/reconnect-backoff.ts laneRetryDelay). */
+    private readonly backoff: (attempt: number, address: string) => number,
     private window: number,
     private readonly opts: LaneOptions,
   ) {}
@@ -263,7 +264,8 @@ export class Lane {
     } catch (e) {
       this.log.warn({ err: e, lane: this.name }, "cannot record the failed attempt");
     }
-    const delay = r.retryAfterMs !== undefined && outcome === "transient" ? Math.min(r.retryAfterMs, 3_600_000) : this.backoff(attempt);
+    const delay =
+      r.retryAfterMs !== undefined && outcome === "transient" ? Math.min(r.retryAfterMs, 3_600_000) : this.backoff(attempt, item.address);
     this.pauseUntil = Math.max(this.pauseUntil, performance.now() + delay);
     this.retryQueue.push({ seq, item });
     this.retryQueue.sort((a, b) => a.seq - b.seq);

@@ -162,8 +162,11 @@ export class Fleet implements Part {
         client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
           if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
         });
-      // Status and devices are retained: sent again only at start, when they changed, or when
-      // the broker has lost our session (and may have lost its retained copies with it).
+      // Status and devices are retained: the device view is sent again only at start, when it
+      // changed, or when the broker has lost our session (and may have lost its retained
+      // copies with it); the status (small) on every connection, since the broker may have
+      // published our Will meanwhile (site-state.ts statusStale).
+      this.state.statusStale();
       this.publishState(first || !resumed);
       first = false;
       this.streams?.connected(window);

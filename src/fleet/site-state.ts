@@ -26,6 +26,15 @@ export class SiteState {
     private readonly startedAt: number,
   ) {}
 
+  /**
+   * The next publish sends the status whatever changed: the broker may have published our
+   * Will while we were away, whatever its delay (mosquitto 2.0 sends every pending Will when
+   * it shuts down cleanly, and keeps that offline status across its restart).
+   */
+  statusStale(): void {
+    this.lastStatus = "";
+  }
+
   /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
   publish(force: boolean): void {
     const { deps } = this;

@@ -5,7 +5,6 @@
 // connection is down nothing new is sent (MQTT.js resends what was in flight).
 import type { Logger } from "../log.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
-import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneStats } from "../delivery/lane.js";
 import type { DeliveryLog } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
@@ -13,6 +12,8 @@ import { SnapshotSource } from "../delivery/snapshot-source.js";
 import { TelemetryBodies } from "./telemetry-bodies.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import type { QoS1 } from "./command-inbox.js";
+import { brokerEndpoint } from "../util/loopback.js";
+import { brokerBackoff, retryDelayMs } from "../util/reconnect-backoff.js";
 
 /** Telemetry messages in flight at most, whatever the broker's Receive Maximum allows. */
 export const TELEMETRY_WINDOW = 64;
@@ -45,6 +46,8 @@ export interface StreamDeps {
   messages: DeliveryLog;
   telemetry: TelemetryCursor;
   instance: () => string;
+  /** The broker: its host sets the retry policy's cap. */
+  fleet: { url: string };
   backoff?: (attempt: number) => number;
 }
 
@@ -69,7 +72,9 @@ export class FleetStreams {
         ),
       connected,
     ));
-    const backoff = deps.backoff ?? ((n: number) => backoffMs(n));
+    // A refused publish is retried on the broker's policy (the one of util/reconnect-backoff.ts).
+    const policy = brokerBackoff(brokerEndpoint(deps.fleet.url).host);
+    const backoff = deps.backoff ?? ((n: number) => retryDelayMs(policy, n));
     const opts = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
     const bodies = new TelemetryBodies(deps.site, deps.instance);
     const snapshots = new SnapshotSource(deps.telemetry, {

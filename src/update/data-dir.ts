@@ -4,7 +4,7 @@
 // of it runs as root: it runs in a child process with the data dir owner's uid and gid, where
 // a symlink the daemon planted reaches nothing the daemon could not reach anyway. Root only
 // looks (lstat) first, and refuses a symlinked `update/` folder or database file outright.
-import { spawnSync } from "node:child_process";
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import {
   closeSync,
   constants,
@@ -95,26 +95,36 @@ export function restoreDataDir(dataDir: string, backup: string | null, version: 
 /** Runs this module as a child with the data dir owner's ids (when root); its last stdout line is JSON. */
 function asOwner(dataDir: string, op: "prepare" | "restore", json: string): unknown {
   const real = realpathSync(dataDir);
-  const node = process.execPath;
-  const argv = [node, fileURLToPath(import.meta.url), op, real, json];
-  const st = statSync(real);
-  const me = typeof process.getuid === "function" ? process.getuid() : -1;
-  let r;
-  if (me !== 0 || (st.uid === 0 && st.gid === 0)) {
-    r = spawnSync(node, argv.slice(1), { cwd: "/", encoding: "utf8" });
-  } else if (hasSetIdCapabilities()) {
-    r = spawnSync(node, argv.slice(1), { uid: st.uid, gid: st.gid, cwd: "/", encoding: "utf8" });
-  } else {
-    // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security.md, Unit hardening): the
-    // service manager starts the child as the owner instead, over the socket root may use.
-    r = spawnSync("systemd-run", [...systemdRunArgs(st.uid, st.gid), ...argv], { cwd: "/", encoding: "utf8" });
-  }
+  const r = runAsOwner(real, process.execPath, [fileURLToPath(import.meta.url), op, real, json]);
   if (r.status !== 0)
     throw new SitegateError(
       "UPDATE_FAILED",
-      `data dir ${op} (as uid ${st.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
+      `data dir ${op} (as uid ${r.uid}) failed: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim()}`,
     );
   return JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "");
+}
+
+/**
+ * Runs `node args` as the owner of `dir` (the daemon's user, as its unit runs it) when this
+ * process is root and `dir` is not root's; as this process's user otherwise. `timeoutMs`
+ * kills a child that hangs.
+ */
+export function runAsOwner(
+  dir: string,
+  node: string,
+  args: string[],
+  o: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): SpawnSyncReturns<string> & { uid: number } {
+  const st = statSync(dir);
+  const me = typeof process.getuid === "function" ? process.getuid() : -1;
+  const common = { cwd: "/", encoding: "utf8" as const, timeout: o.timeoutMs, killSignal: "SIGKILL" as const, maxBuffer: 4 << 20 };
+  if (me !== 0 || (st.uid === 0 && st.gid === 0)) return { ...spawnSync(node, args, { ...common, env: o.env }), uid: me };
+  if (hasSetIdCapabilities()) return { ...spawnSync(node, args, { ...common, env: o.env, uid: st.uid, gid: st.gid }), uid: st.uid };
+  // The fleet's request unit keeps no CAP_SETUID/CAP_SETGID (docs/security.md, Unit hardening): the
+  // service manager starts the child as the owner instead, over the socket root may use.
+  const limit = o.timeoutMs ? [`--property=RuntimeMaxSec=${Math.ceil(o.timeoutMs / 1000)}`] : [];
+  const unit = [...systemdRunArgs(st.uid, st.gid).slice(0, -1), ...limit, "--", node, ...args];
+  return { ...spawnSync("systemd-run", unit, common), uid: st.uid };
 }
 
 /** systemd-run's options for a child as uid:gid whose output and exit status come back. */

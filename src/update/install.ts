@@ -1,5 +1,6 @@
 // `update apply`: takes a signed bundle into a private copy, verifies it (bundle-checks.ts),
-// unpacks it into releases/ (stage-release.ts) and switches `current` to it. The release
+// unpacks it into releases/ (stage-release.ts), has the unpacked release's own check-config
+// accept the site's config (release-config.ts) and switches `current` to it. The release
 // then gates: it must write its health marker (<data_dir>/update/healthy-<version>) within
 // the deadline and within max_starts starts, or the next `update check` switches back
 // (release-gate.ts). The layout under <root> is in update-state.ts.
@@ -7,12 +8,22 @@ import { statSync } from "node:fs";
 import { BundleRefused, checkSignature, compareVersions, loadTrustedKeys, sha256OfRange } from "./bundle-format.js";
 import { checkFreeSpace, checkManifest, checkPayload, checkPrivateDir, checkRunsHere, checkVersionFloor } from "./bundle-checks.js";
 import { backupBound, checkDataDir, prepareDataDir } from "./data-dir.js";
-import { symlinkAtomic } from "./fsx.js";
+import { removeTree, symlinkAtomic } from "./fsx.js";
 import { DEFAULT_MAX_BUNDLE_BYTES, Incoming, receiveFile, receiveUrl, removeStaleIncoming, type ReceivedBundle } from "./receive.js";
 import { checkUpdate } from "./release-gate.js";
 import { alive, bootId, restart, type Say, type ServiceControl } from "./service-control.js";
+import { checkReleaseConfig } from "./release-config.js";
 import { placeRelease, pruneReleases, stageRelease } from "./stage-release.js";
-import { layout, linkedVersion, readState, writeState, type Layout, type Pending, type UpdateState } from "./update-state.js";
+import {
+  layout,
+  linkedVersion,
+  readState,
+  recordRefused,
+  writeState,
+  type Layout,
+  type Pending,
+  type UpdateState,
+} from "./update-state.js";
 import { testHook } from "../util/test-hooks.js";
 
 export const DEFAULT_ROOT = "/opt/sitegate";
@@ -50,6 +61,8 @@ export interface ApplyOptions extends ServiceControl {
   allowedUrls?: readonly string[];
   /** where the private copy is made (default: the root); a folder only this user may write */
   downloadDir?: string;
+  /** the site's config: the new release's own check-config must accept it before the switch (none: not checked, said so) */
+  config?: string;
   say: Say;
 }
 
@@ -101,8 +114,10 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   o.say(`bundle ${m.version} (${m.arch}) signed by ${signer}, payload ${m.payload_sha256.slice(0, 12)}… ok`);
   await testHook("verified");
 
-  // Nothing has changed so far. From here on every step leaves `current` at a complete release.
+  // Nothing has changed so far (a refusal of the staged release's check-config removes it
+  // again). From here on every step leaves `current` at a complete release.
   const staged = await stageRelease(b, l);
+  checkStagedConfig(staged, b, l, o);
   const dest = placeRelease(l, m.version, staged);
   await testHook("unpacked");
 
@@ -127,6 +142,22 @@ async function install(b: ReceivedBundle, l: Layout, o: ApplyOptions): Promise<{
   await testHook("switched");
   restart(o, o.say);
   return { version: m.version, previous: cur };
+}
+
+/** The staged release's own check-config against the site's config; a refusal removes it, is recorded as the last outcome and thrown. */
+function checkStagedConfig(staged: string, b: ReceivedBundle, l: Layout, o: ApplyOptions): void {
+  const m = b.manifest;
+  if (!o.config) {
+    o.say(`no site config given: release ${m.version} is installed without checking it against one (--config FILE)`);
+    return;
+  }
+  try {
+    checkReleaseConfig(staged, m, { file: o.config, dataDir: o.dataDir, say: o.say });
+  } catch (e) {
+    removeTree(staged);
+    if (e instanceof BundleRefused) recordRefused(l.root, m.version, e.message, o.dataDir);
+    throw e;
+  }
 }
 
 /** The update state, refused while another update is installing, gating or rolling back. */

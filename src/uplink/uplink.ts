@@ -13,7 +13,6 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
-import { backoffMs } from "../delivery/backoff.js";
 import { Lane, type LaneOptions, type LaneStats } from "../delivery/lane.js";
 import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
@@ -23,6 +22,7 @@ import { HttpSender } from "./http-sender.js";
 import { HttpsSink } from "./https-sink.js";
 import { HTTPS, instanceId } from "./callbacks.js";
 import { SitegateError } from "../errors.js";
+import { laneRetryDelay } from "../util/reconnect-backoff.js";
 export { OUTBOX_MIGRATIONS } from "./callbacks.js";
 export type { LaneStats } from "../delivery/lane.js";
 
@@ -66,8 +66,8 @@ export class Uplink implements Part {
     private readonly storage: StoragePart,
     private readonly samples: SampleStore,
     private readonly log: Logger,
-    /** Tests shorten the retry schedule; production uses 1 s doubling to 5 min. */
-    private readonly backoff: (attempt: number) => number = backoffMs,
+    /** Tests shorten the retry schedule; production uses the one backoff policy (util/reconnect-backoff.ts). */
+    private readonly backoff: (attempt: number, address: string) => number = laneRetryDelay,
     opts: UplinkOptions = {},
   ) {
     this.opts = { rejectWindowMs: REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };

@@ -1,8 +1,12 @@
 // The fleet connection across drops, against a real mosquitto behind a relay the test cuts
 // (the broker and its sessions stay up): a command published while the gateway is away is
 // delivered when it is back and answered; a drop shorter than the will delay shows no
-// offline status; retained status and devices are not sent again on reconnect; every
-// attempt during the drop uses the one TLS context built at start.
+// offline status; the retained device view is not sent again on reconnect, the status once;
+// every attempt during the drop uses the one TLS context built at start. And the broker itself
+// restarted (its persistence keeps the gateway's session): a command sent after it is back,
+// while the gateway is still away, is delivered and answered, and the retained status the
+// broker keeps ends online (mosquitto 2.0 publishes the Will when it shuts down cleanly,
+// whatever its delay; the gateway's status on reconnecting puts it right).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -31,7 +35,7 @@ function countFleetContexts(): { count: () => number; restore: () => void } {
   return { count: () => n, restore: () => void (tlsModule.createSecureContext = original) };
 }
 
-test("a drop of the gateway's connection: the command sent meanwhile is answered after it is back, no offline status, no retained republish, one TLS context", async () => {
+test("a drop of the gateway's connection: the command sent meanwhile is answered after it is back, no offline status, the device view not sent again, one TLS context", async () => {
   await withTmpDir((dir) =>
     withBroker(dir, async (broker) => {
       const proxy = await startProxy(broker.port);
@@ -65,11 +69,89 @@ test("a drop of the gateway's connection: the command sent meanwhile is answered
         await until(() => fleet.connected, "connected again");
 
         assert.equal(got.filter((m) => m.topic === `${T}/status` && m.json?.state === "offline").length, 0, "no offline status");
-        assert.equal(retained().length, before, "status and devices not sent again: nothing changed");
+        // The device view is not sent again (nothing changed); the status is, once per connection
+        // (a broker may have published the Will meanwhile: the restart test below).
+        await until(() => retained().length > before, "the status after the reconnect");
+        assert.deepEqual(
+          retained()
+            .slice(before)
+            .map((m) => `${m.topic.slice(T.length + 1)}/${m.json?.state}`),
+          ["status/online"],
+          "one status, no device view",
+        );
         assert.equal(fleet.stats().tls_contexts, 1);
         assert.equal(contexts.count(), 1, `one TLS context over ${fleet.stats().attempts} attempts`);
       } finally {
         contexts.restore();
+        await gw.stop();
+        await sub.endAsync();
+        await proxy.close();
+      }
+    }),
+  );
+});
+
+test("a broker restart: the session survives it, a command sent while the gateway is still away is answered, the retained status ends online, the device view is not sent again", async () => {
+  await withTmpDir((dir) =>
+    withBroker(dir, async (broker) => {
+      // The relay only keeps the gateway away after the restart, until the command is queued.
+      const proxy = await startProxy(broker.port);
+      const sub = await fleetClient(broker);
+      const got = record(sub);
+      await sub.subscribeAsync(`${T}/status`, { qos: 1 });
+      await sub.subscribeAsync(`${T}/devices`, { qos: 1 });
+      const gw = await startGateway(join(dir, "gw"), {
+        fleet: { ...fleetConfig(broker), url: `mqtts://127.0.0.1:${proxy.port}` },
+        telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
+      });
+      const fleet = gw.daemon.part<{ current: Fleet } & Part>("fleet").current;
+      // What the gateway published (a resubscription's retained copies carry the retain flag;
+      // an offline status is the broker's, the Will).
+      const published = () =>
+        got.filter((m) => !m.retain && m.json?.state !== "offline" && (m.topic === `${T}/status` || m.topic === `${T}/devices`));
+      try {
+        await until(() => fleet.connected, "gateway connected");
+        await until(() => got.some((m) => m.topic === `${T}/status` && m.json?.state === "online"), "birth", 30_000);
+        await until(async () => (await command(sub, "site-001", "ping", undefined, 1000).catch(() => null)) !== null, "first ping");
+        const before = published().length;
+        const connects = fleet.stats().connects;
+
+        await broker.stop();
+        proxy.cut();
+        await until(() => !fleet.connected, "the gateway notices the restart");
+        await broker.start();
+        await until(() => sub.connected, "the fleet's client is back", 30_000);
+        // QoS 1, after the restart, before the gateway is back: only its persisted session can take it.
+        const answer = command(sub, "site-001", "ping", undefined, 120_000);
+        await until(async () => (await sub.subscribeAsync(`${T}/nothing`, { qos: 1 })) !== undefined, "the command is at the broker");
+        proxy.open();
+        const a = await answer;
+        assert.equal(a.json.status, 200, "the command sent while the gateway was away ran");
+        await until(() => fleet.connected && fleet.stats().connects > connects, "connected again");
+
+        // Whatever the broker did with the Will, the gateway's last word is online; the device view stays as the broker kept it.
+        const statuses = () => got.filter((m) => m.topic === `${T}/status`).map((m) => m.json?.state);
+        await until(() => statuses().at(-1) === "online" && published().length > before, "online again");
+        assert.deepEqual(
+          published()
+            .slice(before)
+            .map((m) => `${m.topic.slice(T.length + 1)}/${m.json?.state}`),
+          ["status/online"],
+          `one status, no device view (statuses seen: ${statuses().join(", ")})`,
+        );
+        // A fleet client that looks now reads what the broker kept across its restart.
+        const late = await fleetClient(broker);
+        const kept = record(late);
+        try {
+          await late.subscribeAsync(`${T}/status`, { qos: 1 });
+          await late.subscribeAsync(`${T}/devices`, { qos: 1 });
+          await until(() => kept.length >= 2, "the retained status and devices");
+          assert.equal(kept.find((m) => m.topic === `${T}/status`)?.json?.state, "online");
+          assert.ok(kept.some((m) => m.topic === `${T}/devices`));
+        } finally {
+          await late.endAsync();
+        }
+      } finally {
         await gw.stop();
         await sub.endAsync();
         await proxy.close();

@@ -251,3 +251,32 @@ test("request.json is removed through a descriptor of update/: swapping update/ 
     assert.equal(existsSync(join(env.dataDir, "update.moved", "request.json")), false, "the request it read is the one removed");
   });
 });
+
+test("a fleet request for a release whose check-config refuses the site's config is refused with that reason, in update status; nothing is switched", async () => {
+  await withInstalled(async (env, dir) => {
+    const b = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "v020.bundle"),
+      configNeeds: "grid_code",
+    });
+    const web = await serve(files({ "/u/0.2.0.bundle": b }));
+    try {
+      const config = requestConfig(env, dir, { allowed_urls: [web.url("/u/")], allow_unsigned_requests: true });
+      leaveRequest(env, { url: web.url("/u/0.2.0.bundle"), sha256: sha256(b), version: "0.2.0" });
+      const r = await applyRequest(env, config);
+      assert.equal(r.code, 2, r.out);
+      assert.match(r.out, /refused: release 0\.2\.0 does not accept this site's config/);
+      assert.ok(existsSync(`${config}.checked-by-0.2.0`), "the new release's own check-config was asked");
+      assert.equal(readlinkSync(join(env.root, "current")), "releases/0.1.0");
+      assert.equal(existsSync(join(env.root, "releases", "0.2.0")), false);
+      const last = state(env).last;
+      assert.equal(last.result, "refused");
+      assert.equal(last.version, "0.2.0");
+      assert.match(last.reason, /does not accept this site's config[\s\S]*grid_code: Required \(release 0\.2\.0\)/);
+    } finally {
+      web.close();
+    }
+  });
+});

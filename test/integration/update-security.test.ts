@@ -192,7 +192,7 @@ function daemonOwned(env: UpdateEnv, dir: string): { victim: string; victimFile:
 
 const migrating = () => ({ ...Object.fromEntries(ALL_MIGRATIONS.map((m) => [m.module, m.migrations.length])), zz_new: 1 });
 
-test("a symlinked update/ folder or database file in the data dir makes apply refuse, and nothing outside the data dir changes owner", async () => {
+test("a symlinked update/ folder or database file in the data dir makes apply refuse, and nothing outside the data dir changes owner; the new release's check-config runs as the data dir's owner", async () => {
   await withInstalled(async (env, dir) => {
     const { victim, victimFile } = daemonOwned(env, dir);
     const b = await fakeBundle({
@@ -224,8 +224,19 @@ test("a symlinked update/ folder or database file in the data dir makes apply re
     // runtime and module as that user
     const release = traversableRelease(dir);
     const cli = join(release.dist, "cli.js");
-    const r = spawnSync(release.node, [cli, "update", "apply", b], { encoding: "utf8", env: updateCliEnv(env, env.restartCmd) });
+    // the new release's check-config runs as the unit runs it: as the data dir's owner (its
+    // fake leaves the uid it ran as next to the config, in a folder that user may write)
+    const etc = join(dir, "etc");
+    mkdirSync(etc, { mode: 0o755 });
+    chownSync(etc, DAEMON_UID, DAEMON_GID);
+    const config = join(etc, "config.yaml");
+    writeFileSync(config, "site_id: site-001\n", { mode: 0o644 });
+    const r = spawnSync(release.node, [cli, "update", "apply", "--config", config, b], {
+      encoding: "utf8",
+      env: updateCliEnv(env, env.restartCmd),
+    });
     assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(readFileSync(`${config}.checked-by-0.2.0`, "utf8"), String(DAEMON_UID), "check-config ran as the daemon's user");
     const backup = join(env.dataDir, "update", "backup-before-0.2.0.db");
     assert.equal(lstatSync(backup).uid, DAEMON_UID, "the backup was written as the data dir's owner");
     assert.equal(lstatSync(join(env.dataDir, "update")).uid, DAEMON_UID);

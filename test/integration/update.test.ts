@@ -329,8 +329,10 @@ test("a real bundle of dist/ installs, the daemon marks itself healthy, and `upd
     svc.start();
     try {
       await waitFor(env, () => serving(env) === "0.1.0", "0.1.0 serving");
-      r = update(env, ["apply", bundleFile]);
-      assert.equal(r.status, 0, r.stderr);
+      // the real release's own check-config (this checkout's schema) accepts the site's config
+      r = update(env, ["apply", "--config", config, bundleFile]);
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /release 0\.2\.0 accepts the config/);
       const release = realpathSync(join(env.root, "current"));
       assert.ok(existsSync(join(release, "node_modules", "better-sqlite3")), "production modules are in the release");
       assert.ok(!existsSync(join(release, "node_modules", "typescript")), "dev modules are not");
@@ -442,5 +444,72 @@ test("a release that needs a newer Node.js than this controller has is refused",
       new RegExp(`refused: the release needs Node\\.js >= 999\\.0\\.0, this controller has ${process.versions.node.replace(/\./g, "\\.")}`),
     );
     assert.equal(snapshotTree(env.root), before);
+  });
+});
+
+test("a release whose own check-config refuses this site's config is refused with its reason before the switch; the old release keeps running", async () => {
+  await withInstalled(async (env, dir) => {
+    const config = join(dir, "config.yaml");
+    writeFileSync(config, stringify(testConfigInput(env.dataDir)));
+    // 0.2.0's schema needs a block this site's config does not have
+    const b = await fakeBundle({
+      version: "0.2.0",
+      mode: "healthy",
+      key: env.keys.privateKey,
+      out: join(dir, "needs.bundle"),
+      configNeeds: "grid_code",
+    });
+    const svc = new FakeService(env);
+    svc.start();
+    try {
+      await waitFor(env, () => serving(env) === "0.1.0", "0.1.0 serving");
+      const releases = snapshotTree(join(env.root, "releases"));
+      const r = update(env, ["apply", "--config", config, b]);
+      assert.equal(r.status, 2, r.stdout + r.stderr);
+      assert.match(
+        r.stderr,
+        /refused: release 0\.2\.0 does not accept this site's config .*config\.yaml \(its check-config, as uid \d+: exit 2\)/,
+      );
+      assert.match(r.stderr, /grid_code: Required \(release 0\.2\.0\)/, "check-config's own words are the reason");
+      assert.ok(existsSync(`${config}.checked-by-0.2.0`), "the new release's check-config ran, not the old one's");
+      // nothing changed: current, previous, the releases (no staged copy left), the running service
+      assert.equal(currentVersion(env), "0.1.0");
+      assert.equal(readlinkSync(join(env.root, "previous")), "releases/0.1.0");
+      assert.equal(snapshotTree(join(env.root, "releases")), releases);
+      assert.equal(startsOf(env, "0.2.0"), 0);
+      assert.equal(startsOf(env, "0.1.0"), 1, "the service was not restarted");
+      assert.equal(serving(env), "0.1.0");
+      // recorded where update status (and the fleet's status topic) reports it
+      const s = status(env);
+      assert.equal(s.pending, null);
+      assert.equal(s.last.version, "0.2.0");
+      assert.equal(s.last.result, "refused");
+      assert.match(s.last.reason, /does not accept this site's config[\s\S]*grid_code: Required/);
+      const text = update(env, ["status"]);
+      assert.match(text.stdout, /last: +0\.2\.0 refused at .*grid_code: Required/s);
+
+      // the operator adds the block: the same bundle installs
+      writeFileSync(config, readFileSync(config, "utf8") + "grid_code: {}\n");
+      const ok = update(env, ["apply", "--config", config, b]);
+      assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+      assert.match(ok.stdout, /release 0\.2\.0 accepts the config/);
+      await waitFor(env, () => serving(env) === "0.2.0", "0.2.0 serving");
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
+test("apply without a config names that it did not check one; a --config that is not there is bad usage", async () => {
+  await withInstalled(async (env, dir) => {
+    const b = await fakeBundle({ version: "0.2.0", mode: "healthy", key: env.keys.privateKey, out: join(dir, "b.bundle") });
+    const before = snapshotTree(env.root);
+    const missing = update(env, ["apply", "--config", join(dir, "nope.yaml"), b]);
+    assert.equal(missing.status, 2, missing.stdout + missing.stderr);
+    assert.match(missing.stderr, /no config at .*nope\.yaml/);
+    assert.equal(snapshotTree(env.root), before);
+    const r = update(env, ["apply", b], { SITEGATE_RESTART_CMD: "" });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /no site config given: release 0\.2\.0 is installed without checking it against one/);
   });
 });

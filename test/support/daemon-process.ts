@@ -29,7 +29,7 @@ export interface DaemonProcess {
 export async function spawnDaemon(
   dir: string,
   over: Partial<ConfigInput> = {},
-  opts: { configMode?: number; nodeArgs?: string[] } = {},
+  opts: { configMode?: number; nodeArgs?: string[]; env?: Record<string, string> } = {},
 ): Promise<DaemonProcess> {
   const cfg = { ...testConfigInput(join(dir, "data")), log_level: "info", ...over };
   const configFile = join(dir, "config.yaml");
@@ -38,7 +38,10 @@ export async function spawnDaemon(
   const unit = unitCommand();
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? unit.nodeArgs), CLI, "run", "--config", configFile], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...unit.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
+    // `opts.env`: added to the unit's environment; an empty value takes a variable out.
+    env: Object.fromEntries(
+      Object.entries({ ...process.env, ...unit.env, ...opts.env, LOG_FORMAT: "json", LOG_LEVEL: "info" }).filter(([, v]) => v !== ""),
+    ),
   });
   const lines: Array<Record<string, unknown>> = [];
   const repeated: string[] = [];

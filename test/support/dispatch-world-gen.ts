@@ -7,9 +7,12 @@
 // answers, devices offline mid-event and back, late answers), gateway restarts mid-event
 // (crash or clean stop), hybrid batteries that self-consume when idle, and house-load
 // steps and PV clouds. On by default; DISPATCH_WORLD_FAULTS=0 generates the plain sites.
+// The harder sites also have brand batteries (dispatch-world-brands.ts) unless
+// DISPATCH_WORLD_BRANDS=0, which gives a seed's worlds as they were before them.
 import fc from "fast-check";
 import type { EventKindName, WorldEvent, WorldSpec } from "./dispatch-world.js";
 import { WORLD_FAULT_KINDS, type WorldFault, type WorldRestart, type WorldStep } from "./dispatch-world-faults.js";
+import { withBrandBatteries } from "./dispatch-world-brands.js";
 
 const sf = fc.constantFrom<-2 | -1 | 0 | 1>(-2, -1, 0, 1);
 const kw = (min: number, max: number) => fc.integer({ min, max }).map((k) => k * 1000);
@@ -173,12 +176,19 @@ const faultWorld: fc.Arbitrary<WorldSpec> = plainWorld.chain((w) => {
     }));
 });
 
-/** The worlds to generate: `faults` adds the harder sites of issue 39. */
-export function worldArbWith(opts: { faults: boolean }): fc.Arbitrary<WorldSpec> {
-  return opts.faults ? faultWorld : plainWorld;
+/**
+ * The worlds to generate: `faults` adds the harder sites of issue 39; `brands` (with
+ * `faults` only) lets each battery be one of the brand batteries on its profile
+ * (dispatch-world-brands.ts). Without `brands`, a seed gives the worlds it gave before them.
+ */
+export function worldArbWith(opts: { faults: boolean; brands?: boolean }): fc.Arbitrary<WorldSpec> {
+  if (!opts.faults) return plainWorld;
+  return opts.brands ? withBrandBatteries(faultWorld) : faultWorld;
 }
 
 /** Whether worldArb generates the harder sites: yes, unless DISPATCH_WORLD_FAULTS=0. */
 export const WORLD_FAULTS = process.env.DISPATCH_WORLD_FAULTS !== "0";
+/** Whether the harder sites have brand batteries: yes, unless DISPATCH_WORLD_BRANDS=0. */
+export const WORLD_BRANDS = process.env.DISPATCH_WORLD_BRANDS !== "0";
 
-export const worldArb: fc.Arbitrary<WorldSpec> = worldArbWith({ faults: WORLD_FAULTS });
+export const worldArb: fc.Arbitrary<WorldSpec> = worldArbWith({ faults: WORLD_FAULTS, brands: WORLD_BRANDS });

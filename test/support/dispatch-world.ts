@@ -34,6 +34,9 @@ import { SiteModel } from "../../hw-sim/site-model.js";
 import { PvInverter, StorageInverter, SunSpecMeter } from "../../hw-sim/models/sunspec-devices.js";
 import { Relay } from "../../hw-sim/models/relay.js";
 import { ZigbeeBridge as SimZigbee } from "../../hw-sim/zigbee.js";
+import { buildBrandDevices } from "../../hw-sim/models/brands/index.js";
+import { HybridInverter } from "../../hw-sim/models/brands/hybrid.js";
+import { brandScenarioDevice, brandTruth, isBrandSpec, withoutPacing, type BrandBattery } from "./dispatch-world-brands.js";
 import type { ZigbeePlug, ZigbeeThermostat, ZigbeeDevice as SimZigbeeDevice } from "../../hw-sim/zigbee-devices.js";
 import { parseScenario, type Scenario, type ScenarioInput } from "../../hw-sim/scenario.js";
 import { FakeClock } from "./fake-clock.js";
@@ -80,8 +83,20 @@ export interface WorldSpec {
   load_noise_pct: number;
   irradiance: number;
   meter: boolean;
-  /** `hybrid`: covers the house load less PV while no forced mode is set (its own self-consumption). */
-  batteries: Array<{ max_power_w: number; capacity_wh: number; soc_pct: number; control_sf: -2 | -1 | 0 | 1; hybrid?: boolean }>;
+  /**
+   * `hybrid`: covers the house load less PV while no forced mode is set (its own self-consumption).
+   * `brand`: the brand's hybrid model driven through its brand profile instead of SunSpec
+   * storage (dispatch-world-brands.ts), with its own PV array of `pv_max_w`; control_sf unused.
+   */
+  batteries: Array<{
+    max_power_w: number;
+    capacity_wh: number;
+    soc_pct: number;
+    control_sf: -2 | -1 | 0 | 1;
+    hybrid?: boolean;
+    brand?: BrandBattery;
+    pv_max_w?: number;
+  }>;
   pvs: Array<{ max_power_w: number; control_sf: -2 | -1 | 0 | 1 }>;
   relays: Array<{ load_per_coil_w: number; rating: "none" | "total" | "per_coil"; shed_priority?: number }>;
   plugs: Array<{ load_w: number; metering: boolean; rated: boolean; shed_priority?: number }>;
@@ -112,8 +127,14 @@ export function eventId(i: number): string {
 export function scenarioOf(w: WorldSpec, opts: { listen?: string; control?: string; broker?: string } = {}): ScenarioInput {
   const devices: NonNullable<ScenarioInput["ports"]>[number]["devices"] = [];
   let unit = 1;
-  w.batteries.forEach(({ hybrid: _hybrid, ...b }, i) =>
-    devices.push({ unit: unit++, model: "sunspec-storage", name: `bat${i + 1}`, ...b, control_sf: b.control_sf }),
+  // A brand hybrid's own self-consumption covers an equal share of the house load with the other hybrids.
+  const sharePct = 100 / Math.max(1, w.batteries.filter((b) => b.hybrid).length);
+  w.batteries.forEach(({ hybrid: _hybrid, brand, pv_max_w: _pv, ...b }, i) =>
+    devices.push(
+      brand
+        ? brandScenarioDevice({ ...w.batteries[i]!, brand }, `bat${i + 1}`, unit++, sharePct)
+        : { unit: unit++, model: "sunspec-storage", name: `bat${i + 1}`, ...b, control_sf: b.control_sf },
+    ),
   );
   w.pvs.forEach((p, i) => devices.push({ unit: unit++, model: "sunspec-pv", name: `pv${i + 1}`, ...p }));
   if (w.meter) devices.push({ unit: unit++, model: "sunspec-meter", name: "grid" });
@@ -158,17 +179,20 @@ export function gatewayDevices(
   for (const d of sc.ports[0].devices) {
     if (d.name === "unused") continue;
     const relay = d.model === "relay" ? w.relays[Number(d.name.slice(5)) - 1] : undefined;
+    // A brand whose profile reads no rating from the device (Deye) is rated by the installer.
     const rated =
-      relay?.rating === "total"
-        ? 4 * relay.load_per_coil_w
-        : relay?.rating === "per_coil"
-          ? [1, 2, 3, 4].map(() => relay.load_per_coil_w)
-          : undefined;
+      isBrandSpec(d) && !profile(d.model).max_power
+        ? d.max_power_w
+        : relay?.rating === "total"
+          ? 4 * relay.load_per_coil_w
+          : relay?.rating === "per_coil"
+            ? [1, 2, 3, 4].map(() => relay.load_per_coil_w)
+            : undefined;
     modbus.push({
       device_id: d.name,
       device_type: "modbus",
-      device_integration: `${org}/${d.model === "relay" ? "relay-coils" : "sunspec"}`,
-      mb_device_type: MB_DEVICE_TYPE[d.model] ?? 99,
+      device_integration: `${org}/${d.model === "relay" ? "relay-coils" : isBrandSpec(d) ? d.model : "sunspec"}`,
+      mb_device_type: isBrandSpec(d) ? 3 : (MB_DEVICE_TYPE[d.model] ?? 99),
       mb_type: 2,
       mb_ip: host,
       mb_port: port,
@@ -235,6 +259,8 @@ class SimSite {
     readonly scenario: Scenario,
     now: () => number,
     hybrids: ReadonlySet<string> = new Set(),
+    /** All hybrids of the site, the brand ones (their own self-consumption) included. */
+    hybridCount = hybrids.size,
   ) {
     this.site = new SiteModel(scenario.site, scenario.seed, now);
     this.shadowSite = new SiteModel(scenario.site, scenario.seed, now);
@@ -243,17 +269,18 @@ class SimSite {
     const twinPv: PvInverter[] = [];
     // Each hybrid covers an equal share of the house load less the PV output.
     const deficit = (site: SiteModel, pvs: PvInverter[]) => () =>
-      (site.baseLoadW() - pvs.reduce((a, p) => a + p.acPowerW(), 0)) / Math.max(1, hybrids.size);
+      (site.baseLoadW() - pvs.reduce((a, p) => a + p.acPowerW(), 0)) / Math.max(1, hybridCount);
     for (const spec of scenario.ports[0].devices) {
       const hybrid = hybrids.has(spec.name);
-      const real = buildModbus(spec, this.site, hybrid ? deficit(this.site, realPv) : undefined);
-      const twin = buildModbus(spec, this.shadowSite, hybrid ? deficit(this.shadowSite, twinPv) : undefined);
+      const [real, ...moreUnits] = buildModbus(spec, this.site, hybrid ? deficit(this.site, realPv) : undefined);
+      const [twin] = buildModbus(spec, this.shadowSite, hybrid ? deficit(this.shadowSite, twinPv) : undefined);
       if (real instanceof PvInverter) realPv.push(real);
       if (twin instanceof PvInverter) twinPv.push(twin as PvInverter);
-      const slot = new DeviceSlot(real);
+      const slot = new DeviceSlot(real!);
       this.units.set(spec.unit, slot);
       this.slots.set(spec.name, slot);
-      if (spec.name !== "unused") this.pairs.push(modbusPair(spec.name, real, twin));
+      for (const m of moreUnits) this.units.set(m.unit, new DeviceSlot(m));
+      if (spec.name !== "unused") this.pairs.push(modbusPair(spec.name, real!, twin!, isBrandSpec(spec) ? spec.model : undefined));
     }
     if (scenario.zigbee) {
       this.zigbee = new SimZigbee(scenario.zigbee, this.site, log, ".");
@@ -278,24 +305,31 @@ class SimSite {
   }
 }
 
-type ModbusModel = StorageInverter | PvInverter | SunSpecMeter | Relay;
+type ModbusModel = StorageInverter | PvInverter | SunSpecMeter | Relay | HybridInverter;
 
-function buildModbus(spec: Scenario["ports"][number]["devices"][number], site: SiteModel, hybridDeficit?: () => number): ModbusModel {
+/** A scenario device's models: one, or one per unit id it answers on. */
+function buildModbus(spec: Scenario["ports"][number]["devices"][number], site: SiteModel, hybridDeficit?: () => number): ModbusModel[] {
   switch (spec.model) {
     case "sunspec-storage":
-      return hybridDeficit ? new HybridStorage(spec, site, hybridDeficit) : new StorageInverter(spec, site);
+      return [hybridDeficit ? new HybridStorage(spec, site, hybridDeficit) : new StorageInverter(spec, site)];
     case "sunspec-pv":
-      return new PvInverter(spec, site);
+      return [new PvInverter(spec, site)];
     case "sunspec-meter":
-      return new SunSpecMeter(spec, site);
+      return [new SunSpecMeter(spec, site)];
     case "relay":
-      return new Relay(spec, site);
+      return [new Relay(spec, site)];
     default:
+      if (isBrandSpec(spec)) return buildBrandDevices(spec, site) as ModbusModel[];
       throw new Error(`the world has no ${spec.model}`);
   }
 }
 
-export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel): SimPair {
+/** `profile`: the brand profile that drives a brand battery. */
+export function modbusPair(id: string, real: ModbusModel, twin: ModbusModel, profile?: string): SimPair {
+  if (real instanceof HybridInverter) {
+    const truth = brandTruth(real, profile ?? "");
+    return { id, kind: "battery", ...truth, shadow: () => -(twin as HybridInverter).acPowerW() };
+  }
   if (real instanceof StorageInverter) {
     const t = twin as StorageInverter;
     return {
@@ -501,7 +535,7 @@ class ZigbeeLine {
 let profiles: ReturnType<typeof builtinProfiles> | null = null;
 function profile(name: string): Profile {
   profiles ??= builtinProfiles();
-  return profiles.get(name);
+  return withoutPacing(profiles.get(name));
 }
 
 /**
@@ -772,8 +806,9 @@ export function horizonOf(w: WorldSpec, settle_s = SETTLE_S): number {
 export async function runWorld(w: WorldSpec): Promise<WorldReport> {
   const clock = new FakeClock(WORLD_T0);
   const sc = parseScenario(scenarioOf(w));
-  const hybrids = new Set(w.batteries.flatMap((b, i) => (b.hybrid ? [`bat${i + 1}`] : [])));
-  const sim = new SimSite(sc, () => clock.now(), hybrids);
+  // A brand hybrid is one by its own model's self-consumption, not the world's deficit wrapper.
+  const hybrids = new Set(w.batteries.flatMap((b, i) => (b.hybrid && !b.brand ? [`bat${i + 1}`] : [])));
+  const sim = new SimSite(sc, () => clock.now(), hybrids, w.batteries.filter((b) => b.hybrid).length);
   const faults = new FaultTimeline(w.faults ?? []);
   const dir = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "sitegate-world-"));
   const db = openDatabase(dir);

@@ -50,7 +50,9 @@ export type FakeMode = "healthy" | "crash" | "hang";
  * A release directory whose dist/src/cli.js is a tiny program: it logs each start to
  * <FAKE_DATA_DIR>/starts.log, writes <FAKE_DATA_DIR>/serving, and then, by mode, writes its
  * health marker and runs, exits 1 (after changing the database when FAKE_SQLITE is set), or
- * runs without ever becoming healthy.
+ * runs without ever becoming healthy. Its `check-config --config FILE` leaves
+ * FILE.checked-by-<version> (with its uid) and accepts the file, unless `configNeeds` names a
+ * top-level key the file lacks: then it says so on stderr and exits 2, as check-config does.
  */
 export function stageFakeRelease(
   dir: string,
@@ -58,16 +60,29 @@ export function stageFakeRelease(
   mode: FakeMode,
   padFiles = 0,
   extraFiles: Record<string, string> = {},
+  configNeeds?: string,
 ): void {
   mkdirSync(join(dir, "dist", "src"), { recursive: true });
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "sitegate", version, type: "module" }));
   writeFileSync(
     join(dir, "dist", "src", "cli.js"),
-    `import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+    `import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 const VERSION = ${JSON.stringify(version)}, MODE = ${JSON.stringify(mode)};
 if (process.argv[2] === "--version") { console.log(VERSION); process.exit(0); }
+if (process.argv[2] === "check-config") {
+  const file = process.argv[process.argv.indexOf("--config") + 1];
+  const text = readFileSync(file, "utf8");
+  try { writeFileSync(file + ".checked-by-" + VERSION, String(process.getuid())); } catch {}
+  const needs = ${JSON.stringify(configNeeds ?? null)};
+  if (needs !== null && !new RegExp("^" + needs + ":", "m").test(text)) {
+    process.stderr.write("config " + file + " is invalid:\\n  " + needs + ": Required (release " + VERSION + ")\\n");
+    process.exit(2);
+  }
+  console.log("config ok: " + file);
+  process.exit(0);
+}
 const data = process.env.FAKE_DATA_DIR;
 appendFileSync(join(data, "starts.log"), VERSION + "\\n");
 writeFileSync(join(data, "serving"), VERSION);
@@ -110,12 +125,14 @@ export interface FakeBundleOptions {
   extraFiles?: Record<string, string>;
   /** the Node.js the manifest says the release is for (default: this node, no runtime) */
   node?: { version: string; abi: string; runtime: boolean };
+  /** a top-level config key the release's check-config requires (its schema refuses a config without it) */
+  configNeeds?: string;
 }
 
 export async function fakeBundle(o: FakeBundleOptions): Promise<string> {
   const stage = mkdtempSync(join(tmpdir(), "sitegate-fake-"));
   try {
-    stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0, o.extraFiles);
+    stageFakeRelease(stage, o.version, o.mode, o.padFiles ?? 0, o.extraFiles, o.configNeeds);
     await packBundle({
       stageDir: stage,
       version: o.version,

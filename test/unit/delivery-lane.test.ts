@@ -154,8 +154,11 @@ test("an auth answer (401, 403, 404) holds the lane with the backoff, even where
   });
   const source = { next: (busy: ReadonlySet<string>) => queue.filter((r) => !busy.has(r)).map(item)[0] };
   const sink = new HeldSink();
-  let waited = 0;
-  const l = new Lane("execution", source, sink, silentLogger(), () => (waited++, 0), 1, { rejectWindowMs: 0, idleRecheckMs: 60_000 });
+  const waited: [number, string][] = [];
+  const l = new Lane("execution", source, sink, silentLogger(), (n, address) => (waited.push([n, address]), 0), 1, {
+    rejectWindowMs: 0,
+    idleRecheckMs: 60_000,
+  });
   l.start();
   try {
     await turn();
@@ -166,7 +169,17 @@ test("an auth answer (401, 403, 404) holds the lane with the backoff, even where
       await turn();
       await turn();
     }
-    assert.equal(waited, 3, "each refusal waited its backoff");
+    // The policy is asked with the message's attempt and address (its host sets the cap).
+    const url = "https://partner.example/exec";
+    assert.deepEqual(
+      waited,
+      [
+        [1, url],
+        [2, url],
+        [3, url],
+      ],
+      "each refusal waited its backoff",
+    );
     assert.deepEqual(dead, [], "nothing dead-lettered");
     assert.equal(l.stats.credentials_rejections, 3);
     assert.equal(l.stats.credentials_rejected?.status, 401, "warned since the first refusal");

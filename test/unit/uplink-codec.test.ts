@@ -1,7 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { packSamples, unpackSamples } from "../../src/telemetry/sample-codec.js";
-import { backoffMs, BACKOFF_MAX_MS } from "../../src/delivery/backoff.js";
 import { buildPayloads } from "../../src/uplink/data-push.js";
 import { nameKey } from "../../src/util/idempotency.js";
 import type { StoredSnapshot } from "../../src/telemetry/sample-store.js";
@@ -47,16 +46,6 @@ test("typical samples take a few bytes each", () => {
 test("a truncated record is an error, not a wrong value", () => {
   const buf = packSamples([{ series: 1, value: 123456789 }]);
   assert.throws(() => unpackSamples(buf.subarray(0, buf.length - 1)), /truncated/);
-});
-
-test("backoff starts at 1 s, doubles, stays within ±20 % jitter and caps at 5 min", () => {
-  assert.equal(backoffMs(1, 0.5), 1000);
-  assert.equal(backoffMs(2, 0.5), 2000);
-  assert.equal(backoffMs(5, 0.5), 16000);
-  assert.equal(backoffMs(1, 0), 800);
-  assert.equal(backoffMs(1, 0.999999), 1200);
-  assert.equal(backoffMs(30, 0.5), BACKOFF_MAX_MS);
-  assert.ok(backoffMs(30, 0.999) <= BACKOFF_MAX_MS);
 });
 
 test("a payload carries the snapshot's read time and every device; big snapshots split by device", () => {
