@@ -15,7 +15,7 @@ import { Executor, type ExecutionResponse } from "./executor.js";
 import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
-import { endDue, endsNow, observeRunning, putBack, resumed } from "./gap-readback.js";
+import { observeRunning, putBack, readBack, resumeAll } from "./gap-readback.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -84,21 +84,22 @@ export class Dispatcher implements Part {
     return { ...this.counts, ...this.exec.stats };
   }
 
-  /** Loads the timeline and plans it; devices a crashed run left driven are put back before this returns
-   * (the API starts after it): no request is answered while an event that is over still drives a device. */
+  /** Loads the timeline, after a crash reads each device once for the restart gap (gap-readback.ts), and plans; devices a crashed
+   * run left driven are put back before this returns (the API starts after it): no answer while an event that is over drives one. */
   async start(): Promise<void> {
     this.store = new EventStore(this.deps.db());
     this.batchTx = null;
     this.exec.start(this.store.db);
     this.requests = new ReleaseRequests(this.store.db);
-    this.stopped = false;
     const now = this.deps.clock.now();
     this.store.sweep(now - HISTORY_DAYS * 86_400_000);
     this.window = new OpenWindow(this.store);
     this.bound = new OpenBound(this.store);
     this.window.fill(now, this.open);
-    for (const row of this.open.running.values()) if (resumed(row, now)) this.store.saveProgress(row, now);
-    this.offset = now - this.deps.clock.mono();
+    const running = [...this.open.running.values()];
+    if (resumeAll(running, now, this.store) && !(await readBack(this.exec, this.deps, this.store, running))) return; // stopped meanwhile
+    this.stopped = false;
+    this.offset = this.deps.clock.now() - this.deps.clock.mono();
     const watch = () => {
       if (this.stopped) return;
       const off = this.deps.clock.now() - this.deps.clock.mono();
@@ -116,7 +117,7 @@ export class Dispatcher implements Part {
     if (later > 0)
       this.deps.log.warn({ not_loaded: later }, "open events beyond the scheduler's window stay in the database until it reaches them");
     this.replan();
-    const put = await this.exec.putBack(PUT_BACK_WAIT_MS);
+    const put = await this.exec.jobs.putBack(PUT_BACK_WAIT_MS);
     if (put === 0) return;
     const left = this.exec.ledger
       .all()
@@ -139,7 +140,7 @@ export class Dispatcher implements Part {
       putBack(row.progress, now, this.exec.hold);
       this.store.saveProgress(row, now);
     }
-    await this.exec.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
+    await this.exec.jobs.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 
   // ---- receipts ----
@@ -293,11 +294,10 @@ export class Dispatcher implements Part {
       if (row.spec.end_ms <= now) this.miss(row, now);
       else this.begin(row, now);
     }
-    for (const row of [...this.open.running.values()]) if (endsNow(row, now, this.exec.hold)) this.finish(row, now, false);
-    const driving = [...this.open.running.values()].filter((r) => r.spec.end_ms > now); // past its end: put back (B4)
-    this.exec.reconcile(driving, now);
+    for (const row of [...this.open.running.values()]) if (row.spec.end_ms <= now) this.finish(row, now, false);
+    this.exec.reconcile([...this.open.running.values()], now); // every event past its end has ended: its devices go back (B4)
     let next = Math.min(this.open.nextStart(), this.exec.nextDue());
-    for (const row of this.open.running.values()) next = Math.min(next, endDue(row, now, this.exec.hold));
+    for (const row of this.open.running.values()) next = Math.min(next, row.spec.end_ms);
     if (next === Infinity) return;
     this.timer = this.deps.clock.setTimer(
       () => {

@@ -124,13 +124,11 @@ export class Executor {
     kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
   }
 
-  /** Plans every running event, writes what changed or is due, releases what no event drives. */
-  reconcile(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
+  /** Plans every running event: the claims (who drives which device) and whether any is driven; nothing written. */
+  plan(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): Map<string, Desired> {
     this.running = running;
-    const devs = this.usable(all);
-    this.devs = devs;
-    const ctx = this.ctx(now);
-    const { desired, claimed } = planAll(running, ctx, devs, (row, e) =>
+    this.devs = this.usable(all);
+    const { desired, claimed } = planAll(running, this.ctx(now), this.devs, (row, e) =>
       this.deps.log.error({ event_id: row.spec.event_id, err: errorMessage(e) }, "cannot plan an event"),
     );
     // A device that cannot be released is written by nobody until it reads its release back.
@@ -139,6 +137,12 @@ export class Executor {
     this.claims = new Map([...desired].map(([id, w]) => [id, w.rows.map((r) => ({ event_id: r.row.spec.event_id, watts: r.watts }))]));
     // It blocks nothing but itself: not the quiet minute a shed's baseline needs either.
     this.busy.mark(desired.size > 0 || this.ledger.all().some((r) => r.unreleased === undefined), now);
+    return desired;
+  }
+
+  /** Plans every running event, writes what changed or is due, releases what no event drives. */
+  reconcile(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
+    const desired = this.plan(running, now, all);
 
     for (const [id, want] of desired) {
       const holders = want.rows.map((r) => r.row.spec.event_id);
@@ -219,6 +223,8 @@ export class Executor {
           dp.writes_ok++;
           dp.acked_at ??= this.deps.clock.now();
           dp.error = undefined;
+          // The first write the device showed is committed at once: a crash before the event's first reading still knows it (gap-readback.ts).
+          if (dp.writes_ok === 1 && row.state === "running") this.deps.save(row);
         }
         // Not awaited: the read is queued now, behind the write and ahead of this device's
         // next write or release and of every poll, and the chain does not wait for it.
@@ -313,8 +319,8 @@ export class Executor {
     });
   }
 
-  /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan. */
-  observe(snap: Snapshot, running: readonly EventRow[], now: number): void {
+  /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan (unless `write` is false: a read-back, gap-readback.ts). */
+  observe(snap: Snapshot, running: readonly EventRow[], now: number, write = true): void {
     const ts = snap.ts;
     const devs = dispatchDevices(this.deps.devices);
     this.devs = this.usable(devs);
@@ -341,22 +347,12 @@ export class Executor {
       this.lastSave = now;
       for (const row of running) if (row.state === "running") this.deps.save(row);
     }
-    this.reconcile(running, now, devs);
+    if (write) this.reconcile(running, now, devs);
   }
 
   /** The execution response (B4), measured by the event's kind. */
   result(row: EventRow, until: number, cancelled: boolean, now: number): ExecutionResponse {
     return executionResponse(row, this.ctx(now), this.devs, { until, cancelled, now });
-  }
-
-  /** Waits, at most `timeoutMs`, until the devices a crashed run left driven are put back (releases.ts); how many it waited for. */
-  putBack(timeoutMs: number): Promise<number> {
-    return this.jobs.putBack(timeoutMs);
-  }
-
-  /** Clean stop: every device the ledger holds is put back (bounded by `timeoutMs`). */
-  stop(timeoutMs: number): Promise<void> {
-    return this.jobs.stop(timeoutMs);
   }
 
   /** `sitegate devices release ID`: the release tried at once, whatever its backoff; what became of it. */

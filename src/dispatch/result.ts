@@ -46,7 +46,13 @@ export function executionResponse(
   const gaps = p.gaps?.length
     ? { gaps: p.gaps.map((g) => ({ from: new Date(g.from).toISOString(), to: new Date(g.to).toISOString() })) }
     : {};
-  return respond(status, r.delivered_w, { measured: !test && r.measured, coverage, ...gaps, ...(r.details ?? {}), devices: r.devices });
+  return respond(status, r.delivered_w, {
+    measured: !test && r.measured && !p.gap_unmeasured,
+    coverage,
+    ...gaps,
+    ...(r.details ?? {}),
+    devices: r.devices,
+  });
 }
 
 /** The response of an event that ended while the gateway was down: never run late (B4). */

@@ -126,6 +126,8 @@ export interface Progress {
   /** Set at a clean stop, which puts every device back: the gap that follows delivered nothing. */
   put_back?: boolean;
   gaps?: Array<{ from: number; to: number }>;
+  /** A device the event measures did not answer the read before the put-back after a crash: its gap is unmeasured (`measured: false`). */
+  gap_unmeasured?: boolean;
   /** charge/discharge: the grid meter's mean import over the window, fresh readings only (site_effect_w). */
   site?: HeldMean;
   /** Why the event ended early (a restore ends running sheds). */

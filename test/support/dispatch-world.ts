@@ -657,6 +657,9 @@ async function buildGateway(
     zigbee,
     transport,
     restart() {
+      // The gateway's readings are in memory: a restart starts without them, until its first poll or read.
+      latest.clear();
+      health.clear();
       const run = new RunClock(clock, () =>
         fail("busy_loop", `t=${(clock.now() - WORLD_T0) / 1000}s the dispatcher set over ${BUSY_LOOP_TIMERS} timers due at once`),
       );

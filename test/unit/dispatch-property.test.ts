@@ -436,7 +436,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
   },
   {
     name: "issue 39 soak: a crash that outlasts a discharge's end counts what the batteries read back once up again, not nothing (seed 918273645 #646)",
-    todo: "open: an event whose end passed during a crash drives nothing after the restart, so its devices are put back before the API starts (B4, dispatch-startup and zigbee-crash); the reading that would stand for the gap must be taken before that put-back, which the start does not do yet",
     world: {
       seed: 537501,
       base_load_w: 4500,
@@ -529,7 +528,6 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
   },
   {
     name: "issue 39 soak: a read-back after a crash that outlasted the charge's end counts for the gap up to the end only (property seed 20261122 #237, shrunk)",
-    todo: "open: an event whose end passed during a crash drives nothing after the restart, so its devices are put back before the API starts (B4, dispatch-startup and zigbee-crash); the reading that would stand for the gap must be taken before that put-back, which the start does not do yet",
     world: {
       seed: 748663,
       base_load_w: 5600,
@@ -691,6 +689,52 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       faults: [{ device: "bat1", fault: "ignore_writes", from_s: 20, until_s: 60 }],
     },
   },
+  {
+    name: "issue 39 soak: a crash in a shed's first second, before its write was acknowledged or read, counts the gap the relay held from its write (seed 364923659 #3054, shrunk)",
+    world: {
+      seed: 999987,
+      base_load_w: 1200,
+      load_noise_pct: 3,
+      irradiance: 0.4,
+      meter: false,
+      batteries: [{ max_power_w: 10000, capacity_wh: 5000, soc_pct: 6, control_sf: 0 }],
+      pvs: [
+        { max_power_w: 9000, control_sf: 0 },
+        { max_power_w: 4000, control_sf: -2 },
+      ],
+      relays: [{ load_per_coil_w: 1500, rating: "per_coil" }],
+      plugs: [],
+      thermostats: [{ load_w: 1600, metering: true, setpoint_c: 22, setback_c: 2, shed_priority: 17 }],
+      events: [{ type: "shed", quantity_kw: 5.1, submit_s: 1, start_s: 2, duration_s: 21, priority: 5, mandatory: false, cancel_s: 2 }],
+      restarts: [{ at_s: 2, down_s: 1, crash: true }],
+    },
+  },
+  {
+    name: "issue 39 soak: a crash the second a charge starts counts the gap from what the batteries read before the put-back (seed 364923659 #3147, shrunk)",
+    world: {
+      seed: 358497,
+      base_load_w: 6000,
+      load_noise_pct: 2,
+      irradiance: 0.95,
+      meter: false,
+      batteries: [
+        { max_power_w: 8000, capacity_wh: 20000, soc_pct: 48, control_sf: 1 },
+        { max_power_w: 5000, capacity_wh: 20000, soc_pct: 47, control_sf: 0 },
+      ],
+      pvs: [
+        { max_power_w: 9000, control_sf: 1 },
+        { max_power_w: 5000, control_sf: 1 },
+      ],
+      relays: [{ load_per_coil_w: 500, rating: "per_coil" }],
+      plugs: [{ load_w: 1100, metering: false, rated: false, shed_priority: 167 }],
+      thermostats: [],
+      events: [
+        { type: "charge", quantity_kw: 6, submit_s: 1, start_s: 76, duration_s: 31, priority: 12, mandatory: true, cancel_s: 2 },
+        { type: "charge", quantity_kw: 5.8, submit_s: 1, start_s: 86, duration_s: 30, priority: 18, mandatory: false },
+      ],
+      restarts: [{ at_s: 86, down_s: 8, crash: true }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
@@ -700,3 +744,26 @@ for (const r of REGRESSIONS) {
     assert.deepEqual(describe(report.violations), "");
   });
 }
+
+test("a battery that does not answer the read before the put-back after a crash leaves the gap unmeasured: measured false, never more than the simulator saw", async () => {
+  const world: WorldSpec = {
+    ...quiet,
+    seed: 537501,
+    base_load_w: 4500,
+    load_noise_pct: 4,
+    irradiance: 0.2,
+    meter: true,
+    batteries: [
+      { max_power_w: 4000, capacity_wh: 5000, soc_pct: 48, control_sf: 0 },
+      { max_power_w: 9000, capacity_wh: 20000, soc_pct: 30, control_sf: 0 },
+    ],
+    events: [ev({ type: "discharge", quantity_kw: 1.3, start_s: 45, duration_s: 32, priority: 5 })],
+    // bat2 is offline when the gateway comes back (t=82), after the discharge's end (t=77).
+    faults: [{ device: "bat2", fault: "offline", from_s: 80, until_s: 90 }],
+    restarts: [{ at_s: 62, down_s: 20, crash: true }],
+  };
+  const e = (await runWorld(world)).events[0]!;
+  const show = JSON.stringify(e.response);
+  assert.equal((e.response?.details as { measured?: boolean } | undefined)?.measured, false, show);
+  assert.ok(e.reported_w !== undefined && e.truth_w !== undefined && e.reported_w <= e.truth_w, show);
+});

@@ -272,9 +272,14 @@ export class ProfileDevice implements Device {
     await this.act("release", {});
   }
 
-  /** The power point (and its scale factor) in the control lane, no retry: bounded by the device's timeout. */
+  /**
+   * The power point (and its scale factor) in the control lane, no retry: bounded by the device's timeout. A device not paired
+   * since the start is paired first (the read before the put-back after a crash, dispatch/gap-readback.ts, comes before the first poll).
+   */
   async confirm(): Promise<Metrics> {
-    const m = await this.driver().readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
+    const driver = this.driver();
+    if (!driver.paired) await driver.pair(PRIORITY.control);
+    const m = await driver.readMetrics(CONFIRM_METRICS, PRIORITY.control, 0);
     this.readings.confirm(this.id, m);
     return m;
   }
