@@ -1,6 +1,7 @@
 // The fleet's retained state topics: `status` (what runs, the last update's outcome) and
 // `devices` (the device sync view), published when they change, or always on a new
-// connection (the broker may have lost its retained copies).
+// session (the broker may have lost its retained copies); the status also on every
+// reconnect (the broker may have published the offline Last Will).
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
@@ -26,8 +27,8 @@ export class SiteState {
     private readonly startedAt: number,
   ) {}
 
-  /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
-  publish(force: boolean): void {
+  /** Retained `status` and `devices`, published when they change (or always: `force`; the status alone: `forceStatus`). */
+  publish(force: boolean, forceStatus = force): void {
     const { deps } = this;
     const listed = syncedDevices(deps.devices);
     const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed));
@@ -37,7 +38,7 @@ export class SiteState {
     // Codes only: a warning's message may count seconds, and the retained status is not rewritten for that.
     const codes = warnings.map((w) => w.code).join(",");
     const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}/${codes}`;
-    if (force || statusKey !== this.lastStatus) {
+    if (forceStatus || statusKey !== this.lastStatus) {
       this.lastStatus = statusKey;
       const status = {
         state: "online",
