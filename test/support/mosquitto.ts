@@ -42,7 +42,13 @@ export function fleetAcl(prefix = "sitegate"): string {
 
 export async function startBroker(
   dir: string,
-  opts: { users?: Record<string, string>; tls?: boolean; cert?: { certFile: string; keyFile: string } } = {},
+  opts: {
+    users?: Record<string, string>;
+    tls?: boolean;
+    cert?: { certFile: string; keyFile: string };
+    /** More mosquitto.conf lines (before the listener), e.g. `max_queued_messages 0` for a subscriber of a whole fleet. */
+    extraConf?: string[];
+  } = {},
 ): Promise<Broker> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
@@ -71,6 +77,7 @@ export async function startBroker(
     "log_type error",
     "log_type warning",
     "log_type notice",
+    ...(opts.extraConf ?? []),
     `listener ${port} 127.0.0.1`,
     ...(tls ? [`certfile ${cert.certFile}`, `keyfile ${cert.keyFile}`] : []),
     "",
