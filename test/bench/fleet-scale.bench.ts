@@ -84,12 +84,12 @@ const bench: BenchFn = async (ctx) => {
       "counted by a TCP listener on the broker's port",
     ),
     row(
-      `attempts, first ${r.bucketS} s against the last`,
+      "attempts, first half of the outage",
       first,
       "attempts/s",
       last,
       last > 0 ? first / last : null,
-      "the last bucket (above 1: falling by backoff)",
+      "its second half (above 1: falling by backoff)",
     ),
     row(
       "offline status messages",
