@@ -40,7 +40,9 @@ export interface FleetScaleResult {
   snapshots: number;
   stored: number;
   lost: number;
+  /** Received twice: published twice (a resend by the gateway), and redelivered by the broker on the subscriber's own session. */
   duplicated: number;
+  redelivered: number;
   outOfOrder: number;
   /** Sites with a loss or a duplicate, as "site: lost/dup". */
   badSites: string[];
@@ -201,6 +203,7 @@ function compare(w: FleetWorld, outageWall: number, restartWall: number) {
   let stored = 0;
   let lost = 0;
   let duplicated = 0;
+  let redelivered = 0;
   let outOfOrder = 0;
   let backlog = 0;
   const badSites: string[] = [];
@@ -210,9 +213,14 @@ function compare(w: FleetWorld, outageWall: number, restartWall: number) {
     const seen = new Set<number>();
     let dup = 0;
     let max = -Infinity;
+    const dupAt: string[] = [];
+    const again = w.subscriber.redelivered.get(s.id);
     for (const ts of got) {
-      if (seen.has(ts)) dup++;
-      else if (ts < max) outOfOrder++;
+      if (seen.has(ts)) {
+        if (again?.has(ts)) redelivered++;
+        else dup++;
+        dupAt.push(`${((ts - outageWall) / 1000).toFixed(1)} s${again?.has(ts) ? " (redelivered to the subscriber)" : ""}`);
+      } else if (ts < max) outOfOrder++;
       seen.add(ts);
       max = Math.max(max, ts);
       if (ts >= outageWall && ts < restartWall) backlog++;
@@ -226,9 +234,9 @@ function compare(w: FleetWorld, outageWall: number, restartWall: number) {
     stored += rows.length;
     lost += miss;
     duplicated += dup;
-    if (miss || dup) badSites.push(`${s.id}: ${miss} lost, ${dup} duplicated`);
+    if (miss || dupAt.length) badSites.push(`${s.id}: ${miss} lost, twice: ${dupAt.join(", ") || "none"} from the outage's start`);
   }
-  return { snapshots, stored, lost, duplicated, outOfOrder, backlog, badSites };
+  return { snapshots, stored, lost, duplicated, redelivered, outOfOrder, backlog, badSites };
 }
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "-");
@@ -251,7 +259,7 @@ export function printout(r: FleetScaleResult): string {
   out.push(`CPU per gateway (% of one core):`);
   for (const p of PHASES) out.push(`  ${p.padEnd(6)} ${spread(r.cpu[p], f2)}; all gateways ${f1(r.cpu[p].reduce((a, b) => a + b, 0))} %`);
   out.push(
-    `snapshots received ${r.snapshots.toLocaleString("en-US")} (stored by the gateways in the same span ${r.stored.toLocaleString("en-US")}): ${r.lost} lost, ${r.duplicated} duplicated, ${r.outOfOrder} out of order${r.badSites.length ? `; ${r.badSites.slice(0, 10).join("; ")}` : ""}`,
+    `snapshots received ${r.snapshots.toLocaleString("en-US")} (stored by the gateways in the same span ${r.stored.toLocaleString("en-US")}): ${r.lost} lost, ${r.duplicated} duplicated (${r.redelivered} more redelivered to the subscriber on its own session), ${r.outOfOrder} out of order${r.badSites.length ? `; ${r.badSites.slice(0, 10).join("; ")}` : ""}`,
   );
   out.push(
     `backlog (snapshots taken during the outage) ${r.backlog.toLocaleString("en-US")}; every gateway drained ${f1(r.drainS)} s after the restart; per gateway, from its reconnect to its backlog delivered (s): ${spread(r.siteDrainS)}`,

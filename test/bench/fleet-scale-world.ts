@@ -44,6 +44,8 @@ export interface StatusSeen {
 /** The fleet side: every telemetry timestamp per site in arrival order, every status message. */
 export class FleetSubscriber {
   readonly telemetry = new Map<string, number[]>();
+  /** Telemetry timestamps per site that arrived with the DUP flag (a redelivery to this subscriber). */
+  readonly redelivered = new Map<string, Set<number>>();
   readonly status: StatusSeen[] = [];
   private client: MqttClient | null = null;
   readonly clientId = `fleet-scale-${process.pid}`;
@@ -102,6 +104,12 @@ export class FleetSubscriber {
       let list = this.telemetry.get(site);
       if (!list) this.telemetry.set(site, (list = []));
       list.push(ts);
+      // The broker sending it again on this subscriber's own session (it left with it unacknowledged).
+      if (packet.dup) {
+        let d = this.redelivered.get(site);
+        if (!d) this.redelivered.set(site, (d = new Set()));
+        d.add(ts);
+      }
     } else if (parts[2] === "status") {
       let state = "?";
       try {
