@@ -173,7 +173,8 @@ bench: setup build
 # through a broker outage of FLEET_OUTAGE_S: per-gateway RSS and CPU before, during and after,
 # snapshots lost/duplicated against each gateway's own store, connects per second while the
 # broker is down, offline statuses, the reconnect spread, the drain, a signed command's round
-# trip (docs/fleet.md, fleet-scale). FLEET_WARM_S, FLEET_STEADY_S, FLEET_AFTER_S: the windows.
+# trip (docs/fleet.md, fleet-scale). FLEET_WARM_S, FLEET_STEADY_S, FLEET_AFTER_S: the windows;
+# FLEET_BROKER_STOP=SIGKILL: the broker crashes instead of stopping cleanly.
 FLEET_GATEWAYS ?= 50
 FLEET_OUTAGE_S ?= 30
 fleet-scale: setup build

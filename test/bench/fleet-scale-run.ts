@@ -24,6 +24,8 @@ export interface FleetScaleOpts {
   warmS: number;
   steadyS: number;
   afterS: number;
+  /** How the broker goes down: SIGTERM (a clean stop: mosquitto publishes every Last Will) or SIGKILL (a crash). */
+  brokerStop?: NodeJS.Signals;
 }
 
 type Phase = "before" | "during" | "after";
@@ -112,7 +114,7 @@ export async function runFleetScale(dir: string, o: FleetScaleOpts, log: (m: str
     const statusBefore = sub.status.length;
     await sub.disconnect();
     const outageWall = Date.now();
-    await w.broker.stop();
+    await w.broker.stop(o.brokerStop);
     const counter = await countConnects(w.broker.port);
     const outageStart = performance.now();
     log(`broker stopped; outage ${o.outageS} s`);
@@ -249,7 +251,7 @@ export function printout(r: FleetScaleResult): string {
   const n = o.gateways;
   const out: string[] = [];
   out.push(
-    `fleet-scale: ${n} gateways (sitegate run, the unit's node flags), ${DEVICES_PER_GATEWAY} simulated devices each polled every 1 s, mqtts://${r.host} with ca_file and signed commands, one mosquitto (persistence on); outage ${o.outageS} s`,
+    `fleet-scale: ${n} gateways (sitegate run, the unit's node flags), ${DEVICES_PER_GATEWAY} simulated devices each polled every 1 s, mqtts://${r.host} with ca_file and signed commands, one mosquitto (persistence on); outage ${o.outageS} s (${o.brokerStop ?? "SIGTERM"})`,
   );
   out.push(`private RSS per gateway (MiB; RssAnon):`);
   for (const p of PHASES) out.push(`  ${p.padEnd(6)} ${spread(r.rss[p])}`);
@@ -285,6 +287,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     warmS: env("FLEET_WARM_S", 10),
     steadyS: env("FLEET_STEADY_S", 30),
     afterS: env("FLEET_AFTER_S", 30),
+    brokerStop: process.env.FLEET_BROKER_STOP === "SIGKILL" ? "SIGKILL" : "SIGTERM",
   };
   const { dir, cleanup } = makeTmpDir();
   const t0 = performance.now();

@@ -20,7 +20,8 @@ export interface Broker {
   dir: string;
   /** Its log (stderr), for failure messages. */
   log(): string;
-  stop(): Promise<void>;
+  /** SIGTERM (default): a clean stop that saves sessions; SIGKILL: a crash (what was saved last, autosave_interval 1 s). */
+  stop(signal?: NodeJS.Signals): Promise<void>;
   start(): Promise<void>;
 }
 
@@ -109,12 +110,12 @@ export async function startBroker(
       );
       void exited;
     },
-    async stop() {
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
       const c = child;
       child = null;
       if (!c || c.exitCode !== null) return;
       const gone = new Promise((r) => c.once("exit", r));
-      c.kill("SIGTERM"); // SIGTERM: mosquitto saves its sessions and retained messages
+      c.kill(signal); // SIGTERM: mosquitto saves its sessions and retained messages
       await gone;
     },
   };
