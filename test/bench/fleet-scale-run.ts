@@ -273,7 +273,7 @@ export function printout(r: FleetScaleResult): string {
     `reconnect after the restart (s): ${spread(r.reconnectS)}; ${r.reconnectS.length} of ${n} reconnected, connections per gateway ${Math.min(...r.reconnectsPerSite)}-${Math.max(...r.reconnectsPerSite)}, session resumed ${r.resumed}`,
   );
   out.push(
-    `status messages from the outage to the stop: ${r.offline} offline (mosquitto publishes every Last Will as it stops, Will Delay notwithstanding), ${r.liveStatus} live in all; retained status after the drain: ${r.retainedOnline} of ${n} online, ${r.retainedOther} other`,
+    `status messages from the outage to the stop: ${r.offline} offline${o.brokerStop === "SIGKILL" ? "" : " (mosquitto publishes every Last Will as it stops, Will Delay notwithstanding)"}, ${r.liveStatus} live in all; retained status after the drain: ${r.retainedOnline} of ${n} online, ${r.retainedOther} other`,
   );
   out.push(`signed ping round trip after the restart (ms): ${spread(r.pingMs, (x) => x.toFixed(0))}; ${r.pingNotOk} not answered 200`);
   return out.join("\n");
