@@ -65,6 +65,8 @@ export interface FleetScaleResult {
   reconnectsPerSite: number[];
   resumed: number;
   drainS: number;
+  /** Gateways still running when the run ended. */
+  alive: number;
   pingMs: number[];
   pingNotOk: number;
 }
@@ -74,15 +76,28 @@ const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math
 const pct = (xs: number[], p: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] : NaN;
 
+/** NaN once the process is gone (a gateway that died shows as a gap in the figures, not the end of the run). */
 function privateMiB(pid: number): number {
-  const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) / 1024 : NaN;
+  try {
+    const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+function cpuOf(pid: number): number {
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return NaN;
+  }
 }
 
 /** Per-gateway RSS samples (1 s) and CPU over one phase. */
 async function measurePhase(w: FleetWorld, ms: number, lastOnly: number | null): Promise<{ rss: number[]; cpu: number[] }> {
   const pids = w.sites.map((s) => s.pid);
-  const c0 = pids.map(cpuSeconds);
+  const c0 = pids.map(cpuOf);
   const t0 = performance.now();
   const samples: number[][] = pids.map(() => []);
   while (performance.now() - t0 < ms) {
@@ -90,7 +105,7 @@ async function measurePhase(w: FleetWorld, ms: number, lastOnly: number | null):
     pids.forEach((p, i) => samples[i].push(privateMiB(p)));
   }
   const secs = (performance.now() - t0) / 1000;
-  const cpu = pids.map((p, i) => ((cpuSeconds(p) - c0[i]) / secs) * 100);
+  const cpu = pids.map((p, i) => ((cpuOf(p) - c0[i]) / secs) * 100);
   // The outage's RSS is its end (what grew by then); the others' the median of the window.
   const rss = samples.map((s) => median(lastOnly ? s.slice(-lastOnly) : s));
   return { rss, cpu };
@@ -145,6 +160,7 @@ export async function runFleetScale(dir: string, o: FleetScaleOpts, log: (m: str
     const pings = await pingAll(w);
     const after = await measurePhase(w, o.afterS * 1000, null);
     const seenStatus = sub.status.slice(statusBefore);
+    const alive = w.sites.filter((s) => s.daemon.alive()).length;
     await w.stopGateways();
     const truth = compare(w, outageWall, restartWall);
     const connects = w.sites.map((s) =>
@@ -175,6 +191,7 @@ export async function runFleetScale(dir: string, o: FleetScaleOpts, log: (m: str
       reconnectsPerSite: connects.map((c) => c.length),
       resumed: connects.filter((c) => c[0]?.session_resumed === true).length,
       drainS,
+      alive,
       pingMs: pings.ms,
       pingNotOk: pings.notOk,
     };
@@ -190,9 +207,10 @@ async function pingAll(w: FleetWorld): Promise<{ ms: number[]; notOk: number }> 
   const queue = [...w.sites];
   const worker = async () => {
     for (let s = queue.shift(); s; s = queue.shift()) {
-      const r = await w.subscriber.signedPing(s.id, w.commandKey);
-      ms.push(r.ms);
-      if (r.status !== 200) notOk++;
+      // A gateway that does not answer is a figure, not the end of the run.
+      const r = await w.subscriber.signedPing(s.id, w.commandKey).catch(() => null);
+      if (r) ms.push(r.ms);
+      if (r?.status !== 200) notOk++;
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
@@ -243,8 +261,10 @@ function compare(w: FleetWorld, outageWall: number, restartWall: number) {
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "-");
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : "-");
-const spread = (xs: number[], f = f1) =>
-  `median ${f(median(xs))}, p90 ${f(pct(xs, 0.9))}, min ${f(Math.min(...xs))}, max ${f(Math.max(...xs))}`;
+const spread = (all: number[], f = f1) => {
+  const xs = all.filter(Number.isFinite);
+  return `median ${f(median(xs))}, p90 ${f(pct(xs, 0.9))}, min ${f(Math.min(...xs))}, max ${f(Math.max(...xs))}`;
+};
 
 export function printout(r: FleetScaleResult): string {
   const o = r.opts;
@@ -276,6 +296,7 @@ export function printout(r: FleetScaleResult): string {
     `status messages from the outage to the stop: ${r.offline} offline${o.brokerStop === "SIGKILL" ? "" : " (mosquitto publishes every Last Will as it stops, Will Delay notwithstanding)"}, ${r.liveStatus} live in all; retained status after the drain: ${r.retainedOnline} of ${n} online, ${r.retainedOther} other`,
   );
   out.push(`signed ping round trip after the restart (ms): ${spread(r.pingMs, (x) => x.toFixed(0))}; ${r.pingNotOk} not answered 200`);
+  out.push(`gateways running at the end: ${r.alive} of ${n}`);
   return out.join("\n");
 }
 
