@@ -35,7 +35,8 @@ export async function countConnects(port: number, host = "127.0.0.1"): Promise<C
 
 /** Connections per `bucketMs` from `start` to `end` (performance.now() instants). */
 export function perBucket(at: readonly number[], start: number, end: number, bucketMs: number): number[] {
-  const n = Math.max(1, Math.ceil((end - start) / bucketMs));
+  // A tail shorter than half a bucket (the instants around the window's end) joins the last bucket.
+  const n = Math.max(1, Math.round((end - start) / bucketMs));
   const out = Array<number>(n).fill(0);
   for (const t of at) if (t >= start && t < end) out[Math.min(n - 1, Math.floor((t - start) / bucketMs))]++;
   return out;
