@@ -162,12 +162,9 @@ export class Fleet implements Part {
         client.subscribe(this.topic("cmd/#"), { qos: 1 }, (err) => {
           if (err) deps.log.error({ err: errorMessage(err) }, "cannot subscribe to the command topics");
         });
-      // Status and devices are retained: the device view is sent again only at start, when it
-      // changed, or when the broker has lost our session (and may have lost its retained
-      // copies with it). The status also after every lost connection: the broker may have
-      // published our offline Last Will meanwhile, Will Delay notwithstanding (mosquitto 2
-      // publishes every will when it shuts down), and nothing else would put it right.
-      this.publishState(first || !resumed, true);
+      // Status and devices are retained: sent again only at start, when they changed, or when
+      // the broker has lost our session (and may have lost its retained copies with it).
+      this.publishState(first || !resumed);
       first = false;
       this.streams?.connected(window);
       this.drainWaiting();
@@ -284,9 +281,9 @@ export class Fleet implements Part {
   }
 
   /** The retained state topics, while connected. */
-  private publishState(force: boolean, forceStatus = force): void {
-    if (!this.settled) this.settleForce ||= force || forceStatus;
-    else if (this.connected) this.state.publish(force, forceStatus);
+  private publishState(force: boolean): void {
+    if (!this.settled) this.settleForce ||= force;
+    else if (this.connected) this.state.publish(force);
   }
 
   /** Start-up is over: the held state publish goes out. */

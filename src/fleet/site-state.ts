@@ -1,7 +1,6 @@
 // The fleet's retained state topics: `status` (what runs, the last update's outcome) and
 // `devices` (the device sync view), published when they change, or always on a new
-// session (the broker may have lost its retained copies); the status also on every
-// reconnect (the broker may have published the offline Last Will).
+// connection (the broker may have lost its retained copies).
 import { deviceSyncView, syncedDevices } from "../services/devices.js";
 import { errorMessage } from "../errors.js";
 import { VERSION } from "../version.js";
@@ -27,8 +26,8 @@ export class SiteState {
     private readonly startedAt: number,
   ) {}
 
-  /** Retained `status` and `devices`, published when they change (or always: `force`; the status alone: `forceStatus`). */
-  publish(force: boolean, forceStatus = force): void {
+  /** Retained `status` and `devices`, published when they change (or always, on a new connection). */
+  publish(force: boolean): void {
     const { deps } = this;
     const listed = syncedDevices(deps.devices);
     const devices = JSON.stringify(deviceSyncView(deps.config.site_id, listed));
@@ -38,7 +37,7 @@ export class SiteState {
     // Codes only: a warning's message may count seconds, and the retained status is not rewritten for that.
     const codes = warnings.map((w) => w.code).join(",");
     const statusKey = `${listed.length}/${running}/${lastUpdate?.at ?? ""}/${lastUpdate?.result ?? ""}/${codes}`;
-    if (forceStatus || statusKey !== this.lastStatus) {
+    if (force || statusKey !== this.lastStatus) {
       this.lastStatus = statusKey;
       const status = {
         state: "online",
