@@ -28,7 +28,7 @@ NODE_TEST = node --test $(NODE_TEST_FLAGS) $(TEST_REPORT)
 TEST_FILES = $(shell find dist/test -name '*.test.js' ! -name arm64.test.js ! -name deb.test.js ! -name dispatch-world-e2e.test.js | sort)
 UNIT_FILES = $(shell find dist/test/unit -name '*.test.js' | sort)
 
-.PHONY: help setup setup-run deps deps-run runtime build lint format run test check test-one watch unit integration coverage bench soak soak-dispatch sim clean bundle deb test-arm test-package cross-deps fuzz powercut docs
+.PHONY: help setup setup-run deps deps-run runtime build lint format run test check test-one watch unit integration coverage bench fleet-scale soak soak-dispatch sim clean bundle deb test-arm test-package cross-deps fuzz powercut docs
 
 help:
 	@echo "make run    build and start the demo site (simulator + gateway + partner sink)"
@@ -39,6 +39,7 @@ help:
 	@echo "make lint   the linter (oxlint, typed rules) and the format check (oxfmt); make format rewrites the tree"
 	@echo "make coverage  the same as make test (COVERAGE=0 make test: no coverage figures)"
 	@echo "make bench  run the benchmarks (BENCH_QUICK=1 for a short run)"
+	@echo "make fleet-scale  FLEET_GATEWAYS (50) gateways against one mosquitto through a FLEET_OUTAGE_S (30) s broker outage; RSS, CPU, losses, attempts, drain"
 	@echo "make soak   run the 50-device site SOAK_MIN minutes (60); print RSS and heap slope"
 	@echo "make soak-dispatch  DISPATCH_SOAK_RUNS (10000) generated sites against the simulator's truth; slowest, worst error, shrunk failures"
 	@echo "make sim    start the bench simulator with the demo scenario"
@@ -171,6 +172,18 @@ coverage: test
 
 bench: setup build
 	node dist/test/bench/run.js
+
+# FLEET_GATEWAYS real `sitegate run` daemons (the unit's node flags; 2 simulated devices each,
+# polled every second; fleet over TLS with ca_file and signed commands) against one mosquitto,
+# through a broker outage of FLEET_OUTAGE_S: per-gateway RSS and CPU before, during and after,
+# snapshots lost/duplicated against each gateway's own store, connects per second while the
+# broker is down, offline statuses, the reconnect spread, the drain, a signed command's round
+# trip (docs/fleet.md, fleet-scale). FLEET_WARM_S, FLEET_STEADY_S, FLEET_AFTER_S: the windows;
+# FLEET_BROKER_STOP=SIGKILL: the broker crashes instead of stopping cleanly.
+FLEET_GATEWAYS ?= 50
+FLEET_OUTAGE_S ?= 30
+fleet-scale: setup build
+	FLEET_GATEWAYS=$(FLEET_GATEWAYS) FLEET_OUTAGE_S=$(FLEET_OUTAGE_S) node dist/test/bench/fleet-scale-run.js
 
 # The 50-device site under the unit's node flags for SOAK_MIN minutes (default 60): prints
 # the RSS and heap slopes in MiB/hour (a leak shows as a number) and where the memory is.

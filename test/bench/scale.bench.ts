@@ -97,7 +97,7 @@ function anonKb(pid: number): number {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function startSimProcess(dir: string, devices: number): Promise<{ child: ChildProcess; ports: number[] }> {
+export async function startSimProcess(dir: string, devices: number): Promise<{ child: ChildProcess; ports: number[] }> {
   const ports = Math.ceil(devices / PER_PORT);
   const scenario = join(dir, "scenario.json");
   writeFileSync(

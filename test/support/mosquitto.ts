@@ -20,7 +20,8 @@ export interface Broker {
   dir: string;
   /** Its log (stderr), for failure messages. */
   log(): string;
-  stop(): Promise<void>;
+  /** SIGTERM (default): a clean stop that saves sessions; SIGKILL: a crash (what was saved last, autosave_interval 1 s). */
+  stop(signal?: NodeJS.Signals): Promise<void>;
   start(): Promise<void>;
 }
 
@@ -42,7 +43,13 @@ export function fleetAcl(prefix = "sitegate"): string {
 
 export async function startBroker(
   dir: string,
-  opts: { users?: Record<string, string>; tls?: boolean; cert?: { certFile: string; keyFile: string } } = {},
+  opts: {
+    users?: Record<string, string>;
+    tls?: boolean;
+    cert?: { certFile: string; keyFile: string };
+    /** More mosquitto.conf lines (before the listener), e.g. `max_queued_messages 0` for a subscriber of a whole fleet. */
+    extraConf?: string[];
+  } = {},
 ): Promise<Broker> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
@@ -71,6 +78,7 @@ export async function startBroker(
     "log_type error",
     "log_type warning",
     "log_type notice",
+    ...(opts.extraConf ?? []),
     `listener ${port} 127.0.0.1`,
     ...(tls ? [`certfile ${cert.certFile}`, `keyfile ${cert.keyFile}`] : []),
     "",
@@ -102,12 +110,12 @@ export async function startBroker(
       );
       void exited;
     },
-    async stop() {
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
       const c = child;
       child = null;
       if (!c || c.exitCode !== null) return;
       const gone = new Promise((r) => c.once("exit", r));
-      c.kill("SIGTERM"); // SIGTERM: mosquitto saves its sessions and retained messages
+      c.kill(signal); // SIGTERM: mosquitto saves its sessions and retained messages
       await gone;
     },
   };
