@@ -30,6 +30,8 @@ export interface DispatchDevice {
   shed_priority?: number;
   /** Why no event may use it now (a release it did not read back): new events skip it with this. */
   blocked?: string;
+  /** A battery's reading against its forced mode (PowerControllable.showsForced): false once it is on its own. */
+  showsForced?(direction: "charge" | "discharge", metrics: Readonly<Record<string, number>>): boolean | undefined;
 }
 
 /**

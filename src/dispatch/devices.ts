@@ -62,6 +62,7 @@ export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDev
     if (!desc) continue;
     const info = d.info();
     const coils = d.switch?.outputsOn?.();
+    const power = d.power;
     out.push({
       device_id: d.id,
       role: desc.role,
@@ -73,6 +74,7 @@ export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDev
       ...(coils !== undefined ? { coils_on: coils } : {}),
       ...(info.rated_power_w !== undefined ? { rated_power_w: info.rated_power_w } : {}),
       ...(info.shed_priority !== undefined ? { shed_priority: info.shed_priority } : {}),
+      ...(power?.showsForced ? { showsForced: (dir, m) => power.showsForced?.(dir, m) } : {}),
     });
   }
   return out;

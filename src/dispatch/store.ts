@@ -82,6 +82,9 @@ export interface DeviceProgress {
    */
   before_w?: number;
   drop_w?: number;
+  /** shed: how many fresh meter readings after the step `drop_w` averages (at most STEP_READINGS), and their sum. */
+  drop_n?: number;
+  drop_sum?: number;
   stepped_at?: number;
   /** When a write to the device was first acknowledged (a shed step waits for a reading after it). */
   acked_at?: number;
@@ -139,6 +142,8 @@ export interface Progress {
   /** shed: devices in the order they were shed; and the measured drop before the last step. */
   shed_steps: string[];
   drop_before_step?: number;
+  /** shed: the meter's latest fresh drops since the last step read back (at most STEP_READINGS): the next step's `drop_before_step`. */
+  recent_drops?: number[];
   devices: Record<string, DeviceProgress>;
 }
 

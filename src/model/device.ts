@@ -61,6 +61,11 @@ export interface PowerControllable {
   setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   readonly refreshMs: number;
+  /**
+   * Whether a reading shows the device in the forced mode of `direction`: false once it is
+   * back on its own control (a revert timer ran out); undefined when its readings cannot tell.
+   */
+  showsForced?(direction: "charge" | "discharge", metrics: Metrics): boolean | undefined;
 }
 
 /** A PV inverter: cap its output at a percentage of its rating. */

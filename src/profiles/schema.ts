@@ -300,6 +300,14 @@ const common = {
   /** Per action, registers read after its writes that must hold the given value, or the action fails. */
   readback: z.partialRecord(actionName, z.array(readBack).min(1)).default({}),
   /**
+   * Which polled metric shows a forced charge or discharge, and its values for each: a
+   * reading outside them shows the device back on its own control (its revert timer ran out,
+   * a fault), and dispatch credits an event nothing for that time (B4 closed loop).
+   */
+  forced_mode: z
+    .strictObject({ metric: metricName, charge: z.array(z.number().int()).min(1), discharge: z.array(z.number().int()).min(1) })
+    .optional(),
+  /**
    * Which metric carries the device's own operating state and what each value means for
    * device sync's device_op_mode (values not listed: unknown). Without it the op mode is unknown.
    */

@@ -192,3 +192,28 @@ test("a readable register the battery acknowledges and does not take fails the a
     await r.close();
   }
 });
+
+test("a battery's poll shows whether it holds its forced mode (profile forced_mode): false once it is back on its own control, undefined when the reading cannot tell", async () => {
+  const forced = fixedProfileSchema.parse({
+    ...battery,
+    name: "mode-battery",
+    points: [
+      { metric: "power_w", address: 0, type: "s16" },
+      { metric: "storage_mode", address: 100 },
+    ],
+    forced_mode: { metric: "storage_mode", charge: [1, 3], discharge: [2, 3] },
+  });
+  const r = await device(forced, "battery");
+  const plain = await device(battery, "battery");
+  try {
+    const shows = (direction: "charge" | "discharge", m: Record<string, number>) => r.d.power!.showsForced!(direction, m);
+    assert.equal(shows("discharge", { power_w: 2000, storage_mode: 2 }), true);
+    assert.equal(shows("charge", { power_w: 2000, storage_mode: 2 }), false, "a discharge is not the charge asked for");
+    assert.equal(shows("discharge", { power_w: 2300, storage_mode: 0 }), false, "its revert timer ran out: a hybrid's own discharge");
+    assert.equal(shows("discharge", { power_w: 2000 }), undefined, "a reading without the mode (a confirmation read of the power)");
+    assert.equal(plain.d.power!.showsForced!("discharge", { power_w: 0, storage_mode: 0 }), undefined, "a profile without forced_mode");
+  } finally {
+    await r.close();
+    await plain.close();
+  }
+});

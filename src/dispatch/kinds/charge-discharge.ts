@@ -53,7 +53,7 @@ export const chargeDischarge: EventKind = {
   },
 
   observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
-    for (const id of Object.keys(row.progress.devices)) sample(row, ctx, id, metrics.get(id)?.power_w, ts);
+    for (const id of Object.keys(row.progress.devices)) sample(row, ctx, id, metrics.get(id), ts);
     const p = row.progress;
     // Only a fresh reading of the meter: a stale one never enters a measurement.
     const g = p.meter_id && ctx.fresh(p.meter_id, ts) ? (metrics.get(p.meter_id) ?? ctx.device(p.meter_id)?.metrics)?.power_w : undefined;
@@ -66,7 +66,7 @@ export const chargeDischarge: EventKind = {
   // is covered by exactly one sample, and a later snapshot stamped with an earlier tick
   // (a poll under way during the write) is dropped by addSample.
   confirmed(row: EventRow, ctx: KindContext, deviceId: string, metrics: Readonly<Record<string, number>>, at: number): void {
-    if (row.progress.devices[deviceId]) sample(row, ctx, deviceId, metrics.power_w, at);
+    if (row.progress.devices[deviceId]) sample(row, ctx, deviceId, metrics, at);
   },
 
   result(row: EventRow, ctx: KindContext, until: number): KindResult {
@@ -95,13 +95,16 @@ export const chargeDischarge: EventKind = {
 };
 
 /** One reading of a battery's AC power as a sample of this event's delivery. */
-function sample(row: EventRow, ctx: KindContext, id: string, w: number | undefined, ts: number): void {
+function sample(row: EventRow, ctx: KindContext, id: string, m: Readonly<Record<string, number>> | undefined, ts: number): void {
   const s = row.spec;
   const dp = row.progress.devices[id];
-  if (!dp || w === undefined || (dp.requested_w <= 0 && !dp.mean)) return;
+  const w = m?.power_w;
+  if (!dp || !m || w === undefined || (dp.requested_w <= 0 && !dp.mean)) return;
   // A battery shared by several events delivers for each its fraction of the setpoint;
   // one another event has taken over delivers nothing for this one.
-  // Before its setpoint read back the battery is on its own (a hybrid self-consumes): none of that is the event's.
-  const part = dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
+  // Before its setpoint read back the battery is on its own (a hybrid self-consumes): none of that is the event's;
+  // nor once it reads back on its own control (its revert timer ran out while it ignored or refused the re-asserts).
+  const own = ctx.device(id)?.showsForced?.(s.event_type as "charge" | "discharge", m) === false;
+  const part = !own && dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
   dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
 }

@@ -3,8 +3,9 @@
 //   battery discharge, so that neither PV nor a battery ever counts as shed) against its
 //   quiet-minute baseline, less the change of every load another event drove, capped by
 //   what the loads the shed still drives account for (their own metered drop, else their
-//   rating while their outputs read off; a load with neither sets no cap), so a house-load or PV change is
-//   never credited beyond them and a shed that switched nothing reports 0. A load with its
+//   rating while their outputs read off, else the drop the meter saw at their step), so a
+//   house-load or PV change is never credited beyond them and a shed that switched nothing
+//   reports 0. A load with its
 //   own meter counts by it; the grid meter speaks for the others only, so the house load's
 //   noise never takes off what a metered load measured;
 // - a stale reading (the device is offline: not seen for two poll intervals plus its answer
@@ -153,10 +154,10 @@ export function meteredDrop(row: EventRow, ctx: KindContext, read: Reading): (Ch
 
 /**
  * What the loads this shed still drives account for: their own metered drops (`measured`),
- * and the rest (`other`): a rating while the outputs read off. A load with neither is
- * `unknown`: only the grid meter speaks for it, and it sets no cap (the drop the meter saw
- * at its step is one reading, as noisy as the house load, too weak to cap the rest of the
- * window with).
+ * and the rest (`other`): a rating while the outputs read off, else the drop the grid meter
+ * saw at the load's step (the mean of a few readings after it, against those before it), so
+ * a house-load fall around the step is never credited to it. A load with none of these yet
+ * (its step not read back) is `unknown` and sets no cap.
  */
 export function account(
   row: EventRow,
@@ -170,6 +171,9 @@ export function account(
     if (own && !own.estimated) out.measured += own.w;
     else if (own) {
       out.other += own.w;
+      out.estimated = true;
+    } else if (row.progress.devices[id]?.drop_w !== undefined) {
+      out.other += row.progress.devices[id].drop_w;
       out.estimated = true;
     } else {
       out.unknown = true;

@@ -89,8 +89,9 @@ function skipUnusable(row: EventRow, order: readonly DispatchDevice[], upTo: num
 }
 
 /**
- * The drop a shed's stepping goes by: with a meter (live), the measured drop, capped by what
- * its loads account for (and the meter's own, uncapped, for the next step's drop_w);
+ * The drop a shed's stepping goes by: with a meter (live), what the loads it drives account
+ * for (while one is not accounted for yet, the measured drop capped by them), and the
+ * meter's own, uncapped, for the next step's drop_w;
  * otherwise what the steps it still holds are expected to bring (a step the device did not
  * follow brings nothing: the shed moves on).
  */
@@ -99,11 +100,35 @@ function dropNow(row: EventRow, ctx: KindContext, kept: ReadonlySet<string>, met
   if (metered) {
     const read: Reading = (id) => (ctx.fresh(id, ctx.now) ? ctx.device(id)?.metrics : undefined);
     const m = meteredDrop(row, ctx, read);
-    const drop = shedSample(row, m, account(row, ctx, read)).w;
-    return { drop, uncapped: m && !m.stale ? m.w : drop };
+    const acc = account(row, ctx, read);
+    const drop = shedSample(row, m, acc).w;
+    // Once every load it drives is accounted for, the stepping goes by them: a house-load rise
+    // (a step the shed did not make) is never chased with another load (B4).
+    return { drop: acc.unknown ? drop : acc.measured + acc.other, uncapped: m && !m.stale ? m.w : drop };
   }
   const drop = p.shed_steps.reduce((sum, id) => sum + (kept.has(id) && !failedStep(p.devices[id]) ? expected(p.devices[id]) : 0), 0);
   return { drop, uncapped: drop };
+}
+
+/** Fresh meter readings a step's drop is averaged over (the house load's noise is in each one). */
+const STEP_READINGS = 5;
+
+/**
+ * The drop the last step brought: the mean of the first fresh readings after it was read
+ * back (at most STEP_READINGS) less the mean of the readings before it (since the step
+ * before was read back). A load without a rating or a meter of its own is accounted for by it.
+ */
+function noteStepDrop(row: EventRow, w: number, ts: number): void {
+  const p = row.progress;
+  const last = p.shed_steps[p.shed_steps.length - 1];
+  const dl = last ? p.devices[last] : undefined;
+  if (dl && !(dl.writes_ok > 0 && dl.acked_at !== undefined && ts > dl.acked_at)) return; // its effect not read back yet
+  if (dl && (dl.drop_n ?? 0) < STEP_READINGS) {
+    dl.drop_n = (dl.drop_n ?? 0) + 1;
+    dl.drop_sum = (dl.drop_sum ?? 0) + w - (p.drop_before_step ?? 0);
+    dl.drop_w = Math.max(0, dl.drop_sum / dl.drop_n);
+  }
+  p.recent_drops = [...(p.recent_drops ?? []), w].slice(-STEP_READINGS);
 }
 
 export const shed: EventKind = {
@@ -179,7 +204,8 @@ export const shed: EventKind = {
       const dp = deviceProgress(row, next.device_id);
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
-      p.drop_before_step = uncapped;
+      p.drop_before_step = p.recent_drops?.length ? p.recent_drops.reduce((a, b) => a + b, 0) / p.recent_drops.length : uncapped;
+      p.recent_drops = [];
       // A share is never more than the event's quantity, even when import rose since the baseline.
       step(next, dp, s.quantity_w - Math.max(0, drop), p.held?.[next.device_id]);
       p.shed_steps.push(next.device_id);
@@ -204,11 +230,7 @@ export const shed: EventKind = {
     if (p.meter_id) {
       noteOthers(row, ctx);
       metered = meteredDrop(row, ctx, read);
-      // The drop a step brought: what the first fresh reading after it adds.
-      const last = p.shed_steps[p.shed_steps.length - 1];
-      const dl = last ? p.devices[last] : undefined;
-      if (metered && !metered.stale && dl && dl.drop_w === undefined && dl.writes_ok > 0 && dl.acked_at !== undefined && ts > dl.acked_at)
-        dl.drop_w = Math.max(0, metered.w - (p.drop_before_step ?? 0));
+      if (metered && !metered.stale) noteStepDrop(row, metered.w, ts);
     }
     const sample = shedSample(row, metered, account(row, ctx, read));
     p.estimated ||= sample.estimated;

@@ -72,7 +72,11 @@ export class ProfileDevice implements Device {
     const actions = this.profileActions();
     const refreshMs = this.refreshMs();
     if (actions.has("charge") || actions.has("discharge"))
-      this.power = { refreshMs, setPower: (direction, watts) => this.setPower(direction, watts) };
+      this.power = {
+        refreshMs,
+        setPower: (direction, watts) => this.setPower(direction, watts),
+        showsForced: (direction, metrics) => this.showsForced(direction, metrics),
+      };
     if (actions.has("curtail")) this.curtail = { refreshMs, setLimit: (pct) => this.act("curtail", { pct }) };
     if (actions.has("shed")) this.switch = { refreshMs, switchOff: () => this.act("shed", {}), outputsOn: () => this.outputsOn() };
   }
@@ -183,6 +187,18 @@ export class ProfileDevice implements Device {
     const before = this.latest().power_w;
     await this.act(direction, { watts, ...(max ? { pct: pctOf(watts, max) } : {}) });
     await this.followed(direction, watts, before);
+  }
+
+  /** The profile's `forced_mode` against a reading: undefined without one, or without its metric in the reading. */
+  private showsForced(direction: "charge" | "discharge", metrics: Metrics): boolean | undefined {
+    let f: DeviceDriver["profile"]["forced_mode"];
+    try {
+      f = this.driver().profile.forced_mode;
+    } catch {
+      return undefined; // no driver: nothing to tell from
+    }
+    const v = f ? metrics[f.metric] : undefined;
+    return f && v !== undefined ? f[direction].includes(v) : undefined;
   }
 
   /**
