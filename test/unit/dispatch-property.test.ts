@@ -803,6 +803,33 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       steps: [{ at_s: 95, load_delta_w: -2000 }],
     },
   },
+  {
+    name: "issue 39 soak: a SolarEdge whose command fell back to its default while it ignored the re-asserts is credited nothing for its own self-consumption (seed 918273645 #1177, brand battery)",
+    world: {
+      seed: 220486,
+      base_load_w: 1400,
+      load_noise_pct: 1,
+      irradiance: 0,
+      meter: true,
+      batteries: [
+        { max_power_w: 10000, capacity_wh: 5000, soc_pct: 60, control_sf: 1, hybrid: true, brand: "solaredge-storedge", pv_max_w: 0 },
+      ],
+      pvs: [],
+      relays: [{ load_per_coil_w: 500, rating: "none", shed_priority: 179 }],
+      plugs: [
+        { load_w: 2300, metering: false, rated: false, shed_priority: 129 },
+        { load_w: 250, metering: true, rated: false, shed_priority: 229 },
+      ],
+      thermostats: [],
+      events: [
+        { type: "charge", quantity_kw: 1.2, submit_s: 1, start_s: 74, duration_s: 74, priority: 15, mandatory: true },
+        { type: "charge", quantity_kw: 0.2, submit_s: 1, start_s: 95, duration_s: 66, priority: 13, mandatory: false, cancel_s: 2 },
+        { type: "discharge", quantity_kw: 0.2, submit_s: 1, start_s: 6, duration_s: 18, priority: 3, mandatory: true, cancel_s: 2 },
+      ],
+      faults: [{ device: "bat1", fault: "ignore_writes", from_s: 79, until_s: 159 }],
+      steps: [{ at_s: 71, load_delta_w: 1300, irradiance: 0.6 }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 
