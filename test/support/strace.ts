@@ -19,20 +19,34 @@ export const STRACE_FLAGS = ["-f", "-tt", "-yy", "-s", "0", "-e", "trace=accept4
 
 const LINE = /^(\d+)\s+[\d:.]+\s+(\w+)\(\d+<(.*?)>(?:,|\))/;
 const RET = /=\s+(-?\d+)/;
+const RESUMED = /^(\d+)\s+[\d:.]+\s+<\.\.\. (\w+) resumed>/;
 
 /** Every call of thread `tid` (the process's main thread when omitted: the first tid in the file). */
 export function mainThreadCalls(file: string, tid?: number): Call[] {
   const out: Call[] = [];
   let main = tid;
+  // The main thread's call that another thread's line interrupted, waiting for its "resumed" line.
+  let open: Call | undefined;
   for (const line of readFileSync(file, "utf8").split("\n")) {
+    const r = RESUMED.exec(line);
+    if (r && open && Number(r[1]) === main && r[2] === open.name) {
+      // Its rest (an accept4's new fd and peer, a write's byte count) is on this line; its start keeps the order.
+      const ret = RET.exec(line.slice(r[0].length));
+      open.ret = ret ? Number(ret[1]) : 0;
+      open.line += line.slice(r[0].length);
+      open = undefined;
+      continue;
+    }
     const m = LINE.exec(line);
     if (!m) continue;
     const t = Number(m[1]);
     main ??= t;
     if (t !== main) continue;
-    // A call another thread interrupted ends on a "resumed" line; the main thread waits in it, so its start keeps the order.
+    const unfinished = /<unfinished \.\.\.>/.test(line);
     const ret = RET.exec(line.slice(m[0].length).replace(/<unfinished \.\.\.>.*/, ""));
-    out.push({ tid: t, name: m[2], target: m[3], ret: ret ? Number(ret[1]) : 0, line });
+    const call: Call = { tid: t, name: m[2], target: m[3], ret: ret && !unfinished ? Number(ret[1]) : 0, line };
+    out.push(call);
+    open = unfinished ? call : undefined;
   }
   return out;
 }
