@@ -131,6 +131,8 @@ export interface Progress {
   gaps?: Array<{ from: number; to: number }>;
   /** A device the event measures did not answer the read before the put-back after a crash: its gap is unmeasured (`measured: false`). */
   gap_unmeasured?: boolean;
+  /** charge/discharge: a battery the event measures was found offline meanwhile; its stale reading was not held (`measured: false`). */
+  stale?: boolean;
   /** charge/discharge: the grid meter's mean import over the window, fresh readings only (site_effect_w). */
   site?: HeldMean;
   /** Why the event ended early (a restore ends running sheds). */

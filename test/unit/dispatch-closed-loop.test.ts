@@ -272,3 +272,55 @@ test("finding 8: after a clean stop, which puts the battery back, the restart ga
     a.close();
   }
 });
+
+/** A discharge of 2.5 kW on a 5 kW battery that discharges what it is told; `answers` says when the gateway hears it. */
+function dischargeRig(answers: (now: number) => boolean) {
+  const a = unitRig([battery("b1", 5000)]);
+  const power = () => (a.dev.reg("b1", "holding", 100) === 2 ? a.dev.reg("b1", "holding", 101) * 50 : 0);
+  a.dev.power = power;
+  const snap = (r: UnitRig) => (): Record<string, Record<string, number>> => {
+    const up = answers(r.clock.now());
+    // As the poller: offline at the first failed read, and no reading in the snapshot.
+    r.dev.view("b1").online = up;
+    return up ? { b1: { power_w: power(), soc_pct: 50 } } : {};
+  };
+  const ev = drRequest([{}], { event_type: "discharge", event_quantity: 2.5 }).event_slots[0];
+  a.d.submit({ mode: "live", event_slots: [ev] });
+  return { a, ev, power, snap };
+}
+
+test("finding 5: a battery found offline is credited nothing from then on, not its last reading held for the hold time; measured false", async () => {
+  // It answers until 40 s and is silent from 41 s to the end (70 s), discharging all the same.
+  const { a, ev, snap } = dischargeRig((now) => now <= T0 + 40_000);
+  try {
+    await poll(a, T0 + 71_000, snap(a));
+    const body = resp(a, ev.event_id);
+    // Seen delivering 10-40 s, and its reading at 40 s stands until the failed read at 41 s: 2.5 kW x 31/60.
+    assert.ok(Math.abs((body.details.delivered_quantity as number) - 2.5 * (31 / 60)) <= 0.02, JSON.stringify(body.details));
+    assert.equal(body.details.measured, false, JSON.stringify(body.details));
+  } finally {
+    a.cleanup();
+  }
+});
+
+test("finding 8: a battery found offline before a crash: the read-back after the restart does not stand for the silence before the gap", async () => {
+  // Silent from 31 s; kill -9 at 38 s; back at 55 s, when the battery, which held its setpoint, answers again.
+  const { a, ev, power, snap } = dischargeRig((now) => now <= T0 + 30_000 || now >= T0 + 55_000);
+  try {
+    await poll(a, T0 + 38_000, snap(a));
+    const b = unitRig([battery("b1", 5000)], { db: a.db, clock: new FakeClock(T0 + 55_000), dev: a.dev, responses: a.responses });
+    b.dev.view("b1").online = true;
+    await flush();
+    await poll(b, T0 + 71_000, snap(b));
+    assert.ok(power() === 0, "released at the end");
+    const body = a.responses.find((x) => x.event_id === ev.event_id) as ExecutionResponse;
+    // Seen 10-31 s (the reading at 30 s held to the failed read), nothing for the silence and
+    // the gap after it, and 55-70 s again: 2.5 kW x 36/60.
+    assert.ok(Math.abs((body.details.delivered_quantity as number) - 2.5 * (36 / 60)) <= 0.02, JSON.stringify(body.details));
+    assert.equal(body.details.measured, false, JSON.stringify(body.details));
+    assert.equal((body.details.gaps as unknown[]).length, 1, JSON.stringify(body.details));
+    void b.d.stop();
+  } finally {
+    a.close();
+  }
+});

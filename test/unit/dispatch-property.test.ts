@@ -830,6 +830,59 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       steps: [{ at_s: 71, load_delta_w: 1300, irradiance: 0.6 }],
     },
   },
+  {
+    name: "issue 39 soak: a battery found offline holds its last reading no longer, so the read-back after a crash that followed never stands for the silence before it (seed 364923659 #9551)",
+    world: {
+      seed: 73607,
+      base_load_w: 1800,
+      load_noise_pct: 5,
+      irradiance: 0.6,
+      meter: false,
+      batteries: [{ max_power_w: 10000, capacity_wh: 20000, soc_pct: 8, control_sf: 1 }],
+      pvs: [],
+      relays: [],
+      plugs: [
+        { load_w: 950, metering: true, rated: false },
+        { load_w: 1550, metering: true, rated: false, shed_priority: 220 },
+      ],
+      thermostats: [{ load_w: 2300, metering: true, setpoint_c: 19, setback_c: 4 }],
+      events: [{ type: "discharge", quantity_kw: 3.4, submit_s: 1, start_s: 48, duration_s: 100, priority: 10, mandatory: false }],
+      faults: [
+        { device: "bat1", fault: "offline", from_s: 111, until_s: 127 },
+        { device: "bat1", fault: "offline", from_s: 107, until_s: 165 },
+        { device: "bat1", fault: "late_first", from_s: 141, until_s: 191, delay_ms: 3000 },
+      ],
+      restarts: [{ at_s: 123, down_s: 23, crash: true }],
+      steps: [
+        { at_s: 136, load_delta_w: -2700, irradiance: 0.85 },
+        { at_s: 3, load_delta_w: 0, irradiance: 0.7 },
+        { at_s: 142, load_delta_w: -400 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a battery that goes offline in the tick of its first write is not credited its confirmation reading (seed 918273645 #8425, with a Huawei)",
+    world: {
+      seed: 420022,
+      base_load_w: 1500,
+      load_noise_pct: 0,
+      irradiance: 0.1,
+      meter: false,
+      batteries: [
+        { max_power_w: 2000, capacity_wh: 20000, soc_pct: 23, control_sf: -1 },
+        { max_power_w: 3000, capacity_wh: 5000, soc_pct: 80, control_sf: 0, brand: "huawei-sun2000", pv_max_w: 1000 },
+      ],
+      pvs: [{ max_power_w: 9000, control_sf: 0 }],
+      relays: [{ load_per_coil_w: 100, rating: "per_coil", shed_priority: 96 }],
+      plugs: [
+        { load_w: 1700, metering: true, rated: false, shed_priority: 218 },
+        { load_w: 1150, metering: false, rated: true },
+      ],
+      thermostats: [{ load_w: 1300, metering: false, setpoint_c: 19, setback_c: 4, shed_priority: 12 }],
+      events: [{ type: "charge", quantity_kw: 7.4, submit_s: 1, start_s: 37, duration_s: 17, priority: 14, mandatory: true, cancel_s: 52 }],
+      faults: [{ device: "bat1", fault: "offline", from_s: 37, until_s: 69 }],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 

@@ -53,7 +53,11 @@ export const chargeDischarge: EventKind = {
   },
 
   observe(row: EventRow, ctx: KindContext, metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
-    for (const id of Object.keys(row.progress.devices)) sample(row, ctx, id, metrics.get(id), ts);
+    for (const id of Object.keys(row.progress.devices)) {
+      const m = metrics.get(id);
+      if (m) sample(row, ctx, id, m, ts);
+      else silenced(row, ctx, id, ts);
+    }
     const p = row.progress;
     // Only a fresh reading of the meter: a stale one never enters a measurement.
     const g = p.meter_id && ctx.fresh(p.meter_id, ts) ? (metrics.get(p.meter_id) ?? ctx.device(p.meter_id)?.metrics)?.power_w : undefined;
@@ -90,7 +94,7 @@ export const chargeDischarge: EventKind = {
     }
     const site = heldMean(p.site, until, ctx.hold);
     const effect = p.baseline_w !== undefined && site !== undefined ? { site_effect_w: Math.round(p.baseline_w - site) } : undefined;
-    return { delivered_w: delivered, devices, measured: true, ...(effect ? { details: effect } : {}) };
+    return { delivered_w: delivered, devices, measured: !p.stale, ...(effect ? { details: effect } : {}) };
   },
 };
 
@@ -107,4 +111,23 @@ function sample(row: EventRow, ctx: KindContext, id: string, m: Readonly<Record<
   const own = ctx.device(id)?.showsForced?.(s.event_type as "charge" | "discharge", m) === false;
   const part = !own && dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
   dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
+}
+
+/**
+ * A battery this event measures found offline (no reading in the snapshot, and its device
+ * says offline): its last reading is stale from now on and holds no longer (B4: a stale
+ * reading never enters a measurement). Until it answers again it counts as delivering
+ * nothing for the event, whatever it may go on doing unseen, and the event says
+ * `measured: false`. Committed at once: a crash soon after must not find the stale reading
+ * still open and let the read-back after the restart stand for the whole gap since it.
+ */
+function silenced(row: EventRow, ctx: KindContext, id: string, ts: number): void {
+  const p = row.progress;
+  const dp = p.devices[id];
+  if (!dp?.mean || ctx.device(id)?.online !== false) return;
+  const known = p.stale === true && dp.mean.value === 0;
+  p.stale = true;
+  if (known) return;
+  dp.mean = addSample(dp.mean, ts, 0, ctx.hold, p.resumed_at);
+  ctx.save(row);
 }
