@@ -37,7 +37,17 @@ export class BusyTimes {
   }
 }
 
-/** Each device's power readings (for its mean over a quiet minute) and when it was last seen. */
+/**
+ * A device's power at the site's AC side: a hybrid inverter's AC power (its PV plus its
+ * battery) where it reads one, else its power. A hybrid's `power_w` is its battery's alone:
+ * the PV behind it would be missing from the site's consumption (a cloud in a shed's quiet
+ * minute had then been taken for a load change; soak 918273645 #6874, #7518).
+ */
+export function acSide(m: Readonly<Record<string, number>> | undefined): number | undefined {
+  return m?.ac_power_w ?? m?.power_w;
+}
+
+/** Each device's power readings at the AC side (acSide; for its mean over a quiet minute) and when it was last seen. */
 export class PowerHistory {
   private readonly windows = new Map<string, RollingWindow>();
   private readonly seen = new Map<string, number>();
@@ -46,10 +56,11 @@ export class PowerHistory {
   add(metrics: ReadonlyMap<string, Record<string, number>>, ts: number): void {
     for (const [id, m] of metrics) {
       this.seen.set(id, ts);
-      if (m.power_w === undefined) continue;
+      const power = acSide(m);
+      if (power === undefined) continue;
       let w = this.windows.get(id);
       if (!w) this.windows.set(id, (w = new RollingWindow(BASELINE_MS, QUIET_LOOKBACK_MS + BASELINE_MS)));
-      w.add(ts, m.power_w);
+      w.add(ts, power);
     }
   }
 

@@ -15,7 +15,7 @@ import { Executor, type ExecutionResponse } from "./executor.js";
 import { missedResponse } from "./result.js";
 import { contentHash, type DispatchRequest, type EventSpec } from "./request.js";
 import { EventStore, OpenBound, OpenWindow, type EventRow } from "./store.js";
-import { observeRunning, putBack, readBack, resumeAll } from "./gap-readback.js";
+import { observeRunning, putBackAll, readBack, resumeAll } from "./gap-readback.js";
 import { batchTransaction, newRow, stageRequest, type BatchOutcome, type BatchTx, type Receipt, type Staged } from "./receipts.js";
 import { dispatchMetrics } from "./dispatch-metrics.js";
 import { Timeline } from "./timeline.js";
@@ -134,12 +134,9 @@ export class Dispatcher implements Part {
     if (this.watch !== null) this.deps.clock.clearTimer(this.watch);
     this.timer = this.watch = null;
     const now = this.deps.clock.now();
-    // No device stays shed or limited without a running event: put every one back (so the
-    // restart gap delivers nothing). Running events stay running and take their devices again.
-    for (const row of this.open.running.values()) {
-      putBack(row.progress, now, this.exec.hold);
-      this.store.saveProgress(row, now);
-    }
+    // No device stays shed or limited without a running event: put every one back (so the restart gap
+    // delivers nothing but where one is offline). Running events stay running and take their devices again.
+    putBackAll(this.open.running.values(), { devices: this.deps.devices, ledger: this.exec.ledger }, now, this.exec.hold, this.store);
     await this.exec.jobs.stop(Math.max(0, budgetMs - STOP_REPORT_MS));
   }
 

@@ -1,11 +1,12 @@
 // B4 restart gaps. A clean stop puts every device back, so the means of its events end at
-// the stop (putBack). After a crash: "for the restart gap it counts what the devices read back
-// once it is up again". The devices held what they were told while the gateway was down, so
-// before anything is written or put back at start, every device is read once (readBack), and
-// that reading stands for the gap of every event taken up again: also of one whose end passed
-// meanwhile, which then ends at once, its devices put back before the API starts. A device
-// that does not answer leaves the gap unmeasured: its event says `measured: false` and is
-// credited no more than its last reading before the crash, held for the hold time.
+// the stop (putBack; a driven device offline then is taken up as after a crash). After a
+// crash: "for the restart gap it counts what the devices read back once it is up again". The
+// devices held what they were told while the gateway was down, so before anything is written
+// or put back at start, every device is read once (readBack), and that reading stands for
+// the gap of every event taken up again: also of one whose end passed meanwhile, which then
+// ends at once, its devices put back before the API starts. A device that does not answer
+// leaves the gap unmeasured: its event says `measured: false` and is credited no more than
+// its last reading before the crash, held for the hold time.
 import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Device, DeviceDirectory } from "../model/device.js";
@@ -13,6 +14,7 @@ import type { Snapshot } from "../telemetry/types.js";
 import { within, type Clock } from "../util/clock.js";
 import { dispatchDevices } from "./devices.js";
 import type { Executor } from "./executor.js";
+import type { Ledger } from "./ledger.js";
 import type { EventRow, EventStore, Progress } from "./store.js";
 
 import { addSample, resumed, type MeanState } from "./measure.js";
@@ -164,11 +166,36 @@ function measuredBy(p: Progress): string[] {
 /**
  * A clean stop at `now` puts every device back (B4): what each mean of the event held ends
  * there, so the sample before the stop does not go on counting into the gap that follows.
+ * A device `held` (driven, and offline or its release unreleased already) cannot be put back and may
+ * hold its setpoint through the gap: its mean stays open, and the event is taken up as after
+ * a crash (the read at start stands for the gap, or leaves it unmeasured). A battery that went
+ * offline while it charged had been credited nothing for the gap it went on charging through
+ * (soak 364923659 #3953).
  */
-export function putBack(p: Progress, now: number, holdMs: number): void {
+export function putBack(p: Progress, now: number, holdMs: number, held: (id: string) => boolean = () => false): void {
   const close = (s: MeanState | undefined) => (s ? addSample(s, now, 0, holdMs) : undefined);
+  for (const [id, dp] of Object.entries(p.devices)) if (dp.mean && !held(id)) dp.mean = close(dp.mean);
+  if (Object.entries(p.devices).some(([id, dp]) => dp.writes_ok > 0 && held(id))) return;
   if (p.driven) p.driven = close(p.driven);
   if (p.drop) p.drop = close(p.drop);
-  for (const dp of Object.values(p.devices)) if (dp.mean) dp.mean = close(dp.mean);
   p.put_back = true;
+}
+
+/** A clean stop, before the put-back: the running events' means end at `now` but for the devices that cannot be put back (putBack), committed. */
+export function putBackAll(
+  running: Iterable<EventRow>,
+  deps: { devices: Pick<DeviceDirectory, "get">; ledger: Pick<Ledger, "get"> },
+  now: number,
+  holdMs: number,
+  store: Pick<EventStore, "saveProgress">,
+): void {
+  // Driven (a ledger row) and beyond reach: a release already unreleased, or the device offline.
+  const held = (id: string) => {
+    const l = deps.ledger.get(id);
+    return l !== undefined && (l.unreleased !== undefined || deps.devices.get(id)?.health().online === false);
+  };
+  for (const row of running) {
+    putBack(row.progress, now, holdMs, held);
+    store.saveProgress(row, now);
+  }
 }

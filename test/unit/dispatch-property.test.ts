@@ -883,6 +883,202 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
       faults: [{ device: "bat1", fault: "offline", from_s: 37, until_s: 69 }],
     },
   },
+  {
+    name: "issue 39 soak: a battery that went offline while it charged, which the clean stop could not put back, went on charging through the gap: its mean stays open, measured false (seed 364923659 #3953)",
+    world: {
+      seed: 10,
+      base_load_w: 5700,
+      load_noise_pct: 4,
+      irradiance: 0.9,
+      meter: false,
+      batteries: [
+        { max_power_w: 10000, capacity_wh: 20000, soc_pct: 51, control_sf: 0, brand: "deye-hybrid", pv_max_w: 4000 },
+        { max_power_w: 2000, capacity_wh: 10000, soc_pct: 9, control_sf: 0 },
+      ],
+      pvs: [{ max_power_w: 8000, control_sf: -2 }],
+      relays: [],
+      plugs: [
+        { load_w: 2450, metering: true, rated: true, shed_priority: 262 },
+        { load_w: 1250, metering: true, rated: true, shed_priority: 98 },
+      ],
+      thermostats: [
+        { load_w: 700, metering: false, setpoint_c: 22, setback_c: 3.5, shed_priority: 117 },
+        { load_w: 1600, metering: false, setpoint_c: 23.5, setback_c: 3.5, shed_priority: 298 },
+      ],
+      events: [{ type: "charge", quantity_kw: 6, submit_s: 1, start_s: 55, duration_s: 16, priority: 10, mandatory: true, cancel_s: 69 }],
+      faults: [
+        { device: "pv1", fault: "refuse_writes", from_s: 42, until_s: 83, code: 3 },
+        { device: "bat2", fault: "offline", from_s: 56, until_s: 74 },
+        { device: "bat1", fault: "exception", from_s: 12, until_s: 66, code: 2 },
+      ],
+      restarts: [{ at_s: 58, down_s: 6, crash: false }],
+      steps: [{ at_s: 1, load_delta_w: 400, irradiance: 0.9 }],
+    },
+  },
+  {
+    name: "issue 39 soak: a hybrid's own PV is part of the site's consumption, so a cloud in a shed's quiet minute is no load change (seed 364923659 #8311)",
+    world: {
+      seed: 2,
+      base_load_w: 4000,
+      load_noise_pct: 0,
+      irradiance: 0.9,
+      meter: true,
+      batteries: [
+        { max_power_w: 4000, capacity_wh: 5000, soc_pct: 38, control_sf: 1, brand: "goodwe-et", pv_max_w: 2000 },
+        { max_power_w: 9000, capacity_wh: 20000, soc_pct: 43, control_sf: 0, hybrid: true, brand: "sma-storage", pv_max_w: 4000 },
+      ],
+      pvs: [
+        { max_power_w: 3000, control_sf: -2 },
+        { max_power_w: 1000, control_sf: 0 },
+      ],
+      relays: [{ load_per_coil_w: 100, rating: "per_coil", shed_priority: 10 }],
+      plugs: [{ load_w: 2900, metering: true, rated: false, shed_priority: 40 }],
+      thermostats: [
+        { load_w: 800, metering: false, setpoint_c: 18, setback_c: 1 },
+        { load_w: 700, metering: true, setpoint_c: 19, setback_c: 3 },
+      ],
+      events: [
+        { type: "discharge", quantity_kw: 0.8, submit_s: 1, start_s: 14, duration_s: 117, priority: 6, mandatory: false, cancel_s: 2 },
+        { type: "discharge", quantity_kw: 1.6, submit_s: 1, start_s: 41, duration_s: 113, priority: 4, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 3.6, submit_s: 1, start_s: 51, duration_s: 52, priority: 1, mandatory: false },
+      ],
+      faults: [
+        { device: "relay1", fault: "late_first", from_s: 99, until_s: 133, delay_ms: 1500 },
+        { device: "bat1", fault: "ignore_writes", from_s: 58, until_s: 127 },
+        { device: "bat1", fault: "refuse_writes", from_s: 121, until_s: 204, code: 2 },
+      ],
+      restarts: [{ at_s: 110, down_s: 23, crash: true }],
+      steps: [
+        { at_s: 18, load_delta_w: -800, irradiance: 0.55 },
+        { at_s: 144, load_delta_w: -2500, irradiance: 0.55 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a relay answering exceptions after its shed write is credited its rating, measured false, not nothing by the coils it read before (seed 364923659 #8777)",
+    world: {
+      seed: 999984,
+      base_load_w: 4600,
+      load_noise_pct: 1,
+      irradiance: 0.25,
+      meter: true,
+      batteries: [],
+      pvs: [],
+      relays: [{ load_per_coil_w: 1000, rating: "total" }],
+      plugs: [
+        { load_w: 1650, metering: false, rated: true, shed_priority: 176 },
+        { load_w: 1700, metering: true, rated: false, shed_priority: 250 },
+      ],
+      thermostats: [],
+      events: [
+        { type: "pv_limit", quantity_kw: 0, submit_s: 46, start_s: 46, duration_s: 101, priority: 0, mandatory: true, limit_pct: 31 },
+        { type: "pv_limit", quantity_kw: 0, submit_s: 54, start_s: 54, duration_s: 91, priority: 0, mandatory: true, limit_pct: 28 },
+        { type: "shed", quantity_kw: 5.9, submit_s: 1, start_s: 21, duration_s: 118, priority: 12, mandatory: true },
+      ],
+      faults: [
+        { device: "relay1", fault: "exception", from_s: 21, until_s: 59, code: 3 },
+        { device: "grid", fault: "ignore_writes", from_s: 39, until_s: 68 },
+      ],
+      restarts: [{ at_s: 108, down_s: 5, crash: false }],
+      steps: [{ at_s: 44, load_delta_w: -1500, irradiance: 0.1 }],
+    },
+  },
+  {
+    name: "issue 39 soak: a cloud over a StorEdge's own PV in a shed's quiet minute is no load change (seed 918273645 #6874)",
+    world: {
+      seed: 641728,
+      base_load_w: 4100,
+      load_noise_pct: 0,
+      irradiance: 0.35,
+      meter: true,
+      batteries: [
+        { max_power_w: 1000, capacity_wh: 10000, soc_pct: 19, control_sf: 0, hybrid: true, brand: "solaredge-storedge", pv_max_w: 5000 },
+      ],
+      pvs: [],
+      relays: [
+        { load_per_coil_w: 400, rating: "none", shed_priority: 245 },
+        { load_per_coil_w: 1400, rating: "per_coil", shed_priority: 10 },
+      ],
+      plugs: [{ load_w: 2850, metering: true, rated: true, shed_priority: 195 }],
+      thermostats: [
+        { load_w: 1400, metering: false, setpoint_c: 21.5, setback_c: 2.5, shed_priority: 18 },
+        { load_w: 2300, metering: false, setpoint_c: 19.5, setback_c: 1 },
+      ],
+      events: [
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 83, duration_s: 49, priority: 9, mandatory: false, cancel_s: 2 },
+        { type: "shed", quantity_kw: 2.2, submit_s: 1, start_s: 39, duration_s: 107, priority: 4, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 3.1, submit_s: 1, start_s: 81, duration_s: 50, priority: 5, mandatory: true },
+      ],
+      restarts: [{ at_s: 128, down_s: 7, crash: false }],
+      steps: [
+        { at_s: 16, load_delta_w: -200, irradiance: 0.95 },
+        { at_s: 63, load_delta_w: 0 },
+        { at_s: 57, irradiance: 0.2 },
+      ],
+    },
+  },
+  {
+    name: "issue 39 soak: a cloud over a StorEdge's own PV in a shed's quiet minute is no load change, with a restore before it (seed 918273645 #7518)",
+    world: {
+      seed: 844182,
+      base_load_w: 3100,
+      load_noise_pct: 4,
+      irradiance: 0.55,
+      meter: true,
+      batteries: [{ max_power_w: 9000, capacity_wh: 10000, soc_pct: 45, control_sf: 1, brand: "solaredge-storedge", pv_max_w: 3000 }],
+      pvs: [
+        { max_power_w: 5000, control_sf: 1 },
+        { max_power_w: 3000, control_sf: 1 },
+      ],
+      relays: [
+        { load_per_coil_w: 1200, rating: "per_coil", shed_priority: 212 },
+        { load_per_coil_w: 1200, rating: "total", shed_priority: 174 },
+      ],
+      plugs: [{ load_w: 2900, metering: true, rated: true, shed_priority: 206 }],
+      thermostats: [],
+      events: [
+        { type: "charge", quantity_kw: 4.2, submit_s: 1, start_s: 26, duration_s: 80, priority: 12, mandatory: true, cancel_s: 2 },
+        { type: "shed", quantity_kw: 1.6, submit_s: 1, start_s: 97, duration_s: 38, priority: 2, mandatory: false },
+        { type: "discharge", quantity_kw: 0.9, submit_s: 1, start_s: 32, duration_s: 49, priority: 12, mandatory: false, cancel_s: 2 },
+        { type: "restore", quantity_kw: 0, submit_s: 1, start_s: 70, duration_s: 56, priority: 2, mandatory: false },
+      ],
+      faults: [{ device: "relay2", fault: "offline", from_s: 32, until_s: 44 }],
+      steps: [{ at_s: 73, irradiance: 0 }],
+    },
+  },
+  {
+    name: "issue 39 soak: a battery's first reading that follows its setpoint is committed at once, so a crash soon after still counts the gap it held (seed 918273645 #9957)",
+    world: {
+      seed: 999999,
+      base_load_w: 3400,
+      load_noise_pct: 5,
+      irradiance: 0.9,
+      meter: true,
+      batteries: [
+        { max_power_w: 7000, capacity_wh: 5000, soc_pct: 61, control_sf: 0 },
+        { max_power_w: 2000, capacity_wh: 20000, soc_pct: 26, control_sf: -1, hybrid: true, brand: "goodwe-et", pv_max_w: 1000 },
+      ],
+      pvs: [{ max_power_w: 8000, control_sf: 1 }],
+      relays: [],
+      plugs: [],
+      thermostats: [{ load_w: 2600, metering: true, setpoint_c: 24, setback_c: 1.5, shed_priority: 270 }],
+      events: [
+        { type: "shed", quantity_kw: 6.5, submit_s: 1, start_s: 65, duration_s: 22, priority: 5, mandatory: false, cancel_s: 2 },
+        { type: "charge", quantity_kw: 6, submit_s: 1, start_s: 56, duration_s: 27, priority: 3, mandatory: true },
+      ],
+      faults: [
+        { device: "bat2", fault: "refuse_writes", from_s: 51, until_s: 62, code: 4 },
+        { device: "bat2", fault: "refuse_writes", from_s: 43, until_s: 91, code: 6 },
+        { device: "grid", fault: "ignore_writes", from_s: 36, until_s: 70 },
+      ],
+      restarts: [{ at_s: 72, down_s: 25, crash: true }],
+      steps: [
+        { at_s: 17, load_delta_w: -2800, irradiance: 0.9 },
+        { at_s: 70, irradiance: 0.3 },
+        { at_s: 14, load_delta_w: 700, irradiance: 0.15 },
+      ],
+    },
+  },
   ...E2E_WORLDS.map((c) => ({ name: `in process: ${c.name}`, world: c.world })),
 ];
 

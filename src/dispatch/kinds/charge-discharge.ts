@@ -110,7 +110,13 @@ function sample(row: EventRow, ctx: KindContext, id: string, m: Readonly<Record<
   // nor once it reads back on its own control (its revert timer ran out while it ignored or refused the re-asserts).
   const own = ctx.device(id)?.showsForced?.(s.event_type as "charge" | "discharge", m) === false;
   const part = !own && dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
-  dp.mean = addSample(dp.mean, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
+  const was = dp.mean;
+  dp.mean = addSample(was, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);
+  // The first reading that shows the battery delivering for the event is committed at once:
+  // a crash before the next periodic save still knows it held its setpoint, so the restart
+  // gap counts what it reads back (a battery that took its setpoint 6 s before a crash, in
+  // an event already driven, had been credited nothing for a 25 s gap; soak 918273645 #9957).
+  if (!was?.value && !was?.area && dp.mean.value !== 0) ctx.save(row);
 }
 
 /**

@@ -74,7 +74,7 @@ export interface KindContext {
   device(id: string): DispatchDevice | undefined;
   /** The grid meter (B4: a fully configured meter, one named "grid" first). */
   gridMeter(): DispatchDevice | undefined;
-  /** A device's mean power_w in the 60 s before `until`. */
+  /** A device's mean power at the AC side in the 60 s before `until` (busy-times.ts acSide: a hybrid's AC power, else power_w). */
   baseline(id: string, until: number): number | undefined;
   /** The end of the latest 60 s before `before` in which no event drove any device (up to 15 min back), if any. */
   quietUntil(before: number): number | undefined;

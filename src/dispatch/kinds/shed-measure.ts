@@ -1,6 +1,7 @@
 // What a shed delivered (B4), from what is true now:
 // - with a grid meter, the drop of the site's consumption (grid import plus PV output plus
-//   battery discharge, so that neither PV nor a battery ever counts as shed) against its
+//   battery discharge, so that neither PV nor a battery ever counts as shed; a hybrid by its
+//   AC power, its own PV with its battery) against its
 //   quiet-minute baseline, less the change of every load another event drove, capped by
 //   what the loads the shed still drives account for (their own metered drop, else their
 //   rating while their outputs read off, else the drop the meter saw at their step), so a
@@ -14,6 +15,7 @@
 // - without a meter, each load it still drives counted once: its own metered drop, else its
 //   rating while its outputs read off.
 import { GENERATOR_ROLES } from "../../model/roles.js";
+import { acSide } from "../busy-times.js";
 import type { DispatchDevice } from "../allocate.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 import type { KindContext } from "./kind.js";
@@ -62,14 +64,24 @@ export function drives(row: EventRow, ctx: KindContext, id: string): boolean {
 /**
  * A load's own drop now: metered (before - now), else its rating while its outputs read off
  * (estimated), else unknown (undefined). A load this shed does not drive now brings nothing.
+ * A stale load (offline, or answering exceptions) is its rating, `stale`: the coils it read
+ * last are no evidence (a relay switched off, then answering exceptions, had been credited
+ * nothing for 38 s by the coils it read before its write; soak 364923659 #8777).
  */
-export function ownDrop(row: EventRow, ctx: KindContext, id: string, read: Reading): { w: number; estimated: boolean } | undefined {
+export function ownDrop(
+  row: EventRow,
+  ctx: KindContext,
+  id: string,
+  read: Reading,
+): { w: number; estimated: boolean; stale?: boolean } | undefined {
   const dp = row.progress.devices[id];
   if (!dp || !drives(row, ctx, id)) return { w: 0, estimated: false };
-  const now = read(id)?.power_w;
+  const m = read(id);
+  const now = m?.power_w;
   if (dp.before_w !== undefined && now !== undefined) return { w: Math.max(0, dp.before_w - now), estimated: false };
   if (dp.rated_w === undefined) return undefined;
   const d = ctx.device(id);
+  if (m === undefined) return { w: dp.rated_w, estimated: true, stale: true };
   const on = d?.coils_on;
   if (d === undefined || on === undefined || d.rated_power_w === undefined) return { w: dp.rated_w, estimated: true };
   // Credited only for what its coils show off: a rating per coil less the coils closed now.
@@ -145,7 +157,7 @@ export function meteredDrop(row: EventRow, ctx: KindContext, read: Reading): (Ch
   for (const d of ctx.devices) {
     const base = p.baselines?.[d.device_id];
     if (!GENERATOR_ROLES.has(d.role) || base === undefined) continue;
-    const now = read(d.device_id)?.power_w;
+    const now = acSide(read(d.device_id));
     if (now === undefined) stale = true;
     else w += base - now;
   }
@@ -163,8 +175,8 @@ export function account(
   row: EventRow,
   ctx: KindContext,
   read: Reading,
-): { measured: number; other: number; estimated: boolean; unknown: boolean } {
-  const out = { measured: 0, other: 0, estimated: false, unknown: false };
+): { measured: number; other: number; estimated: boolean; unknown: boolean; stale: boolean } {
+  const out = { measured: 0, other: 0, estimated: false, unknown: false, stale: false };
   for (const id of row.progress.shed_steps) {
     if (!drives(row, ctx, id)) continue;
     const own = ownDrop(row, ctx, id, read);
@@ -172,6 +184,7 @@ export function account(
     else if (own) {
       out.other += own.w;
       out.estimated = true;
+      out.stale ||= own.stale === true;
     } else if (row.progress.devices[id]?.drop_w !== undefined) {
       out.other += row.progress.devices[id].drop_w;
       out.estimated = true;
@@ -186,9 +199,9 @@ export function account(
 /**
  * One sample of the shed's delivery. With a fresh meter: the loads' own metered drops, and
  * for the rest the metered drop beyond them, capped by what the rest account for (so the
- * whole is never more than the loads account for). With a stale reading in it, or none
- * from the meter: the loads' own account (unknown loads as 0), never more than the meter
- * saw; estimated.
+ * whole is never more than the loads account for). With a stale reading in it (one of its own
+ * loads too), or none from the meter: the loads' own account (unknown loads as 0), never more
+ * than the meter saw; estimated.
  */
 export function shedSample(
   row: EventRow,
@@ -196,7 +209,7 @@ export function shedSample(
   acc: ReturnType<typeof account>,
 ): { w: number; estimated: boolean } {
   const total = acc.measured + acc.other;
-  if (metered && !metered.stale) {
+  if (metered && !metered.stale && !acc.stale) {
     const rest = Math.max(0, Math.min(metered.w - acc.measured, acc.unknown ? Infinity : acc.other));
     return { w: acc.measured + rest, estimated: metered.estimated };
   }
