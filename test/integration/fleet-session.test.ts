@@ -25,6 +25,24 @@ const T = "sitegate/site-001";
 const tlsModule = createRequire(import.meta.url)("node:tls") as typeof import("node:tls");
 
 /** Counts the TLS contexts built with a CA list of the system roots plus one (the fleet's ca_file). */
+/**
+ * A gateway whose fleet link runs through a relay to the broker (so a test can drop or hold
+ * it), and a subscriber recording the site's status and device view.
+ */
+async function proxiedGateway(dir: string, broker: Parameters<typeof fleetConfig>[0]) {
+  const proxy = await startProxy(broker.port);
+  const sub = await fleetClient(broker);
+  const got = record(sub);
+  await sub.subscribeAsync(`${T}/status`, { qos: 1 });
+  await sub.subscribeAsync(`${T}/devices`, { qos: 1 });
+  const gw = await startGateway(join(dir, "gw"), {
+    fleet: { ...fleetConfig(broker), url: `mqtts://127.0.0.1:${proxy.port}` },
+    telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
+  });
+  const fleet = gw.daemon.part<{ current: Fleet } & Part>("fleet").current;
+  return { proxy, sub, got, gw, fleet };
+}
+
 function countFleetContexts(): { count: () => number; restore: () => void } {
   const original = tlsModule.createSecureContext;
   let n = 0;
@@ -38,17 +56,8 @@ function countFleetContexts(): { count: () => number; restore: () => void } {
 test("a drop of the gateway's connection: the command sent meanwhile is answered after it is back, no offline status, the device view not sent again, one TLS context", async () => {
   await withTmpDir((dir) =>
     withBroker(dir, async (broker) => {
-      const proxy = await startProxy(broker.port);
       const contexts = countFleetContexts();
-      const sub = await fleetClient(broker);
-      const got = record(sub);
-      await sub.subscribeAsync(`${T}/status`, { qos: 1 });
-      await sub.subscribeAsync(`${T}/devices`, { qos: 1 });
-      const gw = await startGateway(join(dir, "gw"), {
-        fleet: { ...fleetConfig(broker), url: `mqtts://127.0.0.1:${proxy.port}` },
-        telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
-      });
-      const fleet = gw.daemon.part<{ current: Fleet } & Part>("fleet").current;
+      const { proxy, sub, got, gw, fleet } = await proxiedGateway(dir, broker);
       const retained = () => got.filter((m) => m.topic === `${T}/status` || m.topic === `${T}/devices`);
       try {
         await until(() => fleet.connected, "gateway connected");
@@ -95,16 +104,7 @@ test("a broker restart: the session survives it, a command sent while the gatewa
   await withTmpDir((dir) =>
     withBroker(dir, async (broker) => {
       // The relay only keeps the gateway away after the restart, until the command is queued.
-      const proxy = await startProxy(broker.port);
-      const sub = await fleetClient(broker);
-      const got = record(sub);
-      await sub.subscribeAsync(`${T}/status`, { qos: 1 });
-      await sub.subscribeAsync(`${T}/devices`, { qos: 1 });
-      const gw = await startGateway(join(dir, "gw"), {
-        fleet: { ...fleetConfig(broker), url: `mqtts://127.0.0.1:${proxy.port}` },
-        telemetry: { poll_interval_ms: 500, retention_max_mb: 64, commit_interval_s: 1 },
-      });
-      const fleet = gw.daemon.part<{ current: Fleet } & Part>("fleet").current;
+      const { proxy, sub, got, gw, fleet } = await proxiedGateway(dir, broker);
       // What the gateway published (a resubscription's retained copies carry the retain flag;
       // an offline status is the broker's, the Will).
       const published = () =>
