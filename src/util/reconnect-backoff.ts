@@ -78,9 +78,9 @@ export class ReconnectBackoff {
   next(): number {
     if (this.upSince !== null && this.mono() - this.upSince >= this.policy.holdMs) this.failures = 0;
     this.upSince = null;
-    const ceiling = backoffCeiling(this.policy, this.failures);
     this.failures++;
-    return Math.floor(this.rand() * ceiling);
+    // Retry number `failures`: the same full-jitter draw as a lane's message.
+    return retryDelayMs(this.policy, this.failures, this.rand);
   }
 
   /** Failures since the last connection that held (for logs). */
