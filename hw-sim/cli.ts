@@ -5,10 +5,11 @@ import { parseArgs } from "node:util";
 import { dirname, resolve } from "node:path";
 import { pino } from "pino";
 import { startSim } from "./sim.js";
+import { BRANDS_SCENARIO, brandsScenario } from "./models/brands/site.js";
 import { untilSignal } from "../src/util/process.js";
 
 const usage =
-  "usage: sitegate-sim --scenario FILE [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).";
+  "usage: sitegate-sim --scenario FILE|brands [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).\n  `brands`: the site of every brand device model, built from the brand table.";
 
 async function main(): Promise<number> {
   let values;
@@ -39,7 +40,8 @@ async function main(): Promise<number> {
   });
   let sim;
   try {
-    sim = await startSim(resolve(values.scenario), { baseDir: values["base-dir"] ? resolve(values["base-dir"]) : process.cwd(), log });
+    const scenario = values.scenario === BRANDS_SCENARIO ? brandsScenario() : resolve(values.scenario);
+    sim = await startSim(scenario, { baseDir: values["base-dir"] ? resolve(values["base-dir"]) : process.cwd(), log });
   } catch (e) {
     process.stderr.write(`sitegate-sim: ${(e as Error).message}\n`);
     return /scenario is invalid|ENOENT/.test((e as Error).message) ? 2 : 1;

@@ -4,6 +4,10 @@ import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { z } from "zod";
 import { issuesToDetails } from "../src/util/zod-issues.js";
+import { BRANDS, brandRow } from "./models/brands/index.js";
+import { common } from "./models/brands/keys.js";
+
+export { BRAND_MODELS } from "./models/brands/index.js";
 
 function validZone(zone: string): boolean {
   try {
@@ -15,8 +19,6 @@ function validZone(zone: string): boolean {
 }
 
 const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
-const unit = z.number().int().min(1).max(247);
-const common = { unit, name: z.string().regex(/^[A-Za-z0-9_-]+$/), max_read_regs: z.number().int().min(1).max(125).optional() };
 
 /**
  * The scale factor of a SunSpec device's control points (InOutWRte_SF, WMaxLimPct_SF):
@@ -24,88 +26,7 @@ const common = { unit, name: z.string().regex(/^[A-Za-z0-9_-]+$/), max_read_regs
  */
 const controlSf = z.union([z.literal(-2), z.literal(-1), z.literal(0), z.literal(1)], { error: "must be -2, -1, 0 or 1" }).default(0);
 
-/** The keys every brand hybrid inverter with a battery takes (hw-sim/models/brands). */
-const hybrid = {
-  ...common,
-  max_power_w: z.number().positive().default(5000),
-  capacity_wh: z.number().positive().default(10000),
-  soc_pct: z.number().min(0).max(100).default(50),
-  /** The PV array on the inverter's own inputs, W at full sun. */
-  pv_max_w: z.number().min(0).default(5000),
-  /** The share of the site's base load the inverter's own self-consumption covers. */
-  self_use_load_pct: z.number().min(0).max(100).default(100),
-  serial: z
-    .string()
-    .regex(/^[A-Za-z0-9-]{1,20}$/)
-    .optional(),
-};
-const ratedPower = (w: number) => z.number().positive().max(30000).default(w);
-const reads = z.enum(["grid", "load"], { error: 'must be "grid" or "load"' }).default("grid");
-
-export const BRAND_MODELS = [
-  "sungrow-sh",
-  "huawei-sun2000",
-  "sma-storage",
-  "solaredge-storedge",
-  "goodwe-et",
-  "victron-gx",
-  "deye-hybrid",
-  "sdm72",
-  "sdm120",
-  "em24",
-] as const;
-
-const brandSchemas = [
-  z.strictObject({ ...hybrid, model: z.literal("sungrow-sh"), rated_power_w: ratedPower(10000) }),
-  z.strictObject({ ...hybrid, model: z.literal("huawei-sun2000"), rated_power_w: ratedPower(10000) }),
-  z.strictObject({
-    ...hybrid,
-    model: z.literal("sma-storage"),
-    /** Seconds without a new setpoint before the inverter returns to its own control. */
-    revert_s: z.number().min(1).max(3600).default(60),
-    /** SMA device type (30053): 9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10. */
-    device_type: z.number().int().min(0).default(9359),
-  }),
-  z.strictObject({ ...hybrid, model: z.literal("solaredge-storedge"), rated_power_w: ratedPower(10000) }),
-  z.strictObject({ ...hybrid, model: z.literal("goodwe-et"), rated_power_w: ratedPower(10000) }),
-  z.strictObject({
-    ...hybrid,
-    model: z.literal("victron-gx"),
-    /** The VE.Bus service's unit id; `unit` is the GX's system/settings unit (100 on a real GX). */
-    vebus_unit: unit.default(227),
-  }),
-  z.strictObject({
-    ...hybrid,
-    model: z.literal("deye-hybrid"),
-    rated_power_w: ratedPower(8000),
-    /** The single-phase SG0xLP1 or the three-phase SG04LP3 register map. */
-    variant: z.enum(["single-phase", "three-phase"]).default("single-phase"),
-    /**
-     * Which time-of-use program is in force when the start times are out of order, a point
-     * the public sources leave open: `latest-start`, the program whose start passed last;
-     * `ascending`, only the programs whose start follows the previous active one's.
-     */
-    program_times: z.enum(["latest-start", "ascending"]).default("latest-start"),
-    /** What limits a grid charge: the grid-charge current (230 / 128, A) or the program's power (W). */
-    grid_charge_limit: z.enum(["current", "program-power"]).default("current"),
-  }),
-  z.strictObject({ ...common, model: z.literal("sdm72"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
-  z.strictObject({ ...common, model: z.literal("sdm120"), reads, serial: z.number().int().min(0).max(0xffffffff).optional() }),
-  z.strictObject({
-    ...common,
-    model: z.literal("em24"),
-    reads,
-    /** em24: EM24-DIN on RS-485; em24-e1: the EM24 Ethernet; em340: the EM330/340 (the E1's layout). */
-    variant: z.enum(["em24", "em24-e1", "em340"]).default("em24"),
-    serial: z
-      .string()
-      .regex(/^[A-Za-z0-9]{1,14}$/)
-      .optional(),
-  }),
-] as const;
-
 export const deviceSchema = z.discriminatedUnion("model", [
-  ...brandSchemas,
   z.strictObject({
     ...common,
     model: z.literal("sunspec-storage"),
@@ -134,7 +55,12 @@ export const deviceSchema = z.discriminatedUnion("model", [
     coils: z.number().int().min(1).max(64).default(4),
     load_per_coil_w: z.number().min(0).default(500),
   }),
+  ...BRANDS.map((r) => r.schema),
 ]);
+
+function isBrand(model: string): boolean {
+  return BRANDS.some((r) => r.model === model);
+}
 
 /**
  * A zigbee2mqtt friendly name: the topic segment(s) of the device. MQTT wildcards and the
@@ -270,7 +196,7 @@ export const scenarioSchema = z.strictObject({
 export type ScenarioInput = z.input<typeof scenarioSchema>;
 export type Scenario = z.output<typeof scenarioSchema>;
 export type DeviceSpec = z.output<typeof deviceSchema>;
-export type BrandSpec = Extract<DeviceSpec, { model: (typeof BRAND_MODELS)[number] }>;
+export type BrandSpec = z.output<(typeof BRANDS)[number]["schema"]>;
 export type RtuPortSpec = z.output<typeof rtuPort>;
 export type ZigbeeSpec = z.output<typeof zigbeeBlock>;
 export type ZigbeeDeviceSpec = z.output<typeof zigbeeDevice>;
@@ -287,7 +213,7 @@ export function parseScenario(raw: unknown): Scenario {
     const units = new Set<number>();
     for (const d of p.devices) {
       if (names.has(d.name)) throw new Error(`scenario is invalid: device name "${d.name}" is used twice`);
-      const own = d.model === "victron-gx" ? [d.unit, d.vebus_unit] : [d.unit];
+      const own = isBrand(d.model) ? (brandRow(d.model).units?.(d as never) ?? [d.unit]) : [d.unit];
       for (const u of own) {
         if (units.has(u)) throw new Error(`scenario is invalid: unit ${u} is used twice on one port`);
         units.add(u);

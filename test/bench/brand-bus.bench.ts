@@ -1,4 +1,5 @@
-// A full site of brand devices on one RS-485 bus: the RTU port of hw-sim/scenarios/brands.yaml
+// A full site of brand devices on one RS-485 bus: the RTU port of the brands site
+// (hw-sim/models/brands/site.ts, from the brand table)
 // (Sungrow, Huawei, SolarEdge, Deye and GoodWe hybrids, SDM72, SDM120 and EM340 meters,
 // and the devices no profile describes, which are not polled) at 9600 8N1, the simulator
 // as its own process with its line timing on. The gateway's real poll path (paired
@@ -17,27 +18,22 @@ import { lineTiming } from "../../src/modbus/endpoint.js";
 import { DeviceDriver, type PointClass } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
-import { loadScenario } from "../../hw-sim/scenario.js";
-import { BRANDS_YAML } from "../support/brands.js";
+import { parseScenario } from "../../hw-sim/scenario.js";
+import { brandPlacements, brandsScenario } from "../../hw-sim/models/brands/site.js";
 import { measureBus, requestLineMs, SIM_CLI } from "./rtu-bus.bench.js";
 
-/** The profile that polls each brands.yaml bus device; the others match no profile. */
-const PROFILE_OF: Record<string, string> = {
-  sungrow: "sungrow-sh",
-  huawei: "huawei-sun2000",
-  solaredge: "solaredge-storedge",
-  deye: "deye-hybrid",
-  goodwe: "goodwe-et",
-  sdm72: "sdm72",
-  sdm120: "sdm120",
-  em340: "em24",
-};
+/** The profile that polls each device of the bus (its model's); the others match no profile. */
+const PROFILE_OF: Record<string, string> = Object.fromEntries(
+  brandPlacements()
+    .filter((d) => d.placement.bus === "rtu" && d.placement.profile !== false)
+    .map((d) => [d.placement.name, d.model]),
+);
 
 const bench: BenchFn = async (ctx) => {
   const ms = ctx.quick ? 3000 : 15000;
   const rows: BenchRow[] = [];
-  const port = loadScenario(BRANDS_YAML).ports.find((p) => p.kind === "rtu");
-  if (!port || port.kind !== "rtu") throw new Error("brands.yaml has no RS-485 port");
+  const port = parseScenario(brandsScenario()).ports.find((p) => p.kind === "rtu");
+  if (!port || port.kind !== "rtu") throw new Error("the brands site has no RS-485 port");
   const { baud, parity } = port;
   const framing = `${baud} 8${parity[0].toUpperCase()}${port.stop_bits}`;
   const dir = mkdtempSync(join(tmpdir(), "sitegate-bench-brands-"));

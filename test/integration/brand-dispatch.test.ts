@@ -10,7 +10,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
 import { silentLogger } from "../../src/log.js";
-import { BATTERY_REGISTERS, brandsOnTcp } from "../support/brands.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
+import { BATTERY_BRANDS, BATTERY_REGISTERS, brandsOnTcp } from "../support/brands.js";
 import { event, makeRig, startSink, waitPaired, POLL_MS } from "../support/dispatch.js";
 import { partnerTo } from "../support/partner-sink.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
@@ -19,29 +20,22 @@ import { withTmpDir } from "../support/tmp.js";
 import { until } from "../support/wait.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 
-/** Each battery brand's unit in brandsOnTcp (the GX's VE.Bus unit for Victron). */
-const UNITS: Record<string, number> = {
-  "sungrow-sh": 1,
-  "huawei-sun2000": 2,
-  "solaredge-storedge": 3,
-  "deye-hybrid": 4,
-  "goodwe-et": 247,
-  "sma-storage": 30,
-  "victron-gx": 227,
-};
-const NAMEPLATE: Record<string, number> = { "deye-hybrid": 5000, "victron-gx": 5000 };
+/** Each battery brand of the table by its model, at its unit in brandsOnTcp. */
+const UNITS: Record<string, number> = Object.fromEntries(BATTERY_BRANDS.map((b) => [b.model, b.unit]));
 const PER_DEVICE_W = 1500;
 
 test("the daemon charges and discharges every battery brand by its profile, sign right by the device's own register, and releases each to its own mode", async () => {
-  assert.deepEqual(Object.keys(UNITS).sort(), Object.keys(BATTERY_REGISTERS).sort(), "a battery brand without a dispatch check");
   const sink = await startSink();
   try {
     await withSite(brandsOnTcp(), (site) =>
       withTmpDir(async (dir) => {
         const port = site.tcpPorts[0];
-        // The Deye and Victron profiles read no rated power: the config gives their nameplate.
+        // A profile that reads no rated power (Deye, Victron): the config gives the nameplate.
         const devices = Object.entries(UNITS).map(([name, unit]) =>
-          tcpDevice(name, port, unit, name, { mb_device_type: 3, ...(NAMEPLATE[name] ? { rated_power_w: NAMEPLATE[name] } : {}) }),
+          tcpDevice(name, port, unit, name, {
+            mb_device_type: 3,
+            ...(builtinProfiles().get(name).max_power ? {} : { rated_power_w: 5000 }),
+          }),
         );
         const gw = await startGateway(dir, {
           partner: partnerTo(sink),

@@ -21,17 +21,7 @@ import type { DeviceConfig } from "../../src/config/device-schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { wallToInstant, zoneOffset } from "../../src/util/wall-time.js";
-import { BATTERY_REGISTERS, brandsOnTcp } from "../support/brands.js";
-
-/** Each battery brand's unit in brandsOnTcp (the GX's VE.Bus unit for Victron). */
-const UNITS: Record<string, number> = {
-  "sungrow-sh": 1,
-  "huawei-sun2000": 2,
-  "solaredge-storedge": 3,
-  "goodwe-et": 247,
-  "sma-storage": 30,
-  "victron-gx": 227,
-};
+import { BATTERY_BRANDS, brandsOnTcp } from "../support/brands.js";
 
 /** Four three-phase Deyes, one per combination of the two readings, beside brands.yaml's. */
 const DEYES = [
@@ -132,12 +122,13 @@ for (const zone of ZONES) {
         assert.deepEqual([state.site.local_time, state.site.timezone], [hhmm, zone], "the site's clock is the injected one");
         const read = (unit: number, table: "holding" | "input", address: number, count: number) => bus.read(unit, table, address, count);
 
-        for (const [name, unit] of Object.entries(UNITS)) {
+        for (const b of BATTERY_BRANDS) {
+          const { model: name, unit } = b;
           const { charging, discharging } = await event(profileDevice(bus, unit, name, 5000), site, unit);
           // Half the request at least: the GX's setpoint is the grid's, less its own loads.
           assert.ok(charging < -REQUEST_W / 2, `${name} charges: ${charging} W`);
           assert.ok(discharging > REQUEST_W / 2, `${name} discharges: ${discharging} W`);
-          assert.ok(await BATTERY_REGISTERS[name]!.selfConsumption(read, unit), `${name} is back in its own mode by its registers`);
+          assert.ok(await b.selfConsumption(read, unit), `${name} is back in its own mode by its registers`);
         }
 
         for (const d of DEYES) {

@@ -3,7 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withSite, demoScenario, type SimHandle } from "../support/site.js";
-import { BATTERY_REGISTERS, brandsOnTcp, brandsSite } from "../support/brands.js";
+import { BATTERY_REGISTERS, BRAND_UNITS, brandsOnTcp, brandsSite } from "../support/brands.js";
+import { brandRow } from "../../hw-sim/models/brands/index.js";
+import { brandPlacements } from "../../hw-sim/models/brands/site.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
@@ -23,7 +25,7 @@ const METER = ["power_w", "voltage_v", "frequency_hz", "energy_import_wh"];
 
 /**
  * Which simulated device each built-in profile is checked against, and what it must read.
- * `site: "brands"`: hw-sim/scenarios/brands.yaml on one TCP port (test/support/brands.ts),
+ * `site: "brands"`: the brands site (hw-sim/models/brands/site.ts) on one TCP port (test/support/brands.ts),
  * whose models were written from the manufacturers' documents apart from the profiles.
  */
 const CHECKS: Record<string, Check[]> = {
@@ -41,22 +43,24 @@ const CHECKS: Record<string, Check[]> = {
     },
   ],
   "relay-coils": [{ unit: 11, rtu: true, type: 14, metrics: ["state"] }],
-  "sungrow-sh": [{ site: "brands", unit: 1, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "huawei-sun2000": [{ site: "brands", unit: 2, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "solaredge-storedge": [{ site: "brands", unit: 3, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "deye-hybrid": [{ site: "brands", unit: 4, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "goodwe-et": [{ site: "brands", unit: 247, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "sma-storage": [{ site: "brands", unit: 30, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_w"] }],
-  "victron-gx": [{ site: "brands", unit: 227, rtu: false, type: 10, metrics: [...BATTERY, "grid_power_l1_w"] }],
-  sdm72: [{ site: "brands", unit: 10, rtu: false, type: 12, metrics: METER }],
-  sdm120: [{ site: "brands", unit: 11, rtu: false, type: 12, metrics: METER }],
-  em24: [
-    { site: "brands", unit: 13, rtu: false, type: 12, metrics: METER },
-    { site: "brands", unit: 14, rtu: false, type: 12, metrics: METER },
-  ],
+  ...brandChecks(),
 };
 
-/** The simulated device of a brands.yaml unit, by its unit id (a Victron GX's VE.Bus unit: the GX). */
+/** The brands site's checks by profile: every device of it its profile reads (its row of the brand table). */
+function brandChecks(): Record<string, Check[]> {
+  const out: Record<string, Check[]> = {};
+  for (const u of BRAND_UNITS)
+    (out[u.model] ??= []).push({
+      site: "brands",
+      unit: u.unit,
+      rtu: false,
+      type: u.kind === "battery" ? 10 : 12,
+      metrics: u.kind === "battery" ? BATTERY : METER,
+    });
+  return out;
+}
+
+/** The simulated device of a brands site unit, by its unit id (a Victron GX's VE.Bus unit: the GX). */
 function simDevice(site: SimHandle, unit: number): Record<string, any> {
   const devices = site.state().devices;
   const d = Object.values(devices).find((x) => x.unit === unit) as Record<string, any>;
@@ -103,6 +107,9 @@ test("every brand profile reads its simulated device, and its power agrees with 
           assert.equal(desc.device_type, c.type, `${name} unit ${c.unit}`);
           const m = await d.read(["fast", "slow"]);
           for (const k of c.metrics) assert.equal(typeof m[k], "number", `${name} unit ${c.unit} has ${k}: ${JSON.stringify(m)}`);
+          // A hybrid reads the grid too: the total, or L1's (a GX's ESS setpoint is per phase).
+          if (c.type === 10)
+            assert.equal(typeof (m.grid_power_w ?? m.grid_power_l1_w), "number", `${name} reads the grid: ${JSON.stringify(m)}`);
           for (const [k, v] of Object.entries(m)) assert.ok(Number.isFinite(v), `${name} ${k} is a number`);
           // Battery power positive while discharging, meters import positive, whatever the brand's sign.
           const sim = simDevice(site, c.unit).power_w as number;
@@ -378,35 +385,43 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
       const found = JSON.parse(r.stdout).found as Array<{ unit: number; profiles: Array<{ profile: string }> }>;
       return Object.fromEntries(found.map((f) => [f.unit, f.profiles.map((p) => p.profile).sort()]));
     };
+    // The RS-485 bus, every unit 1-20 and the devices beyond: a device its profile reads is
+    // named by that profile alone (the SolarEdge carries the SunSpec marker too); a device
+    // whose variant the profile does not read (the single-phase Deye, the EM24-DIN) and the
+    // unknown device (20) answer, and no profile may claim them. Silent ids get a short
+    // timeout, which cannot make them answer.
     const rtu = `rtu:${site.rtuPeers[0]}?baud=9600`;
-    // The RS-485 bus: the single-phase Deye (5), the EM24-DIN (12) whose map the em24 profile
-    // does not follow, and the unknown device (20) answer, and no profile may claim them.
-    // The SolarEdge (3) carries the SunSpec marker too; its own profile alone names it.
-    const bus = {
-      ...(await scan(rtu, ["--from", "1", "--to", "5"])),
-      ...(await scan(rtu, ["--from", "6", "--to", "9"], 100)),
-      ...(await scan(rtu, ["--from", "10", "--to", "13"])),
-      ...(await scan(rtu, ["--from", "14", "--to", "19"], 100)),
-      ...(await scan(rtu, ["--from", "20", "--to", "20"])),
-    };
-    assert.deepEqual(bus, {
-      1: ["sungrow-sh"],
-      2: ["huawei-sun2000"],
-      3: ["solaredge-storedge"],
-      4: ["deye-hybrid"],
-      5: [],
-      10: ["sdm72"],
-      11: ["sdm120"],
-      12: [],
-      13: ["em24"],
-      20: [],
-    });
-    assert.deepEqual(await scan(rtu, ["--from", "247", "--to", "247"]), { 247: ["goodwe-et"] });
-    const [sma, gx, em24] = site.tcpPorts.map((p) => `tcp://127.0.0.1:${p}`);
-    assert.deepEqual(await scan(sma, ["--from", "1", "--to", "5"]), { 3: ["sma-storage"] });
-    assert.deepEqual(await scan(gx, ["--from", "100", "--to", "100"]), { 100: [] });
-    assert.deepEqual(await scan(gx, ["--from", "227", "--to", "227"]), { 227: ["victron-gx"] });
-    assert.deepEqual(await scan(em24, ["--from", "1", "--to", "1"]), { 1: ["em24"] });
+    const onBus = brandPlacements().filter((d) => d.placement.bus === "rtu");
+    const want: Record<number, string[]> = { 20: [] };
+    for (const d of onBus) want[d.placement.unit] = d.placement.profile === false ? [] : [d.model];
+    const units = [...new Set([...Array.from({ length: 20 }, (_, i) => i + 1), ...onBus.map((d) => d.placement.unit)])].sort(
+      (a, b) => a - b,
+    );
+    const bus: Record<number, string[]> = {};
+    for (let i = 0; i < units.length;) {
+      // A run of consecutive units that all answer, or all do not.
+      const answers = units[i]! in want;
+      let j = i;
+      while (j + 1 < units.length && units[j + 1] === units[j]! + 1 && units[j + 1]! in want === answers) j++;
+      Object.assign(bus, await scan(rtu, ["--from", String(units[i]), "--to", String(units[j])], answers ? 500 : 100));
+      i = j + 1;
+    }
+    assert.deepEqual(bus, want);
+    // Each network device on its own port: the unit its profile pairs is named, its other units (a GX's system unit) are not.
+    const onNet = brandPlacements().filter((d) => d.placement.bus === "tcp");
+    for (const [i, d] of onNet.entries()) {
+      const row = brandRow(d.model);
+      const spec = row.schema.parse(d.device);
+      const paired = row.pairedUnit?.(spec) ?? d.placement.unit;
+      for (const u of row.units?.(spec) ?? [d.placement.unit]) {
+        const endpoint = `tcp://127.0.0.1:${site.tcpPorts[i]}`;
+        assert.deepEqual(
+          await scan(endpoint, ["--from", String(u), "--to", String(u)]),
+          { [u]: u === paired ? [d.model] : [] },
+          `${d.placement.name} unit ${u}`,
+        );
+      }
+    }
   });
 });
 

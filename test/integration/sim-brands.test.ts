@@ -1,6 +1,6 @@
 // The brand device models over real Modbus TCP, driven by a client we did not write
-// (mbpoll) and through the gateway's own Modbus bus (modbus-serial): the brands scenario
-// file is valid and has every brand, Sungrow's forced mode moves the battery the way its
+// (mbpoll) and through the gateway's own Modbus bus (modbus-serial): the brands site
+// is valid and has every brand, Sungrow's forced mode moves the battery the way its
 // document says, a Victron GX answers per unit id, SMA refuses half a 32-bit value, and
 // every battery charges, discharges and goes back to its own mode by its own registers.
 import { test } from "node:test";
@@ -8,8 +8,10 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { withSite, type SimHandle } from "../support/site.js";
-import { loadScenario, BRAND_MODELS } from "../../hw-sim/scenario.js";
-import { BATTERY_REGISTERS, BRANDS_YAML, brandsOnTcp, brandsSite } from "../support/brands.js";
+import { parseScenario, BRAND_MODELS } from "../../hw-sim/scenario.js";
+import type { Write } from "../../hw-sim/models/brands/index.js";
+import { brandsScenario } from "../../hw-sim/models/brands/site.js";
+import { BATTERY_BRANDS, brandsOnTcp, brandsSite } from "../support/brands.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { silentLogger } from "../../src/log.js";
 
@@ -38,10 +40,10 @@ const at = (site: SimHandle, unit: number) => ["-m", "tcp", "-p", String(site.tc
 const host = "127.0.0.1";
 const state = (site: SimHandle, name: string) => site.state().devices[name] as Record<string, any>;
 
-test("brands.yaml is valid and has every brand model", () => {
-  const sc = loadScenario(BRANDS_YAML);
-  const models = new Set(sc.ports.flatMap((p) => p.devices.map((d) => d.model)));
-  for (const m of BRAND_MODELS) assert.ok(models.has(m), `brands.yaml has ${m}`);
+test("the brands site is valid and has every brand model of the table", () => {
+  const sc = parseScenario(brandsScenario());
+  const models = new Set<string>(sc.ports.flatMap((p) => p.devices.map((d) => d.model)));
+  for (const m of BRAND_MODELS) assert.ok(models.has(m), `the brands site has ${m}`);
 });
 
 test("mbpoll over TCP: Sungrow forced charge and discharge, release to self-consumption", async () => {
@@ -81,120 +83,25 @@ test("mbpoll over TCP: the Victron GX answers per service unit id; SMA refuses h
   });
 });
 
-/** Each battery's control as the simulator reads its manufacturer's document: raw writes by address. */
-type Step = [unit: number, address: number, words: number[]];
-const hi32 = (v: number) => [(v >>> 16) & 0xffff, v & 0xffff];
-const lo32 = (v: number) => [v & 0xffff, (v >>> 16) & 0xffff];
-const f32lo = (v: number) => {
-  const b = Buffer.alloc(4);
-  b.writeFloatBE(v, 0);
-  return [b.readUInt16BE(2), b.readUInt16BE(0)];
-};
-const all6 = (base: number, v: number): Step[] => Array.from({ length: 6 }, (_, i) => [4, base + i, [v]] as Step);
-
-const CONTROL: Record<string, { unit: number; charge: Step[]; discharge: Step[]; release: Step[] }> = {
-  "sungrow-sh": {
-    unit: 1,
-    charge: [
-      [1, 13049, [2]],
-      [1, 13050, [0xaa]],
-      [1, 13051, [2000]],
-    ],
-    discharge: [[1, 13050, [0xbb]]],
-    release: [
-      [1, 13049, [0]],
-      [1, 13050, [0xcc]],
-    ],
-  },
-  "huawei-sun2000": {
-    unit: 2,
-    charge: [
-      [2, 47247, hi32(2000)],
-      [2, 47083, [60]],
-      [2, 47246, [0]],
-      [2, 47100, [1]],
-    ],
-    discharge: [
-      [2, 47249, hi32(2000)],
-      [2, 47100, [2]],
-    ],
-    release: [[2, 47100, [0]]],
-  },
-  "solaredge-storedge": {
-    unit: 3,
-    charge: [
-      [3, 0xe004, [4]],
-      [3, 0xe005, [1]],
-      [3, 0xe00b, lo32(600)],
-      [3, 0xe00e, f32lo(2000)],
-      [3, 0xe00d, [3]],
-    ],
-    discharge: [
-      [3, 0xe010, f32lo(2000)],
-      [3, 0xe00d, [4]],
-    ],
-    release: [
-      [3, 0xe00d, [7]],
-      [3, 0xe004, [1]],
-    ],
-  },
-  "deye-hybrid": {
-    unit: 4,
-    charge: [[4, 146, [1]], [4, 130, [1]], [4, 128, [40]], ...all6(166, 100), ...all6(172, 1)],
-    discharge: [...all6(166, 10), ...all6(154, 2000), ...all6(172, 0x40)],
-    release: [[4, 146, [0]]],
-  },
-  "goodwe-et": {
-    unit: 247,
-    charge: [
-      [247, 47512, [2000]],
-      [247, 47511, [11]],
-    ],
-    discharge: [[247, 47511, [12]]],
-    release: [[247, 47511, [1]]],
-  },
-  "sma-storage": {
-    unit: 30,
-    charge: [
-      [30, 40151, hi32(802)],
-      [30, 40149, hi32(-2000 >>> 0)],
-    ],
-    discharge: [[30, 40149, hi32(2000)]],
-    release: [[30, 40151, hi32(803)]],
-  },
-  "victron-gx": {
-    unit: 100,
-    charge: [
-      [100, 2902, [3]],
-      [227, 37, [2000]],
-    ],
-    discharge: [[227, 37, [-2000 & 0xffff]]],
-    release: [[100, 2902, [1]]],
-  },
-};
-
 test("modbus-serial over TCP: every brand battery charges, discharges and is released, by its own registers", async () => {
-  assert.deepEqual(Object.keys(CONTROL).sort(), Object.keys(BATTERY_REGISTERS).sort());
   await withSite(brandsOnTcp(), async (site) => {
     const bus = new Bus({ kind: "tcp", host, port: site.tcpPorts[0] }, silentLogger());
     const read = (unit: number, table: "holding" | "input", address: number, count: number) => bus.read(unit, table, address, count);
-    const run = async (steps: Step[]) => {
-      for (const [unit, address, words] of steps) await bus.writeRegisters(unit, address, words, { fn: 16 });
-    };
     try {
-      for (const [model, c] of Object.entries(CONTROL)) {
-        const regs = BATTERY_REGISTERS[model];
-        assert.ok(await regs.selfConsumption(read, c.unit), `${model} starts in self-consumption`);
-        await run(c.charge);
-        const charging = await regs.powerW(read, c.unit);
-        assert.ok(charging < -1500, `${model} charges: ${charging} W`);
-        await run(c.discharge);
-        const discharging = await regs.powerW(read, c.unit);
-        assert.ok(discharging > 1500, `${model} discharges: ${discharging} W`);
-        await run(c.release);
-        assert.ok(await regs.selfConsumption(read, c.unit), `${model} is back in self-consumption`);
-        const name = Object.entries(site.state().devices).find(([, d]) => d.model === model)![0];
-        assert.equal(state(site, name).mode, "self-consumption", model);
+      for (const b of BATTERY_BRANDS) {
+        const run = async (steps: Write[]) => {
+          for (const [address, words, unit] of steps) await bus.writeRegisters(unit ?? b.unit, address, words, { fn: 16 });
+        };
+        assert.ok(await b.selfConsumption(read, b.unit), `${b.model} starts in self-consumption`);
+        await run(b.commands.charge);
+        const charging = await b.powerW(read, b.unit);
+        assert.ok(charging < -1500, `${b.model} charges: ${charging} W`);
+        await run(b.commands.discharge);
+        const discharging = await b.powerW(read, b.unit);
+        assert.ok(discharging > 1500, `${b.model} discharges: ${discharging} W`);
+        await run(b.commands.release);
+        assert.ok(await b.selfConsumption(read, b.unit), `${b.model} is back in self-consumption`);
+        assert.equal(state(site, b.name).mode, "self-consumption", b.model);
       }
     } finally {
       await bus.close();
@@ -202,7 +109,7 @@ test("modbus-serial over TCP: every brand battery charges, discharges and is rel
   });
 });
 
-test("brands.yaml's RS-485 bus: every device answers its identity over the pty at 9600 baud", async () => {
+test("the brands site's RS-485 bus: every device answers its identity over the pty at 9600 baud", async () => {
   await withSite(brandsSite(), async (site) => {
     const bus = new Bus({ kind: "rtu", path: site.rtuPeers[0], baud: 9600, parity: "none", stopBits: 1 }, silentLogger());
     const text = (w: number[]) =>

@@ -9,18 +9,17 @@
 // All of it is optional in a WorldSpec: a battery without `brand` runs as before.
 import fc from "fast-check";
 import type { HybridInverter } from "../../hw-sim/models/brands/hybrid.js";
+import { BRANDS, brandRow } from "../../hw-sim/models/brands/index.js";
 import type { BrandSpec, ScenarioInput } from "../../hw-sim/scenario.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import type { Profile } from "../../src/profiles/schema.js";
 
 /**
- * The brand batteries a world may have. Left out, with why (docs/testing.md, "Brand
- * batteries in the world"): victron-gx, whose profile writes the requested watts as the
- * ESS grid setpoint (2700), so that the battery's power moves with the house load and
- * no delivery can match the request (issue 42, "Control that the house load moves").
+ * The brand batteries a world may have: the rows of the brand table with `world` (a row
+ * without says why it is left out; docs/testing.md, "Brand batteries in the world").
  */
-export const BRAND_BATTERIES = ["sungrow-sh", "huawei-sun2000", "sma-storage", "solaredge-storedge", "goodwe-et", "deye-hybrid"] as const;
-export type BrandBattery = (typeof BRAND_BATTERIES)[number];
+export const BRAND_BATTERIES: readonly string[] = BRANDS.filter((r) => "world" in r && r.world).map((r) => r.model);
+export type BrandBattery = string;
 
 type DeviceInput = NonNullable<ScenarioInput["ports"]>[number]["devices"][number];
 
@@ -57,18 +56,13 @@ export function brandScenarioDevice(
     pv_max_w: b.pv_max_w ?? 0,
     self_use_load_pct: b.hybrid ? sharePct : 0,
   };
-  switch (b.brand) {
-    case "sma-storage":
-      return { ...common, model: b.brand };
-    case "deye-hybrid":
-      return { ...common, model: b.brand, variant: "three-phase", rated_power_w: b.max_power_w };
-    default:
-      return { ...common, model: b.brand, rated_power_w: b.max_power_w };
-  }
+  const row = brandRow(b.brand);
+  const rated = "rated_power_w" in row.schema.shape ? { rated_power_w: b.max_power_w } : {};
+  return { ...common, ...row.world, ...rated, model: b.brand } as DeviceInput;
 }
 
-export function isBrandSpec(spec: { model: string }): spec is Extract<BrandSpec, { model: BrandBattery }> {
-  return (BRAND_BATTERIES as readonly string[]).includes(spec.model);
+export function isBrandSpec(spec: { model: string }): spec is Extract<BrandSpec, { max_power_w: number }> {
+  return BRAND_BATTERIES.includes(spec.model);
 }
 
 /** The holding registers a brand profile's actions write on the device's own unit, as [address, words], by profile. */

@@ -13,6 +13,7 @@ import { BUILTIN_DIR, ProfileRegistry, builtinProfiles } from "../../src/profile
 import { profileSchema, type IdentityRegister } from "../../src/profiles/schema.js";
 import { SitegateError } from "../../src/errors.js";
 import type { Bus } from "../../src/modbus/bus.js";
+import { BRAND_MODELS } from "../../hw-sim/models/brands/index.js";
 
 const reg = (r: Record<string, unknown>): IdentityRegister =>
   (
@@ -140,18 +141,7 @@ test("identifyUnit names the profile whose identity a unit holds, across sub-dev
 
 test("every built-in device profile identifies itself and names its document, a second source and its numbering", () => {
   const reg = new ProfileRegistry();
-  for (const name of [
-    "sungrow-sh",
-    "huawei-sun2000",
-    "sma-storage",
-    "solaredge-storedge",
-    "goodwe-et",
-    "victron-gx",
-    "deye-hybrid",
-    "sdm72",
-    "sdm120",
-    "em24",
-  ]) {
+  for (const name of BRAND_MODELS) {
     const p = reg.get(name);
     assert.equal(p.kind, "fixed", name);
     if (p.kind !== "fixed") continue;
