@@ -37,7 +37,7 @@
 // 01:00, 05:00, 09:00, 13:00, 17:00, 21:00 and the load limit at 2 (zero export to CT).
 // Reserved registers inside the document's blocks read 0; beyond them, exception 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, enc, reg, type RegDef } from "./register-map.js";
+import { RegisterMap, codec, enc, reg, setting, type RegDef } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const LO = "lo-hi" as const;
@@ -153,15 +153,7 @@ export class DeyeHybrid extends HybridInverter {
     this.holding = new RegisterMap([...this.identity(L), ...this.measurements(L), ...this.settings(L)], { blocks: L.blocks });
   }
 
-  private rw(get: () => number, set: (v: number) => void, ok: (v: number) => boolean): RegDef {
-    return reg.rw1(
-      () => enc.u16(get()),
-      (v) => {
-        check(ok(v));
-        return () => set(v);
-      },
-    );
-  }
+  private readonly rw = setting(codec.u16);
 
   private identity(L: (typeof DEYE_LAYOUT)[DeyeVariant]): Array<[number, RegDef]> {
     return [

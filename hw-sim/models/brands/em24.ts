@@ -31,7 +31,7 @@ import type { SiteModel } from "../../site-model.js";
 import { hashString } from "../../random.js";
 import { round1 } from "../sunspec-devices.js";
 import { MeterCounters, meteredW } from "./hybrid.js";
-import { RegisterMap, check, enc, reg, type RegDef } from "./register-map.js";
+import { RegisterMap, codec, enc, reg, setting, type RegDef } from "./register-map.js";
 
 const LO = "lo-hi" as const;
 export type Em24Variant = "em24" | "em24-e1" | "em340";
@@ -76,12 +76,10 @@ export class Em24 extends DeviceBase {
             [0x005c, i32(exp)], // kWh (-) TOT, x10
             [
               0x1101, // application: 7 = H
-              reg.rw1(
-                () => [this.application],
-                (v) => {
-                  check(v <= 7);
-                  return () => (this.application = v);
-                },
+              setting(codec.u16)(
+                () => this.application,
+                (v) => (this.application = v),
+                (v) => v <= 7,
               ),
             ],
             [0x1102, reg.fixed([0])], // phase configuration: 0 = 3P.n

@@ -17,7 +17,7 @@
 // Modes outside 1..12 and a power above the rated power are refused with exception 3.
 // Reserved registers inside the document's blocks read 0; outside them, exception 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, enc, reg } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
@@ -50,14 +50,7 @@ export class GoodweEt extends HybridInverter {
     this.ratedW = spec.rated_power_w;
     const kw = Math.round(this.ratedW / 1000);
     const bat = () => this.batteryW();
-    const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => enc.u16(get()),
-        (v) => {
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const u16rw = setting(codec.u16);
     this.holding = new RegisterMap(
       [
         [35000, reg.fixed([0x0100])], // Modbus protocol version

@@ -23,7 +23,7 @@
 // undocumented addresses answer 2, except reserved registers inside the document's
 // blocks, which read 0 (a block read is answered whole).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
@@ -54,24 +54,8 @@ export class HuaweiSun2000 extends HybridInverter {
     this.maxChargingW = spec.max_power_w;
     this.maxDischargingW = spec.max_power_w;
     const kw = Math.round(this.ratedW / 1000);
-    const u16 = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => enc.u16(get()),
-        (v) => {
-          check(ok(v));
-          return () => set(v);
-        },
-      );
-    const u32 = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        2,
-        () => enc.u32(get(), HI),
-        (w) => {
-          const v = dec.u32(w, HI);
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const u16 = setting(codec.u16);
+    const u32 = setting(codec.u32(HI));
     const bat = () => this.batteryW();
     this.holding = new RegisterMap(
       [

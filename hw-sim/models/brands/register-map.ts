@@ -99,6 +99,44 @@ export const reg = {
   }),
 };
 
+/** How a value goes into its registers and comes back out of them. */
+export interface Codec {
+  size: number;
+  enc(v: number): number[];
+  dec(words: number[]): number;
+}
+
+function word(words: number[]): number {
+  const [w] = words;
+  if (w === undefined) throw new ModbusException(ILLEGAL_VALUE);
+  return w;
+}
+
+export const codec = {
+  u16: { size: 1, enc: enc.u16, dec: word } as Codec,
+  s16: { size: 1, enc: enc.s16, dec: (w: number[]) => dec.s16(word(w)) } as Codec,
+  u32: (o: WordOrder): Codec => ({ size: 2, enc: (v) => enc.u32(v, o), dec: (w) => dec.u32(w, o) }),
+  s32: (o: WordOrder): Codec => ({ size: 2, enc: (v) => enc.s32(v, o), dec: (w) => dec.s32(w, o) }),
+  f32: (o: WordOrder): Codec => ({ size: 2, enc: (v) => enc.f32(v, o), dec: (w) => dec.f32(w, o) }),
+};
+
+/**
+ * A writable setting of one codec, the brand models' read-write glue: it reads `get()`; a
+ * write is decoded, refused with ILLEGAL DATA VALUE unless a finite value `ok` accepts, and
+ * applied by `set` only once the whole write has been validated.
+ */
+export function setting(c: Codec) {
+  return (get: () => number, set: (v: number) => void, ok: (v: number) => boolean): RegDef => ({
+    size: c.size,
+    read: () => c.enc(get()),
+    write: (words) => {
+      const v = c.dec(words);
+      check(Number.isFinite(v) && ok(v));
+      return () => set(v);
+    },
+  });
+}
+
 export interface MapOptions {
   /** A read must start at an entry's first register and end at an entry's end (SMA refuses half a 32-bit value). */
   wholeReads?: boolean;

@@ -31,7 +31,7 @@
 // no timeout is documented for it. A power beyond the rated battery power, or an enum
 // value that is not in the list, is refused with exception 3. Path (1) wins while active.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
+import { RegisterMap, check, dec, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
@@ -67,16 +67,8 @@ export class SmaStorage extends HybridInverter {
     this.deviceType = spec.device_type;
     this.chaMaxW = spec.max_power_w;
     this.dschMaxW = spec.max_power_w;
-    const u32rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        2,
-        () => enc.u32(get(), HI),
-        (w) => {
-          const v = dec.u32(w, HI);
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const u32rw = setting(codec.u32(HI));
+    const s32rw = setting(codec.s32(HI));
     const watts = (v: number) => v <= this.maxW;
     const bat = () => this.batteryW();
     const u32 = (get: () => number) => reg.ro(2, () => enc.u32(get(), HI));
@@ -162,14 +154,10 @@ export class SmaStorage extends HybridInverter {
         ],
         [
           41215, // fallback active power setpoint, W
-          reg.rw(
-            2,
-            () => enc.s32(this.fallbackW, HI),
-            (w) => {
-              const v = dec.s32(w, HI);
-              check(Math.abs(v) <= this.maxW);
-              return () => (this.fallbackW = v);
-            },
+          s32rw(
+            () => this.fallbackW,
+            (v) => (this.fallbackW = v),
+            (v) => Math.abs(v) <= this.maxW,
           ),
         ],
         [
@@ -198,13 +186,10 @@ export class SmaStorage extends HybridInverter {
         ],
         [
           40801, // grid exchange power setpoint, W
-          reg.rw(
-            2,
-            () => enc.s32(this.gridSetpointW, HI),
-            (w) => {
-              const v = dec.s32(w, HI);
-              return () => (this.gridSetpointW = v);
-            },
+          s32rw(
+            () => this.gridSetpointW,
+            (v) => (this.gridSetpointW = v),
+            () => true,
           ),
         ],
       ],

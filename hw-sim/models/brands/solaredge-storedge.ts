@@ -23,7 +23,7 @@
 // ranges are refused with exception 3; reserved registers inside the storage and battery
 // blocks (0xE000..0xE011, 0xE100..0xE19F) read 0, addresses outside them answer 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import { SunSpecImage, type ModelDef } from "../sunspec-image.js";
 import { inverter103, meter203 } from "../sunspec-devices.js";
 import type { SiteModel } from "../../site-model.js";
@@ -93,24 +93,8 @@ export class SolarEdgeStorEdge extends HybridInverter {
       meter203(site, -1),
     ]);
     const f32 = (get: () => number) => reg.ro(2, () => enc.f32(get(), LO));
-    const u16 = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => enc.u16(get()),
-        (v) => {
-          check(ok(v));
-          return () => set(v);
-        },
-      );
-    const f32rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw(
-        2,
-        () => enc.f32(get(), LO),
-        (w) => {
-          const v = dec.f32(w, LO);
-          check(Number.isFinite(v) && ok(v));
-          return () => set(v);
-        },
-      );
+    const u16 = setting(codec.u16);
+    const f32rw = setting(codec.f32(LO));
     const stamp = () => (this.commandAt = site.clock());
     this.holding = new RegisterMap(
       [
@@ -156,14 +140,10 @@ export class SolarEdgeStorEdge extends HybridInverter {
         ],
         [
           0xe00b, // remote control command timeout, s
-          reg.rw(
-            2,
-            () => enc.u32(this.timeoutS, LO),
-            (w) => {
-              const v = dec.u32(w, LO);
-              check(v <= 86400);
-              return () => (this.timeoutS = v);
-            },
+          setting(codec.u32(LO))(
+            () => this.timeoutS,
+            (v) => (this.timeoutS = v),
+            (v) => v <= 86400,
           ),
         ],
         [

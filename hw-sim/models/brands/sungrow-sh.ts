@@ -26,7 +26,7 @@
 // exception 2, and so do reads beyond the document's blocks; a reserved register inside a
 // block reads 0 (the integrations read these blocks whole).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, enc, reg } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 /** Device type codes of the document's appendix for the SH-RT range. */
@@ -99,14 +99,7 @@ export class SungrowSh extends HybridInverter {
         ],
       },
     );
-    const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => [get()],
-        (v) => {
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const u16rw = setting(codec.u16);
     this.holding = new RegisterMap(
       [
         [

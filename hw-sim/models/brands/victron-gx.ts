@@ -30,7 +30,7 @@
 // genset, no second input) reads 0 inside the service's block (system 800..850, hub4
 // and settings 2700..2720 and 2900..2910, VE.Bus 3..70); beyond, exception 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, check, dec, enc, reg } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting, type RegDef } from "./register-map.js";
 import { DeviceBase, type DeviceView } from "../device.js";
 import type { SiteModel } from "../../site-model.js";
 
@@ -59,15 +59,7 @@ export class VictronGx extends HybridInverter {
   constructor(spec: HybridSpec & { vebus_unit: number }, site: SiteModel) {
     super(spec, site, "c0619a", 6);
     const bat = () => this.batteryW();
-    const s16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => enc.s16(get()),
-        (w) => {
-          const v = dec.s16(w);
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const s16rw = setting(codec.s16);
     const phase = (w: number) => w / 3;
     this.holding = new RegisterMap(
       [
@@ -181,18 +173,11 @@ export class VictronVebus extends DeviceBase {
     unit: number,
     private readonly gx: VictronGx,
     private readonly site: SiteModel,
-    s16rw: (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) => ReturnType<typeof reg.rw>,
+    s16rw: (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) => RegDef,
   ) {
     super(name, unit);
     const bat = () => gx.batteryW();
-    const u16rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) =>
-      reg.rw1(
-        () => enc.u16(get()),
-        (v) => {
-          check(ok(v));
-          return () => set(v);
-        },
-      );
+    const u16rw = setting(codec.u16);
     this.map = new RegisterMap(
       [
         [3, reg.ro(1, () => enc.u16(site.voltage_v * 10))], // input voltage L1, 0.1 V
