@@ -1,30 +1,22 @@
 // An Eastron SDM630-style three-phase meter: float32 input registers (function 4, high
 // word first), a few holding registers (meter id, baud code, serial). It reads the site's
 // grid connection, import positive. Reads over 80 registers are refused, as real units do.
-import { DeviceBase, type DeviceView } from "./device.js";
-import { ModbusException, ILLEGAL_ADDRESS, ILLEGAL_VALUE } from "../modbus-pdu.js";
+import type { DeviceView } from "./device.js";
 import type { SiteModel } from "../site-model.js";
-import { hashString } from "../random.js";
 import { round1 } from "./sunspec-devices.js";
+import { EastronMeterBase } from "./eastron-meter.js";
 
-export class Sdm630 extends DeviceBase {
+export class Sdm630 extends EastronMeterBase {
   readonly model = "sdm630";
-  override maxReadRegs: number;
-  private readonly serial: number;
-  /** Test hook (`POST /devices/<name> {"nan": true}`): every float input register reads NaN, no reading available. */
-  private nan = false;
 
-  constructor(
-    spec: { name: string; unit: number; serial?: number; max_read_regs?: number },
-    private readonly site: SiteModel,
-  ) {
-    super(spec.name, spec.unit);
+  /** The test hook `nan` (`POST /devices/<name> {"nan": true}`): every float input register reads NaN. */
+  constructor(spec: { name: string; unit: number; serial?: number; max_read_regs?: number }, site: SiteModel) {
+    super(spec, site);
     this.maxReadRegs = spec.max_read_regs ?? 80;
-    this.serial = spec.serial ?? ((hashString(spec.name) ^ site.seed) >>> 0) % 100_000_000;
   }
 
-  /** Input register value by float index (address / 2); undefined = not mapped. */
-  private input(addr: number): number | undefined {
+  /** Input register value by even address; undefined = not mapped. */
+  protected value(addr: number): number | undefined {
     const s = this.site;
     const w = s.grid();
     const v = s.voltage_v;
@@ -48,46 +40,6 @@ export class Sdm630 extends DeviceBase {
     if (addr === 0x4a) return s.exportWh / 1000; // export kWh
     if (addr === 0x156) return (s.importWh + s.exportWh) / 1000; // total kWh
     return undefined;
-  }
-
-  override readInput(address: number, count: number): number[] {
-    this.site.advance();
-    const out: number[] = [];
-    const buf = Buffer.alloc(4);
-    for (let a = address; a < address + count; a++) {
-      const base = a & ~1;
-      const v = this.input(base);
-      if (v === undefined) throw new ModbusException(ILLEGAL_ADDRESS);
-      buf.writeFloatBE(this.nan ? NaN : v, 0);
-      out.push(buf.readUInt16BE(a === base ? 0 : 2));
-    }
-    return out;
-  }
-
-  override readHolding(address: number, count: number): number[] {
-    const regs = new Map<number, number>();
-    const f = Buffer.alloc(4);
-    const putFloat = (a: number, v: number) => {
-      f.writeFloatBE(v, 0);
-      regs.set(a, f.readUInt16BE(0));
-      regs.set(a + 1, f.readUInt16BE(2));
-    };
-    putFloat(0x14, this.unit); // meter id (Modbus address)
-    putFloat(0x1c, 2); // baud code 2 = 9600
-    regs.set(0xfc00, (this.serial >>> 16) & 0xffff);
-    regs.set(0xfc01, this.serial & 0xffff);
-    const out: number[] = [];
-    for (let a = address; a < address + count; a++) {
-      const v = regs.get(a);
-      if (v === undefined) throw new ModbusException(ILLEGAL_ADDRESS);
-      out.push(v);
-    }
-    return out;
-  }
-
-  override writeHolding(address: number, _values: number[]): void {
-    // Settings need the meter's password and are not simulated; the addresses exist.
-    throw new ModbusException(address === 0x14 || address === 0x1c ? ILLEGAL_VALUE : ILLEGAL_ADDRESS);
   }
 
   view(): DeviceView {

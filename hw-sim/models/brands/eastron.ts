@@ -18,11 +18,10 @@
 // not simulated: writing them answers exception 3. A reserved input register inside the
 // measurement block (0x0000..0x0180, the single-phase meter's L2/L3 too) reads 0.0;
 // other undocumented addresses answer 2.
-import { DeviceBase, type DeviceView } from "../device.js";
-import { ModbusException, ILLEGAL_ADDRESS, ILLEGAL_VALUE } from "../../modbus-pdu.js";
+import type { DeviceView } from "../device.js";
 import type { SiteModel } from "../../site-model.js";
-import { hashString } from "../../random.js";
 import { round1 } from "../sunspec-devices.js";
+import { EastronMeterBase } from "../eastron-meter.js";
 import { MeterCounters, meteredW } from "./hybrid.js";
 
 export interface MeterSpec {
@@ -32,19 +31,16 @@ export interface MeterSpec {
   serial?: number;
 }
 
-abstract class EastronMeter extends DeviceBase {
+abstract class EastronMeter extends EastronMeterBase {
   abstract readonly productCode: number;
   protected abstract readonly phases: 1 | 3;
-  private readonly serial: number;
   private readonly counters: MeterCounters;
 
   constructor(
     protected readonly spec: MeterSpec,
-    protected readonly site: SiteModel,
+    site: SiteModel,
   ) {
-    super(spec.name, spec.unit);
-    this.maxReadRegs = 80;
-    this.serial = spec.serial ?? ((hashString(spec.name) ^ site.seed) >>> 0) % 100_000_000;
+    super(spec, site);
     this.counters = new MeterCounters(site, spec.reads, spec.name);
   }
 
@@ -100,46 +96,10 @@ abstract class EastronMeter extends DeviceBase {
     }
   }
 
-  override readInput(address: number, count: number): number[] {
-    this.site.advance();
-    const out: number[] = [];
-    const buf = Buffer.alloc(4);
-    for (let a = address; a < address + count; a++) {
-      const base = a & ~1;
-      const v = this.value(base);
-      if (v === undefined) throw new ModbusException(ILLEGAL_ADDRESS);
-      buf.writeFloatBE(v, 0);
-      out.push(buf.readUInt16BE(a === base ? 0 : 2));
-    }
-    return out;
-  }
-
-  override readHolding(address: number, count: number): number[] {
-    const regs = new Map<number, number>();
-    const f = Buffer.alloc(4);
-    const putFloat = (a: number, v: number) => {
-      f.writeFloatBE(v, 0);
-      regs.set(a, f.readUInt16BE(0));
-      regs.set(a + 1, f.readUInt16BE(2));
-    };
-    if (this.phases === 3) putFloat(0x0a, 3); // phase configuration: 3P4W
-    putFloat(0x14, this.unit);
-    putFloat(0x1c, 2); // 9600 baud
-    regs.set(0xfc00, (this.serial >>> 16) & 0xffff);
-    regs.set(0xfc01, this.serial & 0xffff);
-    regs.set(0xfc02, this.productCode);
-    regs.set(0xfc03, 0x0104); // firmware version
-    const out: number[] = [];
-    for (let a = address; a < address + count; a++) {
-      const v = regs.get(a);
-      if (v === undefined) throw new ModbusException(ILLEGAL_ADDRESS);
-      out.push(v);
-    }
-    return out;
-  }
-
-  override writeHolding(address: number, _values: number[]): void {
-    throw new ModbusException(address === 0x14 || address === 0x1c ? ILLEGAL_VALUE : ILLEGAL_ADDRESS);
+  protected override identity(float: (a: number, v: number) => void, word: (a: number, v: number) => void): void {
+    if (this.phases === 3) float(0x0a, 3); // phase configuration: 3P4W
+    word(0xfc02, this.productCode);
+    word(0xfc03, 0x0104); // firmware version
   }
 
   view(): DeviceView {
