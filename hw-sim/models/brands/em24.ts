@@ -25,7 +25,8 @@
 // Reserved registers inside the measurement block 0x0000..0x009F read 0; other
 // undocumented addresses answer exception 2. Other writes answer exception 2; an
 // application other than 0..7 answers 3.
-import { DeviceBase, type DeviceView } from "../device.js";
+import type { DeviceView } from "../device.js";
+import { TableDevice } from "./table-device.js";
 import { ModbusException, ILLEGAL_ADDRESS } from "../../modbus-pdu.js";
 import type { SiteModel } from "../../site-model.js";
 import { hashString } from "../../random.js";
@@ -37,7 +38,7 @@ const LO = "lo-hi" as const;
 export type Em24Variant = "em24" | "em24-e1" | "em340";
 const ID_CODE: Record<Em24Variant, number> = { em24: 70, "em24-e1": 1648, em340: 341 };
 
-export class Em24 extends DeviceBase {
+export class Em24 extends TableDevice {
   readonly model = "em24";
   private readonly map: RegisterMap;
   private readonly counters: MeterCounters;
@@ -45,7 +46,7 @@ export class Em24 extends DeviceBase {
 
   constructor(
     private readonly spec: { name: string; unit: number; reads: "grid" | "load"; variant: Em24Variant; serial?: string },
-    private readonly site: SiteModel,
+    protected readonly site: SiteModel,
   ) {
     super(spec.name, spec.unit);
     const serial = spec.serial ?? `BX${(((hashString(spec.name) ^ site.seed) >>> 0) % 1e9).toString().padStart(9, "0")}`;
@@ -124,12 +125,8 @@ export class Em24 extends DeviceBase {
     );
   }
 
-  override readHolding(address: number, count: number): number[] {
-    this.site.advance();
-    return this.map.read(address, count);
-  }
-  override readInput(address: number, count: number): number[] {
-    return this.readHolding(address, count);
+  protected tableOf(): RegisterMap {
+    return this.map;
   }
   override writeHolding(address: number, values: number[]): void {
     if (address !== 0x1101 || this.spec.variant !== "em24") throw new ModbusException(ILLEGAL_ADDRESS);

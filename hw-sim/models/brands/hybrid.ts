@@ -2,10 +2,10 @@
 // battery whose state of charge integrates its power, and an AC output that is their
 // sum. What differs per brand is how its registers choose the battery's target (the
 // brand's own modes and commands), which each brand model supplies as `target()`.
-import { DeviceBase, type DeviceView } from "../device.js";
+import type { DeviceView } from "../device.js";
+import { TableDevice } from "./table-device.js";
 import type { PowerSource, SiteModel } from "../../site-model.js";
 import type { RegisterMap } from "./register-map.js";
-import { ModbusException, ILLEGAL_ADDRESS } from "../../modbus-pdu.js";
 import { hashString } from "../../random.js";
 import { round1 } from "../sunspec-devices.js";
 
@@ -30,7 +30,7 @@ export type Target =
   | { mode: "forced"; w: number; minSoc?: number; maxSoc?: number }
   | { mode: "idle" };
 
-export abstract class HybridInverter extends DeviceBase implements PowerSource {
+export abstract class HybridInverter extends TableDevice implements PowerSource {
   soc: number;
   readonly maxW: number;
   readonly capWh: number;
@@ -119,24 +119,8 @@ export abstract class HybridInverter extends DeviceBase implements PowerSource {
     this.tick(nowMs);
   }
 
-  override readHolding(address: number, count: number): number[] {
-    this.site.advance();
-    return this.table("holding").read(address, count);
-  }
-  override readInput(address: number, count: number): number[] {
-    this.site.advance();
-    return this.table("input").read(address, count);
-  }
-  override writeHolding(address: number, values: number[]): void {
-    this.site.advance();
-    this.table("holding").write(address, values);
-    this.site.advance();
-  }
-
-  private table(t: "holding" | "input"): RegisterMap {
-    const m = t === "holding" ? this.holding : this.input;
-    if (!m) throw new ModbusException(ILLEGAL_ADDRESS);
-    return m;
+  protected tableOf(t: "holding" | "input"): RegisterMap | null {
+    return t === "holding" ? this.holding : this.input;
   }
 
   /** The brand's mode in words, for /state and the tests. */

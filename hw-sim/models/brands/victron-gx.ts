@@ -31,7 +31,8 @@
 // and settings 2700..2720 and 2900..2910, VE.Bus 3..70); beyond, exception 2.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, enc, reg, codec, setting, type RegDef } from "./register-map.js";
-import { DeviceBase, type DeviceView } from "../device.js";
+import type { DeviceView } from "../device.js";
+import { TableDevice } from "./table-device.js";
 import type { SiteModel } from "../../site-model.js";
 
 export const VICTRON_ESS_MODE = { withPhaseCompensation: 1, withoutPhaseCompensation: 2, external: 3 } as const;
@@ -164,7 +165,7 @@ export class VictronGx extends HybridInverter {
 }
 
 /** The VE.Bus inverter/charger service of the GX, on its own unit id; its state is the GX's. */
-export class VictronVebus extends DeviceBase {
+export class VictronVebus extends TableDevice {
   readonly model = "victron-gx-vebus";
   private readonly map: RegisterMap;
 
@@ -172,7 +173,7 @@ export class VictronVebus extends DeviceBase {
     name: string,
     unit: number,
     private readonly gx: VictronGx,
-    private readonly site: SiteModel,
+    protected readonly site: SiteModel,
     s16rw: (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) => RegDef,
   ) {
     super(name, unit);
@@ -233,17 +234,8 @@ export class VictronVebus extends DeviceBase {
     );
   }
 
-  override readHolding(address: number, count: number): number[] {
-    this.site.advance();
-    return this.map.read(address, count);
-  }
-  override readInput(address: number, count: number): number[] {
-    return this.readHolding(address, count);
-  }
-  override writeHolding(address: number, values: number[]): void {
-    this.site.advance();
-    this.map.write(address, values);
-    this.site.advance();
+  protected tableOf(): RegisterMap {
+    return this.map;
   }
 
   view(): DeviceView {
