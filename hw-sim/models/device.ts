@@ -48,3 +48,17 @@ export abstract class DeviceBase implements SimDevice {
     throw new ModbusException(ILLEGAL_ADDRESS);
   }
 }
+
+/**
+ * A battery model's `soc_pct` from the control API (`POST /devices/<name>`): checked
+ * (0..100), then set at the site's clock now; returns the other values for DeviceBase.set.
+ */
+export function takeSoc(values: Record<string, unknown>, site: { advance(): void }, set: (soc: number) => void): Record<string, unknown> {
+  const { soc_pct, ...rest } = values;
+  if (soc_pct !== undefined) {
+    if (typeof soc_pct !== "number" || soc_pct < 0 || soc_pct > 100) throw new Error("soc_pct must be 0..100");
+    site.advance();
+    set(soc_pct);
+  }
+  return rest;
+}

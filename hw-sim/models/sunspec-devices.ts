@@ -3,7 +3,7 @@
 // common model 1 (it does not say what it is), all at base 40000.
 // A few optional points answer "not implemented", as real devices do. The control points
 // (InWRte/OutWRte, WMaxLimPct) are scaled by the scenario's control_sf, as on real inverters.
-import { DeviceBase, type DeviceView } from "./device.js";
+import { DeviceBase, takeSoc, type DeviceView } from "./device.js";
 import { SunSpecImage, commonModel, checkRange, type ModelDef, type PointDef } from "./sunspec-image.js";
 import type { PowerSource, SiteModel } from "../site-model.js";
 import { hashString, noise } from "../random.js";
@@ -429,13 +429,7 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
   }
 
   override set(values: Record<string, unknown>): void {
-    const { soc_pct, ...rest } = values;
-    if (soc_pct !== undefined) {
-      if (typeof soc_pct !== "number" || soc_pct < 0 || soc_pct > 100) throw new Error("soc_pct must be 0..100");
-      this.site.advance();
-      this.soc = soc_pct;
-    }
-    super.set(rest);
+    super.set(takeSoc(values, this.site, (soc) => (this.soc = soc)));
   }
 }
 

@@ -2,7 +2,7 @@
 // battery whose state of charge integrates its power, and an AC output that is their
 // sum. What differs per brand is how its registers choose the battery's target (the
 // brand's own modes and commands), which each brand model supplies as `target()`.
-import type { DeviceView } from "../device.js";
+import { takeSoc, type DeviceView } from "../device.js";
 import { TableDevice } from "./table-device.js";
 import type { PowerSource, SiteModel } from "../../site-model.js";
 import type { RegisterMap } from "./register-map.js";
@@ -145,13 +145,7 @@ export abstract class HybridInverter extends TableDevice implements PowerSource 
   }
 
   override set(values: Record<string, unknown>): void {
-    const { soc_pct, ...rest } = values;
-    if (soc_pct !== undefined) {
-      if (typeof soc_pct !== "number" || soc_pct < 0 || soc_pct > 100) throw new Error("soc_pct must be 0..100");
-      this.site.advance();
-      this.soc = soc_pct;
-    }
-    super.set(rest);
+    super.set(takeSoc(values, this.site, (soc) => (this.soc = soc)));
   }
 }
 
