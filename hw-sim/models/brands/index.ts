@@ -86,6 +86,9 @@ const u32hi = (w: number[]) => dec.u32(w, "hi-lo");
 const s32hi = (v: number) => enc.s32(v, "hi-lo");
 const six = (base: number, v: number): Write[] => Array.from({ length: 6 }, (_, i) => [base + i, [v]] as Write);
 
+/** The brands site's hybrids on the bus: a 10 kW inverter, a 5 kW battery, 6 kW of PV, covering a seventh of the load. */
+const BENCH_HYBRID = { rated_power_w: 10000, max_power_w: 5000, pv_max_w: 6000, self_use_load_pct: 14 };
+
 export const BRANDS = [
   row({
     kind: "battery",
@@ -111,18 +114,7 @@ export const BRANDS = [
         ],
       },
     },
-    site: [
-      {
-        bus: "rtu",
-        unit: 1,
-        name: "sungrow",
-        rated_power_w: 10000,
-        max_power_w: 5000,
-        capacity_wh: 9600,
-        pv_max_w: 6000,
-        self_use_load_pct: 14,
-      },
-    ],
+    site: [{ bus: "rtu", unit: 1, name: "sungrow", ...BENCH_HYBRID, capacity_wh: 9600 }],
     world: {},
   }),
   row({
@@ -146,18 +138,7 @@ export const BRANDS = [
         release: [[47100, [0]]],
       },
     },
-    site: [
-      {
-        bus: "rtu",
-        unit: 2,
-        name: "huawei",
-        rated_power_w: 10000,
-        max_power_w: 5000,
-        capacity_wh: 10000,
-        pv_max_w: 6000,
-        self_use_load_pct: 14,
-      },
-    ],
+    site: [{ bus: "rtu", unit: 2, name: "huawei", ...BENCH_HYBRID, capacity_wh: 10000 }],
     world: {},
   }),
   row({
@@ -217,18 +198,7 @@ export const BRANDS = [
         ],
       },
     },
-    site: [
-      {
-        bus: "rtu",
-        unit: 3,
-        name: "solaredge",
-        rated_power_w: 10000,
-        max_power_w: 5000,
-        capacity_wh: 9700,
-        pv_max_w: 6000,
-        self_use_load_pct: 14,
-      },
-    ],
+    site: [{ bus: "rtu", unit: 3, name: "solaredge", ...BENCH_HYBRID, capacity_wh: 9700 }],
     world: {},
   }),
   row({
@@ -312,18 +282,7 @@ export const BRANDS = [
         release: [[47511, [1]]],
       },
     },
-    site: [
-      {
-        bus: "rtu",
-        unit: 247,
-        name: "goodwe",
-        rated_power_w: 10000,
-        max_power_w: 5000,
-        capacity_wh: 10000,
-        pv_max_w: 6000,
-        self_use_load_pct: 14,
-      },
-    ],
+    site: [{ bus: "rtu", unit: 247, name: "goodwe", ...BENCH_HYBRID, capacity_wh: 10000 }],
     world: {},
   }),
   row({
