@@ -7,7 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SiteModel } from "../../hw-sim/site-model.js";
 import { deviceSchema, type BrandSpec } from "../../hw-sim/scenario.js";
-import { buildBrandDevices } from "../../hw-sim/models/brands/index.js";
+import { BRANDS, brandRow, buildBrandDevices } from "../../hw-sim/models/brands/index.js";
+import { brandPlacements } from "../../hw-sim/models/brands/site.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 import { handlePdu } from "../../hw-sim/modbus-pdu.js";
 import { dec } from "../../hw-sim/models/brands/register-map.js";
 import type { SimDevice } from "../../hw-sim/models/device.js";
@@ -24,7 +26,7 @@ function rig(model: string, extra: Record<string, unknown> = {}, clock: { timezo
     7,
     () => now,
   );
-  const meter = ["sdm72", "sdm120", "em24"].includes(model);
+  const meter = brandRow(model).kind === "meter";
   const spec = deviceSchema.parse({ unit: 1, name: "dev", model, ...(meter ? {} : { capacity_wh: 100000 }), ...extra }) as BrandSpec;
   const devs = buildBrandDevices(spec, site);
   return {
@@ -471,4 +473,27 @@ test("deye-hybrid: the two readings of out-of-order program times, and of what l
   assert.equal(inOrder.bat.view().mode, "forced-charge", "program 3 (09:00) charges");
   ok(inOrder.dev, 174, [0]);
   assert.equal(inOrder.bat.view().mode, "self-consumption");
+});
+
+test("the brand table: each row is a built-in profile's model, its places on the brands site build its model, a battery row says how its registers read and move it", () => {
+  const site = new SiteModel(
+    { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+    7,
+    () => START,
+  );
+  for (const r of BRANDS) {
+    const profile = builtinProfiles().get(r.model);
+    assert.equal(profile.kind, "fixed", `${r.model}: a built-in profile of the same name`);
+    if (profile.kind === "fixed") assert.equal(profile.role, r.kind, `${r.model}: the profile's role is the row's kind`);
+    assert.equal(r.kind === "battery", r.battery !== undefined, `${r.model}: a battery row, and only one, reads its battery`);
+    for (const a of ["charge", "discharge", "release"] as const)
+      if (r.battery) assert.ok(r.battery.commands[a].length, `${r.model}: raw ${a} commands`);
+    const places = brandPlacements().filter((d) => d.model === r.model);
+    assert.ok(places.length, `${r.model} is on the brands site`);
+    for (const d of places) {
+      const devs = buildBrandDevices(deviceSchema.parse(d.device), site);
+      assert.equal(devs[0]!.model, r.model, `${d.placement.name} builds its row's model`);
+    }
+  }
+  assert.throws(() => brandRow("no-such-brand"), /no brand model "no-such-brand"/);
 });
