@@ -363,7 +363,6 @@ export const BRANDS = [
   }),
 ] as const;
 
-export type BrandModel = (typeof BRANDS)[number]["model"];
 export const BRAND_MODELS: readonly string[] = BRANDS.map((r) => r.model);
 
 export function brandRow(model: string): BrandRow {
