@@ -1,7 +1,7 @@
 // The fleet's two streams, lanes of the delivery core into one MQTT sink: `telemetry`
-// (the stored snapshots after the fleet's own cursor on the sample store, as the data
-// push's bodies) and `events` (the mqtt consumer's lane of the delivery log). Each is
-// settled on PUBACK only; a broker's refusal is retried, never dead-lettered; while the
+// (the stored snapshots after the fleet's own cursor on the sample store, written by the
+// data push's one writer, uplink/data-push.ts) and `events` (the mqtt consumer's lane of
+// the delivery log). Each is settled on PUBACK only; a broker's refusal is retried, never dead-lettered; while the
 // connection is down nothing new is sent (MQTT.js resends what was in flight).
 import type { Logger } from "../log.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
@@ -9,7 +9,7 @@ import { Lane, type LaneStats } from "../delivery/lane.js";
 import type { DeliveryLog } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
-import { TelemetryBodies } from "./telemetry-bodies.js";
+import { DataPushWriter } from "../uplink/data-push.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import type { QoS1 } from "./command-inbox.js";
 import { brokerEndpoint } from "../util/loopback.js";
@@ -76,11 +76,11 @@ export class FleetStreams {
     const policy = brokerBackoff(brokerEndpoint(deps.fleet.url).host);
     const backoff = deps.backoff ?? ((n: number) => retryDelayMs(policy, n));
     const opts = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
-    const bodies = new TelemetryBodies(deps.site, deps.instance);
+    const writer = new DataPushWriter(deps.site, deps.instance);
     const snapshots = new SnapshotSource(deps.telemetry, {
       kind: "telemetry",
       address: "telemetry",
-      encode: (snap) => bodies.encode(snap),
+      encode: (snap) => writer.encode(snap),
       batch: TELEMETRY_WINDOW,
       maxAhead: TELEMETRY_AHEAD,
     });

@@ -17,7 +17,7 @@ import { Lane, type LaneOptions, type LaneStats } from "../delivery/lane.js";
 import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
-import { buildPayloads } from "./data-push.js";
+import { DataPushWriter } from "./data-push.js";
 import { HttpSender } from "./http-sender.js";
 import { HttpsSink } from "./https-sink.js";
 import { HTTPS, instanceId } from "./callbacks.js";
@@ -102,13 +102,13 @@ export class Uplink implements Part {
     const p = this.config.partner;
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
     this.sink = new HttpsSink(this.sender);
-    const site = this.config.site_id;
     const instance = instanceId(db);
+    const writer = new DataPushWriter(this.config.site_id, () => instance);
     const url = this.dataPushUrl;
     const pushSource = new SnapshotSource(this.push, {
       kind: DATA_PUSH_LANE,
       address: url,
-      encode: (snap) => buildPayloads(snap, site, instance).map((p) => ({ body: p.body, key: p.idempotencyKey })),
+      encode: (snap) => writer.encode(snap),
       batch: DATA_PUSH_IN_FLIGHT,
       maxAhead: MAX_AHEAD,
       // A data push was never in the log: its dead letter is written there, and comes back through it when retried.
