@@ -21,6 +21,7 @@ import { GuessLimits } from "./api/guess-limit.js";
 import type { ConnectionLimits } from "./api/connection-limits.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
 import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { partnerRoutes } from "./uplink/callbacks.js";
 import { ReleaseHealthPart } from "./update/health-marker.js";
 import { HEALTH_MIGRATIONS, type HealthMonitor } from "./health.js";
 import { RuntimeMetrics } from "./runtime-metrics.js";
@@ -37,6 +38,7 @@ import { UiPart } from "./ui/part.js";
 import { FLEET_MIGRATIONS } from "./fleet/nonces.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
+import { fleetRoutes } from "./fleet/mqtt-sink.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
@@ -116,7 +118,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
   for (const f of buildFamilies(familyCtx)) devices.add(f);
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
+  const delivery = new DispatchDelivery(storage, messages, [
+    partnerRoutes(config.partner.execution_url),
+    ...(fleetStreams ? [fleetRoutes] : []),
+  ]);
   const dispatchDeps = { db: () => storage.db, devices, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
