@@ -5,7 +5,8 @@
 // connection is down nothing new is sent (MQTT.js resends what was in flight).
 import type { Logger } from "../log.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
-import { Lane, type LaneStats } from "../delivery/lane.js";
+import type { Lane, LaneStats } from "../delivery/lane.js";
+import { LaneGroup } from "../delivery/lane-group.js";
 import type { DeliveryLog } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
@@ -55,6 +56,7 @@ export class FleetStreams {
   readonly telemetry: Lane;
   readonly events: Lane;
   private readonly sink: MqttSink;
+  private readonly lanes: LaneGroup;
 
   constructor(deps: StreamDeps, topic: (sub: string) => string, qos1: QoS1, connected: () => boolean) {
     // No content type (every payload is JSON: docs/fleet.md). Telemetry carries nothing
@@ -84,10 +86,9 @@ export class FleetStreams {
       batch: TELEMETRY_WINDOW,
       maxAhead: TELEMETRY_AHEAD,
     });
-    this.telemetry = new Lane("telemetry", snapshots, sink, deps.log, backoff, TELEMETRY_WINDOW, opts);
-    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), sink, deps.log, backoff, EVENTS_WINDOW, opts);
-    this.telemetry.start();
-    this.events.start();
+    this.lanes = new LaneGroup(sink, deps.log, backoff, opts);
+    this.telemetry = this.lanes.open("telemetry", snapshots, TELEMETRY_WINDOW);
+    this.events = this.lanes.open(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), EVENTS_WINDOW);
   }
 
   /** Connected: the telemetry window follows the broker's Receive Maximum; both lanes send what is due. */
@@ -102,9 +103,9 @@ export class FleetStreams {
 
   /** What is in flight stays unsettled: after the store's cursor, in the log. */
   async stop(): Promise<void> {
-    const lanes = [this.telemetry.stop(), this.events.stop()];
+    const lanes = this.lanes.stop();
     this.sink.close();
-    await Promise.all(lanes);
+    await lanes;
   }
 }
 

@@ -13,7 +13,8 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
-import { Lane, type LaneOptions, type LaneStats } from "../delivery/lane.js";
+import type { Lane, LaneOptions, LaneStats } from "../delivery/lane.js";
+import { LaneGroup } from "../delivery/lane-group.js";
 import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
@@ -53,7 +54,8 @@ export class Uplink implements Part {
   readonly name = "uplink";
   private sink: HttpsSink | null = null;
   private sender: HttpSender | null = null;
-  private lanes = new Map<string, Lane>();
+  /** The lanes into the sink, while started. */
+  private lanes: LaneGroup | null = null;
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
   /** The delivery log; its consumer `https` is the partner's callbacks. */
@@ -81,14 +83,8 @@ export class Uplink implements Part {
   }
 
   private laneFor(name: string): Lane {
-    let lane = this.lanes.get(name);
-    if (!lane) {
-      if (!this.sink) throw new SitegateError("INTERNAL", "uplink is not started");
-      lane = new Lane(name, this.logSource(name), this.sink, this.log, this.backoff, 1, this.opts);
-      this.lanes.set(name, lane);
-      lane.start();
-    }
-    return lane;
+    if (!this.lanes) throw new SitegateError("INTERNAL", "uplink is not started");
+    return this.lanes.get(name) ?? this.lanes.open(name, this.logSource(name));
   }
 
   /** A lane found empty is asked again at its idle re-check at the latest (another process may have queued). */
@@ -128,9 +124,8 @@ export class Uplink implements Part {
         ),
       before: this.logSource(DATA_PUSH_LANE),
     });
-    const push = new Lane(DATA_PUSH_LANE, pushSource, this.sink, this.log, this.backoff, DATA_PUSH_IN_FLIGHT, this.opts);
-    this.lanes.set(DATA_PUSH_LANE, push);
-    push.start();
+    this.lanes = new LaneGroup(this.sink, this.log, this.backoff, this.opts);
+    this.lanes.open(DATA_PUSH_LANE, pushSource, DATA_PUSH_IN_FLIGHT);
     this.laneFor("execution");
     this.discoverLanes();
     // Another process (sitegate outbox retry) may queue messages for a lane not running yet.
@@ -149,19 +144,19 @@ export class Uplink implements Part {
 
   /** A snapshot was appended to the sample store (`samples_appended`): the data push sends it. */
   samplesAppended(): void {
-    if (!this.stopping) this.lanes.get(DATA_PUSH_LANE)?.wake();
+    if (!this.stopping) this.lanes?.get(DATA_PUSH_LANE)?.wake();
   }
 
   /** A message was appended to the log (`messages_appended`); while stopped, the next start sends it. */
   messagesAppended(routes: readonly Route[]): void {
-    if (this.stopping || !this.sink) return;
+    if (this.stopping || !this.lanes) return;
     for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
   }
 
   private discoverLanes(): void {
     try {
-      if (this.stopping) return;
-      for (const name of this.messages.lanes(HTTPS)) if (!this.lanes.has(name)) this.laneFor(name);
+      if (this.stopping || !this.lanes) return;
+      for (const name of this.messages.lanes(HTTPS)) this.laneFor(name);
     } catch (e) {
       this.log.warn({ err: e }, "cannot list the callback lanes");
     }
@@ -184,20 +179,20 @@ export class Uplink implements Part {
     const [snap] = this.push.pending(1);
     const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
     const byLane = new Map(this.messages.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
-    const lanes = new Set([...this.lanes.keys(), ...byLane.keys()]);
+    const lanes = new Set([...(this.lanes?.names() ?? []), ...byLane.keys()]);
     lanes.delete("data_push");
     return [{ lane: "data_push", age_s: age(snap?.ts) }, ...[...lanes].sort().map((lane) => ({ lane, age_s: age(byLane.get(lane)) }))];
   }
 
   stats(): Record<string, LaneStats> {
-    return Object.fromEntries([...this.lanes].map(([name, l]) => [name, { ...l.stats }]));
+    return this.lanes?.stats() ?? {};
   }
 
   /** Warnings for /healthz: lanes held because the partner answers 401/403/404. */
   health(): { warnings: UplinkWarning[] } {
     const warnings: UplinkWarning[] = [];
-    for (const [lane, l] of this.lanes) {
-      const h = l.stats.credentials_rejected;
+    for (const [lane, l] of Object.entries(this.stats())) {
+      const h = l.credentials_rejected;
       if (h)
         warnings.push({
           lane,
@@ -260,8 +255,8 @@ export class Uplink implements Part {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.discover) clearInterval(this.discover);
-    await Promise.all([...this.lanes.values()].map((l) => l.stop()));
-    this.lanes.clear();
+    await this.lanes?.stop();
+    this.lanes = null;
     this.samples.persistCursor();
     this.sender?.close();
   }
