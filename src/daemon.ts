@@ -35,7 +35,7 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS } from "./fleet/nonces.js";
+import { FLEET_MIGRATIONS } from "./fleet/migrations.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
 import { fleetRoutes } from "./fleet/mqtt-sink.js";
