@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, storageError, type Db } from "../storage/db.js";
 import { withFullSync } from "../storage/durable.js";
 import { DeliveryLog } from "../delivery/log.js";
-import { HTTPS, OUTBOX_MIGRATIONS } from "../uplink/callbacks.js";
+import { HTTPS, UPLINK_MIGRATIONS } from "../uplink/callbacks.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 
@@ -20,7 +20,7 @@ function openOutbox(configFile: string): { db: Db; log: DeliveryLog; dataDir: st
   const path = join(cfg.data_dir, DB_FILE);
   if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
-  migrate(db, [OUTBOX_MIGRATIONS]);
+  migrate(db, [UPLINK_MIGRATIONS]);
   return { db, log: new DeliveryLog({ db }), dataDir: cfg.data_dir };
 }
 

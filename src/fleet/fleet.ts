@@ -45,7 +45,7 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   /** The nonces of signed commands (committed before a command runs). */
   nonces: NonceStore;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
-  messages: DeliveryLog;
+  deliveryLog: DeliveryLog;
   /** The fleet's own consumer of the sample store (nonces.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
@@ -187,7 +187,7 @@ export class Fleet implements Part {
         url: f.url,
         prefix: this.base,
         telemetry_cursor: deps.telemetry.through,
-        outbox: deps.messages.size(MQTT),
+        outbox: deps.deliveryLog.size(MQTT),
         signed_commands: this.inbox.signing,
       },
       "fleet uplink started",

@@ -44,7 +44,7 @@ export interface StreamStats {
 export interface StreamDeps {
   site: string;
   log: Logger;
-  messages: DeliveryLog;
+  deliveryLog: DeliveryLog;
   telemetry: TelemetryCursor;
   instance: () => string;
   /** The broker: its host sets the retry policy's cap. */
@@ -88,7 +88,7 @@ export class FleetStreams {
     });
     this.lanes = new LaneGroup(sink, deps.log, backoff, opts);
     this.telemetry = this.lanes.open("telemetry", snapshots, TELEMETRY_WINDOW);
-    this.events = this.lanes.open(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), EVENTS_WINDOW);
+    this.events = this.lanes.open(EVENTS_LANE, new LogSource(deps.deliveryLog, MQTT, EVENTS_LANE), EVENTS_WINDOW);
   }
 
   /** Connected: the telemetry window follows the broker's Receive Maximum; both lanes send what is due. */

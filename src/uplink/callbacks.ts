@@ -17,7 +17,7 @@ import { SitegateError } from "../errors.js";
 
 export const HTTPS = "https";
 
-export const OUTBOX_MIGRATIONS: ModuleMigrations = {
+export const UPLINK_MIGRATIONS: ModuleMigrations = {
   module: "uplink",
   migrations: [
     {
@@ -117,26 +117,26 @@ export function httpsRoute(kind: string, url: string): Route {
   if (!KIND_RE.test(kind))
     throw new SitegateError(
       "INVALID_REQUEST",
-      `outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`,
+      `delivery log: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`,
     );
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw new SitegateError("INVALID_REQUEST", `outbox: ${JSON.stringify(url)} is not a URL`);
+    throw new SitegateError("INVALID_REQUEST", `delivery log: ${JSON.stringify(url)} is not a URL`);
   }
   if (u.protocol !== "https:")
-    throw new SitegateError("INVALID_REQUEST", `outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
+    throw new SitegateError("INVALID_REQUEST", `delivery log: callbacks go to https:// URLs only, not ${u.protocol}//`);
   return { consumer: HTTPS, lane: laneOf(kind), address: url };
 }
 
 /** A message body as JSON text, and its key (the caller's or a new one); INVALID_REQUEST on a bad key or body. */
 export function messageOf(kind: string, body: unknown, idempotencyKey?: string): { kind: string; body: string; idempotencyKey: string } {
   if (idempotencyKey !== undefined && !KEY_RE.test(idempotencyKey)) {
-    throw new SitegateError("INVALID_REQUEST", "outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
+    throw new SitegateError("INVALID_REQUEST", "delivery log: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
   }
   const text = JSON.stringify(body);
-  if (text === undefined) throw new SitegateError("INVALID_REQUEST", "outbox: the body cannot be serialized as JSON");
+  if (text === undefined) throw new SitegateError("INVALID_REQUEST", "delivery log: the body cannot be serialized as JSON");
   return { kind, body: text, idempotencyKey: idempotencyKey ?? newKey() };
 }
 

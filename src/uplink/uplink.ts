@@ -24,7 +24,7 @@ import { HttpsSink } from "./https-sink.js";
 import { HTTPS, instanceId } from "./callbacks.js";
 import { SitegateError } from "../errors.js";
 import { laneRetryDelay } from "../util/reconnect-backoff.js";
-export { OUTBOX_MIGRATIONS } from "./callbacks.js";
+export { UPLINK_MIGRATIONS } from "./callbacks.js";
 export type { LaneStats } from "../delivery/lane.js";
 
 export const DATA_PUSH_LANE = "data_push";
@@ -47,7 +47,7 @@ export interface UplinkOptions {
   /** How often an idle lane re-checks its queue for messages put there by another process. */
   idleRecheckMs?: number;
   /** The delivery log shared with the other consumers (one of its own otherwise). */
-  messages?: DeliveryLog;
+  deliveryLog?: DeliveryLog;
 }
 
 export class Uplink implements Part {
@@ -59,7 +59,7 @@ export class Uplink implements Part {
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
   /** The delivery log; its consumer `https` is the partner's callbacks. */
-  readonly messages: DeliveryLog;
+  readonly deliveryLog: DeliveryLog;
   private readonly push: TelemetryCursor;
   private stopping = false;
 
@@ -73,7 +73,7 @@ export class Uplink implements Part {
     opts: UplinkOptions = {},
   ) {
     this.opts = { rejectWindowMs: REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
-    this.messages = opts.messages ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
+    this.deliveryLog = opts.deliveryLog ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
     // The data push is the store's busiest consumer: its cursor rides in the rows.
     this.push = samples.consumer(DATA_PUSH_LANE, { inRow: true });
   }
@@ -89,7 +89,7 @@ export class Uplink implements Part {
 
   /** A lane found empty is asked again at its idle re-check at the latest (another process may have queued). */
   private logSource(lane: string): LogSource {
-    return new LogSource(this.messages, HTTPS, lane, this.opts.idleRecheckMs / 2);
+    return new LogSource(this.deliveryLog, HTTPS, lane, this.opts.idleRecheckMs / 2);
   }
 
   start(): void {
@@ -109,7 +109,7 @@ export class Uplink implements Part {
       maxAhead: MAX_AHEAD,
       // A data push was never in the log: its dead letter is written there, and comes back through it when retried.
       deadLetter: (p, error, attempts) =>
-        this.messages.deadLetter(
+        this.deliveryLog.deadLetter(
           {
             consumer: HTTPS,
             lane: DATA_PUSH_LANE,
@@ -135,8 +135,8 @@ export class Uplink implements Part {
       {
         data_push_url: this.dataPushUrl,
         pending_snapshots: this.samples.stats().pending_snapshots,
-        callbacks: this.messages.size(HTTPS),
-        dead_letters: this.messages.deadCount(HTTPS),
+        callbacks: this.deliveryLog.size(HTTPS),
+        dead_letters: this.deliveryLog.deadCount(HTTPS),
       },
       "uplink started",
     );
@@ -156,21 +156,21 @@ export class Uplink implements Part {
   private discoverLanes(): void {
     try {
       if (this.stopping || !this.lanes) return;
-      for (const name of this.messages.lanes(HTTPS)) this.laneFor(name);
+      for (const name of this.deliveryLog.lanes(HTTPS)) this.laneFor(name);
     } catch (e) {
       this.log.warn({ err: e }, "cannot list the callback lanes");
     }
   }
 
   /** Callbacks waiting in the log (0 before start). */
-  outboxDepth(): number {
-    return this.sink ? this.messages.size(HTTPS) : 0;
+  pendingMessages(): number {
+    return this.sink ? this.deliveryLog.size(HTTPS) : 0;
   }
 
   /** Callbacks waiting in the log (data pushes aside), and when the oldest was committed. */
   backlog(): { depth: number; oldest_at: string | null } {
-    const oldest = Math.min(...this.messages.oldestByLane(HTTPS).map((r) => r.at));
-    return { depth: this.messages.size(HTTPS), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
+    const oldest = Math.min(...this.deliveryLog.oldestByLane(HTTPS).map((r) => r.at));
+    return { depth: this.deliveryLog.size(HTTPS), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
   }
 
   /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
@@ -178,7 +178,7 @@ export class Uplink implements Part {
     if (!this.sink) return [];
     const [snap] = this.push.pending(1);
     const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
-    const byLane = new Map(this.messages.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
+    const byLane = new Map(this.deliveryLog.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
     const lanes = new Set([...(this.lanes?.names() ?? []), ...byLane.keys()]);
     lanes.delete("data_push");
     return [{ lane: "data_push", age_s: age(snap?.ts) }, ...[...lanes].sort().map((lane) => ({ lane, age_s: age(byLane.get(lane)) }))];
@@ -249,7 +249,7 @@ export class Uplink implements Part {
 
   /** Dead letters in the database (also those another process added). */
   deadLetterCount(): number {
-    return this.sink ? this.messages.deadCount(HTTPS) : 0;
+    return this.sink ? this.deliveryLog.deadCount(HTTPS) : 0;
   }
 
   async stop(): Promise<void> {

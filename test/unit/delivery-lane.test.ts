@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lane, type Attempt, type LaneItem, type Sink } from "../../src/delivery/lane.js";
+import { LaneGroup } from "../../src/delivery/lane-group.js";
 import { SnapshotSource } from "../../src/delivery/snapshot-source.js";
 import { silentLogger } from "../../src/log.js";
 import type { StoredSnapshot, TelemetryCursor } from "../../src/telemetry/sample-store.js";
@@ -193,4 +194,36 @@ test("an auth answer (401, 403, 404) holds the lane with the backoff, even where
   } finally {
     await l.stop();
   }
+});
+
+test("a lane group: each lane on its own source and window into the one sink, its figures by name, all stopped together", async () => {
+  const sink = new HeldSink();
+  const group = new LaneGroup(sink, silentLogger(), () => 60_000, { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 60_000 });
+  const source = (c: TelemetryCursor, window: number, address: string) =>
+    new SnapshotSource(c, {
+      kind: address,
+      address,
+      encode: (s) => [{ body: "{}", key: `${address}${s.id}` }],
+      batch: window,
+      maxAhead: 2 * window,
+    });
+  const wide = cursor(5);
+  group.open("wide", source(wide, 3, "w"), 3);
+  group.open("narrow", source(cursor(5), 1, "n"), 1);
+  await turn();
+  assert.deepEqual(group.names(), ["wide", "narrow"]);
+  assert.deepEqual(sink.held.map((h) => h.item.address).sort(), ["n", "w", "w", "w"], "each lane fills its own window");
+  const first = sink.held.findIndex((h) => h.item.address === "w" && h.item.ref === "s1:0");
+  sink.held.splice(first, 1)[0]!.done({ outcome: "ok" });
+  await turn();
+  const stats = group.stats();
+  assert.equal(stats.wide!.sent, 1);
+  assert.equal(stats.narrow!.sent, 0);
+  assert.equal(stats.narrow!.in_flight, 1);
+  assert.deepEqual(wide.moves, [1]);
+  assert.equal(group.get("narrow"), group.get("narrow"), "found by name");
+  const stopped = group.stop();
+  for (const h of [...sink.held]) h.done({ outcome: "transient", error: "stopping" });
+  await stopped;
+  assert.deepEqual(group.names(), [], "every lane stopped and gone");
 });

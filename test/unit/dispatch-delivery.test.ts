@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DELIVERY_MIGRATIONS, DeliveryLog, type Routes } from "../../src/delivery/log.js";
 import { DispatchDelivery } from "../../src/parts/dispatch-delivery.js";
-import { OUTBOX_MIGRATIONS, partnerRoutes } from "../../src/uplink/callbacks.js";
+import { UPLINK_MIGRATIONS, partnerRoutes } from "../../src/uplink/callbacks.js";
 import { MQTT, fleetRoutes } from "../../src/fleet/mqtt-sink.js";
 import type { EventSpec } from "../../src/dispatch/request.js";
 import type { ExecutionResponse } from "../../src/dispatch/result.js";
@@ -22,7 +22,7 @@ const pager: Routes = (kind) => (kind === "event_state" ? { consumer: "pager", l
 
 async function withDelivery(sinks: Routes[], fn: (d: DispatchDelivery, log: DeliveryLog) => void): Promise<void> {
   await withTmpDir(async (dir) => {
-    const storage = new StoragePart(join(dir, "d"), [DELIVERY_MIGRATIONS, OUTBOX_MIGRATIONS], silentLogger());
+    const storage = new StoragePart(join(dir, "d"), [DELIVERY_MIGRATIONS, UPLINK_MIGRATIONS], silentLogger());
     storage.start();
     try {
       const log = new DeliveryLog(storage);
