@@ -68,10 +68,14 @@ export class Fleet implements Part {
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
-  /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
+  /**
+   * The broker's Receive Maximum (MQTT v5 flow control) over every QoS 1 publish on this
+   * connection, the lanes' and the state's and command answers' alike: publishes without
+   * PUBACK, and those waiting for a slot. Not a delivery window: those are the lanes'
+   * (streams.ts; the telemetry lane's is the one stats() reports).
+   */
   private inflight = 0;
   private receiveMaximum = 65535;
-  private telemetryWindow = TELEMETRY_WINDOW;
   private readonly waiting: Array<() => void> = [];
   private stopping = false;
   private redial: MqttRedial | null = null;
@@ -150,7 +154,7 @@ export class Fleet implements Part {
       warned = false;
       announced = false;
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = (this.telemetryWindow = telemetryWindow(this.receiveMaximum));
+      const window = telemetryWindow(this.receiveMaximum);
       const resumed = connack.sessionPresent === true;
       deps.log.info(
         { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window, session_resumed: resumed },
@@ -304,7 +308,7 @@ export class Fleet implements Part {
       commands: this.inbox.commands,
       ...(this.streams?.stats() ?? { telemetry: NO_STATS, events: NO_STATS }),
       telemetry_cursor: this.deps.telemetry.through,
-      telemetry_window: this.telemetryWindow,
+      telemetry_window: this.streams?.telemetry.windowSize ?? TELEMETRY_WINDOW,
       attempts: this.redial?.attempts ?? 0,
       tls_contexts: this.tls?.built ?? 0,
     };
