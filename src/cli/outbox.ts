@@ -15,7 +15,7 @@ import { HTTPS, UPLINK_MIGRATIONS } from "../uplink/callbacks.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 
-function openOutbox(configFile: string): { db: Db; log: DeliveryLog; dataDir: string } {
+function openDeliveryLog(configFile: string): { db: Db; log: DeliveryLog; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
   if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
@@ -60,7 +60,7 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
     if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
     return Number(a);
   });
-  const { db, log } = openOutbox(file);
+  const { db, log } = openDeliveryLog(file);
   try {
     const missing = ids.filter((id) => !log.getDeadLetter(HTTPS, id));
     if (missing.length) {
@@ -82,7 +82,7 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
 
 /** `sitegate outbox [--json]`: the data-push backlog, pending callbacks and dead letters. */
 function list(file: string, json: boolean): number {
-  const { db, log, dataDir } = openOutbox(file);
+  const { db, log, dataDir } = openDeliveryLog(file);
   try {
     const pending = log.pending(HTTPS);
     const dead = log.deadLetters(HTTPS);
