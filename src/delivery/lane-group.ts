@@ -1,10 +1,11 @@
 // The lanes of one sink: what every uplink sink (HTTPS to the partner, MQTT to the fleet,
 // any later one) needs around its lanes, written once. Each lane is opened on a source with
 // its window, started at once, and shares the sink, the logger, the retry backoff and the
-// options; the group finds a lane by name (to wake it), reports each lane's figures and
-// stops every lane.
+// options; the group wakes the lanes a new message's routes name, finds a lane by name,
+// reports each lane's figures and stops every lane.
 import type { Logger } from "../log.js";
 import { Lane, type LaneOptions, type LaneSource, type LaneStats, type Sink } from "./lane.js";
+import type { Route } from "./log.js";
 
 export class LaneGroup {
   private readonly lanes = new Map<string, Lane>();
@@ -23,6 +24,18 @@ export class LaneGroup {
     this.lanes.set(name, lane);
     lane.start();
     return lane;
+  }
+
+  /**
+   * Wakes the lanes that `routes` name for `consumer` (a `messages_appended`); a lane not
+   * open yet is opened on `source(lane)` when given, and otherwise not this group's.
+   */
+  wakeRoutes(routes: readonly Route[], consumer: string, source?: (lane: string) => LaneSource): void {
+    for (const r of routes) {
+      if (r.consumer !== consumer) continue;
+      const lane = this.lanes.get(r.lane) ?? (source ? this.open(r.lane, source(r.lane)) : undefined);
+      lane?.wake();
+    }
   }
 
   get(name: string): Lane | undefined {

@@ -208,7 +208,7 @@ export class Fleet implements Part {
 
   /** A message was appended to the delivery log (`messages_appended`). */
   messagesAppended(routes: readonly Route[]): void {
-    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.streams?.events.wake();
+    if (!this.stopping) this.streams?.messagesAppended(routes);
   }
 
   /** The registry changed (`devices_changed`): the retained device view follows. */

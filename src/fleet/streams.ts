@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
 import type { Lane, LaneStats } from "../delivery/lane.js";
 import { LaneGroup } from "../delivery/lane-group.js";
-import type { DeliveryLog } from "../delivery/log.js";
+import type { DeliveryLog, Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
 import { DataPushWriter } from "../uplink/data-push.js";
@@ -95,6 +95,11 @@ export class FleetStreams {
   connected(telemetryWindow: number): void {
     this.telemetry.resize(telemetryWindow);
     this.events.wake();
+  }
+
+  /** A message was appended to the delivery log: the lanes its mqtt routes name wake. */
+  messagesAppended(routes: readonly Route[]): void {
+    this.lanes.wakeRoutes(routes, MQTT);
   }
 
   stats(): { telemetry: StreamStats; events: StreamStats } {

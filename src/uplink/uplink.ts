@@ -149,8 +149,7 @@ export class Uplink implements Part {
 
   /** A message was appended to the log (`messages_appended`); while stopped, the next start sends it. */
   messagesAppended(routes: readonly Route[]): void {
-    if (this.stopping || !this.lanes) return;
-    for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
+    if (!this.stopping) this.lanes?.wakeRoutes(routes, HTTPS, (lane) => this.logSource(lane));
   }
 
   private discoverLanes(): void {

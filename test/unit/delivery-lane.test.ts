@@ -227,3 +227,26 @@ test("a lane group: each lane on its own source and window into the one sink, it
   await stopped;
   assert.deepEqual(group.names(), [], "every lane stopped and gone");
 });
+
+test("a lane group wakes the lanes a message's routes name for its consumer, opening one on demand when it is given a source", async () => {
+  const sink = new HeldSink();
+  const group = new LaneGroup(sink, silentLogger(), () => 60_000, { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 60_000 });
+  const source = (lane: string) =>
+    new SnapshotSource(cursor(1), { kind: lane, address: lane, encode: () => [{ body: "{}", key: lane }], batch: 1, maxAhead: 2 });
+  const routes = [
+    { consumer: "mine", lane: "exec", address: "a" },
+    { consumer: "other", lane: "theirs", address: "b" },
+  ];
+  group.wakeRoutes(routes, "mine");
+  assert.deepEqual(group.names(), [], "no source given: a lane not open is not this group's");
+  group.wakeRoutes(routes, "mine", source);
+  await turn();
+  assert.deepEqual(group.names(), ["exec"], "only the consumer's own route opens a lane");
+  assert.deepEqual(
+    sink.held.map((h) => h.item.address),
+    ["exec"],
+  );
+  const stopped = group.stop();
+  for (const h of [...sink.held]) h.done({ outcome: "transient", error: "stopping" });
+  await stopped;
+});
