@@ -20,7 +20,8 @@ import { ApiServer } from "./api/server.js";
 import { GuessLimits } from "./api/guess-limit.js";
 import type { ConnectionLimits } from "./api/connection-limits.js";
 import { AUTH_MIGRATIONS } from "./api/auth.js";
-import { OUTBOX_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { UPLINK_MIGRATIONS, Uplink } from "./uplink/uplink.js";
+import { partnerRoutes } from "./uplink/callbacks.js";
 import { ReleaseHealthPart } from "./update/health-marker.js";
 import { HEALTH_MIGRATIONS, type HealthMonitor } from "./health.js";
 import { RuntimeMetrics } from "./runtime-metrics.js";
@@ -34,9 +35,10 @@ import { InputEvents } from "./dispatch/input-events.js";
 import { LocalSchedules } from "./dispatch/local-schedules.js";
 import { systemClock, type Clock } from "./util/clock.js";
 import { UiPart } from "./ui/part.js";
-import { FLEET_MIGRATIONS } from "./fleet/nonces.js";
+import { FLEET_MIGRATIONS } from "./fleet/migrations.js";
 import { DELIVERY_MIGRATIONS, DeliveryLog } from "./delivery/log.js";
 import { FleetPart } from "./fleet/part.js";
+import { fleetRoutes } from "./fleet/mqtt-sink.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
@@ -48,7 +50,7 @@ export const ALL_MIGRATIONS: ModuleMigrations[] = [
   REGISTRY_MIGRATIONS,
   SAMPLE_MIGRATIONS,
   DELIVERY_MIGRATIONS,
-  OUTBOX_MIGRATIONS,
+  UPLINK_MIGRATIONS,
   AUTH_MIGRATIONS,
   DISPATCH_MIGRATIONS,
   FLEET_MIGRATIONS,
@@ -102,8 +104,8 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
   const connector = new Pairing({ pool, registry, log: logOf("pairing") });
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
-  const messages = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
-  const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
+  const deliveryLog = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
+  const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { deliveryLog }));
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
   // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
@@ -116,13 +118,16 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
   for (const f of buildFamilies(familyCtx)) devices.add(f);
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
-  const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
+  const delivery = new DispatchDelivery(storage, deliveryLog, [
+    partnerRoutes(config.partner.execution_url),
+    ...(fleetStreams ? [fleetRoutes] : []),
+  ]);
   const dispatchDeps = { db: () => storage.db, devices, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = config.gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, messages, uplink, dispatch };
+  const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, deliveryLog, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // a lock per username for each front end

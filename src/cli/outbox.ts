@@ -11,16 +11,16 @@ import Database from "better-sqlite3";
 import { DB_FILE, TELEMETRY_DB_FILE, migrate, openDatabase, storageError, type Db } from "../storage/db.js";
 import { withFullSync } from "../storage/durable.js";
 import { DeliveryLog } from "../delivery/log.js";
-import { HTTPS, OUTBOX_MIGRATIONS } from "../uplink/callbacks.js";
+import { HTTPS, UPLINK_MIGRATIONS } from "../uplink/callbacks.js";
 import { pendingDataPush } from "../telemetry/sample-store.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 
-function openOutbox(configFile: string): { db: Db; log: DeliveryLog; dataDir: string } {
+function openDeliveryLog(configFile: string): { db: Db; log: DeliveryLog; dataDir: string } {
   const cfg = loadConfig(configFile);
   const path = join(cfg.data_dir, DB_FILE);
   if (!existsSync(path)) throw new SitegateError("NOT_FOUND", `no database at ${path}: the gateway has not run with this config yet`);
   const db = openDatabase(cfg.data_dir);
-  migrate(db, [OUTBOX_MIGRATIONS]);
+  migrate(db, [UPLINK_MIGRATIONS]);
   return { db, log: new DeliveryLog({ db }), dataDir: cfg.data_dir };
 }
 
@@ -60,7 +60,7 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
     if (!/^[1-9]\d{0,15}$/.test(a)) throw new UsageError(`"${a}" is not a dead-letter id (a positive integer)`);
     return Number(a);
   });
-  const { db, log } = openOutbox(file);
+  const { db, log } = openDeliveryLog(file);
   try {
     const missing = ids.filter((id) => !log.getDeadLetter(HTTPS, id));
     if (missing.length) {
@@ -82,7 +82,7 @@ function retry(file: string, args: string[], all: boolean, json: boolean): numbe
 
 /** `sitegate outbox [--json]`: the data-push backlog, pending callbacks and dead letters. */
 function list(file: string, json: boolean): number {
-  const { db, log, dataDir } = openOutbox(file);
+  const { db, log, dataDir } = openDeliveryLog(file);
   try {
     const pending = log.pending(HTTPS);
     const dead = log.deadLetters(HTTPS);

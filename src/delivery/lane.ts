@@ -117,6 +117,11 @@ export class Lane {
     return this.counters;
   }
 
+  /** In flight at most (the lane's window: the one the fleet reports as its telemetry window). */
+  get windowSize(): number {
+    return this.window;
+  }
+
   /** In flight at most from now on (the fleet's follows the broker's Receive Maximum). */
   resize(window: number): void {
     this.window = Math.max(1, window);

@@ -67,6 +67,13 @@ export interface Route {
   address: string;
 }
 
+/**
+ * A sink's routing: where its consumer takes a kind of message the gateway hands over
+ * (null: not for it). Each sink writes its own (uplink/callbacks.ts, fleet/mqtt-sink.ts);
+ * what hands messages over (parts/dispatch-delivery.ts) asks them all.
+ */
+export type Routes = (kind: string) => Route | null;
+
 /** A message as one consumer sees it. */
 export interface LogMessage {
   id: number;

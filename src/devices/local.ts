@@ -4,7 +4,7 @@
 // by its setback_c from the setpoint held before the event). Their pre-event state for
 // the ledger is their own JSON, {on} or {setpoint_c}; a ledger row an earlier release
 // wrote holds the register form it had then (coil 0 on/off, holding 0 in 0.1 °C), which
-// restore and verify still take.
+// revert and verify still take.
 import { SitegateError } from "../errors.js";
 import type { Device, DeviceDescriptor, DeviceHealth, DeviceInfo, Metrics, PreState, Setpoint, Switchable } from "../model/device.js";
 import { opModeCode, type Role } from "../model/roles.js";
@@ -41,8 +41,8 @@ export function localPre(pre: PreState): LocalPre {
 /** A setpoint to 0.1 °C, the resolution it is compared at. */
 const tenths = (c: number) => Math.round(c * 10);
 
-/** What a declared device takes from its config entry and how it is driven, whatever its transport. */
-export abstract class DeclaredDevice implements Device {
+/** A local device (Zigbee, GPIO): what it takes from its config entry and how it is driven, whatever its transport. */
+export abstract class LocalDevice implements Device {
   readonly id: string;
   readonly device_id: string;
   readonly device_name?: string;
@@ -57,8 +57,7 @@ export abstract class DeclaredDevice implements Device {
   private remote = false;
 
   constructor(
-    entry: Pick<DeclaredDevice, "device_id"> &
-      Partial<Pick<DeclaredDevice, "device_name" | "rated_power_w" | "shed_priority" | "setback_c">>,
+    entry: Pick<LocalDevice, "device_id"> & Partial<Pick<LocalDevice, "device_name" | "rated_power_w" | "shed_priority" | "setback_c">>,
   ) {
     this.id = this.device_id = entry.device_id;
     this.device_name = entry.device_name;
@@ -151,7 +150,7 @@ export abstract class DeclaredDevice implements Device {
     return pre.setpoint_c !== undefined ? pre : { ...pre, setpoint_c: await this.setpointNow() };
   }
 
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     const p = localPre(pre);
     if (p.on !== undefined) await this.switchTo(p.on);
     if (p.setpoint_c !== undefined) await this.setpointTo(p.setpoint_c);
@@ -177,6 +176,3 @@ export abstract class DeclaredDevice implements Device {
     return p === undefined ? {} : { power_w: p };
   }
 }
-
-/** A declared device, as the front ends list them. */
-export type LocalDevice = DeclaredDevice;

@@ -191,9 +191,9 @@ export class Ledger {
     let mismatch: string | undefined;
     try {
       if (!holdsNothing(row.pre)) {
-        await d.restore(row.pre);
+        await d.revert(row.pre);
         mismatch = await d.verify(row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
-      } else await d.release?.();
+      } else await d.handBack?.();
     } catch (e) {
       mismatch = `cannot write back: ${errorMessage(e)}`;
     }

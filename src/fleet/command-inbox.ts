@@ -4,9 +4,9 @@
 // Commands not run are counted by reason and logged within a budget (forgeries come in floods).
 import type { IClientPublishOptions, IPublishPacket } from "mqtt";
 import type { FleetConfig } from "../config/schema.js";
-import { errorMessage } from "../errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
 import { LogBudget } from "../util/log-budget.js";
-import { COMMANDS, errorAnswer, failure, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
+import { COMMANDS, failure, runCommand, type CommandAnswer, type CommandDeps } from "./commands.js";
 import type { NonceStore } from "./nonces.js";
 import { CommandVerifier, type Verdict } from "./signing.js";
 
@@ -91,33 +91,36 @@ export class CommandInbox {
         },
       );
     };
+    /** Refused or failed: the B3 error body from the one table (services/errors.ts). */
+    const fail = (e: unknown) => answer(failure(name, e, this.deps));
     if (payload.length > MAX_COMMAND_BYTES)
-      return answer(errorAnswer("PAYLOAD_TOO_LARGE", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
+      return fail(new SitegateError("PAYLOAD_TOO_LARGE", `the payload is over ${MAX_COMMAND_BYTES / 1024} KiB`));
     // Signed commands: signature and age before the payload is even parsed.
     let verdict: Verdict | null = null;
     if (this.verifier) {
       verdict = this.verifier.check(this.deps.config.site_id, name, payload, packet.properties?.userProperties, Date.now());
-      if (!verdict.ok) return answer(errorAnswer("UNAUTHORIZED", verdict.message));
+      if (!verdict.ok) return fail(new SitegateError("UNAUTHORIZED", verdict.message));
     }
     let body: unknown;
     if (payload.length > 0) {
       try {
         body = JSON.parse(payload.toString("utf8"));
       } catch {
-        return answer(errorAnswer("INVALID_REQUEST", "the payload is not JSON"));
+        return fail(new SitegateError("INVALID_REQUEST", "the payload is not JSON"));
       }
     }
     if (!(COMMANDS as readonly string[]).includes(name))
-      return answer(errorAnswer("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
-    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS) return answer(errorAnswer("UNAVAILABLE", "too many commands in progress; try again"));
+      return fail(new SitegateError("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`));
+    if (this.busyCommands >= MAX_CONCURRENT_COMMANDS)
+      return fail(new SitegateError("UNAVAILABLE", "too many commands in progress; try again"));
     if (verdict?.ok) {
       const refused = this.claimNonce(verdict, name);
-      if (refused) return answer(refused);
+      if (refused) return fail(refused);
     }
     const r = runCommand(name, body, this.deps);
     if (!(r instanceof Promise)) return answer(r);
     this.busyCommands++;
-    r.then(answer, (e) => answer(failure(name, e, this.deps))).finally(() => this.busyCommands--);
+    r.then(answer, fail).finally(() => this.busyCommands--);
   }
 
   /** Counts a command that is not run and logs it within the budget; the count says how many lines were held back. */
@@ -131,18 +134,21 @@ export class CommandInbox {
     );
   }
 
-  /** A signed command's nonce, committed before the command runs (a replay, even after a restart, finds it); an answer when it may not run. */
-  private claimNonce(verdict: Extract<Verdict, { ok: true }>, name: string): CommandAnswer | null {
+  /** A signed command's nonce, committed before the command runs (a replay, even after a restart, finds it); the refusal when it may not run. */
+  private claimNonce(verdict: Extract<Verdict, { ok: true }>, name: string): SitegateError | null {
     let claim;
     try {
       claim = this.deps.nonces.claimNonce(verdict.nonce, verdict.expiresAt, Date.now());
     } catch (e) {
       this.deps.log.error({ command: name, err: errorMessage(e) }, "cannot store the command's nonce; not run");
-      return errorAnswer("STORAGE_UNAVAILABLE", "storage cannot commit now; the command was not run");
+      return new SitegateError("STORAGE_UNAVAILABLE", "storage cannot commit now; the command was not run");
     }
     if (claim === "replayed")
-      return errorAnswer("CONFLICT", `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`);
-    if (claim === "full") return errorAnswer("UNAVAILABLE", "too many signed commands within command_max_age_s; try again later");
+      return new SitegateError(
+        "CONFLICT",
+        `nonce ${verdict.nonce} was used before; a signed command runs once (sign it again with a new nonce)`,
+      );
+    if (claim === "full") return new SitegateError("UNAVAILABLE", "too many signed commands within command_max_age_s; try again later");
     return null;
   }
 }

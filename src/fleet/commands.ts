@@ -3,8 +3,8 @@
 // reject the same requests), plus devicesync, events, ping and update (a request that a
 // root unit carries out). Each answer is
 // {status, data} or {status, error, message, details} (the B3 error body with a status).
-import { SitegateError, errorMessage, type ErrorCode, type ErrorDetail } from "../errors.js";
-import { asSitegateError, errorAnswer as serviceError } from "../services/errors.js";
+import { SitegateError, errorMessage } from "../errors.js";
+import { asSitegateError, errorAnswer } from "../services/errors.js";
 import { configureService, deviceSyncView, syncedDevices, type ConfigureDeps } from "../services/devices.js";
 import { listEvents } from "../services/events.js";
 import { submitDispatch, type DispatchSubmit } from "../dispatch/submit.js";
@@ -26,16 +26,6 @@ export interface CommandAnswer {
 }
 
 export const COMMANDS = ["dr", "configure", "devicesync", "events", "ping", "update"] as const;
-
-/** The B3 error body of a refused command, with the status the HTTPS route would answer (services/errors.ts). */
-export function errorAnswer(code: ErrorCode, message: string, details: ErrorDetail[] = []): CommandAnswer {
-  return answerOf(new SitegateError(code, message, { details }));
-}
-
-function answerOf(e: SitegateError): CommandAnswer {
-  const a = serviceError(e);
-  return { status: a.status, body: { status: a.status, error: a.code, message: a.message, details: a.details } };
-}
 
 const ok = (data: unknown): CommandAnswer => ({ status: 200, body: { status: 200, data } });
 
@@ -70,30 +60,33 @@ export function runCommand(name: string, payload: unknown, deps: CommandDeps): C
         const r = updateRequestSchema.safeParse(payload ?? {});
         if (!r.success) {
           const details = r.error.issues.map((i) => ({ path: i.path.join(".") || "body", message: i.message }));
-          return errorAnswer(
+          throw new SitegateError(
             "INVALID_REQUEST",
             "update takes {url: https://..., sha256: 64 hex digits, version: x.y.z, size?: bytes}",
-            details,
+            { details },
           );
         }
         // Refused here already (root checks again): who may ask, and from where it may download.
         const policy = requestPolicyRefusal(deps.config, r.data.url);
-        if (policy) return errorAnswer("FORBIDDEN", policy.message, [policy]);
+        if (policy) throw new SitegateError("FORBIDDEN", policy.message, { details: [policy] });
         writeUpdateRequest(deps.config.data_dir, r.data);
         deps.log.info({ version: r.data.version, url: r.data.url }, "update requested by the fleet");
         return { status: 202, body: { status: 202, data: { status: "requested", version: r.data.version } } };
       }
       default:
-        return errorAnswer("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
+        throw new SitegateError("NOT_FOUND", `no command "${name}" (known: ${COMMANDS.join(", ")})`);
     }
   } catch (e) {
     return failure(name, e, deps);
   }
 }
 
-/** The B3 error body for a failed command, with the status the HTTPS route would answer. */
+/**
+ * A refused or failed command's answer: the one errorAnswer (services/errors.ts) as the B3
+ * error body, with the status the HTTPS route would answer. A 500 is logged (a bug).
+ */
 export function failure(name: string, e: unknown, deps: Pick<CommandDeps, "log">): CommandAnswer {
-  const answer = answerOf(asSitegateError(e));
-  if (answer.status === 500) deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
-  return answer;
+  const a = errorAnswer(asSitegateError(e));
+  if (a.status === 500) deps.log.error({ command: name, err: errorMessage(e) }, "command failed");
+  return { status: a.status, body: { status: a.status, error: a.code, message: a.message, details: a.details } };
 }

@@ -45,7 +45,7 @@ export interface FleetDeps extends Omit<CommandDeps, "startedAt"> {
   /** The nonces of signed commands (committed before a command runs). */
   nonces: NonceStore;
   /** The delivery log: the fleet reads its events lane as consumer `mqtt`. */
-  messages: DeliveryLog;
+  deliveryLog: DeliveryLog;
   /** The fleet's own consumer of the sample store (nonces.ts telemetryConsumer). */
   telemetry: TelemetryCursor;
   dispatch: CommandDeps["dispatch"] & { running(): number };
@@ -68,10 +68,14 @@ export class Fleet implements Part {
   private readonly base: string;
   private readonly startedAt = Date.now();
   private connects = 0;
-  /** QoS 1 publishes without PUBACK on this connection, and those waiting for a free slot. */
+  /**
+   * The broker's Receive Maximum (MQTT v5 flow control) over every QoS 1 publish on this
+   * connection, the lanes' and the state's and command answers' alike: publishes without
+   * PUBACK, and those waiting for a slot. Not a delivery window: those are the lanes'
+   * (streams.ts; the telemetry lane's is the one stats() reports).
+   */
   private inflight = 0;
   private receiveMaximum = 65535;
-  private telemetryWindow = TELEMETRY_WINDOW;
   private readonly waiting: Array<() => void> = [];
   private stopping = false;
   private redial: MqttRedial | null = null;
@@ -150,7 +154,7 @@ export class Fleet implements Part {
       warned = false;
       announced = false;
       this.receiveMaximum = connack.properties?.receiveMaximum ?? 65535;
-      const window = (this.telemetryWindow = telemetryWindow(this.receiveMaximum));
+      const window = telemetryWindow(this.receiveMaximum);
       const resumed = connack.sessionPresent === true;
       deps.log.info(
         { url: f.url, client_id: opts.clientId, receive_maximum: this.receiveMaximum, telemetry_window: window, session_resumed: resumed },
@@ -187,7 +191,7 @@ export class Fleet implements Part {
         url: f.url,
         prefix: this.base,
         telemetry_cursor: deps.telemetry.through,
-        outbox: deps.messages.size(MQTT),
+        outbox: deps.deliveryLog.size(MQTT),
         signed_commands: this.inbox.signing,
       },
       "fleet uplink started",
@@ -204,7 +208,7 @@ export class Fleet implements Part {
 
   /** A message was appended to the delivery log (`messages_appended`). */
   messagesAppended(routes: readonly Route[]): void {
-    if (!this.stopping && routes.some((r) => r.consumer === MQTT)) this.streams?.events.wake();
+    if (!this.stopping) this.streams?.messagesAppended(routes);
   }
 
   /** The registry changed (`devices_changed`): the retained device view follows. */
@@ -304,7 +308,7 @@ export class Fleet implements Part {
       commands: this.inbox.commands,
       ...(this.streams?.stats() ?? { telemetry: NO_STATS, events: NO_STATS }),
       telemetry_cursor: this.deps.telemetry.through,
-      telemetry_window: this.telemetryWindow,
+      telemetry_window: this.streams?.telemetry.windowSize ?? TELEMETRY_WINDOW,
       attempts: this.redial?.attempts ?? 0,
       tls_contexts: this.tls?.built ?? 0,
     };

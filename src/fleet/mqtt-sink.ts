@@ -5,7 +5,7 @@
 // dead-lettered. While the connection is down the lane sends nothing new; MQTT.js resends
 // the publishes in flight (same packet, same key) once it is back.
 import type { Attempt, LaneItem, Sink } from "../delivery/lane.js";
-import type { Route } from "../delivery/log.js";
+import type { Route, Routes } from "../delivery/log.js";
 
 export const MQTT = "mqtt";
 export const EVENTS_LANE = "events";
@@ -14,6 +14,9 @@ export const EVENTS_LANE = "events";
 export function mqttRoute(topic = "events"): Route {
   return { consumer: MQTT, lane: EVENTS_LANE, address: topic };
 }
+
+/** The fleet's routing: every message dispatch hands over (execution responses, event states) goes to its events lane. */
+export const fleetRoutes: Routes = () => mqttRoute();
 
 const OK: Attempt = { outcome: "ok" };
 const STOPPED: Attempt = { outcome: "transient", error: "fleet uplink stopped" };

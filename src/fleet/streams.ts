@@ -1,15 +1,16 @@
 // The fleet's two streams, lanes of the delivery core into one MQTT sink: `telemetry`
-// (the stored snapshots after the fleet's own cursor on the sample store, as the data
-// push's bodies) and `events` (the mqtt consumer's lane of the delivery log). Each is
-// settled on PUBACK only; a broker's refusal is retried, never dead-lettered; while the
+// (the stored snapshots after the fleet's own cursor on the sample store, written by the
+// data push's one writer, uplink/data-push.ts) and `events` (the mqtt consumer's lane of
+// the delivery log). Each is settled on PUBACK only; a broker's refusal is retried, never dead-lettered; while the
 // connection is down nothing new is sent (MQTT.js resends what was in flight).
 import type { Logger } from "../log.js";
 import type { TelemetryCursor } from "../telemetry/sample-store.js";
-import { Lane, type LaneStats } from "../delivery/lane.js";
-import type { DeliveryLog } from "../delivery/log.js";
+import type { Lane, LaneStats } from "../delivery/lane.js";
+import { LaneGroup } from "../delivery/lane-group.js";
+import type { DeliveryLog, Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
-import { TelemetryBodies } from "./telemetry-bodies.js";
+import { DataPushWriter } from "../uplink/data-push.js";
 import { EVENTS_LANE, MQTT, MqttSink } from "./mqtt-sink.js";
 import type { QoS1 } from "./command-inbox.js";
 import { brokerEndpoint } from "../util/loopback.js";
@@ -43,7 +44,7 @@ export interface StreamStats {
 export interface StreamDeps {
   site: string;
   log: Logger;
-  messages: DeliveryLog;
+  deliveryLog: DeliveryLog;
   telemetry: TelemetryCursor;
   instance: () => string;
   /** The broker: its host sets the retry policy's cap. */
@@ -55,6 +56,7 @@ export class FleetStreams {
   readonly telemetry: Lane;
   readonly events: Lane;
   private readonly sink: MqttSink;
+  private readonly lanes: LaneGroup;
 
   constructor(deps: StreamDeps, topic: (sub: string) => string, qos1: QoS1, connected: () => boolean) {
     // No content type (every payload is JSON: docs/fleet.md). Telemetry carries nothing
@@ -76,18 +78,17 @@ export class FleetStreams {
     const policy = brokerBackoff(brokerEndpoint(deps.fleet.url).host);
     const backoff = deps.backoff ?? ((n: number) => retryDelayMs(policy, n));
     const opts = { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 2000 };
-    const bodies = new TelemetryBodies(deps.site, deps.instance);
+    const writer = new DataPushWriter(deps.site, deps.instance);
     const snapshots = new SnapshotSource(deps.telemetry, {
       kind: "telemetry",
       address: "telemetry",
-      encode: (snap) => bodies.encode(snap),
+      encode: (snap) => writer.encode(snap),
       batch: TELEMETRY_WINDOW,
       maxAhead: TELEMETRY_AHEAD,
     });
-    this.telemetry = new Lane("telemetry", snapshots, sink, deps.log, backoff, TELEMETRY_WINDOW, opts);
-    this.events = new Lane(EVENTS_LANE, new LogSource(deps.messages, MQTT, EVENTS_LANE), sink, deps.log, backoff, EVENTS_WINDOW, opts);
-    this.telemetry.start();
-    this.events.start();
+    this.lanes = new LaneGroup(sink, deps.log, backoff, opts);
+    this.telemetry = this.lanes.open("telemetry", snapshots, TELEMETRY_WINDOW);
+    this.events = this.lanes.open(EVENTS_LANE, new LogSource(deps.deliveryLog, MQTT, EVENTS_LANE), EVENTS_WINDOW);
   }
 
   /** Connected: the telemetry window follows the broker's Receive Maximum; both lanes send what is due. */
@@ -96,15 +97,20 @@ export class FleetStreams {
     this.events.wake();
   }
 
+  /** A message was appended to the delivery log: the lanes its mqtt routes name wake. */
+  messagesAppended(routes: readonly Route[]): void {
+    this.lanes.wakeRoutes(routes, MQTT);
+  }
+
   stats(): { telemetry: StreamStats; events: StreamStats } {
     return { telemetry: streamStats(this.telemetry.stats), events: streamStats(this.events.stats) };
   }
 
   /** What is in flight stays unsettled: after the store's cursor, in the log. */
   async stop(): Promise<void> {
-    const lanes = [this.telemetry.stop(), this.events.stop()];
+    const lanes = this.lanes.stop();
     this.sink.close();
-    await Promise.all(lanes);
+    await lanes;
   }
 }
 

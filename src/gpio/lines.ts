@@ -8,7 +8,7 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../model/roles.js";
-import { DeclaredDevice, type LocalRole } from "../devices/local.js";
+import { LocalDevice, type LocalRole } from "../devices/local.js";
 import type { DeviceFamily } from "../devices/family.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
 import type { ChipBackend, Level } from "./backend.js";
@@ -21,7 +21,7 @@ export type InputConfig = GpioInputConfig;
 /** Told when an input's debounced active state is first known and whenever it changes. */
 export type InputListener = (input: InputConfig, active: boolean) => void;
 
-abstract class GpioDevice extends DeclaredDevice {
+abstract class GpioDevice extends LocalDevice {
   protected readonly family = "gpio";
   protected ok: string | null = null;
   protected error: string | null = "not read yet";
@@ -183,7 +183,7 @@ export class GpioLines implements Part, DeviceFamily {
     }
   }
 
-  devices(): readonly DeclaredDevice[] {
+  devices(): readonly LocalDevice[] {
     return [...this.outputs, ...this.inputs];
   }
 

@@ -6,7 +6,7 @@
 //   curtail   Curtailable        a PV inverter's limit in % of its rating
 //   switch    Switchable         a load switched off (a relay's coils, a plug, a GPIO output)
 //   setpoint  Setpoint           a heating setpoint set back (a thermostat)
-// and `capture` / `restore`: an opaque pre-state the dispatch ledger commits before the
+// and `capture` / `revert`: an opaque pre-state the dispatch ledger commits before the
 // first write and hands back to put the device back. Only the device's own family reads
 // what is inside it (registers and coils for Modbus, on/off for a plug, °C for a
 // thermostat). Dispatch, the status page, device sync and the fleet program against this
@@ -74,7 +74,7 @@ export interface Curtailable {
   readonly refreshMs: number;
 }
 
-/** A switched load: a shed switches it off; the ledger's restore switches it back as it was. */
+/** A switched load: a shed switches it off; the ledger's release reverts it to how it was. */
 export interface Switchable {
   /** Resolves once the device reads its outputs off (a relay's coils, a plug's state, a line's level). */
   switchOff(): Promise<void>;
@@ -124,11 +124,11 @@ export interface Device extends Readable {
    */
   capture(action: ActionName, held?: PreState): Promise<PreState>;
   /** Writes a captured pre-state back (the reverse of the order it was taken in). */
-  restore(pre: PreState): Promise<void>;
+  revert(pre: PreState): Promise<void>;
   /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
   verify(pre: PreState): Promise<string | undefined>;
-  /** Puts the device back to its own control when no pre-state is held (a profile's `release`); absent: nothing to do. */
-  release?(): Promise<void>;
+  /** Hands the device back to its own control when no pre-state is held (a profile's `release` action); absent: nothing to do. */
+  handBack?(): Promise<void>;
   /**
    * Reads the device once right after a write of any capability (its power, in the
    * control lane where it has a bus): the latest values take it at once. {} when it has

@@ -9,7 +9,8 @@ import type { SiteDevices } from "../devices/directory.js";
 import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
-import { NonceStore, telemetryConsumer } from "../fleet/nonces.js";
+import { NonceStore } from "../fleet/nonces.js";
+import { telemetryConsumer } from "../fleet/telemetry-cursor.js";
 import type { DeliveryLog } from "../delivery/log.js";
 import { HealthMonitor } from "../health.js";
 import type { Logger } from "../log.js";
@@ -33,7 +34,7 @@ export interface Core {
   modbus: ModbusEngine;
   poller: Poller;
   samples: SampleStore;
-  messages: DeliveryLog;
+  deliveryLog: DeliveryLog;
   uplink: Uplink;
   dispatch: Dispatcher;
 }
@@ -56,7 +57,7 @@ export function healthMonitor(c: Core, log: (part: string) => Logger): HealthMon
       return { configured: devs.length, online: devs.filter((d) => c.poller.health(d.config.device_id)?.online).length };
     },
     readsOk: () => c.poller.stats.reads_ok,
-    backlog: () => ({ outbox: c.uplink.outboxDepth(), snapshots: c.samples.stats().pending_snapshots }),
+    backlog: () => ({ outbox: c.uplink.pendingMessages(), snapshots: c.samples.stats().pending_snapshots }),
   };
   const monitor = new HealthMonitor(sources, new SystemdNotifier(log("systemd")), log("health"));
   monitor.setEventsRunning(() => c.dispatch.running());
@@ -90,7 +91,7 @@ export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: L
   return {
     config,
     ...own,
-    messages: c.messages,
+    deliveryLog: c.deliveryLog,
     devices,
     dispatch,
     connector,

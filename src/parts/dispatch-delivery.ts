@@ -1,38 +1,33 @@
-// What dispatch hands over for delivery: each execution response appended once to the
-// delivery log for the partner (https) and the fleet (mqtt), and each event state for the
-// fleet, all inside the dispatcher's transaction (a failure here rolls it back, so these are calls, not bus
-// events). Idempotency-Keys are derived from the database's instance id and the event,
-// so a message queued again after a crash keeps its key.
-import type { Config } from "../config/schema.js";
+// What dispatch hands over for delivery: each execution response and each event state
+// appended once to the delivery log, for every sink whose routing takes that kind (the
+// partner takes execution responses, the fleet both), all inside the dispatcher's
+// transaction (a failure here rolls it back, so these are calls, not bus events).
+// Idempotency-Keys are derived from the database's instance id and the event, so a
+// message queued again after a crash keeps its key.
 import type { DispatcherDeps } from "../dispatch/dispatcher.js";
-import type { DeliveryLog } from "../delivery/log.js";
-import { mqttRoute } from "../fleet/mqtt-sink.js";
+import type { DeliveryLog, Route, Routes } from "../delivery/log.js";
 import type { StoragePart } from "../storage/part.js";
 import { nameKey } from "../util/idempotency.js";
-import { httpsRoute, instanceId, messageOf } from "../uplink/callbacks.js";
+import { instanceId, messageOf } from "../uplink/callbacks.js";
 
 export class DispatchDelivery {
   private ns = "";
 
   constructor(
-    private readonly config: Config,
     private readonly storage: StoragePart,
-    private readonly messages: DeliveryLog,
-    /** A fleet is configured: its consumer gets the messages too. */
-    private readonly fleet: boolean,
+    private readonly deliveryLog: DeliveryLog,
+    /** Each sink's routing (uplink/callbacks.ts partnerRoutes, fleet/mqtt-sink.ts fleetRoutes). */
+    private readonly sinks: readonly Routes[],
   ) {}
 
   /** The database's instance id, namespace of every derived key (read once, after storage starts). */
   readonly instance = (): string => (this.ns ||= instanceId(this.storage.db));
 
   readonly respond: DispatcherDeps["respond"] = (spec, body) => {
-    const idempotencyKey = nameKey(this.instance(), `execution:${spec.event_id}`);
-    const routes = [httpsRoute("execution_response", this.config.partner.execution_url), ...(this.fleet ? [mqttRoute()] : [])];
-    this.messages.append(messageOf("execution_response", body, idempotencyKey), routes);
+    this.append("execution_response", body, `execution:${spec.event_id}`);
   };
 
   readonly onState: NonNullable<DispatcherDeps["onState"]> = (spec, state, at) => {
-    if (!this.fleet) return;
     const body = {
       event_id: spec.event_id,
       source: spec.source,
@@ -41,8 +36,12 @@ export class DispatchDelivery {
       state,
       at: new Date(at).toISOString(),
     };
-    this.messages.append(messageOf("event_state", body, nameKey(this.instance(), `event_state:${spec.event_id}:${state}:${at}`)), [
-      mqttRoute(),
-    ]);
+    this.append("event_state", body, `event_state:${spec.event_id}:${state}:${at}`);
   };
+
+  /** A message of `kind` for every sink that takes it (none: nothing is written). */
+  private append(kind: string, body: unknown, keyName: string): void {
+    const routes = this.sinks.map((r) => r(kind)).filter((r): r is Route => r !== null);
+    if (routes.length) this.deliveryLog.append(messageOf(kind, body, nameKey(this.instance(), keyName)), routes);
+  }
 }

@@ -10,14 +10,14 @@
 // Migration 3 moves the rows of ul_outbox and ul_dead_letter (migrations 1 and 2), the
 // tables of an earlier release, into the log; ul_meta keeps the instance id.
 import type { Db, ModuleMigrations } from "../storage/db.js";
-import { DELIVERY_MIGRATIONS, DeliveryLog, type Route } from "../delivery/log.js";
+import { DELIVERY_MIGRATIONS, DeliveryLog, type Route, type Routes } from "../delivery/log.js";
 import { migrate } from "../storage/db.js";
 import { newKey } from "../util/idempotency.js";
 import { SitegateError } from "../errors.js";
 
 export const HTTPS = "https";
 
-export const OUTBOX_MIGRATIONS: ModuleMigrations = {
+export const UPLINK_MIGRATIONS: ModuleMigrations = {
   module: "uplink",
   migrations: [
     {
@@ -107,31 +107,36 @@ export function laneOf(kind: string): string {
 const KIND_RE = /^[a-z][a-z0-9_]{0,63}$/;
 const KEY_RE = /^[\x21-\x7e]{1,200}$/;
 
-/** Where a callback of `kind` to `url` waits in the log; TypeError on bad input. */
+/** The partner's routing: execution responses to its execution callback; nothing else dispatch hands over. */
+export function partnerRoutes(executionUrl: string): Routes {
+  return (kind) => (kind === "execution_response" ? httpsRoute(kind, executionUrl) : null);
+}
+
+/** Where a callback of `kind` to `url` waits in the log; INVALID_REQUEST on a bad kind or URL. */
 export function httpsRoute(kind: string, url: string): Route {
   if (!KIND_RE.test(kind))
     throw new SitegateError(
       "INVALID_REQUEST",
-      `outbox: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`,
+      `delivery log: kind ${JSON.stringify(kind)} must be snake_case letters and digits (e.g. "execution_response")`,
     );
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw new SitegateError("INVALID_REQUEST", `outbox: ${JSON.stringify(url)} is not a URL`);
+    throw new SitegateError("INVALID_REQUEST", `delivery log: ${JSON.stringify(url)} is not a URL`);
   }
   if (u.protocol !== "https:")
-    throw new SitegateError("INVALID_REQUEST", `outbox: callbacks go to https:// URLs only, not ${u.protocol}//`);
+    throw new SitegateError("INVALID_REQUEST", `delivery log: callbacks go to https:// URLs only, not ${u.protocol}//`);
   return { consumer: HTTPS, lane: laneOf(kind), address: url };
 }
 
-/** A message body as JSON text, and its key (the caller's or a new one); TypeError on bad input. */
+/** A message body as JSON text, and its key (the caller's or a new one); INVALID_REQUEST on a bad key or body. */
 export function messageOf(kind: string, body: unknown, idempotencyKey?: string): { kind: string; body: string; idempotencyKey: string } {
   if (idempotencyKey !== undefined && !KEY_RE.test(idempotencyKey)) {
-    throw new SitegateError("INVALID_REQUEST", "outbox: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
+    throw new SitegateError("INVALID_REQUEST", "delivery log: idempotencyKey must be 1 to 200 printable ASCII characters without spaces");
   }
   const text = JSON.stringify(body);
-  if (text === undefined) throw new SitegateError("INVALID_REQUEST", "outbox: the body cannot be serialized as JSON");
+  if (text === undefined) throw new SitegateError("INVALID_REQUEST", "delivery log: the body cannot be serialized as JSON");
   return { kind, body: text, idempotencyKey: idempotencyKey ?? newKey() };
 }
 
@@ -139,7 +144,7 @@ export function messageOf(kind: string, body: unknown, idempotencyKey?: string):
  * Commits a callback of `kind` to `url` to the log (its lane wakes on `messages_appended`)
  * and returns its id and Idempotency-Key. A caller's own key makes the call idempotent
  * across a crash: a message with that key already queued (or dead-lettered) is returned,
- * not queued twice. Throws a TypeError on bad input, and if SQLite cannot commit.
+ * not queued twice. Throws INVALID_REQUEST on bad input, STORAGE_UNAVAILABLE if SQLite cannot commit.
  */
 export function queueCallback(
   log: DeliveryLog,

@@ -13,17 +13,18 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { StoragePart } from "../storage/part.js";
 import type { SampleStore, TelemetryCursor } from "../telemetry/sample-store.js";
-import { Lane, type LaneOptions, type LaneStats } from "../delivery/lane.js";
+import type { Lane, LaneOptions, LaneStats } from "../delivery/lane.js";
+import { LaneGroup } from "../delivery/lane-group.js";
 import { DeliveryLog, type Route } from "../delivery/log.js";
 import { LogSource } from "../delivery/log-source.js";
 import { SnapshotSource } from "../delivery/snapshot-source.js";
-import { buildPayloads } from "./data-push.js";
+import { DataPushWriter } from "./data-push.js";
 import { HttpSender } from "./http-sender.js";
 import { HttpsSink } from "./https-sink.js";
 import { HTTPS, instanceId } from "./callbacks.js";
 import { SitegateError } from "../errors.js";
 import { laneRetryDelay } from "../util/reconnect-backoff.js";
-export { OUTBOX_MIGRATIONS } from "./callbacks.js";
+export { UPLINK_MIGRATIONS } from "./callbacks.js";
 export type { LaneStats } from "../delivery/lane.js";
 
 export const DATA_PUSH_LANE = "data_push";
@@ -46,18 +47,19 @@ export interface UplinkOptions {
   /** How often an idle lane re-checks its queue for messages put there by another process. */
   idleRecheckMs?: number;
   /** The delivery log shared with the other consumers (one of its own otherwise). */
-  messages?: DeliveryLog;
+  deliveryLog?: DeliveryLog;
 }
 
 export class Uplink implements Part {
   readonly name = "uplink";
   private sink: HttpsSink | null = null;
   private sender: HttpSender | null = null;
-  private lanes = new Map<string, Lane>();
+  /** The lanes into the sink, while started. */
+  private lanes: LaneGroup | null = null;
   private discover: NodeJS.Timeout | null = null;
   private readonly opts: LaneOptions;
   /** The delivery log; its consumer `https` is the partner's callbacks. */
-  readonly messages: DeliveryLog;
+  readonly deliveryLog: DeliveryLog;
   private readonly push: TelemetryCursor;
   private stopping = false;
 
@@ -71,7 +73,7 @@ export class Uplink implements Part {
     opts: UplinkOptions = {},
   ) {
     this.opts = { rejectWindowMs: REJECT_WINDOW_MS, idleRecheckMs: opts.idleRecheckMs ?? IDLE_RECHECK_MS };
-    this.messages = opts.messages ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
+    this.deliveryLog = opts.deliveryLog ?? new DeliveryLog(storage, (routes) => this.messagesAppended(routes));
     // The data push is the store's busiest consumer: its cursor rides in the rows.
     this.push = samples.consumer(DATA_PUSH_LANE, { inRow: true });
   }
@@ -81,19 +83,13 @@ export class Uplink implements Part {
   }
 
   private laneFor(name: string): Lane {
-    let lane = this.lanes.get(name);
-    if (!lane) {
-      if (!this.sink) throw new SitegateError("INTERNAL", "uplink is not started");
-      lane = new Lane(name, this.logSource(name), this.sink, this.log, this.backoff, 1, this.opts);
-      this.lanes.set(name, lane);
-      lane.start();
-    }
-    return lane;
+    if (!this.lanes) throw new SitegateError("INTERNAL", "uplink is not started");
+    return this.lanes.get(name) ?? this.lanes.open(name, this.logSource(name));
   }
 
   /** A lane found empty is asked again at its idle re-check at the latest (another process may have queued). */
   private logSource(lane: string): LogSource {
-    return new LogSource(this.messages, HTTPS, lane, this.opts.idleRecheckMs / 2);
+    return new LogSource(this.deliveryLog, HTTPS, lane, this.opts.idleRecheckMs / 2);
   }
 
   start(): void {
@@ -102,18 +98,18 @@ export class Uplink implements Part {
     const p = this.config.partner;
     this.sender = new HttpSender({ headers: p.headers, timeoutMs: p.timeout_ms, caFile: p.ca_file });
     this.sink = new HttpsSink(this.sender);
-    const site = this.config.site_id;
     const instance = instanceId(db);
+    const writer = new DataPushWriter(this.config.site_id, () => instance);
     const url = this.dataPushUrl;
     const pushSource = new SnapshotSource(this.push, {
       kind: DATA_PUSH_LANE,
       address: url,
-      encode: (snap) => buildPayloads(snap, site, instance).map((p) => ({ body: p.body, key: p.idempotencyKey })),
+      encode: (snap) => writer.encode(snap),
       batch: DATA_PUSH_IN_FLIGHT,
       maxAhead: MAX_AHEAD,
       // A data push was never in the log: its dead letter is written there, and comes back through it when retried.
       deadLetter: (p, error, attempts) =>
-        this.messages.deadLetter(
+        this.deliveryLog.deadLetter(
           {
             consumer: HTTPS,
             lane: DATA_PUSH_LANE,
@@ -128,9 +124,8 @@ export class Uplink implements Part {
         ),
       before: this.logSource(DATA_PUSH_LANE),
     });
-    const push = new Lane(DATA_PUSH_LANE, pushSource, this.sink, this.log, this.backoff, DATA_PUSH_IN_FLIGHT, this.opts);
-    this.lanes.set(DATA_PUSH_LANE, push);
-    push.start();
+    this.lanes = new LaneGroup(this.sink, this.log, this.backoff, this.opts);
+    this.lanes.open(DATA_PUSH_LANE, pushSource, DATA_PUSH_IN_FLIGHT);
     this.laneFor("execution");
     this.discoverLanes();
     // Another process (sitegate outbox retry) may queue messages for a lane not running yet.
@@ -140,8 +135,8 @@ export class Uplink implements Part {
       {
         data_push_url: this.dataPushUrl,
         pending_snapshots: this.samples.stats().pending_snapshots,
-        callbacks: this.messages.size(HTTPS),
-        dead_letters: this.messages.deadCount(HTTPS),
+        callbacks: this.deliveryLog.size(HTTPS),
+        dead_letters: this.deliveryLog.deadCount(HTTPS),
       },
       "uplink started",
     );
@@ -149,33 +144,32 @@ export class Uplink implements Part {
 
   /** A snapshot was appended to the sample store (`samples_appended`): the data push sends it. */
   samplesAppended(): void {
-    if (!this.stopping) this.lanes.get(DATA_PUSH_LANE)?.wake();
+    if (!this.stopping) this.lanes?.get(DATA_PUSH_LANE)?.wake();
   }
 
   /** A message was appended to the log (`messages_appended`); while stopped, the next start sends it. */
   messagesAppended(routes: readonly Route[]): void {
-    if (this.stopping || !this.sink) return;
-    for (const r of routes) if (r.consumer === HTTPS) this.laneFor(r.lane).wake();
+    if (!this.stopping) this.lanes?.wakeRoutes(routes, HTTPS, (lane) => this.logSource(lane));
   }
 
   private discoverLanes(): void {
     try {
-      if (this.stopping) return;
-      for (const name of this.messages.lanes(HTTPS)) if (!this.lanes.has(name)) this.laneFor(name);
+      if (this.stopping || !this.lanes) return;
+      for (const name of this.deliveryLog.lanes(HTTPS)) this.laneFor(name);
     } catch (e) {
       this.log.warn({ err: e }, "cannot list the callback lanes");
     }
   }
 
   /** Callbacks waiting in the log (0 before start). */
-  outboxDepth(): number {
-    return this.sink ? this.messages.size(HTTPS) : 0;
+  pendingMessages(): number {
+    return this.sink ? this.deliveryLog.size(HTTPS) : 0;
   }
 
   /** Callbacks waiting in the log (data pushes aside), and when the oldest was committed. */
   backlog(): { depth: number; oldest_at: string | null } {
-    const oldest = Math.min(...this.messages.oldestByLane(HTTPS).map((r) => r.at));
-    return { depth: this.messages.size(HTTPS), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
+    const oldest = Math.min(...this.deliveryLog.oldestByLane(HTTPS).map((r) => r.at));
+    return { depth: this.deliveryLog.size(HTTPS), oldest_at: Number.isFinite(oldest) ? new Date(oldest).toISOString() : null };
   }
 
   /** Per lane, how long the oldest message not yet accepted by the partner has waited. */
@@ -183,21 +177,21 @@ export class Uplink implements Part {
     if (!this.sink) return [];
     const [snap] = this.push.pending(1);
     const age = (at: number | null | undefined) => (at == null ? 0 : Math.max(0, (now - at) / 1000));
-    const byLane = new Map(this.messages.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
-    const lanes = new Set([...this.lanes.keys(), ...byLane.keys()]);
+    const byLane = new Map(this.deliveryLog.oldestByLane(HTTPS).map((r) => [r.lane, r.at]));
+    const lanes = new Set([...(this.lanes?.names() ?? []), ...byLane.keys()]);
     lanes.delete("data_push");
     return [{ lane: "data_push", age_s: age(snap?.ts) }, ...[...lanes].sort().map((lane) => ({ lane, age_s: age(byLane.get(lane)) }))];
   }
 
   stats(): Record<string, LaneStats> {
-    return Object.fromEntries([...this.lanes].map(([name, l]) => [name, { ...l.stats }]));
+    return this.lanes?.stats() ?? {};
   }
 
   /** Warnings for /healthz: lanes held because the partner answers 401/403/404. */
   health(): { warnings: UplinkWarning[] } {
     const warnings: UplinkWarning[] = [];
-    for (const [lane, l] of this.lanes) {
-      const h = l.stats.credentials_rejected;
+    for (const [lane, l] of Object.entries(this.stats())) {
+      const h = l.credentials_rejected;
       if (h)
         warnings.push({
           lane,
@@ -254,14 +248,14 @@ export class Uplink implements Part {
 
   /** Dead letters in the database (also those another process added). */
   deadLetterCount(): number {
-    return this.sink ? this.messages.deadCount(HTTPS) : 0;
+    return this.sink ? this.deliveryLog.deadCount(HTTPS) : 0;
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.discover) clearInterval(this.discover);
-    await Promise.all([...this.lanes.values()].map((l) => l.stop()));
-    this.lanes.clear();
+    await this.lanes?.stop();
+    this.lanes = null;
     this.samples.persistCursor();
     this.sender?.close();
   }

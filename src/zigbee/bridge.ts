@@ -19,7 +19,7 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { zigbeeNameProblem, type ZigbeeConfig } from "../config/local-schema.js";
-import type { DeclaredDevice } from "../devices/local.js";
+import type { LocalDevice } from "../devices/local.js";
 import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";
 import { LogBudget } from "../util/log-budget.js";
@@ -80,7 +80,7 @@ export class ZigbeeBridge implements Part, DeviceFamily, BridgeLink {
     return this.redial?.attempts ?? 0;
   }
 
-  devices(): readonly DeclaredDevice[] {
+  devices(): readonly LocalDevice[] {
     return this.devs;
   }
 

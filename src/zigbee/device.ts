@@ -2,7 +2,7 @@
 // behind its zigbee2mqtt bridge: its place in the bridge's device list, its latest state,
 // and its commands, each counted done only once a state message shows it.
 import { SitegateError } from "../errors.js";
-import { DeclaredDevice, type LocalRole } from "../devices/local.js";
+import { LocalDevice, type LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
 import { opModeCode, roleOfWire, typed } from "../model/roles.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
@@ -24,7 +24,7 @@ interface Waiter {
 }
 
 /** One configured Zigbee device: its place in the bridge's list, its latest state, commands awaiting confirmation. */
-export class ZigbeeDevice extends DeclaredDevice {
+export class ZigbeeDevice extends LocalDevice {
   readonly role: LocalRole;
   protected readonly family = "zigbee";
   /** Its entry in the bridge's device list. */

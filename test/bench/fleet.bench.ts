@@ -9,9 +9,11 @@ import type { BenchFn, BenchRow } from "./types.js";
 import { flagSets, runInChild } from "./in-child.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
-import { OUTBOX_MIGRATIONS, instanceId } from "../../src/uplink/callbacks.js";
+import { UPLINK_MIGRATIONS, instanceId } from "../../src/uplink/callbacks.js";
 import { buildPayloads } from "../../src/uplink/data-push.js";
-import { FLEET_MIGRATIONS, NonceStore, telemetryConsumer } from "../../src/fleet/nonces.js";
+import { FLEET_MIGRATIONS } from "../../src/fleet/migrations.js";
+import { NonceStore } from "../../src/fleet/nonces.js";
+import { telemetryConsumer } from "../../src/fleet/telemetry-cursor.js";
 import { DeliveryLog } from "../../src/delivery/log.js";
 import { Fleet } from "../../src/fleet/fleet.js";
 import { systemClock } from "../../src/util/clock.js";
@@ -99,7 +101,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
   const config = testConfig(join(ctx.dir, "gw"), {
     fleet: { url: broker.url, username: "site-001", password: GATEWAY_PASSWORD, topic_prefix: "sitegate", keepalive_s: 30 },
   });
-  const storage = new StoragePart(config.data_dir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS, FLEET_MIGRATIONS], log);
+  const storage = new StoragePart(config.data_dir, [SAMPLE_MIGRATIONS, UPLINK_MIGRATIONS, FLEET_MIGRATIONS], log);
   // The fleet hears of each append as the composition root's listener would tell it.
   let fleet: Fleet | null = null;
   const samples = new SampleStore(storage, { retentionBytes: 1024 * 1024 * 1024, log, appended: () => fleet?.samplesAppended() });
@@ -111,7 +113,7 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     config,
     fleet: config.fleet!,
     nonces: new NonceStore(storage),
-    messages: new DeliveryLog(storage),
+    deliveryLog: new DeliveryLog(storage),
     telemetry,
     devices: { list: () => [], get: () => undefined, version: 0 },
     dispatch: { submitFinal: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },

@@ -74,7 +74,7 @@ async function event(dev: ProfileDevice, site: SimHandle, unit: number): Promise
   pre = await dev.capture("discharge", pre);
   await dev.power!.setPower("discharge", REQUEST_W);
   const discharging = (await simDevice(site, unit)).power_w as number;
-  await dev.restore(pre);
+  await dev.revert(pre);
   assert.equal(await dev.verify(pre), undefined, `${dev.id}: the pre-event state reads back`);
   return { charging, discharging };
 }
@@ -163,7 +163,7 @@ test("a Deye setting kept in flash is written only where it differs: a repeated 
       assert.equal(cells(act).length, count, `${action} on the factory settings: ${JSON.stringify(act)}`);
       await dev.power!.setPower(action, REQUEST_W);
       assert.equal((await written()).length, start + act.length, `the same ${action} again writes nothing`);
-      await dev.restore(pre);
+      await dev.revert(pre);
       const back = (await written()).slice(start + act.length);
       assert.deepEqual(cells(back), cells(act), `the write-back writes exactly the registers the ${action} changed`);
     }

@@ -127,7 +127,7 @@ test("an upgrade keeps every undelivered HTTPS and MQTT message and delivers eac
           );
 
           // The dead letter came along: listed with its key, sent once when retried.
-          const messages = gw.daemon.part<Uplink>("uplink").messages;
+          const messages = gw.daemon.part<Uplink>("uplink").deliveryLog;
           const [dead] = messages.deadLetters(HTTPS);
           assert.equal(dead.idempotency_key, "exec-e-0");
           assert.equal(dead.attempts, 40);

@@ -21,7 +21,7 @@ test("a partner presenting a certificate the gateway does not trust gets nothing
       const rig = await startUplink(join(dir, "data"), sink); // trusts the test CA only
       try {
         for (let i = 0; i < 3; i++) rig.samples.append(snapshot(i));
-        queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-tls", status: "completed" });
+        queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-tls", status: "completed" });
         await until(
           () => rig.uplink.stats().data_push.failures >= 2 && rig.uplink.stats().execution.failures >= 2,
           "refused attempts on both lanes",
@@ -29,7 +29,7 @@ test("a partner presenting a certificate the gateway does not trust gets nothing
         assert.match(rig.uplink.stats().data_push.last_error ?? "", /SELF_SIGNED|self[- ]signed|certificate/i);
         assert.equal(sink.requests.length, 0, "no request reached the untrusted partner");
         assert.equal(rig.samples.stats().pending_snapshots, 3, "the snapshots wait");
-        assert.equal(rig.uplink.messages.size(HTTPS), 1, "the execution response waits");
+        assert.equal(rig.uplink.deliveryLog.size(HTTPS), 1, "the execution response waits");
       } finally {
         await rig.stop();
       }

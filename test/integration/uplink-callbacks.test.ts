@@ -46,8 +46,8 @@ test("a partner answering 204 or 202 has the message: settled once, never sent a
   await withRig({}, async (sink, rig) => {
     sink.decide = (r) => ({ status: r.path === "/exec" ? 202 : 204 });
     for (let i = 0; i < 3; i++) rig.samples.append(snapshot(i));
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
-    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.messages.size(HTTPS) === 0, "every message settled");
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-1", status: "completed" });
+    await until(() => rig.samples.stats().pending_snapshots === 0 && rig.uplink.deliveryLog.size(HTTPS) === 0, "every message settled");
     rig.samples.append(snapshot(3));
     await until(() => rig.samples.stats().pending_snapshots === 0, "the next push settled");
     assert.equal(sink.requests.length, 5, "each message sent once");
@@ -67,9 +67,9 @@ test("a redirect is followed once, to the same origin only; another origin (or h
             : r.path === "/away"
               ? { status: 308, headers: { location: `${other.url}/exec` } }
               : undefined;
-      queueCallback(rig.uplink.messages, "notice", `${sink.url}/plain`, { n: 0 });
-      queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/away`, { event_id: "e-away" });
-      queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/old`, { event_id: "e-r" });
+      queueCallback(rig.uplink.deliveryLog, "notice", `${sink.url}/plain`, { n: 0 });
+      queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/away`, { event_id: "e-away" });
+      queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/old`, { event_id: "e-r" });
       await sink.waitFor(() => sink.accepted("/new").length === 1, 10000, "the redirected POST");
       const [moved] = sink.accepted("/new");
       assert.deepEqual(moved.body, { event_id: "e-r" }, "the message after the refused redirect is not held back");
@@ -82,12 +82,12 @@ test("a redirect is followed once, to the same origin only; another origin (or h
         "the other origin received nothing: no partner headers, no body",
       );
       await until(
-        () => rig.uplink.messages.size(HTTPS) === 0 && rig.uplink.deadLetterCount() === 2,
+        () => rig.uplink.deliveryLog.size(HTTPS) === 0 && rig.uplink.deadLetterCount() === 2,
         "both refused redirects dead-lettered",
       );
       assert.equal(sink.requests.filter((r) => r.path === "/away").length, 1, "not retried");
       assert.equal(sink.requests.filter((r) => r.path === "/plain").length, 1, "not retried");
-      const errors = rig.uplink.messages
+      const errors = rig.uplink.deliveryLog
         .deadLetters(HTTPS)
         .map((d) => d.last_error ?? "")
         .sort();
@@ -107,7 +107,7 @@ test("429 with Retry-After waits as told, then delivers", async () => {
       first = false;
       return { status: 429, headers: { "retry-after": "1" } };
     };
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-429" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-429" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
     const [a, b] = sink.requests;
     assert.equal(a.status, 429);
@@ -125,7 +125,7 @@ test("429 with Retry-After as an HTTP date waits until that date, then delivers"
       until429 = (Math.floor(Date.now() / 1000) + 2) * 1000;
       return { status: 429, headers: { "retry-after": new Date(until429).toUTCString() } };
     };
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-429-date" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-429-date" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the retry");
     const [a, b] = sink.requests;
     assert.equal(a.status, 429);
@@ -141,11 +141,11 @@ test("429 with Retry-After as an HTTP date waits until that date, then delivers"
 test("execution responses travel in their own lane: a failing kind never holds them back", async () => {
   await withRig({}, async (sink, rig) => {
     sink.decide = (r) => (r.path === "/other" ? { status: 503 } : undefined);
-    queueCallback(rig.uplink.messages, "device_report", `${sink.url}/other`, { n: 1 });
+    queueCallback(rig.uplink.deliveryLog, "device_report", `${sink.url}/other`, { n: 1 });
     await sink.waitFor(() => sink.requests.some((r) => r.path === "/other"), 5000, "the failing kind tried");
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-2" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-2" });
     await sink.waitFor(() => sink.accepted("/exec").length === 1, 10000, "the execution response");
-    assert.equal(rig.uplink.messages.pending(HTTPS).filter((m) => m.lane === "device_report").length, 1, "the other kind still waits");
+    assert.equal(rig.uplink.deliveryLog.pending(HTTPS).filter((m) => m.lane === "device_report").length, 1, "the other kind still waits");
     await until(() => rig.uplink.stats().execution.sent === 1, "the execution lane's bookkeeping");
     assert.ok(rig.uplink.stats().device_report.failures >= 1);
   });
@@ -155,14 +155,14 @@ test("queueCallback: a caller's idempotency key is kept and never queued twice; 
   await withRig({}, async (sink, rig) => {
     await sink.refuse();
     const a = queueCallback(
-      rig.uplink.messages,
+      rig.uplink.deliveryLog,
       "execution_response",
       `${sink.url}/exec`,
       { event_id: "e-3" },
       { idempotencyKey: "evt-e-3-final" },
     );
     const b = queueCallback(
-      rig.uplink.messages,
+      rig.uplink.deliveryLog,
       "execution_response",
       `${sink.url}/exec`,
       { event_id: "e-3" },
@@ -170,14 +170,14 @@ test("queueCallback: a caller's idempotency key is kept and never queued twice; 
     );
     assert.deepEqual(a, b);
     assert.equal(a.idempotency_key, "evt-e-3-final");
-    assert.equal(rig.uplink.messages.size(HTTPS), 1);
+    assert.equal(rig.uplink.deliveryLog.size(HTTPS), 1);
     assert.throws(
-      () => queueCallback(rig.uplink.messages, "execution_response", "http://partner.example/exec", {}),
+      () => queueCallback(rig.uplink.deliveryLog, "execution_response", "http://partner.example/exec", {}),
       /https:\/\/ URLs only/,
     );
-    assert.throws(() => queueCallback(rig.uplink.messages, "Execution Response", `${sink.url}/exec`, {}), /snake_case/);
+    assert.throws(() => queueCallback(rig.uplink.deliveryLog, "Execution Response", `${sink.url}/exec`, {}), /snake_case/);
     assert.throws(
-      () => queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, {}, { idempotencyKey: "" }),
+      () => queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, {}, { idempotencyKey: "" }),
       /idempotencyKey/,
     );
     await sink.accept();
@@ -190,9 +190,9 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
   await withRig({ idleRecheckMs: 200 }, async (sink, rig, dir) => {
     let reject = true;
     sink.decide = (r) => (reject && r.body?.event_id === "e-bad" ? { status: 400 } : undefined);
-    const bad = queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-next" });
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-last" });
+    const bad = queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-bad" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-next" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-last" });
     await sink.waitFor(() => sink.accepted("/exec").length === 2, 15000, "the later messages");
     assert.deepEqual(
       sink.accepted("/exec").map((r) => r.body.event_id),
@@ -200,7 +200,7 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
       "in order, after the dead letter",
     );
     assert.equal(sink.requests.filter((r) => r.body?.event_id === "e-bad").length, 1, "final: sent once, never retried");
-    await until(() => rig.uplink.messages.size(HTTPS) === 0, "the lane empty");
+    await until(() => rig.uplink.deliveryLog.size(HTTPS) === 0, "the lane empty");
     assert.equal(rig.uplink.deadLetterCount(), 1);
 
     const configFile = join(dir, "config.yaml");
@@ -233,7 +233,7 @@ test("a message the partner refuses (400) is dead-lettered at once, without a re
       bad.idempotency_key,
       "same key as before",
     );
-    await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.messages.size(HTTPS) === 0, "nothing left");
+    await until(() => rig.uplink.deadLetterCount() === 0 && rig.uplink.deliveryLog.size(HTTPS) === 0, "nothing left");
   });
 });
 
@@ -248,7 +248,7 @@ test("a data push the partner rejects is dead-lettered with its payload, the cur
       [...seqs].sort((a, b) => a - b),
       [0, 1, 3, 4, 5],
     );
-    const [dead] = rig.uplink.messages.deadLetters(HTTPS);
+    const [dead] = rig.uplink.deliveryLog.deadLetters(HTTPS);
     assert.equal(dead.lane, "data_push");
     assert.equal(JSON.parse(dead.body).timestamp, new Date(snapshot(2).ts).toISOString(), "the snapshot's payload, as it was");
     rig.samples.append(snapshot(6));
@@ -274,7 +274,7 @@ test("401, 403 and 404 hold the lane: nothing is dead-lettered, /healthz warns, 
       sink.mode = { kind: "status", status };
       const before = sink.requests.length;
       const ids = [0, 1, 2].map((i) => `${status}-${i}`);
-      for (const id of ids) queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: id });
+      for (const id of ids) queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: id });
       const seqs = [0, 1, 2, 3, 4, 5].map((i) => status * 10 + i);
       for (const n of seqs) rig.samples.append(snapshot(n));
       // Held for a while: several refusals of the oldest message, and the lane did not move past it.
@@ -295,13 +295,13 @@ test("401, 403 and 404 hold the lane: nothing is dead-lettered, /healthz warns, 
         "only the oldest response is tried while the lane is held",
       );
       assert.equal(rig.uplink.deadLetterCount(), 0, `a ${status} dead-letters nothing`);
-      assert.equal(rig.uplink.messages.size(HTTPS), 3, "the responses wait in the lane");
+      assert.equal(rig.uplink.deliveryLog.size(HTTPS), 3, "the responses wait in the lane");
       assert.ok(rig.samples.stats().pending_snapshots >= 6, "the snapshots wait too");
       assert.ok(rig.uplink.stats().execution!.credentials_rejections >= 3, "counted");
 
       const firstOk = sink.requests.length;
       sink.mode = { kind: "ok" };
-      await until(() => rig.uplink.messages.size(HTTPS) === 0 && rig.samples.stats().pending_snapshots === 0, "the lane drained");
+      await until(() => rig.uplink.deliveryLog.size(HTTPS) === 0 && rig.samples.stats().pending_snapshots === 0, "the lane drained");
       const accepted = sink.requests.slice(firstOk).filter((r) => r.status === 200);
       assert.deepEqual(
         accepted.filter((r) => r.path === "/exec").map((r) => r.body.event_id),
@@ -324,12 +324,12 @@ test("a 400 beside a 401 spell: the 400 is final (one dead letter), the held 401
   await withRig({ backoff: (n) => Math.min(200, 25 * 2 ** (n - 1)) }, async (sink, rig) => {
     let auth = true;
     sink.decide = (r) => (r.body?.event_id === "bad" ? { status: 400 } : auth ? { status: 401 } : undefined);
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "bad" });
-    queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "good" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "bad" });
+    queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "good" });
     await sink.waitFor(() => sink.requests.filter((r) => r.body?.event_id === "good").length >= 3, 15000, "good held by 401");
     assert.equal(rig.uplink.deadLetterCount(), 1, "only the 400");
     auth = false;
-    await until(() => rig.uplink.messages.size(HTTPS) === 0, "drained");
+    await until(() => rig.uplink.deliveryLog.size(HTTPS) === 0, "drained");
     assert.equal(sink.accepted("/exec").length, 1);
     assert.equal(rig.uplink.deadLetterCount(), 1);
     assert.equal(sink.requests.filter((r) => r.body?.event_id === "bad").length, 1, "the 400 was never retried");
@@ -346,12 +346,12 @@ test("/healthz shows refused credentials and /metrics counts them and the dead l
       });
       try {
         const uplink = gw.daemon.part<Uplink>("uplink");
-        queueCallback(uplink.messages, "execution_response", `${sink.url}/exec`, { event_id: "e-5" });
+        queueCallback(uplink.deliveryLog, "execution_response", `${sink.url}/exec`, { event_id: "e-5" });
         await until(async () => (await gw.call("GET", "/healthz")).json.uplink.warnings.length === 1, "the warning in /healthz");
         const h = (await gw.call("GET", "/healthz")).json;
         assert.equal(h.uplink.warnings[0].lane, "execution");
         assert.equal(h.uplink.warnings[0].status, 403);
-        uplink.messages.deadLetter(
+        uplink.deliveryLog.deadLetter(
           {
             consumer: HTTPS,
             lane: "execution",
@@ -369,7 +369,7 @@ test("/healthz shows refused credentials and /metrics counts them and the dead l
         assert.match(m, /^sitegate_uplink_dead_letters 1$/m);
         assert.match(m, /^sitegate_uplink_credentials_rejected\{lane="execution"\} 1$/m);
         assert.match(m, /^sitegate_uplink_credentials_rejected_total\{lane="execution"\} [1-9]\d*$/m);
-        assert.equal(uplink.messages.size(HTTPS), 1);
+        assert.equal(uplink.deliveryLog.size(HTTPS), 1);
       } finally {
         await gw.stop();
       }

@@ -142,7 +142,7 @@ test("outbox messages are committed, sent with their own key, and survive a rest
     await withTmpDir(async (dir) => {
       sink.mode = { kind: "status", status: 503 };
       let rig = await startUplink(dir, sink);
-      const { idempotency_key } = queueCallback(rig.uplink.messages, "execution_response", `${sink.url}/exec`, {
+      const { idempotency_key } = queueCallback(rig.uplink.deliveryLog, "execution_response", `${sink.url}/exec`, {
         event_id: "e-1",
         status: "completed",
       });
@@ -158,7 +158,7 @@ test("outbox messages are committed, sent with their own key, and survive a rest
           "one key across every retry and the restart",
         );
         assert.deepEqual(sink.accepted("/exec")[0].body, { event_id: "e-1", status: "completed" });
-        await until(() => rig.uplink.messages.size(HTTPS) === 0, "the accepted message settled (deleted from the outbox)");
+        await until(() => rig.uplink.deliveryLog.size(HTTPS) === 0, "the accepted message settled (deleted from the outbox)");
       } finally {
         await rig.stop();
       }

@@ -113,7 +113,7 @@ export function makeRig(site: SimHandle, gw: Gateway, sink: PartnerSink, dir: st
 export function executionResponses(rig: DispatchRig): LogMessage[] {
   return rig.gw.daemon
     .part<Uplink>("uplink")
-    .messages.pending(HTTPS)
+    .deliveryLog.pending(HTTPS)
     .filter((m) => m.kind === "execution_response");
 }
 

@@ -203,9 +203,9 @@ function fakeDevice(f: FakeDevices, id: string): Device {
       : {}),
     ...(role === "thermostat" ? { setpoint: { setback_c: 2, setBack: () => act("shed", {}) } } : {}),
     capture: async (action: ActionName, held?: PreState) => capturePre(await f.plan(id, action, {}), asRawWrites(held), read),
-    restore: (pre: PreState) => f.write(id, [...asRawWrites(pre)].reverse()),
+    revert: (pre: PreState) => f.write(id, [...asRawWrites(pre)].reverse()),
     verify: (pre: PreState) => verifyPre(asRawWrites(pre), read),
-    release: () => act("release", {}),
+    handBack: () => act("release", {}),
     confirm: () => f.confirm(id),
     setRemote: (on: boolean) => f.setRemote(id, on),
   } satisfies Device;

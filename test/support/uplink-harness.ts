@@ -1,7 +1,7 @@
 // A sample store + uplink on a real database, sending to a real HTTPS partner sink.
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
-import { OUTBOX_MIGRATIONS, Uplink } from "../../src/uplink/uplink.js";
+import { UPLINK_MIGRATIONS, Uplink } from "../../src/uplink/uplink.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "./config.js";
 import { testCert } from "./tls.js";
@@ -44,7 +44,7 @@ export async function startUplink(
     },
   });
   const log = silentLogger();
-  const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, OUTBOX_MIGRATIONS], log);
+  const storage = new StoragePart(dataDir, [SAMPLE_MIGRATIONS, UPLINK_MIGRATIONS], log);
   // The uplink hears of each append as the composition root's listener would tell it.
   const appended = () => uplink.samplesAppended();
   const samples = new SampleStore(storage, {

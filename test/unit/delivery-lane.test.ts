@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Lane, type Attempt, type LaneItem, type Sink } from "../../src/delivery/lane.js";
+import { LaneGroup } from "../../src/delivery/lane-group.js";
 import { SnapshotSource } from "../../src/delivery/snapshot-source.js";
 import { silentLogger } from "../../src/log.js";
 import type { StoredSnapshot, TelemetryCursor } from "../../src/telemetry/sample-store.js";
@@ -193,4 +194,59 @@ test("an auth answer (401, 403, 404) holds the lane with the backoff, even where
   } finally {
     await l.stop();
   }
+});
+
+test("a lane group: each lane on its own source and window into the one sink, its figures by name, all stopped together", async () => {
+  const sink = new HeldSink();
+  const group = new LaneGroup(sink, silentLogger(), () => 60_000, { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 60_000 });
+  const source = (c: TelemetryCursor, window: number, address: string) =>
+    new SnapshotSource(c, {
+      kind: address,
+      address,
+      encode: (s) => [{ body: "{}", key: `${address}${s.id}` }],
+      batch: window,
+      maxAhead: 2 * window,
+    });
+  const wide = cursor(5);
+  group.open("wide", source(wide, 3, "w"), 3);
+  group.open("narrow", source(cursor(5), 1, "n"), 1);
+  await turn();
+  assert.deepEqual(group.names(), ["wide", "narrow"]);
+  assert.deepEqual(sink.held.map((h) => h.item.address).sort(), ["n", "w", "w", "w"], "each lane fills its own window");
+  const first = sink.held.findIndex((h) => h.item.address === "w" && h.item.ref === "s1:0");
+  sink.held.splice(first, 1)[0]!.done({ outcome: "ok" });
+  await turn();
+  const stats = group.stats();
+  assert.equal(stats.wide!.sent, 1);
+  assert.equal(stats.narrow!.sent, 0);
+  assert.equal(stats.narrow!.in_flight, 1);
+  assert.deepEqual(wide.moves, [1]);
+  assert.equal(group.get("narrow"), group.get("narrow"), "found by name");
+  const stopped = group.stop();
+  for (const h of [...sink.held]) h.done({ outcome: "transient", error: "stopping" });
+  await stopped;
+  assert.deepEqual(group.names(), [], "every lane stopped and gone");
+});
+
+test("a lane group wakes the lanes a message's routes name for its consumer, opening one on demand when it is given a source", async () => {
+  const sink = new HeldSink();
+  const group = new LaneGroup(sink, silentLogger(), () => 60_000, { rejectWindowMs: Number.POSITIVE_INFINITY, idleRecheckMs: 60_000 });
+  const source = (lane: string) =>
+    new SnapshotSource(cursor(1), { kind: lane, address: lane, encode: () => [{ body: "{}", key: lane }], batch: 1, maxAhead: 2 });
+  const routes = [
+    { consumer: "mine", lane: "exec", address: "a" },
+    { consumer: "other", lane: "theirs", address: "b" },
+  ];
+  group.wakeRoutes(routes, "mine");
+  assert.deepEqual(group.names(), [], "no source given: a lane not open is not this group's");
+  group.wakeRoutes(routes, "mine", source);
+  await turn();
+  assert.deepEqual(group.names(), ["exec"], "only the consumer's own route opens a lane");
+  assert.deepEqual(
+    sink.held.map((h) => h.item.address),
+    ["exec"],
+  );
+  const stopped = group.stop();
+  for (const h of [...sink.held]) h.done({ outcome: "transient", error: "stopping" });
+  await stopped;
 });

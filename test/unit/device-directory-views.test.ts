@@ -38,7 +38,7 @@ class TestDevice implements Device {
     return this.opts.latest ?? {};
   }
   capture = async () => ({});
-  restore = async () => {};
+  revert = async () => {};
   verify = async () => undefined;
   setRemote(): void {}
 }

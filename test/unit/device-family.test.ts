@@ -60,7 +60,7 @@ abstract class MemoryDevice implements Device {
   }
   abstract latest(): Metrics;
   abstract capture(action: ActionName, held?: PreState): Promise<PreState>;
-  abstract restore(pre: PreState): Promise<void>;
+  abstract revert(pre: PreState): Promise<void>;
   abstract verify(pre: PreState): Promise<string | undefined>;
 }
 
@@ -81,7 +81,7 @@ class MemoryBattery extends MemoryDevice {
   async capture(_a: ActionName, held?: PreState): Promise<PreState> {
     return held ?? { ...this.state };
   }
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     this.state = { ...(pre as MemoryBattery["state"]) };
   }
   async verify(pre: PreState): Promise<string | undefined> {
@@ -101,7 +101,7 @@ class MemorySwitch extends MemoryDevice {
   async capture(_a: ActionName, held?: PreState): Promise<PreState> {
     return held ?? { on: this.on };
   }
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     this.on = (pre as { on: boolean }).on;
   }
   async verify(pre: PreState): Promise<string | undefined> {
@@ -124,7 +124,7 @@ class MemoryThermostat extends MemoryDevice {
   async capture(_a: ActionName, held?: PreState): Promise<PreState> {
     return held ?? { c: this.setpoint_c };
   }
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     this.setpoint_c = (pre as { c: number }).c;
   }
   async verify(pre: PreState): Promise<string | undefined> {

@@ -64,7 +64,7 @@ abstract class MemoryDevice implements Device {
   setRemote(remote: boolean): void {
     this.remote = remote;
   }
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     this.restores++;
     if (this.refuseRestore) throw new Error("exception 4 (slave device failure)");
     if (!this.ignoreRestore) this.put(pre);

@@ -87,6 +87,10 @@ test("no status is mapped outside services/errors.ts", () => {
   );
 });
 
+test("one error builder: errorAnswer is defined in services/errors.ts only (the fleet's command answers wrap it)", () => {
+  assert.deepEqual(hits(/function errorAnswer\b|const errorAnswer\b/, { "services/errors.ts": "the one builder" }), []);
+});
+
 test("no control flow reads an error's message text", () => {
   const except = {
     // The library boundary: modbus-serial reports timeouts, CRC and closed ports only in text.

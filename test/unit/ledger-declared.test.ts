@@ -4,7 +4,7 @@
 // restart with such a row must still put the device back and read it back.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DeclaredDevice, type LocalRole } from "../../src/devices/local.js";
+import { LocalDevice, type LocalRole } from "../../src/devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../../src/model/device.js";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { Ledger } from "../../src/dispatch/ledger.js";
@@ -13,7 +13,7 @@ import { openDatabase, migrate } from "../../src/storage/db.js";
 import { withTmpDir } from "../support/tmp.js";
 
 /** A declared switch or thermostat whose state is a field; its transport is this class. */
-class Declared extends DeclaredDevice {
+class Declared extends LocalDevice {
   protected readonly family = "test";
   on = false;
   heat_c = 18;

@@ -105,14 +105,14 @@ test("at run time a write to another unit or unit 0 is refused before it reaches
   const { t, device } = rig();
   await assert.rejects(device.switch!.switchOff(), refused, "the shed step names unit 5, which the profile does not declare");
   await assert.rejects(
-    device.restore([{ table: "coil", address: 0, unit: 0, words: [], coils: [true] }]),
+    device.revert([{ table: "coil", address: 0, unit: 0, words: [], coils: [true] }]),
     refused,
     "a ledger row for unit 0",
   );
-  await assert.rejects(device.restore([{ table: "coil", address: 0, unit: 9, words: [], coils: [true] }]), refused);
+  await assert.rejects(device.revert([{ table: "coil", address: 0, unit: 9, words: [], coils: [true] }]), refused);
   assert.deepEqual(t.writes, [], "nothing was written");
-  await device.restore([{ table: "coil", address: 0, words: [], coils: [true] }]);
-  await device.restore([{ table: "coil", address: 1, unit: 7, words: [], coils: [true] }]);
+  await device.revert([{ table: "coil", address: 0, words: [], coils: [true] }]);
+  await device.revert([{ table: "coil", address: 1, unit: 7, words: [], coils: [true] }]);
   assert.deepEqual(t.writes, ["7/coil:0=1", "7/coil:1=1"]);
 });
 

@@ -1,7 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { packSamples, unpackSamples } from "../../src/telemetry/sample-codec.js";
-import { buildPayloads } from "../../src/uplink/data-push.js";
+import { DataPushWriter, buildPayloads } from "../../src/uplink/data-push.js";
 import { nameKey } from "../../src/util/idempotency.js";
 import type { StoredSnapshot } from "../../src/telemetry/sample-store.js";
 
@@ -126,4 +130,52 @@ test("a device with nothing to report is left out of the payload, not sent as {}
 test("name-based keys are stable and distinct", () => {
   assert.equal(nameKey("a", "b"), nameKey("a", "b"));
   assert.notEqual(nameKey("a", "b"), nameKey("a", "c"));
+});
+
+/** Odd snapshots: quotes, newlines and non-ASCII in ids, NaN and 1e21 values, devices without metrics, empty snapshots. */
+function oddSnapshots(): StoredSnapshot[] {
+  const ts = Date.UTC(2026, 10, 22, 12, 0, 0, 250);
+  return Array.from({ length: 60 }, (_, n) => {
+    const i = n + 1;
+    const devices = Array.from({ length: i % 13 }, (_, j) => ({
+      device_id: j === 2 ? `pv "w"\n${i}-ü` : `dev-${j}`,
+      metrics:
+        j % 4 === 3
+          ? ({} as Record<string, number>)
+          : { power_w: i * j - 7.25, soc_pct: j / 3, big: 1e21 * j, nan: j === 1 ? Number.NaN : 0 },
+    }));
+    return { id: i * 7, ts: ts + i * 1000, devices };
+  });
+}
+
+test("data-push bytes and keys are pinned: the same for HTTPS (buildPayloads) and MQTT (the writer a lane keeps), split or whole", () => {
+  const site = 'site-"ü"-001';
+  const digest = (lines: string[]) => createHash("sha256").update(lines.join("")).digest("hex");
+  const lines: string[] = [];
+  for (const max of [120, 160, 200, 400, 128 * 1024])
+    for (const s of oddSnapshots())
+      for (const p of buildPayloads(s, site, "ns-1", max)) lines.push(`${max}|${p.part}/${p.parts}|${p.body}|${p.idempotencyKey}\n`);
+  // Written by the code before the HTTPS and MQTT writers became one: the wire did not change.
+  assert.equal(digest(lines), "9a0dfcbe1a667bd72a7ebe9f96379c64d4a3e87e70abc658bc11e3c46b46db8e");
+  const writer = new DataPushWriter(site, () => "ns-1");
+  const mqtt = oddSnapshots().flatMap((s) => writer.encode(s).map((p, i) => `${128 * 1024}|${i}|${p.body}|${p.key}\n`));
+  assert.equal(digest(mqtt), "2b1764dad065fa6496c5eabe78b16a84f82906ef99ebc03add8d690193ff364c");
+  const [first] = buildPayloads(oddSnapshots()[3]!, site, "ns-1", 220);
+  assert.equal(
+    first!.body,
+    '{"timestamp":"2026-11-22T12:00:04.250Z","site_id":"site-\\"ü\\"-001","devices":[{"device_id":"dev-0","metrics":{"power_w":-7.25,"soc_pct":0,"big":0,"nan":0}}]}',
+  );
+  assert.equal(first!.idempotencyKey, "bd94738d-2cf8-5199-a2dc-830ba9acc224");
+});
+
+test("the data-push body and its key template are written once in src (uplink/data-push.ts)", () => {
+  const src = resolve(fileURLToPath(import.meta.url), "../../../../src");
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+    );
+  const writers = files(src)
+    .filter((f) => /data_push:\$\{|"metrics":|"devices":\[/.test(readFileSync(f, "utf8")))
+    .map((f) => relative(src, f));
+  assert.deepEqual(writers, ["uplink/data-push.ts"]);
 });

@@ -274,7 +274,7 @@ export class ProfileDevice implements Device {
   }
 
   /** The pre-event state written back in reverse order (the mode before the rates, the limit's enable before the limit). */
-  async restore(pre: PreState): Promise<void> {
+  async revert(pre: PreState): Promise<void> {
     await this.write(this.driver(), [...asRawWrites(pre)].reverse());
   }
 
@@ -283,7 +283,7 @@ export class ProfileDevice implements Device {
   }
 
   /** The profile's `release` action (back to the device's own control), when it has one. */
-  async release(): Promise<void> {
+  async handBack(): Promise<void> {
     if (!this.driver().profile.actions.release?.length) return;
     await this.act("release", {});
   }

@@ -257,7 +257,7 @@ function uplinkPage() {
     const kv = (rows) => h("dl", { class: "device" }, ...rows.flatMap(([k, v, id]) => [h("dt", { text: k }), h("dd", { id, text: v })]));
     box.replaceChildren(
       h("div", { class: "kpis" },
-        h("div", { class: "kpi" }, h("span", { class: "muted small", text: "Outbox depth" }), h("b", { id: "outbox-depth", text: u.outbox.depth })),
+        h("div", { class: "kpi" }, h("span", { class: "muted small", text: "Messages waiting (delivery log)" }), h("b", { id: "outbox-depth", text: u.outbox.depth })),
         h("div", { class: "kpi" }, h("span", { class: "muted small", text: "Oldest message" }), h("b", { id: "outbox-age", text: u.outbox.age_s === null ? "–" : `${u.outbox.age_s} s` })),
         h("div", { class: "kpi" }, h("span", { class: "muted small", text: "Snapshots to push" }), h("b", { id: "push-pending", text: u.data_push.pending_snapshots })),
         h("div", { class: "kpi" }, h("span", { class: "muted small", text: "Samples dropped" }), h("b", { text: u.data_push.dropped_samples }))),

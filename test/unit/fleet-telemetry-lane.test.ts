@@ -1,9 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { TelemetryBodies } from "../../src/fleet/telemetry-bodies.js";
 import { SnapshotSource } from "../../src/delivery/snapshot-source.js";
 import type { LaneItem } from "../../src/delivery/lane.js";
-import { MAX_PAYLOAD_BYTES, buildPayloads } from "../../src/uplink/data-push.js";
+import { DataPushWriter, MAX_PAYLOAD_BYTES, buildPayloads } from "../../src/uplink/data-push.js";
 import type { StoredSnapshot, TelemetryCursor } from "../../src/telemetry/sample-store.js";
 
 const SITE = 'site-"ü"-001';
@@ -49,8 +48,8 @@ function expected(snaps: StoredSnapshot[]): Sent[] {
 }
 
 function lane(c: TelemetryCursor, batch: number): SnapshotSource {
-  const bodies = new TelemetryBodies(SITE, () => NS);
-  return new SnapshotSource(c, { kind: "telemetry", address: TOPIC, encode: (s) => bodies.encode(s), batch, maxAhead: 1e9 });
+  const writer = new DataPushWriter(SITE, () => NS);
+  return new SnapshotSource(c, { kind: "telemetry", address: TOPIC, encode: (s) => writer.encode(s), batch, maxAhead: 1e9 });
 }
 
 function readAll(source: SnapshotSource): LaneItem[] {
