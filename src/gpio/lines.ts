@@ -8,9 +8,10 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../model/roles.js";
-import { DeclaredDevice, type LocalRole } from "../devices/local.js";
+import { DeclaredDevice, type LocalPre, type LocalRole } from "../devices/local.js";
+import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import type { DeviceFamily } from "../devices/family.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics, PreState } from "../model/device.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
 import { SimChip } from "./sim-chip.js";
@@ -31,6 +32,11 @@ abstract class GpioDevice extends DeclaredDevice {
     protected readonly chip: string,
   ) {
     super(cfg);
+  }
+
+  /** A ledger row of an earlier release holds the register form these devices had then (the Modbus family reads it). */
+  protected override earlierPre(pre: PreState): LocalPre {
+    return declaredFromRegisters(pre);
   }
 
   address(): string {

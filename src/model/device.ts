@@ -127,6 +127,12 @@ export interface Device extends Readable {
   restore(pre: PreState): Promise<void>;
   /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
   verify(pre: PreState): Promise<string | undefined>;
+  /**
+   * Whether `pre` holds any state of this device to write back (a row an earlier release
+   * made before anything was read holds none): only the device's family can tell. Absent:
+   * any pre-state but null holds something.
+   */
+  holdsState?(pre: PreState): boolean;
   /** Puts the device back to its own control when no pre-state is held (a profile's `release`); absent: nothing to do. */
   release?(): Promise<void>;
   /**

@@ -2,8 +2,9 @@
 // behind its zigbee2mqtt bridge: its place in the bridge's device list, its latest state,
 // and its commands, each counted done only once a state message shows it.
 import { SitegateError } from "../errors.js";
-import { DeclaredDevice, type LocalRole } from "../devices/local.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
+import { DeclaredDevice, type LocalPre, type LocalRole } from "../devices/local.js";
+import { declaredFromRegisters } from "../modbus/device/pre-state.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics, PreState } from "../model/device.js";
 import { opModeCode, roleOfWire, typed } from "../model/roles.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
@@ -43,6 +44,11 @@ export class ZigbeeDevice extends DeclaredDevice {
   ) {
     super(cfg);
     this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
+  }
+
+  /** A ledger row of an earlier release holds the register form these devices had then (the Modbus family reads it). */
+  protected override earlierPre(pre: PreState): LocalPre {
+    return declaredFromRegisters(pre);
   }
 
   /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */

@@ -282,6 +282,10 @@ export class ProfileDevice implements Device {
     return verifyPre(asRawWrites(pre), this.reader(this.driver()));
   }
 
+  holdsState(pre: PreState): boolean {
+    return asRawWrites(pre).length > 0;
+  }
+
   /** The profile's `release` action (back to the device's own control), when it has one. */
   async release(): Promise<void> {
     if (!this.driver().profile.actions.release?.length) return;
