@@ -2,7 +2,7 @@
 // capability that carries it, and the device as the planner sees it. Nothing here knows
 // a transport; a device offers a capability or it does not.
 import { SitegateError } from "../errors.js";
-import type { Device, DeviceDirectory, Metrics, PreState } from "../model/device.js";
+import { capabilitiesOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
 import type { ActionName } from "../model/vocabulary.js";
 import type { DispatchDevice } from "./allocate.js";
 
@@ -66,7 +66,7 @@ export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDev
     out.push({
       device_id: d.id,
       role: desc.role,
-      capabilities: desc.capabilities,
+      capabilities: capabilitiesOf(d),
       ...(desc.max_power_w !== undefined ? { max_power_w: desc.max_power_w } : {}),
       fully_configured: info.fully_configured,
       online: d.health().online,

@@ -11,7 +11,7 @@ import { opModeCode, typed } from "../model/roles.js";
 import { DeclaredDevice, type LocalPre, type LocalRole } from "../devices/local.js";
 import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import type { DeviceFamily } from "../devices/family.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics, PreState } from "../model/device.js";
+import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
 import { SimChip } from "./sim-chip.js";
@@ -76,7 +76,7 @@ class GpioOutput extends GpioDevice {
     return {
       ...typed("switch", "gpio"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
-      capabilities: ["telemetry", "shed", "restore"],
+      capabilities: capabilitiesOf(this),
       profile: "gpio",
       identity: { line: String(this.out.line) },
     };
@@ -137,7 +137,7 @@ class GpioInput extends GpioDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { ...typed("input", "gpio"), capabilities: ["telemetry"], profile: "gpio", identity: { line: String(this.input.line) } };
+    return { ...typed("input", "gpio"), capabilities: capabilitiesOf(this), profile: "gpio", identity: { line: String(this.input.line) } };
   }
 
   latest(): Metrics {

@@ -11,7 +11,7 @@
 // what is inside it (registers and coils for Modbus, on/off for a plug, °C for a
 // thermostat). Dispatch, the status page, device sync and the fleet program against this
 // file and `devices/`, never against a transport (test/unit/import-graph.test.ts).
-import type { ActionName, Capability } from "./vocabulary.js";
+import { CAPABILITIES, type ActionName, type Capability } from "./vocabulary.js";
 import type { Role } from "./roles.js";
 
 /** A device's decoded readings by their wire names (B6: power_w, soc_pct, state, ...). */
@@ -34,6 +34,12 @@ export interface DeviceDescriptor {
   /** The wire code device sync publishes for the role (roles.ts). */
   device_type: number;
   max_power_w?: number;
+  /**
+   * What pairing found the device offers (a profile's, or its role rule's, list). Device
+   * sync and dispatch never read it: they take `capabilitiesOf(device)`, from the
+   * interfaces the device implements, which a Modbus device offers only where this list
+   * and its profile's actions agree.
+   */
   capabilities: Capability[];
   /** Profile (or family) that speaks to it, e.g. "sunspec", "zigbee". */
   profile: string;
@@ -61,6 +67,8 @@ export interface PowerControllable {
   setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   readonly refreshMs: number;
+  /** The directions it takes (absent: both). */
+  readonly directions?: readonly ("charge" | "discharge")[];
   /**
    * Whether a reading shows the device in the forced mode of `direction`: false once it is
    * back on its own control (a revert timer ran out); undefined when its readings cannot tell.
@@ -143,6 +151,22 @@ export interface Device extends Readable {
   confirm?(): Promise<Metrics>;
   /** Marks the device as under remote dispatch (op mode 2 while online). */
   setRemote(remote: boolean): void;
+}
+
+/** The capabilities a device's interfaces give it, in the wire's order (B5): what device sync publishes and dispatch plans with. */
+export function capabilitiesOf(d: Pick<Device, "power" | "curtail" | "switch" | "setpoint">): Capability[] {
+  const takes = (dir: "charge" | "discharge") => d.power !== undefined && (d.power.directions?.includes(dir) ?? true);
+  const sheds = d.switch !== undefined || d.setpoint !== undefined;
+  const has: Record<Capability, boolean> = {
+    telemetry: true,
+    charge: takes("charge"),
+    discharge: takes("discharge"),
+    // What a shed changed, the ledger puts back: a device that sheds is one a restore event puts back.
+    shed: sheds,
+    restore: sheds,
+    curtail: d.curtail !== undefined,
+  };
+  return CAPABILITIES.filter((c) => has[c]);
 }
 
 /** Every device of the site, whatever its family: the read side of the one registry (devices/). */

@@ -4,7 +4,7 @@
 import { SitegateError } from "../errors.js";
 import { DeclaredDevice, type LocalPre, type LocalRole } from "../devices/local.js";
 import { declaredFromRegisters } from "../modbus/device/pre-state.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics, PreState } from "../model/device.js";
+import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
 import { opModeCode, roleOfWire, typed } from "../model/roles.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
@@ -64,7 +64,7 @@ export class ZigbeeDevice extends DeclaredDevice {
     return {
       ...typed(this.role, "zigbee"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
-      capabilities: ["telemetry", "shed", "restore"],
+      capabilities: capabilitiesOf(this),
       profile: "zigbee2mqtt",
       identity,
     };

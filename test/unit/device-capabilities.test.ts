@@ -1,0 +1,108 @@
+// One representation of what a device can do: the capability interfaces it implements.
+// Device sync (B5) and dispatch derive the capability names from them (capabilitiesOf), so
+// a profile whose `capabilities` list and actions disagree cannot make the wire promise
+// what the device does not do, nor dispatch plan on it. A Modbus device offers an action
+// only where what pairing found (its role rule's list) and its profile's actions agree.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Bus } from "../../src/modbus/bus.js";
+import type { Transport } from "../../src/modbus/transport.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import type { DriverPool } from "../../src/modbus/device/pool.js";
+import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
+import type { RegisteredDevice } from "../../src/devices/types.js";
+import { fixedProfileSchema } from "../../src/profiles/schema.js";
+import { capabilitiesOf, type DeviceDescriptor } from "../../src/model/device.js";
+import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
+import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { kindOf } from "../../src/dispatch/kinds/index.js";
+import type { Capability } from "../../src/model/vocabulary.js";
+import { silentLogger } from "../../src/log.js";
+
+/** Never asked: nothing here reads or writes the device. */
+const idle: Transport = {
+  isOpen: true,
+  open: async () => {},
+  close: async () => {},
+  read: async () => [],
+  writeRegisters: async () => {},
+  writeCoils: async () => {},
+};
+
+const readings: ModbusReadings = { latest: () => ({}), health: () => undefined, confirm: () => {}, setRemote: () => {} };
+
+const step = (address: number) => [{ address, value: 1 }];
+
+/** A ProfileDevice of `profile`, paired (its registry row) as `found` says. */
+function profileDevice(profile: Record<string, unknown>, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
+  const p = fixedProfileSchema.parse({ kind: "fixed", points: [{ metric: "power_w", address: 0, type: "s16" }], ...profile });
+  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
+  const driver = new DeviceDriver(bus, 1, p);
+  const registered = {
+    config: { device_id: "d1" },
+    descriptor: { ...found, device_type: 0, max_power_w: 5000, profile: p.name, identity: {} },
+    fully_configured: true,
+    updated_at: "",
+  } as unknown as RegisteredDevice;
+  return {
+    device: new ProfileDevice(registered, { driverFor: () => driver } as unknown as DriverPool, readings),
+    close: () => bus.close(),
+  };
+}
+
+const wire = (d: ProfileDevice) => deviceSyncView("site", syncedDevices({ list: () => [d] })).devices[0]!.capabilities;
+
+test("capabilitiesOf: telemetry always, then what the interfaces give, in the wire's order", () => {
+  const power = { refreshMs: 0, setPower: async () => {} };
+  const none: Capability[] = ["telemetry"];
+  assert.deepEqual(capabilitiesOf({}), none);
+  assert.deepEqual(capabilitiesOf({ power }), ["telemetry", "charge", "discharge"]);
+  assert.deepEqual(capabilitiesOf({ power: { ...power, directions: ["discharge"] } }), ["telemetry", "discharge"]);
+  assert.deepEqual(capabilitiesOf({ curtail: { refreshMs: 0, setLimit: async () => {} } }), ["telemetry", "curtail"]);
+  assert.deepEqual(capabilitiesOf({ switch: { switchOff: async () => {} } }), ["telemetry", "shed", "restore"]);
+  assert.deepEqual(capabilitiesOf({ setpoint: { setback_c: 2, setBack: async () => {} } }), ["telemetry", "shed", "restore"]);
+});
+
+test("a profile that lists capabilities its actions lack: the wire and dispatch offer only what it writes", async () => {
+  const r = profileDevice(
+    {
+      name: "says-more",
+      role: "battery",
+      capabilities: ["telemetry", "charge", "discharge", "shed", "restore"],
+      actions: { discharge: step(100) },
+    },
+    { role: "battery", capabilities: ["telemetry", "charge", "discharge", "shed", "restore"] },
+  );
+  try {
+    assert.equal(r.device.switch, undefined);
+    assert.deepEqual(r.device.power?.directions, ["discharge"]);
+    assert.deepEqual(wire(r.device), ["telemetry", "discharge"]);
+    const [planned] = dispatchDevices({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", planned!), false, "not charged: its profile writes no charge");
+    assert.equal(kindOf("discharge").capable("discharge", planned!), true);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a profile with actions its capability list lacks (one SunSpec profile, a PV inverter found): not offered, not planned", async () => {
+  const r = profileDevice(
+    {
+      name: "both",
+      role: "pv",
+      capabilities: ["telemetry", "curtail"],
+      actions: { charge: step(100), discharge: step(100), curtail: step(200) },
+    },
+    { role: "pv", capabilities: ["telemetry", "curtail"] },
+  );
+  try {
+    assert.equal(r.device.power, undefined, "a PV inverter is not charged though its profile can write a battery");
+    assert.ok(r.device.curtail);
+    assert.deepEqual(wire(r.device), ["telemetry", "curtail"]);
+    const [planned] = dispatchDevices({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", planned!), false);
+    assert.equal(kindOf("pv_limit").capable("pv_limit", planned!), true);
+  } finally {
+    await r.close();
+  }
+});
