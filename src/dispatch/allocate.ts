@@ -15,6 +15,7 @@ import type { Capability } from "../model/vocabulary.js";
 export interface DispatchDevice {
   device_id: string;
   role: Role;
+  /** What the interfaces it implements give it (capabilitiesOf), never a profile's list. */
   capabilities: readonly Capability[];
   max_power_w?: number;
   fully_configured: boolean;

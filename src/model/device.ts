@@ -153,20 +153,45 @@ export interface Device extends Readable {
   setRemote(remote: boolean): void;
 }
 
+/** What implements the capability interfaces: a Device, or a test's stand-in for one. */
+export type Capable = Pick<Device, "power" | "curtail" | "switch" | "setpoint">;
+
+/** An action as the capability interface that carries it: its write, and how often it is rewritten. */
+export interface Drive {
+  /** ms between rewrites while the action holds (0: the device holds it). */
+  readonly refreshMs: number;
+  /** Writes the action's setting; `pre` is the pre-event state the ledger holds (a setpoint sets back from it). */
+  write(setting: { watts?: number; pct?: number }, pre: PreState): Promise<void>;
+}
+
+function power(p: PowerControllable | undefined, direction: "charge" | "discharge"): Drive | undefined {
+  if (!p || !(p.directions?.includes(direction) ?? true)) return undefined;
+  return { refreshMs: p.refreshMs, write: (s) => p.setPower(direction, s.watts ?? 0) };
+}
+
+/**
+ * Every action a device can be driven with, each through the one interface that carries
+ * it: the one table between actions and capabilities (a new action: its interface and a
+ * row here). Absent: the device does not implement it.
+ */
+const DRIVES: { readonly [A in ActionName]?: (d: Capable) => Drive | undefined } = {
+  charge: (d) => power(d.power, "charge"),
+  discharge: (d) => power(d.power, "discharge"),
+  curtail: ({ curtail: c }) => c && { refreshMs: c.refreshMs, write: (s) => c.setLimit(s.pct ?? 100) },
+  shed: ({ switch: sw, setpoint: sp }) =>
+    sw ? { refreshMs: sw.refreshMs ?? 0, write: () => sw.switchOff() } : sp && { refreshMs: 0, write: (_s, pre) => sp.setBack(pre) },
+};
+
+/** How the device carries `action`, or undefined when it implements no interface for it. */
+export function driveOf(d: Capable, action: ActionName): Drive | undefined {
+  return DRIVES[action]?.(d);
+}
+
 /** The capabilities a device's interfaces give it, in the wire's order (B5): what device sync publishes and dispatch plans with. */
-export function capabilitiesOf(d: Pick<Device, "power" | "curtail" | "switch" | "setpoint">): Capability[] {
-  const takes = (dir: "charge" | "discharge") => d.power !== undefined && (d.power.directions?.includes(dir) ?? true);
-  const sheds = d.switch !== undefined || d.setpoint !== undefined;
-  const has: Record<Capability, boolean> = {
-    telemetry: true,
-    charge: takes("charge"),
-    discharge: takes("discharge"),
-    // What a shed changed, the ledger puts back: a device that sheds is one a restore event puts back.
-    shed: sheds,
-    restore: sheds,
-    curtail: d.curtail !== undefined,
-  };
-  return CAPABILITIES.filter((c) => has[c]);
+export function capabilitiesOf(d: Capable): Capability[] {
+  // What a shed changed, the ledger puts back: a device that sheds is one a restore event puts back.
+  const sheds = driveOf(d, "shed") !== undefined;
+  return CAPABILITIES.filter((c) => c === "telemetry" || (c === "restore" ? sheds : driveOf(d, c) !== undefined));
 }
 
 /** Every device of the site, whatever its family: the read side of the one registry (devices/). */

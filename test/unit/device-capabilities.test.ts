@@ -12,7 +12,7 @@ import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
 import type { RegisteredDevice } from "../../src/devices/types.js";
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
-import { capabilitiesOf, type DeviceDescriptor } from "../../src/model/device.js";
+import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";
 import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
 import { dispatchDevices } from "../../src/dispatch/devices.js";
 import { kindOf } from "../../src/dispatch/kinds/index.js";
@@ -61,6 +61,30 @@ test("capabilitiesOf: telemetry always, then what the interfaces give, in the wi
   assert.deepEqual(capabilitiesOf({ curtail: { refreshMs: 0, setLimit: async () => {} } }), ["telemetry", "curtail"]);
   assert.deepEqual(capabilitiesOf({ switch: { switchOff: async () => {} } }), ["telemetry", "shed", "restore"]);
   assert.deepEqual(capabilitiesOf({ setpoint: { setback_c: 2, setBack: async () => {} } }), ["telemetry", "shed", "restore"]);
+});
+
+test("driveOf: each action through the one interface that carries it, with that interface's refresh; none for an action no interface carries", async () => {
+  const writes: string[] = [];
+  const d = {
+    power: {
+      refreshMs: 20_000,
+      directions: ["charge"] as const,
+      setPower: async (dir: string, w: number) => void writes.push(`${dir} ${w}`),
+    },
+    curtail: { refreshMs: 5_000, setLimit: async (pct: number) => void writes.push(`limit ${pct}`) },
+    setpoint: { setback_c: 2, setBack: async (pre: unknown) => void writes.push(`setback from ${JSON.stringify(pre)}`) },
+  };
+  await driveOf(d, "charge")!.write({ watts: 1500 }, null);
+  await driveOf(d, "curtail")!.write({ pct: 40 }, null);
+  await driveOf(d, "shed")!.write({}, { setpoint_c: 21 });
+  assert.deepEqual(writes, ["charge 1500", "limit 40", 'setback from {"setpoint_c":21}']);
+  assert.deepEqual([driveOf(d, "charge")!.refreshMs, driveOf(d, "curtail")!.refreshMs, driveOf(d, "shed")!.refreshMs], [20_000, 5_000, 0]);
+  assert.equal(driveOf(d, "discharge"), undefined, "its power takes charge only");
+  assert.equal(driveOf(d, "release"), undefined);
+  const both = { ...d, switch: { refreshMs: 60_000, switchOff: async () => void writes.push("off") } };
+  await driveOf(both, "shed")!.write({}, null);
+  assert.equal(writes.at(-1), "off", "a device with a switch sheds by switching off");
+  assert.equal(driveOf(both, "shed")!.refreshMs, 60_000);
 });
 
 test("a profile that lists capabilities its actions lack: the wire and dispatch offer only what it writes", async () => {
