@@ -11,7 +11,8 @@ import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
 import type { RegisteredDevice } from "../../src/devices/types.js";
-import { fixedProfileSchema } from "../../src/profiles/schema.js";
+import { fixedProfileSchema, type Profile } from "../../src/profiles/schema.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";
 import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
 import { dispatchDevices } from "../../src/dispatch/devices.js";
@@ -35,7 +36,10 @@ const step = (address: number) => [{ address, value: 1 }];
 
 /** A ProfileDevice of `profile`, paired (its registry row) as `found` says. */
 function profileDevice(profile: Record<string, unknown>, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
-  const p = fixedProfileSchema.parse({ kind: "fixed", points: [{ metric: "power_w", address: 0, type: "s16" }], ...profile });
+  return deviceOf(fixedProfileSchema.parse({ kind: "fixed", points: [{ metric: "power_w", address: 0, type: "s16" }], ...profile }), found);
+}
+
+function deviceOf(p: Profile, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
   const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
   const driver = new DeviceDriver(bus, 1, p);
   const registered = {
@@ -129,4 +133,24 @@ test("a profile with actions its capability list lacks (one SunSpec profile, a P
   } finally {
     await r.close();
   }
+});
+
+test("every built-in profile: its devices offer exactly the capabilities it declares, so device sync's bytes are as before", async () => {
+  const profiles = builtinProfiles();
+  const checked: string[] = [];
+  for (const name of profiles.names()) {
+    const p = profiles.get(name);
+    const found = p.kind === "fixed" ? [{ role: p.role, capabilities: p.capabilities }] : p.roles;
+    for (const f of found) {
+      const r = deviceOf(p, { role: f.role, capabilities: f.capabilities });
+      try {
+        assert.deepEqual(wire(r.device), f.capabilities, `${name} as ${f.role}`);
+        checked.push(`${name}:${f.capabilities.join("+")}`);
+      } finally {
+        await r.close();
+      }
+    }
+  }
+  for (const c of ["relay-coils:telemetry+shed+restore", "sunspec:telemetry+curtail", "sungrow-sh:telemetry+charge+discharge"])
+    assert.ok(checked.includes(c), `${c} in ${checked.join(" ")}`);
 });
