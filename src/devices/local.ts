@@ -2,9 +2,9 @@
 // GPIO lines): what every such device class shares, whatever its transport. A switch
 // offers `switch` (a shed switches it off), a thermostat `setpoint` (a shed sets it back
 // by its setback_c from the setpoint held before the event). Their pre-event state for
-// the ledger is their own JSON, {on} or {setpoint_c}; a ledger row an earlier release
-// wrote holds the register form it had then (coil 0 on/off, holding 0 in 0.1 °C), which
-// revert and verify still take.
+// the ledger is their own JSON, {on} or {setpoint_c}. A ledger row an earlier release
+// wrote holds another form (the register form those devices had then); a family whose
+// devices have such rows reads them through `earlierPre`, and restore and verify take them.
 import { SitegateError } from "../errors.js";
 import type { Device, DeviceDescriptor, DeviceHealth, DeviceInfo, Metrics, PreState, Setpoint, Switchable } from "../model/device.js";
 import { opModeCode, type Role } from "../model/roles.js";
@@ -19,18 +19,9 @@ export interface LocalPre {
   setpoint_c?: number;
 }
 
-/** A pre-state in either form: {on, setpoint_c}, or the register form of an earlier release's ledger row. */
+/** A pre-state in the device's own form ({on, setpoint_c}); anything else holds nothing of it. */
 export function localPre(pre: PreState): LocalPre {
-  if (Array.isArray(pre)) {
-    const out: LocalPre = {};
-    for (const w of pre as Array<{ table?: string; address?: number; words?: number[]; coils?: boolean[] }>) {
-      if (w.address !== 0) continue;
-      if (w.table === "coil" && typeof w.coils?.[0] === "boolean") out.on = w.coils[0];
-      if (w.table === "holding" && typeof w.words?.[0] === "number") out.setpoint_c = w.words[0] / 10;
-    }
-    return out;
-  }
-  if (pre === null || typeof pre !== "object") return {};
+  if (pre === null || typeof pre !== "object" || Array.isArray(pre)) return {};
   const p = pre as Record<string, unknown>;
   return {
     ...(typeof p.on === "boolean" ? { on: p.on } : {}),
@@ -81,6 +72,22 @@ export abstract class LocalDevice implements Device {
   /** thermostat: sets the heating setpoint (°C), resolving once the device confirms. */
   setSetpoint?(c: number): Promise<void>;
 
+  /** A pre-state in a form an earlier release wrote, read by the family that wrote it; none: such a row holds nothing. */
+  protected earlierPre(_pre: PreState): LocalPre {
+    return {};
+  }
+
+  /** A ledger pre-state as this device's own: its own form, else the form an earlier release wrote. */
+  private pre(pre: PreState): LocalPre {
+    const own = localPre(pre);
+    return own.on !== undefined || own.setpoint_c !== undefined ? own : this.earlierPre(pre);
+  }
+
+  holdsState(pre: PreState): boolean {
+    const p = this.pre(pre);
+    return p.on !== undefined || p.setpoint_c !== undefined;
+  }
+
   info(): DeviceInfo {
     return {
       device_id: this.id,
@@ -114,7 +121,7 @@ export abstract class LocalDevice implements Device {
 
   /** From the setpoint of `pre` (or the device's own when it holds none): a retry never sets back twice. */
   private async setBack(pre: PreState): Promise<void> {
-    const before = localPre(pre).setpoint_c ?? (await this.setpointNow());
+    const before = this.pre(pre).setpoint_c ?? (await this.setpointNow());
     await this.setpointTo((tenths(before) - tenths(this.setback_c ?? 2)) / 10);
   }
 
@@ -145,19 +152,19 @@ export abstract class LocalDevice implements Device {
   async capture(action: ActionName, held?: PreState): Promise<PreState> {
     if (action !== "shed" || (this.role !== "switch" && this.role !== "thermostat"))
       throw new SitegateError("DEVICE_NOT_FOUND", `device ${this.id} (${this.role}) has no ${action} action`);
-    const pre = localPre(held);
+    const pre = this.pre(held);
     if (this.role === "switch") return pre.on !== undefined ? pre : { ...pre, on: await this.isOn() };
     return pre.setpoint_c !== undefined ? pre : { ...pre, setpoint_c: await this.setpointNow() };
   }
 
   async revert(pre: PreState): Promise<void> {
-    const p = localPre(pre);
+    const p = this.pre(pre);
     if (p.on !== undefined) await this.switchTo(p.on);
     if (p.setpoint_c !== undefined) await this.setpointTo(p.setpoint_c);
   }
 
   async verify(pre: PreState): Promise<string | undefined> {
-    const p = localPre(pre);
+    const p = this.pre(pre);
     const diffs: string[] = [];
     if (p.on !== undefined) {
       const on = await this.isOn();

@@ -15,6 +15,7 @@ import type { Capability } from "../model/vocabulary.js";
 export interface DispatchDevice {
   device_id: string;
   role: Role;
+  /** What the interfaces it implements give it (capabilitiesOf), never a profile's list. */
   capabilities: readonly Capability[];
   max_power_w?: number;
   fully_configured: boolean;
@@ -22,8 +23,6 @@ export interface DispatchDevice {
   metrics: Record<string, number>;
   /** A relay's closed coils as a bit mask (first coil = bit 0), from its latest reading. */
   coils_on?: number;
-  /** Time of the tick of the latest successful reading. */
-  metrics_at?: number;
   /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
   rated_power_w?: number | readonly number[];
   /** Device config: shed order, lower first, then device_id (default 100). */

@@ -1,8 +1,9 @@
-// Dispatch's one place between its claims and the device model: a claim's action as the
-// capability that carries it, and the device as the planner sees it. Nothing here knows
-// a transport; a device offers a capability or it does not.
+// Dispatch's one place between its claims and the device model: a claim's action written
+// through the capability that carries it (driveOf, the model's one table of them), and the
+// device as the planner sees it. Nothing here knows a transport; a device offers a
+// capability or it does not.
 import { SitegateError } from "../errors.js";
-import type { Device, DeviceDirectory, Metrics, PreState } from "../model/device.js";
+import { capabilitiesOf, driveOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
 import type { ActionName } from "../model/vocabulary.js";
 import type { DispatchDevice } from "./allocate.js";
 
@@ -13,40 +14,20 @@ export interface Setting {
   pct?: number;
 }
 
-function missing(d: Device, action: ActionName): SitegateError {
-  return new SitegateError("DEVICE_NOT_FOUND", `device ${d.id} has no ${action} action`);
-}
-
 /**
- * The claim written through the capability it maps to: charge/discharge set a power, a
- * curtailment a limit, a shed switches a load off or sets a heating setpoint back from
- * the pre-event state the ledger holds (`pre`).
+ * The claim written through the capability interface that carries its action
+ * (model/device.ts): charge/discharge set a power, a curtailment a limit, a shed switches
+ * a load off or sets a heating setpoint back from the pre-event state the ledger holds (`pre`).
  */
 export async function apply(d: Device, s: Setting, pre: PreState): Promise<void> {
-  switch (s.action) {
-    case "charge":
-    case "discharge":
-      if (!d.power) throw missing(d, s.action);
-      return d.power.setPower(s.action, s.watts ?? 0);
-    case "curtail":
-      if (!d.curtail) throw missing(d, s.action);
-      return d.curtail.setLimit(s.pct ?? 100);
-    case "shed":
-      if (d.switch) return d.switch.switchOff();
-      if (d.setpoint) return d.setpoint.setBack(pre);
-      throw missing(d, s.action);
-    default:
-      throw missing(d, s.action);
-  }
+  const drive = driveOf(d, s.action);
+  if (!drive) throw new SitegateError("DEVICE_NOT_FOUND", `device ${d.id} has no ${s.action} action`);
+  return drive.write(s, pre);
 }
 
 /** ms between rewrites of the capability an action drives (0: the device holds it). */
 export function refreshOf(d: Device | undefined, action: ActionName | undefined): number {
-  if (!d || !action) return 0;
-  if (action === "charge" || action === "discharge") return d.power?.refreshMs ?? 0;
-  if (action === "curtail") return d.curtail?.refreshMs ?? 0;
-  if (action === "shed") return d.switch?.refreshMs ?? 0;
-  return 0;
+  return (d && action && driveOf(d, action)?.refreshMs) || 0;
 }
 
 /** The device's reading right after a write ({} when it has none to take). */
@@ -66,7 +47,7 @@ export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDev
     out.push({
       device_id: d.id,
       role: desc.role,
-      capabilities: desc.capabilities,
+      capabilities: capabilitiesOf(d),
       ...(desc.max_power_w !== undefined ? { max_power_w: desc.max_power_w } : {}),
       fully_configured: info.fully_configured,
       online: d.health().online,

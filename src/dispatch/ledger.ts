@@ -61,9 +61,9 @@ interface RawRow {
   unreleased: string | null;
 }
 
-/** A pre-state that holds nothing (a row an earlier release made before any state was read). */
-function holdsNothing(pre: PreState): boolean {
-  return pre === undefined || pre === null || (Array.isArray(pre) && pre.length === 0);
+/** Whether the device finds anything to write back in `pre`: the ledger never looks inside it. */
+function holdsState(d: Device, pre: PreState): boolean {
+  return d.holdsState ? d.holdsState(pre) : pre !== undefined && pre !== null;
 }
 
 export class Ledger {
@@ -190,7 +190,7 @@ export class Ledger {
     const d = this.device(deviceId);
     let mismatch: string | undefined;
     try {
-      if (!holdsNothing(row.pre)) {
+      if (holdsState(d, row.pre)) {
         await d.revert(row.pre);
         mismatch = await d.verify(row.pre).catch((e) => `cannot read back: ${errorMessage(e)}`);
       } else await d.handBack?.();

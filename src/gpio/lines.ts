@@ -8,9 +8,10 @@ import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
 import { opModeCode, typed } from "../model/roles.js";
-import { LocalDevice, type LocalRole } from "../devices/local.js";
+import { LocalDevice, type LocalPre, type LocalRole } from "../devices/local.js";
+import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import type { DeviceFamily } from "../devices/family.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
+import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
 import type { ChipBackend, Level } from "./backend.js";
 import { ChardevChip } from "./chardev-chip.js";
 import { SimChip } from "./sim-chip.js";
@@ -31,6 +32,11 @@ abstract class GpioDevice extends LocalDevice {
     protected readonly chip: string,
   ) {
     super(cfg);
+  }
+
+  /** A ledger row of an earlier release holds the register form these devices had then (the Modbus family reads it). */
+  protected override earlierPre(pre: PreState): LocalPre {
+    return declaredFromRegisters(pre);
   }
 
   address(): string {
@@ -70,7 +76,7 @@ class GpioOutput extends GpioDevice {
     return {
       ...typed("switch", "gpio"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
-      capabilities: ["telemetry", "shed", "restore"],
+      capabilities: capabilitiesOf(this),
       profile: "gpio",
       identity: { line: String(this.out.line) },
     };
@@ -131,7 +137,7 @@ class GpioInput extends GpioDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { ...typed("input", "gpio"), capabilities: ["telemetry"], profile: "gpio", identity: { line: String(this.input.line) } };
+    return { ...typed("input", "gpio"), capabilities: capabilitiesOf(this), profile: "gpio", identity: { line: String(this.input.line) } };
   }
 
   latest(): Metrics {

@@ -11,7 +11,7 @@
 // what is inside it (registers and coils for Modbus, on/off for a plug, °C for a
 // thermostat). Dispatch, the status page, device sync and the fleet program against this
 // file and `devices/`, never against a transport (test/unit/import-graph.test.ts).
-import type { ActionName, Capability } from "./vocabulary.js";
+import { CAPABILITIES, type ActionName, type Capability } from "./vocabulary.js";
 import type { Role } from "./roles.js";
 
 /** A device's decoded readings by their wire names (B6: power_w, soc_pct, state, ...). */
@@ -34,6 +34,12 @@ export interface DeviceDescriptor {
   /** The wire code device sync publishes for the role (roles.ts). */
   device_type: number;
   max_power_w?: number;
+  /**
+   * What pairing found the device offers (a profile's, or its role rule's, list). Device
+   * sync and dispatch never read it: they take `capabilitiesOf(device)`, from the
+   * interfaces the device implements, which a Modbus device offers only where this list
+   * and its profile's actions agree.
+   */
   capabilities: Capability[];
   /** Profile (or family) that speaks to it, e.g. "sunspec", "zigbee". */
   profile: string;
@@ -61,6 +67,8 @@ export interface PowerControllable {
   setPower(direction: "charge" | "discharge", watts: number): Promise<void>;
   /** ms between rewrites of an active setpoint (0: the device holds it). */
   readonly refreshMs: number;
+  /** The directions it takes (absent: both). */
+  readonly directions?: readonly ("charge" | "discharge")[];
   /**
    * Whether a reading shows the device in the forced mode of `direction`: false once it is
    * back on its own control (a revert timer ran out); undefined when its readings cannot tell.
@@ -127,6 +135,12 @@ export interface Device extends Readable {
   revert(pre: PreState): Promise<void>;
   /** Reads the device back against `pre`: undefined when it holds it, else what differs. */
   verify(pre: PreState): Promise<string | undefined>;
+  /**
+   * Whether `pre` holds any state of this device to write back (a row an earlier release
+   * made before anything was read holds none): only the device's family can tell. Absent:
+   * any pre-state but null holds something.
+   */
+  holdsState?(pre: PreState): boolean;
   /** Hands the device back to its own control when no pre-state is held (a profile's `release` action); absent: nothing to do. */
   handBack?(): Promise<void>;
   /**
@@ -137,6 +151,47 @@ export interface Device extends Readable {
   confirm?(): Promise<Metrics>;
   /** Marks the device as under remote dispatch (op mode 2 while online). */
   setRemote(remote: boolean): void;
+}
+
+/** What implements the capability interfaces: a Device, or a test's stand-in for one. */
+export type Capable = Pick<Device, "power" | "curtail" | "switch" | "setpoint">;
+
+/** An action as the capability interface that carries it: its write, and how often it is rewritten. */
+export interface Drive {
+  /** ms between rewrites while the action holds (0: the device holds it). */
+  readonly refreshMs: number;
+  /** Writes the action's setting; `pre` is the pre-event state the ledger holds (a setpoint sets back from it). */
+  write(setting: { watts?: number; pct?: number }, pre: PreState): Promise<void>;
+}
+
+function power(p: PowerControllable | undefined, direction: "charge" | "discharge"): Drive | undefined {
+  if (!p || !(p.directions?.includes(direction) ?? true)) return undefined;
+  return { refreshMs: p.refreshMs, write: (s) => p.setPower(direction, s.watts ?? 0) };
+}
+
+/**
+ * Every action a device can be driven with, each through the one interface that carries
+ * it: the one table between actions and capabilities (a new action: its interface and a
+ * row here). Absent: the device does not implement it.
+ */
+const DRIVES: { readonly [A in ActionName]?: (d: Capable) => Drive | undefined } = {
+  charge: (d) => power(d.power, "charge"),
+  discharge: (d) => power(d.power, "discharge"),
+  curtail: ({ curtail: c }) => c && { refreshMs: c.refreshMs, write: (s) => c.setLimit(s.pct ?? 100) },
+  shed: ({ switch: sw, setpoint: sp }) =>
+    sw ? { refreshMs: sw.refreshMs ?? 0, write: () => sw.switchOff() } : sp && { refreshMs: 0, write: (_s, pre) => sp.setBack(pre) },
+};
+
+/** How the device carries `action`, or undefined when it implements no interface for it. */
+export function driveOf(d: Capable, action: ActionName): Drive | undefined {
+  return DRIVES[action]?.(d);
+}
+
+/** The capabilities a device's interfaces give it, in the wire's order (B5): what device sync publishes and dispatch plans with. */
+export function capabilitiesOf(d: Capable): Capability[] {
+  // What a shed changed, the ledger puts back: a device that sheds is one a restore event puts back.
+  const sheds = driveOf(d, "shed") !== undefined;
+  return CAPABILITIES.filter((c) => c === "telemetry" || (c === "restore" ? sheds : driveOf(d, c) !== undefined));
 }
 
 /** Every device of the site, whatever its family: the read side of the one registry (devices/). */

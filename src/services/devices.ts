@@ -7,7 +7,7 @@ import { issuesToDetails } from "../util/zod-issues.js";
 import { validateDevices } from "../config/validate-devices.js";
 import { configDeclaredDevices, deviceIdClashes, newDeviceIdProblems, type DeclaredDevice } from "../config/device-ids.js";
 import type { DeviceConnector } from "../devices/types.js";
-import type { Device, DeviceDescriptor, DeviceDirectory } from "../model/device.js";
+import { capabilitiesOf, type Device, type DeviceDescriptor, type DeviceDirectory } from "../model/device.js";
 import type { Role } from "../model/roles.js";
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -110,7 +110,8 @@ function maxPower(d: SyncedDevice): number | undefined {
 }
 
 /**
- * The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices. An
+ * The device sync answer (spec 2.2, DESIGN B5) for the fully configured devices, each
+ * with the capabilities its interfaces give it (capabilitiesOf). An
  * unreachable device stays listed, with `telemetry` as its only capability (and
  * device_op_mode 4 for an inverter), so that a partner does not plan on it.
  */
@@ -129,7 +130,7 @@ export function deviceSyncView(siteId: string, listed: SyncedDevice[]) {
         ...(max !== undefined ? { device_max_power: Math.round(max) } : {}),
         ...(inverter ? { device_op_mode: down ? FAULT : d.device.health().op_mode } : {}),
         ...(name ? { name } : {}),
-        capabilities: down ? ["telemetry"] : desc.capabilities,
+        capabilities: down ? ["telemetry"] : capabilitiesOf(d.device),
       };
     });
   return { site_id: siteId, devices };

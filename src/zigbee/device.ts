@@ -2,8 +2,9 @@
 // behind its zigbee2mqtt bridge: its place in the bridge's device list, its latest state,
 // and its commands, each counted done only once a state message shows it.
 import { SitegateError } from "../errors.js";
-import { LocalDevice, type LocalRole } from "../devices/local.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
+import { LocalDevice, type LocalPre, type LocalRole } from "../devices/local.js";
+import { declaredFromRegisters } from "../modbus/device/pre-state.js";
+import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
 import { opModeCode, roleOfWire, typed } from "../model/roles.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
@@ -45,6 +46,11 @@ export class ZigbeeDevice extends LocalDevice {
     this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
   }
 
+  /** A ledger row of an earlier release holds the register form these devices had then (the Modbus family reads it). */
+  protected override earlierPre(pre: PreState): LocalPre {
+    return declaredFromRegisters(pre);
+  }
+
   /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */
   get topicName(): string | undefined {
     return this.listed?.friendly_name ?? this.cfg.friendly_name;
@@ -58,7 +64,7 @@ export class ZigbeeDevice extends LocalDevice {
     return {
       ...typed(this.role, "zigbee"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
-      capabilities: ["telemetry", "shed", "restore"],
+      capabilities: capabilitiesOf(this),
       profile: "zigbee2mqtt",
       identity,
     };

@@ -4,7 +4,16 @@
 // what the poll read of them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { Device, DeviceDescriptor, DeviceDirectory, DeviceHealth, DeviceInfo, Metrics } from "../../src/model/device.js";
+import type {
+  Device,
+  DeviceDescriptor,
+  DeviceDirectory,
+  DeviceHealth,
+  DeviceInfo,
+  Metrics,
+  PowerControllable,
+  Switchable,
+} from "../../src/model/device.js";
 import { deviceSyncView, syncState, syncedDevices } from "../../src/services/devices.js";
 import { devices as statusDevices, overview, type UiDeps } from "../../src/ui/views.js";
 import { SiteDevices } from "../../src/devices/directory.js";
@@ -25,6 +34,13 @@ class TestDevice implements Device {
     readonly id: string,
     private readonly opts: { info?: Partial<DeviceInfo>; descriptor: DeviceDescriptor | null; health?: DeviceHealth; latest?: Metrics },
   ) {}
+  /** What it offers follows its descriptor's role, as a family would build it. */
+  get power(): PowerControllable | undefined {
+    return this.opts.descriptor?.role === "battery" ? { refreshMs: 0, directions: ["charge"], setPower: async () => {} } : undefined;
+  }
+  get switch(): Switchable | undefined {
+    return this.opts.descriptor?.role === "switch" ? { switchOff: async () => {} } : undefined;
+  }
   info(): DeviceInfo {
     return { device_id: this.id, family: "test", address: `test://${this.id}`, fully_configured: true, ...this.opts.info };
   }
@@ -58,7 +74,7 @@ function directory(list: Device[]): DeviceDirectory {
   return { list: () => list, get: (id) => list.find((d) => d.id === id), version: 1 };
 }
 
-test("device sync lists every fully configured device with a descriptor, whatever its family, in the B5 answer's bytes", () => {
+test("device sync lists every fully configured device with a descriptor, whatever its family, in the B5 answer's bytes (its capabilities from the interfaces it implements)", () => {
   const down: DeviceHealth = { online: false, last_ok_at: null, last_error: "no answer", consecutive_failures: 3, op_mode: 1 };
   const dir = directory([
     new TestDevice("relay-1", { descriptor: relay, info: { device_name: "Boiler", rated_power_w: [1000, 500.6] } }),
@@ -80,7 +96,7 @@ test("device sync lists every fully configured device with a descriptor, whateve
       '{"device_id":"bat-10","device_type":1,"device_max_power":5000,"device_op_mode":4,"capabilities":["telemetry"]},' +
       '{"device_id":"bat-2","device_type":1,"device_max_power":5000,"device_op_mode":2,"capabilities":["telemetry","charge"]},' +
       '{"device_id":"new","device_type":3,"capabilities":["telemetry"]},' +
-      '{"device_id":"relay-1","device_type":99,"device_max_power":1501,"name":"Boiler","capabilities":["telemetry","shed"]}]}',
+      '{"device_id":"relay-1","device_type":99,"device_max_power":1501,"name":"Boiler","capabilities":["telemetry","shed","restore"]}]}',
   );
 });
 

@@ -1,11 +1,14 @@
 // The device ledger with config-declared devices (Zigbee, GPIO): their pre-state is their
 // own ({on}, {setpoint_c}); a row an earlier release wrote holds the register form those
-// devices had then (coil 0 on/off, holding 0 the heating setpoint in 0.1 °C), and a
-// restart with such a row must still put the device back and read it back.
+// devices had then (coil 0 on/off, holding 0 the heating setpoint in 0.1 °C), which their
+// families read through the Modbus family's reader, and a restart with such a row must
+// still put the device back and read it back. The ledger never looks inside a pre-state:
+// the device says whether it holds anything.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LocalDevice, type LocalRole } from "../../src/devices/local.js";
-import type { DeviceDescriptor, DeviceHealth, Metrics } from "../../src/model/device.js";
+import type { DeviceDescriptor, DeviceHealth, Metrics, PreState } from "../../src/model/device.js";
+import { declaredFromRegisters } from "../../src/modbus/device/pre-state.js";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { Ledger } from "../../src/dispatch/ledger.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
@@ -18,6 +21,8 @@ class Declared extends LocalDevice {
   on = false;
   heat_c = 18;
   writes: string[] = [];
+  /** Back to its own control, when a test gives it one. */
+  handBack?: () => Promise<void>;
   constructor(
     id: string,
     readonly role: LocalRole,
@@ -52,6 +57,13 @@ class Declared extends LocalDevice {
   }
 }
 
+/** As the Zigbee and GPIO families have it: a row of an earlier release is read in the register form. */
+class DeclaredSinceRegisters extends Declared {
+  protected override earlierPre(pre: PreState) {
+    return declaredFromRegisters(pre);
+  }
+}
+
 function rig(dir: string, devs: Declared[]) {
   const db = openDatabase(dir);
   migrate(db, [DISPATCH_MIGRATIONS]);
@@ -65,8 +77,8 @@ function rig(dir: string, devs: Declared[]) {
 
 test("a ledger row an earlier release wrote in the register form (coil 0, holding 0 in 0.1 °C) still restores and reads back", async () => {
   await withTmpDir(async (dir) => {
-    const plug = new Declared("plug", "switch");
-    const trv = new Declared("trv", "thermostat");
+    const plug = new DeclaredSinceRegisters("plug", "switch");
+    const trv = new DeclaredSinceRegisters("trv", "thermostat");
     const r = rig(dir, [plug, trv]);
     // What the previous release stored before a kill -9: the plug was on, the setpoint 21.5 °C.
     r.put("plug", [{ table: "coil", address: 0, words: [], coils: [true] }]);
@@ -98,7 +110,7 @@ test("a declared device's own pre-state: captured before the write, the setback 
     assert.deepEqual(trv.writes, ["setpoint=19", "setpoint=19"]);
     // A row held over an old-form row keeps what it held, in the device's own form now.
     r.put("old", [{ table: "holding", address: 0, words: [200], coils: [] }]);
-    const old = new Declared("old", "thermostat");
+    const old = new DeclaredSinceRegisters("old", "thermostat");
     const again = rig(dir, [old]);
     old.heat_c = 17;
     const l2 = again.ledger();
@@ -110,5 +122,49 @@ test("a declared device's own pre-state: captured before the write, the setback 
     assert.deepEqual([plug.on, trv.heat_c], [true, 21]);
     r.db.close();
     again.db.close();
+  });
+});
+
+test("a family that never wrote the register form finds nothing in such a row: the ledger hands the device back to its own control", async () => {
+  await withTmpDir(async (dir) => {
+    const plug = new Declared("plug", "switch");
+    const released: string[] = [];
+    plug.handBack = async () => void released.push("plug");
+    const r = rig(dir, [plug]);
+    r.put("plug", [{ table: "coil", address: 0, words: [], coils: [true] }]);
+    const ledger = r.ledger();
+    assert.equal(plug.holdsState(ledger.get("plug")!.pre), false);
+    assert.deepEqual(await ledger.release("plug"), { verified: true });
+    assert.deepEqual([plug.writes, released], [[], ["plug"]], "nothing written back; released instead");
+    assert.equal(ledger.size, 0);
+    r.db.close();
+  });
+});
+
+/** A device whose own pre-state is a list of tokens: an empty list is still a state (its outputs were all off). */
+class Tokens extends Declared {
+  restored: PreState[] = [];
+  override holdsState(pre: PreState): boolean {
+    return Array.isArray(pre);
+  }
+  override async revert(pre: PreState): Promise<void> {
+    this.restored.push(pre);
+  }
+  override async verify(): Promise<string | undefined> {
+    return undefined;
+  }
+}
+
+test("the ledger does not read the shape of a pre-state: an empty list the device says holds its state is written back", async () => {
+  await withTmpDir(async (dir) => {
+    const dev = new Tokens("tokens", "switch");
+    let released = 0;
+    dev.handBack = async () => void released++;
+    const r = rig(dir, [dev]);
+    r.put("tokens", []);
+    const ledger = r.ledger();
+    assert.deepEqual(await ledger.release("tokens"), { verified: true });
+    assert.deepEqual([dev.restored, released], [[[]], 0], "restored from the held state, not released");
+    r.db.close();
   });
 });

@@ -67,8 +67,9 @@ class RegisterBus {
   async writeCoils(): Promise<void> {}
 }
 
+/** A battery's profile: it offers charge and discharge (a device offers an action only where its capabilities name it). */
 function profile(p: Record<string, unknown>): Profile {
-  return profileSchema.parse({ name: "t", kind: "fixed", role: "battery", ...p });
+  return profileSchema.parse({ name: "t", kind: "fixed", role: "battery", capabilities: ["telemetry", "charge", "discharge"], ...p });
 }
 
 function driverOf(bus: RegisterBus, unit: number, p: Profile): DeviceDriver {

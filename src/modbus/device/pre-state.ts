@@ -4,6 +4,7 @@
 // earlier release still restores). Only what the state already held lacks is read; a
 // write-only register takes the profile's `restore` words instead of a read. A setting
 // the device keeps in flash is marked so, and its write-back skips what already holds.
+import type { PreState } from "../../model/device.js";
 import { writeLength, type RawWrite } from "./raw-write.js";
 
 export type CellRead = (table: "holding" | "coil", address: number, count: number, unit?: number) => Promise<number[]>;
@@ -74,4 +75,20 @@ export async function verifyPre(pre: readonly RawWrite[], read: CellRead): Promi
 export function preOf(written: readonly RawWrite[], pre: readonly RawWrite[]): RawWrite[] {
   const touched = new Set(written.flatMap(cells));
   return pre.filter((w) => cells(w).some((c) => touched.has(c)));
+}
+
+/**
+ * A ledger row an earlier release wrote for a one-output device declared in the config (a
+ * Zigbee plug or thermostat, a GPIO line): it held the register form those devices had
+ * then, coil 0 their on/off and holding 0 their heating setpoint in 0.1 °C. What it holds,
+ * in their own form; anything else holds nothing of theirs.
+ */
+export function declaredFromRegisters(pre: PreState): { on?: boolean; setpoint_c?: number } {
+  const out: { on?: boolean; setpoint_c?: number } = {};
+  for (const w of asRawWrites(pre) as Array<Partial<RawWrite>>) {
+    if (w.address !== 0) continue;
+    if (w.table === "coil" && typeof w.coils?.[0] === "boolean") out.on = w.coils[0];
+    if (w.table === "holding" && typeof w.words?.[0] === "number") out.setpoint_c = w.words[0] / 10;
+  }
+  return out;
 }

@@ -69,16 +69,34 @@ export class ProfileDevice implements Device {
     private readonly clock: Clock = systemClock,
   ) {
     this.id = registered.config.device_id;
-    const actions = this.profileActions();
+    const offers = this.offered();
     const refreshMs = this.refreshMs();
-    if (actions.has("charge") || actions.has("discharge"))
+    const directions = (["charge", "discharge"] as const).filter((d) => offers.has(d));
+    if (directions.length)
       this.power = {
         refreshMs,
+        directions,
         setPower: (direction, watts) => this.setPower(direction, watts),
         showsForced: (direction, metrics) => this.showsForced(direction, metrics),
       };
-    if (actions.has("curtail")) this.curtail = { refreshMs, setLimit: (pct) => this.act("curtail", { pct }) };
-    if (actions.has("shed")) this.switch = { refreshMs, switchOff: () => this.act("shed", {}), outputsOn: () => this.outputsOn() };
+    if (offers.has("curtail")) this.curtail = { refreshMs, setLimit: (pct) => this.act("curtail", { pct }) };
+    if (offers.has("shed")) this.switch = { refreshMs, switchOff: () => this.act("shed", {}), outputsOn: () => this.outputsOn() };
+  }
+
+  /**
+   * The actions it offers: those pairing found it has (its role rule's capabilities: a
+   * SunSpec PV inverter is not charged though its profile can write a battery), or before
+   * it has paired its profile's list, that its profile writes.
+   */
+  private offered(): Set<ActionName> {
+    let found: readonly string[];
+    try {
+      found = this.registered.descriptor?.capabilities ?? this.driver().profile.capabilities;
+    } catch {
+      return new Set(); // no driver: nothing to control
+    }
+    const listed = new Set(found);
+    return new Set([...this.profileActions()].filter((a) => listed.has(a)));
   }
 
   private get config(): DeviceConfig {
@@ -280,6 +298,10 @@ export class ProfileDevice implements Device {
 
   verify(pre: PreState): Promise<string | undefined> {
     return verifyPre(asRawWrites(pre), this.reader(this.driver()));
+  }
+
+  holdsState(pre: PreState): boolean {
+    return asRawWrites(pre).length > 0;
   }
 
   /** The profile's `release` action (back to the device's own control), when it has one. */

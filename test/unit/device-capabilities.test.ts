@@ -1,0 +1,156 @@
+// One representation of what a device can do: the capability interfaces it implements.
+// Device sync (B5) and dispatch derive the capability names from them (capabilitiesOf), so
+// a profile whose `capabilities` list and actions disagree cannot make the wire promise
+// what the device does not do, nor dispatch plan on it. A Modbus device offers an action
+// only where what pairing found (its role rule's list) and its profile's actions agree.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Bus } from "../../src/modbus/bus.js";
+import type { Transport } from "../../src/modbus/transport.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import type { DriverPool } from "../../src/modbus/device/pool.js";
+import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
+import type { RegisteredDevice } from "../../src/devices/types.js";
+import { fixedProfileSchema, type Profile } from "../../src/profiles/schema.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
+import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";
+import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
+import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { kindOf } from "../../src/dispatch/kinds/index.js";
+import type { Capability } from "../../src/model/vocabulary.js";
+import { silentLogger } from "../../src/log.js";
+
+/** Never asked: nothing here reads or writes the device. */
+const idle: Transport = {
+  isOpen: true,
+  open: async () => {},
+  close: async () => {},
+  read: async () => [],
+  writeRegisters: async () => {},
+  writeCoils: async () => {},
+};
+
+const readings: ModbusReadings = { latest: () => ({}), health: () => undefined, confirm: () => {}, setRemote: () => {} };
+
+const step = (address: number) => [{ address, value: 1 }];
+
+/** A ProfileDevice of `profile`, paired (its registry row) as `found` says. */
+function profileDevice(profile: Record<string, unknown>, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
+  return deviceOf(fixedProfileSchema.parse({ kind: "fixed", points: [{ metric: "power_w", address: 0, type: "s16" }], ...profile }), found);
+}
+
+function deviceOf(p: Profile, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
+  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
+  const driver = new DeviceDriver(bus, 1, p);
+  const registered = {
+    config: { device_id: "d1" },
+    descriptor: { ...found, device_type: 0, max_power_w: 5000, profile: p.name, identity: {} },
+    fully_configured: true,
+    updated_at: "",
+  } as unknown as RegisteredDevice;
+  return {
+    device: new ProfileDevice(registered, { driverFor: () => driver } as unknown as DriverPool, readings),
+    close: () => bus.close(),
+  };
+}
+
+const wire = (d: ProfileDevice) => deviceSyncView("site", syncedDevices({ list: () => [d] })).devices[0]!.capabilities;
+
+test("capabilitiesOf: telemetry always, then what the interfaces give, in the wire's order", () => {
+  const power = { refreshMs: 0, setPower: async () => {} };
+  const none: Capability[] = ["telemetry"];
+  assert.deepEqual(capabilitiesOf({}), none);
+  assert.deepEqual(capabilitiesOf({ power }), ["telemetry", "charge", "discharge"]);
+  assert.deepEqual(capabilitiesOf({ power: { ...power, directions: ["discharge"] } }), ["telemetry", "discharge"]);
+  assert.deepEqual(capabilitiesOf({ curtail: { refreshMs: 0, setLimit: async () => {} } }), ["telemetry", "curtail"]);
+  assert.deepEqual(capabilitiesOf({ switch: { switchOff: async () => {} } }), ["telemetry", "shed", "restore"]);
+  assert.deepEqual(capabilitiesOf({ setpoint: { setback_c: 2, setBack: async () => {} } }), ["telemetry", "shed", "restore"]);
+});
+
+test("driveOf: each action through the one interface that carries it, with that interface's refresh; none for an action no interface carries", async () => {
+  const writes: string[] = [];
+  const d = {
+    power: {
+      refreshMs: 20_000,
+      directions: ["charge"] as const,
+      setPower: async (dir: string, w: number) => void writes.push(`${dir} ${w}`),
+    },
+    curtail: { refreshMs: 5_000, setLimit: async (pct: number) => void writes.push(`limit ${pct}`) },
+    setpoint: { setback_c: 2, setBack: async (pre: unknown) => void writes.push(`setback from ${JSON.stringify(pre)}`) },
+  };
+  await driveOf(d, "charge")!.write({ watts: 1500 }, null);
+  await driveOf(d, "curtail")!.write({ pct: 40 }, null);
+  await driveOf(d, "shed")!.write({}, { setpoint_c: 21 });
+  assert.deepEqual(writes, ["charge 1500", "limit 40", 'setback from {"setpoint_c":21}']);
+  assert.deepEqual([driveOf(d, "charge")!.refreshMs, driveOf(d, "curtail")!.refreshMs, driveOf(d, "shed")!.refreshMs], [20_000, 5_000, 0]);
+  assert.equal(driveOf(d, "discharge"), undefined, "its power takes charge only");
+  assert.equal(driveOf(d, "release"), undefined);
+  const both = { ...d, switch: { refreshMs: 60_000, switchOff: async () => void writes.push("off") } };
+  await driveOf(both, "shed")!.write({}, null);
+  assert.equal(writes.at(-1), "off", "a device with a switch sheds by switching off");
+  assert.equal(driveOf(both, "shed")!.refreshMs, 60_000);
+});
+
+test("a profile that lists capabilities its actions lack: the wire and dispatch offer only what it writes", async () => {
+  const r = profileDevice(
+    {
+      name: "says-more",
+      role: "battery",
+      capabilities: ["telemetry", "charge", "discharge", "shed", "restore"],
+      actions: { discharge: step(100) },
+    },
+    { role: "battery", capabilities: ["telemetry", "charge", "discharge", "shed", "restore"] },
+  );
+  try {
+    assert.equal(r.device.switch, undefined);
+    assert.deepEqual(r.device.power?.directions, ["discharge"]);
+    assert.deepEqual(wire(r.device), ["telemetry", "discharge"]);
+    const [planned] = dispatchDevices({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", planned!), false, "not charged: its profile writes no charge");
+    assert.equal(kindOf("discharge").capable("discharge", planned!), true);
+  } finally {
+    await r.close();
+  }
+});
+
+test("a profile with actions its capability list lacks (one SunSpec profile, a PV inverter found): not offered, not planned", async () => {
+  const r = profileDevice(
+    {
+      name: "both",
+      role: "pv",
+      capabilities: ["telemetry", "curtail"],
+      actions: { charge: step(100), discharge: step(100), curtail: step(200) },
+    },
+    { role: "pv", capabilities: ["telemetry", "curtail"] },
+  );
+  try {
+    assert.equal(r.device.power, undefined, "a PV inverter is not charged though its profile can write a battery");
+    assert.ok(r.device.curtail);
+    assert.deepEqual(wire(r.device), ["telemetry", "curtail"]);
+    const [planned] = dispatchDevices({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", planned!), false);
+    assert.equal(kindOf("pv_limit").capable("pv_limit", planned!), true);
+  } finally {
+    await r.close();
+  }
+});
+
+test("every built-in profile: its devices offer exactly the capabilities it declares, so device sync's bytes are as before", async () => {
+  const profiles = builtinProfiles();
+  const checked: string[] = [];
+  for (const name of profiles.names()) {
+    const p = profiles.get(name);
+    const found = p.kind === "fixed" ? [{ role: p.role, capabilities: p.capabilities }] : p.roles;
+    for (const f of found) {
+      const r = deviceOf(p, { role: f.role, capabilities: f.capabilities });
+      try {
+        assert.deepEqual(wire(r.device), f.capabilities, `${name} as ${f.role}`);
+        checked.push(`${name}:${f.capabilities.join("+")}`);
+      } finally {
+        await r.close();
+      }
+    }
+  }
+  for (const c of ["relay-coils:telemetry+shed+restore", "sunspec:telemetry+curtail", "sungrow-sh:telemetry+charge+discharge"])
+    assert.ok(checked.includes(c), `${c} in ${checked.join(" ")}`);
+});
