@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js";
 import { startSim } from "../../hw-sim/sim.js";
-import { startLocalBroker, Recorder, type LocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker, Recorder, type LocalBroker } from "../support/mosquitto.js";
 import { until } from "../support/wait.js";
 import { parseScenario } from "../../hw-sim/scenario.js";
 import { SiteModel } from "../../hw-sim/site-model.js";

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { until } from "../support/wait.js";
-import { startLocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker } from "../support/mosquitto.js";
 import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
