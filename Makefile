@@ -244,7 +244,8 @@ bundle: $(if $(NO_BUILD),,build) $(if $(filter var/release/%,$(BUNDLE_NODE_MODUL
 # the update public key as a conffile, the changelog, md5sums and manual pages made from --help;
 # and var/pkg/sitegate-sim_<version>_<arch>.deb, the bench simulator (hw-sim/dist, its unit,
 # the bench scenario and drop-in: packaging/build-sim-deb.sh), which runs on the gateway's
-# runtime and modules. lintian finds no error in any (docs/packaging.md).
+# runtime and modules; both scripts build on packaging/deb-common.sh (the changelog, manual
+# page, md5sums, maintainer scripts and control). lintian finds no error in any (docs/packaging.md).
 # The release key is BUNDLE_KEY (its .pub beside it). Without one, or with a key keygen marked
 # as a development key, make deb refuses unless DEV_UPDATE_KEY=1: such a package trusts a key
 # from a build machine and says so in `sitegate --version` (docs/packaging.md).

@@ -12,16 +12,14 @@ mark='# sitegate development update key: trust it on bench boxes only'
 if [ "${DEV_UPDATE_KEY:-0}" != 1 ] && grep -qF "$mark" "$pubkey"; then
   echo "build-deb: $pubkey is a development key; give the release key, or DEV_UPDATE_KEY=1 for a bench package" >&2; exit 2
 fi
-case "$arch" in x64) debarch=amd64 ;; arm64) debarch=arm64 ;; *) echo "build-deb: no .deb for $arch (docs/packaging.md, armhf)" >&2; exit 2 ;; esac
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=deb-common.sh
+. "$here/deb-common.sh"
+deb_begin build-deb "$arch"
 if [ "${DEV_UPDATE_KEY:-0}" = 1 ]; then
   { grep -qF "$mark" "$pubkey" || echo "$mark"; cat "$pubkey"; } > "$work/update-key.pub"
 else
   cp "$pubkey" "$work/update-key.pub"
 fi
-root=$work/root
 rel=$root/usr/lib/sitegate/release
 mkdir -p "$rel"
 # the payload and manifest exactly as `sitegate update apply` would install them
@@ -49,7 +47,7 @@ test -x "$rel/node/bin/node" || { echo "build-deb: $bundle carries no Node runti
 "$here/prune-release.sh" "$arch" "$rel"
 
 install -d "$root/usr/bin" "$root/lib/systemd/system" "$root/usr/lib/sysusers.d" "$root/usr/lib/tmpfiles.d" "$root/usr/lib/udev/rules.d" "$root/usr/lib/modules-load.d" \
-  "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys" "$root/DEBIAN"
+  "$root/usr/share/doc/sitegate" "$root/etc/sitegate/update-keys"
 printf '#!/bin/sh\n# sitegate of the current release, on its own Node runtime\nexec /opt/sitegate/current/node/bin/node /opt/sitegate/current/dist/src/cli.js "$@"\n' > "$root/usr/bin/sitegate"
 chmod 755 "$root/usr/bin/sitegate"
 # the bench simulator, its unit, scenario and drop-in are their own package (build-sim-deb.sh)
@@ -61,37 +59,15 @@ install -m 644 "$here/tmpfiles.conf" "$root/usr/lib/tmpfiles.d/sitegate.conf"
 install -m 644 "$here/60-sitegate-gpio.rules" "$root/usr/lib/udev/rules.d/60-sitegate-gpio.rules"
 install -m 644 "$here/modules-load.conf" "$root/usr/lib/modules-load.d/sitegate.conf"
 install -m 644 "$project/config.example.yaml" "$root/usr/share/doc/sitegate/config.example.yaml"
-# The changelog's newest entry must be this release (a version bump needs its entry); a
-# native package (no Debian revision) carries it as changelog.gz (Debian policy 12.7).
-top=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
-[ "$top" = "$version" ] || { echo "build-deb: packaging/debian/changelog starts at $top, not $version: add an entry for $version" >&2; exit 2; }
-date=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Timestamp)
-gzip -9n < "$here/debian/changelog" > "$root/usr/share/doc/sitegate/changelog.gz"
-install -d "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides"
-node "$here/man-page.mjs" sitegate "$project/dist/src/cli.js" "$version" "$date" | gzip -9n > "$root/usr/share/man/man1/sitegate.1.gz"
-install -m 644 "$here/debian/lintian-overrides" "$root/usr/share/lintian/overrides/sitegate"
+deb_docs sitegate "$version" "$project/dist/src/cli.js" "$here/debian/lintian-overrides"
 install -m 644 "$work/update-key.pub" "$root/etc/sitegate/update-keys/sitegate-release.pub"
 sed "s/@NODE_VERSION@/$(sed -n 's/.*"node_version": "\(.*\)".*/\1/p' "$rel/manifest.json")/" "$here/debian/copyright" > "$root/usr/share/doc/sitegate/copyright"
 chmod 644 "$root/usr/share/doc/sitegate/copyright"
 
+install -d "$root/DEBIAN"
 echo /etc/sitegate/update-keys/sitegate-release.pub > "$root/DEBIAN/conffiles"
-# no folder the package leaves empty; then md5sums of every file but the conffiles (dpkg
-# keeps theirs), so `dpkg --verify sitegate` checks the rest
-find "$root" -mindepth 1 -type d -empty -delete
-( cd "$root" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum ) > "$root/DEBIAN/md5sums"
-chmod 644 "$root/DEBIAN/md5sums" "$root/DEBIAN/conffiles"
-for s in postinst prerm postrm; do
-  sed "s/@VERSION@/$version/g" "$here/debian/$s" > "$root/DEBIAN/$s"
-  chmod 755 "$root/DEBIAN/$s"
-done
-cat > "$root/DEBIAN/control" <<CONTROL
-Package: sitegate
-Version: $version
-Architecture: $debarch
-Maintainer: ${DEB_MAINTAINER:-sitegate maintainers <sitegate@example.com>}
-Section: net
-Priority: optional
-Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+chmod 644 "$root/DEBIAN/conffiles"
+deb_pack sitegate "$version" "$here/debian" "$outdir" <<CONTROL
 Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser, init-system-helpers (>= 1.54~)
 Description: site controller for distributed energy sites
  Modbus polling, dispatch of partner events, telemetry over HTTPS and MQTT,
@@ -99,8 +75,3 @@ Description: site controller for distributed energy sites
  native addons built for $debarch. The bench simulator is the package
  sitegate-sim.
 CONTROL
-mkdir -p "$outdir"
-out="$outdir/sitegate_${version}_${debarch}.deb"
-dpkg-deb --root-owner-group -Zxz -z6 --build "$root" "$out.tmp" >/dev/null
-mv "$out.tmp" "$out"
-echo "$out"

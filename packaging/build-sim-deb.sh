@@ -8,21 +8,21 @@
 # gateway's config and the gateway's bench drop-in (docs/packaging.md, "The simulator's package").
 set -euo pipefail
 arch=$1 version=$2 outdir=$3
+# The first release whose gateway package no longer carries the simulator (0.1.0 did).
+SPLIT=0.2.0
 here=$(cd "$(dirname "$0")" && pwd)
 project=$(cd "$here/.." && pwd)
 sim=$here/sim
-case "$arch" in x64) debarch=amd64 ;; arm64) debarch=arm64 ;; *) echo "build-sim-deb: no .deb for $arch (docs/packaging.md, armhf)" >&2; exit 2 ;; esac
+# shellcheck source=deb-common.sh
+. "$here/deb-common.sh"
 test -f "$project/hw-sim/dist/hw-sim/cli.js" || { echo "build-sim-deb: hw-sim/dist/hw-sim/cli.js is missing; make build first" >&2; exit 2; }
 own=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$project/hw-sim/package.json")
 [ "$own" = "$version" ] || { echo "build-sim-deb: hw-sim/package.json is at $own, the release at $version: give both one version" >&2; exit 2; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-root=$work/root
+deb_begin build-sim-deb "$arch"
 lib=$root/usr/lib/sitegate-sim
 install -d "$lib" "$root/usr/bin" "$root/lib/systemd/system/sitegate.service.d" "$root/usr/lib/sysusers.d" \
-  "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate-sim" \
-  "$root/usr/share/man/man1" "$root/usr/share/lintian/overrides" "$root/DEBIAN"
+  "$root/usr/share/sitegate/scenarios" "$root/usr/share/sitegate/bench" "$root/usr/share/doc/sitegate-sim"
 # the package's own package.json ("type": "module" for its .js files), without what a checkout needs
 node -e '
   const p = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
@@ -40,37 +40,16 @@ install -m 644 "$sim/sitegate-bench.conf" "$root/lib/systemd/system/sitegate.ser
 install -m 644 "$sim/sysusers.conf" "$root/usr/lib/sysusers.d/sitegate-sim.conf"
 install -m 644 "$project/hw-sim/scenarios/bench.yaml" "$root/usr/share/sitegate/scenarios/bench.yaml"
 install -m 644 "$sim/bench-devices.yaml" "$root/usr/share/sitegate/bench/devices.yaml"
-# one changelog for both packages; its newest entry must be this release
-top=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Version)
-[ "$top" = "$version" ] || { echo "build-sim-deb: packaging/debian/changelog starts at $top, not $version: add an entry for $version" >&2; exit 2; }
-date=$(dpkg-parsechangelog -l "$here/debian/changelog" -S Timestamp)
-gzip -9n < "$here/debian/changelog" > "$root/usr/share/doc/sitegate-sim/changelog.gz"
 install -m 644 "$sim/copyright" "$root/usr/share/doc/sitegate-sim/copyright"
-node "$here/man-page.mjs" sitegate-sim "$project/hw-sim/dist/hw-sim/cli.js" "$version" "$date" | gzip -9n > "$root/usr/share/man/man1/sitegate-sim.1.gz"
-install -m 644 "$sim/lintian-overrides" "$root/usr/share/lintian/overrides/sitegate-sim"
-
-( cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum ) > "$root/DEBIAN/md5sums"
-chmod 644 "$root/DEBIAN/md5sums"
-for s in postinst prerm postrm; do install -m 755 "$sim/$s" "$root/DEBIAN/$s"; done
-cat > "$root/DEBIAN/control" <<CONTROL
-Package: sitegate-sim
-Version: $version
-Architecture: $debarch
-Maintainer: ${DEB_MAINTAINER:-sitegate maintainers <sitegate@example.com>}
-Section: net
-Priority: optional
-Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+deb_docs sitegate-sim "$version" "$project/hw-sim/dist/hw-sim/cli.js" "$sim/lintian-overrides"
+# Replaces/Breaks: sitegate packages before $SPLIT carried these files
+deb_pack sitegate-sim "$version" "$sim" "$outdir" <<CONTROL
 Depends: sitegate (= $version), socat, adduser, init-system-helpers (>= 1.54~)
-Replaces: sitegate (<< $version)
-Breaks: sitegate (<< $version)
+Replaces: sitegate (<< $SPLIT)
+Breaks: sitegate (<< $SPLIT)
 Description: bench simulator of a whole site for sitegate
  Simulated Modbus TCP and RTU devices (over a pty pair), a zigbee2mqtt bridge
  and a GPIO chip, driven by one site model, for installers' test benches.
  Installs sitegate-sim.service with a bench scenario and a drop-in that lets
  the gateway open the simulator's pty. Not for production controllers.
 CONTROL
-mkdir -p "$outdir"
-out="$outdir/sitegate-sim_${version}_${debarch}.deb"
-dpkg-deb --root-owner-group -Zxz -z6 --build "$root" "$out.tmp" >/dev/null
-mv "$out.tmp" "$out"
-echo "$out"

@@ -8,8 +8,8 @@
 // Rows: the poll cycle against the line minimum of the same frames, and the requests per
 // cycle against the requests of reading only the registers the points need. Line minimum
 // per request: rtu-bus.bench.ts's requestLineMs.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { spawn } from "node:child_process";
+import { spawnSim, type SimProcess } from "../support/sim-process.js";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
@@ -20,7 +20,7 @@ import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { parseScenario } from "../../hw-sim/scenario.js";
 import { brandPlacements, brandsScenario } from "../../hw-sim/models/brands/site.js";
-import { measureBus, requestLineMs, SIM_CLI } from "./rtu-bus.bench.js";
+import { measureBus, requestLineMs } from "./rtu-bus.bench.js";
 
 /** The profile that polls each device of the bus (its model's); the others match no profile. */
 const PROFILE_OF: Record<string, string> = Object.fromEntries(
@@ -37,28 +37,13 @@ const bench: BenchFn = async (ctx) => {
   const { baud, parity } = port;
   const framing = `${baud} 8${parity[0].toUpperCase()}${port.stop_bits}`;
   const dir = mkdtempSync(join(tmpdir(), "sitegate-bench-brands-"));
-  const scenario = join(dir, "scenario.json");
-  writeFileSync(
-    scenario,
-    JSON.stringify({
+  let sim: SimProcess | undefined;
+  try {
+    sim = await spawnSim(dir, {
       seed: 3,
       control: { listen: "127.0.0.1:0" },
       site: { base_load_w: 3500, load_noise_pct: 0, pv_irradiance: 0.4 },
       ports: [{ ...port, path: "sim", peer: "gw" }],
-    }),
-  );
-  const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, LOG_FORMAT: "json" },
-  });
-  try {
-    await new Promise<void>((ok, fail) => {
-      let out = "";
-      sim.stdout!.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("simulator running")) ok();
-      });
-      sim.once("exit", (c) => fail(new Error(`sitegate-sim exited (${c})`)));
     });
     const endpoint = { kind: "rtu" as const, path: join(dir, "gw"), baud, parity, stopBits: port.stop_bits };
     const bus = new Bus(endpoint, silentLogger());
@@ -99,8 +84,7 @@ const bench: BenchFn = async (ctx) => {
     }
     await bus.close();
   } finally {
-    sim.kill("SIGTERM");
-    await new Promise((r) => (sim.exitCode !== null ? r(null) : sim.once("exit", r)));
+    await sim?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   return rows;

@@ -20,7 +20,7 @@ import { Agent, request } from "undici";
 import { connectAsync } from "mqtt";
 import type { BenchFn, BenchRow } from "./types.js";
 import { spawnDaemon } from "../support/daemon-process.js";
-import { startLocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker } from "../support/mosquitto.js";
 import { withSite } from "../support/site.js";
 import { zigbeeConfig, zigbeeScenario, Z2M_BASE } from "../support/zigbee-site.js";
 import { TEST_API_KEY, testConfigInput } from "../support/config.js";

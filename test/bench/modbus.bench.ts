@@ -3,6 +3,7 @@
 //   125-register blocks from the same simulator at its fastest poll period;
 // - RTU bus efficiency vs the theoretical line rate at 9600 and 115200 baud, with the
 //   simulator's line timing on (8N1, 5 ms device turnaround).
+import { spawnSim, type SimProcess } from "../support/sim-process.js";
 import { spawn } from "node:child_process";
 import ModbusRTU from "modbus-serial";
 import type { BenchFn, BenchRow } from "./types.js";
@@ -11,12 +12,9 @@ import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
+import { join } from "node:path";
 
 /** Registers/s mbpoll gets over `ms`: its polls counted from its output. */
 async function mbpollRate(port: number, ms: number): Promise<number> {
@@ -151,10 +149,9 @@ const bench: BenchFn = async (ctx) => {
   // The simulator runs as its own process, as on a bench: no shared event loop with the gateway.
   for (const baud of [9600, 115200]) {
     const dir = mkdtempSync(join(tmpdir(), "sitegate-bench-rtu-"));
-    const scenario = join(dir, "scenario.json");
-    writeFileSync(
-      scenario,
-      JSON.stringify({
+    let sim: SimProcess | undefined;
+    try {
+      sim = await spawnSim(dir, {
         seed: 1,
         control: { listen: "127.0.0.1:0" },
         ports: [
@@ -167,20 +164,6 @@ const bench: BenchFn = async (ctx) => {
             devices: [{ unit: 1, model: "sunspec-storage", name: "battery" }],
           },
         ],
-      }),
-    );
-    const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
-      stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, LOG_FORMAT: "json" },
-    });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        let out = "";
-        sim.stdout!.on("data", (d: Buffer) => {
-          out += d.toString();
-          if (out.includes("simulator running")) resolve();
-        });
-        sim.once("exit", (c) => reject(new Error(`sitegate-sim exited (${c})`)));
       });
       const bus = new Bus({ kind: "rtu", path: join(dir, "gw"), baud, parity: "none", stopBits: 1 }, silentLogger());
       const got = await rtuRate(bus, baud === 9600 ? Math.max(ms, 3000) : ms);
@@ -208,8 +191,7 @@ const bench: BenchFn = async (ctx) => {
         });
       }
     } finally {
-      sim.kill("SIGTERM");
-      await new Promise((r) => (sim.exitCode !== null ? r(null) : sim.once("exit", r)));
+      await sim?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }

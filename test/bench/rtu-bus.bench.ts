@@ -13,11 +13,10 @@
 // The line minimum per request: (8 request chars + 5 + 2 x registers response chars) x
 // bits per char / baud, two 3.5-char silences (after the request and after the answer),
 // the device turnaround. Bits per char: 10 at 8N1, 11 at 8E1 (start, 8 data, parity, stop).
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSim, type SimProcess } from "../support/sim-process.js";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { lineTiming, type Parity } from "../../src/modbus/endpoint.js";
@@ -26,7 +25,6 @@ import { DeviceDriver, type PointClass } from "../../src/modbus/device/driver.js
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 
-export const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 export const TURNAROUND_MS = 5;
 export const METERS = 8;
 export const INVERTERS = 2;
@@ -53,40 +51,17 @@ export function coalescing(ranges: readonly Range[], blocks: readonly Block[]): 
 }
 
 /** The simulator of one full bus as its own process; resolves once it listens. */
-export async function startBusSim(
-  dir: string,
-  baud: number,
-  parity: Parity,
-  meters = METERS,
-  inverters = INVERTERS,
-): Promise<ChildProcess> {
-  const scenario = join(dir, "scenario.json");
+export async function startBusSim(dir: string, baud: number, parity: Parity, meters = METERS, inverters = INVERTERS): Promise<SimProcess> {
   const devices = [
     ...Array.from({ length: meters }, (_, i) => ({ unit: i + 1, model: "sdm630", name: `meter${i + 1}` })),
     ...Array.from({ length: inverters }, (_, i) => ({ unit: meters + i + 1, model: "sunspec-pv", name: `pv${i + 1}` })),
   ];
-  writeFileSync(
-    scenario,
-    JSON.stringify({
-      seed: 1,
-      control: { listen: "127.0.0.1:0" },
-      site: { pv_irradiance: 0.5 },
-      ports: [{ kind: "rtu", path: "sim", peer: "gw", baud, parity, stop_bits: 1, turnaround_ms: TURNAROUND_MS, devices }],
-    }),
-  );
-  const sim = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, LOG_FORMAT: "json" },
+  return spawnSim(dir, {
+    seed: 1,
+    control: { listen: "127.0.0.1:0" },
+    site: { pv_irradiance: 0.5 },
+    ports: [{ kind: "rtu", path: "sim", peer: "gw", baud, parity, stop_bits: 1, turnaround_ms: TURNAROUND_MS, devices }],
   });
-  await new Promise<void>((ok, fail) => {
-    let out = "";
-    sim.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("simulator running")) ok();
-    });
-    sim.once("exit", (c) => fail(new Error(`sitegate-sim exited (${c})`)));
-  });
-  return sim;
 }
 
 export interface BusFigures {
@@ -215,8 +190,7 @@ const bench: BenchFn = async (ctx) => {
       }
       await bus.close();
     } finally {
-      sim.kill("SIGTERM");
-      await new Promise((r) => (sim.exitCode !== null ? r(null) : sim.once("exit", r)));
+      await sim.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }

@@ -15,10 +15,9 @@
 // amplification; goal <= 3x), bytes a day and write calls a second; at 4 devices and the
 // defaults, written per sample against the budget of 15 B.
 // BENCH_SCALE="10 50 200" picks other sizes; BENCH_NODE_EXTRA adds node flags (--cpu-prof ...).
-import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { spawnSim, type SimProcess } from "../support/sim-process.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
 import { startSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
@@ -31,7 +30,6 @@ import { freePort } from "../support/net.js";
 import { daemonMetric } from "../support/db.js";
 import { TELEMETRY_COMMIT_S } from "../../src/config/schema.js";
 
-const SIM_CLI = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter"] as const;
 const PER_PORT = 10;
 /** Bytes written per sample at the defaults (4 devices, 1 s polls), at the most: issue 43, docs/sd-card.md. */
@@ -97,12 +95,11 @@ function anonKb(pid: number): number {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startSimProcess(dir: string, devices: number): Promise<{ child: ChildProcess; ports: number[] }> {
+export async function startSimProcess(dir: string, devices: number): Promise<SimProcess & { ports: number[] }> {
   const ports = Math.ceil(devices / PER_PORT);
-  const scenario = join(dir, "scenario.json");
-  writeFileSync(
-    scenario,
-    JSON.stringify({
+  const sim = await spawnSim(
+    dir,
+    {
       seed: 3,
       control: { listen: "127.0.0.1:0" },
       site: { pv_irradiance: 0.5 },
@@ -115,30 +112,10 @@ export async function startSimProcess(dir: string, devices: number): Promise<{ c
           name: `d${p}-${u}`,
         })),
       })),
-    }),
+    },
+    { LOG_LEVEL: "info" },
   );
-  const child = spawn(process.execPath, [SIM_CLI, "--scenario", scenario, "--base-dir", dir], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
-  });
-  const tcp = await new Promise<number[]>((ok, fail) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split("\n")) {
-        if (!line.includes("simulator running")) continue;
-        try {
-          ok((JSON.parse(line) as { tcp: number[] }).tcp);
-        } catch {
-          /* a partial line: wait for the rest */
-        }
-      }
-    });
-    child.once("exit", (c) => fail(new Error(`sitegate-sim exited (${c})`)));
-  });
-  child.stdout!.removeAllListeners("data");
-  child.stdout!.resume();
-  return { child, ports: tcp };
+  return { ...sim, ports: sim.tcp };
 }
 
 /** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs`. */
@@ -233,8 +210,7 @@ export async function measureSite(
   } finally {
     await stopDaemon(child);
     await sink.stop();
-    sim.child.kill("SIGTERM");
-    await new Promise((r) => (sim.child.exitCode !== null ? r(null) : sim.child.once("exit", r)));
+    await sim.stop();
     cleanup();
   }
 }

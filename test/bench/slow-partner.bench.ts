@@ -12,13 +12,13 @@ import { stringify } from "yaml";
 import { Agent, request } from "undici";
 import type { BenchFn } from "./types.js";
 import type { ScenarioInput } from "../../hw-sim/sim.js";
-import { startSink } from "../support/partner-sink.js";
+import { partnerTo, startSink } from "../support/partner-sink.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
 
-import { CLI } from "../support/cli.js";
+import { spawnDaemon, writeConfig } from "../support/cli.js";
 const SIM = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter", "sunspec-pv", "sunspec-meter"] as const;
 const HOSTS = 10;
@@ -73,20 +73,11 @@ const bench: BenchFn = async (ctx) => {
     ...testConfigInput(join(ctx.dir, "data")),
     log_level: "warn",
     http: { ...testConfigInput(ctx.dir).http, listen: `127.0.0.1:${port}` },
-    partner: {
-      headers: [],
-      execution_url: `${sink.url}/exec`,
-      data_push_url: sink.url,
-      data_push_path: "telemetry",
-      ca_file: testCert().certFile,
-      timeout_ms: 5000,
-    },
+    partner: partnerTo(sink, { headers: [], timeout_ms: 5000 }),
     telemetry: { poll_interval_ms: 1000, retention_max_mb: 64 },
     devices,
   };
-  const file = join(ctx.dir, "config.yaml");
-  writeFileSync(file, stringify(cfg));
-  const child = spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore" });
+  const child = spawnDaemon(writeConfig(ctx.dir, cfg));
   const agent = new Agent({ connect: { ca: testCert().cert } });
   const gauge = async (name: string): Promise<number> => {
     const r = await request(`https://127.0.0.1:${port}/metrics`, { dispatcher: agent });

@@ -2,11 +2,9 @@
 // open in headless Chromium (overview and devices polling, 1 s and 2 s) against the same
 // daemon run without any page open, each a fresh process for the same time. The bound:
 // within 10 MiB. Lower is better, so ratio = without / with.
-import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { stringify } from "yaml";
 import type { BenchFn } from "./types.js";
 import { startSim } from "../../hw-sim/sim.js";
 import { testConfigInput, TEST_PASSWORD } from "../support/config.js";
@@ -16,7 +14,7 @@ import { launchBrowser } from "../support/browser.js";
 import { freePort } from "../support/net.js";
 import { rssKb } from "../support/site50.js";
 
-import { CLI } from "../support/cli.js";
+import { spawnDaemon, writeConfig } from "../support/cli.js";
 
 const bench: BenchFn = async (ctx) => {
   const runMs = ctx.quick ? 8000 : 45000;
@@ -34,9 +32,7 @@ const bench: BenchFn = async (ctx) => {
         devices: siteDevices(sim.tcpPorts[0]),
         ui: { enabled: true },
       };
-      const file = join(ctx.dir, `${label}.yaml`);
-      writeFileSync(file, stringify(cfg));
-      const child: ChildProcess = spawn(process.execPath, [CLI, "run", "--config", file], { stdio: "ignore" });
+      const child: ChildProcess = spawnDaemon(writeConfig(ctx.dir, cfg, `${label}.yaml`));
       const base = `https://127.0.0.1:${port}`;
       try {
         for (let i = 0; ; i++) {

@@ -11,10 +11,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import { Agent, request } from "undici";
+import { seeded } from "../support/seeded.js";
+import { event } from "../support/dispatch.js";
+import { configurePath, tcpDevice } from "../support/gateway.js";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
-import { testConfigInput, TEST_API_KEY, TEST_ORG, TEST_PASSWORD } from "../support/config.js";
+import { testConfigInput, TEST_API_KEY, TEST_PASSWORD } from "../support/config.js";
 import { testCert } from "../support/tls.js";
 import { dispatchFlood, parallelGuessing, slowClients, type PhaseResult } from "./phases.js";
 
@@ -25,20 +27,7 @@ const CONCURRENCY = 16;
 const SOURCES = 16; // 127.0.0.1 .. 127.0.0.16
 const LAG_P99_LIMIT_MS = 50;
 
-/** mulberry32: a small deterministic PRNG, so a failing run can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rnd = prng(SEED);
-const int = (n: number) => Math.floor(rnd() * n);
-const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
+const { rnd, int, pick } = seeded(SEED);
 
 interface Req {
   method: string;
@@ -55,29 +44,8 @@ const junk = (n: number, chars = PRINTABLE) => Array.from({ length: n }, () => c
 const sizes = [0, 1, 7, 64, 1000, 7000, 16_000];
 
 function seeds(token: string): Req[] {
-  const start = Date.now() + 3_600_000;
-  const event = {
-    event_id: randomUUID(),
-    start_time: new Date(start).toISOString(),
-    end_time: new Date(start + 60_000).toISOString(),
-    event_type: "discharge",
-    event_quantity: 3,
-    event_unit: "kW",
-    priority: 10,
-    mandatory: false,
-    cancelled: false,
-  };
-  const device = {
-    device_id: "fz-1",
-    device_type: "modbus",
-    device_name: "fz",
-    device_integration: `${TEST_ORG}/sunspec`,
-    mb_type: 2,
-    mb_device_type: 99,
-    mb_ip: "127.0.0.1",
-    mb_port: 9,
-    mb_slave_id: 1,
-  };
+  const dr = event({}, 3_600_000, 60_000);
+  const device = tcpDevice("fz-1", 9, 1, "sunspec", { device_name: "fz" });
   return [
     {
       method: "POST",
@@ -100,12 +68,12 @@ function seeds(token: string): Req[] {
       method: "POST",
       path: "/v1/api/gateway/site-001/dr",
       headers: { "content-type": JSON_T, "x-api-key": TEST_API_KEY },
-      body: JSON.stringify({ event_slots: [event] }),
+      body: JSON.stringify({ event_slots: [dr] }),
     },
     { method: "GET", path: "/v1/api/gateway/site-001/devicesync", headers: { "x-api-key": TEST_API_KEY } },
     {
       method: "PUT",
-      path: `/gateway/admin/device/configure?organizationId=${TEST_ORG}&moleculeId=site-001`,
+      path: configurePath(),
       headers: { "content-type": JSON_T, authorization: `Bearer ${token}` },
       body: JSON.stringify({ devices: [device] }),
     },

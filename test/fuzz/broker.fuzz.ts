@@ -17,9 +17,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import type { MqttClient } from "mqtt";
+import { seeded } from "../support/seeded.js";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
-import { startLocalBroker, Recorder } from "../support/local-mosquitto.js";
-import { fleetClient, fleetConfig, startBroker } from "../support/mosquitto.js";
+import { fleetClient, fleetConfig, startBroker, startLocalBroker, Recorder } from "../support/mosquitto.js";
 import { withSite } from "../support/site.js";
 import { Z2M_BASE, zigbeeConfig, zigbeeScenario } from "../support/zigbee-site.js";
 import { until } from "../support/wait.js";
@@ -45,20 +45,7 @@ const PLUG_1_IEEE = "0x00158d0001a2b3c4";
 const NAMES = ["washer-plug", "dryer-plug", "living-trv"];
 const ZIGBEE_IDS = ["plug-1", "plug-2", "trv-1"];
 
-/** mulberry32: a small deterministic PRNG, so a failing run can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rnd = prng(SEED);
-const int = (n: number) => Math.floor(rnd() * n);
-const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
+const { rnd, int, pick } = seeded(SEED);
 
 const HOSTILE_NAMES = [
   "+",

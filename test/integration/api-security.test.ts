@@ -274,7 +274,7 @@ test("auth.admin_allowlist: /connect/token and /gateway/admin/ from a source out
         assert.equal(r.status, 403, r.text);
         assert.equal(r.json.error, "forbidden");
       }
-      assert.equal((await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders })).status, 200);
+      assert.equal((await gw.deviceSync()).status, 200);
     },
   );
   // Default: the same list as the webhooks.

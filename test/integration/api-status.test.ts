@@ -290,8 +290,7 @@ test("/dr and configure answer 503 and store nothing while SQLite cannot commit;
       const ev = event({ event_id: "3a0c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f", event_quantity: 1 }, 3_600_000, 600_000);
       const dr = () =>
         gw.call("POST", "/v1/api/gateway/site-001/dr", { body: { mode: "live", event_slots: [ev] }, headers: gw.apiKeyHeaders });
-      const configure = () =>
-        gw.call("PUT", configurePath(), { headers: auth, body: { devices: [tcpDevice("grid-1", site.tcpPorts[0], 3)] } });
+      const configure = () => gw.configure([tcpDevice("grid-1", site.tcpPorts[0], 3)], auth);
       const stored = () =>
         readDb(dir, (db) => ({
           events: db.prepare("SELECT count(*) FROM dp_event").pluck().get(),
@@ -313,7 +312,7 @@ test("/dr and configure answer 503 and store nothing while SQLite cannot commit;
         locker.close();
       }
       assert.deepEqual(stored(), { events: 0, devices: 0 }, "nothing was stored");
-      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      const sync = await gw.deviceSync();
       assert.deepEqual(sync.json.devices, [], "device sync lists nothing");
       // Storage is back: the very same requests are new to the gateway, not replays.
       const again = await dr();

@@ -132,14 +132,7 @@ test(
       { encoding: "utf8" },
     );
     assert.match(version.stdout, /node 24\.21\.0 \(abi 137\) linux-arm64/, version.stderr);
-    const pushed = (id: string) =>
-      sink
-        .accepted()
-        .some((q) =>
-          (q.body?.devices ?? []).some(
-            (d: { device_id: string; metrics?: Record<string, unknown> }) => d.device_id === id && Object.keys(d.metrics ?? {}).length > 0,
-          ),
-        );
+    const pushed = (id: string) => sink.pushed(id);
     await until(
       () => gw.exitCode !== null || (pushed("meter") && pushed("battery")),
       "readings of the RTU meter and the TCP battery at the sink",

@@ -36,6 +36,8 @@ const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as
 const DEB = join(ROOT, "var", "pkg", `sitegate_${VERSION}_amd64.deb`);
 const SIM_DEB = join(ROOT, "var", "pkg", `sitegate-sim_${VERSION}_amd64.deb`);
 const STAND_IN_VERSION = "0.0.0~host-safety-stand-in";
+/** The last release whose gateway package carried the simulator's files. */
+const LAST_WITH_SIM = "0.1.0";
 const have = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 const why = throwawayRootUnavailable() || (!have("dpkg-deb") || !have("setpriv") ? "needs dpkg-deb and setpriv" : false);
 
@@ -130,6 +132,23 @@ test(
     // the simulator runs on the gateway's runtime and modules, of the same version
     const depends = sh("dpkg-deb", ["-f", SIM_DEB, "Depends"]).stdout;
     assert.match(depends, new RegExp(`^sitegate \\(= ${VERSION.replace(/\./g, "\\.")}\\),`));
+    // 0.1.0's gateway package carried the simulator: installing sitegate-sim on a box with it
+    // must take those files over (Replaces) and upgrade that gateway first (Breaks)
+    for (const field of ["Replaces", "Breaks"]) {
+      const value = sh("dpkg-deb", ["-f", SIM_DEB, field]).stdout.trim();
+      const below = /^sitegate \(<< (\S+)\)$/.exec(value)?.[1];
+      assert.ok(below, `${field}: ${value}`);
+      assert.equal(
+        sh("dpkg", ["--compare-versions", LAST_WITH_SIM, "lt", below]).status,
+        0,
+        `${field} covers sitegate ${LAST_WITH_SIM}: ${value}`,
+      );
+      assert.equal(
+        sh("dpkg", ["--compare-versions", below, "le", VERSION]).status,
+        0,
+        `${field} leaves this release's sitegate alone: ${value}`,
+      );
+    }
   },
 );
 

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario, M124, type SimHandle } from "../support/site.js";
-import { startGateway, configurePath, tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
+import { startGateway, tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
 import type { ConfigDevices } from "../../src/devices/config-devices.js";
 
 /** The writes the simulator saw on one device, from its control API (GET /state). */
@@ -17,7 +17,7 @@ async function writesTo(site: SimHandle, name: string): Promise<Array<{ fn: numb
 }
 
 async function synced(gw: Gateway): Promise<Record<string, { name?: string; device_type: number }>> {
-  const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+  const sync = await gw.deviceSync();
   assert.equal(sync.status, 200, sync.text);
   return Object.fromEntries(sync.json.devices.map((d: { device_id: string }) => [d.device_id, d]));
 }
@@ -44,10 +44,7 @@ test("config-file devices: an unchanged restart makes no check writes and keeps 
         assert.equal((await synced(gw)).bat?.name, "from-config");
         assert.equal((await writesTo(site, "battery")).length, 1, "the check write ran once");
         // The partner reconfigures the device through the API.
-        const r = await gw.call("PUT", configurePath(), {
-          headers: { authorization: `Bearer ${await gw.token()}` },
-          body: { devices: [tcpDevice("bat", port, 1, "sunspec", { device_name: "from-api", mb_device_type: 3 })] },
-        });
+        const r = await gw.configure([tcpDevice("bat", port, 1, "sunspec", { device_name: "from-api", mb_device_type: 3 })]);
         assert.equal(r.json.devices[0].status, "accepted", r.text);
       } finally {
         await gw.stop();
@@ -84,38 +81,29 @@ test("mb_device_type decides the type of a SunSpec device with only model 1; a d
   const scenario = tcpScenario();
   const tcp = scenario.ports[0];
   scenario.ports = [{ ...tcp, devices: [...tcp.devices, { unit: 4, model: "sunspec-common", name: "box" }] } as typeof tcp];
-  await withSiteGateway(
-    scenario,
-    () => ({}),
-    async (site, gw) => {
-      const port = site.tcpPorts[0];
-      const r = await gw.call("PUT", configurePath(), {
-        headers: { authorization: `Bearer ${await gw.token()}` },
-        body: {
-          devices: [
-            tcpDevice("box-1", port, 4, "sunspec", { mb_device_type: 1 }),
-            tcpDevice("bat-1", port, 1, "sunspec", { mb_device_type: 1 }),
-            tcpDevice("pv-1", port, 2, "sunspec", { mb_device_type: 2 }),
-          ],
-        },
-      });
-      assert.equal(r.status, 200, r.text);
-      const [box, bat, pv] = r.json.devices as Array<{ status: string; message: string }>;
-      assert.equal(box.status, "accepted", box.message);
-      assert.match(box.message, /device_type 12 from mb_device_type 1 \(meter\): the device does not tell its type/);
-      assert.equal(bat.status, "accepted", bat.message);
-      assert.match(
-        bat.message,
-        /mb_device_type 1 \(meter\) disagrees with the device, which reports itself as storage inverter; device_type 10 is used/,
-      );
-      assert.equal(pv.status, "accepted");
-      assert.doesNotMatch(pv.message, /mb_device_type/);
-      const devs = await synced(gw);
-      assert.equal(devs["box-1"].device_type, 12);
-      assert.equal(devs["bat-1"].device_type, 10);
-      assert.equal(devs["pv-1"].device_type, 11);
-    },
-  );
+  await withSiteGateway(scenario, async (site, gw) => {
+    const port = site.tcpPorts[0];
+    const r = await gw.configure([
+      tcpDevice("box-1", port, 4, "sunspec", { mb_device_type: 1 }),
+      tcpDevice("bat-1", port, 1, "sunspec", { mb_device_type: 1 }),
+      tcpDevice("pv-1", port, 2, "sunspec", { mb_device_type: 2 }),
+    ]);
+    assert.equal(r.status, 200, r.text);
+    const [box, bat, pv] = r.json.devices as Array<{ status: string; message: string }>;
+    assert.equal(box.status, "accepted", box.message);
+    assert.match(box.message, /device_type 12 from mb_device_type 1 \(meter\): the device does not tell its type/);
+    assert.equal(bat.status, "accepted", bat.message);
+    assert.match(
+      bat.message,
+      /mb_device_type 1 \(meter\) disagrees with the device, which reports itself as storage inverter; device_type 10 is used/,
+    );
+    assert.equal(pv.status, "accepted");
+    assert.doesNotMatch(pv.message, /mb_device_type/);
+    const devs = await synced(gw);
+    assert.equal(devs["box-1"].device_type, 12);
+    assert.equal(devs["bat-1"].device_type, 10);
+    assert.equal(devs["pv-1"].device_type, 11);
+  });
 });
 
 test("a config-file device that does not answer at start is paired once it does, without a restart", async () => {
@@ -147,10 +135,7 @@ test("a config-file device still being retried gives way when the partner config
       try {
         await gw.daemon.part<ConfigDevices>("config-devices").settled; // first try failed: a retry in 5 s
         // Meanwhile the partner configures device_id "bat" itself, on unit 2.
-        const r = await gw.call("PUT", configurePath(), {
-          headers: { authorization: `Bearer ${await gw.token()}` },
-          body: { devices: [tcpDevice("bat", port, 2, "sunspec", { device_name: "from-api" })] },
-        });
+        const r = await gw.configure([tcpDevice("bat", port, 2, "sunspec", { device_name: "from-api" })]);
         assert.equal(r.json.devices[0].status, "accepted", r.text);
         site.clearFaults("battery"); // the config file's unit answers from now on
         const requests = async () =>

@@ -13,7 +13,7 @@ import type { ConfigDevices } from "../../src/devices/config-devices.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 
 async function synced(gw: Gateway): Promise<Record<string, any>> {
-  const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+  const sync = await gw.deviceSync();
   assert.equal(sync.status, 200, sync.text);
   return Object.fromEntries(sync.json.devices.map((d: { device_id: string }) => [d.device_id, d]));
 }

@@ -8,16 +8,15 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { request } from "node:https";
 import { join } from "node:path";
-import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { stringify } from "yaml";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario } from "../support/site.js";
-import { testConfigInput, TEST_API_KEY, TEST_PASSWORD } from "../support/config.js";
+import { TEST_API_KEY, TEST_PASSWORD } from "../support/config.js";
 import { configurePath, tcpDevice } from "../support/gateway.js";
 import { event } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";
-import { CLI } from "../support/cli.js";
+import { CLI, exited } from "../support/cli.js";
+import { spawnDaemon } from "../support/daemon-process.js";
 import { STRACE_FLAGS, acceptCall, answerWrite, mainThreadCalls, syncedBefore, wroteToFd } from "../support/strace.js";
 
 const WAL = "/sitegate.db-wal";
@@ -46,24 +45,12 @@ test("configure, token, /dr receipts and token revoke are fsynced before they ar
   assert.equal(spawnSync("strace", ["-V"]).status, 0, "strace is installed (make deps installs it)");
   await withSite(tcpScenario(), async (site) => {
     await withTmpDir(async (dir) => {
-      const cfg = { ...testConfigInput(join(dir, "data")), log_level: "info" };
-      const file = join(dir, "config.yaml");
-      writeFileSync(file, stringify(cfg));
+      // without the unit's node flags: strace follows a plain node
+      const d = await spawnDaemon(dir, {}, { nodeArgs: [] });
+      const { child, url: base, configFile: file } = d;
       const trace = join(dir, "daemon.trace");
-      const child = spawn(process.execPath, [CLI, "run", "--config", file], {
-        stdio: ["ignore", "pipe", "inherit"],
-        env: { ...process.env, LOG_FORMAT: "json" },
-      });
-      const exited = new Promise((r) => child.once("exit", r));
       let tracer: ChildProcess | null = null;
       try {
-        const base = await new Promise<string>((resolve, reject) => {
-          createInterface({ input: child.stdout! }).on("line", (l) => {
-            const o = JSON.parse(l) as { msg?: string; url?: string };
-            if (o.msg === "api listening" && o.url) resolve(o.url);
-          });
-          child.once("exit", (code) => reject(new Error(`the daemon exited with ${code}`)));
-        });
         // Attached to the running daemon (every thread), so the test owns the daemon and can always end it.
         tracer = spawn("strace", [...STRACE_FLAGS, "-o", trace, "-p", String(child.pid)], { stdio: ["ignore", "ignore", "pipe"] });
         await new Promise<void>((resolve, reject) => {
@@ -111,8 +98,7 @@ test("configure, token, /dr receipts and token revoke are fsynced before they ar
         assert.equal(revoke.status, 0, revoke.stderr);
         assert.match(revoke.stdout, /revoked 1 token/);
 
-        child.kill("SIGTERM");
-        await exited;
+        await d.stop();
         await new Promise((r) => (tracer!.exitCode === null ? tracer!.once("exit", r) : r(null)));
         const calls = mainThreadCalls(trace, child.pid);
         for (const a of answers) {
@@ -132,7 +118,7 @@ test("configure, token, /dr receipts and token revoke are fsynced before they ar
       } finally {
         child.kill("SIGKILL");
         tracer?.kill("SIGTERM");
-        await exited;
+        await exited(child);
       }
     });
   });

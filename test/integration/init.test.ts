@@ -116,13 +116,17 @@ test("init with --cert/--key uses that certificate and makes none", async () => 
 const OLD_EXAMPLE_PASSWORD_HASH = "scrypt$16384$8$1$Ar2eE07/sPGpi0XLk7YWoQ==$3nJvddHpt4/XFZnu4/NVZ06Yar7M3Id6+H5wArTck+U=";
 const OLD_EXAMPLE_KEY_HASH = "scrypt$16384$8$1$vUflMxaahVkNfXWo4Z2WHg==$ZNW2fqyk5yt3bN1d5RV/Q0fbLZxTUmy0uESHZCCFNes=";
 
+/** config.example.yaml's text, and where to write it in `dir` beside the TLS files it names (tls/). */
+function exampleIn(dir: string): { example: string; file: string } {
+  mkdirSync(join(dir, "tls"));
+  copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
+  copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
+  return { example: readFileSync(join(ROOT, "config.example.yaml"), "utf8"), file: join(dir, "config.yaml") };
+}
+
 test("config.example.yaml: check-config refuses only its two secret placeholders, with the hint; with hashes of real secrets it passes", async () => {
   await withTmpDir(async (dir) => {
-    const example = readFileSync(join(ROOT, "config.example.yaml"), "utf8");
-    mkdirSync(join(dir, "tls"));
-    copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
-    copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
-    const file = join(dir, "config.yaml");
+    const { example, file } = exampleIn(dir);
     writeFileSync(file, example);
     let r = sitegate(["check-config", "--config", file]);
     assert.equal(r.status, 2, r.stdout);
@@ -146,11 +150,7 @@ test("config.example.yaml: check-config refuses only its two secret placeholders
 
 test("check-config and run refuse a hash of an example secret, by path, whatever its salt", async () => {
   await withTmpDir(async (dir) => {
-    const example = readFileSync(join(ROOT, "config.example.yaml"), "utf8");
-    mkdirSync(join(dir, "tls"));
-    copyFileSync(testCert().certFile, join(dir, "tls", "cert.pem"));
-    copyFileSync(testCert().keyFile, join(dir, "tls", "key.pem"));
-    const file = join(dir, "config.yaml");
+    const { example, file } = exampleIn(dir);
     writeFileSync(
       file,
       example

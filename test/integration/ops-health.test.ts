@@ -163,7 +163,7 @@ test("/healthz and /metrics refuse a source outside http.metrics_allow (403) whi
         assert.match(r.json.message, /127\.0\.0\.1 may not read/);
         assert.doesNotMatch(r.text, /sitegate_|uptime_s/, "nothing of the answer leaks");
       }
-      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      const sync = await gw.deviceSync();
       assert.equal(sync.status, 200, "the partner API has its own allowlist");
     },
     http(["127.0.0.2/32", "::1/128", "10.0.0.0/8"]),

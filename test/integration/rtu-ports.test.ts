@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { demoScenario, type ScenarioInput } from "../support/site.js";
-import { configurePath, rtuDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
+import { rtuDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
 import type { ModbusEngine } from "../../src/modbus/part.js";
 import type { ModbusSerialTransport } from "../../src/modbus/transport.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
@@ -36,7 +36,7 @@ function stty(path: string): { speed: number; cstopb: boolean } {
 }
 
 async function configure(gw: Gateway, devices: unknown[]) {
-  const r = await gw.call("PUT", configurePath(), { headers: { authorization: `Bearer ${await gw.token()}` }, body: { devices } });
+  const r = await gw.configure(devices);
   assert.equal(r.status, 200, r.text);
   return r.json.devices as Array<{ device_id: string; status: string; code?: string; message: string }>;
 }

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import ModbusRTU from "modbus-serial";
-import { withSite, tcpScenario, M124, type SimHandle } from "../support/site.js";
+import { withSite, tcpScenario, M124, type SimHandle, control } from "../support/site.js";
 import { until } from "../support/wait.js";
 
 type Client = InstanceType<typeof ModbusRTU.default>;
@@ -25,15 +25,6 @@ async function close(c: Client): Promise<void> {
 
 const codeOf = (e: unknown) => (e as { modbusCode?: number }).modbusCode;
 const isTimeout = (e: unknown) => /timed out/i.test((e as Error).message) || (e as { errno?: string }).errno === "ETIMEDOUT";
-
-async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, {
-    method,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
-}
 
 test("refuse_writes answers every write with the exception code and applies nothing; reads still answer; cleared, writes stick", async () => {
   await withSite(tcpScenario(), async (site) => {

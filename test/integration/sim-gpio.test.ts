@@ -3,7 +3,7 @@
 // output's load in the site balance the grid meter reads.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js";
+import { withSite, type ScenarioInput, type SimHandle, control } from "../support/site.js";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadScenario, parseScenario } from "../../hw-sim/scenario.js";
@@ -24,15 +24,6 @@ function scenario(): ScenarioInput {
       ],
     },
   };
-}
-
-async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, {
-    method,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
 }
 
 const grid = (site: SimHandle) => site.state().devices.grid.power_w as number;

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { withSite, demoScenario, tcpScenario, M124, type SimHandle } from "../support/site.js";
+import { withSite, demoScenario, tcpScenario, M124, type SimHandle, control } from "../support/site.js";
 
 const run = promisify(execFile);
 
@@ -30,15 +30,6 @@ function parse(out: string): Map<number, number> {
 
 const tcp = (site: SimHandle, unit: number) => ["-m", "tcp", "-p", String(site.tcpPorts[0]), "-a", String(unit), "-0"];
 const tcpHost = "127.0.0.1";
-
-async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, {
-    method,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
-}
 
 test("mbpoll over TCP reads the SunSpec marker, the common model and the model chain", async () => {
   await withSite(tcpScenario(), async (site) => {

@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js";
+import { withSite, type ScenarioInput, type SimHandle, control } from "../support/site.js";
 import { startSim } from "../../hw-sim/sim.js";
-import { startLocalBroker, Recorder, type LocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker, Recorder, type LocalBroker } from "../support/mosquitto.js";
 import { until } from "../support/wait.js";
 import { parseScenario } from "../../hw-sim/scenario.js";
 import { SiteModel } from "../../hw-sim/site-model.js";
@@ -57,15 +57,6 @@ async function withZigbeeSite(
     await broker.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(site.controlUrl + path, {
-    method,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-  return { status: res.status, json: await res.json().catch(() => null) };
 }
 
 const grid = (site: SimHandle) => site.state().devices.grid.power_w as number;

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Agent, request } from "undici";
 import { connectAsync } from "mqtt";
 import { withTmpDir } from "../support/tmp.js";
-import { startLocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker } from "../support/mosquitto.js";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";

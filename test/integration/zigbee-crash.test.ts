@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Agent, request } from "undici";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite } from "../support/site.js";
-import { startLocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker } from "../support/mosquitto.js";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
 import { event, startSink } from "../support/dispatch.js";
 import { testCert } from "../support/tls.js";

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { until } from "../support/wait.js";
-import { startLocalBroker } from "../support/local-mosquitto.js";
+import { startLocalBroker } from "../support/mosquitto.js";
 import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
 import type { Poller } from "../../src/telemetry/poller.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
@@ -43,7 +43,7 @@ test("zigbee devices report telemetry into the snapshots, show in device sync, a
     assert.equal(snap.devices.find((d) => d.device_id === "trv-1")!.metrics.setpoint_c, 21);
 
     // Device sync lists them with their type codes, max power of switchable loads, capabilities.
-    const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+    const sync = await gw.deviceSync();
     assert.equal(sync.status, 200);
     const byId = new Map<string, any>(sync.json.devices.map((d: { device_id: string }) => [d.device_id, d]));
     assert.equal(byId.get("plug-1").device_type, 30);
@@ -80,7 +80,7 @@ test("the bridge going offline takes its devices offline and nothing else; so do
     await gridReadAfter("while the bridge is offline");
     // Still listed, but offered for telemetry only: a partner does not plan a shed on them.
     const caps = async () => {
-      const sync = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      const sync = await gw.deviceSync();
       assert.equal(sync.status, 200, "the API answers");
       return Object.fromEntries(sync.json.devices.map((d: { device_id: string; capabilities: string[] }) => [d.device_id, d.capabilities]));
     };

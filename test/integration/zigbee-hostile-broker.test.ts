@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { until } from "../support/wait.js";
-import { Recorder } from "../support/local-mosquitto.js";
+import { Recorder } from "../support/mosquitto.js";
 import { Z2M_BASE, withZigbeeGateway, zigbeeConfig } from "../support/zigbee-site.js";
 import { testCert } from "../support/tls.js";
 import type { Gateway } from "../support/gateway.js";

@@ -13,15 +13,14 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { Agent, request } from "undici";
 import { DB_FILE, TELEMETRY_DB_FILE } from "../../src/storage/db.js";
 import { CLI } from "../support/site50.js";
+import { mulberry32 } from "../support/seeded.js";
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.js";
 import { event, rigConfig, siteScenario, startSink, POLL_MS } from "../support/dispatch.js";
 import type { PartnerSink } from "../support/partner-sink.js";
-import { configurePath, tcpDevice } from "../support/gateway.js";
-import { TEST_API_KEY, TEST_PASSWORD } from "../support/config.js";
-import { testCert } from "../support/tls.js";
+import { configurePath, httpsCall, partnerToken, tcpDevice, type CallOptions } from "../support/gateway.js";
+import { TEST_API_KEY } from "../support/config.js";
 import { withSite, type SimHandle } from "../support/site.js";
 import { until } from "../support/wait.js";
 import type { MqttClient } from "mqtt";
@@ -39,18 +38,8 @@ const CONFIG_DEVICES = ["cfg-a", "cfg-b"];
 /** Every fourth cut lands in an `update apply` instead of the running daemon. */
 const UPDATE_EVERY = 4;
 
-/** A small seeded generator (mulberry32): the same seed gives the same cut moments and workload. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(SEED);
+/** The same seed gives the same cut moments and workload. */
+const random = mulberry32(SEED);
 const between = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo));
 
 /** What the gateway acknowledged, across every cut of the run. */
@@ -84,41 +73,10 @@ interface Findings {
   dropped: CutStats;
 }
 
-const agent = new Agent({ connect: { ca: testCert().cert }, keepAliveTimeout: 1000 });
-
-async function call(
-  url: string,
-  method: string,
-  path: string,
-  opts: { body?: unknown; form?: Record<string, string>; headers?: Record<string, string> },
-) {
-  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-  let body: string | undefined;
-  if (opts.form) {
-    body = new URLSearchParams(opts.form).toString();
-    headers["content-type"] = "application/x-www-form-urlencoded";
-  } else if (opts.body !== undefined) {
-    body = JSON.stringify(opts.body);
-    headers["content-type"] = "application/json";
-  }
-  const r = await request(url + path, { method: method as "GET", body, headers, dispatcher: agent, signal: AbortSignal.timeout(10_000) });
-  const text = await r.body.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = null;
-  }
-  return { status: r.statusCode, json };
-}
-
-async function token(url: string): Promise<string> {
-  const r = await call(url, "POST", "/connect/token", {
-    form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD },
-  });
-  if (r.status !== 200) throw new Error(`token: HTTP ${r.status}`);
-  return r.json.access_token as string;
-}
+/** The API and the token endpoint, each request given up after 10 s (a cut may land in it). */
+const call = (url: string, method: string, path: string, opts: Omit<CallOptions, "timeoutMs">) =>
+  httpsCall(url, method, path, { ...opts, timeoutMs: 10_000 });
+const token = (url: string) => partnerToken(url, 10_000);
 
 /** One running gateway and the workload against it until `cut` is set. */
 interface Run {
@@ -520,7 +478,6 @@ async function main(): Promise<void> {
     await broker.stop();
   } finally {
     await sink.stop();
-    await agent.close();
     // A run that failed half-way may leave a mount behind: detach it before removing the dir.
     for (const m of ["mnt", "update-mnt"]) spawnSync("fusermount", ["-u", "-z", join(work, m)], { stdio: "ignore" });
     rmSync(work, { recursive: true, force: true });

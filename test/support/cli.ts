@@ -49,11 +49,15 @@ export interface DaemonOptions {
   stdio?: StdioOptions;
 }
 
-/** `sitegate run --config file` in a child process (LOG_LEVEL=warn unless env says otherwise). */
+/**
+ * `sitegate run --config file` in a child process (LOG_LEVEL=warn unless env says otherwise;
+ * an empty value in env takes a variable out): the one place a test starts the daemon as a
+ * process; daemon-process.ts's spawnDaemon waits on it for the API.
+ */
 export function spawnDaemon(configFile: string, opts: DaemonOptions = {}): ChildProcess {
   return spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, "run", "--config", configFile], {
     stdio: opts.stdio ?? "ignore",
-    env: { ...process.env, LOG_LEVEL: "warn", ...(opts.env ?? {}) },
+    env: Object.fromEntries(Object.entries({ ...process.env, LOG_LEVEL: "warn", ...(opts.env ?? {}) }).filter(([, v]) => v !== "")),
   });
 }
 

@@ -1,17 +1,19 @@
 // `sitegate run` as a child process, started as systemd/sitegate.service starts it (its
 // node flags and environment), with the test config (partner callbacks to a closed port,
-// no devices): for tests and the fuzzer that need the daemon on its own event loop.
-// Its JSON log lines are kept; `ready` resolves with the API URL from "api listening".
+// no devices): for tests, benches, the fuzzers and the power-cut run that need the daemon on
+// its own event loop and its API up. It starts on cli.ts's spawnDaemon, the one place a test
+// starts `sitegate run`. Its JSON log lines are kept; it resolves with the API URL from
+// "api listening".
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { stringify } from "yaml";
 import type { ConfigInput } from "../../src/config/schema.js";
+import { spawnDaemon as spawnRun, writeConfig } from "./cli.js";
 import { testConfigInput } from "./config.js";
 import { repeatedKeys } from "./log-keys.js";
-import { CLI, unitCommand } from "./site50.js";
+import { unitCommand } from "./site50.js";
 
 export interface DaemonProcess {
   child: ChildProcess;
@@ -31,17 +33,14 @@ export async function spawnDaemon(
   over: Partial<ConfigInput> = {},
   opts: { configMode?: number; nodeArgs?: string[]; env?: Record<string, string> } = {},
 ): Promise<DaemonProcess> {
-  const cfg = { ...testConfigInput(join(dir, "data")), log_level: "info", ...over };
-  const configFile = join(dir, "config.yaml");
-  writeFileSync(configFile, stringify(cfg));
+  const configFile = writeConfig(dir, { ...testConfigInput(join(dir, "data")), log_level: "info", ...over });
   chmodSync(configFile, opts.configMode ?? 0o640);
   const unit = unitCommand();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? unit.nodeArgs), CLI, "run", "--config", configFile], {
+  const child = spawnRun(configFile, {
+    nodeArgs: opts.nodeArgs ?? unit.nodeArgs,
     stdio: ["ignore", "pipe", "pipe"],
     // `opts.env`: added to the unit's environment; an empty value takes a variable out.
-    env: Object.fromEntries(
-      Object.entries({ ...process.env, ...unit.env, ...opts.env, LOG_FORMAT: "json", LOG_LEVEL: "info" }).filter(([, v]) => v !== ""),
-    ),
+    env: { ...unit.env, ...opts.env, LOG_FORMAT: "json", LOG_LEVEL: "info" },
   });
   const lines: Array<Record<string, unknown>> = [];
   const repeated: string[] = [];

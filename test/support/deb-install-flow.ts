@@ -185,14 +185,7 @@ async function bench(shim: Shim, sink: Awaited<ReturnType<typeof startSink>>): P
     60_000,
   );
   ctl("restart", "sitegate");
-  const pushed = (id: string) =>
-    sink
-      .accepted()
-      .some((q) =>
-        (q.body?.devices ?? []).some(
-          (d: { device_id: string; metrics?: Record<string, unknown> }) => d.device_id === id && Object.keys(d.metrics ?? {}).length > 0,
-        ),
-      );
+  const pushed = (id: string) => sink.pushed(id);
   await until(() => pushed("meter"), `readings of the RS-485 meter at the sink (daemon log: ${shim.log("sitegate")})`, 120_000);
   await until(() => pushed("battery"), "the TCP battery's readings", 60_000);
 }

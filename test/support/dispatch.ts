@@ -121,7 +121,7 @@ export function executionResponses(rig: DispatchRig): LogMessage[] {
 export async function waitPaired(gw: Gateway, n: number): Promise<void> {
   await until(
     async () => {
-      const r = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });
+      const r = await gw.deviceSync();
       return r.status === 200 && r.json.devices.length >= n;
     },
     `${n} devices paired`,

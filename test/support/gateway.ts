@@ -8,16 +8,33 @@ import type { ApiServer } from "../../src/api/server.js";
 import { testConfig, TEST_API_KEY, TEST_ORG, TEST_PASSWORD } from "./config.js";
 import { testCert } from "./tls.js";
 
+/** A request to the gateway's HTTPS API: a JSON `body`, a `form`, or `raw` text. */
+export interface CallOptions {
+  body?: unknown;
+  form?: Record<string, string>;
+  headers?: Record<string, string>;
+  raw?: string;
+  /** Abort the request after this long (none by default). */
+  timeoutMs?: number;
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  json: any;
+  text: string;
+}
+
 export interface Gateway {
   daemon: Daemon;
   url: string;
-  call(
-    method: string,
-    path: string,
-    opts?: { body?: unknown; form?: Record<string, string>; headers?: Record<string, string>; raw?: string },
-  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; json: any; text: string }>;
+  call(method: string, path: string, opts?: CallOptions): Promise<Answer>;
   token(): Promise<string>;
   apiKeyHeaders: Record<string, string>;
+  /** PUT of `devices` to the configure route (site-001), as the partner: `auth`, or a fresh bearer token. */
+  configure(devices: unknown[], auth?: Record<string, string>): Promise<Answer>;
+  /** GET of device sync (site-001) with the API key. */
+  deviceSync(): Promise<Answer>;
   stop(): Promise<void>;
 }
 
@@ -27,45 +44,58 @@ function httpsAgent(): Agent {
   return agent;
 }
 
+/** `method` `base + path` over HTTPS trusting the test certificate; the body parsed when it is JSON. */
+export async function httpsCall(base: string, method: string, path: string, o: CallOptions = {}): Promise<Answer> {
+  let body: string | undefined;
+  const headers: Record<string, string> = { ...(o.headers ?? {}) };
+  if (o.raw !== undefined) body = o.raw;
+  else if (o.form) {
+    body = new URLSearchParams(o.form).toString();
+    headers["content-type"] ??= "application/x-www-form-urlencoded";
+  } else if (o.body !== undefined) {
+    body = JSON.stringify(o.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const signal = o.timeoutMs === undefined ? undefined : AbortSignal.timeout(o.timeoutMs);
+  const res = await request(base + path, { method: method as "GET", body, headers, dispatcher: httpsAgent(), signal });
+  const text = await res.body.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  return { status: res.statusCode, headers: res.headers, json, text };
+}
+
+/** A partner access token from `base`'s token endpoint (the password grant of the test config). */
+export async function partnerToken(base: string, timeoutMs?: number): Promise<string> {
+  const r = await httpsCall(base, "POST", "/connect/token", {
+    form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD },
+    timeoutMs,
+  });
+  if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
+  return r.json.access_token as string;
+}
+
 export async function startGateway(dataDir: string, over: Partial<ConfigInput> = {}, opts: DaemonOptions = {}): Promise<Gateway> {
   const config = testConfig(dataDir, over);
   const daemon = buildDaemon(config, silentLogger(), opts);
   await daemon.start();
   const api = daemon.part<ApiServer>("api");
   const url = api.url;
-  const call: Gateway["call"] = async (method, path, o = {}) => {
-    let body: string | undefined;
-    const headers: Record<string, string> = { ...(o.headers ?? {}) };
-    if (o.raw !== undefined) body = o.raw;
-    else if (o.form) {
-      body = new URLSearchParams(o.form).toString();
-      headers["content-type"] ??= "application/x-www-form-urlencoded";
-    } else if (o.body !== undefined) {
-      body = JSON.stringify(o.body);
-      headers["content-type"] ??= "application/json";
-    }
-    const res = await request(url + path, { method: method as "GET", body, headers, dispatcher: httpsAgent() });
-    const text = await res.body.text();
-    let json: unknown = null;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = null;
-    }
-    return { status: res.statusCode, headers: res.headers, json, text };
-  };
+  const call: Gateway["call"] = (method, path, o = {}) => httpsCall(url, method, path, o);
+  const apiKeyHeaders = { "x-api-key": TEST_API_KEY };
+  const token = () => partnerToken(url);
   return {
     daemon,
     url,
     call,
-    apiKeyHeaders: { "x-api-key": TEST_API_KEY },
-    async token() {
-      const r = await call("POST", "/connect/token", {
-        form: { grant_type: "password", client_id: "partner-portal", username: "partner", password: TEST_PASSWORD },
-      });
-      if (r.status !== 200) throw new Error(`token: ${r.status} ${r.text}`);
-      return r.json.access_token as string;
-    },
+    apiKeyHeaders,
+    token,
+    configure: async (devices, auth) =>
+      call("PUT", configurePath(), { headers: auth ?? { authorization: `Bearer ${await token()}` }, body: { devices } }),
+    deviceSync: () => call("GET", "/v1/api/gateway/site-001/devicesync", { headers: apiKeyHeaders }),
     stop: () => daemon.stop(),
   };
 }
@@ -104,17 +134,27 @@ export function rtuDevice(id: string, unit: number, integration: string, extra: 
   };
 }
 
+type SiteGatewayTest = (site: import("./site.js").SimHandle, gw: Gateway, dir: string) => Promise<void>;
+
 /**
- * A simulated site and a gateway on it for one test, both always stopped; `over` may
- * depend on the site (its ports and pty paths).
+ * A simulated site and a gateway on it for one test, both always stopped; `over` (the
+ * gateway's config over the test config) may depend on the site (its ports and pty paths).
  */
+export async function withSiteGateway(scenario: import("./site.js").ScenarioInput, fn: SiteGatewayTest): Promise<void>;
 export async function withSiteGateway(
   scenario: import("./site.js").ScenarioInput,
   over: (site: import("./site.js").SimHandle) => Partial<ConfigInput>,
-  fn: (site: import("./site.js").SimHandle, gw: Gateway, dir: string) => Promise<void>,
+  fn: SiteGatewayTest,
+): Promise<void>;
+export async function withSiteGateway(
+  scenario: import("./site.js").ScenarioInput,
+  overOrFn: ((site: import("./site.js").SimHandle) => Partial<ConfigInput>) | SiteGatewayTest,
+  maybeFn?: SiteGatewayTest,
 ): Promise<void> {
   const { withSite } = await import("./site.js");
   const { withTmpDir } = await import("./tmp.js");
+  const over = maybeFn ? (overOrFn as (site: import("./site.js").SimHandle) => Partial<ConfigInput>) : () => ({});
+  const fn = maybeFn ?? (overOrFn as SiteGatewayTest);
   await withSite(scenario, (site) =>
     withTmpDir(async (dir) => {
       const gw = await startGateway(dir, over(site));

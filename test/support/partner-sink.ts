@@ -134,6 +134,15 @@ export class PartnerSink {
     return this.requests.filter((r) => r.status >= 200 && r.status < 300 && (path === undefined || r.path === path));
   }
 
+  /** Whether an accepted data push carried readings (some metric) of device `id`. */
+  pushed(id: string): boolean {
+    return this.accepted().some((q) =>
+      (q.body?.devices ?? []).some(
+        (d: { device_id: string; metrics?: Record<string, unknown> }) => d.device_id === id && Object.keys(d.metrics ?? {}).length > 0,
+      ),
+    );
+  }
+
   /** Stops listening and drops open connections: clients get "connection refused". */
   async refuse(): Promise<void> {
     await new Promise<void>((r) => {

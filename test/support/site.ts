@@ -27,6 +27,16 @@ export async function withSite<T>(scenario: ScenarioInput, fn: (site: SimHandle)
   }
 }
 
+/** A call to the simulator's control API (faults, GPIO, Zigbee, state): the status and the JSON answer. */
+export async function control(site: SimHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(site.controlUrl + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
+  return { status: res.status, json: await res.json().catch(() => null) };
+}
+
 /** The demo site of hw-sim/scenarios/demo-site.yaml on free ports and temp ptys. */
 export function demoScenario(
   over: { baud?: number; line_timing?: boolean; turnaround_ms?: number; pv_irradiance?: number } = {},

@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { startGateway, tcpDevice, type Gateway } from "./gateway.js";
-import { startLocalBroker, type LocalBroker } from "./local-mosquitto.js";
+import { startLocalBroker, type LocalBroker } from "./mosquitto.js";
 import { withSite, type ScenarioInput, type SimHandle } from "./site.js";
 import { withTmpDir } from "./tmp.js";
 import { testCert } from "./tls.js";
