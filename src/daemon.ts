@@ -9,7 +9,7 @@ import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
-import { Poller } from "./telemetry/poller.js";
+import { SiteClock } from "./telemetry/site-clock.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { Pairing } from "./modbus/device/pairing.js";
 import { DriverPool } from "./modbus/device/pool.js";
@@ -40,7 +40,7 @@ import { FleetPart } from "./fleet/part.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
-import { buildFamilies } from "./parts/families.js";
+import { buildFamilies, type FamilyFactory } from "./parts/families.js";
 import { SitegateError } from "./errors.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
@@ -80,6 +80,8 @@ export interface DaemonOptions {
   clock?: Clock;
   /** Shorter HTTP timeouts or lower connection counts for tests (both listeners). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** The transport families, one factory each (default: parts/families.ts; a test registers one of its own beside them). */
+  families?: readonly FamilyFactory[];
 }
 
 const ESSENTIAL: PartOptions = { essential: true };
@@ -110,11 +112,10 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const devices = new SiteDevices([], (device_id, families) =>
     log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
   );
-  const poller = add(
-    new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices, siteId: config.site_id }),
-  );
-  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
-  for (const f of buildFamilies(familyCtx)) devices.add(f);
+  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool } };
+  for (const f of buildFamilies(familyCtx, opts.families)) devices.add(f);
+  // The site clock: every family's readings at each tick, one snapshot per tick.
+  const poller = add(new SiteClock(devices, sink, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), siteId: config.site_id }));
   add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
   const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
   const dispatchDeps = { db: () => storage.db, devices, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
@@ -135,22 +136,21 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     fleetStreams &&
     add(new FleetPart({ ...fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet")), warnings: () => life.warnings() }));
   add(health); // last: READY=1 once every part has started (or is being retried)
-  listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
+  listen(events, { samples, ui, dispatch, uplink, inputs, fleet });
   return daemon(config, storage, life, events, health, devices);
 }
 
 /** Who listens to which event, each listener under its own part's name (in the order they hear it). */
 function listen(
   events: EventBus<SiteEvents>,
-  p: Pick<Core, "samples" | "dispatch" | "uplink" | "poller"> & { ui: UiPart; inputs: InputEvents | null; fleet: FleetPart | null },
+  p: Pick<Core, "samples" | "dispatch" | "uplink"> & { ui: UiPart; inputs: InputEvents | null; fleet: FleetPart | null },
 ): void {
-  const { samples, ui, dispatch, uplink, poller, inputs, fleet } = p;
+  const { samples, ui, dispatch, uplink, inputs, fleet } = p;
   events.on("snapshot", samples.name, (s) => samples.append(s));
   events.on("snapshot", ui.name, (s) => ui.observe(s));
   events.on("snapshot", dispatch.name, (s) => dispatch.observe(s));
   events.on("samples_appended", uplink.name, () => uplink.samplesAppended());
   events.on("messages_appended", uplink.name, (routes) => uplink.messagesAppended(routes));
-  events.on("devices_changed", poller.name, () => poller.devicesChanged());
   if (inputs) events.on("input", inputs.name, (input, active) => inputs.changed(input, active));
   if (!fleet) return;
   events.on("samples_appended", fleet.name, () => fleet.samplesAppended());

@@ -78,6 +78,7 @@ export class DeviceRegistry implements DeviceSource, Part {
         updated_at: r.updated_at,
       });
     }
+    this.changes++; // the list is the stored one now: a view built before start is stale
   }
 
   stop(): void {}

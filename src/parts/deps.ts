@@ -17,7 +17,7 @@ import type { ModbusEngine } from "../modbus/part.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { StoragePart } from "../storage/part.js";
 import { SystemdNotifier } from "../systemd/notify.js";
-import type { Poller } from "../telemetry/poller.js";
+import type { SiteClock } from "../telemetry/site-clock.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
 import type { UiPart } from "../ui/part.js";
 import type { Uplink } from "../uplink/uplink.js";
@@ -31,7 +31,8 @@ export interface Core {
   /** The one registry of every device, whatever its family. */
   devices: SiteDevices;
   modbus: ModbusEngine;
-  poller: Poller;
+  /** The site clock (its part is named "poller"). */
+  poller: SiteClock;
   samples: SampleStore;
   messages: DeliveryLog;
   uplink: Uplink;
@@ -51,11 +52,12 @@ export function healthMonitor(c: Core, log: (part: string) => Logger): HealthMon
   const sources = {
     storage: c.storage,
     buses: () => c.modbus.buses.all(),
+    // Every family's devices, and every family's readings.
     devices: () => {
-      const devs = c.registry.list();
-      return { configured: devs.length, online: devs.filter((d) => c.poller.health(d.config.device_id)?.online).length };
+      const devs = c.devices.list();
+      return { configured: devs.length, online: devs.filter((d) => d.health().online).length };
     },
-    readsOk: () => c.poller.stats.reads_ok,
+    readsOk: () => c.poller.stats.readings,
     backlog: () => ({ outbox: c.uplink.outboxDepth(), snapshots: c.samples.stats().pending_snapshots }),
   };
   const monitor = new HealthMonitor(sources, new SystemdNotifier(log("systemd")), log("health"));
