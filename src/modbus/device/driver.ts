@@ -9,7 +9,7 @@ import { planBlocks, TCP_GAP_REGS, type Range, type Table } from "../planner.js"
 import type { Endpoint } from "../endpoint.js";
 import type { ActionName } from "../../profiles/schema.js";
 import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../../profiles/schema.js";
-import { expectationHolds, identityMismatch } from "../../profiles/identify.js";
+import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode, typed } from "../../model/roles.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
 import { decodePoints, isSentinel, tableKey, type PointClass, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
