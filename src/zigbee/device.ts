@@ -4,7 +4,8 @@
 import { SitegateError } from "../errors.js";
 import { DeclaredDevice, type LocalRole } from "../devices/local.js";
 import type { DeviceDescriptor, DeviceHealth, Metrics } from "../model/device.js";
-import { opModeCode, roleOfWire, typed } from "../model/roles.js";
+import { opModeCode } from "../model/roles.js";
+import { zigbeeRoleOf, zigbeeTyped } from "./wire-types.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
 import type { StateValues } from "./state.js";
@@ -42,7 +43,7 @@ export class ZigbeeDevice extends DeclaredDevice {
     private readonly bridge: BridgeLink,
   ) {
     super(cfg);
-    this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
+    this.role = zigbeeRoleOf(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
   }
 
   /** The name its topics use: the friendly name from the bridge's list (or the config's until the list arrives). */
@@ -56,7 +57,7 @@ export class ZigbeeDevice extends DeclaredDevice {
     if (this.listed?.model) identity.model = this.listed.model;
     if (this.listed?.vendor) identity.manufacturer = this.listed.vendor;
     return {
-      ...typed(this.role, "zigbee"),
+      ...zigbeeTyped(this.role),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
       capabilities: ["telemetry", "shed", "restore"],
       profile: "zigbee2mqtt",

@@ -13,7 +13,8 @@ import { endpointKey, type Endpoint } from "../endpoint.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import type { DeviceRegistry } from "../../devices/registry.js";
-import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "../../model/roles.js";
+import type { Role } from "../../model/roles.js";
+import { DECLARABLE_ROLES, declaredRole, modbusTyped, modbusWireType, partnerName } from "./wire-types.js";
 import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "../../devices/types.js";
 import { modbusSpec } from "./spec.js";
 
@@ -64,7 +65,7 @@ export class Pairing implements DeviceConnector {
       return this.refused(id, `device ${how} ${driver.profile.name}: ${errorMessage(e)}`);
     }
     const { role, note } = resolveRole(config.mb_device_type, found.role);
-    const descriptor: DeviceDescriptor = { ...found, ...typed(role) };
+    const descriptor: DeviceDescriptor = { ...found, ...modbusTyped(role) };
     const writeError = await checkWrites(driver, config.mb_check_write ?? []); // 4. check writes
     pool.adopt(config, driver); // 5. adopt: stored, fully configured only when the writes stuck
     registry.put(config, descriptor, writeError === undefined);
@@ -146,13 +147,13 @@ export function resolveRole(declared: number, discovered: Role): { role: Role; n
   const said = `mb_device_type ${declared} (${named.name})`;
   if (discovered === "unknown") {
     if (named.role === undefined) return { role: "unknown" };
-    return { role: named.role, note: `device_type ${wireType(named.role)} from ${said}: the device does not tell its type` };
+    return { role: named.role, note: `device_type ${modbusWireType(named.role)} from ${said}: the device does not tell its type` };
   }
   // 99 "others" agrees with anything that is not a meter or an inverter.
   const agrees = named.role === undefined ? !DECLARABLE_ROLES.has(discovered) : named.role === discovered;
   if (agrees) return { role: discovered };
   return {
     role: discovered,
-    note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${wireType(discovered)} is used`,
+    note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${modbusWireType(discovered)} is used`,
   };
 }
