@@ -12,29 +12,21 @@ import { loadSecretFiles } from "./config/secret-files.js";
 import { exampleSecretIssues } from "./config/example-secrets.js";
 import { fileProblems } from "./config/file-checks.js";
 import { configDeclaredDevices, deviceIdClashes, keptDeviceIdWarnings } from "./config/device-ids.js";
+import { portBaudClash, portUsers } from "./modbus/rtu-baud.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
 }
 
-/** The devices of one RTU port share its baud: the first device on a port sets it. */
+/** The devices of one RTU port share its baud: the first device on a port sets it (modbus/rtu-baud.ts). */
 function sharedBauds(cfg: Config): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  const portBaud = new Map<string, { baud: number; index: number }>();
-  cfg.devices.forEach((d, i) => {
-    if (d.mb_type !== 1) return;
-    const port = cfg.rtu_ports[String(d.mb_rtu_no)];
-    if (!port) return; // validateDevices reports it
-    const first = portBaud.get(port.path);
-    if (!first) portBaud.set(port.path, { baud: d.mb_baud, index: i });
-    else if (first.baud !== d.mb_baud) {
-      out.push({
-        path: `devices[${i}].mb_baud`,
-        message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${port.path}); the devices of one port share its baud`,
-      });
-    }
+  const users = portUsers(cfg.devices);
+  return users.flatMap((u, k) => {
+    const clash = portBaudClash(u, users.slice(0, k), cfg.rtu_ports);
+    if (!clash) return [];
+    const message = `${u.baud} differs from ${clash.baud} of devices[${clash.first.index}] on the same RTU port (${clash.path}); the devices of one port share its baud`;
+    return [{ path: `devices[${u.index}].mb_baud`, message }];
   });
-  return out;
 }
 
 /** Cross-field rules the schema alone cannot state. */
