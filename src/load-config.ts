@@ -12,21 +12,10 @@ import { loadSecretFiles } from "./config/secret-files.js";
 import { exampleSecretIssues } from "./config/example-secrets.js";
 import { fileProblems } from "./config/file-checks.js";
 import { configDeclaredDevices, deviceIdClashes, keptDeviceIdWarnings } from "./config/device-ids.js";
-import { portBaudClash, portUsers } from "./modbus/rtu-baud.js";
+import { sharedBaudIssues } from "./modbus/rtu-baud.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
-}
-
-/** The devices of one RTU port share its baud: the first device on a port sets it (modbus/rtu-baud.ts). */
-function sharedBauds(cfg: Config): ErrorDetail[] {
-  const users = portUsers(cfg.devices);
-  return users.flatMap((u, k) => {
-    const clash = portBaudClash(u, users.slice(0, k), cfg.rtu_ports);
-    if (!clash) return [];
-    const message = `${u.baud} differs from ${clash.baud} of devices[${clash.first.index}] on the same RTU port (${clash.path}); the devices of one port share its baud`;
-    return [{ path: `devices[${u.index}].mb_baud`, message }];
-  });
 }
 
 /** Cross-field rules the schema alone cannot state. */
@@ -36,7 +25,7 @@ function crossChecks(cfg: Config): ErrorDetail[] {
   // A broken site profile is skipped, unless a device of this file needs one it might have been.
   const needed = cfg.devices.some((d) => !profiles.has(integrationName(d)));
   if (needed) out.push(...profiles.errors.map((e) => ({ path: e.path, message: `site profile left out: ${e.message}` })));
-  out.push(...sharedBauds(cfg));
+  out.push(...sharedBaudIssues(cfg.devices, cfg.rtu_ports));
   // One device_id names one device, whatever its family: every entry enters, none is held yet.
   out.push(...deviceIdClashes([], configDeclaredDevices(cfg)));
   const users = new Set<string>();

@@ -2,6 +2,7 @@
 // configure request (modbus/device/pairing.ts): the devices of one port share its baud,
 // the baud of the port's first device (another would need the port reopened, cutting the
 // others off). Each caller words the refusal in its own terms.
+import type { ErrorDetail } from "../errors.js";
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { RtuPortConfig } from "../config/schema.js";
 
@@ -34,4 +35,15 @@ export function portBaudClash(
   const first = on[0];
   if (first === undefined || first.baud === entering.baud) return undefined;
   return { path: port.path, baud: first.baud, first, users: on };
+}
+
+/** The config file's `devices` against the rule: the first device on a port sets its baud. */
+export function sharedBaudIssues(devices: readonly DeviceConfig[], rtuPorts: Readonly<Record<string, RtuPortConfig>>): ErrorDetail[] {
+  const users = portUsers(devices);
+  return users.flatMap((u, k) => {
+    const clash = portBaudClash(u, users.slice(0, k), rtuPorts);
+    if (!clash) return [];
+    const message = `${u.baud} differs from ${clash.baud} of devices[${clash.first.index}] on the same RTU port (${clash.path}); the devices of one port share its baud`;
+    return [{ path: `devices[${u.index}].mb_baud`, message }];
+  });
 }
