@@ -11,11 +11,8 @@ import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { SiteClock } from "./telemetry/site-clock.js";
 import { ModbusEngine } from "./modbus/part.js";
-import { Pairing } from "./modbus/device/pairing.js";
-import { DriverPool } from "./modbus/device/pool.js";
 import { siteProfiles } from "./profiles/registry.js";
-import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { ConfigDevices } from "./devices/config-devices.js";
+import { REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ApiServer } from "./api/server.js";
 import { GuessLimits } from "./api/guess-limit.js";
 import type { ConnectionLimits } from "./api/connection-limits.js";
@@ -100,30 +97,33 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const profiles = siteProfiles(config.profiles_dir);
   // A broken site profile is left out: the gateway runs the devices it can.
   for (const e of profiles.errors) log.error({ file: e.path, err: e.message }, "site profile left out: it does not load");
-  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
-  const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
-  const connector = new Pairing({ pool, registry, log: logOf("pairing") });
+  // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
+  const devices = new SiteDevices([], (device_id, families) =>
+    log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
+  );
+  const part = <T extends Part>(name: string): T => {
+    const p = life.parts.get(name);
+    if (!p) throw new SitegateError("INTERNAL", `no part named ${name}`);
+    return p as T;
+  };
+  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), storage, profiles, part };
+  for (const f of buildFamilies(familyCtx, opts.families)) devices.add(f);
+  // The partner's configure entries go to the family that pairs them (the Modbus family).
+  const connector = devices.connector();
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
   const messages = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { messages }));
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
-  // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
-  const devices = new SiteDevices([], (device_id, families) =>
-    log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
-  );
-  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool } };
-  for (const f of buildFamilies(familyCtx, opts.families)) devices.add(f);
   // The site clock: every family's readings at each tick, one snapshot per tick.
   const poller = add(new SiteClock(devices, sink, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), siteId: config.site_id }));
-  add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
   const delivery = new DispatchDelivery(config, storage, messages, fleetStreams !== null);
   const dispatchDeps = { db: () => storage.db, devices, clock, log: logOf("dispatch"), pollIntervalMs: tm.poll_interval_ms };
   const dispatch = add(new Dispatcher({ ...dispatchDeps, respond: delivery.respond, onState: delivery.onState }));
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = config.gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, messages, uplink, dispatch };
+  const core = { config, storage, profiles, connector, devices, modbus, poller, samples, messages, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // a lock per username for each front end

@@ -3,6 +3,7 @@
 // latest values, health and op mode. Dispatch, the status page, device sync and the
 // fleet read devices here, never through a transport.
 import type { Device, DeviceDirectory } from "../model/device.js";
+import type { DeviceConnector } from "./types.js";
 import { latestReadings, type DeviceFamily, type Reading, type TickReadings } from "./family.js";
 
 export class SiteDevices implements DeviceDirectory {
@@ -49,6 +50,21 @@ export class SiteDevices implements DeviceDirectory {
       if (d) return d;
     }
     return undefined;
+  }
+
+  /** What pairs the partner's configure entries: the first family that has a connector (Modbus); none: every entry is refused. */
+  connector(): DeviceConnector {
+    const own = this.families.find((f) => f.connector)?.connector;
+    if (own) return own;
+    return {
+      configure: async (devices) =>
+        devices.map((d) => ({
+          device_id: d.device_id,
+          status: "error",
+          code: "PAIRING_FAILED",
+          message: "no device family of this site pairs configure entries",
+        })),
+    };
   }
 
   get version(): number {

@@ -6,6 +6,7 @@
 // through the registry: a family either reads its devices on the tick (`read`) or reports
 // on its own, and then the tick takes its devices' latest values.
 import type { Device, Metrics } from "../model/device.js";
+import type { DeviceConnector } from "./types.js";
 
 /** One device's values of one tick. */
 export interface Reading {
@@ -26,6 +27,8 @@ export interface DeviceFamily {
   devices(): readonly Device[];
   /** Goes up by one with every change of its device list or a descriptor (absent: the list never changes). */
   readonly version?: number;
+  /** Pairs and stores the partner's configure entries (the Modbus family's pairing); absent: its devices come from the config file. */
+  readonly connector?: DeviceConnector;
   /** Reads its devices for the tick at `ts` (UTC ms); absent: the family reports on its own (latestReadings). */
   read?(ts: number): TickReadings;
 }

@@ -3,10 +3,9 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config, FleetConfig } from "../config/schema.js";
-import type { Pairing } from "../modbus/device/pairing.js";
+import type { DeviceConnector } from "../devices/types.js";
 import { ModbusCommissioning } from "../modbus/device/commission.js";
 import type { SiteDevices } from "../devices/directory.js";
-import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
 import { NonceStore, telemetryConsumer } from "../fleet/nonces.js";
@@ -26,8 +25,7 @@ export interface Core {
   config: Config;
   storage: StoragePart;
   profiles: ProfileRegistry;
-  connector: Pairing;
-  registry: DeviceRegistry;
+  connector: DeviceConnector;
   /** The one registry of every device, whatever its family. */
   devices: SiteDevices;
   modbus: ModbusEngine;

@@ -113,3 +113,18 @@ test("a family part that arrives after the next tick is stored on its own with i
   assert.deepEqual(snaps[2]!.devices.map((d) => d.device_id).sort(), ["a", "b"], "a part that arrives in time joins its tick");
   assert.equal(t2, t1 + IV);
 });
+
+test("the partner's configure entries go to the family that pairs them; a site without one refuses each entry, naming why", async () => {
+  const pairs = {
+    configure: async (ds: Array<{ device_id: string }>) =>
+      ds.map((d) => ({ device_id: d.device_id, status: "accepted" as const, message: "ok" })),
+  };
+  const therm = new Thermometers(new Map());
+  const entry = { device_id: "m1" } as never;
+  const refused = await new SiteDevices([therm]).connector().configure([entry]);
+  assert.deepEqual(refused, [
+    { device_id: "m1", status: "error", code: "PAIRING_FAILED", message: "no device family of this site pairs configure entries" },
+  ]);
+  const paired = await new SiteDevices([therm, { family: "pairs", devices: () => [], connector: pairs }]).connector().configure([entry]);
+  assert.equal(paired[0]?.status, "accepted");
+});
