@@ -9,13 +9,10 @@ import type { Logger } from "./log.js";
 import type { ModuleMigrations } from "./storage/db.js";
 import { StoragePart } from "./storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
-import { Poller } from "./telemetry/poller.js";
+import { SiteClock } from "./telemetry/site-clock.js";
 import { ModbusEngine } from "./modbus/part.js";
-import { Pairing } from "./modbus/device/pairing.js";
-import { DriverPool } from "./modbus/device/pool.js";
 import { siteProfiles } from "./profiles/registry.js";
-import { DeviceRegistry, REGISTRY_MIGRATIONS } from "./devices/registry.js";
-import { ConfigDevices } from "./devices/config-devices.js";
+import { REGISTRY_MIGRATIONS } from "./devices/registry.js";
 import { ApiServer } from "./api/server.js";
 import { GuessLimits } from "./api/guess-limit.js";
 import type { ConnectionLimits } from "./api/connection-limits.js";
@@ -42,7 +39,7 @@ import { fleetRoutes } from "./fleet/mqtt-sink.js";
 import type { SiteEvents } from "./parts/site-events.js";
 import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
-import { buildFamilies } from "./parts/families.js";
+import { buildFamilies, type FamilyFactory } from "./parts/families.js";
 import { SitegateError } from "./errors.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
@@ -82,6 +79,8 @@ export interface DaemonOptions {
   clock?: Clock;
   /** Shorter HTTP timeouts or lower connection counts for tests (both listeners). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** The transport families, one factory each (default: parts/families.ts; a test registers one of its own beside them). */
+  families?: readonly FamilyFactory[];
 }
 
 const ESSENTIAL: PartOptions = { essential: true };
@@ -100,24 +99,26 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   const profiles = siteProfiles(config.profiles_dir);
   // A broken site profile is left out: the gateway runs the devices it can.
   for (const e of profiles.errors) log.error({ file: e.path, err: e.message }, "site profile left out: it does not load");
-  const pool = new DriverPool(modbus.buses, profiles, config.rtu_ports);
-  const registry = add(new DeviceRegistry(storage, events.emitter("devices_changed")));
-  const connector = new Pairing({ pool, registry, log: logOf("pairing") });
+  // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
+  const devices = new SiteDevices([], (device_id, families) =>
+    log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
+  );
+  const part = <T extends Part>(name: string): T => {
+    const p = life.parts.get(name);
+    if (!p) throw new SitegateError("INTERNAL", `no part named ${name}`);
+    return p as T;
+  };
+  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), storage, profiles, part };
+  for (const f of buildFamilies(familyCtx, opts.families)) devices.add(f);
+  // The partner's configure entries go to the family that pairs them (the Modbus family).
+  const connector = devices.connector();
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));
   const deliveryLog = new DeliveryLog(storage, events.emitter("messages_appended")); // every outbound message; https and mqtt consume it
   const uplink = add(new Uplink(config, storage, samples, logOf("uplink"), undefined, { deliveryLog }));
   const fleetStreams = config.fleet ? fleetOwn(config.fleet, storage, samples, clock) : null;
   const sink = { append: events.emitter("snapshot") };
-  // The one registry: every family's devices; an id two families hold (stored before the rule) is the first's.
-  const devices = new SiteDevices([], (device_id, families) =>
-    log.error({ device_id, families }, "device_id names devices of two families: the second is left out; give it another device_id"),
-  );
-  const poller = add(
-    new Poller(registry, sink, pool, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), local: devices, siteId: config.site_id }),
-  );
-  const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), modbus: { registry, pool, readings: poller } };
-  for (const f of buildFamilies(familyCtx)) devices.add(f);
-  add(new ConfigDevices(config.devices, { connector, registry, log: logOf("config-devices") }));
+  // The site clock: every family's readings at each tick, one snapshot per tick.
+  const poller = add(new SiteClock(devices, sink, { intervalMs: tm.poll_interval_ms, log: logOf("poller"), siteId: config.site_id }));
   const delivery = new DispatchDelivery(storage, deliveryLog, [
     partnerRoutes(config.partner.execution_url),
     ...(fleetStreams ? [fleetRoutes] : []),
@@ -127,7 +128,7 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new LocalSchedules(config.schedules, dispatch, logOf("schedules"), clock));
   const inputs = config.gpio ? add(new InputEvents(dispatch, logOf("input-events"), now)) : null;
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
-  const core = { config, storage, profiles, connector, registry, devices, modbus, poller, samples, deliveryLog, uplink, dispatch };
+  const core = { config, storage, profiles, connector, devices, modbus, poller, samples, deliveryLog, uplink, dispatch };
   const health = healthMonitor(core, logOf);
   const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // a lock per username for each front end
@@ -140,22 +141,21 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     fleetStreams &&
     add(new FleetPart({ ...fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet")), warnings: () => life.warnings() }));
   add(health); // last: READY=1 once every part has started (or is being retried)
-  listen(events, { samples, ui, dispatch, uplink, poller, inputs, fleet });
+  listen(events, { samples, ui, dispatch, uplink, inputs, fleet });
   return daemon(config, storage, life, events, health, devices);
 }
 
 /** Who listens to which event, each listener under its own part's name (in the order they hear it). */
 function listen(
   events: EventBus<SiteEvents>,
-  p: Pick<Core, "samples" | "dispatch" | "uplink" | "poller"> & { ui: UiPart; inputs: InputEvents | null; fleet: FleetPart | null },
+  p: Pick<Core, "samples" | "dispatch" | "uplink"> & { ui: UiPart; inputs: InputEvents | null; fleet: FleetPart | null },
 ): void {
-  const { samples, ui, dispatch, uplink, poller, inputs, fleet } = p;
+  const { samples, ui, dispatch, uplink, inputs, fleet } = p;
   events.on("snapshot", samples.name, (s) => samples.append(s));
   events.on("snapshot", ui.name, (s) => ui.observe(s));
   events.on("snapshot", dispatch.name, (s) => dispatch.observe(s));
   events.on("samples_appended", uplink.name, () => uplink.samplesAppended());
   events.on("messages_appended", uplink.name, (routes) => uplink.messagesAppended(routes));
-  events.on("devices_changed", poller.name, () => poller.devicesChanged());
   if (inputs) events.on("input", inputs.name, (input, active) => inputs.changed(input, active));
   if (!fleet) return;
   events.on("samples_appended", fleet.name, () => fleet.samplesAppended());

@@ -12,29 +12,10 @@ import { loadSecretFiles } from "./config/secret-files.js";
 import { exampleSecretIssues } from "./config/example-secrets.js";
 import { fileProblems } from "./config/file-checks.js";
 import { configDeclaredDevices, deviceIdClashes, keptDeviceIdWarnings } from "./config/device-ids.js";
+import { sharedBaudIssues } from "./modbus/rtu-baud.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
-}
-
-/** The devices of one RTU port share its baud: the first device on a port sets it. */
-function sharedBauds(cfg: Config): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  const portBaud = new Map<string, { baud: number; index: number }>();
-  cfg.devices.forEach((d, i) => {
-    if (d.mb_type !== 1) return;
-    const port = cfg.rtu_ports[String(d.mb_rtu_no)];
-    if (!port) return; // validateDevices reports it
-    const first = portBaud.get(port.path);
-    if (!first) portBaud.set(port.path, { baud: d.mb_baud, index: i });
-    else if (first.baud !== d.mb_baud) {
-      out.push({
-        path: `devices[${i}].mb_baud`,
-        message: `${d.mb_baud} differs from ${first.baud} of devices[${first.index}] on the same RTU port (${port.path}); the devices of one port share its baud`,
-      });
-    }
-  });
-  return out;
 }
 
 /** Cross-field rules the schema alone cannot state. */
@@ -44,7 +25,7 @@ function crossChecks(cfg: Config): ErrorDetail[] {
   // A broken site profile is skipped, unless a device of this file needs one it might have been.
   const needed = cfg.devices.some((d) => !profiles.has(integrationName(d)));
   if (needed) out.push(...profiles.errors.map((e) => ({ path: e.path, message: `site profile left out: ${e.message}` })));
-  out.push(...sharedBauds(cfg));
+  out.push(...sharedBaudIssues(cfg.devices, cfg.rtu_ports));
   // One device_id names one device, whatever its family: every entry enters, none is held yet.
   out.push(...deviceIdClashes([], configDeclaredDevices(cfg)));
   const users = new Set<string>();

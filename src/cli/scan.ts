@@ -5,7 +5,7 @@ import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
 import { ProbeInputError, checkEndpoint, checkScanRange, scanUnits, type ScanHit } from "../modbus/device/commission.js";
-import { identifyUnit, type ProfileMatch } from "../profiles/identify.js";
+import { identifyUnit, type ProfileMatch } from "../modbus/device/identify.js";
 import { siteProfiles } from "../profiles/registry.js";
 
 /** Where --identify finds the site's own profiles unless --profiles-dir says otherwise (config's profiles_dir default). */

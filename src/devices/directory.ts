@@ -2,8 +2,9 @@
 // dv_device rows, Zigbee and GPIO from the config file, ...), each a `Device` with its
 // latest values, health and op mode. Dispatch, the status page, device sync and the
 // fleet read devices here, never through a transport.
-import type { Device, DeviceDirectory, Metrics } from "../model/device.js";
-import type { DeviceFamily } from "./family.js";
+import type { Device, DeviceDirectory } from "../model/device.js";
+import type { DeviceConnector } from "./types.js";
+import { latestReadings, type DeviceFamily, type Reading, type TickReadings } from "./family.js";
 
 export class SiteDevices implements DeviceDirectory {
   private readonly families: DeviceFamily[] = [];
@@ -51,22 +52,43 @@ export class SiteDevices implements DeviceDirectory {
     return undefined;
   }
 
+  /** What pairs the partner's configure entries: the first family that has a connector (Modbus); none: every entry is refused. */
+  connector(): DeviceConnector {
+    const own = this.families.find((f) => f.connector)?.connector;
+    if (own) return own;
+    return {
+      configure: async (devices) =>
+        devices.map((d) => ({
+          device_id: d.device_id,
+          status: "error",
+          code: "PAIRING_FAILED",
+          message: "no device family of this site pairs configure entries",
+        })),
+    };
+  }
+
   get version(): number {
     return this.families.reduce((s, f) => s + (f.version ?? 0), 0);
   }
 
-  /** The devices of the families that report on their own (not polled); an id an earlier family holds stays that family's. */
-  reporting(): readonly Device[] {
-    const listed = new Set(this.list());
-    return this.families.filter((f) => !f.polled).flatMap((f) => f.devices().filter((d) => listed.has(d)));
-  }
-
-  /** The latest readings of every online device that reports on its own: one site tick's share of the snapshot. */
-  readings(): Array<{ device_id: string; metrics: Metrics }> {
-    const out: Array<{ device_id: string; metrics: Metrics }> = [];
-    for (const d of this.reporting()) {
-      const m = d.latest();
-      if (d.health().online && Object.keys(m).length > 0) out.push({ device_id: d.id, metrics: { ...m } });
+  /**
+   * One tick's readings of every family: what each reads on the tick, or, for a family that
+   * reports on its own, its devices' latest values. A reading of an id an earlier family
+   * holds is left out (the device under that id is the earlier family's).
+   */
+  read(ts: number): TickReadings {
+    const owner = new Map(this.list().map((d) => [d.id, d]));
+    const out: Array<TickReadings[number]> = [];
+    for (const f of this.families) {
+      const mine = f.devices().filter((d) => owner.get(d.id) === d);
+      if (!f.read) {
+        out.push({ source: f.family, readings: latestReadings(mine) });
+        continue;
+      }
+      const ids = new Set(mine.map((d) => d.id));
+      const own = (rs: readonly Reading[]) => rs.filter((r) => ids.has(r.device_id));
+      for (const part of f.read(ts))
+        out.push({ source: part.source, readings: part.readings instanceof Promise ? part.readings.then(own) : own(part.readings) });
     }
     return out;
   }

@@ -1,8 +1,8 @@
 // The persisted device registry: one row per device_id (replace, never duplicate), its
 // configuration as submitted, what pairing found, and whether the check writes passed;
 // and which config-file entry was last applied to each device (dv_config_applied).
-// The poller and device sync read it; every change is announced through the one function
-// the composition root gives it.
+// The Modbus family (its devices and polling) and device sync read it; every change is
+// announced through the one function the composition root gives it, and moves `version`.
 import type { DeviceConfig } from "../config/device-schema.js";
 import type { Part } from "../lifecycle.js";
 import type { Db, ModuleMigrations } from "../storage/db.js";
@@ -78,6 +78,7 @@ export class DeviceRegistry implements DeviceSource, Part {
         updated_at: r.updated_at,
       });
     }
+    this.changes++; // the list is the stored one now: a view built before start is stale
   }
 
   stop(): void {}

@@ -3,7 +3,7 @@
 import type { DeviceConfig } from "../config/device-schema.js";
 
 export type { DeviceDescriptor, DeviceHealth, Metrics, OpMode } from "../model/device.js";
-import type { DeviceDescriptor, DeviceHealth } from "../model/device.js";
+import type { DeviceDescriptor } from "../model/device.js";
 
 export interface RegisteredDevice {
   config: DeviceConfig;
@@ -13,14 +13,10 @@ export interface RegisteredDevice {
   updated_at: string;
 }
 
-/** The persisted registry as seen by the poller and the dispatcher. */
+/** The persisted registry as the Modbus family (its devices, its polling) sees it. */
 export interface DeviceSource {
   list(): RegisteredDevice[];
   get(deviceId: string): RegisteredDevice | undefined;
-}
-
-export interface HealthView {
-  health(device_id: string): DeviceHealth | undefined;
 }
 
 /** What configuring one entry came to (spec 2.7's per-device result). */

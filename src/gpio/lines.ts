@@ -7,7 +7,8 @@ import { SitegateError, errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
-import { opModeCode, typed } from "../model/roles.js";
+import { opModeCode } from "../model/roles.js";
+import { gpioTyped } from "./wire-types.js";
 import { LocalDevice, type LocalPre, type LocalRole } from "../devices/local.js";
 import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import type { DeviceFamily } from "../devices/family.js";
@@ -74,7 +75,7 @@ class GpioOutput extends GpioDevice {
 
   descriptor(): DeviceDescriptor {
     return {
-      ...typed("switch", "gpio"),
+      ...gpioTyped("switch"),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
       capabilities: capabilitiesOf(this),
       profile: "gpio",
@@ -137,7 +138,7 @@ class GpioInput extends GpioDevice {
   }
 
   descriptor(): DeviceDescriptor {
-    return { ...typed("input", "gpio"), capabilities: capabilitiesOf(this), profile: "gpio", identity: { line: String(this.input.line) } };
+    return { ...gpioTyped("input"), capabilities: capabilitiesOf(this), profile: "gpio", identity: { line: String(this.input.line) } };
   }
 
   latest(): Metrics {

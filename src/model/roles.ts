@@ -1,86 +1,64 @@
-// Device roles and the one table between roles and the wire's type codes. Code asks a
-// device for its role (what it does on the site); the numbers of device sync's
-// `device_type`, the configure request's `mb_device_type` and device_op_mode are written
-// here and read only where those wire formats are written or parsed. No imports: every
-// layer that speaks of devices (config, profiles, devices, dispatch, ui) may use it.
+// Device roles, device_op_mode, and the table between roles and device sync's type codes.
+// Code asks a device for its role (what it does on the site); the `device_type` numbers
+// are declared by each family (its folder's wire-types.ts registers them here when it
+// loads) and read only where that wire format is written or parsed. Imports only base:
+// every layer that speaks of devices (config, profiles, devices, dispatch, ui) may use it.
+import { SitegateError } from "../errors.js";
 
 export const ROLES = ["battery", "pv", "meter", "switch", "thermostat", "input", "unknown"] as const;
 /** battery: a storage inverter; pv: a solar inverter; switch: a load switched on and off; thermostat: a heating setpoint; input: a contact read; unknown: the device does not tell. */
 export type Role = (typeof ROLES)[number];
 
-/** How a device is reached: the wire code of a switch depends on it. */
-export type Family = "modbus" | "zigbee" | "gpio";
+/** How a device is reached ("modbus", "zigbee", "gpio", a test's own): the name a family registers its wire codes under. */
+export type Family = string;
 
-interface WireType {
+/** One device_type code of device sync (DESIGN B5), as its family declares it. */
+export interface WireType {
   code: number;
   role: Role;
-  family: Family;
   /** What the status page calls it. */
   label: string;
-  /** What the partner's vocabulary calls it (configure notes). */
-  partner?: string;
 }
 
-/** A role no family lists: the code device sync publishes for a device not yet known. */
-const UNKNOWN_TYPE: WireType = { code: 0, role: "unknown", family: "modbus", label: "device" };
+/** The code device sync publishes for a device not yet known (no family's). */
+const UNKNOWN_TYPE: WireType & { family: Family } = { code: 0, role: "unknown", family: "", label: "device" };
 
-/** device_type codes of device sync (DESIGN B5) and of the config file's zigbee and gpio entries. */
-const WIRE_TYPES: readonly WireType[] = [
-  UNKNOWN_TYPE,
-  { code: 10, role: "battery", family: "modbus", label: "battery inverter", partner: "storage inverter" },
-  { code: 11, role: "pv", family: "modbus", label: "PV inverter", partner: "solar inverter" },
-  { code: 12, role: "meter", family: "modbus", label: "meter", partner: "meter" },
-  { code: 14, role: "switch", family: "modbus", label: "switch", partner: "on/off switch" },
-  { code: 30, role: "switch", family: "zigbee", label: "Zigbee switch" },
-  { code: 31, role: "thermostat", family: "zigbee", label: "thermostat" },
-  { code: 40, role: "input", family: "gpio", label: "GPIO input" },
-  { code: 41, role: "switch", family: "gpio", label: "GPIO output" },
-];
+/** Every family's declared codes, by code. */
+const WIRE_TYPES = new Map<number, WireType & { family: Family }>([[UNKNOWN_TYPE.code, UNKNOWN_TYPE]]);
 
-/** The device_type device sync publishes for a role reached through this family. */
-export function wireType(role: Role, family: Family = "modbus"): number {
-  return (
-    WIRE_TYPES.find((t) => t.role === role && t.family === family) ??
-    WIRE_TYPES.find((t) => t.role === role && t.family === "modbus") ??
-    UNKNOWN_TYPE
-  ).code;
+/**
+ * A family declares its device_type codes once, when its module loads (its folder's
+ * wire-types.ts): a code names one role of one family, so a clash is a programming error.
+ */
+export function declareWireTypes(family: Family, types: readonly WireType[]): void {
+  for (const t of types) {
+    const held = WIRE_TYPES.get(t.code);
+    if (held && (held.family !== family || held.role !== t.role))
+      throw new SitegateError("INTERNAL", `device_type ${t.code} is declared by ${held.family || "no family"} as ${held.role}`);
+    WIRE_TYPES.set(t.code, { ...t, family });
+  }
+}
+
+/** The device_type device sync publishes for a role reached through this family (0 when the family declares none). */
+export function wireType(role: Role, family: Family): number {
+  for (const t of WIRE_TYPES.values()) if (t.role === role && t.family === family) return t.code;
+  return UNKNOWN_TYPE.code;
 }
 
 /** A role with the device_type device sync publishes for it. */
-export function typed(role: Role, family: Family = "modbus"): { role: Role; device_type: number } {
+export function typed(role: Role, family: Family): { role: Role; device_type: number } {
   return { role, device_type: wireType(role, family) };
 }
 
 /** The role of a wire device_type (a descriptor stored before roles were recorded, a config entry). */
 export function roleOfWire(code: number): Role {
-  return WIRE_TYPES.find((t) => t.code === code)?.role ?? "unknown";
+  return WIRE_TYPES.get(code)?.role ?? "unknown";
 }
 
 /** The status page's name of a wire device_type. */
 export function wireLabel(code: number | null | undefined): string {
-  return WIRE_TYPES.find((t) => t.code === code)?.label ?? "device";
+  return (code === null || code === undefined ? undefined : WIRE_TYPES.get(code)?.label) ?? UNKNOWN_TYPE.label;
 }
-
-/** The partner's name of a role (e.g. "storage inverter"), or the type code when it has none. */
-export function partnerName(role: Role): string {
-  return WIRE_TYPES.find((t) => t.role === role && t.family === "modbus")?.partner ?? `type ${wireType(role)}`;
-}
-
-/** The configure request's mb_device_type: 1 meter, 2 solar inverter, 3 storage inverter, 99 others (no one role). */
-const MB_DEVICE_TYPES: Readonly<Record<number, { role?: Role; name: string }>> = {
-  1: { role: "meter", name: "meter" },
-  2: { role: "pv", name: "solar inverter" },
-  3: { role: "battery", name: "storage inverter" },
-  99: { name: "others" },
-};
-
-/** What a partner's mb_device_type says: the role it names (none for "others") and its name. */
-export function declaredRole(mbDeviceType: number): { role?: Role; name: string } {
-  return MB_DEVICE_TYPES[mbDeviceType] ?? { name: "unknown" };
-}
-
-/** The roles an mb_device_type can name: "others" agrees with any role but these. */
-export const DECLARABLE_ROLES: ReadonlySet<Role> = new Set(Object.values(MB_DEVICE_TYPES).flatMap((t) => (t.role ? [t.role] : [])));
 
 /** Roles whose power_w is generation (positive lowers grid import). */
 export const GENERATOR_ROLES: ReadonlySet<Role> = new Set(["battery", "pv"]);

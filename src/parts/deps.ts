@@ -3,10 +3,9 @@
 // (the partner API, the status page, the fleet uplink).
 import type { ApiDeps } from "../api/context.js";
 import type { Config, FleetConfig } from "../config/schema.js";
-import type { Pairing } from "../modbus/device/pairing.js";
+import type { DeviceConnector } from "../devices/types.js";
 import { ModbusCommissioning } from "../modbus/device/commission.js";
 import type { SiteDevices } from "../devices/directory.js";
-import type { DeviceRegistry } from "../devices/registry.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import type { FleetDeps } from "../fleet/fleet.js";
 import { NonceStore } from "../fleet/nonces.js";
@@ -18,7 +17,7 @@ import type { ModbusEngine } from "../modbus/part.js";
 import type { ProfileRegistry } from "../profiles/registry.js";
 import type { StoragePart } from "../storage/part.js";
 import { SystemdNotifier } from "../systemd/notify.js";
-import type { Poller } from "../telemetry/poller.js";
+import type { SiteClock } from "../telemetry/site-clock.js";
 import type { SampleStore } from "../telemetry/sample-store.js";
 import type { UiPart } from "../ui/part.js";
 import type { Uplink } from "../uplink/uplink.js";
@@ -27,12 +26,12 @@ export interface Core {
   config: Config;
   storage: StoragePart;
   profiles: ProfileRegistry;
-  connector: Pairing;
-  registry: DeviceRegistry;
+  connector: DeviceConnector;
   /** The one registry of every device, whatever its family. */
   devices: SiteDevices;
   modbus: ModbusEngine;
-  poller: Poller;
+  /** The site clock (its part is named "poller"). */
+  poller: SiteClock;
   samples: SampleStore;
   deliveryLog: DeliveryLog;
   uplink: Uplink;
@@ -52,11 +51,12 @@ export function healthMonitor(c: Core, log: (part: string) => Logger): HealthMon
   const sources = {
     storage: c.storage,
     buses: () => c.modbus.buses.all(),
+    // Every family's devices, and every family's readings.
     devices: () => {
-      const devs = c.registry.list();
-      return { configured: devs.length, online: devs.filter((d) => c.poller.health(d.config.device_id)?.online).length };
+      const devs = c.devices.list();
+      return { configured: devs.length, online: devs.filter((d) => d.health().online).length };
     },
-    readsOk: () => c.poller.stats.reads_ok,
+    readsOk: () => c.poller.stats.readings,
     backlog: () => ({ outbox: c.uplink.pendingMessages(), snapshots: c.samples.stats().pending_snapshots }),
   };
   const monitor = new HealthMonitor(sources, new SystemdNotifier(log("systemd")), log("health"));

@@ -1,16 +1,16 @@
 // The transport families of the site, one factory entry each: a new transport is its
 // folder (its Device class and its family) plus one line here. Each entry builds its
-// family from the config and the parts it needs, or nothing when the config has none of
-// its devices; the registry (devices/directory.ts) lists them all as one.
+// family from the generic context (the config, the lifecycle, the site's events, the
+// database, the profiles, the parts added before), or nothing when the config has none
+// of its devices; the registry (devices/directory.ts) lists them all as one.
 import type { Config } from "../config/schema.js";
 import type { DeviceFamily } from "../devices/family.js";
-import type { DeviceSource } from "../devices/types.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import { GpioLines } from "../gpio/lines.js";
-import { ModbusFamily } from "../modbus/device/family.js";
-import type { DriverPool } from "../modbus/device/pool.js";
-import type { ModbusReadings } from "../modbus/device/profile-device.js";
+import { modbusFamily } from "../modbus/device/setup.js";
+import type { ProfileRegistry } from "../profiles/registry.js";
+import type { StoragePart } from "../storage/part.js";
 import { ZigbeeBridge } from "../zigbee/bridge.js";
 import type { SiteEvents } from "./site-events.js";
 
@@ -21,14 +21,18 @@ export interface FamilyContext {
   /** Adds a part to the lifecycle (a family with a connection of its own starts and stops with the daemon). */
   add<T extends Part>(part: T): T;
   emit<K extends keyof SiteEvents>(name: K): (...args: SiteEvents[K]) => void;
-  /** The Modbus side: the persisted registry, the driver pool, and the poller's readings. */
-  modbus: { registry: DeviceSource & { readonly version: number }; pool: Pick<DriverPool, "driverFor">; readings: ModbusReadings };
+  /** The database part (a family that persists its devices keeps them there). */
+  storage: StoragePart;
+  /** The site's device profiles. */
+  profiles: ProfileRegistry;
+  /** A part the composition root added before the families, by name (the Modbus bus engine is "modbus"). */
+  part<T extends Part>(name: string): T;
 }
 
 export type FamilyFactory = (ctx: FamilyContext) => DeviceFamily | null;
 
 export const FAMILIES: readonly FamilyFactory[] = [
-  (c) => new ModbusFamily(c.modbus.registry, c.modbus.pool, c.modbus.readings),
+  modbusFamily,
   (c) => (c.config.zigbee ? c.add(new ZigbeeBridge(c.config.zigbee, c.log("zigbee"))) : null),
   (c) => (c.config.gpio ? c.add(new GpioLines(c.config.gpio, c.log("gpio"), c.emit("input"))) : null),
 ];

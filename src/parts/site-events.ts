@@ -7,13 +7,13 @@ import type { InputChange } from "../config/local-schema.js";
 import type { Snapshot } from "../telemetry/types.js";
 
 export interface SiteEvents {
-  /** A poll cycle's snapshot (poller): the sample store keeps it; the status page and dispatch observe it. */
+  /** A tick's snapshot (the site clock, part "poller"): the sample store keeps it; the status page and dispatch observe it. */
   snapshot: [snapshot: Snapshot];
   /** The sample store took a snapshot its readers may read now: the data push and the fleet's telemetry send it. */
   samples_appended: [];
   /** A message was appended to the delivery log: the consumers its routes name wake their lanes. */
   messages_appended: [routes: readonly Route[]];
-  /** A device was paired, configured or replaced (registry): the poller and the fleet's device view follow. */
+  /** A device was paired, configured or replaced (registry): the fleet's device view follows (the Modbus polling follows the registry's version). */
   devices_changed: [];
   /** A debounced GPIO input changed (gpio): local input events start or end. */
   input: InputChange;

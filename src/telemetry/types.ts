@@ -1,4 +1,4 @@
-// Contract between the poller (producer) and the sample store / uplink (consumer).
+// Contract between the site clock (producer) and the sample store / uplink (consumer).
 import type { Metrics } from "../devices/types.js";
 
 /** A driver's readings, as the devices layer defines them. */
@@ -13,7 +13,7 @@ export interface Snapshot {
   devices: Array<{ device_id: string; metrics: Metrics }>;
 }
 
-/** Where the poller hands finished snapshots: append() commits to SQLite before it returns. */
+/** Where the site clock hands finished snapshots: append() commits to SQLite before it returns. */
 export interface SnapshotSink {
   append(snapshot: Snapshot): void;
 }

@@ -5,7 +5,8 @@ import { SitegateError } from "../errors.js";
 import { LocalDevice, type LocalPre, type LocalRole } from "../devices/local.js";
 import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
-import { opModeCode, roleOfWire, typed } from "../model/roles.js";
+import { opModeCode } from "../model/roles.js";
+import { zigbeeRoleOf, zigbeeTyped } from "./wire-types.js";
 import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
 import type { StateValues } from "./state.js";
@@ -43,7 +44,7 @@ export class ZigbeeDevice extends LocalDevice {
     private readonly bridge: BridgeLink,
   ) {
     super(cfg);
-    this.role = roleOfWire(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
+    this.role = zigbeeRoleOf(cfg.device_type) === "thermostat" ? "thermostat" : "switch";
   }
 
   /** A ledger row of an earlier release holds the register form these devices had then (the Modbus family reads it). */
@@ -62,7 +63,7 @@ export class ZigbeeDevice extends LocalDevice {
     if (this.listed?.model) identity.model = this.listed.model;
     if (this.listed?.vendor) identity.manufacturer = this.listed.vendor;
     return {
-      ...typed(this.role, "zigbee"),
+      ...zigbeeTyped(this.role),
       ...(this.rated_power_w !== undefined ? { max_power_w: this.rated_power_w } : {}),
       capabilities: capabilitiesOf(this),
       profile: "zigbee2mqtt",

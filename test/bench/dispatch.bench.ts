@@ -26,7 +26,7 @@ import { startSim } from "../../hw-sim/sim.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import { startGateway } from "../support/gateway.js";
 import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js";
 import { TEST_API_KEY, testConfigInput } from "../support/config.js";
@@ -229,7 +229,7 @@ async function eventRun(ctx: Parameters<BenchFn>[0]): Promise<BenchRow[]> {
         if (b !== undefined) seen.push({ at: wall(), power_w: b, source: "poll" });
         observe(s);
       };
-      const poller = gw.daemon.part<Poller>("poller");
+      const poller = gw.daemon.part<ModbusPolling>("modbus-polling");
       const confirm = poller.confirm.bind(poller);
       poller.confirm = (id, metrics) => {
         confirm(id, metrics);

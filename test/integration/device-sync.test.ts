@@ -10,7 +10,7 @@ import type { ScenarioInput } from "../support/site.js";
 import { siteDevices, siteScenario } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
 import type { ConfigDevices } from "../../src/devices/config-devices.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 
 async function synced(gw: Gateway): Promise<Record<string, any>> {
   const sync = await gw.deviceSync();

@@ -13,7 +13,7 @@ import { startGateway, tcpDevice } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
 import { event } from "../support/dispatch.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import { startSink, partnerTo } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { daemonMetric, readTelemetry } from "../support/db.js";
@@ -266,7 +266,9 @@ test("commands: ping, devicesync, events, configure, dr answered with the correl
           let sync: Awaited<ReturnType<typeof command>> | null = null;
           let http: Awaited<ReturnType<typeof gw.call>> | null = null;
           await until(async () => {
-            const reads = () => gw.daemon.part<Poller>("poller").stats.reads_ok + gw.daemon.part<Poller>("poller").stats.reads_failed;
+            const reads = () =>
+              gw.daemon.part<ModbusPolling>("modbus-polling").stats.reads_ok +
+              gw.daemon.part<ModbusPolling>("modbus-polling").stats.reads_failed;
             const polls = reads();
             sync = await command(cl, "site-001", "devicesync", undefined);
             http = await gw.call("GET", "/v1/api/gateway/site-001/devicesync", { headers: gw.apiKeyHeaders });

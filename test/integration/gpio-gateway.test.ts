@@ -9,7 +9,7 @@ import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice, type Gateway } from "../support/gateway.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
 import { partnerTo } from "../support/partner-sink.js";

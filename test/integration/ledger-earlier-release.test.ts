@@ -12,7 +12,7 @@ import { withSite, type ScenarioInput, type SimHandle } from "../support/site.js
 import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { waitPaired } from "../support/dispatch.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock } from "../../src/telemetry/site-clock.js";
 
 function scenario(): ScenarioInput {
   return {
@@ -70,7 +70,7 @@ test("ledger rows an earlier release wrote (a GPIO output's register form, a rel
         await until(() => state(site).devices.relay!.coils.join() === "true,true,false,true", "the simulator's relay coils as they were");
         const rows = () => (gw.daemon.storage.db.prepare("SELECT COUNT(*) AS n FROM dp_ledger").get() as { n: number }).n;
         await until(() => rows() === 0, "the ledger rows gone once the devices read back");
-        const poller = gw.daemon.part<Poller>("poller");
+        const poller = gw.daemon.part<SiteClock>("poller");
         await until(() => poller.latest("boiler")?.state === 1, "the gateway reads the boiler on");
       } finally {
         await gw.stop();

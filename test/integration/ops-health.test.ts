@@ -11,7 +11,7 @@ import { startGateway, tcpDevice, withGateway } from "../support/gateway.js";
 import { testConfigInput } from "../support/config.js";
 import { until } from "../support/wait.js";
 import { selfSignedCert } from "../support/tls.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { VERSION } from "../../src/version.js";
 
@@ -34,7 +34,7 @@ test("/metrics has process, event-loop, GC, bus and outbox-age metrics", async (
     withTmpDir(async (dir) => {
       const gw = await startGateway(dir, { devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"] });
       try {
-        const poller = gw.daemon.part<Poller>("poller");
+        const poller = gw.daemon.part<ModbusPolling>("modbus-polling");
         await until(() => poller.stats.reads_ok >= 2, "two successful polls");
         let _junk: number[][] = [];
         const scrape = async () => (await gw.call("GET", "/metrics")).text;
@@ -118,13 +118,13 @@ test("onHealthy() fires only after a first successful poll of the configured dev
     withTmpDir(async (dir) => {
       // First run: pair the device, so the registry holds it.
       const first = await startGateway(dir, { devices: [tcpDevice("grid", site.tcpPorts[0], 1, "sunspec")] as ConfigInput["devices"] });
-      await until(() => first.daemon.part<Poller>("poller").stats.reads_ok > 0, "the device to be paired and polled");
+      await until(() => first.daemon.part<ModbusPolling>("modbus-polling").stats.reads_ok > 0, "the device to be paired and polled");
       await first.stop();
       // Second run: the device does not answer.
       site.setFault({ device: "grid", fault: "no_answer" });
       const gw = await startGateway(dir, {});
       try {
-        const poller = gw.daemon.part<Poller>("poller");
+        const poller = gw.daemon.part<ModbusPolling>("modbus-polling");
         let calls = 0;
         let readsOkAtCall = -1;
         gw.daemon.health.onHealthy(() => {

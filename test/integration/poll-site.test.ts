@@ -7,7 +7,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { withSite, demoScenario, tcpScenario, type ScenarioInput } from "../support/site.js";
 import { startGateway, tcpDevice, rtuDevice } from "../support/gateway.js";
 import { until } from "../support/wait.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";

@@ -8,7 +8,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { startSink, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { DeviceRegistry } from "../../src/devices/registry.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 

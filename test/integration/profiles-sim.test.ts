@@ -9,7 +9,7 @@ import { brandPlacements } from "../../hw-sim/models/brands/site.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
-import { identifyUnit } from "../../src/profiles/identify.js";
+import { identifyUnit } from "../../src/modbus/device/identify.js";
 import { silentLogger } from "../../src/log.js";
 import { planControlWrites } from "../../src/modbus/device/control-values.js";
 import { isSitegateError } from "../../src/errors.js";

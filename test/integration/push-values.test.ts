@@ -9,7 +9,7 @@ import { withTmpDir } from "../support/tmp.js";
 import { startGateway, tcpDevice } from "../support/gateway.js";
 import { startSink, type SinkRequest, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
 

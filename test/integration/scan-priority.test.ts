@@ -14,7 +14,7 @@ import { ModbusCommissioning } from "../../src/modbus/device/commission.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { ModbusEngine } from "../../src/modbus/part.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 
 const CAP_MS = 60_000;
 

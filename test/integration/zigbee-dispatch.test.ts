@@ -9,7 +9,7 @@ import { simControl, withZigbeeGateway, zigbeeConfig, zigbeeScenario } from "../
 import type { ScenarioInput } from "../support/site.js";
 import { event, makeRig, startSink, waitPaired, type DispatchRig } from "../support/dispatch.js";
 import type { PartnerSink } from "../support/partner-sink.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import { partnerTo } from "../support/partner-sink.js";
 
 async function withZigbeeRig(

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { until } from "../support/wait.js";
 import { startLocalBroker } from "../support/mosquitto.js";
 import { simControl, withZigbeeGateway } from "../support/zigbee-site.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 

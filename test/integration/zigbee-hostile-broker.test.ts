@@ -9,7 +9,7 @@ import { Recorder } from "../support/mosquitto.js";
 import { Z2M_BASE, withZigbeeGateway, zigbeeConfig } from "../support/zigbee-site.js";
 import { testCert } from "../support/tls.js";
 import type { Gateway } from "../support/gateway.js";
-import type { Poller } from "../../src/telemetry/poller.js";
+import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 
 const ZIGBEE = ["plug-1", "plug-2", "trv-1"];

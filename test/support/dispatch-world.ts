@@ -1026,7 +1026,8 @@ async function poll(gw: Gateway, ts: number): Promise<void> {
     gw.latest.set(id, m);
     devices.push({ device_id: id, metrics: m });
   }
-  devices.push(...gw.local.readings());
+  // The families that report on their own: their latest values (the Modbus family here reads nothing on the tick).
+  for (const part of gw.local.read(ts)) if (!(part.readings instanceof Promise)) devices.push(...part.readings);
   gw.dispatcher.observe({ ts, devices });
 }
 

@@ -146,7 +146,7 @@ test("the one registry: Modbus devices from the persisted registry (their mb_* f
     setRemote: (id: string) => void remote.push(id),
   };
   const plug = new TestDevice("plug", { descriptor: relay });
-  const dir = new SiteDevices([new ModbusFamily(registry, pool, readings), { family: "test", polled: false, devices: () => [plug] }]);
+  const dir = new SiteDevices([new ModbusFamily(registry, pool, readings), { family: "test", devices: () => [plug] }]);
 
   assert.deepEqual(
     dir.list().map((d) => [d.id, d.info().family, d.info().address, d.info().fully_configured]),

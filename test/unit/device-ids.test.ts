@@ -17,7 +17,8 @@ import { tcpDevice } from "../support/gateway.js";
 import { problems } from "../support/issues.js";
 
 const ZIGBEE = { url: "mqtt://127.0.0.1:1883", devices: [{ device_id: "plug-1", friendly_name: "washer-plug", device_type: 30 as const }] };
-const fakeDevice = (id: string, family: string) => ({ id, info: () => ({ family }) }) as unknown as Device;
+const fakeDevice = (id: string, family: string) =>
+  ({ id, info: () => ({ family }), latest: () => ({ power_w: 1 }), health: () => ({ online: true }) }) as unknown as Device;
 
 function deps(held: Device[] = [fakeDevice("plug-1", "zigbee")]) {
   const configured: string[][] = [];
@@ -121,13 +122,23 @@ test("a device_id two families already hold (stored before the rule) is listed o
   const clashes: unknown[] = [];
   const dir = new SiteDevices(
     [
-      { family: "modbus", polled: true, devices: () => [pv] },
-      { family: "zigbee", polled: false, devices: () => [plug, other] },
+      {
+        family: "modbus",
+        devices: () => [pv],
+        // A reading of an id that is not one of its devices is not the family's to give.
+        read: () => [{ source: "bus", readings: ["plug-1", "ghost"].map((device_id) => ({ device_id, metrics: { power_w: 1 } })) }],
+      },
+      { family: "zigbee", devices: () => [plug, other] },
     ],
     (id, families) => clashes.push([id, families]),
   );
   assert.deepEqual(dir.list(), [pv, other], "device sync and dispatch see one device under plug-1");
-  assert.deepEqual(dir.reporting(), [other]);
+  const ids = dir.read(0).flatMap((p) => (p.readings instanceof Promise ? [] : p.readings.map((r) => r.device_id)));
+  assert.deepEqual(
+    ids,
+    ["plug-1", "trv-1"],
+    "each tick takes plug-1's readings from its first family only, and no reading of a device the family does not list",
+  );
   assert.equal(dir.get("plug-1"), pv);
   dir.list();
   assert.deepEqual(clashes, [["plug-1", ["modbus", "zigbee"]]], "reported once");

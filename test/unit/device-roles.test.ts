@@ -7,7 +7,10 @@ import assert from "node:assert/strict";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { gridMeter, type MeterCandidate } from "../../src/devices/grid-meter.js";
-import { ROLES, roleOfWire, typed, wireLabel, wireType } from "../../src/model/roles.js";
+import { ROLES, declareWireTypes, roleOfWire, typed, wireLabel, wireType } from "../../src/model/roles.js";
+// Each family declares its codes when its module loads (the daemon loads them all).
+import "../../src/zigbee/wire-types.js";
+import "../../src/gpio/wire-types.js";
 import type { Bus } from "../../src/modbus/bus.js";
 import { DeviceRegistry, REGISTRY_MIGRATIONS } from "../../src/devices/registry.js";
 import { StoragePart } from "../../src/storage/part.js";
@@ -28,7 +31,7 @@ test("every built-in profile declares roles; the wire codes come from the one ta
   const relay = builtinProfiles().get("relay-coils");
   assert.equal(relay.kind === "fixed" && relay.role, "switch");
   assert.deepEqual(
-    ["battery", "pv", "meter", "switch", "unknown"].map((r) => wireType(r as never)),
+    ["battery", "pv", "meter", "switch", "unknown"].map((r) => wireType(r as never, "modbus")),
     [10, 11, 12, 14, 0],
   );
   assert.deepEqual(
@@ -45,6 +48,18 @@ test("every built-in profile declares roles; the wire codes come from the one ta
   }
   assert.equal(roleOfWire(77), "unknown");
   assert.deepEqual([wireLabel(10), wireLabel(41), wireLabel(null)], ["battery inverter", "GPIO output", "device"]);
+});
+
+test("a family registers its own wire codes: a new family's code round-trips, another family's code is refused", () => {
+  declareWireTypes("thermometer", [{ code: 90, role: "unknown", label: "thermometer" }]);
+  declareWireTypes("thermometer", [{ code: 90, role: "unknown", label: "thermometer" }]); // the same again: loaded twice
+  assert.equal(wireLabel(90), "thermometer");
+  assert.equal(wireType("switch", "thermometer"), 0, "a role the family declares no code for");
+  assert.throws(
+    () => declareWireTypes("thermometer", [{ code: 30, role: "switch", label: "clash" }]),
+    /device_type 30 is declared by zigbee as switch/,
+  );
+  assert.equal(wireLabel(30), "Zigbee switch", "nothing changes");
 });
 
 test("device_op_mode follows the profile's op-mode map; a relay's state is its coils, never an op mode", () => {

@@ -19,7 +19,7 @@ import { dispatchDevices } from "../../src/dispatch/devices.js";
 import { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest } from "../../src/dispatch/request.js";
-import { Poller } from "../../src/telemetry/poller.js";
+import { ModbusPolling } from "../../src/modbus/device/polling.js";
 import { openDatabase, migrate } from "../../src/storage/db.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { silentLogger } from "../../src/log.js";
@@ -115,11 +115,9 @@ async function rig() {
   };
   const source: DeviceSource & { version: number } = { list: () => [device], get: (id) => (id === "b1" ? device : undefined), version: 0 };
   const pool = { driverFor: () => driver } as unknown as DriverPool;
-  // The real poller holds the latest values the status page and the API read. Started and
-  // stopped at once: it knows the device but never polls (no timer runs in this test).
-  const poller = new Poller(source, { append() {} }, pool, { intervalMs: 1000, log: silentLogger() });
-  poller.start();
-  await poller.stop();
+  // The family's real polling holds the latest values the status page and the API read; no
+  // site clock runs in this test, so it knows the device but never polls.
+  const poller = new ModbusPolling(source, pool, { intervalMs: 1000, log: silentLogger() });
   const view = {
     health: () => ({ online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 as const }),
     latest: (id: string) => poller.latest(id),

@@ -19,10 +19,12 @@
 //   devices       devices/: the one registry of devices (directory, families), the persisted
 //                 Modbus registry, config-declared devices, device contracts
 //   modbus-device modbus/device/: the Modbus family: profile-driven devices (driver, driver
-//                 pool, pairing, control values, the spec edge of the partner's mb_* fields)
+//                 pool, pairing, polling, profile identification, control values, the spec
+//                 edge of the partner's mb_* fields)
 //   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
 //   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
-//   telemetry     telemetry/: poller (drives device drivers), sample store
+//   telemetry     telemetry/: the site clock (every family's readings at each tick, through
+//                 the registry; no transport), sample store
 //   delivery      delivery/: the durable log of outbound messages, lanes, the retry policy
 //   uplink | dispatch   siblings: the HTTPS sink and the data push (uplink/); events on
 //                 devices and telemetry (dispatch/), which hands its messages to the log
@@ -180,6 +182,57 @@ export function analyze(files: ReadonlyMap<string, string>): Findings {
   return f;
 }
 
+/** A file's room: its top folder (`modbus/` holds modbus/device/ too), or the file itself at the top of src/. */
+export function roomOf(file: string): string {
+  const slash = file.indexOf("/");
+  return slash < 0 ? file : file.slice(0, slash + 1);
+}
+
+/**
+ * Circles between rooms (top folders): each a set of rooms every one of which reaches the
+ * others through imports, with the imports that leave each room for another of the set.
+ * Layers allow a folder to sit on both sides of another (modbus/device/ above profiles/,
+ * the rest of modbus/ below it); a reader who opens the folders sees a circle all the same.
+ */
+export function roomCircles(files: ReadonlyMap<string, string>): string[][] {
+  const edges = new Map<string, Map<string, string[]>>();
+  for (const [file, source] of files)
+    for (const { spec, kind } of importsOf(source)) {
+      const to = posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, ".ts");
+      const [a, b] = [roomOf(file), roomOf(to)];
+      if (a === b) continue;
+      const out = edges.get(a) ?? new Map<string, string[]>();
+      edges.set(a, out);
+      out.set(b, [...(out.get(b) ?? []), `${file} -> ${to} by ${kind}`]);
+    }
+  // Tarjan's strongly connected components over the rooms.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const circles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of edges.get(v)?.keys() ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const set: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      set.push(w);
+    } while (w !== v);
+    if (set.length > 1) circles.push(set.sort().flatMap((a) => set.filter((b) => b !== a).flatMap((b) => edges.get(a)?.get(b) ?? [])));
+  };
+  for (const room of [...edges.keys()].sort()) if (!index.has(room)) visit(room);
+  return circles;
+}
+
 function srcFiles(root: string): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (dir: string): void => {
@@ -210,6 +263,11 @@ test("src/: every file has a layer, every import resolves, no upward or lateral 
   );
 });
 
+test("src/: no circle between folders (rooms), whatever the layers of the files in them", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(roomCircles(files), [], "a folder that imports a folder that imports it back: move the piece into one of them");
+});
+
 /** Direct imports of `from` files (under any of the prefixes) into files under any of `to`. */
 function importsInto(files: ReadonlyMap<string, string>, from: readonly string[], to: readonly string[]): string[] {
   const out: string[] = [];
@@ -237,6 +295,24 @@ test("no module in src/ui, src/services, src/fleet or src/api imports a transpor
   const files = srcFiles(SRC);
   const internals = ["devices/local.ts", "devices/registry.ts"];
   assert.deepEqual(importsInto(files, ["ui/", "services/", "fleet/", "api/"], [...TRANSPORTS, ...internals]), []);
+});
+
+test("the site clock (src/telemetry) imports no transport: it asks every family for its readings through the registry", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(importsInto(files, ["telemetry/"], TRANSPORTS), []);
+});
+
+/**
+ * The partner's mb_* fields belong to the Modbus family: only src/modbus/ speaks them, but
+ * for the config file's Modbus block, whose schema still lives in config/ (issue 41: the
+ * config schema composing each family's block is still to come). No other file may start.
+ */
+const MB_OUTSIDE_MODBUS = ["config/device-schema.ts", "config/schema.ts", "config/validate-devices.ts"];
+
+test("mb_ appears only under the Modbus family's folder (src/modbus/), and the config block not moved yet", () => {
+  const files = srcFiles(SRC);
+  const speaking = [...files].filter(([f, source]) => !f.startsWith("modbus/") && /\bmb_[a-z]/.test(source)).map(([f]) => f);
+  assert.deepEqual(speaking.sort(), MB_OUTSIDE_MODBUS, "read the mb_* fields in the Modbus family (modbus/), not here");
 });
 
 test("the site's events are typed without a transport", () => {
@@ -295,4 +371,16 @@ test("the checker finds what it should: import forms, upward and lateral imports
   assert.deepEqual(f.unresolved, ['cli/run.ts: import "./gone.js" is not a file in src/']);
   assert.equal(LAYERS[layerOf("modbus/device/driver.ts")][0], "modbus-device", "the most specific prefix wins");
   assert.equal(LAYERS[layerOf("modbus/bus.ts")][0], "modbus");
+  // A circle of folders the layers allow (modbus/device/ above profiles/, modbus/ below it).
+  const rooms = roomCircles(
+    new Map([
+      ["modbus/device/driver.ts", `import type { Profile } from "../../profiles/schema.js";`],
+      ["profiles/schema.ts", `import { Bus } from "../modbus/bus.js";`],
+      ["modbus/bus.ts", `import { x } from "../util/x.js";`],
+      ["util/x.ts", ``],
+    ]),
+  );
+  assert.deepEqual(rooms, [
+    ["modbus/device/driver.ts -> profiles/schema.ts by import type", "profiles/schema.ts -> modbus/bus.ts by import"],
+  ]);
 });

@@ -4,7 +4,7 @@
 // included (DESIGN B6). On the injected clock: no real timers, no sleeps.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Poller } from "../../src/telemetry/poller.js";
+import { modbusSiteClock } from "../support/modbus-clock.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import type { DeviceSource, RegisteredDevice } from "../../src/devices/types.js";
@@ -32,7 +32,12 @@ function site(siteId: string, clock: FakeClock) {
   const source: DeviceSource = { list: () => [device], get: () => device };
   const pool = { driverFor: () => driver } as unknown as DriverPool;
   const snaps: Snapshot[] = [];
-  const poller = new Poller(source, { append: (s) => void snaps.push(s) }, pool, { intervalMs: IV, log: silentLogger(), siteId, clock });
+  const poller = modbusSiteClock(source, { append: (s) => void snaps.push(s) }, pool, {
+    intervalMs: IV,
+    log: silentLogger(),
+    siteId,
+    clock,
+  });
   return { poller, snaps, readsAt };
 }
 
@@ -87,7 +92,7 @@ test("without a site_id the ticks stay on the interval grid", async () => {
   const device = { config: { device_id: "m1" }, fully_configured: true } as RegisteredDevice;
   const snaps: Snapshot[] = [];
   const driver = { bus: { key: "b" }, profile: { slow_interval_ms: 60_000 }, read: () => Promise.resolve({ power_w: 1 }), opMode: () => 1 };
-  const poller = new Poller(
+  const poller = modbusSiteClock(
     { list: () => [device], get: () => device },
     { append: (s) => void snaps.push(s) },
     { driverFor: () => driver } as unknown as DriverPool,

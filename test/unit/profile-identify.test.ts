@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectationHolds, identifiable, identifyUnit, identityMatches, type IdentityReading } from "../../src/profiles/identify.js";
+import { expectationHolds, identifiable, identifyUnit, identityMatches, type IdentityReading } from "../../src/modbus/device/identify.js";
 import { BUILTIN_DIR, ProfileRegistry, builtinProfiles } from "../../src/profiles/registry.js";
 import { profileSchema, type IdentityRegister } from "../../src/profiles/schema.js";
 import { SitegateError } from "../../src/errors.js";

@@ -9,7 +9,7 @@ import { endpointKey, parseEndpoint, type Endpoint } from "../endpoint.js";
 import { DeviceDriver } from "./driver.js";
 import { checkInScope, type CommissioningScope } from "./commission-scope.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
-import { identifyUnit } from "../../profiles/identify.js";
+import { identifyUnit } from "./identify.js";
 import type { Logger } from "../../log.js";
 import {
   ProbeInputError,

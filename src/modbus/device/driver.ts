@@ -9,8 +9,9 @@ import { planBlocks, TCP_GAP_REGS, type Range, type Table } from "../planner.js"
 import type { Endpoint } from "../endpoint.js";
 import type { ActionName } from "../../profiles/schema.js";
 import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../../profiles/schema.js";
-import { expectationHolds, identityMismatch } from "../../profiles/identify.js";
-import { opModeCode, typed } from "../../model/roles.js";
+import { expectationHolds, identityMismatch } from "./identify.js";
+import { opModeCode } from "../../model/roles.js";
+import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
 import { decodePoints, isSentinel, tableKey, type PointClass, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
@@ -117,7 +118,7 @@ export class DeviceDriver {
     }
     const max_power_w = (await this.ratedPower(p, priority)) ?? p.max_power_w;
     this.points = points;
-    return { ...typed(p.role), max_power_w, capabilities: p.capabilities, profile: p.name, identity };
+    return { ...modbusTyped(p.role), max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
   /** The rated power the device reports in its register (undefined when it has none, or reads "not available" or 0). */
@@ -220,7 +221,7 @@ export class DeviceDriver {
     this.models = models;
     const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
     this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
-    return { ...typed(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
+    return { ...modbusTyped(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
   }
 
   /** The device's own operating mode from a reading, by the profile's op-mode map (unknown without one). */

@@ -1,6 +1,7 @@
 // The Modbus family: a ProfileDevice for every device the persisted registry holds
-// (dv_device), made again only when its row changes; the poller reads them.
-import type { DeviceFamily } from "../../devices/family.js";
+// (dv_device), made again only when its row changes; its polling (polling.ts) reads them
+// at each tick of the site clock.
+import type { DeviceFamily, TickReadings } from "../../devices/family.js";
 import type { DeviceSource, RegisteredDevice } from "../../devices/types.js";
 import type { DriverPool } from "./pool.js";
 import { ProfileDevice, type ModbusReadings } from "./profile-device.js";
@@ -8,19 +9,23 @@ import { systemClock, type Clock } from "../../util/clock.js";
 
 export class ModbusFamily implements DeviceFamily {
   readonly family = "modbus";
-  readonly polled = true;
   private readonly made = new Map<string, ProfileDevice>();
 
   constructor(
     private readonly source: DeviceSource & { readonly version: number },
     private readonly pool: Pick<DriverPool, "driverFor">,
-    private readonly readings: ModbusReadings,
+    /** The polling's readings; one without `read` (a test's) reads nothing on the tick. */
+    private readonly readings: ModbusReadings & { read?(ts: number): TickReadings },
     /** The clock a write-only action's confirm_window_ms runs on. */
     private readonly clock: Clock = systemClock,
   ) {}
 
   get version(): number {
     return this.source.version;
+  }
+
+  read(ts: number): TickReadings {
+    return this.readings.read?.(ts) ?? [];
   }
 
   devices(): readonly ProfileDevice[] {

@@ -13,9 +13,10 @@ import { endpointKey, type Endpoint } from "../endpoint.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import type { DeviceRegistry } from "../../devices/registry.js";
-import { DECLARABLE_ROLES, declaredRole, partnerName, typed, wireType, type Role } from "../../model/roles.js";
+import type { Role } from "../../model/roles.js";
+import { DECLARABLE_ROLES, declaredRole, modbusTyped, modbusWireType, partnerName } from "./wire-types.js";
 import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "../../devices/types.js";
-import { modbusSpec } from "./spec.js";
+import { portBaudClash, portUsers } from "../rtu-baud.js";
 
 export interface PairingDeps {
   pool: Pick<DriverPool, "endpointFor" | "candidate" | "adopt" | "reject" | "rtuPorts">;
@@ -64,7 +65,7 @@ export class Pairing implements DeviceConnector {
       return this.refused(id, `device ${how} ${driver.profile.name}: ${errorMessage(e)}`);
     }
     const { role, note } = resolveRole(config.mb_device_type, found.role);
-    const descriptor: DeviceDescriptor = { ...found, ...typed(role) };
+    const descriptor: DeviceDescriptor = { ...found, ...modbusTyped(role) };
     const writeError = await checkWrites(driver, config.mb_check_write ?? []); // 4. check writes
     pool.adopt(config, driver); // 5. adopt: stored, fully configured only when the writes stuck
     registry.put(config, descriptor, writeError === undefined);
@@ -113,26 +114,13 @@ export function baudConflict(
   config: DeviceConfig,
   deps: { registry: Pick<DeviceRegistry, "list">; rtuPorts: Record<string, RtuPortConfig> },
 ): string | null {
-  const link = modbusSpec(config).link;
-  if (link.kind !== "rtu") return null;
-  const port = deps.rtuPorts[String(link.port_no)];
-  if (!port) return null;
-  const rtu = (c: DeviceConfig) => {
-    const l = modbusSpec(c).link;
-    return l.kind === "rtu" ? l : undefined;
-  };
-  const others = deps.registry.list().filter((d) => {
-    const c = d.config;
-    const l = rtu(c);
-    return c.device_id !== config.device_id && l !== undefined && deps.rtuPorts[String(l.port_no)]?.path === port.path;
-  });
-  const clash = others.filter((d) => rtu(d.config)?.baud !== link.baud);
-  const [first] = clash;
-  if (first === undefined) return null;
-  const portBaud = rtu(first.config)!.baud;
-  const users = others.map((d) => d.config.device_id).sort();
-  const shown = users.length > 5 ? `${users.slice(0, 5).join(", ")} and ${users.length - 5} more` : users.join(", ");
-  return `mb_baud ${link.baud} differs from the ${portBaud} baud of RTU port ${link.port_no} (${port.path}), which ${shown} ${users.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
+  const [entering] = portUsers([config]);
+  if (!entering) return null;
+  const clash = portBaudClash(entering, portUsers(deps.registry.list().map((d) => d.config)), deps.rtuPorts);
+  if (!clash) return null;
+  const ids = clash.users.map((u) => u.device_id).sort();
+  const shown = ids.length > 5 ? `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more` : ids.join(", ");
+  return `mb_baud ${entering.baud} differs from the ${clash.baud} baud of RTU port ${entering.port_no} (${clash.path}), which ${shown} ${ids.length === 1 ? "uses" : "use"}; the devices of one port share its baud, so nothing was changed`;
 }
 
 /**
@@ -146,13 +134,13 @@ export function resolveRole(declared: number, discovered: Role): { role: Role; n
   const said = `mb_device_type ${declared} (${named.name})`;
   if (discovered === "unknown") {
     if (named.role === undefined) return { role: "unknown" };
-    return { role: named.role, note: `device_type ${wireType(named.role)} from ${said}: the device does not tell its type` };
+    return { role: named.role, note: `device_type ${modbusWireType(named.role)} from ${said}: the device does not tell its type` };
   }
   // 99 "others" agrees with anything that is not a meter or an inverter.
   const agrees = named.role === undefined ? !DECLARABLE_ROLES.has(discovered) : named.role === discovered;
   if (agrees) return { role: discovered };
   return {
     role: discovered,
-    note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${wireType(discovered)} is used`,
+    note: `${said} disagrees with the device, which reports itself as ${partnerName(discovered)}; device_type ${modbusWireType(discovered)} is used`,
   };
 }

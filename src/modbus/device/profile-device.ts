@@ -2,7 +2,7 @@
 // capabilities (charge/discharge: power, curtail: curtail, shed: switch), every write
 // and read in the control lane of its bus (ahead of polling), its pre-event state as the
 // raw registers and coils an action touches (pre-state.ts). Its latest values and health
-// come from the poller, which reads it on the site clock. A new device model needs a
+// come from the family's polling (polling.ts), which reads it on the site clock's ticks. A new device model needs a
 // profile file, not code here.
 import type { DeviceConfig } from "../../config/device-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
@@ -32,7 +32,7 @@ import { PartialWriteError } from "../../model/partial-write.js";
 import { writeLength, type ActionParams, type RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
 
-/** What the poller keeps of each Modbus device: latest values and health, and the remote flag. */
+/** What the Modbus family's polling (polling.ts) keeps of each device: latest values and health, and the remote flag. */
 export interface ModbusReadings {
   latest(deviceId: string): Metrics | undefined;
   health(deviceId: string): DeviceHealth | undefined;

@@ -1,11 +1,11 @@
 // Which profile a device is: each profile names what identifies its device (an identity
 // register with an expected value, a string prefix, a model-code range; SunSpec: the
 // "SunS" marker). A device that merely answers matches nothing. Used by `scan --identify`.
-import { SitegateError, errorMessage } from "../errors.js";
-import { PRIORITY, type Bus } from "../modbus/bus.js";
-import { decodeRaw, typeRegs } from "../modbus/codec.js";
-import type { ProfileRegistry } from "./registry.js";
-import type { FixedProfile, IdentityRegister, Profile } from "./schema.js";
+import { SitegateError, errorMessage } from "../../errors.js";
+import { PRIORITY, type Bus } from "../bus.js";
+import { decodeRaw, typeRegs } from "../codec.js";
+import type { ProfileRegistry } from "../../profiles/registry.js";
+import type { FixedProfile, IdentityRegister, Profile } from "../../profiles/schema.js";
 
 /** What one identity register reads: a number or a string, or the read's error. */
 export type IdentityReading = { value: number | string } | { error: string };
