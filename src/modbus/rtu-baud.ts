@@ -3,8 +3,8 @@
 // the baud of the port's first device (another would need the port reopened, cutting the
 // others off). Each caller words the refusal in its own terms.
 import type { ErrorDetail } from "../errors.js";
-import type { DeviceConfig } from "../config/device-schema.js";
-import type { RtuPortConfig } from "../config/schema.js";
+import type { DeviceConfig } from "./config-schema.js";
+import type { RtuPortConfig } from "./config-schema.js";
 
 /** An RTU device entry, as the rule sees it; `index`: its place in the caller's list. */
 export interface PortUser {

@@ -12,6 +12,8 @@ import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { Device } from "../../src/model/device.js";
 import { SiteDevices } from "../../src/devices/directory.js";
+import { deviceConfigSchema, type DeviceConfig } from "../../src/modbus/config-schema.js";
+import { validateDevices } from "../../src/modbus/config-rules.js";
 import { testConfig, testConfigInput, TEST_ORG } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { problems } from "../support/issues.js";
@@ -25,8 +27,9 @@ function deps(held: Device[] = [fakeDevice("plug-1", "zigbee")]) {
   const warnings: unknown[] = [];
   const d: ConfigureDeps = {
     config: testConfig("/tmp/sitegate-ids", { zigbee: ZIGBEE }),
-    profiles: builtinProfiles(),
     connector: {
+      entrySchema: deviceConfigSchema,
+      check: (entries: DeviceConfig[]) => validateDevices(entries, { organizationId: TEST_ORG, rtuPorts: {}, profiles: builtinProfiles() }),
       configure: async (devices: Array<{ device_id: string }>) => {
         configured.push(devices.map((x) => x.device_id));
         return devices.map((x) => ({ device_id: x.device_id, status: "accepted" as const, message: "ok" }));

@@ -3,8 +3,8 @@
 // profile, a configured RTU port. One device_id per device is config/device-ids.ts's, for
 // every family at once.
 import type { ErrorDetail } from "../errors.js";
-import { integrationName, organizationOf, type DeviceConfig } from "./device-schema.js";
-import type { RtuPortConfig } from "./schema.js";
+import { integrationName, organizationOf, type DeviceConfig } from "./config-schema.js";
+import type { RtuPortConfig } from "./config-schema.js";
 
 export interface DeviceRules {
   organizationId: string;
