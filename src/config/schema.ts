@@ -1,9 +1,9 @@
 // The config file of DESIGN B2 as one zod schema: unknown keys are errors, defaults filled.
 import { z } from "zod";
-import { modbusDevicesSchema, rtuPortsSchema } from "../modbus/config-schema.js";
+import { modbusDeclaredIds, modbusDevicesSchema, rtuPortsSchema } from "../modbus/config-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
-import { gpioSchema, zigbeeSchema } from "./local-schema.js";
+import { gpioDeclaredIds, gpioSchema, zigbeeDeclaredIds, zigbeeSchema } from "./local-schema.js";
 import { zoneProblem } from "./zones.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
@@ -293,3 +293,14 @@ export const configSchema = z.strictObject({
 
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
+
+/**
+ * Each family's config block as the one device_id check sees it (config/device-ids.ts):
+ * the ids it declares, by config path. A family with a config block adds its entry here,
+ * beside its block in the schema above.
+ */
+export const CONFIG_BLOCK_IDS: ReadonlyArray<(cfg: Config) => Array<{ device_id: string; family: string; where: string }>> = [
+  modbusDeclaredIds,
+  zigbeeDeclaredIds,
+  gpioDeclaredIds,
+];

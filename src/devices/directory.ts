@@ -58,6 +58,7 @@ export class SiteDevices implements DeviceDirectory {
     const own = this.families.find((f) => f.connector)?.connector;
     if (own) return own;
     return {
+      family: "none",
       entrySchema: z.object({ device_id: z.string() }),
       check: () => [],
       configure: async (devices) =>

@@ -27,6 +27,8 @@ export interface ConfigureEntry {
  * through the family's folder.
  */
 export interface DeviceConnector<E extends ConfigureEntry = ConfigureEntry> {
+  /** The family whose devices the entries become (the device_id check names it). */
+  readonly family: string;
   readonly entrySchema: z.ZodType<E>;
   check(entries: readonly E[]): ErrorDetail[];
   configure(entries: E[]): Promise<ConfigureResult[]>;

@@ -130,3 +130,8 @@ export const modbusDevicesSchema = z
   .describe(
     "Modbus devices in the configure request's form, applied at start when changed; the partner configures them through the API otherwise",
   );
+
+/** The device ids the `devices` block declares, by config path: what the one device_id check above the families (config/device-ids.ts) reads of it. */
+export function modbusDeclaredIds(cfg: { devices: ReadonlyArray<{ device_id: string }> }) {
+  return cfg.devices.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` }));
+}

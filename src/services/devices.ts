@@ -42,8 +42,8 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 }
 
 /**
- * One device_id, one device (config/device-ids.ts): the devices entering are Modbus
- * devices; those held are the site's devices of every family and the config file's. An id
+ * One device_id, one device (config/device-ids.ts): the devices entering are the
+ * connector's family's; those held are the site's devices of every family and the config file's. An id
  * the site already has is that device again: kept even outside the charset of new ids.
  */
 function deviceIdRules(entering: ReadonlyArray<{ device_id: string }>, deps: ConfigureDeps) {
@@ -51,7 +51,8 @@ function deviceIdRules(entering: ReadonlyArray<{ device_id: string }>, deps: Con
     ...configDeclaredDevices(deps.config).map((d) => ({ ...d, where: `the config file's ${d.where}` })),
     ...deps.devices.list().map((d) => ({ device_id: d.id, family: d.info().family, where: `the ${d.info().family} device` })),
   ];
-  const incoming = entering.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` }));
+  const family = deps.connector.family;
+  const incoming = entering.map((d, i) => ({ device_id: d.device_id, family, where: `devices[${i}]` }));
   const kept = new Set(held.map((d) => d.device_id));
   for (const d of incoming)
     if (kept.has(d.device_id) && newDeviceIdProblems([d]).length)

@@ -117,6 +117,7 @@ test("a family part that arrives after the next tick is stored on its own with i
 
 test("the partner's configure entries go to the family that pairs them; a site without one refuses each entry, naming why", async () => {
   const pairs = {
+    family: "pairs",
     entrySchema: z.object({ device_id: z.string() }),
     check: () => [],
     configure: async (ds: Array<{ device_id: string }>) =>

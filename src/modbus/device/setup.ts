@@ -42,6 +42,7 @@ export function modbusFamily(c: ModbusFamilyContext): ModbusFamily & { connector
   const pairing = new Pairing({ pool, registry, log: c.log("pairing") });
   const rules = { organizationId: c.config.organization_id, rtuPorts: c.config.rtu_ports, profiles: c.profiles };
   const connector: DeviceConnector<DeviceConfig> = {
+    family: "modbus",
     entrySchema: deviceConfigSchema,
     check: (entries) => validateDevices(entries, rules),
     configure: (entries) => pairing.configure(entries),
