@@ -1,10 +1,12 @@
 // The rules a list of Modbus device entries must meet beyond their schema, the same for
-// the config file's `devices` and a configure request: our organization, a known
-// profile, a configured RTU port. One device_id per device is config/device-ids.ts's, for
-// every family at once.
+// the config file's `devices` and a configure request (the family's connector): our
+// organization, a known profile, a configured RTU port; and for the config file's block
+// also one baud per port. One device_id per device is config/device-ids.ts's, for every
+// family at once.
 import type { ErrorDetail } from "../errors.js";
 import { integrationName, organizationOf, type DeviceConfig } from "./config-schema.js";
 import type { RtuPortConfig } from "./config-schema.js";
+import { sharedBaudIssues } from "./rtu-baud.js";
 
 export interface DeviceRules {
   organizationId: string;
@@ -32,5 +34,21 @@ export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceR
       });
     }
   });
+  return out;
+}
+
+/**
+ * Every problem of the config file's Modbus block beyond its schema (load-config.ts): the
+ * rules of its device entries, a broken site profile when a device names a profile the
+ * site lacks (it might have been that one), and one baud per RTU port.
+ */
+export function modbusBlockIssues(
+  cfg: { organization_id: string; devices: readonly DeviceConfig[]; rtu_ports: Record<string, RtuPortConfig> },
+  profiles: DeviceRules["profiles"] & { errors: readonly ErrorDetail[] },
+): ErrorDetail[] {
+  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
+  const needed = cfg.devices.some((d) => !profiles.has(integrationName(d)));
+  if (needed) out.push(...profiles.errors.map((e) => ({ path: e.path, message: `site profile left out: ${e.message}` })));
+  out.push(...sharedBaudIssues(cfg.devices, cfg.rtu_ports));
   return out;
 }

@@ -1,4 +1,4 @@
-// The one rule of RTU ports, written once for the config file (load-config.ts) and for a
+// The one rule of RTU ports, written once for the config file (config-rules.ts) and for a
 // configure request (modbus/device/pairing.ts): the devices of one port share its baud,
 // the baud of the port's first device (another would need the port reopened, cutting the
 // others off). Each caller words the refusal in its own terms.
