@@ -12,7 +12,7 @@ import { SAMPLE_MIGRATIONS, SampleStore } from "./telemetry/sample-store.js";
 import { SiteClock } from "./telemetry/site-clock.js";
 import { ModbusEngine } from "./modbus/part.js";
 import { siteProfiles } from "./profiles/registry.js";
-import { REGISTRY_MIGRATIONS } from "./devices/registry.js";
+import { REGISTRY_MIGRATIONS } from "./modbus/device/registry.js";
 import { ApiServer } from "./api/server.js";
 import { GuessLimits } from "./api/guess-limit.js";
 import type { ConnectionLimits } from "./api/connection-limits.js";

@@ -3,8 +3,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { configSchema, type Config } from "./config/schema.js";
-import { validateDevices } from "./config/validate-devices.js";
-import { integrationName } from "./config/device-schema.js";
+import { modbusBlockIssues } from "./modbus/config-rules.js";
 import { siteProfiles } from "./profiles/registry.js";
 import { SitegateError, type ErrorDetail } from "./errors.js";
 import { issuesToDetails } from "./util/zod-issues.js";
@@ -12,7 +11,6 @@ import { loadSecretFiles } from "./config/secret-files.js";
 import { exampleSecretIssues } from "./config/example-secrets.js";
 import { fileProblems } from "./config/file-checks.js";
 import { configDeclaredDevices, deviceIdClashes, keptDeviceIdWarnings } from "./config/device-ids.js";
-import { sharedBaudIssues } from "./modbus/rtu-baud.js";
 
 function resolveFrom(base: string, p: string): string {
   return isAbsolute(p) ? p : resolve(base, p);
@@ -20,12 +18,8 @@ function resolveFrom(base: string, p: string): string {
 
 /** Cross-field rules the schema alone cannot state. */
 function crossChecks(cfg: Config): ErrorDetail[] {
-  const profiles = siteProfiles(cfg.profiles_dir);
-  const out = validateDevices(cfg.devices, { organizationId: cfg.organization_id, rtuPorts: cfg.rtu_ports, profiles });
-  // A broken site profile is skipped, unless a device of this file needs one it might have been.
-  const needed = cfg.devices.some((d) => !profiles.has(integrationName(d)));
-  if (needed) out.push(...profiles.errors.map((e) => ({ path: e.path, message: `site profile left out: ${e.message}` })));
-  out.push(...sharedBaudIssues(cfg.devices, cfg.rtu_ports));
+  // The Modbus block's rules are the family's; a broken site profile is skipped, unless a device of this file needs one it might have been.
+  const out = modbusBlockIssues(cfg, siteProfiles(cfg.profiles_dir));
   // One device_id names one device, whatever its family: every entry enters, none is held yet.
   out.push(...deviceIdClashes([], configDeclaredDevices(cfg)));
   const users = new Set<string>();

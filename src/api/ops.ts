@@ -107,7 +107,7 @@ export function openApi(ctx: ApiContext): Record<string, unknown> {
             { name: "organizationId", in: "query", required: true, schema: { type: "string" } },
             { name: "moleculeId", in: "query", required: true, schema: { type: "string" } },
           ],
-          requestBody: json(configureBody),
+          requestBody: json(configureBody(ctx.connector)),
           responses: { "200": { description: "per-device results", ...json(configureResponse) }, ...errors },
         },
       },

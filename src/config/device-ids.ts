@@ -1,9 +1,10 @@
 // One device_id names one device, whatever its family (DESIGN B5), wherever a device
-// enters: the config file (devices, zigbee, gpio), the configure endpoint and the fleet's
+// enters: the config file (each family's block, schema.ts), the configure endpoint and the fleet's
 // configure command. The one check above the families: each caller lists the devices it
 // already has (family and where they come from) and those that enter, and gets back every
 // clash, naming both devices, and every new id outside the charset.
 import type { ErrorDetail } from "../errors.js";
+import { CONFIG_BLOCK_IDS, type Config } from "./schema.js";
 
 /** What a new device_id must match: no NUL, newline, `/`, `+` or `#`, which would reach topics and metric labels. */
 export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
@@ -66,15 +67,7 @@ export function keptDeviceIdWarnings(devices: readonly DeclaredDevice[]): string
     .map((d) => `${d.where}: device_id ${shown(d.device_id)} is kept, but a new device could not take it: ${deviceIdProblem(d.device_id)}`);
 }
 
-/** The config file's devices, every family, by their config path. */
-export function configDeclaredDevices(cfg: {
-  devices: ReadonlyArray<{ device_id: string }>;
-  zigbee?: { devices: ReadonlyArray<{ device_id: string }> } | undefined;
-  gpio?: { lines: ReadonlyArray<{ device_id: string }> } | undefined;
-}): DeclaredDevice[] {
-  return [
-    ...cfg.devices.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` })),
-    ...(cfg.zigbee?.devices ?? []).map((d, i) => ({ device_id: d.device_id, family: "zigbee", where: `zigbee.devices[${i}]` })),
-    ...(cfg.gpio?.lines ?? []).map((d, i) => ({ device_id: d.device_id, family: "gpio", where: `gpio.lines[${i}]` })),
-  ];
+/** The config file's devices, every family's block (each says which ids it declares), by their config path. */
+export function configDeclaredDevices(cfg: Config): DeclaredDevice[] {
+  return CONFIG_BLOCK_IDS.flatMap((ids) => ids(cfg));
 }

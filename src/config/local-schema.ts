@@ -133,6 +133,11 @@ export const zigbeeSchema = z
 export type ZigbeeConfig = z.infer<typeof zigbeeSchema>;
 export type ZigbeeDeviceConfig = ZigbeeConfig["devices"][number];
 
+/** The device ids the `zigbee` block declares, by config path (for the one device_id check, device-ids.ts). */
+export function zigbeeDeclaredIds(cfg: { zigbee?: { devices: ReadonlyArray<{ device_id: string }> } | undefined }) {
+  return (cfg.zigbee?.devices ?? []).map((d, i) => ({ device_id: d.device_id, family: "zigbee", where: `zigbee.devices[${i}]` }));
+}
+
 const onActive = z.strictObject({
   event_type: z.literal("pv_limit", { error: 'must be "pv_limit"' }).describe("The local event run while the input is active"),
   limit_pct: z.number().min(0, "must be 0..100").max(100, "must be 0..100").describe("PV output limit, % of rated power"),
@@ -198,6 +203,11 @@ export type GpioInputConfig = z.infer<typeof gpioInput>;
 
 /** A debounced GPIO input changed: its config entry and whether it is now active (the `input` event's payload). */
 export type InputChange = [input: GpioInputConfig, active: boolean];
+
+/** The device ids the `gpio` block declares, by config path (for the one device_id check, device-ids.ts). */
+export function gpioDeclaredIds(cfg: { gpio?: { lines: ReadonlyArray<{ device_id: string }> } | undefined }) {
+  return (cfg.gpio?.lines ?? []).map((d, i) => ({ device_id: d.device_id, family: "gpio", where: `gpio.lines[${i}]` }));
+}
 
 /** An output line (a switched load) rather than an input. */
 export function isGpioOutput(l: GpioLineConfig): l is GpioOutputConfig {

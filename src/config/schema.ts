@@ -1,9 +1,9 @@
 // The config file of DESIGN B2 as one zod schema: unknown keys are errors, defaults filled.
 import { z } from "zod";
-import { deviceConfigSchema } from "./device-schema.js";
+import { modbusDeclaredIds, modbusDevicesSchema, rtuPortsSchema } from "../modbus/config-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
-import { gpioSchema, zigbeeSchema } from "./local-schema.js";
+import { gpioDeclaredIds, gpioSchema, zigbeeDeclaredIds, zigbeeSchema } from "./local-schema.js";
 import { zoneProblem } from "./zones.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {
@@ -91,37 +91,6 @@ export const UPDATE_DEFAULTS: UpdateConfig = {
   max_bundle_mb: 256,
   download_dir: "/var/lib/sitegate-update",
 };
-/**
- * An RTU port: its device path, or the path with its line settings. The plain string
- * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
- * devices of one port share one baud (their mb_baud).
- */
-const rtuPortObject = z.strictObject({
-  path: z.string().min(1).describe("The serial device, e.g. /dev/ttyUSB0"),
-  baud: z
-    .number()
-    .int()
-    .min(300)
-    .max(921600)
-    .default(9600)
-    .describe("The line's baud until a device is configured on the port; then its devices' mb_baud"),
-  parity: z.enum(["none", "even", "odd"]).default("none").describe("Parity (8 data bits always)"),
-  stop_bits: z
-    .union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" })
-    .default(1)
-    .describe("Stop bits"),
-});
-export type RtuPortConfig = z.output<typeof rtuPortObject>;
-const rtuPort = z.union(
-  [
-    z
-      .string()
-      .min(1)
-      .transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })),
-    rtuPortObject,
-  ],
-  { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
-);
 
 export const configSchema = z.strictObject({
   site_id: z.string().min(1).max(128).describe("The site this gateway answers for: the <site_id> of the partner API's paths"),
@@ -232,10 +201,7 @@ export const configSchema = z.strictObject({
         .describe("Extra CA certificates (PEM) trusted for callbacks, e.g. a bench sink's self-signed certificate"),
     })
     .describe("Where the gateway sends execution responses and telemetry"),
-  rtu_ports: z
-    .record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort)
-    .default({})
-    .describe("RS-485 ports by the mb_rtu_no devices use: a device path (9600 8N1) or { path, baud, parity, stop_bits }"),
+  rtu_ports: rtuPortsSchema,
   telemetry: z
     .strictObject({
       poll_interval_ms: z
@@ -258,12 +224,7 @@ export const configSchema = z.strictObject({
     })
     .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: TELEMETRY_COMMIT_S })
     .describe("Polling and the sample store"),
-  devices: z
-    .array(deviceConfigSchema)
-    .default([])
-    .describe(
-      "Modbus devices in the configure request's form, applied at start when changed; the partner configures them through the API otherwise",
-    ),
+  devices: modbusDevicesSchema,
   schedules: z
     .array(scheduleSchema)
     .default([])
@@ -332,3 +293,14 @@ export const configSchema = z.strictObject({
 
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
+
+/**
+ * Each family's config block as the one device_id check sees it (config/device-ids.ts):
+ * the ids it declares, by config path. A family with a config block adds its entry here,
+ * beside its block in the schema above.
+ */
+export const CONFIG_BLOCK_IDS: ReadonlyArray<(cfg: Config) => Array<{ device_id: string; family: string; where: string }>> = [
+  modbusDeclaredIds,
+  zigbeeDeclaredIds,
+  gpioDeclaredIds,
+];

@@ -3,6 +3,7 @@
 // latest values, health and op mode. Dispatch, the status page, device sync and the
 // fleet read devices here, never through a transport.
 import type { Device, DeviceDirectory } from "../model/device.js";
+import { z } from "zod";
 import type { DeviceConnector } from "./types.js";
 import { latestReadings, type DeviceFamily, type Reading, type TickReadings } from "./family.js";
 
@@ -57,6 +58,9 @@ export class SiteDevices implements DeviceDirectory {
     const own = this.families.find((f) => f.connector)?.connector;
     if (own) return own;
     return {
+      family: "none",
+      entrySchema: z.object({ device_id: z.string() }),
+      check: () => [],
       configure: async (devices) =>
         devices.map((d) => ({
           device_id: d.device_id,

@@ -1,23 +1,10 @@
-// Contracts between the device registry (api side), the Modbus engine (pairing,
-// polling) and device sync. Owned here so no module imports another's internals.
-import type { DeviceConfig } from "../config/device-schema.js";
+// Contracts between the front ends' services (configure, device sync) and the device
+// families. Owned here so no module imports another's internals; a family's own shapes
+// (the Modbus family's registered devices) live in its folder.
+import type { z } from "zod";
+import type { ErrorDetail } from "../errors.js";
 
 export type { DeviceDescriptor, DeviceHealth, Metrics, OpMode } from "../model/device.js";
-import type { DeviceDescriptor } from "../model/device.js";
-
-export interface RegisteredDevice {
-  config: DeviceConfig;
-  descriptor: DeviceDescriptor | null;
-  /** False after REGISTRY_WRITE_FAILED: stored, polled, but not used for dispatch nor listed in device sync. */
-  fully_configured: boolean;
-  updated_at: string;
-}
-
-/** The persisted registry as the Modbus family (its devices, its polling) sees it. */
-export interface DeviceSource {
-  list(): RegisteredDevice[];
-  get(deviceId: string): RegisteredDevice | undefined;
-}
 
 /** What configuring one entry came to (spec 2.7's per-device result). */
 export interface ConfigureResult {
@@ -27,10 +14,22 @@ export interface ConfigureResult {
   message: string;
 }
 
+/** A configure entry as the services see it, whatever its family: the device it names. */
+export interface ConfigureEntry {
+  device_id: string;
+}
+
 /**
- * Configures device entries through the pairing pipeline (pairing.ts): each is paired and
- * check-written, then stored or refused; one result per entry, in order.
+ * What a family offers the configure request (spec 2.7): the schema of one entry of the
+ * body's `devices`, the rules the entries must meet beyond it (by path `devices[i].field`),
+ * and configuring them (each paired and check-written, then stored or refused; one
+ * result per entry, in order). The services validate and answer through it, never
+ * through the family's folder.
  */
-export interface DeviceConnector {
-  configure(devices: DeviceConfig[]): Promise<ConfigureResult[]>;
+export interface DeviceConnector<E extends ConfigureEntry = ConfigureEntry> {
+  /** The family whose devices the entries become (the device_id check names it). */
+  readonly family: string;
+  readonly entrySchema: z.ZodType<E>;
+  check(entries: readonly E[]): ErrorDetail[];
+  configure(entries: E[]): Promise<ConfigureResult[]>;
 }

@@ -1,10 +1,10 @@
-// The one rule of RTU ports, written once for the config file (load-config.ts) and for a
+// The one rule of RTU ports, written once for the config file (config-rules.ts) and for a
 // configure request (modbus/device/pairing.ts): the devices of one port share its baud,
 // the baud of the port's first device (another would need the port reopened, cutting the
 // others off). Each caller words the refusal in its own terms.
 import type { ErrorDetail } from "../errors.js";
-import type { DeviceConfig } from "../config/device-schema.js";
-import type { RtuPortConfig } from "../config/schema.js";
+import type { DeviceConfig } from "./config-schema.js";
+import type { RtuPortConfig } from "./config-schema.js";
 
 /** An RTU device entry, as the rule sees it; `index`: its place in the caller's list. */
 export interface PortUser {

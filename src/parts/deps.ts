@@ -87,7 +87,7 @@ export function fleetOwn(fleet: FleetConfig, storage: StoragePart, samples: Samp
 }
 
 export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: Logger): FleetDeps {
-  const { config, devices, dispatch, connector, profiles } = c;
+  const { config, devices, dispatch, connector } = c;
   return {
     config,
     ...own,
@@ -95,7 +95,6 @@ export function fleetDeps(c: Core, own: FleetOwn, instance: () => string, log: L
     devices,
     dispatch,
     connector,
-    profiles,
     instance,
     log,
   };

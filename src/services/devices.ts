@@ -1,10 +1,9 @@
 // The device operations both front ends offer (HTTPS routes in api/, MQTT commands in
-// fleet/): the configure request with its cross-checks (validateDevices, the same as the
-// config file's), and the device sync view. No HTTP in here: failures are SitegateErrors,
+// fleet/): the configure request, parsed and cross-checked through the pairing family's
+// connector (the same rules as the config file's), and the device sync view. No HTTP in here: failures are SitegateErrors,
 // which services/errors.ts gives a status.
 import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../util/zod-issues.js";
-import { validateDevices } from "../config/validate-devices.js";
 import { configDeclaredDevices, deviceIdClashes, newDeviceIdProblems, type DeclaredDevice } from "../config/device-ids.js";
 import type { DeviceConnector } from "../devices/types.js";
 import { capabilitiesOf, type Device, type DeviceDescriptor, type DeviceDirectory } from "../model/device.js";
@@ -16,7 +15,6 @@ import { byCodeUnit } from "../util/compare.js";
 
 export interface ConfigureDeps {
   config: Config;
-  profiles: { has(name: string): boolean; names(): string[] };
   connector: DeviceConnector;
   /** Every device of the site, whatever its family: a new device may not take the id of another family's. */
   devices: Pick<DeviceDirectory, "list">;
@@ -29,16 +27,12 @@ export interface ConfigureAnswer {
 
 /** Validates a configure body (spec 2.7) as a whole, then pairs and check-writes each device. */
 export async function configureService(body: unknown, deps: ConfigureDeps): Promise<ConfigureAnswer> {
-  const parsed = configureBody.safeParse(body);
+  const parsed = configureBody(deps.connector).safeParse(body);
   if (!parsed.success)
     throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", {
       details: issuesToDetails(parsed.error.issues),
     });
-  const cross = validateDevices(parsed.data.devices, {
-    organizationId: deps.config.organization_id,
-    rtuPorts: deps.config.rtu_ports,
-    profiles: deps.profiles,
-  });
+  const cross = deps.connector.check(parsed.data.devices);
   cross.push(...deviceIdRules(parsed.data.devices, deps));
   if (cross.length) throw new SitegateError("INVALID_REQUEST", "the request body is invalid; nothing was changed", { details: cross });
   const results = await deps.connector.configure(parsed.data.devices);
@@ -48,8 +42,8 @@ export async function configureService(body: unknown, deps: ConfigureDeps): Prom
 }
 
 /**
- * One device_id, one device (config/device-ids.ts): the devices entering are Modbus
- * devices; those held are the site's devices of every family and the config file's. An id
+ * One device_id, one device (config/device-ids.ts): the devices entering are the
+ * connector's family's; those held are the site's devices of every family and the config file's. An id
  * the site already has is that device again: kept even outside the charset of new ids.
  */
 function deviceIdRules(entering: ReadonlyArray<{ device_id: string }>, deps: ConfigureDeps) {
@@ -57,7 +51,8 @@ function deviceIdRules(entering: ReadonlyArray<{ device_id: string }>, deps: Con
     ...configDeclaredDevices(deps.config).map((d) => ({ ...d, where: `the config file's ${d.where}` })),
     ...deps.devices.list().map((d) => ({ device_id: d.id, family: d.info().family, where: `the ${d.info().family} device` })),
   ];
-  const incoming = entering.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` }));
+  const family = deps.connector.family;
+  const incoming = entering.map((d, i) => ({ device_id: d.device_id, family, where: `devices[${i}]` }));
   const kept = new Set(held.map((d) => d.device_id));
   for (const d of incoming)
     if (kept.has(d.device_id) && newDeviceIdProblems([d]).length)

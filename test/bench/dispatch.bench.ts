@@ -25,7 +25,7 @@ import type { BenchFn, BenchRow } from "./types.js";
 import { startSim } from "../../hw-sim/sim.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
 import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import { startGateway } from "../support/gateway.js";
 import { spawnDaemon as spawnDaemonProcess } from "../support/daemon-process.js";

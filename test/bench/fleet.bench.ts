@@ -118,7 +118,6 @@ export async function fleetFigures(arg: { quick: boolean; dir: string; label: st
     devices: { list: () => [], get: () => undefined, version: 0 },
     dispatch: { submitFinal: () => [], submitBatched: async () => [], list: () => [], running: () => 0 },
     connector: {} as never,
-    profiles: { has: () => false, names: () => [] },
     instance: () => ns,
     clock: systemClock,
     log,

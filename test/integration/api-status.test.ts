@@ -277,6 +277,10 @@ test("healthz, metrics and the OpenAPI document", async () => {
     assert.equal(o.json.openapi, "3.1.0");
     const body = o.json.paths["/gateway/admin/device/configure"].put.requestBody.content["application/json"].schema;
     assert.equal(body.properties.devices.maxItems, 64, "generated from the zod schema that validates");
+    // One entry is the pairing family's (its connector's schema): the Modbus device entry, RTU or TCP.
+    const entry = JSON.stringify(body.properties.devices.items);
+    for (const field of ["device_integration", "mb_type", "mb_slave_id", "mb_rtu_no", "mb_ip", "reg_cmd_id"])
+      assert.ok(entry.includes(`"${field}"`), `the configure entry's schema names ${field}`);
     assert.ok(o.json.paths["/v1/api/gateway/{site_id}/devicesync"]);
   });
 });

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { withTmpDir } from "../support/tmp.js";
 import { withSite, tcpScenario, M124, type SimHandle } from "../support/site.js";
 import { startGateway, tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
-import type { ConfigDevices } from "../../src/devices/config-devices.js";
+import type { ConfigDevices } from "../../src/modbus/device/config-devices.js";
 
 /** The writes the simulator saw on one device, from its control API (GET /state). */
 async function writesTo(site: SimHandle, name: string): Promise<Array<{ fn: number; address: number; values: number[] }>> {

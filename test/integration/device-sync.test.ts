@@ -9,7 +9,7 @@ import { tcpDevice, withSiteGateway, type Gateway } from "../support/gateway.js"
 import type { ScenarioInput } from "../support/site.js";
 import { siteDevices, siteScenario } from "../support/dispatch.js";
 import { until } from "../support/wait.js";
-import type { ConfigDevices } from "../../src/devices/config-devices.js";
+import type { ConfigDevices } from "../../src/modbus/device/config-devices.js";
 import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 
 async function synced(gw: Gateway): Promise<Record<string, any>> {

@@ -26,7 +26,7 @@ import { StoragePart } from "${SRC}/storage/part.js";
 import { ALL_MIGRATIONS } from "${SRC}/daemon.js";
 import { silentLogger } from "${SRC}/log.js";
 import { NonceStore } from "${SRC}/fleet/nonces.js";
-import { DeviceRegistry } from "${SRC}/devices/registry.js";
+import { DeviceRegistry } from "${SRC}/modbus/device/registry.js";
 import { TokenStore, revokeTokens } from "${SRC}/api/auth.js";
 const storage = new StoragePart(${JSON.stringify(join(dir, "data"))}, ALL_MIGRATIONS, silentLogger());
 storage.start();

@@ -9,7 +9,7 @@ import { startGateway, tcpDevice } from "../support/gateway.js";
 import { startSink, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
 import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 
 const INTERVAL = 500;

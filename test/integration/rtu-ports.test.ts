@@ -9,7 +9,7 @@ import { demoScenario, type ScenarioInput } from "../support/site.js";
 import { rtuDevice, withSiteGateway, type Gateway } from "../support/gateway.js";
 import type { ModbusEngine } from "../../src/modbus/part.js";
 import type { ModbusSerialTransport } from "../../src/modbus/transport.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
 import type { Bus } from "../../src/modbus/bus.js";
 
 /** The demo site's RTU port alone, with this framing. */

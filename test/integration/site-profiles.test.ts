@@ -11,7 +11,7 @@ import { siteProfiles } from "../../src/profiles/registry.js";
 import { buildDaemon } from "../../src/daemon.js";
 import { createLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
 import { testConfig, testConfigInput } from "../support/config.js";
 import { runCli, writeConfig } from "../support/cli.js";
 import { tcpDevice } from "../support/gateway.js";

@@ -14,10 +14,11 @@
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { SitegateError } from "../../src/errors.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
-import type { DeviceSource, Metrics, RegisteredDevice } from "../../src/devices/types.js";
+import type { Metrics } from "../../src/devices/types.js";
+import type { DeviceSource, RegisteredDevice } from "../../src/modbus/device/types.js";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
-import type { DeviceConfig } from "../../src/config/device-schema.js";
+import type { DeviceConfig } from "../../src/modbus/config-schema.js";
 import { zigbeeSchema } from "../../src/config/local-schema.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";

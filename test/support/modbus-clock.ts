@@ -1,6 +1,6 @@
 // The site clock over one Modbus family, as the daemon wires them (parts/families.ts,
 // daemon.ts): the family's polling reads the devices of `source` at each tick.
-import type { DeviceSource } from "../../src/devices/types.js";
+import type { DeviceSource } from "../../src/modbus/device/types.js";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
 import { ModbusPolling } from "../../src/modbus/device/polling.js";

@@ -2,9 +2,9 @@
 // a fake connector and registry, the retry timer driven by mock timers).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigDevices } from "../../src/devices/config-devices.js";
-import type { DeviceConfig } from "../../src/config/device-schema.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
+import { ConfigDevices } from "../../src/modbus/device/config-devices.js";
+import type { DeviceConfig } from "../../src/modbus/config-schema.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
 import type { ConfigureResult, DeviceConnector } from "../../src/devices/types.js";
 import { silentLogger } from "../../src/log.js";
 import { TEST_ORG } from "../support/config.js";
@@ -25,7 +25,7 @@ function tcpDev(id: string, port: number): DeviceConfig {
 test("an entry the connector left unanswered is tried again, not dropped", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const asked: string[][] = [];
-  const connector: DeviceConnector = {
+  const connector: Pick<DeviceConnector<DeviceConfig>, "configure"> = {
     async configure(devices) {
       asked.push(devices.map((d) => d.device_id));
       // The first answer covers only the first entry.

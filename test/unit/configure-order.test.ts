@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { Pairing } from "../../src/modbus/device/pairing.js";
 import { SitegateError } from "../../src/errors.js";
 import { silentLogger } from "../../src/log.js";
-import type { CheckWrite, DeviceConfig } from "../../src/config/device-schema.js";
+import type { CheckWrite, DeviceConfig } from "../../src/modbus/config-schema.js";
 import type { DeviceDescriptor } from "../../src/devices/types.js";
 import type { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { PairingDeps } from "../../src/modbus/device/pairing.js";

@@ -3,9 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { baudConflict, resolveRole } from "../../src/modbus/device/pairing.js";
-import type { DeviceConfig } from "../../src/config/device-schema.js";
-import type { DeviceRegistry } from "../../src/devices/registry.js";
-import type { RegisteredDevice } from "../../src/devices/types.js";
+import type { DeviceConfig } from "../../src/modbus/config-schema.js";
+import type { DeviceRegistry } from "../../src/modbus/device/registry.js";
+import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 
 test("mb_device_type decides where discovery cannot tell; discovery wins a disagreement, with a note", () => {
   assert.equal(resolveRole(1, "unknown").role, "meter");

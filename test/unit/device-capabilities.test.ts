@@ -10,7 +10,7 @@ import type { Transport } from "../../src/modbus/transport.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
-import type { RegisteredDevice } from "../../src/devices/types.js";
+import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 import { fixedProfileSchema, type Profile } from "../../src/profiles/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";

@@ -11,7 +11,7 @@ import type { Table } from "../../src/modbus/planner.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
-import type { RegisteredDevice } from "../../src/devices/types.js";
+import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
 import { movesAsAsked } from "../../src/model/power.js";
 import { silentLogger } from "../../src/log.js";

@@ -18,7 +18,7 @@ import { deviceSyncView, syncState, syncedDevices } from "../../src/services/dev
 import { devices as statusDevices, overview, type UiDeps } from "../../src/ui/views.js";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
-import type { RegisteredDevice } from "../../src/devices/types.js";
+import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 
 const ONLINE: DeviceHealth = {
   online: true,

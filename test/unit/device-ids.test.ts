@@ -12,6 +12,9 @@ import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import type { Device } from "../../src/model/device.js";
 import { SiteDevices } from "../../src/devices/directory.js";
+import { configDeclaredDevices } from "../../src/config/device-ids.js";
+import { deviceConfigSchema, type DeviceConfig } from "../../src/modbus/config-schema.js";
+import { validateDevices } from "../../src/modbus/config-rules.js";
 import { testConfig, testConfigInput, TEST_ORG } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { problems } from "../support/issues.js";
@@ -25,8 +28,10 @@ function deps(held: Device[] = [fakeDevice("plug-1", "zigbee")]) {
   const warnings: unknown[] = [];
   const d: ConfigureDeps = {
     config: testConfig("/tmp/sitegate-ids", { zigbee: ZIGBEE }),
-    profiles: builtinProfiles(),
     connector: {
+      family: "modbus",
+      entrySchema: deviceConfigSchema,
+      check: (entries: DeviceConfig[]) => validateDevices(entries, { organizationId: TEST_ORG, rtuPorts: {}, profiles: builtinProfiles() }),
       configure: async (devices: Array<{ device_id: string }>) => {
         configured.push(devices.map((x) => x.device_id));
         return devices.map((x) => ({ device_id: x.device_id, status: "accepted" as const, message: "ok" }));
@@ -142,4 +147,17 @@ test("a device_id two families already hold (stored before the rule) is listed o
   assert.equal(dir.get("plug-1"), pv);
   dir.list();
   assert.deepEqual(clashes, [["plug-1", ["modbus", "zigbee"]]], "reported once");
+});
+
+test("the config file's devices are those each family's block declares: its family and config path, Modbus, Zigbee, GPIO", () => {
+  const cfg = testConfig("/tmp/x", {
+    devices: [{ ...tcpDevice("meter-1", 1502, 3), device_integration: `${TEST_ORG}/sunspec` }] as never,
+    zigbee: ZIGBEE,
+    gpio: { backend: "sim", chip: "http://127.0.0.1:1", lines: [{ device_id: "boiler", line: 27, device_type: 41 }] },
+  });
+  assert.deepEqual(configDeclaredDevices(cfg), [
+    { device_id: "meter-1", family: "modbus", where: "devices[0]" },
+    { device_id: "plug-1", family: "zigbee", where: "zigbee.devices[0]" },
+    { device_id: "boiler", family: "gpio", where: "gpio.lines[0]" },
+  ]);
 });

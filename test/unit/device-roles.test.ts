@@ -12,7 +12,7 @@ import { ROLES, declareWireTypes, roleOfWire, typed, wireLabel, wireType } from 
 import "../../src/zigbee/wire-types.js";
 import "../../src/gpio/wire-types.js";
 import type { Bus } from "../../src/modbus/bus.js";
-import { DeviceRegistry, REGISTRY_MIGRATIONS } from "../../src/devices/registry.js";
+import { DeviceRegistry, REGISTRY_MIGRATIONS } from "../../src/modbus/device/registry.js";
 import { StoragePart } from "../../src/storage/part.js";
 import { silentLogger } from "../../src/log.js";
 import { withTmpDir } from "../support/tmp.js";

@@ -11,7 +11,7 @@ import type { Transport } from "../../src/modbus/transport.js";
 import type { Table } from "../../src/modbus/planner.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
-import type { DeviceSource, RegisteredDevice } from "../../src/devices/types.js";
+import type { DeviceSource, RegisteredDevice } from "../../src/modbus/device/types.js";
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
 import { SiteDevices } from "../../src/devices/directory.js";

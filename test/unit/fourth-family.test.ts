@@ -3,6 +3,7 @@
 // a family that reports on its own gives its latest values, and both land in the tick's
 // snapshot with the tick's time. On the injected clock: no real timers, no sleeps.
 import { test } from "node:test";
+import { z } from "zod";
 import assert from "node:assert/strict";
 import { SiteDevices } from "../../src/devices/directory.js";
 import { SiteClock } from "../../src/telemetry/site-clock.js";
@@ -116,6 +117,9 @@ test("a family part that arrives after the next tick is stored on its own with i
 
 test("the partner's configure entries go to the family that pairs them; a site without one refuses each entry, naming why", async () => {
   const pairs = {
+    family: "pairs",
+    entrySchema: z.object({ device_id: z.string() }),
+    check: () => [],
     configure: async (ds: Array<{ device_id: string }>) =>
       ds.map((d) => ({ device_id: d.device_id, status: "accepted" as const, message: "ok" })),
   };

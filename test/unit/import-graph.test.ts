@@ -10,17 +10,19 @@
 //   model         model/: the one device model (Device and its capability interfaces), roles,
 //                 the shared vocabulary (capabilities, actions, event types)
 //                 (no project imports but base)
-//   config        config/: the config and configure-body schemas, zod issue lines
+//   modbus        modbus/: endpoints, transports, buses, planner, codecs, and the Modbus
+//                 family's config block (its device entries, rtu_ports, their rules)
+//   config        config/: the config file's schema, composing each family's block
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
-//   modbus        modbus/: endpoints, transports, buses, planner, codecs
 //   profiles      profiles/: profile schema and registry (formats issues with config/)
 //   config-load   load-config.ts: reads a config file and checks its devices against the profiles
-//   devices       devices/: the one registry of devices (directory, families), the persisted
-//                 Modbus registry, config-declared devices, device contracts
+//   devices       devices/: the one registry of devices (directory, families), what every
+//                 family shares, device contracts (the configure connector)
 //   modbus-device modbus/device/: the Modbus family: profile-driven devices (driver, driver
 //                 pool, pairing, polling, profile identification, control values, the spec
-//                 edge of the partner's mb_* fields)
+//                 edge of the partner's mb_* fields), its persisted registry, the config
+//                 file's device entries applied at start
 //   zigbee        zigbee/: Zigbee devices through a zigbee2mqtt bridge (its MQTT topics)
 //   gpio          gpio/: GPIO lines (the chardev tools or the simulator's chip)
 //   telemetry     telemetry/: the site clock (every family's readings at each tick, through
@@ -49,12 +51,12 @@ import { join, posix, relative, resolve } from "node:path";
 export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["base", ["errors.ts", "node-guard.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/"]],
   ["model", ["model/"]],
+  ["modbus", ["modbus/"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
   ["health", ["health.ts"]],
   ["update", ["update/"]],
-  ["modbus", ["modbus/"]],
   ["profiles", ["profiles/"]],
   ["config-load", ["load-config.ts"]],
   ["devices", ["devices/"]],
@@ -285,15 +287,12 @@ const TRANSPORTS = ["modbus/", "zigbee/", "gpio/"];
 
 test("no module in src/dispatch imports a transport (modbus/, zigbee/, gpio/) or a device family's internals: it drives Device capabilities", () => {
   const files = srcFiles(SRC);
-  assert.deepEqual(
-    importsInto(files, ["dispatch/"], [...TRANSPORTS, "devices/local.ts", "devices/registry.ts", "devices/directory.ts"]),
-    [],
-  );
+  assert.deepEqual(importsInto(files, ["dispatch/"], [...TRANSPORTS, "devices/local.ts", "devices/directory.ts"]), []);
 });
 
 test("no module in src/ui, src/services, src/fleet or src/api imports a transport (modbus/, zigbee/, gpio/) or a device family's internals: they read the DeviceDirectory", () => {
   const files = srcFiles(SRC);
-  const internals = ["devices/local.ts", "devices/registry.ts"];
+  const internals = ["devices/local.ts"];
   assert.deepEqual(importsInto(files, ["ui/", "services/", "fleet/", "api/"], [...TRANSPORTS, ...internals]), []);
 });
 
@@ -303,16 +302,15 @@ test("the site clock (src/telemetry) imports no transport: it asks every family 
 });
 
 /**
- * The partner's mb_* fields belong to the Modbus family: only src/modbus/ speaks them, but
- * for the config file's Modbus block, whose schema still lives in config/ (issue 41: the
- * config schema composing each family's block is still to come). No other file may start.
+ * The partner's mb_* fields belong to the Modbus family: only src/modbus/ speaks them. The
+ * config file's Modbus block (its device entries, rtu_ports) is the family's
+ * (modbus/config-schema.ts), which config/schema.ts composes; the services reach a
+ * configure entry through the family's connector.
  */
-const MB_OUTSIDE_MODBUS = ["config/device-schema.ts", "config/schema.ts", "config/validate-devices.ts"];
-
-test("mb_ appears only under the Modbus family's folder (src/modbus/), and the config block not moved yet", () => {
+test("mb_ appears only under the Modbus family's folder (src/modbus/)", () => {
   const files = srcFiles(SRC);
   const speaking = [...files].filter(([f, source]) => !f.startsWith("modbus/") && /\bmb_[a-z]/.test(source)).map(([f]) => f);
-  assert.deepEqual(speaking.sort(), MB_OUTSIDE_MODBUS, "read the mb_* fields in the Modbus family (modbus/), not here");
+  assert.deepEqual(speaking, [], "read the mb_* fields in the Modbus family (modbus/), not here");
 });
 
 test("the site's events are typed without a transport", () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { modbusSiteClock } from "../support/modbus-clock.js";
 import { tickOffsetMs } from "../../src/telemetry/tick-offset.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
-import type { DeviceSource, RegisteredDevice } from "../../src/devices/types.js";
+import type { DeviceSource, RegisteredDevice } from "../../src/modbus/device/types.js";
 import type { Snapshot } from "../../src/telemetry/types.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { silentLogger } from "../../src/log.js";

@@ -9,7 +9,7 @@ import type { Transport } from "../../src/modbus/transport.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
-import type { RegisteredDevice } from "../../src/devices/types.js";
+import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 import { fixedProfileSchema, profileSchema } from "../../src/profiles/schema.js";
 import { isSitegateError } from "../../src/errors.js";
 import { silentLogger } from "../../src/log.js";

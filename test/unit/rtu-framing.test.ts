@@ -10,7 +10,7 @@ import { Bus, BusManager } from "../../src/modbus/bus.js";
 import { serialOpenOptions, type Endpoint } from "../../src/modbus/endpoint.js";
 import { rtuGapRegs } from "../../src/modbus/planner.js";
 import type { Transport } from "../../src/modbus/transport.js";
-import type { DeviceConfig } from "../../src/config/device-schema.js";
+import type { DeviceConfig } from "../../src/modbus/config-schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { parseScenario } from "../../hw-sim/scenario.js";

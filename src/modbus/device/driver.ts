@@ -1,7 +1,7 @@
 // A device on a bus, driven by its profile: pairing (identity registers or SunSpec
 // discovery), the resolved register map, block reads of the points due, and decoding
 // into canonical metrics. Holds a Bus handle and a unit id, never a socket.
-import type { CheckWrite } from "../../config/device-schema.js";
+import type { CheckWrite } from "../config-schema.js";
 import { SitegateError, errorMessage } from "../../errors.js";
 import { PRIORITY, type Bus, type Priority } from "../bus.js";
 import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs } from "../codec.js";

@@ -2,7 +2,7 @@
 // (dv_device), made again only when its row changes; its polling (polling.ts) reads them
 // at each tick of the site clock.
 import type { DeviceFamily, TickReadings } from "../../devices/family.js";
-import type { DeviceSource, RegisteredDevice } from "../../devices/types.js";
+import type { DeviceSource, RegisteredDevice } from "./types.js";
 import type { DriverPool } from "./pool.js";
 import { ProfileDevice, type ModbusReadings } from "./profile-device.js";
 import { systemClock, type Clock } from "../../util/clock.js";

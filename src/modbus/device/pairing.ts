@@ -4,15 +4,15 @@
 // The driver pool serves the endpoint, the bus and the device's driver; the driver
 // identifies the device and runs the check writes; the registry stores the result.
 // Entries on different buses are paired in parallel, entries on one bus one after another.
-import type { CheckWrite, DeviceConfig } from "../../config/device-schema.js";
-import type { RtuPortConfig } from "../../config/schema.js";
+import type { CheckWrite, DeviceConfig } from "../config-schema.js";
+import type { RtuPortConfig } from "../config-schema.js";
 import { errorMessage, isSitegateError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import { PRIORITY } from "../bus.js";
 import { endpointKey, type Endpoint } from "../endpoint.js";
 import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
-import type { DeviceRegistry } from "../../devices/registry.js";
+import type { DeviceRegistry } from "./registry.js";
 import type { Role } from "../../model/roles.js";
 import { DECLARABLE_ROLES, declaredRole, modbusTyped, modbusWireType, partnerName } from "./wire-types.js";
 import type { ConfigureResult, DeviceConnector, DeviceDescriptor } from "../../devices/types.js";
@@ -24,7 +24,7 @@ export interface PairingDeps {
   log: Logger;
 }
 
-export class Pairing implements DeviceConnector {
+export class Pairing implements Pick<DeviceConnector<DeviceConfig>, "configure"> {
   constructor(private readonly deps: PairingDeps) {}
 
   /** Pairs every entry; the results come back in request order. */

@@ -1,8 +1,8 @@
 // Drivers by device_id, shared by pairing, polling and dispatch, so a device is
 // discovered once. A configuration change replaces the driver once a candidate driver for
 // it has paired (pairing.ts asks for the endpoint, the candidate, and adopts or rejects it).
-import type { DeviceConfig } from "../../config/device-schema.js";
-import type { RtuPortConfig } from "../../config/schema.js";
+import type { DeviceConfig } from "../config-schema.js";
+import type { RtuPortConfig } from "../config-schema.js";
 import type { BusManager } from "../bus.js";
 import type { Endpoint } from "../endpoint.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";

@@ -4,7 +4,7 @@
 // raw registers and coils an action touches (pre-state.ts). Its latest values and health
 // come from the family's polling (polling.ts), which reads it on the site clock's ticks. A new device model needs a
 // profile file, not code here.
-import type { DeviceConfig } from "../../config/device-schema.js";
+import type { DeviceConfig } from "../config-schema.js";
 import { systemClock, type Clock } from "../../util/clock.js";
 import { SitegateError } from "../../errors.js";
 import type {
@@ -21,7 +21,7 @@ import type {
 import { movesAsAsked, pctOf } from "../../model/power.js";
 import { opModeCode } from "../../model/roles.js";
 import type { ActionName } from "../../model/vocabulary.js";
-import type { RegisteredDevice } from "../../devices/types.js";
+import type { RegisteredDevice } from "./types.js";
 import { PRIORITY } from "../bus.js";
 import { actionCells, planControlWrites } from "./control-values.js";
 import type { DeviceDriver } from "./driver.js";

@@ -2,9 +2,9 @@
 // `mb_*` fields (mb_type 1 RTU / 2 TCP, mb_ip, mb_port, mb_rtu_no, mb_baud, mb_slave_id)
 // are read here, once, into where the device is, its unit and its profile. Nothing past
 // this file reads them.
-import type { DeviceConfig } from "../../config/device-schema.js";
-import { integrationName } from "../../config/device-schema.js";
-import type { RtuPortConfig } from "../../config/schema.js";
+import type { DeviceConfig } from "../config-schema.js";
+import { integrationName } from "../config-schema.js";
+import type { RtuPortConfig } from "../config-schema.js";
 import { SitegateError } from "../../errors.js";
 import type { Endpoint } from "../endpoint.js";
 

@@ -7,12 +7,12 @@
 // doubling to 5 min, until it pairs, the partner configures that device_id through the
 // API, or the gateway stops.
 import { createHash } from "node:crypto";
-import type { DeviceConfig } from "../config/device-schema.js";
-import { errorMessage } from "../errors.js";
-import type { Part } from "../lifecycle.js";
-import type { Logger } from "../log.js";
+import type { DeviceConfig } from "../config-schema.js";
+import { errorMessage } from "../../errors.js";
+import type { Part } from "../../lifecycle.js";
+import type { Logger } from "../../log.js";
 import type { DeviceRegistry } from "./registry.js";
-import type { DeviceConnector } from "./types.js";
+import type { DeviceConnector } from "../../devices/types.js";
 
 /** Content hash of a device entry: stable across key order. */
 export function deviceConfigHash(d: DeviceConfig): string {
@@ -43,7 +43,7 @@ export class ConfigDevices implements Part {
 
   constructor(
     private readonly devices: DeviceConfig[],
-    private readonly deps: { connector: DeviceConnector; registry: DeviceRegistry; log: Logger },
+    private readonly deps: { connector: Pick<DeviceConnector<DeviceConfig>, "configure">; registry: DeviceRegistry; log: Logger },
   ) {}
 
   /** Resolves once this start's first applying is over (whatever its results). */

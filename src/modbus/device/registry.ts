@@ -3,13 +3,14 @@
 // and which config-file entry was last applied to each device (dv_config_applied).
 // The Modbus family (its devices and polling) and device sync read it; every change is
 // announced through the one function the composition root gives it, and moves `version`.
-import type { DeviceConfig } from "../config/device-schema.js";
-import type { Part } from "../lifecycle.js";
-import type { Db, ModuleMigrations } from "../storage/db.js";
-import type { StoragePart } from "../storage/part.js";
-import { commitDurably } from "../storage/durable.js";
-import { roleOfWire } from "../model/roles.js";
-import type { DeviceDescriptor, DeviceSource, RegisteredDevice } from "./types.js";
+import type { DeviceConfig } from "../config-schema.js";
+import type { Part } from "../../lifecycle.js";
+import type { Db, ModuleMigrations } from "../../storage/db.js";
+import type { StoragePart } from "../../storage/part.js";
+import { commitDurably } from "../../storage/durable.js";
+import { roleOfWire } from "../../model/roles.js";
+import type { DeviceDescriptor } from "../../model/device.js";
+import type { DeviceSource, RegisteredDevice } from "./types.js";
 
 export const REGISTRY_MIGRATIONS: ModuleMigrations = {
   module: "devices",

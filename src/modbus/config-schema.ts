@@ -1,5 +1,7 @@
-// The device configuration object of spec 2.7 / DESIGN B5: used by the configure
-// endpoint and by `devices:` in the config file, so both validate the same way.
+// The Modbus family's config block: the device configuration object of spec 2.7 / DESIGN
+// B5 (the configure endpoint's entries and `devices:` in the config file, so both validate
+// the same way) and `rtu_ports`. config/schema.ts composes these blocks into the file's
+// schema; nothing outside src/modbus/ names the partner's mb_* fields.
 import { z } from "zod";
 
 export const checkWriteSchema = z.strictObject({
@@ -81,4 +83,55 @@ export function integrationName(d: Pick<DeviceConfig, "device_integration">): st
 /** Organization of a device: the part of device_integration before the "/". */
 export function organizationOf(d: Pick<DeviceConfig, "device_integration">): string {
   return d.device_integration.slice(0, d.device_integration.indexOf("/"));
+}
+
+/**
+ * An RTU port: its device path, or the path with its line settings. The plain string
+ * means 9600 baud 8N1. The baud is the line's until a device is configured on it: the
+ * devices of one port share one baud (their mb_baud).
+ */
+const rtuPortObject = z.strictObject({
+  path: z.string().min(1).describe("The serial device, e.g. /dev/ttyUSB0"),
+  baud: z
+    .number()
+    .int()
+    .min(300)
+    .max(921600)
+    .default(9600)
+    .describe("The line's baud until a device is configured on the port; then its devices' mb_baud"),
+  parity: z.enum(["none", "even", "odd"]).default("none").describe("Parity (8 data bits always)"),
+  stop_bits: z
+    .union([z.literal(1), z.literal(2)], { error: "must be 1 or 2" })
+    .default(1)
+    .describe("Stop bits"),
+});
+export type RtuPortConfig = z.output<typeof rtuPortObject>;
+const rtuPort = z.union(
+  [
+    z
+      .string()
+      .min(1)
+      .transform((path): RtuPortConfig => ({ path, baud: 9600, parity: "none", stop_bits: 1 })),
+    rtuPortObject,
+  ],
+  { error: "must be a serial device path or { path, baud, parity, stop_bits }" },
+);
+
+/** The config file's `rtu_ports`: the RS-485 ports of the Modbus family, by the number its devices name. */
+export const rtuPortsSchema = z
+  .record(z.string().regex(/^\d+$/, "keys are RTU port numbers"), rtuPort)
+  .default({})
+  .describe("RS-485 ports by the mb_rtu_no devices use: a device path (9600 8N1) or { path, baud, parity, stop_bits }");
+
+/** The config file's `devices`: the Modbus family's devices, each in the configure request's form. */
+export const modbusDevicesSchema = z
+  .array(deviceConfigSchema)
+  .default([])
+  .describe(
+    "Modbus devices in the configure request's form, applied at start when changed; the partner configures them through the API otherwise",
+  );
+
+/** The device ids the `devices` block declares, by config path: what the one device_id check above the families (config/device-ids.ts) reads of it. */
+export function modbusDeclaredIds(cfg: { devices: ReadonlyArray<{ device_id: string }> }) {
+  return cfg.devices.map((d, i) => ({ device_id: d.device_id, family: "modbus", where: `devices[${i}]` }));
 }
