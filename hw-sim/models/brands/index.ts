@@ -333,9 +333,9 @@ export const BRANDS = [
         self_use_load_pct: 15,
       },
     ],
-    // Not in the dispatch world: its profile writes the requested watts as the ESS grid
-    // setpoint (2700), so that the battery's power moves with the house load and no delivery
-    // can match the request (issue 42, "Control that the house load moves"; docs/testing.md).
+    // Not in the dispatch world: its profile delivers the request (ESS mode 3, issue 42), but
+    // the GX's system and settings answer on the fixed unit 100, which the world's one unit per
+    // battery cannot place (docs/testing.md, "Brand batteries in the world").
   }),
   row({
     kind: "meter",
