@@ -20,6 +20,7 @@ import type { DeviceConfig } from "../../src/config/device-schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
+import { until } from "../support/wait.js";
 
 const VEBUS = 227;
 /** Delivered within 5 % of the request (the simulator's Multi has no losses). */
@@ -53,10 +54,18 @@ function gxSite(loadW: number, essMode: number): ScenarioInput {
   } as ScenarioInput;
 }
 
-async function withGx(loadW: number, essMode: number, fn: (site: SimHandle, bus: Bus) => Promise<void>): Promise<void> {
+const NOON = Date.UTC(2026, 10, 28, 12);
+
+async function withGx(
+  loadW: number,
+  essMode: number,
+  fn: (site: SimHandle, bus: Bus) => Promise<void>,
+  clock: () => number = () => NOON,
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "sitegate-victron-"));
-  // The site's clock stands still: the Multi's 60 s setpoint timeout cannot run out mid-test.
-  const site = await startSim(gxSite(loadW, essMode), { baseDir: dir, clock: () => Date.UTC(2026, 10, 28, 12) });
+  // The site's clock stands still unless the test moves it: the Multi's 60 s setpoint
+  // timeout cannot run out mid-test on its own.
+  const site = await startSim(gxSite(loadW, essMode), { baseDir: dir, clock });
   const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0]! }, silentLogger());
   try {
     await fn(site, bus);
@@ -143,3 +152,27 @@ for (const mode of [1, 2]) {
     });
   });
 }
+
+test("victron-gx: rewritten every refresh_s, the mode-3 setpoint outlives the Multi's 60 s timeout; without a rewrite it drops", async () => {
+  let now = NOON;
+  await withGx(
+    800,
+    3,
+    async (site, bus) => {
+      const dev = gxDevice(bus);
+      const refreshMs = dev.power!.refreshMs;
+      assert.ok(refreshMs > 0 && refreshMs < 60_000, `refresh ${refreshMs} ms within the 60 s timeout`);
+      await dev.power!.setPower("discharge", 2000);
+      // As the dispatcher does: the same setpoint again every refresh, for 4 minutes of the site's clock.
+      for (let t = 0; t < 240_000; t += refreshMs) {
+        now += refreshMs;
+        await until(async () => (await truth(site)).power_w === 2000, "the site's clock moved with the Multi still discharging", 10_000);
+        await dev.power!.setPower("discharge", 2000);
+      }
+      assert.equal((await truth(site)).power_w, 2000, "held through the refreshes");
+      now += 61_000;
+      await until(async () => (await truth(site)).power_w === 0, "the Multi dropping the setpoint 60 s after the last write", 10_000);
+    },
+    () => now,
+  );
+});
