@@ -64,26 +64,23 @@ test("the daemon charges and discharges every battery brand by its profile, sign
 
           for (const ev of [charge, discharge]) {
             const body = await rig.waitResponse(ev.event_id, 60_000);
-            // The GX's shortfall (below) can take the event under 95 %: partial, not failed.
+            // One late poll on a loaded machine can take the event under 95 %: partial, not failed.
             assert.ok(["completed", "partial"].includes(body.status), JSON.stringify(body));
             assert.equal(body.details.measured, true, JSON.stringify(body));
             const byDevice = Object.fromEntries(body.details.devices.map((d: any) => [d.device_id, d]));
             for (const name of Object.keys(UNITS)) {
               const d = byDevice[name];
               assert.ok(d && d.requested_w > 0, `${ev.event_type} ${name} took a share: ${JSON.stringify(body)}`);
-              // The GX's grid setpoint moves its battery by the setpoint less the GX's own loads:
-              // it misses its share, which the event's status (95 % rule over all devices) absorbs.
-              // 0.85, not 0.9: on a loaded machine one late poll keeps a sample of the ramp (seen once:
+              // Every brand, the Victron GX too (ESS mode 3: its battery follows the setpoint, not
+              // the house load; issue 42), delivers its share. 0.85, not 0.9: on a loaded machine one late poll keeps a sample of the ramp (seen once:
               // Huawei 1,887 of 2,100 W at coverage 0.999, under faketime with other suites running).
-              const floor = name === "victron-gx" ? 0.3 : 0.85;
+              const floor = 0.85;
               // Over the driven part of the window (coverage): the time before the first reading
               // after the first write counts as nothing delivered, longer on a busy machine.
               const driven = floor * d.requested_w * body.details.coverage;
               assert.ok(d.delivered_w >= driven, `${ev.event_type} ${name} delivered: ${JSON.stringify(d)}, ${body.details.coverage}`);
-              // The GX misses the other way on a discharge (its loads add to it); every other brand
-              // delivers its share, no more.
-              if (name !== "victron-gx")
-                assert.ok(d.delivered_w <= 1.1 * d.requested_w, `${ev.event_type} ${name} delivered no more: ${JSON.stringify(d)}`);
+              // ... and no more.
+              assert.ok(d.delivered_w <= 1.1 * d.requested_w, `${ev.event_type} ${name} delivered no more: ${JSON.stringify(d)}`);
             }
           }
 

@@ -110,15 +110,18 @@ test("identifyUnit names the profile whose identity a unit holds, across sub-dev
     ["em24"],
   );
   // A Victron GX: the VE.Bus unit (227) holds the state, the system unit 100 the ESS mode and serial.
-  const gx = fakeBus({ 227: { 31: [9], 33: [3] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
+  // The profile drives ESS mode 3 (external control): a GX in mode 1 is not its device.
+  const gxMode1 = fakeBus({ 227: { 31: [9], 33: [3] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
+  assert.deepEqual(await identifyUnit(gxMode1, 227, profiles, 100), [], "ESS mode 1: the GX's own loop, not the profile's path");
+  const gx = fakeBus({ 227: { 31: [9], 33: [3] }, 100: { 800: ascii("c0619ab1", 6), 2902: [3] } });
   const m = await identifyUnit(gx, 227, profiles, 100);
   assert.deepEqual(
     m.map((x) => x.profile),
     ["victron-gx"],
   );
-  assert.equal(m[0].identity.ess_mode, "1");
+  assert.equal(m[0].identity.ess_mode, "3");
   // Another service of the same GX (a battery monitor on 225) answers register 31 but is no VE.Bus unit.
-  const gxMonitor = fakeBus({ 227: { 31: [9], 33: [3] }, 225: { 31: [0], 33: [0] }, 100: { 800: ascii("c0619ab1", 6), 2902: [1] } });
+  const gxMonitor = fakeBus({ 227: { 31: [9], 33: [3] }, 225: { 31: [0], 33: [0] }, 100: { 800: ascii("c0619ab1", 6), 2902: [3] } });
   assert.deepEqual(
     (await identifyUnit(gxMonitor, 227, profiles, 100)).map((x) => x.profile),
     ["victron-gx"],

@@ -322,6 +322,24 @@ test("victron-gx: unit ids per service, charging-positive battery power, mode 3 
   );
 });
 
+test("victron-gx: the installer's ESS mode; DisableFeedIn stops feed-in, not the discharge into the house load; in mode 1 the load moves the battery", () => {
+  const { devs, bat, site } = rig("victron-gx", { unit: 100, vebus_unit: 227, ess_mode: 3, pv_max_w: 0 });
+  const [gx, vebus] = devs;
+  assert.equal(read(gx, 3, 2902, 1)[0], 3, "the scenario's ESS mode");
+  ok(vebus, 37, [-3000 & 0xffff]);
+  assert.equal(bat.view().power_w, 3000, "mode 3: the setpoint, whatever the load");
+  ok(vebus, 39, [1]);
+  assert.equal(bat.view().power_w, 2000, "no feed-in: the battery still covers the 2 kW house load");
+  assert.equal(site.grid(), 0, "and nothing goes to the grid");
+  ok(vebus, 37, [1000]);
+  assert.equal(bat.view().power_w, -1000, "DisableFeedIn does not stop a charge");
+  // Mode 1: the GX's loop holds the GRID at 2700, the battery makes up the load on top.
+  const m1 = rig("victron-gx", { unit: 100, vebus_unit: 227, pv_max_w: 0 });
+  assert.equal(read(m1.devs[0], 3, 2902, 1)[0], 1, "factory mode 1");
+  ok(m1.devs[0], 2700, [-2000 & 0xffff]);
+  assert.equal(m1.bat.view().power_w, 4000, "a 2 kW export setpoint with a 2 kW house load: 4 kW from the battery");
+});
+
 test("deye-hybrid: identity, low-word-first totals, program-driven grid charge and sell, release by the timer", () => {
   const { dev, bat, advance } = rig("deye-hybrid", { soc_pct: 50 });
   assert.equal(read(dev, 3, 0, 1)[0], 3, "single-phase hybrid");

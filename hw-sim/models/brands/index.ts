@@ -33,6 +33,8 @@ export interface BatteryRegisters {
   powerW(read: Read, unit: number): Promise<number>;
   /** The device's own mode registers say it is in its self-consumption mode. */
   selfConsumption(read: Read, unit: number): Promise<boolean>;
+  /** The simulator's name of that own mode (GET /state mode); absent: self-consumption. */
+  ownMode?: string;
   /**
    * Raw register writes (function 16) that force a charge and a discharge of 2 kW and put it
    * back in its own mode, by the document: [address, words], or [address, words, unit] on
@@ -292,6 +294,8 @@ export const BRANDS = [
       model: z.literal("victron-gx"),
       /** The VE.Bus service's unit id; `unit` is the GX's system/settings unit (100 on a real GX). */
       vebus_unit: unit.default(227),
+      /** The ESS mode (2902) the installer set: 1 and 2 Victron's own loop, 3 external control. */
+      ess_mode: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
     }),
     build: (s, site) => {
       const gx = new VictronGx(s, site);
@@ -299,17 +303,21 @@ export const BRANDS = [
     },
     units: (s) => [s.unit, s.vebus_unit],
     pairedUnit: (s) => s.vebus_unit,
-    /** The system and settings service answer on unit 100, whatever the VE.Bus unit the device is paired on. */
+    /**
+     * The system and settings service answer on unit 100, whatever the VE.Bus unit the device is
+     * paired on. The brands site's GX is in ESS mode 3 (external control), where its own mode
+     * between events is the Multi idle at a zero mode-3 setpoint (37).
+     */
     battery: {
       powerW: async (read) => -dec.s16((await read(100, "holding", 842, 1))[0]!),
-      selfConsumption: async (read) => (await read(100, "holding", 2902, 1))[0] !== 3,
+      selfConsumption: async (read, unit) =>
+        (await read(100, "holding", 2902, 1))[0] === 3 && dec.s16((await read(unit, "holding", 37, 1))[0]!) === 0,
+      // A GX in mode 3 between events: the Multi idles (nothing external drives it).
+      ownMode: "idle",
       commands: {
-        charge: [
-          [2902, [3], 100],
-          [37, [2000]],
-        ],
+        charge: [[37, [2000]]],
         discharge: [[37, [-2000 & 0xffff]]],
-        release: [[2902, [1], 100]],
+        release: [[37, [0]]],
       },
     },
     site: [
@@ -318,15 +326,16 @@ export const BRANDS = [
         unit: 100,
         name: "victron",
         vebus_unit: 227,
+        ess_mode: 3,
         max_power_w: 5000,
         capacity_wh: 10000,
         pv_max_w: 3000,
         self_use_load_pct: 15,
       },
     ],
-    // Not in the dispatch world: its profile writes the requested watts as the ESS grid
-    // setpoint (2700), so that the battery's power moves with the house load and no delivery
-    // can match the request (issue 42, "Control that the house load moves"; docs/testing.md).
+    // Not in the dispatch world: its profile delivers the request (ESS mode 3, issue 42), but
+    // the GX's system and settings answer on the fixed unit 100, which the world's one unit per
+    // battery cannot place (docs/testing.md, "Brand batteries in the world").
   }),
   row({
     kind: "meter",

@@ -25,7 +25,15 @@
 // control). In modes 1 and 2 the GX's loop holds the grid at the setpoint 2700 within
 // the max charge / inverter percentages 2701/2702. In mode 3 the battery follows vebus
 // 37 (W), with 38/39 disabling charge / feed-in; the Multi drops the mode-3 setpoint to
-// zero when it is not refreshed within 60 s. Values outside a setting's range are
+// zero when it is not refreshed within 60 s. The loop of modes 1 and 2 holds the GRID at
+// 2700: the battery makes up the house load's share on top, so the house load moves it; in
+// mode 3 the Multi's AC input follows 37 (the house loads here sit beside it on the grid
+// side, none on its AC output), so the battery power is 37 whatever the load. DisableFeedIn
+// (39) stops feed-in to the grid, not discharge: the battery still covers the house load's
+// share, never more (Victron's "ESS mode 2 and 3" page, "DisableFeedIn": "the Multi will
+// not feed in to the grid", loads are still powered from the battery). 2700 is a setting
+// of com.victronenergy.settings (the GX keeps it in flash); 37 is volatile. `ess_mode` in
+// the scenario is the mode the installer set (default 1). Values outside a setting's range are
 // refused with exception 3. A register of the list that this site does not have (no
 // genset, no second input) reads 0 inside the service's block (system 800..850, hub4
 // and settings 2700..2720 and 2900..2910, VE.Bus 3..70); beyond, exception 2.
@@ -57,8 +65,9 @@ export class VictronGx extends HybridInverter {
     return this.holding;
   }
 
-  constructor(spec: HybridSpec & { vebus_unit: number }, site: SiteModel) {
+  constructor(spec: HybridSpec & { vebus_unit: number; ess_mode?: number }, site: SiteModel) {
     super(spec, site, "c0619a", 6);
+    this.essMode = spec.ess_mode ?? VICTRON_ESS_MODE.withPhaseCompensation;
     const bat = () => this.batteryW();
     const s16rw = setting(codec.s16);
     const phase = (w: number) => w / 3;
@@ -149,8 +158,12 @@ export class VictronGx extends HybridInverter {
 
   protected target(): Target {
     const maxCharge = this.disableCharge ? 0 : (this.maxW * this.maxChargePct) / 100;
-    const maxDischarge = this.disableFeedIn ? 0 : (this.maxW * this.maxInverterPct) / 100;
+    const inverter = (this.maxW * this.maxInverterPct) / 100;
+    // No feed-in: the battery covers the house load's share (less the PV's), not the grid.
+    const maxDischarge = this.disableFeedIn ? Math.min(inverter, Math.max(0, this.loadShareW() - this.pvW())) : inverter;
     if (this.essMode === VICTRON_ESS_MODE.external) {
+      // No setpoint (never written, released, or dropped by the timeout): the Multi idles.
+      if (this.vebusSetpointW === 0) return { mode: "idle" };
       const w = -this.vebusSetpointW;
       return { mode: "forced", w: Math.max(-maxCharge, Math.min(maxDischarge, w)) };
     }

@@ -89,7 +89,7 @@ export class DeviceDriver {
       const value = decodeRaw(r.type, words, r.word_order);
       // A device that answers but is another one (another brand's map at the same unit) is
       // refused, not paired to read and write registers that mean something else there.
-      if (r.expect && !expectationHolds(r, value)) throw identityMismatch(r, value, r.unit ?? this.unit);
+      if (r.expect && !expectationHolds(r, value)) throw identityMismatch(r, value, r.unit ?? this.unit, p.enums);
       identity[r.name] = String(value);
     }
     const points: ResolvedPoint[] = p.points.map((pt) => ({

@@ -102,16 +102,30 @@ export async function identifyUnit(bus: Bus, unit: number, profiles: ProfileRegi
   return out;
 }
 
-/** DEVICE_MISMATCH (another device answered) naming the identity register, the value read and what the profile expects. */
-export function identityMismatch(r: IdentityRegister, value: number | string, unit: number): SitegateError {
+/**
+ * DEVICE_MISMATCH (another device answered) naming the identity register, the value read and
+ * what the profile expects; a register that is one of the profile's `enums` (a Victron's
+ * ess_mode) names each value too, so that an installer reads which mode to set.
+ */
+export function identityMismatch(
+  r: IdentityRegister,
+  value: number | string,
+  unit: number,
+  enums: Readonly<Record<string, Readonly<Record<string, number>>>> = {},
+): SitegateError {
   const e = r.expect!;
+  const names = enums[r.name] ?? {};
+  const named = (v: number | string) => {
+    const label = Object.entries(names).find(([, x]) => x === v)?.[0];
+    return label === undefined ? JSON.stringify(v) : `${v} (${label})`;
+  };
   const want = e.prefix
     ? `text starting ${e.prefix.map((x) => JSON.stringify(x)).join(" or ")}`
     : e.values
-      ? `one of ${e.values.join(", ")}`
+      ? `one of ${e.values.map(named).join(", ")}`
       : `within ${(e.ranges ?? []).map(([lo, hi]) => `${lo}..${hi}`).join(", ")}`;
   return new SitegateError(
     "DEVICE_MISMATCH",
-    `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${JSON.stringify(value)}, the profile expects ${want}`,
+    `identity register ${r.name} (${r.table} ${r.address}, unit ${unit}) reads ${named(value)}, the profile expects ${want}`,
   );
 }
