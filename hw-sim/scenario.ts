@@ -6,17 +6,9 @@ import { z } from "zod";
 import { issuesToDetails } from "../src/util/zod-issues.js";
 import { BRANDS, brandRow } from "./models/brands/index.js";
 import { common } from "./models/brands/keys.js";
+import { siteSchema } from "./site-schema.js";
 
 export { BRAND_MODELS } from "./models/brands/index.js";
-
-function validZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const listen = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be "host:port"');
 
@@ -160,32 +152,7 @@ const rtuPort = z.strictObject({
 export const scenarioSchema = z.strictObject({
   seed: z.number().int().default(1),
   control: z.strictObject({ listen: listen.default("127.0.0.1:15080") }).default({ listen: "127.0.0.1:15080" }),
-  site: z
-    .strictObject({
-      base_load_w: z.number().min(0).default(2000),
-      /** Random variation of the load, percent (seeded, a function of the simulated second). */
-      load_noise_pct: z.number().min(0).max(50).default(2),
-      /** 0..1 pins the PV irradiance; absent = a daylight curve (see longitude_deg). */
-      pv_irradiance: z.number().min(0).max(1).optional(),
-      /**
-       * Where the site stands, degrees east (west negative): the daylight curve runs on the
-       * local mean solar time there (UTC + longitude / 15 h), so the sun is highest at 12:00
-       * solar time. Absent: the curve runs on UTC + tz_offset_h.
-       */
-      longitude_deg: z.number().min(-180).max(180).optional(),
-      /** Hours added to UTC for the site's local time (and the daylight curve) when no timezone is given. */
-      tz_offset_h: z.number().min(-12).max(14).default(0),
-      /**
-       * The site's IANA zone: the local time of the devices' own clocks (a time-of-use
-       * program's start) and, without a longitude, of the daylight curve.
-       */
-      timezone: z.string().refine(validZone, "must be an IANA time zone (Europe/Berlin)").optional(),
-      /** The site clock's instant at the simulator's start (ISO 8601 with Z or an offset); absent: the machine's clock. */
-      start_time: z.iso.datetime({ offset: true, error: "must be an ISO 8601 time with Z or an offset" }).optional(),
-      voltage_v: z.number().positive().default(230),
-      frequency_hz: z.number().positive().default(50),
-    })
-    .default({ base_load_w: 2000, load_noise_pct: 2, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 }),
+  site: siteSchema,
   ports: z.array(z.discriminatedUnion("kind", [tcpPort, rtuTcpPort, rtuPort])).min(1),
   /** The simulator acts as a zigbee2mqtt bridge on this broker (DESIGN B7). */
   zigbee: zigbeeBlock.optional(),

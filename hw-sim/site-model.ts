@@ -1,7 +1,7 @@
 // The physics of the simulated site: one clock, one load, one PV curve, batteries whose
 // state of charge integrates their power, relay-switched loads, and the grid connection
 // that every meter reads (import positive). Devices only expose registers over this.
-import type { Scenario } from "./scenario.js";
+import type { SiteSpec } from "./site-schema.js";
 import { noise } from "./random.js";
 import { zoneOffset, type OffsetAt } from "../src/util/wall-time.js";
 
@@ -10,7 +10,7 @@ import { zoneOffset, type OffsetAt } from "../src/util/wall-time.js";
  * `start_time`, that instant at the simulator's start moving on at the machine's pace.
  * A test may hand the simulator a clock of its own instead (startSim's `clock`).
  */
-export function scenarioClock(sc: Pick<Scenario["site"], "start_time">, wall: () => number = Date.now): () => number {
+export function scenarioClock(sc: Pick<SiteSpec, "start_time">, wall: () => number = Date.now): () => number {
   if (sc.start_time === undefined) return wall;
   const start = Date.parse(sc.start_time);
   const t0 = wall();
@@ -64,7 +64,7 @@ export class SiteModel {
   private gridW = 0;
 
   constructor(
-    sc: Scenario["site"],
+    sc: SiteSpec,
     seed: number,
     private readonly now: () => number = scenarioClock(sc),
   ) {
