@@ -8,15 +8,14 @@ import type { Role } from "../model/roles.js";
 
 export { pctOf } from "../model/power.js";
 
-export type { Capability } from "../model/vocabulary.js";
-import type { Capability } from "../model/vocabulary.js";
+import type { Device } from "../model/device.js";
 
 /** A device as the dispatcher sees it (registry + health + latest telemetry). */
 export interface DispatchDevice {
   device_id: string;
   role: Role;
-  /** What the interfaces it implements give it (capabilitiesOf), never a profile's list. */
-  capabilities: readonly Capability[];
+  /** The device itself: the kinds decide from the interfaces it implements (power, curtail, switch, setpoint). */
+  device: Device;
   max_power_w?: number;
   fully_configured: boolean;
   online: boolean;

@@ -3,7 +3,7 @@
 // device as the planner sees it. Nothing here knows a transport; a device offers a
 // capability or it does not.
 import { SitegateError } from "../errors.js";
-import { capabilitiesOf, driveOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
+import { driveOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
 import type { ActionName } from "../model/vocabulary.js";
 import type { DispatchDevice } from "./allocate.js";
 
@@ -47,7 +47,7 @@ export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDev
     out.push({
       device_id: d.id,
       role: desc.role,
-      capabilities: capabilitiesOf(d),
+      device: d,
       ...(desc.max_power_w !== undefined ? { max_power_w: desc.max_power_w } : {}),
       fully_configured: info.fully_configured,
       online: d.health().online,

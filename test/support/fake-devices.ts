@@ -6,10 +6,11 @@
 import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import type { ActionParams, RawWrite } from "../../src/modbus/device/raw-write.js";
 import { asRawWrites, capturePre, verifyPre } from "../../src/modbus/device/pre-state.js";
-import type { Device, DeviceDirectory, Metrics, PreState } from "../../src/model/device.js";
+import { capabilitiesOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../../src/model/device.js";
 import { pctOf } from "../../src/model/power.js";
 import type { ActionName } from "../../src/model/vocabulary.js";
-import type { FakeClock } from "./fake-clock.js";
+import { FakeClock } from "./fake-clock.js";
+import { dispatchDevices } from "../../src/dispatch/devices.js";
 import { SitegateError } from "../../src/errors.js";
 
 /** Battery mode register values. */
@@ -23,6 +24,9 @@ export interface FakeWrite {
   pct?: number;
   coils?: boolean[];
 }
+
+/** A fake device as a test describes it: what dispatch plans with, less the device (made from this). */
+export type FakeSpec = Omit<DispatchDevice, "device">;
 
 export class FakeDevices {
   writes: FakeWrite[] = [];
@@ -38,7 +42,7 @@ export class FakeDevices {
   power?: (id: string) => number | undefined;
 
   constructor(
-    public list: DispatchDevice[],
+    public list: FakeSpec[],
     private readonly clock: FakeClock,
   ) {}
 
@@ -57,11 +61,11 @@ export class FakeDevices {
   }
 
   /** The dispatch view of a device (tests change its metrics and flags in place). */
-  view(id: string): DispatchDevice {
+  view(id: string): FakeSpec {
     return this.dev(id);
   }
 
-  private dev(id: string): DispatchDevice {
+  private dev(id: string): FakeSpec {
     const d = this.list.find((x) => x.device_id === id);
     if (!d) throw new Error(`no device ${id}`);
     return d;
@@ -160,7 +164,7 @@ function fakeDevice(f: FakeDevices, id: string): Device {
   const act = async (action: ActionName, params: ActionParams) => f.write(id, await f.plan(id, action, params));
   const read = (table: "holding" | "coil", address: number, count: number) => f.read(id, table, address, count);
   const role = d().role;
-  return {
+  const made: Device = {
     id,
     info: () => ({
       device_id: id,
@@ -174,7 +178,7 @@ function fakeDevice(f: FakeDevices, id: string): Device {
       role: d().role,
       device_type: 0,
       ...(d().max_power_w !== undefined ? { max_power_w: d().max_power_w } : {}),
-      capabilities: [...d().capabilities],
+      capabilities: capabilitiesOf(made),
       profile: "fake",
       identity: {},
     }),
@@ -208,14 +212,14 @@ function fakeDevice(f: FakeDevices, id: string): Device {
     handBack: () => act("release", {}),
     confirm: () => f.confirm(id),
     setRemote: (on: boolean) => f.setRemote(id, on),
-  } satisfies Device;
+  };
+  return made;
 }
 
-export function battery(id: string, max: number, soc = 50): DispatchDevice {
+export function battery(id: string, max: number, soc = 50): FakeSpec {
   return {
     device_id: id,
     role: "battery",
-    capabilities: ["telemetry", "charge", "discharge"],
     max_power_w: max,
     fully_configured: true,
     online: true,
@@ -223,11 +227,10 @@ export function battery(id: string, max: number, soc = 50): DispatchDevice {
   };
 }
 
-export function relay(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
+export function relay(id: string, extra: Partial<FakeSpec> = {}): FakeSpec {
   return {
     device_id: id,
     role: "switch",
-    capabilities: ["telemetry", "shed", "restore"],
     fully_configured: true,
     online: true,
     metrics: {},
@@ -236,11 +239,10 @@ export function relay(id: string, extra: Partial<DispatchDevice> = {}): Dispatch
   };
 }
 
-export function pv(id: string, max: number, power: number): DispatchDevice {
+export function pv(id: string, max: number, power: number): FakeSpec {
   return {
     device_id: id,
     role: "pv",
-    capabilities: ["telemetry", "curtail"],
     max_power_w: max,
     fully_configured: true,
     online: true,
@@ -248,6 +250,11 @@ export function pv(id: string, max: number, power: number): DispatchDevice {
   };
 }
 
-export function meter(id: string, power: number): DispatchDevice {
-  return { device_id: id, role: "meter", capabilities: ["telemetry"], fully_configured: true, online: true, metrics: { power_w: power } };
+export function meter(id: string, power: number): FakeSpec {
+  return { device_id: id, role: "meter", fully_configured: true, online: true, metrics: { power_w: power } };
+}
+
+/** Fake devices as the planner sees them (dispatchDevices over their directory): for pure planning tests. */
+export function planned(...specs: FakeSpec[]): DispatchDevice[] {
+  return dispatchDevices(new FakeDevices(specs, new FakeClock(0)).directory);
 }

@@ -4,6 +4,9 @@
 // what the device does not do, nor dispatch plan on it. A Modbus device offers an action
 // only where what pairing found (its role rule's list) and its profile's actions agree.
 import { test } from "node:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
 import type { Transport } from "../../src/modbus/transport.js";
@@ -153,4 +156,20 @@ test("every built-in profile: its devices offer exactly the capabilities it decl
   }
   for (const c of ["relay-coils:telemetry+shed+restore", "sunspec:telemetry+curtail", "sungrow-sh:telemetry+charge+discharge"])
     assert.ok(checked.includes(c), `${c} in ${checked.join(" ")}`);
+});
+
+const DISPATCH = resolve(fileURLToPath(import.meta.url), "../../../../src/dispatch");
+
+test("dispatch never reads a list of capability names: the kinds decide from the interfaces a device implements", () => {
+  const files = readdirSync(DISPATCH, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+  assert.ok(files.length > 20 && files.includes(join("kinds", "shed.ts")), `read ${files.length} files from ${DISPATCH}`);
+  const reads: string[] = [];
+  for (const f of files)
+    readFileSync(join(DISPATCH, f), "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const code = line.replace(/\/\*.*?\*\/|\/\/.*$|^\s*\*.*$/g, "");
+        if (/\bcapabilities\b|\bcapabilitiesOf\b|\bCapability\b/.test(code)) reads.push(`${f}:${i + 1}: ${line.trim()}`);
+      });
+  assert.deepEqual(reads, []);
 });

@@ -8,6 +8,7 @@
 import { allocateProportional, pctOf, statusFor, type DispatchDevice } from "../allocate.js";
 import { addHeld, addSample, heldMean, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
+import { takes } from "../../model/device.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
@@ -16,7 +17,7 @@ export const chargeDischarge: EventKind = {
   types: ["charge", "discharge"],
 
   capable(type: EventType, d: DispatchDevice): boolean {
-    return (type === "charge" || type === "discharge") && d.capabilities.includes(type);
+    return (type === "charge" || type === "discharge") && takes(d.device.power, type);
   },
 
   begin(row: EventRow, ctx: KindContext): void {

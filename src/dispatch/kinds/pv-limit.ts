@@ -14,7 +14,7 @@ export const pvLimit: EventKind = {
   types: ["pv_limit"],
 
   capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "pv_limit" && d.capabilities.includes("curtail");
+    return type === "pv_limit" && d.device.curtail !== undefined;
   },
 
   begin(row: EventRow, ctx: KindContext): void {

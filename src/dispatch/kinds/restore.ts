@@ -5,6 +5,7 @@
 // back its pre-shed state; the result is `completed` when every such device does.
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import type { EventType } from "../../model/vocabulary.js";
+import { sheds } from "./shed.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
@@ -17,7 +18,8 @@ export const restore: EventKind = {
   types: ["restore"],
 
   capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "restore" && d.capabilities.includes("restore");
+    // What a shed changed, a restore puts back: a device a shed can drive (a switch, a setpoint).
+    return type === "restore" && sheds(d.device);
   },
 
   begin(row: EventRow, ctx: KindContext): void {

@@ -6,6 +6,7 @@
 // load that does not follow its write brings nothing, and the shed moves on. The rules of
 // stepping and measuring: docs/dispatch.md (shed).
 import type { Role } from "../../model/roles.js";
+import type { Device } from "../../model/device.js";
 import { statusFor, type DispatchDevice } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
@@ -29,6 +30,9 @@ import {
 /** The roles a shed turns down: a switch goes off, a thermostat is set back by its setback_c. */
 const LOAD_ROLES: ReadonlySet<Role> = new Set(["switch", "thermostat"]);
 const isLoad = (d: DispatchDevice) => LOAD_ROLES.has(d.role);
+
+/** Whether a shed can drive the device: it switches a load off or sets a heating setpoint back. */
+export const sheds = (d: Pick<Device, "switch" | "setpoint">): boolean => d.switch !== undefined || d.setpoint !== undefined;
 
 /** shed_priority of a device without one. */
 export const DEFAULT_SHED_PRIORITY = 100;
@@ -135,7 +139,7 @@ export const shed: EventKind = {
   types: ["shed"],
 
   capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "shed" && d.capabilities.includes("shed") && isLoad(d);
+    return type === "shed" && sheds(d.device) && isLoad(d);
   },
 
   begin(row: EventRow, ctx: KindContext): void {
