@@ -3,14 +3,15 @@
 // Each capability resolves to raw writes like a profile would; reads and writes go to the
 // map, and the pre-event state is the Modbus family's (the raw cells an action touches),
 // so the device ledger's capture, release and read-back run for real against it.
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
+import type { Planned } from "../../src/dispatch/allocate.js";
+import type { Role } from "../../src/model/roles.js";
 import type { ActionParams, RawWrite } from "../../src/modbus/device/raw-write.js";
 import { asRawWrites, capturePre, verifyPre } from "../../src/modbus/device/pre-state.js";
 import { capabilitiesOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../../src/model/device.js";
 import { pctOf } from "../../src/model/power.js";
 import type { ActionName } from "../../src/model/vocabulary.js";
 import { FakeClock } from "./fake-clock.js";
-import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { planned as plannedOf } from "../../src/dispatch/devices.js";
 import { SitegateError } from "../../src/errors.js";
 
 /** Battery mode register values. */
@@ -25,8 +26,19 @@ export interface FakeWrite {
   coils?: boolean[];
 }
 
-/** A fake device as a test describes it: what dispatch plans with, less the device (made from this). */
-export type FakeSpec = Omit<DispatchDevice, "device">;
+/** A fake device as a test describes it (tests change its metrics and flags in place; its Device reads them). */
+export interface FakeSpec {
+  device_id: string;
+  role: Role;
+  max_power_w?: number;
+  fully_configured: boolean;
+  online: boolean;
+  metrics: Record<string, number>;
+  /** A relay's closed coils as a bit mask (coil 0 = bit 0): what its switch's outputsOn() reads. */
+  coils_on?: number;
+  rated_power_w?: number | readonly number[];
+  shed_priority?: number;
+}
 
 export class FakeDevices {
   writes: FakeWrite[] = [];
@@ -254,7 +266,7 @@ export function meter(id: string, power: number): FakeSpec {
   return { device_id: id, role: "meter", fully_configured: true, online: true, metrics: { power_w: power } };
 }
 
-/** Fake devices as the planner sees them (dispatchDevices over their directory): for pure planning tests. */
-export function planned(...specs: FakeSpec[]): DispatchDevice[] {
-  return dispatchDevices(new FakeDevices(specs, new FakeClock(0)).directory);
+/** Fake devices as one plan sees them (dispatch/devices.ts planned() over their directory): for pure planning tests. */
+export function planned(...specs: FakeSpec[]): Planned[] {
+  return plannedOf(new FakeDevices(specs, new FakeClock(0)).directory);
 }

@@ -18,7 +18,7 @@ import { fixedProfileSchema, type Profile } from "../../src/profiles/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";
 import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
-import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { planned } from "../../src/dispatch/devices.js";
 import { kindOf } from "../../src/dispatch/kinds/index.js";
 import type { Capability } from "../../src/model/vocabulary.js";
 import { silentLogger } from "../../src/log.js";
@@ -108,9 +108,9 @@ test("a profile that lists capabilities its actions lack: the wire and dispatch 
     assert.equal(r.device.switch, undefined);
     assert.deepEqual(r.device.power?.directions, ["discharge"]);
     assert.deepEqual(wire(r.device), ["telemetry", "discharge"]);
-    const [planned] = dispatchDevices({ list: () => [r.device] });
-    assert.equal(kindOf("charge").capable("charge", planned!), false, "not charged: its profile writes no charge");
-    assert.equal(kindOf("discharge").capable("discharge", planned!), true);
+    const [seen] = planned({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", seen!), false, "not charged: its profile writes no charge");
+    assert.equal(kindOf("discharge").capable("discharge", seen!), true);
   } finally {
     await r.close();
   }
@@ -130,9 +130,9 @@ test("a profile with actions its capability list lacks (one SunSpec profile, a P
     assert.equal(r.device.power, undefined, "a PV inverter is not charged though its profile can write a battery");
     assert.ok(r.device.curtail);
     assert.deepEqual(wire(r.device), ["telemetry", "curtail"]);
-    const [planned] = dispatchDevices({ list: () => [r.device] });
-    assert.equal(kindOf("charge").capable("charge", planned!), false);
-    assert.equal(kindOf("pv_limit").capable("pv_limit", planned!), true);
+    const [seen] = planned({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", seen!), false);
+    assert.equal(kindOf("pv_limit").capable("pv_limit", seen!), true);
   } finally {
     await r.close();
   }

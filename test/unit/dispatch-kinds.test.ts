@@ -134,7 +134,7 @@ test("ledger: after a crash mid-shed, the next start puts the coils back when th
 test("shed order is shed_priority (default 100), then device_id; PV and batteries are never shed", () => {
   const list = planned(relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 }));
   assert.deepEqual(
-    [...list].sort(shedOrder).map((d) => d.device_id),
+    [...list].sort(shedOrder).map((d) => d.device.id),
     ["z", "b", "a"],
   );
   const [p, b] = planned(pv("pv", 5000, 0), battery("b1", 5000));
