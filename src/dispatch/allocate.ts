@@ -4,33 +4,29 @@
 // No I/O here: the dispatcher feeds it the devices as telemetry sees them.
 import type { EventSpec } from "./request.js";
 import { byCodeUnit } from "../util/compare.js";
-import type { Role } from "../model/roles.js";
 
 export { pctOf } from "../model/power.js";
 
-export type { Capability } from "../model/vocabulary.js";
-import type { Capability } from "../model/vocabulary.js";
+import type { Device, DeviceDescriptor, Metrics } from "../model/device.js";
 
-/** A device as the dispatcher sees it (registry + health + latest telemetry). */
-export interface DispatchDevice {
-  device_id: string;
-  role: Role;
-  /** What the interfaces it implements give it (capabilitiesOf), never a profile's list. */
-  capabilities: readonly Capability[];
-  max_power_w?: number;
-  fully_configured: boolean;
+/**
+ * A device in one plan: the device itself (its interfaces, info and health), and what this
+ * plan sees of it that is not the device, taken once per plan (dispatch/devices.ts planned()):
+ * its descriptor and readings at that moment, and the executor's and the gap read-back's
+ * word on whether it may be used.
+ */
+export interface Planned {
+  readonly device: Device;
+  /** What it is (device.descriptor() when the plan was built; a device without one is not planned). */
+  readonly descriptor: DeviceDescriptor;
+  /** Reachable for this plan: its health, true for one that answered the read-back after a crash, false while blocked. */
   online: boolean;
-  metrics: Record<string, number>;
-  /** A relay's closed coils as a bit mask (first coil = bit 0), from its latest reading. */
-  coils_on?: number;
-  /** Device config: the rated load a switch carries, one number or one per coil (shed without a meter). */
-  rated_power_w?: number | readonly number[];
-  /** Device config: shed order, lower first, then device_id (default 100). */
-  shed_priority?: number;
+  /** Its latest readings when the plan was built. */
+  metrics: Metrics;
+  /** A relay's closed outputs as a bit mask (output 0 = bit 0), from the same readings. */
+  outputsOn?: number;
   /** Why no event may use it now (a release it did not read back): new events skip it with this. */
   blocked?: string;
-  /** A battery's reading against its forced mode (PowerControllable.showsForced): false once it is on its own. */
-  showsForced?(direction: "charge" | "discharge", metrics: Readonly<Record<string, number>>): boolean | undefined;
 }
 
 /**
@@ -63,11 +59,12 @@ export interface Share {
 export type SkipReason = "unavailable" | "taken" | "no_share";
 
 /** A battery's state of charge says it can take no more of this direction. */
-export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevice): string | undefined {
-  if (!d.fully_configured) return "not fully configured (REGISTRY_WRITE_FAILED)";
+export function batteryUnavailable(type: "charge" | "discharge", d: Planned): string | undefined {
+  if (!d.device.info().fully_configured) return "not fully configured (REGISTRY_WRITE_FAILED)";
   if (d.blocked) return d.blocked;
   if (!d.online) return "offline";
-  if (!d.max_power_w || d.max_power_w <= 0) return "no maximum power known";
+  const max = d.descriptor.max_power_w;
+  if (!max || max <= 0) return "no maximum power known";
   const soc = d.metrics.soc_pct;
   if (soc !== undefined && type === "discharge" && soc <= 0.5) return `empty (soc ${soc} %)`;
   if (soc !== undefined && type === "charge" && soc >= 99.5) return `full (soc ${soc} %)`;
@@ -82,24 +79,24 @@ export function batteryUnavailable(type: "charge" | "discharge", d: DispatchDevi
 export function allocateProportional(
   type: "charge" | "discharge",
   watts: number,
-  devices: readonly DispatchDevice[],
+  devices: readonly Planned[],
   /** What is left of each device for this event (stacking); its maximum power by default. */
-  capOf: (d: DispatchDevice) => number = (d) => d.max_power_w ?? 0,
+  capOf: (d: Planned) => number = (d) => d.descriptor.max_power_w ?? 0,
 ): Share[] {
   const shares = new Map<string, Share>();
-  const open: DispatchDevice[] = [];
+  const open: Planned[] = [];
   for (const d of devices) {
     const unavailable = batteryUnavailable(type, d);
-    if (unavailable) shares.set(d.device_id, { device_id: d.device_id, watts: 0, skipped: unavailable, reason: "unavailable" });
+    if (unavailable) shares.set(d.device.id, { device_id: d.device.id, watts: 0, skipped: unavailable, reason: "unavailable" });
     else if (capOf(d) <= 0)
-      shares.set(d.device_id, {
-        device_id: d.device_id,
+      shares.set(d.device.id, {
+        device_id: d.device.id,
         watts: 0,
         skipped: "no capacity left (taken by events before this one)",
         reason: "taken",
       });
     else {
-      shares.set(d.device_id, { device_id: d.device_id, watts: 0 });
+      shares.set(d.device.id, { device_id: d.device.id, watts: 0 });
       open.push(d);
     }
   }
@@ -107,13 +104,13 @@ export function allocateProportional(
   // Water-filling: split what is left in proportion among the batteries not yet at their
   // cap; those that hit it drop out and the rest is split again.
   while (left > 1e-9 && open.length > 0) {
-    const total = open.reduce((s, d) => s + d.max_power_w!, 0);
+    const total = open.reduce((s, d) => s + d.descriptor.max_power_w!, 0);
     let capped = false;
     for (let i = open.length - 1; i >= 0; i--) {
       const d = open[i]!; // i runs down over open's own indices
-      const s = shares.get(d.device_id)!;
-      const want = (left * d.max_power_w!) / total;
-      const cap = Math.min(d.max_power_w!, capOf(d));
+      const s = shares.get(d.device.id)!;
+      const want = (left * d.descriptor.max_power_w!) / total;
+      const cap = Math.min(d.descriptor.max_power_w!, capOf(d));
       if (s.watts + want >= cap) {
         left -= cap - s.watts;
         s.watts = cap;
@@ -122,7 +119,7 @@ export function allocateProportional(
       }
     }
     if (capped) continue;
-    for (const d of open) shares.get(d.device_id)!.watts += (left * d.max_power_w!) / total;
+    for (const d of open) shares.get(d.device.id)!.watts += (left * d.descriptor.max_power_w!) / total;
     left = 0;
   }
   for (const s of shares.values()) {
@@ -130,7 +127,7 @@ export function allocateProportional(
     s.skipped = "no share left";
     s.reason = "no_share";
   }
-  return devices.map((d) => shares.get(d.device_id)!);
+  return devices.map((d) => shares.get(d.device.id)!);
 }
 
 export type ResultStatus = "completed" | "partial" | "failed";

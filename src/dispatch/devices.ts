@@ -1,11 +1,12 @@
 // Dispatch's one place between its claims and the device model: a claim's action written
 // through the capability that carries it (driveOf, the model's one table of them), and the
-// device as the planner sees it. Nothing here knows a transport; a device offers a
+// device as one plan sees it. Nothing here knows a transport; a device offers a
 // capability or it does not.
 import { SitegateError } from "../errors.js";
-import { capabilitiesOf, driveOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
+import { driveOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../model/device.js";
 import type { ActionName } from "../model/vocabulary.js";
-import type { DispatchDevice } from "./allocate.js";
+import type { Planned } from "./allocate.js";
+import type { MeterCandidate } from "../devices/grid-meter.js";
 
 /** What one claim (or the claims stacked on a device) writes: the action, and its power or percent. */
 export interface Setting {
@@ -35,28 +36,31 @@ export async function confirmRead(d: Device): Promise<Metrics> {
   return (await d.confirm?.()) ?? {};
 }
 
-/** Every device with a descriptor, fully configured or not, as the planner sees it. */
-export function dispatchDevices(dir: Pick<DeviceDirectory, "list">): DispatchDevice[] {
-  const out: DispatchDevice[] = [];
-  for (const d of dir.list()) {
-    const desc = d.descriptor();
-    if (!desc) continue;
-    const info = d.info();
-    const coils = d.switch?.outputsOn?.();
-    const power = d.power;
+/** Every device with a descriptor, fully configured or not, as one plan sees it. */
+export function planned(dir: Pick<DeviceDirectory, "list">): Planned[] {
+  const out: Planned[] = [];
+  for (const device of dir.list()) {
+    const descriptor = device.descriptor();
+    if (!descriptor) continue;
+    const on = device.switch?.outputsOn?.();
     out.push({
-      device_id: d.id,
-      role: desc.role,
-      capabilities: capabilitiesOf(d),
-      ...(desc.max_power_w !== undefined ? { max_power_w: desc.max_power_w } : {}),
-      fully_configured: info.fully_configured,
-      online: d.health().online,
-      metrics: { ...d.latest() },
-      ...(coils !== undefined ? { coils_on: coils } : {}),
-      ...(info.rated_power_w !== undefined ? { rated_power_w: info.rated_power_w } : {}),
-      ...(info.shed_priority !== undefined ? { shed_priority: info.shed_priority } : {}),
-      ...(power?.showsForced ? { showsForced: (dir, m) => power.showsForced?.(dir, m) } : {}),
+      device,
+      descriptor,
+      online: device.health().online,
+      metrics: { ...device.latest() },
+      ...(on !== undefined ? { outputsOn: on } : {}),
     });
   }
   return out;
+}
+
+/** What the grid meter rule (devices/grid-meter.ts) needs to know of a planned device. */
+export function meterView(d: Planned): MeterCandidate {
+  return {
+    device_id: d.device.id,
+    role: d.descriptor.role,
+    fully_configured: d.device.info().fully_configured,
+    online: d.online,
+    power_w: d.metrics.power_w,
+  };
 }

@@ -14,8 +14,8 @@ import type { ActionName } from "../model/vocabulary.js";
 import type { DeviceDirectory, PreState } from "../model/device.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { gridMeter } from "../devices/grid-meter.js";
-import type { DispatchDevice } from "./allocate.js";
-import { confirmRead, dispatchDevices, refreshOf } from "./devices.js";
+import type { Planned } from "./allocate.js";
+import { confirmRead, meterView, planned, refreshOf } from "./devices.js";
 import { Ledger } from "./ledger.js";
 import { DeviceJobs } from "./releases.js";
 import { addSample } from "./measure.js";
@@ -58,7 +58,7 @@ export class Executor {
   /** Devices each event (live or test) claimed in the last plan. */
   private claimed = new Map<string, string[]>();
   private running: readonly EventRow[] = [];
-  private devs: DispatchDevice[] = [];
+  private devs: Planned[] = [];
   private lastSave = 0;
   readonly stats = { writes_ok: 0, writes_failed: 0, releases_ok: 0, releases_failed: 0, confirms_ok: 0, confirms_failed: 0 };
 
@@ -92,13 +92,13 @@ export class Executor {
 
   private ctx(now: number): KindContext {
     const devs = this.devs;
-    const byId = new Map(devs.map((d) => [d.device_id, d]));
+    const byId = new Map(devs.map((d) => [d.device.id, d]));
     return {
       now,
       hold: this.hold,
       devices: devs,
       device: (id) => byId.get(id),
-      gridMeter: () => gridMeter(devs, (d) => ({ ...d, power_w: d.metrics.power_w })),
+      gridMeter: () => gridMeter(devs, meterView),
       baseline: (id, until) => this.history.baseline(id, until),
       quietUntil: (before) => this.busy.quietUntil(before),
       seenAt: (id) => this.history.seenAt(id),
@@ -120,12 +120,12 @@ export class Executor {
   begin(row: EventRow, running: readonly EventRow[], now: number): void {
     row.progress.window_from = Math.max(row.spec.start_ms, row.created_at);
     this.running = running;
-    this.devs = this.usable(dispatchDevices(this.deps.devices));
+    this.devs = this.usable(planned(this.deps.devices));
     kindOf(row.spec.event_type).begin?.(row, this.ctx(now));
   }
 
   /** Plans every running event: the claims (who drives which device) and whether any is driven; nothing written. */
-  plan(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): Map<string, Desired> {
+  plan(running: readonly EventRow[], now: number, all: Planned[] = planned(this.deps.devices)): Map<string, Desired> {
     this.running = running;
     this.devs = this.usable(all);
     const { desired, claimed } = planAll(running, this.ctx(now), this.devs, (row, e) =>
@@ -141,7 +141,7 @@ export class Executor {
   }
 
   /** Plans every running event, writes what changed or is due, releases what no event drives. */
-  reconcile(running: readonly EventRow[], now: number, all: DispatchDevice[] = dispatchDevices(this.deps.devices)): void {
+  reconcile(running: readonly EventRow[], now: number, all: Planned[] = planned(this.deps.devices)): void {
     const desired = this.plan(running, now, all);
 
     for (const [id, want] of desired) {
@@ -162,7 +162,7 @@ export class Executor {
     }
 
     const live = new Set(running.filter((r) => r.spec.mode === "live" && r.state === "running").map((r) => r.spec.event_id));
-    const byId = new Map(all.map((d) => [d.device_id, d]));
+    const byId = new Map(all.map((d) => [d.device.id, d]));
     this.heldOffline.clear();
     for (const id of new Set([...this.applied.keys(), ...this.ledger.all().map((r) => r.device_id)])) {
       if (desired.has(id) || this.jobs.releasing.has(id)) continue;
@@ -180,10 +180,10 @@ export class Executor {
   }
 
   /** The devices the kinds plan with: one whose release did not read back is unavailable, with why (B4). */
-  private usable(devs: DispatchDevice[]): DispatchDevice[] {
+  private usable(devs: Planned[]): Planned[] {
     if (!this.ledger || this.ledger.unreleased().length === 0) return devs;
     return devs.map((d) => {
-      const why = this.ledger.get(d.device_id)?.unreleased;
+      const why = this.ledger.get(d.device.id)?.unreleased;
       return why === undefined ? d : { ...d, online: false, blocked: `not released: ${why}` };
     });
   }
@@ -322,7 +322,7 @@ export class Executor {
   /** A poll snapshot: baselines, each live event's measurement and coverage, then a new plan (unless `write` is false: a read-back, gap-readback.ts). */
   observe(snap: Snapshot, running: readonly EventRow[], now: number, write = true): void {
     const ts = snap.ts;
-    const devs = dispatchDevices(this.deps.devices);
+    const devs = planned(this.deps.devices);
     this.devs = this.usable(devs);
     this.running = running;
     const byId = new Map(snap.devices.map((d) => [d.device_id, d.metrics]));

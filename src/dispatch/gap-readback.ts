@@ -12,7 +12,7 @@ import type { Logger } from "../log.js";
 import type { Device, DeviceDirectory } from "../model/device.js";
 import type { Snapshot } from "../telemetry/types.js";
 import { within, type Clock } from "../util/clock.js";
-import { dispatchDevices } from "./devices.js";
+import { planned } from "./devices.js";
 import type { Executor } from "./executor.js";
 import type { Ledger } from "./ledger.js";
 import type { EventRow, EventStore, Progress } from "./store.js";
@@ -84,7 +84,7 @@ export async function readBack(
   exec.plan(
     running,
     at,
-    dispatchDevices(deps.devices).map((d) => (answered.has(d.device_id) ? { ...d, online: true } : d)),
+    planned(deps.devices).map((d) => (answered.has(d.device.id) ? { ...d, online: true } : d)),
   );
   exec.observe(snap, running, at, false);
   running.forEach((r, i) => fromFirstWrite(r.progress, unread[i] ?? [], at));

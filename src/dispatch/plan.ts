@@ -2,7 +2,7 @@
 // copy of what the live ones left (a test event never takes a device from a live one).
 // Each event's kind claims from what is left; the live claims merge per device into what
 // is written (stacking: one setpoint, the sum of the events' shares).
-import { compareEvents, pctOf, type DispatchDevice } from "./allocate.js";
+import { compareEvents, pctOf, type Planned } from "./allocate.js";
 import type { ActionName } from "../model/vocabulary.js";
 import { kindOf } from "./kinds/index.js";
 import { Capacity, type Claim, type KindContext } from "./kinds/kind.js";
@@ -26,7 +26,7 @@ export interface Plan {
 export function planAll(
   running: readonly EventRow[],
   ctx: KindContext,
-  devs: readonly DispatchDevice[],
+  devs: readonly Planned[],
   failed: (row: EventRow, e: unknown) => void,
 ): Plan {
   const desired = new Map<string, Desired>();
@@ -53,14 +53,14 @@ export function planAll(
   return { desired, claimed };
 }
 
-function merge(desired: Map<string, Desired>, devs: readonly DispatchDevice[], row: EventRow, c: Claim): void {
+function merge(desired: Map<string, Desired>, devs: readonly Planned[], row: EventRow, c: Claim): void {
   const w = desired.get(c.device_id);
   if (!w) desired.set(c.device_id, { action: c.action, watts: c.watts, pct: c.pct, rows: [{ row, watts: c.watts ?? 0 }] });
   else if (w.action === c.action) {
     // Stacking: one setpoint, the sum of the events' shares.
     w.watts = (w.watts ?? 0) + (c.watts ?? 0);
-    const d = devs.find((x) => x.device_id === c.device_id);
-    if (d?.max_power_w) w.pct = pctOf(w.watts, d.max_power_w);
+    const d = devs.find((x) => x.device.id === c.device_id);
+    if (d?.descriptor.max_power_w) w.pct = pctOf(w.watts, d.descriptor.max_power_w);
     w.rows.push({ row, watts: c.watts ?? 0 });
   }
 }

@@ -1,6 +1,6 @@
 // An event's execution response (B4): the fields every kind shares, around what the
 // event's kind measured (or, for a test event, what it planned).
-import { statusFor, type DispatchDevice, type ResultStatus } from "./allocate.js";
+import { statusFor, type Planned, type ResultStatus } from "./allocate.js";
 import { meanUntil } from "./measure.js";
 import { fromWatts } from "./request.js";
 import { kindOf } from "./kinds/index.js";
@@ -18,7 +18,7 @@ export interface ExecutionResponse {
 export function executionResponse(
   row: EventRow,
   ctx: KindContext,
-  devs: readonly DispatchDevice[],
+  devs: readonly Planned[],
   at: { until: number; cancelled: boolean; now: number },
 ): ExecutionResponse {
   const { until, cancelled, now } = at;
@@ -33,7 +33,7 @@ export function executionResponse(
     timestamp: new Date(now).toISOString(),
     details: { ...base, delivered_quantity: fromWatts(delivered, s.unit), ...extra },
   });
-  const capable = devs.filter((d) => kind.capable(s.event_type, d) && d.fully_configured);
+  const capable = devs.filter((d) => kind.capable(s.event_type, d) && d.device.info().fully_configured);
   if (capable.length === 0 && Object.keys(p.devices).length === 0) {
     return respond("failed", 0, { measured: false, coverage: 0, reason: "no_capable_device", devices: [] });
   }

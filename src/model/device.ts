@@ -164,8 +164,13 @@ export interface Drive {
   write(setting: { watts?: number; pct?: number }, pre: PreState): Promise<void>;
 }
 
+/** Whether a battery's power interface takes `direction` (its `directions`; absent: both). */
+export function takes(p: PowerControllable | undefined, direction: "charge" | "discharge"): p is PowerControllable {
+  return p !== undefined && (p.directions?.includes(direction) ?? true);
+}
+
 function power(p: PowerControllable | undefined, direction: "charge" | "discharge"): Drive | undefined {
-  if (!p || !(p.directions?.includes(direction) ?? true)) return undefined;
+  if (!takes(p, direction)) return undefined;
   return { refreshMs: p.refreshMs, write: (s) => p.setPower(direction, s.watts ?? 0) };
 }
 

@@ -5,11 +5,10 @@ import { randomUUID } from "node:crypto";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import { dispatchRequest, type DispatchRequest } from "../../src/dispatch/request.js";
 import { silentLogger } from "../../src/log.js";
 import { FakeClock } from "./fake-clock.js";
-import { FakeDevices } from "./fake-devices.js";
+import { FakeDevices, type FakeSpec } from "./fake-devices.js";
 import { makeTmpDir } from "./tmp.js";
 
 export const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -28,7 +27,7 @@ export interface UnitRig {
 }
 
 export function unitRig(
-  devices: DispatchDevice[],
+  devices: FakeSpec[],
   opts: { db?: Db; clock?: FakeClock; dev?: FakeDevices; responses?: ExecutionResponse[] } = {},
 ): UnitRig {
   const tmp = opts.db ? null : makeTmpDir();

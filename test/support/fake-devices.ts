@@ -3,13 +3,15 @@
 // Each capability resolves to raw writes like a profile would; reads and writes go to the
 // map, and the pre-event state is the Modbus family's (the raw cells an action touches),
 // so the device ledger's capture, release and read-back run for real against it.
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
+import type { Planned } from "../../src/dispatch/allocate.js";
+import type { Role } from "../../src/model/roles.js";
 import type { ActionParams, RawWrite } from "../../src/modbus/device/raw-write.js";
 import { asRawWrites, capturePre, verifyPre } from "../../src/modbus/device/pre-state.js";
-import type { Device, DeviceDirectory, Metrics, PreState } from "../../src/model/device.js";
+import { capabilitiesOf, type Device, type DeviceDirectory, type Metrics, type PreState } from "../../src/model/device.js";
 import { pctOf } from "../../src/model/power.js";
 import type { ActionName } from "../../src/model/vocabulary.js";
-import type { FakeClock } from "./fake-clock.js";
+import { FakeClock } from "./fake-clock.js";
+import { planned as plannedOf } from "../../src/dispatch/devices.js";
 import { SitegateError } from "../../src/errors.js";
 
 /** Battery mode register values. */
@@ -22,6 +24,20 @@ export interface FakeWrite {
   action: string;
   pct?: number;
   coils?: boolean[];
+}
+
+/** A fake device as a test describes it (tests change its metrics and flags in place; its Device reads them). */
+export interface FakeSpec {
+  device_id: string;
+  role: Role;
+  max_power_w?: number;
+  fully_configured: boolean;
+  online: boolean;
+  metrics: Record<string, number>;
+  /** A relay's closed coils as a bit mask (coil 0 = bit 0): what its switch's outputsOn() reads. */
+  coils_on?: number;
+  rated_power_w?: number | readonly number[];
+  shed_priority?: number;
 }
 
 export class FakeDevices {
@@ -38,7 +54,7 @@ export class FakeDevices {
   power?: (id: string) => number | undefined;
 
   constructor(
-    public list: DispatchDevice[],
+    public list: FakeSpec[],
     private readonly clock: FakeClock,
   ) {}
 
@@ -57,11 +73,11 @@ export class FakeDevices {
   }
 
   /** The dispatch view of a device (tests change its metrics and flags in place). */
-  view(id: string): DispatchDevice {
+  view(id: string): FakeSpec {
     return this.dev(id);
   }
 
-  private dev(id: string): DispatchDevice {
+  private dev(id: string): FakeSpec {
     const d = this.list.find((x) => x.device_id === id);
     if (!d) throw new Error(`no device ${id}`);
     return d;
@@ -160,7 +176,7 @@ function fakeDevice(f: FakeDevices, id: string): Device {
   const act = async (action: ActionName, params: ActionParams) => f.write(id, await f.plan(id, action, params));
   const read = (table: "holding" | "coil", address: number, count: number) => f.read(id, table, address, count);
   const role = d().role;
-  return {
+  const made: Device = {
     id,
     info: () => ({
       device_id: id,
@@ -174,7 +190,7 @@ function fakeDevice(f: FakeDevices, id: string): Device {
       role: d().role,
       device_type: 0,
       ...(d().max_power_w !== undefined ? { max_power_w: d().max_power_w } : {}),
-      capabilities: [...d().capabilities],
+      capabilities: capabilitiesOf(made),
       profile: "fake",
       identity: {},
     }),
@@ -208,14 +224,14 @@ function fakeDevice(f: FakeDevices, id: string): Device {
     handBack: () => act("release", {}),
     confirm: () => f.confirm(id),
     setRemote: (on: boolean) => f.setRemote(id, on),
-  } satisfies Device;
+  };
+  return made;
 }
 
-export function battery(id: string, max: number, soc = 50): DispatchDevice {
+export function battery(id: string, max: number, soc = 50): FakeSpec {
   return {
     device_id: id,
     role: "battery",
-    capabilities: ["telemetry", "charge", "discharge"],
     max_power_w: max,
     fully_configured: true,
     online: true,
@@ -223,11 +239,10 @@ export function battery(id: string, max: number, soc = 50): DispatchDevice {
   };
 }
 
-export function relay(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
+export function relay(id: string, extra: Partial<FakeSpec> = {}): FakeSpec {
   return {
     device_id: id,
     role: "switch",
-    capabilities: ["telemetry", "shed", "restore"],
     fully_configured: true,
     online: true,
     metrics: {},
@@ -236,11 +251,10 @@ export function relay(id: string, extra: Partial<DispatchDevice> = {}): Dispatch
   };
 }
 
-export function pv(id: string, max: number, power: number): DispatchDevice {
+export function pv(id: string, max: number, power: number): FakeSpec {
   return {
     device_id: id,
     role: "pv",
-    capabilities: ["telemetry", "curtail"],
     max_power_w: max,
     fully_configured: true,
     online: true,
@@ -248,6 +262,11 @@ export function pv(id: string, max: number, power: number): DispatchDevice {
   };
 }
 
-export function meter(id: string, power: number): DispatchDevice {
-  return { device_id: id, role: "meter", capabilities: ["telemetry"], fully_configured: true, online: true, metrics: { power_w: power } };
+export function meter(id: string, power: number): FakeSpec {
+  return { device_id: id, role: "meter", fully_configured: true, online: true, metrics: { power_w: power } };
+}
+
+/** Fake devices as one plan sees them (dispatch/devices.ts planned() over their directory): for pure planning tests. */
+export function planned(...specs: FakeSpec[]): Planned[] {
+  return plannedOf(new FakeDevices(specs, new FakeClock(0)).directory);
 }

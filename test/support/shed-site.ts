@@ -3,9 +3,9 @@
 // and holds a reported delivery to the truth (B4: within 10 % or 0.2 kW).
 import assert from "node:assert/strict";
 import type { ExecutionResponse } from "../../src/dispatch/dispatcher.js";
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
 import type { DispatchRequest } from "../../src/dispatch/request.js";
 import { POLL, T0, drRequest, type UnitRig } from "./dispatch-unit.js";
+import type { FakeSpec } from "./fake-devices.js";
 
 export const flush = () => new Promise((r) => setImmediate(r));
 
@@ -98,11 +98,10 @@ export function assertTruth(b: ExecutionResponse, truthW: number): void {
   );
 }
 
-export function thermostat(id: string, extra: Partial<DispatchDevice> = {}): DispatchDevice {
+export function thermostat(id: string, extra: Partial<FakeSpec> = {}): FakeSpec {
   return {
     device_id: id,
     role: "thermostat",
-    capabilities: ["telemetry", "shed", "restore"],
     fully_configured: true,
     online: true,
     metrics: {},

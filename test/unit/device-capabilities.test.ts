@@ -4,6 +4,9 @@
 // what the device does not do, nor dispatch plan on it. A Modbus device offers an action
 // only where what pairing found (its role rule's list) and its profile's actions agree.
 import { test } from "node:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
 import type { Transport } from "../../src/modbus/transport.js";
@@ -13,11 +16,11 @@ import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/prof
 import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 import { fixedProfileSchema, type Profile } from "../../src/profiles/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
-import { capabilitiesOf, driveOf, type DeviceDescriptor } from "../../src/model/device.js";
+import { capabilitiesOf, driveOf, type Device, type DeviceDescriptor } from "../../src/model/device.js";
 import { deviceSyncView, syncedDevices } from "../../src/services/devices.js";
-import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { planned } from "../../src/dispatch/devices.js";
 import { kindOf } from "../../src/dispatch/kinds/index.js";
-import type { Capability } from "../../src/model/vocabulary.js";
+import type { Capability, EventType } from "../../src/model/vocabulary.js";
 import { silentLogger } from "../../src/log.js";
 
 /** Never asked: nothing here reads or writes the device. */
@@ -105,9 +108,9 @@ test("a profile that lists capabilities its actions lack: the wire and dispatch 
     assert.equal(r.device.switch, undefined);
     assert.deepEqual(r.device.power?.directions, ["discharge"]);
     assert.deepEqual(wire(r.device), ["telemetry", "discharge"]);
-    const [planned] = dispatchDevices({ list: () => [r.device] });
-    assert.equal(kindOf("charge").capable("charge", planned!), false, "not charged: its profile writes no charge");
-    assert.equal(kindOf("discharge").capable("discharge", planned!), true);
+    const [seen] = planned({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", seen!), false, "not charged: its profile writes no charge");
+    assert.equal(kindOf("discharge").capable("discharge", seen!), true);
   } finally {
     await r.close();
   }
@@ -127,9 +130,9 @@ test("a profile with actions its capability list lacks (one SunSpec profile, a P
     assert.equal(r.device.power, undefined, "a PV inverter is not charged though its profile can write a battery");
     assert.ok(r.device.curtail);
     assert.deepEqual(wire(r.device), ["telemetry", "curtail"]);
-    const [planned] = dispatchDevices({ list: () => [r.device] });
-    assert.equal(kindOf("charge").capable("charge", planned!), false);
-    assert.equal(kindOf("pv_limit").capable("pv_limit", planned!), true);
+    const [seen] = planned({ list: () => [r.device] });
+    assert.equal(kindOf("charge").capable("charge", seen!), false);
+    assert.equal(kindOf("pv_limit").capable("pv_limit", seen!), true);
   } finally {
     await r.close();
   }
@@ -153,4 +156,68 @@ test("every built-in profile: its devices offer exactly the capabilities it decl
   }
   for (const c of ["relay-coils:telemetry+shed+restore", "sunspec:telemetry+curtail", "sungrow-sh:telemetry+charge+discharge"])
     assert.ok(checked.includes(c), `${c} in ${checked.join(" ")}`);
+});
+
+/** A device of `role` that implements only `parts`, while its descriptor lists every capability. */
+function bare(
+  id: string,
+  role: DeviceDescriptor["role"],
+  parts: Partial<Pick<Device, "power" | "curtail" | "switch" | "setpoint">>,
+): Device {
+  const all: Capability[] = ["telemetry", "charge", "discharge", "curtail", "shed", "restore"];
+  return {
+    id,
+    info: () => ({ device_id: id, family: "test", address: id, fully_configured: true }),
+    descriptor: () => ({ role, device_type: 0, capabilities: all, profile: "test", identity: {} }),
+    latest: () => ({ power_w: 100 }),
+    health: () => ({ online: true, last_ok_at: null, last_error: null, consecutive_failures: 0, op_mode: 1 }),
+    ...parts,
+    capture: async () => ({}),
+    revert: async () => {},
+    verify: async () => undefined,
+    handBack: async () => {},
+    holdsState: () => true,
+    setRemote: () => {},
+  } as Device;
+}
+
+test("a plan holds each Device itself, and its kinds decide from the interfaces it implements, not its descriptor's list", () => {
+  const noop = async () => {};
+  const devices = [
+    bare("nothing", "battery", {}),
+    bare("charger", "battery", { power: { refreshMs: 0, directions: ["charge"], setPower: noop } }),
+    bare("pv", "pv", { curtail: { refreshMs: 0, setLimit: noop } }),
+    bare("heater", "thermostat", { setpoint: { setback_c: 2, setBack: noop } }),
+    bare("plug", "switch", { switch: { switchOff: noop } }),
+  ];
+  const seen = planned({ list: () => devices });
+  assert.deepEqual(
+    seen.map((p) => p.device),
+    devices,
+  );
+  assert.ok(seen.every((p, i) => p.device === devices[i]));
+  const can = (type: EventType) => seen.filter((p) => kindOf(type).capable(type, p)).map((p) => p.device.id);
+  assert.deepEqual(can("charge"), ["charger"]);
+  assert.deepEqual(can("discharge"), [], "its power takes charge only");
+  assert.deepEqual(can("pv_limit"), ["pv"]);
+  assert.deepEqual(can("shed"), ["heater", "plug"]);
+  assert.deepEqual(can("restore"), ["heater", "plug"]);
+  seen[0]!.metrics.power_w = 5;
+  assert.equal(devices[0]!.latest().power_w, 100, "the plan's readings are its own copy");
+});
+
+const DISPATCH = resolve(fileURLToPath(import.meta.url), "../../../../src/dispatch");
+
+test("dispatch never reads a list of capability names: the kinds decide from the interfaces a device implements", () => {
+  const files = readdirSync(DISPATCH, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+  assert.ok(files.length > 20 && files.includes(join("kinds", "shed.ts")), `read ${files.length} files from ${DISPATCH}`);
+  const reads: string[] = [];
+  for (const f of files)
+    readFileSync(join(DISPATCH, f), "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const code = line.replace(/\/\*.*?\*\/|\/\/.*$|^\s*\*.*$/g, "");
+        if (/\bcapabilities\b|\bcapabilitiesOf\b|\bCapability\b/.test(code)) reads.push(`${f}:${i + 1}: ${line.trim()}`);
+      });
+  assert.deepEqual(reads, []);
 });

@@ -15,7 +15,7 @@ import type { DeviceSource, RegisteredDevice } from "../../src/modbus/device/typ
 import { fixedProfileSchema } from "../../src/profiles/schema.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
 import { SiteDevices } from "../../src/devices/directory.js";
-import { dispatchDevices } from "../../src/dispatch/devices.js";
+import { planned } from "../../src/dispatch/devices.js";
 import { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest } from "../../src/dispatch/request.js";
@@ -184,7 +184,7 @@ test("after a setpoint write the battery's power is read once, in the control la
       JSON.stringify(r.lanes),
     );
     assert.equal(r.poller.latest("b1")?.power_w, 2500, "the latest values (status page, API) have the setpoint");
-    assert.equal(dispatchDevices(r.devices)[0].metrics.power_w, 2500, "and so has dispatch's view of the device");
+    assert.equal(planned(r.devices)[0].metrics.power_w, 2500, "and so has dispatch's view of the device");
     assert.equal(r.clock.now(), T0 + 10_000, "at the write's instant, not a poll later");
     assert.deepEqual([r.d.stats.confirms_ok, r.d.stats.confirms_failed], [1, 0]);
 

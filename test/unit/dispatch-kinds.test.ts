@@ -13,7 +13,7 @@ import type { DispatchRequest } from "../../src/dispatch/request.js";
 import { shed as shedKind, shedOrder } from "../../src/dispatch/kinds/shed.js";
 import { makeTmpDir } from "../support/tmp.js";
 import { POLL, T0, drRequest, unitRig, type UnitRig } from "../support/dispatch-unit.js";
-import { FakeDevices, battery, meter, pv, relay } from "../support/fake-devices.js";
+import { FakeDevices, battery, meter, planned, pv, relay } from "../support/fake-devices.js";
 
 const flush = () => new Promise((r) => setImmediate(r));
 
@@ -132,13 +132,14 @@ test("ledger: after a crash mid-shed, the next start puts the coils back when th
 });
 
 test("shed order is shed_priority (default 100), then device_id; PV and batteries are never shed", () => {
-  const list = [relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 })];
+  const list = planned(relay("z", { shed_priority: 5 }), relay("b"), relay("a", { shed_priority: 300 }));
   assert.deepEqual(
-    [...list].sort(shedOrder).map((d) => d.device_id),
+    [...list].sort(shedOrder).map((d) => d.device.id),
     ["z", "b", "a"],
   );
-  assert.equal(shedKind.capable("shed", pv("pv", 5000, 0)), false, "curtailing PV raises import");
-  assert.equal(shedKind.capable("shed", battery("b1", 5000)), false);
+  const [p, b] = planned(pv("pv", 5000, 0), battery("b1", 5000));
+  assert.equal(shedKind.capable("shed", p!), false, "curtailing PV raises import");
+  assert.equal(shedKind.capable("shed", b!), false);
 });
 
 test("shed without a meter: rated loads estimate the drop (coils off before are not counted), each load once, PV never touched, measured false", async () => {

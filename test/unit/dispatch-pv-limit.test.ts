@@ -6,12 +6,12 @@ import assert from "node:assert/strict";
 import { pvLimit } from "../../src/dispatch/kinds/pv-limit.js";
 import type { Capacity, KindContext } from "../../src/dispatch/kinds/kind.js";
 import type { EventRow } from "../../src/dispatch/store.js";
-import type { DispatchDevice } from "../../src/dispatch/allocate.js";
+import { planned, type FakeSpec } from "../support/fake-devices.js";
 
-const pv = (id: string, over: Partial<DispatchDevice> = {}): DispatchDevice => ({
+// A fake PV inverter implements Curtailable; a fake battery PowerControllable only.
+const pv = (id: string, over: Partial<FakeSpec> = {}): FakeSpec => ({
   device_id: id,
   role: "pv",
-  capabilities: ["telemetry", "curtail"],
   max_power_w: 6000,
   fully_configured: true,
   online: true,
@@ -28,13 +28,7 @@ function rig(limit: number | undefined) {
     take: (id: string) => void taken.push(id),
   } as unknown as Capacity;
   const ctx = {
-    devices: [
-      pv("pv-b"),
-      pv("pv-a"),
-      pv("pv-busy"),
-      pv("pv-new", { fully_configured: false }),
-      pv("battery", { role: "battery", capabilities: ["charge"] }),
-    ],
+    devices: planned(pv("pv-b"), pv("pv-a"), pv("pv-busy"), pv("pv-new", { fully_configured: false }), pv("battery", { role: "battery" })),
   } as unknown as KindContext;
   return { row, cap, ctx, taken };
 }
@@ -52,7 +46,7 @@ test("pv_limit caps every free PV inverter at limit_pct of its rating and skips 
   assert.match(p["pv-busy"].skipped!, /driven by event ev-1/);
   assert.match(p["pv-new"].skipped!, /not fully configured/);
   assert.equal(p.battery, undefined, "not a PV inverter");
-  assert.equal(pvLimit.capable("discharge", pv("x")), false);
+  assert.equal(pvLimit.capable("discharge", planned(pv("x"))[0]!), false);
 });
 
 test("pv_limit clamps the limit to 0..100 % and reports per device what was written", () => {

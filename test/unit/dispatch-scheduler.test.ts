@@ -10,7 +10,7 @@ import { FakeClock } from "../support/fake-clock.js";
 import { allocateProportional, compareEvents, statusFor } from "../../src/dispatch/allocate.js";
 import { dispatchRequest, toSpec, type DispatchRequest } from "../../src/dispatch/request.js";
 import { LocalSchedules } from "../../src/dispatch/local-schedules.js";
-import { battery } from "../support/fake-devices.js";
+import { battery, planned } from "../support/fake-devices.js";
 import { silentLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
 import { makeTmpDir } from "../support/tmp.js";
@@ -295,7 +295,7 @@ test("a cron schedule fires on the scheduler at priority 100, taken up at start 
 });
 
 test("allocation: proportional to max power, capped, unavailable batteries give their share away", () => {
-  const b = (id: string, max: number, soc = 50, online = true) => ({ ...battery(id, max, soc), online });
+  const b = (id: string, max: number, soc = 50, online = true) => planned({ ...battery(id, max, soc), online })[0]!;
   assert.deepEqual(
     allocateProportional("discharge", 4000, [b("a", 5000), b("b", 3000)]).map((s) => Math.round(s.watts)),
     [2500, 1500],

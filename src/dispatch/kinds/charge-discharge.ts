@@ -5,9 +5,10 @@
 // grid (`site_effect_w`, B4): the undisturbed baseline's import less the mean import over
 // the window, from fresh meter readings only, so a partner sees when a forced mode displaced
 // the battery's own self-consumption.
-import { allocateProportional, pctOf, statusFor, type DispatchDevice } from "../allocate.js";
+import { allocateProportional, pctOf, statusFor, type Planned } from "../allocate.js";
 import { addHeld, addSample, heldMean, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
+import { takes } from "../../model/device.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
@@ -15,16 +16,16 @@ import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type Event
 export const chargeDischarge: EventKind = {
   types: ["charge", "discharge"],
 
-  capable(type: EventType, d: DispatchDevice): boolean {
-    return (type === "charge" || type === "discharge") && d.capabilities.includes(type);
+  capable(type: EventType, d: Planned): boolean {
+    return (type === "charge" || type === "discharge") && takes(d.device.power, type);
   },
 
   begin(row: EventRow, ctx: KindContext): void {
     const meter = ctx.gridMeter();
     const quiet = ctx.quietUntil(row.spec.start_ms);
-    const base = meter && quiet !== undefined ? ctx.baseline(meter.device_id, quiet) : undefined;
+    const base = meter && quiet !== undefined ? ctx.baseline(meter.device.id, quiet) : undefined;
     if (!meter || base === undefined) return;
-    row.progress.meter_id = meter.device_id;
+    row.progress.meter_id = meter.device.id;
     row.progress.baseline_w = base;
   },
 
@@ -33,8 +34,8 @@ export const chargeDischarge: EventKind = {
     const type = s.event_type as "charge" | "discharge";
     const capable = ctx.devices.filter((d) => this.capable(type, d));
     for (const d of capable)
-      if (!d.fully_configured) deviceProgress(row, d.device_id).skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
-    const usable = capable.filter((d) => d.fully_configured);
+      if (!d.device.info().fully_configured) deviceProgress(row, d.device.id).skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
+    const usable = capable.filter((d) => d.device.info().fully_configured);
     const claims: Claim[] = [];
     for (const sh of allocateProportional(type, s.quantity_w, usable, (d) => cap.left(d, type))) {
       const dp = deviceProgress(row, sh.device_id);
@@ -45,9 +46,9 @@ export const chargeDischarge: EventKind = {
           : sh.skipped;
       if (sh.skipped) continue;
       dp.requested_w = sh.watts;
-      const d = usable.find((x) => x.device_id === sh.device_id)!;
-      cap.take(d.device_id, s.event_id, type, sh.watts, false);
-      claims.push({ device_id: d.device_id, action: type, watts: sh.watts, pct: pctOf(sh.watts, d.max_power_w!) });
+      const d = usable.find((x) => x.device.id === sh.device_id)!;
+      cap.take(d.device.id, s.event_id, type, sh.watts, false);
+      claims.push({ device_id: d.device.id, action: type, watts: sh.watts, pct: pctOf(sh.watts, d.descriptor.max_power_w!) });
     }
     return claims;
   },
@@ -108,7 +109,7 @@ function sample(row: EventRow, ctx: KindContext, id: string, m: Readonly<Record<
   // one another event has taken over delivers nothing for this one.
   // Before its setpoint read back the battery is on its own (a hybrid self-consumes): none of that is the event's;
   // nor once it reads back on its own control (its revert timer ran out while it ignored or refused the re-asserts).
-  const own = ctx.device(id)?.showsForced?.(s.event_type as "charge" | "discharge", m) === false;
+  const own = ctx.device(id)?.device.power?.showsForced?.(s.event_type as "charge" | "discharge", m) === false;
   const part = !own && dp.acked_at !== undefined && ts >= dp.acked_at ? ctx.share(id, s.event_id) : 0;
   const was = dp.mean;
   dp.mean = addSample(was, ts, part * (s.event_type === "discharge" ? w : -w), ctx.hold, row.progress.resumed_at);

@@ -6,7 +6,7 @@
 // line in index.ts.
 import type { ActionName } from "../../model/vocabulary.js";
 import type { PreState } from "../../model/device.js";
-import { statusFor, type DispatchDevice } from "../allocate.js";
+import { statusFor, type Planned } from "../allocate.js";
 import { byCodeUnit } from "../../util/compare.js";
 import type { LedgerRow } from "../ledger.js";
 import type { EventType } from "../../model/vocabulary.js";
@@ -31,11 +31,11 @@ export class Capacity {
   private readonly taken = new Map<string, { action: ActionName; used_w: number; exclusive: boolean; by: string[] }>();
 
   /** Watts left on the device for this action (0 when another action or an exclusive claim holds it). */
-  left(d: DispatchDevice, action: ActionName): number {
-    const t = this.taken.get(d.device_id);
-    if (!t) return d.max_power_w ?? 0;
+  left(d: Planned, action: ActionName): number {
+    const t = this.taken.get(d.device.id);
+    if (!t) return d.descriptor.max_power_w ?? 0;
     if (t.exclusive || t.action !== action) return 0;
-    return Math.max(0, (d.max_power_w ?? 0) - t.used_w);
+    return Math.max(0, (d.descriptor.max_power_w ?? 0) - t.used_w);
   }
 
   /** A copy to plan further events in without touching this one (test mode against live). */
@@ -70,10 +70,10 @@ export interface KindContext {
   now: number;
   /** Sample hold time (ms): how long one reading stands for its device. */
   hold: number;
-  devices: readonly DispatchDevice[];
-  device(id: string): DispatchDevice | undefined;
+  devices: readonly Planned[];
+  device(id: string): Planned | undefined;
   /** The grid meter (B4: a fully configured meter, one named "grid" first). */
-  gridMeter(): DispatchDevice | undefined;
+  gridMeter(): Planned | undefined;
   /** A device's mean power at the AC side in the 60 s before `until` (busy-times.ts acSide: a hybrid's AC power, else power_w). */
   baseline(id: string, until: number): number | undefined;
   /** The end of the latest 60 s before `before` in which no event drove any device (up to 15 min back), if any. */
@@ -127,7 +127,7 @@ export interface KindResult {
 export interface EventKind {
   readonly types: readonly EventType[];
   /** Whether an event of this type can drive this device at all. */
-  capable(type: EventType, d: DispatchDevice): boolean;
+  capable(type: EventType, d: Planned): boolean;
   /** Once, when the event starts (before its first plan). */
   begin?(row: EventRow, ctx: KindContext): void;
   /** Claims, in B4 order, from what `cap` has left; takes what it claims from `cap`. */

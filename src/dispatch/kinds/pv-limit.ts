@@ -3,7 +3,7 @@
 // It sends no execution response; its delivery is PV's own drop (each inverter's power
 // against its power before the cap), and its result lists each inverter and whether the
 // cap was written.
-import type { DispatchDevice } from "../allocate.js";
+import type { Planned } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
 import type { EventRow } from "../store.js";
@@ -13,15 +13,15 @@ import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type Event
 export const pvLimit: EventKind = {
   types: ["pv_limit"],
 
-  capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "pv_limit" && d.capabilities.includes("curtail");
+  capable(type: EventType, d: Planned): boolean {
+    return type === "pv_limit" && d.device.curtail !== undefined;
   },
 
   begin(row: EventRow, ctx: KindContext): void {
     const quiet = ctx.quietUntil(row.spec.start_ms);
     for (const d of ctx.devices.filter((x) => this.capable("pv_limit", x))) {
-      const before = (quiet !== undefined ? ctx.baseline(d.device_id, quiet) : undefined) ?? d.metrics.power_w;
-      if (before !== undefined) deviceProgress(row, d.device_id).before_w = Math.max(0, before);
+      const before = (quiet !== undefined ? ctx.baseline(d.device.id, quiet) : undefined) ?? d.metrics.power_w;
+      if (before !== undefined) deviceProgress(row, d.device.id).before_w = Math.max(0, before);
     }
   },
 
@@ -41,17 +41,17 @@ export const pvLimit: EventKind = {
     const s = row.spec;
     const pct = Math.max(0, Math.min(100, s.limit_pct ?? 100));
     const claims: Claim[] = [];
-    for (const d of ctx.devices.filter((x) => this.capable("pv_limit", x)).sort((a, b) => byCodeUnit(a.device_id, b.device_id))) {
-      const dp = deviceProgress(row, d.device_id);
-      if (!d.fully_configured) dp.skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
+    for (const d of ctx.devices.filter((x) => this.capable("pv_limit", x)).sort((a, b) => byCodeUnit(a.device.id, b.device.id))) {
+      const dp = deviceProgress(row, d.device.id);
+      if (!d.device.info().fully_configured) dp.skipped = "not fully configured (REGISTRY_WRITE_FAILED)";
       else if (d.blocked) dp.skipped = d.blocked;
-      else if (!cap.free(d.device_id)) dp.skipped = `driven by event ${cap.takenBy(d.device_id).join(", ")} (before this one in B4 order)`;
+      else if (!cap.free(d.device.id)) dp.skipped = `driven by event ${cap.takenBy(d.device.id).join(", ")} (before this one in B4 order)`;
       else {
         dp.skipped = undefined;
         dp.pct = pct;
-        dp.requested_w = ((d.max_power_w ?? 0) * pct) / 100;
-        cap.take(d.device_id, s.event_id, "curtail", 0, true);
-        claims.push({ device_id: d.device_id, action: "curtail", pct });
+        dp.requested_w = ((d.descriptor.max_power_w ?? 0) * pct) / 100;
+        cap.take(d.device.id, s.event_id, "curtail", 0, true);
+        claims.push({ device_id: d.device.id, action: "curtail", pct });
       }
     }
     return claims;

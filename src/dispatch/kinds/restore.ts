@@ -3,8 +3,9 @@
 // pre-shed state through the ledger's release. It writes nothing of its own and switches
 // on nothing that was off before the shed. A device counts as restored only once it reads
 // back its pre-shed state; the result is `completed` when every such device does.
-import { statusFor, type DispatchDevice } from "../allocate.js";
+import { statusFor, type Planned } from "../allocate.js";
 import type { EventType } from "../../model/vocabulary.js";
+import { sheds } from "./shed.js";
 import type { EventRow } from "../store.js";
 import { byCodeUnit } from "../../util/compare.js";
 import { deviceProgress, type Capacity, type Claim, type DeviceEntry, type EventKind, type KindContext, type KindResult } from "./kind.js";
@@ -16,8 +17,9 @@ const verifying = new WeakMap<EventRow, Set<string>>();
 export const restore: EventKind = {
   types: ["restore"],
 
-  capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "restore" && d.capabilities.includes("restore");
+  capable(type: EventType, d: Planned): boolean {
+    // What a shed changed, a restore puts back: a device a shed can drive (a switch, a setpoint).
+    return type === "restore" && sheds(d.device);
   },
 
   begin(row: EventRow, ctx: KindContext): void {

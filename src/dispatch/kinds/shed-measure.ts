@@ -16,7 +16,7 @@
 //   rating while its outputs read off.
 import { GENERATOR_ROLES } from "../../model/roles.js";
 import { acSide } from "../busy-times.js";
-import type { DispatchDevice } from "../allocate.js";
+import type { Planned } from "../allocate.js";
 import type { DeviceProgress, EventRow } from "../store.js";
 import type { KindContext } from "./kind.js";
 
@@ -33,16 +33,16 @@ export function readingAt(ctx: KindContext, metrics: ReadonlyMap<string, Record<
  * read open), or the coils of a per-coil list whose coil is closed (all of them when the
  * device does not say which).
  */
-export function ratedOn(d: DispatchDevice): number | undefined {
-  const r = d.rated_power_w;
+export function ratedOn(d: Planned): number | undefined {
+  const r = d.device.info().rated_power_w;
   if (r === undefined) return undefined;
-  const on = d.coils_on;
+  const on = d.outputsOn;
   if (typeof r === "number") return on === 0 ? 0 : r;
   return r.reduce((sum, w, i) => sum + (on === undefined || Math.floor(on / 2 ** i) % 2 === 1 ? w : 0), 0);
 }
 
-export function ratedTotal(d: DispatchDevice): number | undefined {
-  const r = d.rated_power_w;
+export function ratedTotal(d: Planned): number | undefined {
+  const r = d.device.info().rated_power_w;
   return typeof r === "number" ? r : r?.reduce((a, b) => a + b, 0);
 }
 
@@ -82,10 +82,11 @@ export function ownDrop(
   if (dp.rated_w === undefined) return undefined;
   const d = ctx.device(id);
   if (m === undefined) return { w: dp.rated_w, estimated: true, stale: true };
-  const on = d?.coils_on;
-  if (d === undefined || on === undefined || d.rated_power_w === undefined) return { w: dp.rated_w, estimated: true };
+  const on = d?.outputsOn;
+  const rated = d?.device.info().rated_power_w;
+  if (d === undefined || on === undefined || rated === undefined) return { w: dp.rated_w, estimated: true };
   // Credited only for what its coils show off: a rating per coil less the coils closed now.
-  const left = typeof d.rated_power_w === "number" ? (on === 0 ? 0 : d.rated_power_w) : (ratedOn(d) ?? 0);
+  const left = typeof rated === "number" ? (on === 0 ? 0 : rated) : (ratedOn(d) ?? 0);
   return { w: Math.max(0, dp.rated_w - left), estimated: true };
 }
 
@@ -93,7 +94,7 @@ export function ownDrop(
 function drivenByOthers(row: EventRow, ctx: KindContext): string[] {
   const self = row.spec.event_id;
   const ids = new Set<string>();
-  for (const d of ctx.devices) if (ctx.drivers(d.device_id).some((e) => e !== self)) ids.add(d.device_id);
+  for (const d of ctx.devices) if (ctx.drivers(d.device.id).some((e) => e !== self)) ids.add(d.device.id);
   for (const l of ctx.ledgerRows()) if (l.holders.some((e) => e !== self)) ids.add(l.device_id);
   return [...ids];
 }
@@ -124,7 +125,7 @@ function othersChange(row: EventRow, ctx: KindContext, read: Reading): Change {
     // shed's delivery, not another event's change to take off.
     if (p.shed_steps.includes(id) && ctx.drivers(id).includes(row.spec.event_id)) continue;
     const d = ctx.device(id);
-    if (d && GENERATOR_ROLES.has(d.role)) continue;
+    if (d && GENERATOR_ROLES.has(d.descriptor.role)) continue;
     const base = p.baselines?.[id];
     const now = read(id)?.power_w;
     if (base !== undefined && now !== undefined) {
@@ -155,9 +156,9 @@ export function meteredDrop(row: EventRow, ctx: KindContext, read: Reading): (Ch
   let w = raw + others.w;
   let stale = others.stale;
   for (const d of ctx.devices) {
-    const base = p.baselines?.[d.device_id];
-    if (!GENERATOR_ROLES.has(d.role) || base === undefined) continue;
-    const now = acSide(read(d.device_id));
+    const base = p.baselines?.[d.device.id];
+    if (!GENERATOR_ROLES.has(d.descriptor.role) || base === undefined) continue;
+    const now = acSide(read(d.device.id));
     if (now === undefined) stale = true;
     else w += base - now;
   }

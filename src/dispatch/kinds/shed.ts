@@ -6,7 +6,8 @@
 // load that does not follow its write brings nothing, and the shed moves on. The rules of
 // stepping and measuring: docs/dispatch.md (shed).
 import type { Role } from "../../model/roles.js";
-import { statusFor, type DispatchDevice } from "../allocate.js";
+import type { Device } from "../../model/device.js";
+import { statusFor, type Planned } from "../allocate.js";
 import { addSample, meanUntil } from "../measure.js";
 import type { EventType } from "../../model/vocabulary.js";
 import type { DeviceProgress, EventRow, StepExpectation } from "../store.js";
@@ -28,16 +29,19 @@ import {
 
 /** The roles a shed turns down: a switch goes off, a thermostat is set back by its setback_c. */
 const LOAD_ROLES: ReadonlySet<Role> = new Set(["switch", "thermostat"]);
-const isLoad = (d: DispatchDevice) => LOAD_ROLES.has(d.role);
+const isLoad = (d: Planned) => LOAD_ROLES.has(d.descriptor.role);
+
+/** Whether a shed can drive the device: it switches a load off or sets a heating setpoint back. */
+export const sheds = (d: Pick<Device, "switch" | "setpoint">): boolean => d.switch !== undefined || d.setpoint !== undefined;
 
 /** shed_priority of a device without one. */
 export const DEFAULT_SHED_PRIORITY = 100;
 
 /** B4 shed order: shed_priority (lower first; default 100), then device_id. */
-export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
-  const pa = a.shed_priority ?? DEFAULT_SHED_PRIORITY;
-  const pb = b.shed_priority ?? DEFAULT_SHED_PRIORITY;
-  return pa !== pb ? (pa < pb ? -1 : 1) : byCodeUnit(a.device_id, b.device_id);
+export function shedOrder(a: Planned, b: Planned): number {
+  const pa = a.device.info().shed_priority ?? DEFAULT_SHED_PRIORITY;
+  const pb = b.device.info().shed_priority ?? DEFAULT_SHED_PRIORITY;
+  return pa !== pb ? (pa < pb ? -1 : 1) : byCodeUnit(a.device.id, b.device.id);
 }
 
 /**
@@ -45,13 +49,13 @@ export function shedOrder(a: DispatchDevice, b: DispatchDevice): number {
  * its rating. A load taken over from another shed is off already: it brings what it brought
  * that shed (`held`), not what it reads now.
  */
-function step(d: DispatchDevice, dp: DeviceProgress, missing: number, held: StepExpectation | undefined): void {
+function step(d: Planned, dp: DeviceProgress, missing: number, held: StepExpectation | undefined): void {
   if (held) {
     dp.before_w = held.before_w;
     dp.rated_w = held.rated_w;
   } else {
     dp.before_w = d.metrics.power_w !== undefined ? Math.max(0, d.metrics.power_w) : undefined;
-    dp.rated_w = d.role === "thermostat" ? ratedTotal(d) : ratedOn(d);
+    dp.rated_w = d.descriptor.role === "thermostat" ? ratedTotal(d) : ratedOn(d);
   }
   dp.requested_w = Math.min(missing, expected(dp) || missing);
 }
@@ -66,7 +70,7 @@ function step(d: DispatchDevice, dp: DeviceProgress, missing: number, held: Step
 function noteHeld(row: EventRow, ctx: KindContext): void {
   const p = row.progress;
   for (const d of ctx.devices) {
-    const id = d.device_id;
+    const id = d.device.id;
     const by = ctx.drivers(id).filter((e) => e !== row.spec.event_id);
     if (by.length === 0) {
       if (p.held?.[id]) delete p.held[id];
@@ -79,12 +83,12 @@ function noteHeld(row: EventRow, ctx: KindContext): void {
 }
 
 /** Marks the devices the shed would use next but cannot (offline, not fully configured) as skipped. */
-function skipUnusable(row: EventRow, order: readonly DispatchDevice[], upTo: number): void {
+function skipUnusable(row: EventRow, order: readonly Planned[], upTo: number): void {
   for (const d of upTo < 0 ? order : order.slice(0, upTo)) {
-    if (row.progress.shed_steps.includes(d.device_id) || (d.online && d.fully_configured)) continue;
-    const dp = deviceProgress(row, d.device_id);
+    if (row.progress.shed_steps.includes(d.device.id) || (d.online && d.device.info().fully_configured)) continue;
+    const dp = deviceProgress(row, d.device.id);
     if (dp.writes_ok + dp.writes_failed === 0)
-      dp.skipped = d.blocked ?? (d.fully_configured ? "offline" : "not fully configured (REGISTRY_WRITE_FAILED)");
+      dp.skipped = d.blocked ?? (d.device.info().fully_configured ? "offline" : "not fully configured (REGISTRY_WRITE_FAILED)");
   }
 }
 
@@ -134,8 +138,8 @@ function noteStepDrop(row: EventRow, w: number, ts: number): void {
 export const shed: EventKind = {
   types: ["shed"],
 
-  capable(type: EventType, d: DispatchDevice): boolean {
-    return type === "shed" && d.capabilities.includes("shed") && isLoad(d);
+  capable(type: EventType, d: Planned): boolean {
+    return type === "shed" && sheds(d.device) && isLoad(d);
   },
 
   begin(row: EventRow, ctx: KindContext): void {
@@ -143,16 +147,16 @@ export const shed: EventKind = {
     noteHeld(row, ctx);
     const meter = ctx.gridMeter();
     const quiet = ctx.quietUntil(row.spec.start_ms);
-    const base = meter && quiet !== undefined ? ctx.baseline(meter.device_id, quiet) : undefined;
+    const base = meter && quiet !== undefined ? ctx.baseline(meter.device.id, quiet) : undefined;
     // No meter, or no quiet minute to compare with: the drop is estimated from the loads.
     if (!meter || quiet === undefined || base === undefined) return;
-    p.meter_id = meter.device_id;
+    p.meter_id = meter.device.id;
     p.baseline_w = base;
     p.baselines = {};
     for (const d of ctx.devices) {
-      if (d.device_id === meter.device_id) continue;
-      const b = ctx.baseline(d.device_id, quiet);
-      if (b !== undefined) p.baselines[d.device_id] = b;
+      if (d.device.id === meter.device.id) continue;
+      const b = ctx.baseline(d.device.id, quiet);
+      if (b !== undefined) p.baselines[d.device.id] = b;
     }
     noteOthers(row, ctx);
   },
@@ -162,9 +166,9 @@ export const shed: EventKind = {
     const p = row.progress;
     const test = s.mode === "test";
     const claims: Claim[] = [];
-    const claim = (d: DispatchDevice) => {
-      cap.take(d.device_id, s.event_id, "shed", 0, true);
-      claims.push({ device_id: d.device_id, action: "shed" });
+    const claim = (d: Planned) => {
+      cap.take(d.device.id, s.event_id, "shed", 0, true);
+      claims.push({ device_id: d.device.id, action: "shed" });
     };
     noteHeld(row, ctx);
     const kept = new Set<string>();
@@ -191,25 +195,27 @@ export const shed: EventKind = {
         !test &&
         dl &&
         !(dl.writes_failed > 0 && dl.writes_ok === 0) &&
-        (dl.acked_at === undefined || ctx.seenAt(meter.device_id) <= dl.acked_at)
+        (dl.acked_at === undefined || ctx.seenAt(meter.device.id) <= dl.acked_at)
       )
         break;
       const { drop, uncapped } = dropNow(row, ctx, kept, meter !== undefined && !test);
       if (drop >= s.quantity_w) break;
-      const at = order.findIndex((d) => !p.shed_steps.includes(d.device_id) && cap.free(d.device_id) && d.online && d.fully_configured);
+      const at = order.findIndex(
+        (d) => !p.shed_steps.includes(d.device.id) && cap.free(d.device.id) && d.online && d.device.info().fully_configured,
+      );
       skipUnusable(row, order, at);
       // findIndex's -1 reads as undefined: no usable device is left.
       const next = order[at];
       if (next === undefined) break;
-      const dp = deviceProgress(row, next.device_id);
+      const dp = deviceProgress(row, next.device.id);
       dp.skipped = undefined;
       dp.stepped_at = ctx.now;
       p.drop_before_step = p.recent_drops?.length ? p.recent_drops.reduce((a, b) => a + b, 0) / p.recent_drops.length : uncapped;
       p.recent_drops = [];
       // A share is never more than the event's quantity, even when import rose since the baseline.
-      step(next, dp, s.quantity_w - Math.max(0, drop), p.held?.[next.device_id]);
-      p.shed_steps.push(next.device_id);
-      kept.add(next.device_id);
+      step(next, dp, s.quantity_w - Math.max(0, drop), p.held?.[next.device.id]);
+      p.shed_steps.push(next.device.id);
+      kept.add(next.device.id);
       claim(next);
       ctx.save(row);
       if (meter && !test) break;
