@@ -199,6 +199,13 @@ const fixedPoint = z.strictObject({
    * mask: the one at address is bit 0 (1), the next bit 1 (2) ...; a set bit is a closed coil.
    */
   bitmask: z.boolean().default(false),
+  /**
+   * The role cannot do without this point: pairing is refused by name when it does not
+   * answer. Any other point that answers exception 2 or stays silent is unavailable for
+   * that device (left out, probed again hourly). A role's minimum (battery power_w and
+   * soc_pct, PV power_w, meter power_w) is required whether marked or not.
+   */
+  required: z.boolean().default(false),
 });
 
 /**
