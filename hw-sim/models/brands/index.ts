@@ -92,7 +92,13 @@ const BENCH_HYBRID = { rated_power_w: 10000, max_power_w: 5000, pv_max_w: 6000, 
 export const BRANDS = [
   row({
     kind: "battery",
-    schema: z.strictObject({ ...hybrid, model: z.literal("sungrow-sh"), rated_power_w: ratedPower(10000) }),
+    schema: z.strictObject({
+      ...hybrid,
+      model: z.literal("sungrow-sh"),
+      rated_power_w: ratedPower(10000),
+      /** false: a firmware without the battery power limits 33046/33047 (they answer exception 2). */
+      power_limits: z.boolean().default(true),
+    }),
     build: (s, site) => [new SungrowSh(s, site)],
     battery: {
       powerW: async (read, u) => {
