@@ -1,0 +1,77 @@
+// Issue 42 item 1 against the simulator over real sockets: a Sungrow SH whose firmware has
+// no battery power limits (the brand model's `power_limits: false`: 33046/33047 answer
+// exception 2, as the field device did) pairs, stays online with what answers, and lists
+// the limits as unavailable in `sitegate read`; with the limits it lists nothing.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { withSite, type ScenarioInput } from "../support/site.js";
+import { runCli } from "../support/cli.js";
+import { Bus } from "../../src/modbus/bus.js";
+import { DeviceDriver } from "../../src/modbus/device/driver.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
+import { silentLogger } from "../../src/log.js";
+
+/** One Sungrow SH-RT on its own TCP port: unit 1 without the limits, unit 2 with them. */
+function sungrows(): ScenarioInput {
+  const hybrid = { model: "sungrow-sh", rated_power_w: 10000, max_power_w: 5000, capacity_wh: 9600, soc_pct: 60, pv_max_w: 6000 };
+  return {
+    seed: 3,
+    control: { listen: "127.0.0.1:0" },
+    site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0 },
+    ports: [
+      {
+        kind: "tcp",
+        listen: "127.0.0.1:0",
+        devices: [
+          { ...hybrid, unit: 1, name: "old_firmware", power_limits: false },
+          { ...hybrid, unit: 2, name: "with_limits" },
+        ],
+      },
+    ],
+  } as ScenarioInput;
+}
+
+test("a Sungrow without 33046/33047 stays online with what answers; its limits are listed unavailable", async () => {
+  await withSite(sungrows(), async (site) => {
+    const endpoint = `tcp://127.0.0.1:${site.tcpPorts[0]}`;
+    const old = await runCli("read", "--endpoint", endpoint, "--unit", "1", "--profile", "sungrow-sh", "--json");
+    assert.equal(old.code, 0, old.stderr);
+    const o = JSON.parse(old.stdout);
+    assert.equal(typeof o.metrics.power_w, "number");
+    const truth = (site.state().devices.old_firmware as { soc_pct: number }).soc_pct;
+    assert.ok(Math.abs(o.metrics.soc_pct - truth) <= 0.2, `soc ${o.metrics.soc_pct} vs the simulator's ${truth}`);
+    assert.deepEqual(o.unavailable, ["max_charge_power_w", "max_discharge_power_w"]);
+    const table = await runCli("read", "--endpoint", endpoint, "--unit", "1", "--profile", "sungrow-sh");
+    assert.match(table.stdout, /^max_charge_power_w\s+unavailable$/m);
+    const full = await runCli("read", "--endpoint", endpoint, "--unit", "2", "--profile", "sungrow-sh", "--json");
+    assert.equal(full.code, 0, full.stderr);
+    const f = JSON.parse(full.stdout);
+    assert.deepEqual(f.unavailable, []);
+    assert.equal(f.metrics.max_discharge_power_w, 5000);
+  });
+});
+
+test("the unavailable limits are left out of the next polls (the device answers every read after the first)", async () => {
+  await withSite(sungrows(), async (site) => {
+    const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const driver = new DeviceDriver(bus, 1, builtinProfiles().get("sungrow-sh"));
+      await driver.pair();
+      for (let i = 0; i < 3; i++) {
+        const m = await driver.read(["fast", "slow"]);
+        assert.equal(typeof m.soc_pct, "number");
+        assert.ok(!("max_charge_power_w" in m));
+      }
+      assert.deepEqual(
+        driver.unavailable.list().map((u) => u.reason),
+        ["illegal address", "illegal address"],
+      );
+      assert.ok(
+        driver.plan(["fast", "slow"]).blocks.every((b) => b.address !== 33046),
+        "left out of the plan",
+      );
+    } finally {
+      await bus.close();
+    }
+  });
+});
