@@ -340,6 +340,21 @@ export const fixedProfileSchema = z
     identity: z.array(identityRegister).default([]),
     points: z.array(fixedPoint).min(1),
     unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
+    /**
+     * Points whose block a device may hold elsewhere, or not at all (a SolarEdge meter at
+     * its default base or shifted by +50/+70): at pairing, the first shift at which the
+     * marker register reads one of `values` moves the points by that many registers; none:
+     * the points are unavailable for that device.
+     */
+    relocate: z
+      .array(
+        z.strictObject({
+          points: z.array(metricName).min(1),
+          marker: z.strictObject({ table: table.default("holding"), address: register, values: z.array(z.number().int()).min(1) }),
+          shifts: z.array(z.number().int().min(0).max(1000)).min(1),
+        }),
+      )
+      .default([]),
   })
   .superRefine(checkNames);
 

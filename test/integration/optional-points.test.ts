@@ -75,3 +75,55 @@ test("the unavailable limits are left out of the next polls (the device answers 
     }
   });
 });
+
+/** Four StorEdges on one TCP port: meter at its default base, none, shifted +50 and +70. */
+function storEdges(): ScenarioInput {
+  const hybrid = { model: "solaredge-storedge", rated_power_w: 10000, max_power_w: 5000, capacity_wh: 9700, soc_pct: 60, pv_max_w: 6000 };
+  const meters = ["default", "none", "shift50", "shift70"] as const;
+  return {
+    seed: 3,
+    control: { listen: "127.0.0.1:0" },
+    site: { base_load_w: 2000, load_noise_pct: 0, pv_irradiance: 0 },
+    ports: [
+      { kind: "tcp", listen: "127.0.0.1:0", devices: meters.map((meter, i) => ({ ...hybrid, unit: i + 1, name: `se_${meter}`, meter })) },
+    ],
+  } as ScenarioInput;
+}
+
+test("a SolarEdge reads its meter at 40188, +50 or +70, and without a meter works on with the grid points unavailable", async () => {
+  await withSite(storEdges(), async (site) => {
+    const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const gridNow = () => (site.state() as unknown as { site: { grid_w: number } }).site.grid_w;
+      for (const [unit, meter] of [
+        [1, "default"],
+        [2, "none"],
+        [3, "shift50"],
+        [4, "shift70"],
+      ] as const) {
+        const driver = new DeviceDriver(bus, unit, builtinProfiles().get("solaredge-storedge"));
+        await driver.pair();
+        const m = await driver.read(["fast", "slow"]);
+        assert.equal(typeof m.power_w, "number", `${meter}: ${JSON.stringify(m)}`);
+        assert.equal(typeof m.soc_pct, "number", `${meter}: ${JSON.stringify(m)}`);
+        if (meter === "none") {
+          assert.ok(!("grid_power_w" in m), `${meter}: ${JSON.stringify(m)}`);
+          assert.deepEqual(
+            driver.unavailable.list().map((u) => u.metric),
+            ["energy_export_wh", "energy_import_wh", "grid_power_w"],
+          );
+        } else {
+          const grid = gridNow();
+          assert.ok(Math.abs(grid) > 100, `the site's grid is not idle: ${grid}`);
+          assert.ok(
+            Math.abs(m.grid_power_w - grid) <= Math.max(20, Math.abs(grid) * 0.05),
+            `${meter}: grid_power_w ${m.grid_power_w} vs ${grid}`,
+          );
+          assert.deepEqual(driver.unavailable.list(), [], meter);
+        }
+      }
+    } finally {
+      await bus.close();
+    }
+  });
+});

@@ -177,7 +177,13 @@ export const BRANDS = [
   }),
   row({
     kind: "battery",
-    schema: z.strictObject({ ...hybrid, model: z.literal("solaredge-storedge"), rated_power_w: ratedPower(10000) }),
+    schema: z.strictObject({
+      ...hybrid,
+      model: z.literal("solaredge-storedge"),
+      rated_power_w: ratedPower(10000),
+      /** Where its SolarEdge meter is: default (model 203 at 40188), none, or shifted +50/+70 (Synergy). */
+      meter: z.enum(["default", "none", "shift50", "shift70"]).default("default"),
+    }),
     build: (s, site) => [new SolarEdgeStorEdge(s, site)],
     battery: {
       powerW: async (read, u) => -dec.f32(await read(u, "holding", 0xe174, 2), "lo-hi"),

@@ -17,6 +17,7 @@ import { decodePoints, isSentinel, type PointClass, type ResolvedPoint, type Uni
 import { isRequired, Unavailable } from "./unavailable.js";
 import { readPoints, type UnitRange } from "./point-reads.js";
 import { requireAnswers } from "./required.js";
+import { relocate } from "./relocate.js";
 
 export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
@@ -125,9 +126,10 @@ export class DeviceDriver {
       await this.readRegs(first.table, first.address, first.count, priority, 1, first.unit ?? this.unit);
     }
     const max_power_w = (await this.ratedPower(p, priority)) ?? p.max_power_w;
-    await requireAnswers(p.name, points, this.unit, (b) => this.readRegs(b.table, b.address, b.count, priority, 1, b.unit ?? this.unit));
+    const read = (b: UnitRange) => this.readRegs(b.table, b.address, b.count, priority, 1, b.unit ?? this.unit);
+    await requireAnswers(p.name, points, this.unit, read);
     this.unavailable.reset();
-    this.points = points;
+    this.points = await relocate(p, points, read, this.unavailable);
     return { ...modbusTyped(p.role), max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
