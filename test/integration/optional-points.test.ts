@@ -10,6 +10,7 @@ import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
+import { isSitegateError } from "../../src/errors.js";
 
 /** One Sungrow SH-RT on its own TCP port: unit 1 without the limits, unit 2 with them. */
 function sungrows(): ScenarioInput {
@@ -48,6 +49,28 @@ test("a Sungrow without 33046/33047 stays online with what answers; its limits a
     const f = JSON.parse(full.stdout);
     assert.deepEqual(f.unavailable, []);
     assert.equal(f.metrics.max_discharge_power_w, 5000);
+  });
+});
+
+test("a profile that requires the limits refuses that Sungrow at pairing, by the point's name", async () => {
+  await withSite(sungrows(), async (site) => {
+    const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: site.tcpPorts[0] }, silentLogger());
+    try {
+      const base = builtinProfiles().get("sungrow-sh");
+      assert.equal(base.kind, "fixed");
+      const strict = { ...base, points: base.points.map((pt) => (pt.metric === "max_charge_power_w" ? { ...pt, required: true } : pt)) };
+      const driver = new DeviceDriver(bus, 1, strict);
+      await assert.rejects(
+        driver.pair(),
+        (e: unknown) =>
+          isSitegateError(e, "PAIRING_FAILED") && /lacks max_charge_power_w, which profile sungrow-sh requires/.test((e as Error).message),
+      );
+      assert.equal(driver.paired, false);
+      // The same profile pairs the firmware that has them.
+      await new DeviceDriver(bus, 2, strict).pair();
+    } finally {
+      await bus.close();
+    }
   });
 });
 
