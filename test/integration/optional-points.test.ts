@@ -11,6 +11,10 @@ import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 import { isSitegateError } from "../../src/errors.js";
+import { request } from "undici";
+import { tcpDevice, withSiteGateway } from "../support/gateway.js";
+import { uiAgent, uiSession } from "../support/ui-session.js";
+import { until } from "../support/wait.js";
 
 /** One Sungrow SH-RT on its own TCP port: unit 1 without the limits, unit 2 with them. */
 function sungrows(): ScenarioInput {
@@ -149,4 +153,28 @@ test("a SolarEdge reads its meter at 40188, +50 or +70, and without a meter work
       await bus.close();
     }
   });
+});
+
+test("the daemon keeps that Sungrow online and its status page lists the unavailable limits", async () => {
+  await withSiteGateway(
+    sungrows(),
+    (site) => ({
+      ui: { enabled: true },
+      telemetry: { poll_interval_ms: 500, retention_max_mb: 64 },
+      devices: [tcpDevice("bat", site.tcpPorts[0], 1, "sungrow-sh")] as never,
+    }),
+    async (_site, gw) => {
+      const cookie = await uiSession(gw.url);
+      type Row = { device_id: string; online: boolean; metrics: Record<string, number>; unavailable_points: string[] };
+      const bat = async (): Promise<Row | undefined> => {
+        const r = await request(`${gw.url}/ui/api/devices`, { headers: { cookie }, dispatcher: uiAgent });
+        return ((await r.body.json()) as { devices: Row[] }).devices.find((d) => d.device_id === "bat");
+      };
+      await until(async () => (await bat())?.unavailable_points.length === 2, "the limits listed unavailable on the status page", 30_000);
+      const row = (await bat())!;
+      assert.equal(row.online, true);
+      assert.deepEqual(row.unavailable_points, ["max_charge_power_w", "max_discharge_power_w"]);
+      assert.equal(typeof row.metrics.soc_pct, "number");
+    },
+  );
 });
