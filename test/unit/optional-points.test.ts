@@ -21,6 +21,8 @@ class FakeDevice {
   readonly regs = new Map<Key, number>();
   readonly silent = new Set<Key>();
   readonly requests: string[] = [];
+  /** Set: every request after this many (counted in `requests`) goes unanswered. */
+  quietAfter: number | null = null;
 
   bus(): Bus {
     return {
@@ -28,6 +30,8 @@ class FakeDevice {
       setDeviceDelay() {},
       read: async (_unit: number, table: string, address: number, count: number) => {
         this.requests.push(`${table}/${address}+${count}`);
+        if (this.quietAfter !== null && this.requests.length > this.quietAfter)
+          throw new SitegateError("MODBUS_TIMEOUT", `read ${table} ${address}: no answer (timeout)`, { transient: true });
         const out: number[] = [];
         for (let a = address; a < address + count; a++) {
           const k: Key = `${table}/${a}`;
@@ -176,4 +180,17 @@ test("a device silent from its first block is offline after one timeout, not one
   dev.requests.length = 0;
   await assert.rejects(driver.read(["fast", "slow"]), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT"));
   assert.equal(dev.requests.length, 1, dev.requests.join(" "));
+});
+
+test("a device that goes quiet after its first block answered is offline: its other points are not marked, nor read one by one", async () => {
+  const dev = sungrow(true);
+  const driver = new DeviceDriver(dev.bus(), 1, profile());
+  await driver.pair();
+  const blocks = driver.plan(["fast", "slow"]).blocks.length;
+  assert.ok(blocks > 2, `${blocks} blocks`);
+  dev.requests.length = 0;
+  dev.quietAfter = 1;
+  await assert.rejects(driver.read(["fast", "slow"]), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT"));
+  assert.deepEqual(driver.unavailable.list(), []);
+  assert.equal(dev.requests.length, blocks + 1, `each block once, and one read to tell the device went quiet: ${dev.requests.join(" ")}`);
 });

@@ -232,7 +232,9 @@ export class DeviceDriver {
     // Only a complete pairing changes what the driver polls.
     this.models = models;
     const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
-    this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
+    this.points = points
+      .filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)))
+      .map((pt) => ({ ...pt, required: isRequired(rule.role, pt.metric, false) }));
     return { ...modbusTyped(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
   }
 

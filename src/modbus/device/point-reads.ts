@@ -48,10 +48,12 @@ export async function readPoints(r: PointReads): Promise<Registers> {
   const data: Registers = new Map();
   const failed: { block: UnitBlock; error: unknown }[] = [];
   let answered = 0;
+  let firstOk: UnitBlock | undefined;
   for (const b of r.blocks) {
     try {
       store(data, r.unit, b, await r.read(b, r.retries));
       answered++;
+      firstOk ??= b;
     } catch (e) {
       // A device that does not answer costs one timeout, not one per block: silence before
       // anything answered (not even with an exception) is the device's, not a point's.
@@ -61,6 +63,16 @@ export async function readPoints(r: PointReads): Promise<Registers> {
   }
   // No block answered: the device's fault (it answers exception 2 to everything), not a point's.
   if (failed.length > 0 && answered === 0) throw failed[0]!.error;
+  // A silent block after others answered: the device may have gone quiet since. One read of
+  // a block that answered tells, before each of the silent block's points costs a timeout.
+  const silent = failed.find((f) => isSilent(f.error));
+  if (silent && firstOk) {
+    try {
+      await r.read(firstOk, 0);
+    } catch {
+      throw silent.error;
+    }
+  }
   const missing: { metric: string; error: unknown }[] = [];
   for (const f of failed) await readApart(r, f.block, data, missing);
   // Marked only once the read stands: a required point that failed leaves the others as they were.
