@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { OP_MODE_NAMES, ROLES } from "../model/roles.js";
 import { ACTION_NAMES, CAPABILITIES, type ActionName } from "../model/vocabulary.js";
-import { checkNames } from "./cross-refs.js";
+import { checkNames, checkRelocate } from "./cross-refs.js";
 
 const valueType = z.enum([
   "u16",
@@ -356,7 +356,8 @@ export const fixedProfileSchema = z
       )
       .default([]),
   })
-  .superRefine(checkNames);
+  .superRefine(checkNames)
+  .superRefine(checkRelocate);
 
 const sunspecPoint = z.strictObject({
   metric: metricName,

@@ -12,6 +12,7 @@ import { PROBE_INTERVAL_MS } from "../../src/modbus/device/unavailable.js";
 import { mapModbusError } from "../../src/modbus/transport.js";
 import { SitegateError } from "../../src/errors.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
+import { fixedProfileSchema } from "../../src/profiles/schema.js";
 import { FakeClock } from "../support/fake-clock.js";
 
 type Key = `${string}/${number}`;
@@ -193,4 +194,15 @@ test("a device that goes quiet after its first block answered is offline: its ot
   await assert.rejects(driver.read(["fast", "slow"]), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT"));
   assert.deepEqual(driver.unavailable.list(), []);
   assert.equal(dev.requests.length, blocks + 1, `each block once, and one read to tell the device went quiet: ${dev.requests.join(" ")}`);
+});
+
+test("a profile's relocate group names its own optional points: an unknown or a required one is refused", () => {
+  const base = profile();
+  assert.equal(base.kind, "fixed");
+  const marker = { table: "holding" as const, address: 40188, values: [203] };
+  const unknown = fixedProfileSchema.safeParse({ ...base, relocate: [{ points: ["no_such_w"], marker, shifts: [0, 50] }] });
+  assert.ok(!unknown.success && /names no point of the profile \(no_such_w\)/.test(unknown.error.message), String(unknown.error));
+  const required = fixedProfileSchema.safeParse({ ...base, relocate: [{ points: ["soc_pct"], marker, shifts: [0] }] });
+  assert.ok(!required.success && /soc_pct is required/.test(required.error.message), String(required.error));
+  assert.ok(fixedProfileSchema.safeParse({ ...base, relocate: [{ points: ["grid_power_w"], marker, shifts: [0] }] }).success);
 });
