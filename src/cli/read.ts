@@ -46,14 +46,15 @@ const command: Command = {
         process.stderr.write(`sitegate read: ${errorMessage(e)}\n`);
         return EXIT_FAILURE;
       }
-      const { device, metrics, labels } = got;
+      const { device, metrics, labels, unavailable } = got;
       if (values.json) {
-        process.stdout.write(JSON.stringify({ device, metrics }) + "\n");
+        process.stdout.write(JSON.stringify({ device, metrics, unavailable }) + "\n");
       } else {
         const rows = [
           ...Object.entries(device).map(([k, v]) => [k, String(v)]),
           ["", ""],
           ...Object.entries(metrics).map(([k, v]) => [k, labels[k] ? `${v} (${labels[k]})` : String(v)]),
+          ...unavailable.map((k) => [k, "unavailable"]),
         ];
         const w = Math.max(...rows.map(([k = ""]) => k.length));
         process.stdout.write(rows.map(([k, v]) => (k ? `${k.padEnd(w)}  ${v}` : "")).join("\n") + "\n");

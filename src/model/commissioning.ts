@@ -63,6 +63,8 @@ export interface ReadResult {
   metrics: Metrics;
   /** The profile's names of metric values (a state's name), where it names them. */
   labels: Record<string, string>;
+  /** Points the device does not have (exception 2, or silent while the rest answered): no value, not an error. */
+  unavailable: string[];
 }
 
 /** A port opened for one job: the daemon's own link to it, or one of its own that `close` ends. */

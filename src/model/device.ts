@@ -26,6 +26,8 @@ export interface DeviceHealth {
   last_error: string | null;
   consecutive_failures: number;
   op_mode: OpMode;
+  /** Points the device does not have (exception 2, or silent while the rest answers), probed again hourly. */
+  unavailable_points?: string[];
 }
 
 /** What a device is, as device sync (B5) publishes it and dispatch plans with it. */

@@ -58,3 +58,22 @@ export function checkNames(
       message: `must be set and below revert_s (${p.revert_s} s), or the device reverts during an event`,
     });
 }
+
+/** A `relocate` group names points of the profile, none of them required (a block that may be absent holds none). */
+export function checkRelocate(
+  p: { points: Array<{ metric: string; required: boolean }>; relocate: Array<{ points: string[] }> },
+  ctx: z.RefinementCtx,
+): void {
+  p.relocate.forEach((g, i) =>
+    g.points.forEach((m, j) => {
+      const pt = p.points.find((x) => x.metric === m);
+      if (!pt) ctx.addIssue({ code: "custom", path: ["relocate", i, "points", j], message: `names no point of the profile (${m})` });
+      else if (pt.required)
+        ctx.addIssue({
+          code: "custom",
+          path: ["relocate", i, "points", j],
+          message: `${m} is required: a block that may be absent holds none`,
+        });
+    }),
+  );
+}

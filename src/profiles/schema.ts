@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { OP_MODE_NAMES, ROLES } from "../model/roles.js";
 import { ACTION_NAMES, CAPABILITIES, type ActionName } from "../model/vocabulary.js";
-import { checkNames } from "./cross-refs.js";
+import { checkNames, checkRelocate } from "./cross-refs.js";
 
 const valueType = z.enum([
   "u16",
@@ -199,6 +199,13 @@ const fixedPoint = z.strictObject({
    * mask: the one at address is bit 0 (1), the next bit 1 (2) ...; a set bit is a closed coil.
    */
   bitmask: z.boolean().default(false),
+  /**
+   * The role cannot do without this point: pairing is refused by name when it does not
+   * answer. Any other point that answers exception 2 or stays silent is unavailable for
+   * that device (left out, probed again hourly). A role's minimum (battery power_w and
+   * soc_pct, PV power_w, meter power_w) is required whether marked or not.
+   */
+  required: z.boolean().default(false),
 });
 
 /**
@@ -333,8 +340,24 @@ export const fixedProfileSchema = z
     identity: z.array(identityRegister).default([]),
     points: z.array(fixedPoint).min(1),
     unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
+    /**
+     * Points whose block a device may hold elsewhere, or not at all (a SolarEdge meter at
+     * its default base or shifted by +50/+70): at pairing, the first shift at which the
+     * marker register reads one of `values` moves the points by that many registers; none:
+     * the points are unavailable for that device.
+     */
+    relocate: z
+      .array(
+        z.strictObject({
+          points: z.array(metricName).min(1),
+          marker: z.strictObject({ table: table.default("holding"), address: register, values: z.array(z.number().int()).min(1) }),
+          shifts: z.array(z.number().int().min(0).max(1000)).min(1),
+        }),
+      )
+      .default([]),
   })
-  .superRefine(checkNames);
+  .superRefine(checkNames)
+  .superRefine(checkRelocate);
 
 const sunspecPoint = z.strictObject({
   metric: metricName,

@@ -129,6 +129,7 @@ function deviceRow(dev: Device) {
     last_ok_at: h.last_ok_at,
     last_error: h.last_error,
     consecutive_failures: h.consecutive_failures,
+    unavailable_points: h.unavailable_points ?? [],
     metrics: dev.latest(),
   };
 }

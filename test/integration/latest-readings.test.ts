@@ -4,32 +4,15 @@
 // simulator's site load changes; the test waits for the first snapshot that shows it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Agent, request } from "undici";
+import { request } from "undici";
 import { tcpDevice, withSiteGateway } from "../support/gateway.js";
 import { tcpScenario } from "../support/site.js";
-import { TEST_PASSWORD } from "../support/config.js";
-import { testCert } from "../support/tls.js";
+import { uiAgent, uiSession } from "../support/ui-session.js";
 import { startSink, partnerTo } from "../support/partner-sink.js";
 import { until } from "../support/wait.js";
 import type { SampleStore } from "../../src/telemetry/sample-store.js";
 
-const agent = new Agent({ connect: { ca: testCert().cert } });
-
-async function uiSession(url: string): Promise<string> {
-  const page = await request(`${url}/ui/login`, { dispatcher: agent });
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.body.text())![1];
-  const r = await request(`${url}/ui/login`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: `sg_login=${csrf}` },
-    body: new URLSearchParams({ csrf, username: "partner", password: TEST_PASSWORD }).toString(),
-    dispatcher: agent,
-  });
-  await r.body.text();
-  const set = ([] as string[]).concat(r.headers["set-cookie"] ?? []);
-  const session = set.map((c) => c.split(";")[0]).find((c) => c.startsWith("sg_session="));
-  assert.ok(session, `logged in (${r.statusCode})`);
-  return session;
-}
+const agent = uiAgent;
 
 test("commit_interval_s 10: the status page and the partner push show a new reading at the poll that took it, before any commit", async () => {
   const sink = await startSink();

@@ -94,7 +94,13 @@ const BENCH_HYBRID = { rated_power_w: 10000, max_power_w: 5000, pv_max_w: 6000, 
 export const BRANDS = [
   row({
     kind: "battery",
-    schema: z.strictObject({ ...hybrid, model: z.literal("sungrow-sh"), rated_power_w: ratedPower(10000) }),
+    schema: z.strictObject({
+      ...hybrid,
+      model: z.literal("sungrow-sh"),
+      rated_power_w: ratedPower(10000),
+      /** false: a firmware without the battery power limits 33046/33047 (they answer exception 2). */
+      power_limits: z.boolean().default(true),
+    }),
     build: (s, site) => [new SungrowSh(s, site)],
     battery: {
       powerW: async (read, u) => {
@@ -173,7 +179,13 @@ export const BRANDS = [
   }),
   row({
     kind: "battery",
-    schema: z.strictObject({ ...hybrid, model: z.literal("solaredge-storedge"), rated_power_w: ratedPower(10000) }),
+    schema: z.strictObject({
+      ...hybrid,
+      model: z.literal("solaredge-storedge"),
+      rated_power_w: ratedPower(10000),
+      /** Where its SolarEdge meter is: default (model 203 at 40188), none, or shifted +50/+70 (Synergy). */
+      meter: z.enum(["default", "none", "shift50", "shift70"]).default("default"),
+    }),
     build: (s, site) => [new SolarEdgeStorEdge(s, site)],
     battery: {
       powerW: async (read, u) => -dec.f32(await read(u, "holding", 0xe174, 2), "lo-hi"),

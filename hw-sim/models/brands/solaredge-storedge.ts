@@ -22,6 +22,11 @@
 // 0xE004 is the inverter's own self-consumption. Values not in the document's lists or
 // ranges are refused with exception 3; reserved registers inside the storage and battery
 // blocks (0xE000..0xE011, 0xE100..0xE19F) read 0, addresses outside them answer 2.
+// Meter (`meter`): "default" (common block at 40121, model 203 at 40188); "none" (a
+// StorEdge without a SolarEdge meter: the chain ends after the inverter and 40121+ answer
+// exception 2); "shift50" / "shift70" (a Synergy inverter, issue 42's field report: the
+// meter's blocks 50 or 70 registers later). What a Synergy holds in between is not in
+// the sources at hand: the model fills it with a vendor-range model (id 64900) of that size.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import { SunSpecImage, type ModelDef } from "../sunspec-image.js";
@@ -41,6 +46,16 @@ export const SE_COMMAND = {
   maxSelfConsumption: 7,
 } as const;
 const COMMANDS = new Set<number>(Object.values(SE_COMMAND));
+
+/** The meter's SunSpec models where the StorEdge holds them (none without a meter, after a filler on a Synergy). */
+function meterModels(meter: "default" | "none" | "shift50" | "shift70", site: SiteModel, serial: string): ModelDef[] {
+  if (meter === "none") return [];
+  const shift = meter === "shift50" ? 50 : meter === "shift70" ? 70 : 0;
+  const filler: ModelDef[] = shift
+    ? [{ id: 64900, length: shift - 2, points: [{ name: "Pad", type: "string", size: shift - 2, get: () => "" }] }]
+    : [];
+  return [...filler, common65("SolarEdge", "SE-MTR-3Y-400V-A", "Export+Import", "0001", `${serial}-M1`), meter203(site, -1)];
+}
 
 function common65(mn: string, md: string, opt: string, vr: string, sn: string): ModelDef {
   return {
@@ -73,7 +88,7 @@ export class SolarEdgeStorEdge extends HybridInverter {
   protected readonly input = null;
   protected readonly holding: RegisterMap;
 
-  constructor(spec: HybridSpec & { rated_power_w: number }, site: SiteModel) {
+  constructor(spec: HybridSpec & { rated_power_w: number; meter?: "default" | "none" | "shift50" | "shift70" }, site: SiteModel) {
     super(spec, site, "7E1", 5);
     this.chargeLimitW = spec.max_power_w;
     this.dischargeLimitW = spec.max_power_w;
@@ -89,8 +104,7 @@ export class SolarEdgeStorEdge extends HybridInverter {
         site,
         tempC: () => 40,
       }),
-      common65("SolarEdge", "SE-MTR-3Y-400V-A", "Export+Import", "0001", `${this.serial}-M1`),
-      meter203(site, -1),
+      ...meterModels(spec.meter ?? "default", site, this.serial),
     ]);
     const f32 = (get: () => number) => reg.ro(2, () => enc.f32(get(), LO));
     const u16 = setting(codec.u16);

@@ -25,8 +25,12 @@
 // the documented ranges are refused with exception 3; undocumented addresses answer
 // exception 2, and so do reads beyond the document's blocks; a reserved register inside a
 // block reads 0 (the integrations read these blocks whole).
+// Firmware without the battery power limits (`power_limits: false`): a field report
+// (issue 42) of an SH whose firmware has no 33047/33048 and answers exception 2 there;
+// which firmware versions lack them is not in the sources at hand. The model then answers
+// exception 2 for that whole block and limits the battery by its own rating alone.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
-import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
+import { RegisterMap, enc, reg, codec, setting, type RegDef } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 /** Device type codes of the document's appendix for the SH-RT range. */
@@ -48,7 +52,7 @@ export class SungrowSh extends HybridInverter {
   protected readonly input: RegisterMap;
   protected readonly holding: RegisterMap;
 
-  constructor(spec: HybridSpec & { rated_power_w: number }, site: SiteModel) {
+  constructor(spec: HybridSpec & { rated_power_w: number; power_limits?: boolean }, site: SiteModel) {
     super(spec, site, "A2", 9);
     this.ratedW = spec.rated_power_w;
     this.maxChargeW = spec.max_power_w;
@@ -100,6 +104,25 @@ export class SungrowSh extends HybridInverter {
       },
     );
     const u16rw = setting(codec.u16);
+    const limits = spec.power_limits !== false;
+    const limitRegs: Array<[number, RegDef]> = [
+      [
+        33046, // 33047 max battery charge power, 0.01 kW
+        u16rw(
+          () => Math.round(this.maxChargeW / 10),
+          (v) => (this.maxChargeW = v * 10),
+          (v) => v >= 1 && v * 10 <= this.maxW,
+        ),
+      ],
+      [
+        33047, // 33048 max battery discharge power, 0.01 kW
+        u16rw(
+          () => Math.round(this.maxDischargeW / 10),
+          (v) => (this.maxDischargeW = v * 10),
+          (v) => v >= 1 && v * 10 <= this.maxW,
+        ),
+      ],
+    ];
     this.holding = new RegisterMap(
       [
         [
@@ -142,28 +165,15 @@ export class SungrowSh extends HybridInverter {
             (v) => v <= 500,
           ),
         ],
-        [
-          33046, // 33047 max battery charge power, 0.01 kW
-          u16rw(
-            () => Math.round(this.maxChargeW / 10),
-            (v) => (this.maxChargeW = v * 10),
-            (v) => v >= 1 && v * 10 <= this.maxW,
-          ),
-        ],
-        [
-          33047, // 33048 max battery discharge power, 0.01 kW
-          u16rw(
-            () => Math.round(this.maxDischargeW / 10),
-            (v) => (this.maxDischargeW = v * 10),
-            (v) => v >= 1 && v * 10 <= this.maxW,
-          ),
-        ],
+        ...(limits ? limitRegs : []),
       ],
       {
-        blocks: [
-          [12999, 13099],
-          [32999, 33149],
-        ],
+        blocks: limits
+          ? [
+              [12999, 13099],
+              [32999, 33149],
+            ]
+          : [[12999, 13099]],
       },
     );
   }

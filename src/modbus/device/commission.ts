@@ -138,7 +138,7 @@ export async function readDevice(
     const name = driver.label(k, v);
     if (name !== undefined) labels[k] = name;
   }
-  return { device, metrics, labels };
+  return { device, metrics, labels, unavailable: driver.unavailable.list().map((u) => u.metric) };
 }
 
 /** On a bus the daemon polls, a probe holds the line at most this long (a poll waits behind it). */

@@ -37,6 +37,8 @@ export interface ResolvedPoint extends Range {
   sunspec_na: boolean;
   class: PointClass;
   bitmask: boolean;
+  /** The role cannot do without it (never left out as unavailable). */
+  required?: boolean;
 }
 
 /** Registers read in one poll, by unit id and table. */

@@ -13,7 +13,11 @@ import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode } from "../../model/roles.js";
 import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
-import { decodePoints, isSentinel, tableKey, type PointClass, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
+import { decodePoints, isSentinel, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
+import { isRequired, Unavailable } from "./unavailable.js";
+import { readPoints, type UnitRange } from "./point-reads.js";
+import { requireAnswers } from "./required.js";
+import { relocate } from "./relocate.js";
 
 export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
@@ -43,6 +47,8 @@ export class DeviceDriver {
   private models: SunSpecModelInfo[] = [];
   private readonly plans = new Map<string, { blocks: UnitBlock[]; ranges: Range[] }>();
   descriptor: DeviceDescriptor | null = null;
+  /** The points this device does not have (left out of polls, probed again hourly). */
+  readonly unavailable: Unavailable;
 
   /** The framing this device wants of its bus (by default the bus's as it was made). */
   readonly endpoint: Endpoint;
@@ -52,8 +58,10 @@ export class DeviceDriver {
     readonly unit: number,
     readonly profile: Profile,
     endpoint?: Endpoint,
+    now: () => number = Date.now,
   ) {
     this.endpoint = endpoint ?? bus.endpoint;
+    this.unavailable = new Unavailable(now);
     bus.setDeviceDelay(unit, profile.delay_ms, profile.connect_delay_ms);
   }
 
@@ -108,6 +116,7 @@ export class DeviceDriver {
       sunspec_na: pt.sunspec_na,
       class: pt.class,
       bitmask: pt.bitmask,
+      required: isRequired(p.role, pt.metric, pt.required),
     }));
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
@@ -117,7 +126,10 @@ export class DeviceDriver {
       await this.readRegs(first.table, first.address, first.count, priority, 1, first.unit ?? this.unit);
     }
     const max_power_w = (await this.ratedPower(p, priority)) ?? p.max_power_w;
-    this.points = points;
+    const read = (b: UnitRange) => this.readRegs(b.table, b.address, b.count, priority, 1, b.unit ?? this.unit);
+    await requireAnswers(p.name, points, this.unit, read);
+    this.unavailable.reset();
+    this.points = await relocate(p, points, read, this.unavailable);
     return { ...modbusTyped(p.role), max_power_w, capabilities: p.capabilities, profile: p.name, identity };
   }
 
@@ -220,7 +232,9 @@ export class DeviceDriver {
     // Only a complete pairing changes what the driver polls.
     this.models = models;
     const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
-    this.points = points.filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)));
+    this.points = points
+      .filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)))
+      .map((pt) => ({ ...pt, required: isRequired(rule.role, pt.metric, false) }));
     return { ...modbusTyped(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
   }
 
@@ -318,7 +332,8 @@ export class DeviceDriver {
 
   private planFor(name: string, pick: (pt: ResolvedPoint) => boolean): { blocks: UnitBlock[]; ranges: Range[] } {
     if (!this.points) throw new SitegateError("INTERNAL", "device is not paired");
-    const key = `${name}/${this.maxGap}`;
+    const skipped = this.unavailable.skippedNow();
+    const key = `${name}/${this.maxGap}/${skipped.join(",")}`;
     let plan = this.plans.get(key);
     if (!plan) {
       // Ranges per unit id: a sub-device's registers are read in requests of its own.
@@ -328,7 +343,7 @@ export class DeviceDriver {
         byUnit.set(u, [...(byUnit.get(u) ?? []), r]);
       };
       for (const pt of this.points) {
-        if (!pick(pt)) continue;
+        if (!pick(pt) || skipped.includes(pt.metric)) continue;
         add(pt.unit, pt);
         if (pt.sf_address !== undefined) add(pt.unit, { table: "holding", address: pt.sf_address, count: 1 });
         if (pt.direction) add(pt.direction.unit ?? pt.unit, pt.direction);
@@ -371,15 +386,9 @@ export class DeviceDriver {
     priority: Priority,
     retries: number,
   ): Promise<Metrics> {
-    const data: Registers = new Map();
-    for (const b of blocks) {
-      const unit = b.unit ?? this.unit;
-      const words = await this.readRegs(b.table, b.address, b.count, priority, retries, unit);
-      const key = tableKey(unit, b.table);
-      let t = data.get(key);
-      if (!t) data.set(key, (t = new Map()));
-      for (let i = 0; i < words.length; i++) t.set(b.address + i, words[i]!); // i runs over words' own indices
-    }
+    const points = (this.points ?? []).filter((pt) => pick(pt) && !this.unavailable.skipped(pt.metric));
+    const read = (b: UnitRange, n: number) => this.readRegs(b.table, b.address, b.count, priority, n, b.unit ?? this.unit);
+    const data = await readPoints({ blocks, points, unit: this.unit, read, retries, unavailable: this.unavailable });
     return decodePoints(this.points ?? [], pick, data, this.unit);
   }
 }

@@ -152,7 +152,16 @@ export class ProfileDevice implements Device {
   }
 
   health(): DeviceHealth {
-    return this.readings.health(this.id) ?? NO_HEALTH;
+    const h = this.readings.health(this.id) ?? NO_HEALTH;
+    let unavailable: string[] = [];
+    try {
+      unavailable = this.driver()
+        .unavailable.list()
+        .map((u) => u.metric);
+    } catch {
+      // no driver: nothing is known of its points
+    }
+    return unavailable.length ? { ...h, unavailable_points: unavailable } : h;
   }
 
   setRemote(remote: boolean): void {

@@ -181,7 +181,8 @@ function devicesPage() {
           h("dt", { text: "address" }), h("dd", { text: d.address }),
           ...ident.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]),
           h("dt", { text: "last read" }), h("dd", { text: ago(d.last_ok_at) }),
-          h("dt", { text: "last error" }), h("dd", { class: d.last_error ? "error" : null, "data-field": "last_error", text: d.last_error ?? "none" })),
+          h("dt", { text: "last error" }), h("dd", { class: d.last_error ? "error" : null, "data-field": "last_error", text: d.last_error ?? "none" }),
+          ...((d.unavailable_points ?? []).length ? [h("dt", { text: "unavailable points" }), h("dd", { "data-field": "unavailable_points", text: d.unavailable_points.join(", ") })] : [])),
         h("div", { class: "table-wrap" }, h("table", { class: "metrics" }, h("tbody", {}, rows))),
         c ? h("div", {}, h("p", { class: "muted small", text: `${c.metric}, last 24 h (1-minute means); tap a metric for its chart` }), chart(c.points, c.metric)) : null);
     }));
