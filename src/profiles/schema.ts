@@ -41,6 +41,18 @@ const enumRef = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z0-9_]+$/, "a named value
  * word_order. Such a reading gives no value, never a number.
  */
 const sentinels = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).default([]);
+/**
+ * A brand's "not available" values per data type, for every point of that type (SMA: s32
+ * 0x80000000, u32 0xFFFFFFFF, u64 all ones); `enum`: for the points that name an enum (SMA's
+ * status values 0xFFFFFD). Added to a point's own `na`. `all_ones`: every bit of the value
+ * set (a 64-bit value is beyond a safe integer).
+ */
+const notAvailable = z
+  .partialRecord(
+    z.enum([...valueType.options, "enum"]),
+    z.array(z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.literal("all_ones")])).min(1),
+  )
+  .default({});
 const actionName = z.enum(ACTION_NAMES);
 export type { ActionName };
 
@@ -331,6 +343,7 @@ export const fixedProfileSchema = z
     /** Rated power from the device; max_power_w is the fallback when it gives no value. */
     max_power: ratedPower.optional(),
     identity: z.array(identityRegister).default([]),
+    not_available: notAvailable,
     points: z.array(fixedPoint).min(1),
     unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
   })

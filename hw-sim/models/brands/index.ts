@@ -150,6 +150,8 @@ export const BRANDS = [
       revert_s: z.number().min(1).max(3600).default(60),
       /** SMA device type (30053): 9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10. */
       device_type: z.number().int().min(0).default(9359),
+      /** An SMA Energy Meter is connected; false: the grid values (30865/30867, 30581/30583) read NaN. */
+      meter: z.boolean().default(true),
     }),
     build: (s, site) => [new SmaStorage(s, site)],
     battery: {

@@ -15,7 +15,10 @@
 // 4 read the same values. An address of the profile's ranges that this device does not
 // have reads NaN (0xFFFF words); outside the ranges, exception 2.
 // "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones;
-// the setpoint 40149 reads NaN while the control 40151 is inactive.
+// the setpoint 40149 reads NaN while the control 40151 is inactive. Without an SMA Energy
+// Meter (`meter: false`) the grid values 30865/30867 (S32) and the grid counters 30581/30583
+// (U32) read NaN; the condition 30201 (ENUM) reads NaN while the device has none to give
+// (`condition`, set by a test: the documented NaN of an ENUM).
 // Signs: AC active power 30775 positive = feeding; battery charge (31393) and
 // discharge (31395) power are two unsigned values; the active power setpoint 40149 is
 // positive to discharge and negative to charge.
@@ -39,6 +42,9 @@ export const SMA_CONTROL = { active: 802, inactive: 803 } as const;
 export const SMA_BMS_MODE = { auto: 1438, charge: 2289, discharge: 2290, standard: 2424 } as const;
 const BMS_MODES = new Set<number>(Object.values(SMA_BMS_MODE));
 const NAN_S32 = [0x8000, 0x0000];
+const NAN_U32 = [0xffff, 0xffff];
+/** ENUM "not available" (0x00FFFFFD), as condition 30201 reads it. */
+export const SMA_ENUM_NAN = 0xfffffd;
 
 export class SmaStorage extends HybridInverter {
   readonly model = "sma-storage";
@@ -56,15 +62,20 @@ export class SmaStorage extends HybridInverter {
   /** The fallback setpoint replaced the partner's after the timeout. */
   fellBack = false;
   readonly deviceType: number;
+  /** An SMA Energy Meter is connected: the grid values read it, else NaN. */
+  readonly meter: boolean;
+  /** Condition 30201 (ENUM): 307 ok, or SMA_ENUM_NAN. */
+  condition = 307;
   protected readonly holding: RegisterMap;
   protected get input(): RegisterMap {
     return this.holding;
   }
 
-  constructor(spec: HybridSpec & { revert_s: number; device_type: number }, site: SiteModel) {
+  constructor(spec: HybridSpec & { revert_s: number; device_type: number; meter: boolean }, site: SiteModel) {
     super(spec, site, "", 10);
     this.timeoutS = spec.revert_s;
     this.deviceType = spec.device_type;
+    this.meter = spec.meter;
     this.chaMaxW = spec.max_power_w;
     this.dschMaxW = spec.max_power_w;
     const u32rw = setting(codec.u32(HI));
@@ -73,25 +84,26 @@ export class SmaStorage extends HybridInverter {
     const bat = () => this.batteryW();
     const u32 = (get: () => number) => reg.ro(2, () => enc.u32(get(), HI));
     const u64 = (get: () => number) => reg.ro(4, () => enc.u64(get(), HI));
+    const metered = (words: () => number[], nan: number[]) => reg.ro(2, () => (this.meter ? words() : nan));
     this.holding = new RegisterMap(
       [
         [30051, reg.fixed(enc.u32(8007, HI))], // device class: 8007 battery inverter
         [30053, u32(() => this.deviceType)], // device type (9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10)
         [30055, reg.fixed(enc.u32(461, HI))], // vendor: 461 = SMA
         [30057, u32(() => Number(this.serial) % 0xffffffff)], // serial number
-        [30201, reg.fixed(enc.u32(307, HI))], // condition: 307 ok
+        [30201, u32(() => this.condition)], // condition (ENUM): 307 ok, NaN 0x00FFFFFD
         [30231, u32(() => this.maxW)], // Inverter.WLim: maximum active power, W
         [30233, u32(() => this.maxW)], // Inverter.WMax: nominal active power WMaxOut, W
         [30513, u64(() => this.acOutWh)], // total yield, Wh
-        [30581, u32(() => site.importWh)], // Metering.GridMs.TotWhIn: grid import counter, Wh
-        [30583, u32(() => site.exportWh)], // Metering.GridMs.TotWhOut: grid feed-in counter, Wh
+        [30581, metered(() => enc.u32(site.importWh, HI), NAN_U32)], // Metering.GridMs.TotWhIn: grid import counter, Wh
+        [30583, metered(() => enc.u32(site.exportWh, HI), NAN_U32)], // Metering.GridMs.TotWhOut: grid feed-in counter, Wh
         [30775, reg.ro(2, () => enc.s32(this.acPowerW(), HI))], // AC active power, W (+ = feeding)
         [30843, reg.ro(2, () => enc.s32((bat() / this.batteryV()) * 1000, HI))], // battery current, mA (+ = discharging)
         [30845, u32(() => this.soc)], // battery state of charge, %
         [30849, reg.ro(2, () => enc.s32(250, HI))], // battery temperature, 0.1 degC
         [30851, u32(() => this.batteryV() * 100)], // battery voltage, 0.01 V
-        [30865, reg.ro(2, () => enc.s32(Math.max(0, site.grid()), HI))], // Metering.GridMs.TotWIn: power drawn from the grid, W
-        [30867, reg.ro(2, () => enc.s32(Math.max(0, -site.grid()), HI))], // Metering.GridMs.TotWOut: power fed into the grid, W
+        [30865, metered(() => enc.s32(Math.max(0, site.grid()), HI), NAN_S32)], // Metering.GridMs.TotWIn: power drawn from the grid, W (S32)
+        [30867, metered(() => enc.s32(Math.max(0, -site.grid()), HI), NAN_S32)], // Metering.GridMs.TotWOut: power fed into the grid, W (S32)
         [30955, reg.ro(2, () => enc.u32(bat() < 0 ? 2292 : bat() > 0 ? 2293 : 2291, HI))], // battery status: 2291 standby, 2292 charging, 2293 discharging
         [31393, u32(() => Math.max(0, -bat()))], // battery charge power, W
         [31395, u32(() => Math.max(0, bat()))], // battery discharge power, W

@@ -13,7 +13,16 @@ import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode } from "../../model/roles.js";
 import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
-import { decodePoints, isSentinel, tableKey, type PointClass, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
+import {
+  decodePoints,
+  isSentinel,
+  sentinelsOf,
+  tableKey,
+  type PointClass,
+  type Registers,
+  type ResolvedPoint,
+  type UnitBlock,
+} from "./decode.js";
 
 export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
@@ -95,9 +104,9 @@ export class DeviceDriver {
     const points: ResolvedPoint[] = p.points.map((pt) => ({
       metric: pt.metric,
       unit: pt.unit,
-      na: pt.na,
+      na: sentinelsOf(pt.na, p.not_available, pt.type, pt.enum !== undefined),
       direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
-      minus: pt.minus && { ...pt.minus, count: typeRegs(pt.type, pt.length) },
+      minus: pt.minus && { ...pt.minus, na: sentinelsOf(pt.minus.na, p.not_available, pt.type), count: typeRegs(pt.type, pt.length) },
       table: pt.table,
       address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
@@ -126,7 +135,7 @@ export class DeviceDriver {
     const r = p.max_power;
     if (!r) return undefined;
     const words = await this.readRegs(r.table, r.address, typeRegs(r.type), priority, 1, r.unit ?? this.unit);
-    if (isSentinel(words, r.word_order, r.na)) return undefined;
+    if (isSentinel(words, r.word_order, sentinelsOf(r.na, p.not_available, r.type))) return undefined;
     const raw = decodeRaw(r.type, words, r.word_order) as number;
     if (!Number.isFinite(raw) || raw <= 0) return undefined;
     return readingValue(raw, r.type, 0, r.scale);
