@@ -114,13 +114,13 @@ export function brandTruth(model: HybridInverter, profile: string): BrandTruth {
 
 /**
  * A fault the world does not set on a brand battery, with why. SMA's battery management
- * registers are write-only to the gateway (40236, 40793-40799): a write-back it sent and the
+ * registers are write-only to the gateway (40236, 40793-40801): a write-back it sent and the
  * device acknowledged without acting on is not seen (its pre-state has nothing to read back,
- * the power has no "as asked" for the device's own mode), and the model, unlike the
- * hardware, has no fallback timeout on that path that would end the forced mode on its own
- * (issue 42, "The simulator was easier than the hardware"). With `ignore_writes` over a
- * release, the SMA stays forced for good: `pre_state` and `released_after_faults` (the
- * regression world "SMA ... ignored release" in dispatch-property.test.ts, a todo).
+ * the power has no "as asked" for the device's own mode). Since issue 42 the model falls
+ * back to its defaults when the six registers are not rewritten within its timeout (60 s),
+ * as the hardware does, so an ignored release ends there (the regression world "SMA ...
+ * ignored release" in dispatch-property.test.ts passes); a generated world may end before
+ * that timeout, so the world still leaves `ignore_writes` off SMA batteries.
  */
 export function allowedFault(brand: BrandBattery | undefined, fault: string): boolean {
   return !(brand === "sma-storage" && fault === "ignore_writes");

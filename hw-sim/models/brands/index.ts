@@ -156,15 +156,23 @@ export const BRANDS = [
     build: (s, site) => [new SmaStorage(s, site)],
     battery: {
       powerW: async (read, u) => u32hi(await read(u, "holding", 31395, 2)) - u32hi(await read(u, "holding", 31393, 2)),
-      selfConsumption: async (read, u) =>
-        u32hi(await read(u, "holding", 40151, 2)) !== 802 && u32hi(await read(u, "holding", 40236, 2)) === 2424,
+      // 40149/40151 are write-only (a read is refused): the row drives and checks the battery
+      // management path, whose operating mode 40236 reads back.
+      selfConsumption: async (read, u) => u32hi(await read(u, "holding", 40236, 2)) === 2424,
       commands: {
         charge: [
-          [40151, s32hi(802)],
-          [40149, s32hi(-2000)],
+          [40793, s32hi(2000)],
+          [40236, s32hi(2289)],
         ],
-        discharge: [[40149, s32hi(2000)]],
-        release: [[40151, s32hi(803)]],
+        discharge: [
+          [40793, s32hi(0)],
+          [40797, s32hi(2000)],
+          [40236, s32hi(2290)],
+        ],
+        release: [
+          [40797, s32hi(0)],
+          [40236, s32hi(2424)],
+        ],
       },
     },
     // On its own network port at unit 3; on the shared port at 30 (the RS-485 bus has a 3).

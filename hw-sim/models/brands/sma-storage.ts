@@ -14,11 +14,10 @@
 // one answers exception 2); writes take whole values only (function 16). Function 3 and
 // 4 read the same values. An address of the profile's ranges that this device does not
 // have reads NaN (0xFFFF words); outside the ranges, exception 2.
-// "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones;
-// the setpoint 40149 reads NaN while the control 40151 is inactive. Without an SMA Energy
-// Meter (`meter: false`) the grid values 30865/30867 (S32) and the grid counters 30581/30583
-// (U32) read NaN; the condition 30201 (ENUM) reads NaN while the device has none to give
-// (`condition`, set by a test: the documented NaN of an ENUM).
+// "Not available" (NaN): S32 0x80000000, U32 0xFFFFFFFF, ENUM 0x00FFFFFD, U64 all ones.
+// Without an SMA Energy Meter (`meter: false`) the grid values 30865/30867 (S32) and the
+// grid counters 30581/30583 (U32) read NaN; the condition 30201 (ENUM) reads NaN while the
+// device has none to give (`condition`, set by a test: the documented NaN of an ENUM).
 // Signs: AC active power 30775 positive = feeding; battery charge (31393) and
 // discharge (31395) power are two unsigned values; the active power setpoint 40149 is
 // positive to discharge and negative to charge.
@@ -30,11 +29,18 @@
 // that power, still under external control, until 803 is written or a new setpoint
 // comes. (2) The BMS operating mode 40236: 2289 charges at the minimum
 // charge power 40793, 2290 discharges at the minimum discharge power 40797, 2424
-// (default) is self-consumption within the maximum charge/discharge powers 40795/40799;
-// no timeout is documented for it. A power beyond the rated battery power, or an enum
-// value that is not in the list, is refused with exception 3. Path (1) wins while active.
+// (default) is self-consumption within the maximum charge/discharge powers 40795/40799,
+// with the grid exchange setpoint 40801 (W). The list quoted names no timeout for this
+// path, but the hardware has one (issue 42; evcc keeps the path with a 60 s watchdog, a
+// public SBS automation rewrites all six registers with a keepalive): when none of the six
+// registers is written within the timeout (the model takes 41195's), the battery
+// management falls back to its defaults (2424, minimums 0, maximums the rated power,
+// 40801 0). A power beyond the rated battery power, or an enum value that is not in the
+// list, is refused with exception 3. Path (1) wins while active.
+// Write-only: 40149 and 40151 refuse reads (exception 2), as the hardware does (issue 42).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg, codec, setting } from "./register-map.js";
+import { ILLEGAL_ADDRESS, ModbusException } from "../../modbus-pdu.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
@@ -43,6 +49,15 @@ export const SMA_BMS_MODE = { auto: 1438, charge: 2289, discharge: 2290, standar
 const BMS_MODES = new Set<number>(Object.values(SMA_BMS_MODE));
 const NAN_S32 = [0x8000, 0x0000];
 const NAN_U32 = [0xffff, 0xffff];
+/** A write-only register: a read is refused with exception 2. */
+const writeOnly = (size: number, write: (words: number[]) => () => void) =>
+  reg.rw(
+    size,
+    () => {
+      throw new ModbusException(ILLEGAL_ADDRESS);
+    },
+    write,
+  );
 /** ENUM "not available" (0x00FFFFFD), as condition 30201 reads it. */
 export const SMA_ENUM_NAN = 0xfffffd;
 
@@ -61,6 +76,8 @@ export class SmaStorage extends HybridInverter {
   fallbackW = 0;
   /** The fallback setpoint replaced the partner's after the timeout. */
   fellBack = false;
+  /** When one of the battery management's six registers was last written (ms). */
+  bmsAt = 0;
   readonly deviceType: number;
   /** An SMA Energy Meter is connected: the grid values read it, else NaN. */
   readonly meter: boolean;
@@ -78,8 +95,15 @@ export class SmaStorage extends HybridInverter {
     this.meter = spec.meter;
     this.chaMaxW = spec.max_power_w;
     this.dschMaxW = spec.max_power_w;
-    const u32rw = setting(codec.u32(HI));
-    const s32rw = setting(codec.s32(HI));
+    const u32set = setting(codec.u32(HI));
+    const s32set = setting(codec.s32(HI));
+    // The battery management's six registers: each write renews its timeout.
+    const renew = (set: (v: number) => void) => (v: number) => {
+      set(v);
+      this.bmsAt = site.clock();
+    };
+    const u32rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) => u32set(get, renew(set), ok);
+    const s32rw = (get: () => number, set: (v: number) => void, ok: (v: number) => boolean) => s32set(get, renew(set), ok);
     const watts = (v: number) => v <= this.maxW;
     const bat = () => this.batteryW();
     const u32 = (get: () => number) => reg.ro(2, () => enc.u32(get(), HI));
@@ -110,35 +134,27 @@ export class SmaStorage extends HybridInverter {
         [31397, u64(() => this.chargedWh)], // battery charge energy, Wh
         [31401, u64(() => this.dischargedWh)], // battery discharge energy, Wh
         [
-          40149, // active power setpoint, W (+ discharge, - charge); NaN while the control is inactive
-          reg.rw(
-            2,
-            () => (this.control === SMA_CONTROL.active ? enc.s32(this.setpointW, HI) : NAN_S32),
-            (w) => {
-              const v = dec.s32(w, HI);
-              check(Math.abs(v) <= this.maxW);
-              return () => {
-                this.setpointW = v;
-                this.setpointAt = site.clock();
-                this.fellBack = false;
-              };
-            },
-          ),
+          40149, // active power setpoint, W (+ discharge, - charge); write-only
+          writeOnly(2, (w) => {
+            const v = dec.s32(w, HI);
+            check(Math.abs(v) <= this.maxW);
+            return () => {
+              this.setpointW = v;
+              this.setpointAt = site.clock();
+              this.fellBack = false;
+            };
+          }),
         ],
         [
-          40151, // control of the battery by communication: 802 active, 803 inactive
-          reg.rw(
-            2,
-            () => enc.u32(this.control, HI),
-            (w) => {
-              const v = dec.u32(w, HI);
-              check(v === 802 || v === 803);
-              return () => {
-                this.control = v;
-                this.setpointAt = site.clock();
-              };
-            },
-          ),
+          40151, // control of the battery by communication: 802 active, 803 inactive; write-only
+          writeOnly(2, (w) => {
+            const v = dec.u32(w, HI);
+            check(v === 802 || v === 803);
+            return () => {
+              this.control = v;
+              this.setpointAt = site.clock();
+            };
+          }),
         ],
         [
           40236, // BMS operating mode
@@ -158,7 +174,7 @@ export class SmaStorage extends HybridInverter {
         ],
         [
           41195, // external setpoint timeout, s
-          u32rw(
+          u32set(
             () => this.timeoutS,
             (v) => (this.timeoutS = v),
             (v) => v >= 1 && v <= 86400,
@@ -166,7 +182,7 @@ export class SmaStorage extends HybridInverter {
         ],
         [
           41215, // fallback active power setpoint, W
-          s32rw(
+          s32set(
             () => this.fallbackW,
             (v) => (this.fallbackW = v),
             (v) => Math.abs(v) <= this.maxW,
@@ -227,6 +243,26 @@ export class SmaStorage extends HybridInverter {
       this.setpointW = this.fallbackW;
       this.fellBack = true;
     }
+    if (!this.bmsDefault() && nowMs - this.bmsAt > this.timeoutS * 1000) {
+      this.bmsMode = SMA_BMS_MODE.standard;
+      this.chaMinW = 0;
+      this.dschMinW = 0;
+      this.chaMaxW = this.maxW;
+      this.dschMaxW = this.maxW;
+      this.gridSetpointW = 0;
+    }
+  }
+
+  /** The battery management holds its defaults (nothing to fall back from). */
+  private bmsDefault(): boolean {
+    return (
+      this.bmsMode === SMA_BMS_MODE.standard &&
+      this.chaMinW === 0 &&
+      this.dschMinW === 0 &&
+      this.chaMaxW === this.maxW &&
+      this.dschMaxW === this.maxW &&
+      this.gridSetpointW === 0
+    );
   }
 
   protected target(): Target {

@@ -1,6 +1,7 @@
-// SMA's "not available" values (issue 42 item 5): the built-in profile reads the simulator's
-// SMA model (hw-sim/models/brands/sma-storage.ts, written apart from the profile from SMA's
-// register list) in-process. A NaN is no reading: never 0 W, never a state code.
+// SMA done right (issue 42 item 5): the built-in profile drives the simulator's SMA model
+// (hw-sim/models/brands/sma-storage.ts, written apart from the profile from SMA's register
+// list) in-process. A NaN is no reading: never 0 W, never a state code; the battery
+// management's six registers are written together.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SiteModel } from "../../hw-sim/site-model.js";
@@ -14,8 +15,10 @@ import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { silentLogger } from "../../src/log.js";
 import type { Transport } from "../../src/modbus/transport.js";
 import type { Table } from "../../src/modbus/planner.js";
+import { planControlWrites } from "../../src/modbus/device/control-values.js";
+import type { ActionName } from "../../src/profiles/schema.js";
 
-/** One simulated device on unit 3 over its own PDU handler: reads only (this test writes nothing). */
+/** One simulated device on unit 3 over its own PDU handler (function 16 for every write). */
 function transportTo(dev: SmaStorage): Transport {
   const call = (pdu: Buffer) => {
     const r = handlePdu(dev, pdu, () => {});
@@ -34,8 +37,16 @@ function transportTo(dev: SmaStorage): Transport {
       const r = call(pdu);
       return Array.from({ length: count }, (_, i) => r.readUInt16BE(2 + 2 * i));
     },
-    writeRegisters: async () => assert.fail("this test writes nothing"),
-    writeCoils: async () => assert.fail("this test writes nothing"),
+    writeRegisters: async (_unit: number, address: number, values: number[]) => {
+      const pdu = Buffer.alloc(6 + 2 * values.length);
+      pdu[0] = 16;
+      pdu.writeUInt16BE(address, 1);
+      pdu.writeUInt16BE(values.length, 3);
+      pdu[5] = 2 * values.length;
+      values.forEach((v, i) => pdu.writeUInt16BE(v & 0xffff, 6 + 2 * i));
+      call(pdu);
+    },
+    writeCoils: async () => assert.fail("an SMA has no coils"),
   };
 }
 
@@ -52,6 +63,23 @@ function smaRig(extra: Record<string, unknown> = {}) {
   const driver = new DeviceDriver(bus, 3, builtinProfiles().get("sma-storage"));
   return { dev, driver };
 }
+
+/** The profile's action as ModbusDeviceControl writes it: planned, then each step written. */
+async function act(d: DeviceDriver, action: ActionName, watts: number): Promise<void> {
+  for (const w of await planControlWrites(d, d.profile.actions[action]!, { watts }))
+    if (w.table !== "coil") await d.bus.writeRegisters(w.unit ?? d.unit, w.address, w.words, { fn: 16 });
+}
+
+for (const action of ["charge", "discharge"] as const)
+  test(`sma-storage: a ${action} writes all six battery-management registers, 40801 included`, async () => {
+    const { dev, driver } = smaRig();
+    await driver.pair();
+    dev.gridSetpointW = 1200; // left by another tool
+    await act(driver, action, 2000);
+    assert.equal(dev.gridSetpointW, 0, "40801 written with the action");
+    assert.equal(dev.view().mode, action === "charge" ? "forced-charge" : "forced-discharge");
+    assert.equal(dev.view().power_w, action === "charge" ? -2000 : 2000);
+  });
 
 test("sma-storage: with its meter, grid power is import minus feed-in", async () => {
   const { driver } = smaRig();
