@@ -72,6 +72,17 @@ const writeStep = z
     address: register.optional(),
     /** SunSpec profiles: the model and offset from the model id register. */
     model: z.number().int().optional(),
+    /**
+     * Fixed profiles: the step is for the devices whose identity register `identity` read one
+     * of `values` at pairing; on the others it is skipped (SMA: the Tripower Smart Energy,
+     * device class 8001, is controlled otherwise than the Sunny Boy Storage, 8007).
+     */
+    when: z
+      .strictObject({
+        identity: z.string().regex(/^[a-z][a-z0-9_]*$/),
+        values: z.array(z.number().int()).min(1),
+      })
+      .optional(),
     offset: z.number().int().min(0).optional(),
     type: valueType.default("u16"),
     /** Word order of a 32- or 64-bit value on the wire (little: low word first). */

@@ -10,6 +10,7 @@
 import fc from "fast-check";
 import type { HybridInverter } from "../../hw-sim/models/brands/hybrid.js";
 import { BRANDS, brandRow } from "../../hw-sim/models/brands/index.js";
+import { ILLEGAL_ADDRESS, ModbusException } from "../../hw-sim/modbus-pdu.js";
 import type { BrandSpec, ScenarioInput } from "../../hw-sim/scenario.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import type { Profile } from "../../src/profiles/schema.js";
@@ -102,13 +103,23 @@ export interface BrandTruth {
   state(): string;
 }
 
+/** A register's words, or "write-only" where the model refuses the read (SMA's 40149/40151, exception 2). */
+function readable(model: HybridInverter, address: number, count: number): string {
+  try {
+    return model.readHolding(address, count).join(",");
+  } catch (e) {
+    if (e instanceof ModbusException && e.code === ILLEGAL_ADDRESS) return "write-only";
+    throw e;
+  }
+}
+
 export function brandTruth(model: HybridInverter, profile: string): BrandTruth {
   const regs = actionRegisters(profile);
   return {
     max_power_w: model.maxW,
     actual: () => -model.acPowerW(),
     own: () => (model.modeName() === "self-consumption" ? 0 : -model.batteryW()),
-    state: () => `${model.modeName()} ${regs.map(([a, n]) => `${a}=${model.readHolding(a, n).join(",")}`).join(" ")}`,
+    state: () => `${model.modeName()} ${regs.map(([a, n]) => `${a}=${readable(model, a, n)}`).join(" ")}`,
   };
 }
 

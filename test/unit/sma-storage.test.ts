@@ -81,6 +81,32 @@ for (const action of ["charge", "discharge"] as const)
     assert.equal(dev.view().power_w, action === "charge" ? -2000 : 2000);
   });
 
+for (const action of ["charge", "discharge"] as const)
+  test(`sma-storage on a Tripower Smart Energy (device class 8001): a ${action} goes through 40149/40151 with the timeout 41195 set, not the battery management`, async () => {
+    const { dev, driver } = smaRig({ device_class: 8001, revert_s: 600 });
+    await driver.pair();
+    await act(driver, action, 2000);
+    const w = action === "charge" ? -2000 : 2000;
+    assert.equal(dev.view().mode, action === "charge" ? "forced-charge" : "forced-discharge", "the battery moves as asked");
+    assert.equal(dev.view().power_w, w);
+    assert.equal(dev.control, 802);
+    assert.equal(dev.setpointW, w);
+    assert.equal(dev.timeoutS, 60, "41195 set by the action");
+    assert.equal(dev.bmsMode, 2424, "the battery management is left alone");
+    await act(driver, "release", 0);
+    assert.equal(dev.control, 803, "release hands the battery back");
+    assert.equal(dev.view().mode, "self-consumption");
+  });
+
+test("sma-storage on a Sunny Boy Storage (8007) writes nothing of the Tripower's path", async () => {
+  const { dev, driver } = smaRig();
+  await driver.pair();
+  await act(driver, "charge", 2000);
+  assert.equal(dev.control, 803);
+  assert.equal(dev.timeoutS, 60);
+  assert.equal(dev.bmsMode, 2289);
+});
+
 test("sma-storage: with its meter, grid power is import minus feed-in", async () => {
   const { driver } = smaRig();
   const m = await driver.read(["fast", "slow"]);

@@ -150,6 +150,8 @@ export const BRANDS = [
       revert_s: z.number().min(1).max(3600).default(60),
       /** SMA device type (30053): 9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10. */
       device_type: z.number().int().min(0).default(9359),
+      /** SMA device class (30051): 8007 battery inverter (Sunny Boy Storage), 8001 Sunny Tripower Smart Energy. */
+      device_class: z.union([z.literal(8001), z.literal(8007)]).default(8007),
       /** An SMA Energy Meter is connected; false: the grid values (30865/30867, 30581/30583) read NaN. */
       meter: z.boolean().default(true),
     }),

@@ -38,6 +38,10 @@
 // 40801 0). A power beyond the rated battery power, or an enum value that is not in the
 // list, is refused with exception 3. Path (1) wins while active.
 // Write-only: 40149 and 40151 refuse reads (exception 2), as the hardware does (issue 42).
+// Device class 30051 (`device_class`): 8007 battery inverter (Sunny Boy Storage), 8001
+// solar inverter (Sunny Tripower Smart Energy, a hybrid). On the 8001 the battery
+// management path (2) has no effect, only path (1) moves the battery (evcc's maintainers,
+// as issue 42 reports them).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg, codec, setting } from "./register-map.js";
 import { ILLEGAL_ADDRESS, ModbusException } from "../../modbus-pdu.js";
@@ -45,6 +49,7 @@ import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
 export const SMA_CONTROL = { active: 802, inactive: 803 } as const;
+export const SMA_CLASS = { tripowerSe: 8001, batteryInverter: 8007 } as const;
 export const SMA_BMS_MODE = { auto: 1438, charge: 2289, discharge: 2290, standard: 2424 } as const;
 const BMS_MODES = new Set<number>(Object.values(SMA_BMS_MODE));
 const NAN_S32 = [0x8000, 0x0000];
@@ -79,6 +84,7 @@ export class SmaStorage extends HybridInverter {
   /** When one of the battery management's six registers was last written (ms). */
   bmsAt = 0;
   readonly deviceType: number;
+  readonly deviceClass: number;
   /** An SMA Energy Meter is connected: the grid values read it, else NaN. */
   readonly meter: boolean;
   /** Condition 30201 (ENUM): 307 ok, or SMA_ENUM_NAN. */
@@ -88,10 +94,11 @@ export class SmaStorage extends HybridInverter {
     return this.holding;
   }
 
-  constructor(spec: HybridSpec & { revert_s: number; device_type: number; meter: boolean }, site: SiteModel) {
+  constructor(spec: HybridSpec & { revert_s: number; device_type: number; device_class: number; meter: boolean }, site: SiteModel) {
     super(spec, site, "", 10);
     this.timeoutS = spec.revert_s;
     this.deviceType = spec.device_type;
+    this.deviceClass = spec.device_class;
     this.meter = spec.meter;
     this.chaMaxW = spec.max_power_w;
     this.dschMaxW = spec.max_power_w;
@@ -111,7 +118,7 @@ export class SmaStorage extends HybridInverter {
     const metered = (words: () => number[], nan: number[]) => reg.ro(2, () => (this.meter ? words() : nan));
     this.holding = new RegisterMap(
       [
-        [30051, reg.fixed(enc.u32(8007, HI))], // device class: 8007 battery inverter
+        [30051, u32(() => this.deviceClass)], // device class: 8007 battery inverter, 8001 solar inverter (STP SE)
         [30053, u32(() => this.deviceType)], // device type (9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10)
         [30055, reg.fixed(enc.u32(461, HI))], // vendor: 461 = SMA
         [30057, u32(() => Number(this.serial) % 0xffffffff)], // serial number
@@ -267,6 +274,7 @@ export class SmaStorage extends HybridInverter {
 
   protected target(): Target {
     if (this.control === SMA_CONTROL.active) return { mode: "forced", w: this.setpointW };
+    if (this.deviceClass === SMA_CLASS.tripowerSe) return { mode: "self-consumption" }; // path (2) has no effect here
     if (this.bmsMode === SMA_BMS_MODE.charge) return { mode: "forced", w: -Math.min(this.chaMinW, this.chaMaxW) };
     if (this.bmsMode === SMA_BMS_MODE.discharge) return { mode: "forced", w: Math.min(this.dschMinW, this.dschMaxW) };
     return { mode: "self-consumption", maxChargeW: this.chaMaxW, maxDischargeW: this.dschMaxW };

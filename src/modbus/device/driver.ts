@@ -308,6 +308,9 @@ export class DeviceDriver {
 
   /** Absolute address of a SunSpec action step, or its fixed address (and its sub-device's unit id). */
   resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number; unit?: number } {
+    const w = step.when;
+    if (w && !w.values.map(String).includes(this.descriptor?.identity?.[w.identity] ?? ""))
+      throw new SitegateError("DEVICE_NOT_FOUND", `the step is for ${w.identity} ${w.values.join(", ")}`);
     if (step.address !== undefined)
       return { table: step.table, address: step.address, ...(step.unit === undefined ? {} : { unit: step.unit }) };
     const m = this.models.find((x) => x.id === step.model);
