@@ -256,6 +256,17 @@ test("sma-storage: the battery management path falls back to its defaults when i
   assert.deepEqual(read(dev, 3, 40797, 2), u32hi(0), "the minimum discharge power back to 0");
 });
 
+test("sma-storage as a Tripower Smart Energy (device class 8001): the battery management has no effect, 40149/40151 move the battery", () => {
+  const { dev, bat } = rig("sma-storage", { device_class: 8001 });
+  assert.deepEqual(read(dev, 3, 30051, 2), u32hi(8001));
+  ok(dev, 40793, u32hi(2000));
+  ok(dev, 40236, u32hi(2289));
+  assert.equal(bat.view().mode, "self-consumption", "2289 acknowledged, without effect");
+  ok(dev, 40151, u32hi(802));
+  ok(dev, 40149, s32hi(-2000));
+  assert.equal(bat.view().power_w, -2000);
+});
+
 test("solaredge-storedge: SunSpec readings, remote control, charging-positive float, timeout to the default mode", () => {
   const { dev, bat, advance } = rig("solaredge-storedge");
   assert.deepEqual(read(dev, 3, 40000, 4), [0x5375, 0x6e53, 1, 65]);
