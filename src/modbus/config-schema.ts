@@ -23,7 +23,7 @@ const base = {
     .describe("<organization_id>/<profile>: the profile that reads the device (docs/configuration.md#devices-and-profiles)"),
   mb_device_type: z
     .union([z.literal(1), z.literal(2), z.literal(3), z.literal(99)])
-    .describe("The partner's device kind: 1 battery, 2 PV, 3 meter, 99 other (the profile decides)"),
+    .describe("The partner's device kind: 1 meter, 2 solar inverter, 3 storage inverter, 99 others (the profile decides)"),
   mb_check_write: z.array(checkWriteSchema).max(64).optional().describe("Registers written once when the device is configured"),
   rated_power_w: z
     .union(

@@ -15,7 +15,8 @@ export function enumValue(enums: Enums, ref: string): number | undefined {
 export function checkNames(
   p: {
     enums: Enums;
-    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown; unit?: number }>>>;
+    actions: Partial<Record<ActionName, Array<{ value: unknown; restore?: unknown; unit?: number; when?: { identity: string } }>>>;
+    identity?: Array<{ name: string }>;
     sub_units: number[];
     readback: Partial<Record<ActionName, Array<{ expect: unknown }>>>;
     refresh_s: number;
@@ -28,6 +29,12 @@ export function checkNames(
   for (const [name, steps] of Object.entries(p.actions))
     steps?.forEach((s, i) => {
       if (!known(s.value)) ctx.addIssue({ code: "custom", path: ["actions", name, i, "value"], message: "names no value of enums" });
+      if (s.when && !p.identity?.some((r) => r.name === s.when?.identity))
+        ctx.addIssue({
+          code: "custom",
+          path: ["actions", name, i, "when", "identity"],
+          message: "names no identity register of the profile",
+        });
       if (s.restore !== undefined && !known(s.restore))
         ctx.addIssue({ code: "custom", path: ["actions", name, i, "restore"], message: "names no value of enums" });
       // A profile writes only to its own device: its unit, or a sub-device it declares; never unit 0 (broadcast).

@@ -4,43 +4,25 @@
 // capabilities), its role and op-mode map, and how the device executes charge / discharge / shed / restore /
 // curtail (register writes). Adding a device model is adding a file.
 import { z } from "zod";
-import { OP_MODE_NAMES, ROLES } from "../model/roles.js";
-import { ACTION_NAMES, CAPABILITIES, type ActionName } from "../model/vocabulary.js";
+import { OP_MODE_NAMES } from "../model/roles.js";
+import { ACTION_NAMES, type ActionName } from "../model/vocabulary.js";
 import { checkNames, checkRelocate } from "./cross-refs.js";
 
-const valueType = z.enum([
-  "u16",
-  "s16",
-  "u32",
-  "s32",
-  "u64",
-  "s64",
-  "f32",
-  "f64",
-  "string",
-  "bitfield16",
-  "bitfield32",
-  "acc32",
-  "acc64",
-  "sunssf",
-]);
-const table = z.enum(["holding", "input", "coil", "discrete"]);
-const metricName = z.string().regex(/^[a-z][a-z0-9_]*$/, "metric names are snake_case with a unit suffix (power_w)");
-const role = z.enum(ROLES);
-const capability = z.enum(CAPABILITIES);
-const pointClass = z.enum(["fast", "slow"]).default("fast");
-const register = z.number().int().min(0).max(65535);
-/** A sub-device's own unit id (a gateway that answers for several devices); absent: the device's configured unit. */
-const unitId = z.number().int().min(0).max(255);
-const wordOrder = z.enum(["big", "little"]).default("big");
-/** A constant of one of the profile's `enums`, written `enum.label` (ems_mode.forced). */
-const enumRef = z.string().regex(/^[a-z][a-z0-9_]*\.[a-z0-9_]+$/, "a named value is written enum.label (ems_mode.forced)");
-/**
- * Raw register values that mean "not available" for this point (0x7FFF, 0xFFFF, 0x8000,
- * 0xFFFFFFFF ...): the whole register width as one unsigned number, high word first after
- * word_order. Such a reading gives no value, never a number.
- */
-const sentinels = z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).default([]);
+import {
+  valueType,
+  table,
+  metricName,
+  role,
+  capability,
+  pointClass,
+  register,
+  unitId,
+  wordOrder,
+  enumRef,
+  sentinels,
+  notAvailable,
+} from "./schema-parts.js";
+
 const actionName = z.enum(ACTION_NAMES);
 export type { ActionName };
 
@@ -60,6 +42,17 @@ const writeStep = z
     address: register.optional(),
     /** SunSpec profiles: the model and offset from the model id register. */
     model: z.number().int().optional(),
+    /**
+     * Fixed profiles: the step is for the devices whose identity register `identity` read one
+     * of `values` at pairing; on the others it is skipped (SMA: the Tripower Smart Energy,
+     * device class 8001, is controlled otherwise than the Sunny Boy Storage, 8007).
+     */
+    when: z
+      .strictObject({
+        identity: z.string().regex(/^[a-z][a-z0-9_]*$/),
+        values: z.array(z.number().int()).min(1),
+      })
+      .optional(),
     offset: z.number().int().min(0).optional(),
     type: valueType.default("u16"),
     /** Word order of a 32- or 64-bit value on the wire (little: low word first). */
@@ -338,6 +331,7 @@ export const fixedProfileSchema = z
     /** Rated power from the device; max_power_w is the fallback when it gives no value. */
     max_power: ratedPower.optional(),
     identity: z.array(identityRegister).default([]),
+    not_available: notAvailable,
     points: z.array(fixedPoint).min(1),
     unreadable: z.array(z.strictObject({ table, address: register, count: z.number().int().min(1) })).default([]),
     /**

@@ -672,8 +672,8 @@ const REGRESSIONS: Array<{ name: string; world: WorldSpec; todo?: string }> = [
     },
   },
   {
+    // Passes since issue 42: the SMA model's battery management falls back to its defaults when not rewritten in time, as the hardware does.
     name: "issue 39 brands: an SMA whose release was acknowledged and ignored is not put back (seed 20261128 #1303, by hand)",
-    todo: "open: SMA's battery-management registers are write-only to the gateway, so verify() has nothing to read back and takes the ignored write-back as done; the model has no fallback timeout on that path, which the hardware has (issue 42). The world leaves ignore_writes off SMA batteries (dispatch-world-brands.ts allowedFault)",
     world: {
       seed: 5,
       base_load_w: 2000,

@@ -11,6 +11,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { configJsonSchema } from "../../src/cli/config-schema.js";
 import { configReferenceMarkdown, keyRows } from "../../src/cli/config-reference.js";
+import { declaredRole } from "../../src/modbus/device/wire-types.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 const read = (file: string) => readFileSync(join(ROOT, file), "utf8");
@@ -218,6 +219,14 @@ test("docs/config-reference.md is what `make docs` writes from the schema", () =
     configReferenceMarkdown(configJsonSchema()),
     "run `make docs` and commit docs/config-reference.md",
   );
+});
+
+test("docs/config-reference.md gives mb_device_type's codes as the partner interface names them (1 meter ... 99 others)", () => {
+  const row = read("docs/config-reference.md")
+    .split("\n")
+    .find((l) => l.startsWith("| `devices[].mb_device_type`"));
+  assert.ok(row, "the reference has an mb_device_type row");
+  for (const code of [1, 2, 3, 99]) assert.match(row, new RegExp(`\\b${code} ${declaredRole(code).name}\\b`), `code ${code}`);
 });
 
 test("the README and docs/install.md carry the same install block", () => {

@@ -123,6 +123,58 @@ test("per-point not-available values read as no value, in the point's word order
   assert.deepEqual(await d.read(["fast"]), { a: -2, b: 0xfffeffff, c: 0xffff });
 });
 
+test("a profile's not-available values per data type apply to every point of that type, the enum one to enum points, all_ones to 64 bits", async () => {
+  const p = profile({
+    not_available: { s32: [0x80000000], u64: ["all_ones"], enum: [0xfffffd] },
+    enums: { state: { ok: 307 } },
+    points: [
+      { metric: "a", address: 0, type: "s32" },
+      { metric: "b", address: 2, type: "u64" },
+      { metric: "c", address: 6, type: "u32", enum: "state" },
+      { metric: "d", address: 8, type: "u32" },
+    ],
+  });
+  const bus = new RegisterBus().set(1, "holding", 0, [0x8000, 0, 0xffff, 0xffff, 0xffff, 0xffff, 0x00ff, 0xfffd, 0x00ff, 0xfffd]);
+  const d = driverOf(bus, 1, p);
+  await d.pair();
+  assert.deepEqual(await d.read(["fast"]), { d: 0xfffffd }, "NaN by type; 0xFFFFFD only where the point names an enum");
+  bus.set(1, "holding", 0, [0xffff, 0xfffe, 0, 0, 0, 5, 0, 307]);
+  assert.deepEqual(await d.read(["fast"]), { a: -2, b: 5, c: 307, d: 0xfffffd });
+});
+
+test("a write step's `when` is for the devices whose identity read one of its values; it must name an identity register", async () => {
+  const p = profile({
+    identity: [{ name: "class", address: 10 }],
+    points: [{ metric: "x", address: 0 }],
+    actions: {
+      charge: [
+        { when: { identity: "class", values: [1] }, address: 100, value: 1 },
+        { when: { identity: "class", values: [2] }, address: 200, value: 2 },
+      ],
+    },
+  });
+  for (const cls of [1, 2]) {
+    const d = driverOf(new RegisterBus().set(1, "holding", 0, [0]).set(1, "holding", 10, [cls]), 1, p);
+    await d.pair();
+    assert.deepEqual(
+      planWrites(d, p.actions.charge!, {}).map((w) => w.address),
+      [cls * 100],
+    );
+  }
+  const bad = profileSchema.safeParse({
+    name: "t",
+    kind: "fixed",
+    role: "battery",
+    points: [{ metric: "x", address: 0 }],
+    actions: { charge: [{ when: { identity: "class", values: [1] }, address: 1, value: 1 }] },
+  });
+  assert.equal(bad.success, false);
+  assert.deepEqual(
+    bad.error!.issues.map((i) => i.path.join(".")),
+    ["actions.charge.0.when.identity"],
+  );
+});
+
 test("rated power comes from a register; a not-available reading falls back to max_power_w", async () => {
   const p = profile({ max_power_w: 3000, max_power: { table: "input", address: 5000, scale: 100 }, points: [{ metric: "x", address: 0 }] });
   const bus = new RegisterBus().set(1, "holding", 0, [1]).set(1, "input", 5000, [80]);

@@ -194,11 +194,18 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, the fallb
     code(() => read(dev, 3, 30775, 1)),
     2,
   );
-  assert.deepEqual(read(dev, 3, 40149, 2), [0x8000, 0], "the setpoint reads NaN while inactive");
-  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803));
+  assert.equal(
+    code(() => read(dev, 3, 40149, 2)),
+    2,
+    "the setpoint is write-only",
+  );
+  assert.equal(
+    code(() => read(dev, 3, 40151, 2)),
+    2,
+    "the control is write-only",
+  );
   ok(dev, 40151, u32hi(802));
   ok(dev, 40149, s32hi(-3000));
-  assert.deepEqual(read(dev, 3, 40149, 2), s32hi(-3000));
   assert.deepEqual(read(dev, 3, 31393, 2), u32hi(3000), "charge power");
   assert.deepEqual(read(dev, 3, 31395, 2), u32hi(0));
   assert.equal(bat.view().power_w, -3000);
@@ -212,7 +219,7 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, the fallb
   assert.equal(bat.view().mode, "forced-discharge");
   advance(2_000);
   assert.equal(bat.view().power_w, 0, "no new setpoint for 60 s: the fallback setpoint (0 W) applies");
-  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(802), "still under external control");
+  assert.equal(bat.view().mode, "forced-idle", "still under external control, at the fallback setpoint");
   ok(dev, 41215, s32hi(-1000));
   ok(dev, 41195, u32hi(30));
   ok(dev, 40149, s32hi(1000));
@@ -220,7 +227,6 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, the fallb
   assert.equal(bat.view().power_w, -1000, "the written fallback after the written timeout");
   ok(dev, 40151, u32hi(803));
   assert.equal(bat.view().mode, "self-consumption", "803 releases");
-  assert.deepEqual(read(dev, 3, 40151, 2), u32hi(803));
   // The BMS path: operating mode with minimum charge/discharge powers.
   ok(dev, 40793, u32hi(2000));
   ok(dev, 40236, u32hi(2289));
@@ -232,6 +238,33 @@ test("sma-storage: 32-bit values only, setpoint sign, 802/803 control, the fallb
   assert.equal(write(dev, 40795, u32hi(5001)), 3);
   ok(dev, 40236, u32hi(2424));
   assert.equal(bat.view().mode, "self-consumption");
+});
+
+test("sma-storage: the battery management path falls back to its defaults when its six registers are not rewritten in time", () => {
+  const { dev, bat, advance } = rig("sma-storage", { revert_s: 60 });
+  ok(dev, 40797, u32hi(1500));
+  ok(dev, 40801, s32hi(0));
+  ok(dev, 40236, u32hi(2290));
+  assert.equal(bat.view().power_w, 1500);
+  advance(50_000);
+  ok(dev, 40801, s32hi(0)); // any of the six renews the timeout
+  advance(50_000);
+  assert.equal(bat.view().mode, "forced-discharge", "renewed 50 s ago: still forced");
+  advance(11_000);
+  assert.equal(bat.view().mode, "self-consumption", "not renewed for 61 s: back to its default");
+  assert.deepEqual(read(dev, 3, 40236, 2), u32hi(2424));
+  assert.deepEqual(read(dev, 3, 40797, 2), u32hi(0), "the minimum discharge power back to 0");
+});
+
+test("sma-storage as a Tripower Smart Energy (device class 8001): the battery management has no effect, 40149/40151 move the battery", () => {
+  const { dev, bat } = rig("sma-storage", { device_class: 8001 });
+  assert.deepEqual(read(dev, 3, 30051, 2), u32hi(8001));
+  ok(dev, 40793, u32hi(2000));
+  ok(dev, 40236, u32hi(2289));
+  assert.equal(bat.view().mode, "self-consumption", "2289 acknowledged, without effect");
+  ok(dev, 40151, u32hi(802));
+  ok(dev, 40149, s32hi(-2000));
+  assert.equal(bat.view().power_w, -2000);
 });
 
 test("solaredge-storedge: SunSpec readings, remote control, charging-positive float, timeout to the default mode", () => {

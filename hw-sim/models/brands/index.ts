@@ -158,19 +158,31 @@ export const BRANDS = [
       revert_s: z.number().min(1).max(3600).default(60),
       /** SMA device type (30053): 9356 SBS3.7, 9358 SBS5.0-10, 9359 SBS6.0-10. */
       device_type: z.number().int().min(0).default(9359),
+      /** SMA device class (30051): 8007 battery inverter (Sunny Boy Storage), 8001 Sunny Tripower Smart Energy. */
+      device_class: z.union([z.literal(8001), z.literal(8007)]).default(8007),
+      /** An SMA Energy Meter is connected; false: the grid values (30865/30867, 30581/30583) read NaN. */
+      meter: z.boolean().default(true),
     }),
     build: (s, site) => [new SmaStorage(s, site)],
     battery: {
       powerW: async (read, u) => u32hi(await read(u, "holding", 31395, 2)) - u32hi(await read(u, "holding", 31393, 2)),
-      selfConsumption: async (read, u) =>
-        u32hi(await read(u, "holding", 40151, 2)) !== 802 && u32hi(await read(u, "holding", 40236, 2)) === 2424,
+      // 40149/40151 are write-only (a read is refused): the row drives and checks the battery
+      // management path, whose operating mode 40236 reads back.
+      selfConsumption: async (read, u) => u32hi(await read(u, "holding", 40236, 2)) === 2424,
       commands: {
         charge: [
-          [40151, s32hi(802)],
-          [40149, s32hi(-2000)],
+          [40793, s32hi(2000)],
+          [40236, s32hi(2289)],
         ],
-        discharge: [[40149, s32hi(2000)]],
-        release: [[40151, s32hi(803)]],
+        discharge: [
+          [40793, s32hi(0)],
+          [40797, s32hi(2000)],
+          [40236, s32hi(2290)],
+        ],
+        release: [
+          [40797, s32hi(0)],
+          [40236, s32hi(2424)],
+        ],
       },
     },
     // On its own network port at unit 3; on the shared port at 30 (the RS-485 bus has a 3).
@@ -345,7 +357,7 @@ export const BRANDS = [
         self_use_load_pct: 15,
       },
     ],
-    // Not in the dispatch world: its profile delivers the request (ESS mode 3, issue 42), but
+    // Not in the dispatch world: its profile delivers the request (ESS mode 3), but
     // the GX's system and settings answer on the fixed unit 100, which the world's one unit per
     // battery cannot place (docs/testing.md, "Brand batteries in the world").
   }),

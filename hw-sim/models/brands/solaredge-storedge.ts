@@ -24,7 +24,7 @@
 // blocks (0xE000..0xE011, 0xE100..0xE19F) read 0, addresses outside them answer 2.
 // Meter (`meter`): "default" (common block at 40121, model 203 at 40188); "none" (a
 // StorEdge without a SolarEdge meter: the chain ends after the inverter and 40121+ answer
-// exception 2); "shift50" / "shift70" (a Synergy inverter, issue 42's field report: the
+// exception 2); "shift50" / "shift70" (a Synergy inverter, a field report: the
 // meter's blocks 50 or 70 registers later). What a Synergy holds in between is not in
 // the sources at hand: the model fills it with a vendor-range model (id 64900) of that size.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";

@@ -26,7 +26,7 @@
 // exception 2, and so do reads beyond the document's blocks; a reserved register inside a
 // block reads 0 (the integrations read these blocks whole).
 // Firmware without the battery power limits (`power_limits: false`): a field report
-// (issue 42) of an SH whose firmware has no 33047/33048 and answers exception 2 there;
+// of an SH whose firmware has no 33047/33048 and answers exception 2 there;
 // which firmware versions lack them is not in the sources at hand. The model then answers
 // exception 2 for that whole block and limits the battery by its own rating alone.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";

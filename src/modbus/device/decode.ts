@@ -25,11 +25,11 @@ export interface ResolvedPoint extends Range {
   metric: string;
   /** A sub-device's own unit id; absent: the device's. */
   unit?: number;
-  /** Raw values that mean "not available" (whole register width, unsigned). */
-  na: number[];
+  /** Raw values that mean "not available" (whole register width, unsigned), the profile's for the point's type included. */
+  na: Sentinel[];
   direction?: Direction;
   /** A second magnitude of the same type subtracted from this one (charge and discharge reported apart). */
-  minus?: Range & { na: number[] };
+  minus?: Range & { na: Sentinel[] };
   type: ValueType;
   word_order: WordOrder;
   scale: number;
@@ -48,12 +48,24 @@ export function tableKey(unit: number, table: Table): string {
   return `${unit}/${table}`;
 }
 
+/** A raw value that means "not available": the whole value as one unsigned number, or every bit set. */
+export type Sentinel = number | "all_ones";
+
 /** Whether the words, as one unsigned number (high word first after word order), are one of the sentinels. */
-export function isSentinel(words: readonly number[], order: WordOrder, sentinels: readonly number[]): boolean {
+export function isSentinel(words: readonly number[], order: WordOrder, sentinels: readonly Sentinel[]): boolean {
   if (sentinels.length === 0) return false;
+  if (sentinels.includes("all_ones") && words.every((x) => (x & 0xffff) === 0xffff)) return true;
   const w = order === "little" ? [...words].reverse() : words;
   const raw = w.reduce((acc, x) => acc * 0x10000 + (x & 0xffff), 0);
   return sentinels.includes(raw);
+}
+
+/** A profile's "not available" values by data type (`enum`: of the points that name an enum). */
+export type NotAvailable = Partial<Record<ValueType | "enum", Sentinel[]>>;
+
+/** A point's own "not available" values and its profile's for its type (and for an enum point, the enum's). */
+export function sentinelsOf(own: readonly Sentinel[], byType: NotAvailable, type: ValueType, isEnum = false): Sentinel[] {
+  return [...own, ...(byType[type] ?? []), ...(isEnum ? (byType.enum ?? []) : [])];
 }
 
 /** The words of a range of a unit's table, or null when the reads did not cover it. */

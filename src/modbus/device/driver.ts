@@ -13,7 +13,7 @@ import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode } from "../../model/roles.js";
 import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
-import { decodePoints, isSentinel, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
+import { decodePoints, isSentinel, sentinelsOf, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 import { isRequired, Unavailable } from "./unavailable.js";
 import { readPoints, type UnitRange } from "./point-reads.js";
 import { requireAnswers } from "./required.js";
@@ -103,9 +103,9 @@ export class DeviceDriver {
     const points: ResolvedPoint[] = p.points.map((pt) => ({
       metric: pt.metric,
       unit: pt.unit,
-      na: pt.na,
+      na: sentinelsOf(pt.na, p.not_available, pt.type, pt.enum !== undefined),
       direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
-      minus: pt.minus && { ...pt.minus, count: typeRegs(pt.type, pt.length) },
+      minus: pt.minus && { ...pt.minus, na: sentinelsOf(pt.minus.na, p.not_available, pt.type), count: typeRegs(pt.type, pt.length) },
       table: pt.table,
       address: pt.address,
       count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
@@ -138,7 +138,7 @@ export class DeviceDriver {
     const r = p.max_power;
     if (!r) return undefined;
     const words = await this.readRegs(r.table, r.address, typeRegs(r.type), priority, 1, r.unit ?? this.unit);
-    if (isSentinel(words, r.word_order, r.na)) return undefined;
+    if (isSentinel(words, r.word_order, sentinelsOf(r.na, p.not_available, r.type))) return undefined;
     const raw = decodeRaw(r.type, words, r.word_order) as number;
     if (!Number.isFinite(raw) || raw <= 0) return undefined;
     return readingValue(raw, r.type, 0, r.scale);
@@ -313,6 +313,9 @@ export class DeviceDriver {
 
   /** Absolute address of a SunSpec action step, or its fixed address (and its sub-device's unit id). */
   resolveWrite(step: WriteStep): { table: "holding" | "coil"; address: number; unit?: number } {
+    const w = step.when;
+    if (w && !w.values.map(String).includes(this.descriptor?.identity?.[w.identity] ?? ""))
+      throw new SitegateError("DEVICE_NOT_FOUND", `the step is for ${w.identity} ${w.values.join(", ")}`);
     if (step.address !== undefined)
       return { table: step.table, address: step.address, ...(step.unit === undefined ? {} : { unit: step.unit }) };
     const m = this.models.find((x) => x.id === step.model);
