@@ -12,6 +12,9 @@
 //                 (no project imports but base)
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs, and the Modbus
 //                 family's config block (its device entries, rtu_ports, their rules)
+//   family-config zigbee/config-schema.ts, gpio/config-schema.ts: the Zigbee and GPIO
+//                 families' config blocks (zod and util/ only; the rest of zigbee/ and
+//                 gpio/ sits above config)
 //   config        config/: the config file's schema, composing each family's block
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -52,6 +55,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["base", ["errors.ts", "node-guard.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/"]],
   ["model", ["model/"]],
   ["modbus", ["modbus/"]],
+  ["family-config", ["zigbee/config-schema.ts", "gpio/config-schema.ts"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
