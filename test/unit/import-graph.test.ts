@@ -327,6 +327,25 @@ test("mb_ appears only under the Modbus family's folder (src/modbus/)", () => {
   assert.deepEqual(speaking, [], "read the mb_* fields in the Modbus family (modbus/), not here");
 });
 
+/**
+ * Each family owns its config block (modbus/, zigbee/, gpio/ config-schema.ts), which
+ * config/schema.ts composes: the family's folder never imports config/ back, and its block
+ * takes nothing of the project but util/ (so it sits below config/).
+ */
+test("a family's config block is in its folder: no module under modbus/, zigbee/ or gpio/ imports config/, and a block imports only util/", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(importsInto(files, TRANSPORTS, ["config/"]), [], "a family's config lives in its own folder (config-schema.ts)");
+  const blocks = new Map([...files].filter(([f]) => ["zigbee/config-schema.ts", "gpio/config-schema.ts"].includes(f)));
+  assert.equal(blocks.size, 2, "the Zigbee and GPIO blocks are zigbee/config-schema.ts and gpio/config-schema.ts");
+  const leaving = [...blocks].flatMap(([f, source]) =>
+    importsOf(source)
+      .map(({ spec }) => posix.normalize(posix.join(posix.dirname(f), spec)))
+      .filter((to) => !to.startsWith("util/"))
+      .map((to) => `${f} -> ${to}`),
+  );
+  assert.deepEqual(leaving, [], "a family's config block imports only zod and util/");
+});
+
 test("the site's events are typed without a transport", () => {
   const files = srcFiles(SRC);
   assert.deepEqual(importsInto(new Map([...files].filter(([f]) => f === "parts/site-events.ts")), ["parts/"], TRANSPORTS), []);
