@@ -1,7 +1,7 @@
 // The fleet block of the config file (DESIGN B2): the optional MQTT v5 uplink to the fleet broker.
 import { createPublicKey } from "node:crypto";
 import { z } from "zod";
-import { brokerUrl } from "./broker-url.js";
+import { brokerUrl } from "../util/broker-url.js";
 
 /** Optional MQTT v5 fleet uplink (DESIGN B2); absent = the gateway has no MQTT at all. */
 function isEd25519PublicPem(pem: string): boolean {

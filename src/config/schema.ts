@@ -3,7 +3,8 @@ import { z } from "zod";
 import { modbusDeclaredIds, modbusDevicesSchema, rtuPortsSchema } from "../modbus/config-schema.js";
 import { SECRET_HASH_PATTERN } from "../util/secret-hash.js";
 import { scheduleSchema } from "./schedule-schema.js";
-import { gpioDeclaredIds, gpioSchema, zigbeeDeclaredIds, zigbeeSchema } from "./local-schema.js";
+import { gpioDeclaredIds, gpioSchema } from "../gpio/config-schema.js";
+import { zigbeeDeclaredIds, zigbeeSchema } from "../zigbee/config-schema.js";
 import { zoneProblem } from "./zones.js";
 
 const httpsUrl = z.url({ error: "must be a URL" }).refine((u) => u.startsWith("https://"), {

@@ -6,7 +6,7 @@
 import { SitegateError, errorMessage } from "../errors.js";
 import type { Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "../config/local-schema.js";
+import { isGpioOutput, type GpioConfig, type GpioInputConfig, type GpioLineConfig, type GpioOutputConfig } from "./config-schema.js";
 import { opModeCode } from "../model/roles.js";
 import { gpioTyped } from "./wire-types.js";
 import { LocalDevice, type LocalPre, type LocalRole } from "../devices/local.js";

@@ -3,7 +3,7 @@
 // (`events.emitter(name)`), so every listener is wrapped the same way.
 import type { EventBus } from "../event-bus.js";
 import type { Route } from "../delivery/log.js";
-import type { InputChange } from "../config/local-schema.js";
+import type { InputTrigger } from "../dispatch/input-events.js";
 import type { Snapshot } from "../telemetry/types.js";
 
 export interface SiteEvents {
@@ -15,8 +15,8 @@ export interface SiteEvents {
   messages_appended: [routes: readonly Route[]];
   /** A device was paired, configured or replaced (registry): the fleet's device view follows (the Modbus polling follows the registry's version). */
   devices_changed: [];
-  /** A debounced GPIO input changed (gpio): local input events start or end. */
-  input: InputChange;
+  /** A debounced GPIO input changed (gpio): its line's device_id and on_active, and whether it is active now; local input events start or end. */
+  input: [input: InputTrigger, active: boolean];
 }
 
 export type SiteBus = EventBus<SiteEvents>;

@@ -18,7 +18,7 @@ import type { IClientOptions, MqttClient } from "mqtt";
 import { SitegateError, errorMessage } from "../errors.js";
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
-import { zigbeeNameProblem, type ZigbeeConfig } from "../config/local-schema.js";
+import { zigbeeNameProblem, type ZigbeeConfig } from "./config-schema.js";
 import type { LocalDevice } from "../devices/local.js";
 import type { DeviceFamily } from "../devices/family.js";
 import { brokerEndpoint } from "../util/loopback.js";

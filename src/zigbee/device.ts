@@ -7,7 +7,7 @@ import { declaredFromRegisters } from "../modbus/device/pre-state.js";
 import { capabilitiesOf, type DeviceDescriptor, type DeviceHealth, type Metrics, type PreState } from "../model/device.js";
 import { opModeCode } from "../model/roles.js";
 import { zigbeeRoleOf, zigbeeTyped } from "./wire-types.js";
-import type { ZigbeeDeviceConfig } from "../config/local-schema.js";
+import type { ZigbeeDeviceConfig } from "./config-schema.js";
 import { stateMetrics, type Z2mDevice } from "./exposes.js";
 import type { StateValues } from "./state.js";
 

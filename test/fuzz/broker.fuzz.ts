@@ -23,7 +23,7 @@ import { fleetClient, fleetConfig, startBroker, startLocalBroker, Recorder } fro
 import { withSite } from "../support/site.js";
 import { Z2M_BASE, zigbeeConfig, zigbeeScenario } from "../support/zigbee-site.js";
 import { until } from "../support/wait.js";
-import { zigbeeNameProblem } from "../../src/config/local-schema.js";
+import { zigbeeNameProblem } from "../../src/zigbee/config-schema.js";
 
 const QUICK = process.env.FUZZ_QUICK === "1";
 // The lag histogram is sampled twice a second: the run must last long enough to fill it.

@@ -13,7 +13,7 @@ import { freePort } from "../support/net.js";
 import { testCert } from "../support/tls.js";
 import { until } from "../support/wait.js";
 import { ZigbeeBridge } from "../../src/zigbee/bridge.js";
-import { zigbeeSchema } from "../../src/config/local-schema.js";
+import { zigbeeSchema } from "../../src/zigbee/config-schema.js";
 import { silentLogger } from "../../src/log.js";
 
 const tlsModule = createRequire(import.meta.url)("node:tls") as typeof import("node:tls");

@@ -19,7 +19,7 @@ import type { DeviceSource, RegisteredDevice } from "../../src/modbus/device/typ
 import { SiteDevices } from "../../src/devices/directory.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
 import type { DeviceConfig } from "../../src/modbus/config-schema.js";
-import { zigbeeSchema } from "../../src/config/local-schema.js";
+import { zigbeeSchema } from "../../src/zigbee/config-schema.js";
 import { Dispatcher, type ExecutionResponse } from "../../src/dispatch/dispatcher.js";
 import { DISPATCH_MIGRATIONS } from "../../src/dispatch/store.js";
 import { dispatchRequest, type EventSpec } from "../../src/dispatch/request.js";

@@ -12,6 +12,9 @@
 //                 (no project imports but base)
 //   modbus        modbus/: endpoints, transports, buses, planner, codecs, and the Modbus
 //                 family's config block (its device entries, rtu_ports, their rules)
+//   family-config zigbee/config-schema.ts, gpio/config-schema.ts: the Zigbee and GPIO
+//                 families' config blocks (zod and util/ only; the rest of zigbee/ and
+//                 gpio/ sits above config)
 //   config        config/: the config file's schema, composing each family's block
 //   storage       storage/: the database, migrations
 //   update        update/: signed release bundles, install, rollback, the health marker (files only)
@@ -52,6 +55,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["base", ["errors.ts", "node-guard.ts", "version.ts", "log.ts", "lifecycle.ts", "metrics.ts", "event-bus.ts", "util/"]],
   ["model", ["model/"]],
   ["modbus", ["modbus/"]],
+  ["family-config", ["zigbee/config-schema.ts", "gpio/config-schema.ts"]],
   ["systemd", ["systemd/"]],
   ["config", ["config/"]],
   ["storage", ["storage/"]],
@@ -321,6 +325,25 @@ test("mb_ appears only under the Modbus family's folder (src/modbus/)", () => {
   const files = srcFiles(SRC);
   const speaking = [...files].filter(([f, source]) => !f.startsWith("modbus/") && /\bmb_[a-z]/.test(source)).map(([f]) => f);
   assert.deepEqual(speaking, [], "read the mb_* fields in the Modbus family (modbus/), not here");
+});
+
+/**
+ * Each family owns its config block (modbus/, zigbee/, gpio/ config-schema.ts), which
+ * config/schema.ts composes: the family's folder never imports config/ back, and its block
+ * takes nothing of the project but util/ (so it sits below config/).
+ */
+test("a family's config block is in its folder: no module under modbus/, zigbee/ or gpio/ imports config/, and a block imports only util/", () => {
+  const files = srcFiles(SRC);
+  assert.deepEqual(importsInto(files, TRANSPORTS, ["config/"]), [], "a family's config lives in its own folder (config-schema.ts)");
+  const blocks = new Map([...files].filter(([f]) => ["zigbee/config-schema.ts", "gpio/config-schema.ts"].includes(f)));
+  assert.equal(blocks.size, 2, "the Zigbee and GPIO blocks are zigbee/config-schema.ts and gpio/config-schema.ts");
+  const leaving = [...blocks].flatMap(([f, source]) =>
+    importsOf(source)
+      .map(({ spec }) => posix.normalize(posix.join(posix.dirname(f), spec)))
+      .filter((to) => !to.startsWith("util/"))
+      .map((to) => `${f} -> ${to}`),
+  );
+  assert.deepEqual(leaving, [], "a family's config block imports only zod and util/");
 });
 
 test("the site's events are typed without a transport", () => {

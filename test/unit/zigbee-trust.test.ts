@@ -3,7 +3,7 @@
 // device list can and cannot set, and the log budget that turns a flood into a counter.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { zigbeeNameProblem } from "../../src/config/local-schema.js";
+import { zigbeeNameProblem } from "../../src/zigbee/config-schema.js";
 import {
   MAX_DEVICES,
   MAX_DEVICES_BYTES,
