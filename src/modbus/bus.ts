@@ -270,8 +270,9 @@ export class Bus {
         await this.ensureOpen();
         // The connection is the device's (a dongle, a GX): the quiet after a connect holds for
         // every unit on it, as long as the slowest of them wants.
-        const quiet = this.connectedAt + Math.max(0, ...this.connectDelay.values()) - performance.now();
-        if (quiet >= 1) await sleep(quiet);
+        // A timer may fire a fraction of a millisecond early: wait again until the quiet is over.
+        const quietEnd = this.connectedAt + Math.max(0, ...this.connectDelay.values());
+        while (quietEnd - performance.now() > 0) await sleep(Math.ceil(quietEnd - performance.now()));
         this.stats.requests++;
         const v = await job.run(this.conn);
         this.finish(job.unit, start);

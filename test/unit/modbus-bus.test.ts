@@ -164,8 +164,8 @@ test("a fresh connection stays quiet for the longest connect delay of its units 
   const bus = new Bus(tcp, silentLogger(), t);
   bus.setDeviceDelay(2, 0, 300); // a Huawei on the connection
   await bus.read(1, "holding", 0, 1); // the meter asks first: the quiet holds for it too
-  // A lower bound: load can only make the wait longer.
-  assert.ok(firstAt - openedAt >= 299, `first request ${firstAt - openedAt} ms after the connect`);
+  // A lower bound: load can only make the wait longer (and an early timer is waited out).
+  assert.ok(firstAt - openedAt >= 300, `first request ${firstAt - openedAt} ms after the connect`);
   // Later requests on the same connection do not wait again (nothing asserted on time: only that it works).
   assert.deepEqual(await bus.read(2, "holding", 1, 1), [2]);
   assert.equal(t.opens, 1);
