@@ -137,14 +137,29 @@ export class ProfileDevice implements Device {
   }
 
   /**
-   * What pairing found. A battery whose profile reads no rated power takes the config's
+   * What pairing found, its rated power capped by the battery's published maximum
+   * (its live charge/discharge limits). A battery whose profile reads no rated power takes the config's
    * nameplate (device sync shows the same), so that a brand without a rated-power
    * register (the Victron GX) still takes a share of an event.
    */
   descriptor(): DeviceDescriptor | null {
+    const d = this.rated();
+    const limit = this.batteryLimit();
+    if (!d || limit === undefined || (d.max_power_w !== undefined && d.max_power_w <= limit)) return d;
+    return { ...d, max_power_w: limit };
+  }
+
+  private rated(): DeviceDescriptor | null {
     const d = this.registered.descriptor;
     if (!d || d.max_power_w !== undefined || d.role !== "battery" || typeof this.config.rated_power_w !== "number") return d;
     return { ...d, max_power_w: this.config.rated_power_w };
+  }
+
+  /** The battery's published maximum: the larger of its live charge and discharge limits, when it reads them. */
+  private batteryLimit(): number | undefined {
+    const m = this.latest();
+    const limits = [m.max_charge_power_w, m.max_discharge_power_w].filter((w): w is number => typeof w === "number" && w > 0);
+    return limits.length ? Math.max(...limits) : undefined;
   }
 
   latest(): Metrics {
