@@ -71,9 +71,15 @@ export function batteryUnavailable(type: "charge" | "discharge", d: Planned): st
   return undefined;
 }
 
+/** The battery's live limit for this direction (its BMS's charge or discharge maximum), unbounded where it publishes none. */
+export function liveLimit(type: "charge" | "discharge", d: Planned): number {
+  const w = type === "charge" ? d.metrics.max_charge_power_w : d.metrics.max_discharge_power_w;
+  return typeof w === "number" && w > 0 ? w : Number.POSITIVE_INFINITY;
+}
+
 /**
  * Splits `watts` across batteries in proportion to their maximum power, each capped at
- * its maximum; a battery that cannot take a share gives it to the others. The result
+ * its maximum and its live limit for the direction; a battery that cannot take a share gives it to the others. The result
  * lists every device in input order.
  */
 export function allocateProportional(
@@ -110,7 +116,7 @@ export function allocateProportional(
       const d = open[i]!; // i runs down over open's own indices
       const s = shares.get(d.device.id)!;
       const want = (left * d.descriptor.max_power_w!) / total;
-      const cap = Math.min(d.descriptor.max_power_w!, capOf(d));
+      const cap = Math.min(d.descriptor.max_power_w!, capOf(d), liveLimit(type, d));
       if (s.watts + want >= cap) {
         left -= cap - s.watts;
         s.watts = cap;
