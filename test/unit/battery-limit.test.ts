@@ -22,8 +22,8 @@ const idle: Transport = {
   writeCoils: async () => {},
 };
 
-function huawei(latest: Metrics) {
-  const p = builtinProfiles().get("huawei-sun2000");
+function huawei(latest: Metrics, profile = "huawei-sun2000") {
+  const p = builtinProfiles().get(profile);
   const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
   const registered = {
     config: { device_id: "d1" },
@@ -62,5 +62,27 @@ test("no limit read (unavailable) or a limit above the rating: the rating stands
     } finally {
       await h.close();
     }
+  }
+});
+
+for (const profile of ["goodwe-et", "deye-hybrid"]) {
+  test(`${profile}: the limit is the BMS current × the live battery voltage (100 A at 51.2 V = 5,120 W)`, async () => {
+    const h = huawei({ max_charge_current_a: 100, max_discharge_current_a: 100, battery_voltage_v: 51.2 }, profile);
+    try {
+      assert.equal(h.device.descriptor()?.max_power_w, 5120);
+      assert.equal(h.device.latest().max_discharge_power_w, 5120);
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+test("the profiles read the battery voltage the A limits need (Deye 587, GoodWe 35180)", () => {
+  for (const [name, address] of [
+    ["deye-hybrid", 587],
+    ["goodwe-et", 35180],
+  ] as const) {
+    const p = builtinProfiles().get(name);
+    assert.ok(p.kind === "fixed" && p.points.some((x) => x.metric === "battery_voltage_v" && x.address === address), name);
   }
 });

@@ -28,6 +28,7 @@ import type { DeviceDriver } from "./driver.js";
 import type { DriverPool } from "./pool.js";
 import { asRawWrites, capturePre, preOf, verifyPre, type CellRead } from "./pre-state.js";
 import { changedOnly } from "./flash.js";
+import { withLimits } from "./limits.js";
 import { PartialWriteError } from "../../model/partial-write.js";
 import { writeLength, type ActionParams, type RawWrite } from "./raw-write.js";
 import { modbusSpec, specAddress } from "./spec.js";
@@ -163,7 +164,7 @@ export class ProfileDevice implements Device {
   }
 
   latest(): Metrics {
-    return this.readings.latest(this.id) ?? {};
+    return withLimits(this.readings.latest(this.id) ?? {});
   }
 
   health(): DeviceHealth {
