@@ -8,6 +8,11 @@ import { runCli } from "../support/cli.js";
 import { BRAND_UNITS, brandsOnTcp } from "../support/brands.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { MASK_WORD, type Capture } from "../../src/modbus/device/capture.js";
+import { startReplay, type ReplayCapture } from "../../hw-sim/replay.js";
+
+function loadCaptureText(text: string): ReplayCapture {
+  return JSON.parse(text) as ReplayCapture;
+}
 
 test("a dump of each brand model holds its profile's ranges, answered, with the serial masked", async () => {
   await withSite(brandsOnTcp(), async (site) => {
@@ -63,4 +68,41 @@ test("a dump with no answer at all says so and fails", async () => {
   const out = await runCli("dump", "--endpoint", "tcp://127.0.0.1:1", "--unit", "1", "--profile", "sungrow-sh", "--timeout-ms", "200");
   assert.equal(out.code, 1);
   assert.match(out.stderr, /no range answered/);
+});
+
+test("each brand model's dump, replayed frozen, pairs and reads as the live device did", async () => {
+  await withSite(brandsOnTcp(), async (site) => {
+    const endpoint = `tcp://127.0.0.1:${site.tcpPorts[0]}`;
+    for (const b of BRAND_UNITS) {
+      const dumped = await runCli("dump", "--endpoint", endpoint, "--unit", String(b.unit), "--profile", b.model);
+      assert.equal(dumped.code, 0, `${b.model}: ${dumped.stderr}`);
+      const live = await runCli("read", "--endpoint", endpoint, "--unit", String(b.unit), "--profile", b.model, "--json");
+      assert.equal(live.code, 0, `${b.model}: ${live.stderr}`);
+      const replay = await startReplay(loadCaptureText(dumped.stdout));
+      try {
+        const out = await runCli(
+          "read",
+          "--endpoint",
+          `tcp://127.0.0.1:${replay.port}`,
+          "--unit",
+          String(b.unit),
+          "--profile",
+          b.model,
+          "--json",
+        );
+        assert.equal(out.code, 0, `${b.model} replayed: ${out.stderr}`);
+        const [l, r] = [JSON.parse(live.stdout), JSON.parse(out.stdout)];
+        const same = (d: Record<string, unknown>) => ({ ...d, endpoint: undefined, serial: undefined });
+        assert.deepEqual(same(r.device), same(l.device), `${b.model}: the replay pairs as the same device`);
+        if (l.device.serial !== undefined) assert.notEqual(r.device.serial, l.device.serial, `${b.model}: the serial is masked`);
+        assert.deepEqual(Object.keys(r.metrics).sort(), Object.keys(l.metrics).sort(), b.model);
+        assert.deepEqual(r.unavailable, l.unavailable, b.model);
+        const soc = (site.state().devices[b.name] as { soc_pct?: number } | undefined)?.soc_pct;
+        if (b.kind === "battery" && soc !== undefined)
+          assert.ok(Math.abs(r.metrics.soc_pct - soc) <= 1, `${b.model}: soc ${r.metrics.soc_pct} vs the simulator's ${soc}`);
+      } finally {
+        await replay.stop();
+      }
+    }
+  });
 });

@@ -5,7 +5,7 @@
 // answered: its words, its exception code, or silence, with the time it took. Identity
 // registers named serial / sn are masked. The capture is plain JSON an installer can attach
 // to a bug report and the simulator can serve back (`sitegate-sim --replay`).
-import type { Range, Table } from "../planner.js";
+import { planBlocks, TCP_GAP_REGS, type Range, type Table } from "../planner.js";
 import { typeRegs } from "../codec.js";
 import type { FixedProfile, Profile, SunSpecProfile } from "../../profiles/schema.js";
 import { isSilent } from "./unavailable.js";
@@ -75,24 +75,53 @@ export function fixedRanges(p: FixedProfile, unit: number): Want[] {
     for (const s of r.shifts) out.push({ unit, table: r.marker.table, address: r.marker.address + s, count: 1 });
     for (const m of r.points) shifts.set(m, r.shifts);
   }
+  const byClass = new Map<string, Want[]>();
   for (const pt of p.points) {
-    const u = pt.unit ?? unit;
-    const count = typeRegs(pt.type, pt.length);
-    for (const s of [0, ...(shifts.get(pt.metric) ?? [])]) {
-      out.push({ unit: u, table: pt.table, address: pt.address + s, count });
-      if (pt.sf_address !== undefined) out.push({ unit: u, table: "holding", address: pt.sf_address + s, count: 1 });
-      if (pt.minus) out.push({ unit: u, table: pt.minus.table, address: pt.minus.address + s, count });
-    }
-    if (pt.direction)
-      out.push({
-        unit: pt.direction.unit ?? u,
-        table: pt.direction.table,
-        address: pt.direction.address,
-        count: typeRegs(pt.direction.type),
-      });
+    const own = pointWants(pt, unit, shifts.get(pt.metric) ?? []);
+    out.push(...own);
+    byClass.set(pt.class, [...(byClass.get(pt.class) ?? []), ...own]);
   }
+  // the blocks of a poll of each class, and of both
+  for (const ranges of [...byClass.values(), [...byClass.values()].flat()]) out.push(...pollBlocks(p, ranges));
   const seen = new Set<string>();
   return out.filter((r) => (seen.has(key(r)) ? false : (seen.add(key(r)), true))).filter((r) => r.count <= MAX_READ);
+}
+
+/** A point's registers (value, scale factor, minuend, direction), at its base and each shift. */
+function pointWants(pt: FixedProfile["points"][number], unit: number, shifts: number[]): Want[] {
+  const out: Want[] = [];
+  const u = pt.unit ?? unit;
+  const count = typeRegs(pt.type, pt.length);
+  for (const s of [0, ...shifts]) {
+    out.push({ unit: u, table: pt.table, address: pt.address + s, count });
+    if (pt.sf_address !== undefined) out.push({ unit: u, table: "holding", address: pt.sf_address + s, count: 1 });
+    if (pt.minus) out.push({ unit: u, table: pt.minus.table, address: pt.minus.address + s, count });
+  }
+  if (pt.direction)
+    out.push({
+      unit: pt.direction.unit ?? u,
+      table: pt.direction.table,
+      address: pt.direction.address,
+      count: typeRegs(pt.direction.type),
+    });
+  return out;
+}
+
+/**
+ * The blocks a poll reads (the planner's, reading through gaps up to the TCP figure, which
+ * covers the smaller RTU ones): a device may answer a block differently from its points.
+ */
+function pollBlocks(p: FixedProfile, ranges: Want[]): Want[] {
+  const opts = { maxRegs: p.max_read_regs, maxGap: TCP_GAP_REGS, unreadable: p.unreadable };
+  const out: Want[] = [];
+  for (const unit of new Set(ranges.map((r) => r.unit)))
+    out.push(
+      ...planBlocks(
+        ranges.filter((r) => r.unit === unit),
+        opts,
+      ).map((b) => ({ unit, table: b.table, address: b.address, count: b.count })),
+    );
+  return out;
 }
 
 async function readOne(read: CaptureRead, w: Want, now: () => number): Promise<CapturedRange> {
