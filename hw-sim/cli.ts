@@ -7,15 +7,22 @@ import { pino } from "pino";
 import { startSim } from "./sim.js";
 import { BRANDS_SCENARIO, brandsScenario } from "./models/brands/site.js";
 import { untilSignal } from "../src/util/process.js";
+import { loadCapture, startReplay } from "./replay.js";
 
 const usage =
-  "usage: sitegate-sim --scenario FILE|brands [--base-dir DIR]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).\n  `brands`: the site of every brand device model, built from the brand table.";
+  "usage: sitegate-sim --scenario FILE|brands [--base-dir DIR]\n       sitegate-sim --replay dump.json [--listen HOST:PORT]\n  RTU paths in the scenario resolve against --base-dir (default: the current directory).\n  `brands`: the site of every brand device model, built from the brand table.\n  --replay: a `sitegate dump` capture served as a frozen device on Modbus TCP (default 127.0.0.1:1502).";
 
 async function main(): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
-      options: { scenario: { type: "string", short: "s" }, "base-dir": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        scenario: { type: "string", short: "s" },
+        "base-dir": { type: "string" },
+        replay: { type: "string" },
+        listen: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
       strict: true,
     }));
   } catch (e) {
@@ -26,6 +33,7 @@ async function main(): Promise<number> {
     process.stdout.write(usage + "\n");
     return 0;
   }
+  if (values.replay) return replay(values.replay, values.listen ?? "127.0.0.1:1502");
   if (!values.scenario) {
     process.stderr.write(`sitegate-sim: --scenario is required\n${usage}\n`);
     return 2;
@@ -50,6 +58,29 @@ async function main(): Promise<number> {
   await untilSignal();
   await sim.stop();
   log.info("simulator stopped");
+  return 0;
+}
+
+/** `--replay`: one capture on one TCP port until a signal. */
+async function replay(file: string, listen: string): Promise<number> {
+  const m = /^(.+):(\d{1,5})$/.exec(listen);
+  if (!m || Number(m[2]) > 65535) {
+    process.stderr.write(`sitegate-sim: --listen must be HOST:PORT, not "${listen}"\n${usage}\n`);
+    return 2;
+  }
+  let capture;
+  try {
+    capture = loadCapture(resolve(file));
+  } catch (e) {
+    process.stderr.write(`sitegate-sim: ${(e as Error).message}\n`);
+    return 2;
+  }
+  const served = await startReplay(capture, m[1], Number(m[2]));
+  process.stdout.write(
+    `sitegate-sim: replaying ${file} (profile ${capture.profile}, unit ${capture.unit}) on tcp://${m[1]}:${served.port}\n`,
+  );
+  await untilSignal();
+  await served.stop();
   return 0;
 }
 

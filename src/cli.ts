@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
+  dump: async () => (await import("./cli/dump.js")).default,
   outbox: async () => (await import("./cli/outbox.js")).default,
   update: async () => (await import("./cli/update.js")).default,
   events: async () => (await import("./cli/events.js")).default,
