@@ -13,6 +13,7 @@ import type { ActionName } from "../../src/model/vocabulary.js";
 import { FakeClock } from "./fake-clock.js";
 import { planned as plannedOf } from "../../src/dispatch/devices.js";
 import { SitegateError } from "../../src/errors.js";
+import type { Transport } from "../../src/modbus/transport.js";
 
 /** Battery mode register values. */
 const MODES: Record<string, number> = { release: 0, charge: 1, discharge: 2 };
@@ -270,3 +271,13 @@ export function meter(id: string, power: number): FakeSpec {
 export function planned(...specs: FakeSpec[]): Planned[] {
   return plannedOf(new FakeDevices(specs, new FakeClock(0)).directory);
 }
+
+/** Never asked: nothing here reads or writes the device. */
+export const idleTransport: Transport = {
+  isOpen: true,
+  open: async () => {},
+  close: async () => {},
+  read: async () => [],
+  writeRegisters: async () => {},
+  writeCoils: async () => {},
+};

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
-import type { Transport } from "../../src/modbus/transport.js";
+import { idleTransport } from "../support/fake-devices.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
@@ -12,19 +12,9 @@ import { builtinProfiles } from "../../src/profiles/registry.js";
 import type { Metrics } from "../../src/model/device.js";
 import { silentLogger } from "../../src/log.js";
 
-/** Never asked: nothing here reads or writes the device. */
-const idle: Transport = {
-  isOpen: true,
-  open: async () => {},
-  close: async () => {},
-  read: async () => [],
-  writeRegisters: async () => {},
-  writeCoils: async () => {},
-};
-
 function huawei(latest: Metrics, profile = "huawei-sun2000") {
   const p = builtinProfiles().get(profile);
-  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
+  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idleTransport);
   const registered = {
     config: { device_id: "d1" },
     descriptor: { role: "battery", capabilities: [], device_type: 3, max_power_w: 10_000, profile: p.name, identity: {} },

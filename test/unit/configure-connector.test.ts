@@ -5,11 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { configureService, type ConfigureDeps } from "../../src/services/devices.js";
-import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { silentLogger } from "../../src/log.js";
 import type { Device } from "../../src/model/device.js";
 import type { DeviceConnector } from "../../src/devices/types.js";
 import { testConfig } from "../support/config.js";
+import { refusal } from "../support/issues.js";
 
 interface ProbeEntry {
   device_id: string;
@@ -41,16 +41,6 @@ function probes() {
     log: silentLogger(),
   };
   return { deps, configured };
-}
-
-async function refusal(p: Promise<unknown>): Promise<SitegateError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(isSitegateError(e, "INVALID_REQUEST"), String(e));
-    return e;
-  }
-  assert.fail("the configure request was accepted");
 }
 
 test("configure parses each entry with the connector's schema and configures the family's entries as parsed", async () => {

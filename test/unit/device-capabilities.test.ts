@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { Bus } from "../../src/modbus/bus.js";
-import type { Transport } from "../../src/modbus/transport.js";
+import { idleTransport } from "../support/fake-devices.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import type { DriverPool } from "../../src/modbus/device/pool.js";
 import { ProfileDevice, type ModbusReadings } from "../../src/modbus/device/profile-device.js";
@@ -23,16 +23,6 @@ import { kindOf } from "../../src/dispatch/kinds/index.js";
 import type { Capability, EventType } from "../../src/model/vocabulary.js";
 import { silentLogger } from "../../src/log.js";
 
-/** Never asked: nothing here reads or writes the device. */
-const idle: Transport = {
-  isOpen: true,
-  open: async () => {},
-  close: async () => {},
-  read: async () => [],
-  writeRegisters: async () => {},
-  writeCoils: async () => {},
-};
-
 const readings: ModbusReadings = { latest: () => ({}), health: () => undefined, confirm: () => {}, setRemote: () => {} };
 
 const step = (address: number) => [{ address, value: 1 }];
@@ -43,7 +33,7 @@ function profileDevice(profile: Record<string, unknown>, found: Pick<DeviceDescr
 }
 
 function deviceOf(p: Profile, found: Pick<DeviceDescriptor, "role" | "capabilities">) {
-  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idle);
+  const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port: 1 }, silentLogger(), idleTransport);
   const driver = new DeviceDriver(bus, 1, p);
   const registered = {
     config: { device_id: "d1" },

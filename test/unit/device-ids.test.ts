@@ -6,7 +6,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { configureService, type ConfigureDeps } from "../../src/services/devices.js";
 import { statusOf } from "../../src/services/errors.js";
-import { isSitegateError, type SitegateError } from "../../src/errors.js";
 import { configWarnings, parseConfig } from "../../src/load-config.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
@@ -17,7 +16,7 @@ import { deviceConfigSchema, type DeviceConfig } from "../../src/modbus/config-s
 import { validateDevices } from "../../src/modbus/config-rules.js";
 import { testConfig, testConfigInput, TEST_ORG } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
-import { problems } from "../support/issues.js";
+import { problems, refusal } from "../support/issues.js";
 
 const ZIGBEE = { url: "mqtt://127.0.0.1:1883", devices: [{ device_id: "plug-1", friendly_name: "washer-plug", device_type: 30 as const }] };
 const fakeDevice = (id: string, family: string) =>
@@ -46,16 +45,6 @@ function deps(held: Device[] = [fakeDevice("plug-1", "zigbee")]) {
 const body = (...ids: string[]) => ({
   devices: ids.map((id, i) => ({ ...tcpDevice(id, 1502, 1 + i), device_integration: `${TEST_ORG}/sunspec` })),
 });
-
-async function refusal(p: Promise<unknown>): Promise<SitegateError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(isSitegateError(e, "INVALID_REQUEST"), String(e));
-    return e;
-  }
-  assert.fail("the configure request was accepted");
-}
 
 test("configure refuses a Modbus device under the id of a Zigbee plug with a 400 naming both, and configures nothing", async () => {
   const { d, configured } = deps();
