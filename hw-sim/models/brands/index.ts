@@ -162,6 +162,8 @@ export const BRANDS = [
       device_class: z.union([z.literal(8001), z.literal(8007)]).default(8007),
       /** An SMA Energy Meter is connected; false: the grid values (30865/30867, 30581/30583) read NaN. */
       meter: z.boolean().default(true),
+      /** The AC rating (30231), W, where it exceeds the battery's maximum (max_power_w, 40189/40191 on the 8001). */
+      rated_power_w: z.number().positive().max(30000).optional(),
     }),
     build: (s, site) => [new SmaStorage(s, site)],
     battery: {

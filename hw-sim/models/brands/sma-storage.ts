@@ -41,7 +41,10 @@
 // Device class 30051 (`device_class`): 8007 battery inverter (Sunny Boy Storage), 8001
 // solar inverter (Sunny Tripower Smart Energy, a hybrid). On the 8001 the battery
 // management path (2) has no effect, only path (1) moves the battery (evcc's maintainers,
-// as a field report quotes them).
+// as a field report quotes them). Its AC rating (30231, `rated_power_w`) may exceed its
+// battery's maximum (`max_power_w`), which it publishes at 40189 (charge) and 40191
+// (discharge), U32 W, as an emulator written from SMA's documents reads them (SMA's
+// parameter list of the 8001 was not at hand); the 8007 has neither and reads NaN there.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, check, dec, enc, reg, codec, setting } from "./register-map.js";
 import { ILLEGAL_ADDRESS, ModbusException } from "../../modbus-pdu.js";
@@ -94,8 +97,15 @@ export class SmaStorage extends HybridInverter {
     return this.holding;
   }
 
-  constructor(spec: HybridSpec & { revert_s: number; device_type: number; device_class: number; meter: boolean }, site: SiteModel) {
+  /** The AC rating (30231, 30233), W; the battery's own maximum is `maxW`. */
+  readonly ratedW: number;
+
+  constructor(
+    spec: HybridSpec & { revert_s: number; device_type: number; device_class: number; meter: boolean; rated_power_w?: number },
+    site: SiteModel,
+  ) {
     super(spec, site, "", 10);
+    this.ratedW = spec.rated_power_w ?? spec.max_power_w;
     this.timeoutS = spec.revert_s;
     this.deviceType = spec.device_type;
     this.deviceClass = spec.device_class;
@@ -123,8 +133,8 @@ export class SmaStorage extends HybridInverter {
         [30055, reg.fixed(enc.u32(461, HI))], // vendor: 461 = SMA
         [30057, u32(() => Number(this.serial) % 0xffffffff)], // serial number
         [30201, u32(() => this.condition)], // condition (ENUM): 307 ok, NaN 0x00FFFFFD
-        [30231, u32(() => this.maxW)], // Inverter.WLim: maximum active power, W
-        [30233, u32(() => this.maxW)], // Inverter.WMax: nominal active power WMaxOut, W
+        [30231, u32(() => this.ratedW)], // Inverter.WLim: maximum active power (the AC rating), W
+        [30233, u32(() => this.ratedW)], // Inverter.WMax: nominal active power WMaxOut, W
         [30513, u64(() => this.acOutWh)], // total yield, Wh
         [30581, metered(() => enc.u32(site.importWh, HI), NAN_U32)], // Metering.GridMs.TotWhIn: grid import counter, Wh
         [30583, metered(() => enc.u32(site.exportWh, HI), NAN_U32)], // Metering.GridMs.TotWhOut: grid feed-in counter, Wh
@@ -140,6 +150,9 @@ export class SmaStorage extends HybridInverter {
         [31395, u32(() => Math.max(0, bat()))], // battery discharge power, W
         [31397, u64(() => this.chargedWh)], // battery charge energy, Wh
         [31401, u64(() => this.dischargedWh)], // battery discharge energy, Wh
+        // The battery's maximum charge / discharge power, W (U32): the 8001's; the 8007 reads NaN.
+        [40189, reg.ro(2, () => (this.deviceClass === SMA_CLASS.tripowerSe ? enc.u32(this.maxW, HI) : NAN_U32))],
+        [40191, reg.ro(2, () => (this.deviceClass === SMA_CLASS.tripowerSe ? enc.u32(this.maxW, HI) : NAN_U32))],
         [
           40149, // active power setpoint, W (+ discharge, - charge); write-only
           writeOnly(2, (w) => {

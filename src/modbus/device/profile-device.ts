@@ -225,11 +225,14 @@ export class ProfileDevice implements Device {
     return { driver, steps };
   }
 
-  private async setPower(direction: "charge" | "discharge", watts: number): Promise<void> {
+  /** A setpoint above the battery's live limit for the direction (its BMS maximum) is written as that limit, never above it. */
+  private async setPower(direction: "charge" | "discharge", asked: number): Promise<void> {
+    const m = this.latest();
+    const limit = direction === "charge" ? m.max_charge_power_w : m.max_discharge_power_w;
+    const watts = typeof limit === "number" && limit > 0 ? Math.min(asked, limit) : asked;
     const max = this.descriptor()?.max_power_w;
-    const before = this.latest().power_w;
     await this.act(direction, { watts, ...(max ? { pct: pctOf(watts, max) } : {}) });
-    await this.followed(direction, watts, before);
+    await this.followed(direction, watts, m.power_w);
   }
 
   /** The profile's `forced_mode` against a reading: undefined without one, or without its metric in the reading. */
