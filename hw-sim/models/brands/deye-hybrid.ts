@@ -36,6 +36,11 @@
 // with exception 3. No timeout is documented. A real device starts with the programs at
 // 01:00, 05:00, 09:00, 13:00, 17:00, 21:00 and the load limit at 2 (zero export to CT).
 // Reserved registers inside the document's blocks read 0; beyond them, exception 2.
+// Device type (0): the document gives 3 for the single-phase and 5 for the LV three-phase
+// hybrid; public definitions (deye-inverter-mqtt's and ha-solarman's device tables, as
+// quoted, not reread for this model) also list 6 (HV three-phase) and 0x0500 and
+// 0x0600-0x0601, which a scenario can set (`device_type`). Rated power (single 16, three 20):
+// u32, low word first, 0.1 W, as kellerza/sunsynk reads it.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, codec, enc, reg, setting, type RegDef } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
@@ -128,6 +133,8 @@ export class DeyeHybrid extends HybridInverter {
   readonly programs: Program[];
   readonly ratedW: number;
   readonly variant: DeyeVariant;
+  /** Register 0: the variant's document value unless the scenario names another listed code. */
+  readonly deviceType: number;
   readonly programTimes: DeyeProgramTimes;
   readonly gridChargeLimit: DeyeGridChargeLimit;
   protected readonly input = null;
@@ -137,6 +144,7 @@ export class DeyeHybrid extends HybridInverter {
     spec: HybridSpec & {
       rated_power_w: number;
       variant: DeyeVariant;
+      device_type?: number;
       program_times?: DeyeProgramTimes;
       grid_charge_limit?: DeyeGridChargeLimit;
     },
@@ -145,6 +153,7 @@ export class DeyeHybrid extends HybridInverter {
     super(spec, site, "22", 8);
     this.ratedW = spec.rated_power_w;
     this.variant = spec.variant;
+    this.deviceType = spec.device_type ?? DEYE_LAYOUT[spec.variant].type;
     this.programTimes = spec.program_times ?? "latest-start";
     this.gridChargeLimit = spec.grid_charge_limit ?? "current";
     this.maxSellW = spec.rated_power_w;
@@ -157,7 +166,7 @@ export class DeyeHybrid extends HybridInverter {
 
   private identity(L: (typeof DEYE_LAYOUT)[DeyeVariant]): Array<[number, RegDef]> {
     return [
-      [0, reg.fixed([L.type])], // device type: 3 single-phase hybrid, 5 LV three-phase hybrid
+      [0, reg.fixed([this.deviceType])], // device type: 3 single-phase hybrid, 5 LV three-phase hybrid (see above)
       [1, reg.fixed([0x0001])], // Modbus address (as the document lists it)
       [2, reg.fixed([0x0102])], // protocol version 1.2
       [3, reg.ro(5, () => enc.str(this.serial, 5))], // serial number, 10 ASCII characters
