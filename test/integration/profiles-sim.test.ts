@@ -43,6 +43,9 @@ const CHECKS: Record<string, Check[]> = {
     },
   ],
   "relay-coils": [{ unit: 11, rtu: true, type: 14, metrics: ["state"] }],
+  // The Deye HV profile is paired, read and driven against the Deye model's HV units
+  // (`hv`) in test/unit/deye-coverage.test.ts; the brands site has an LV Deye only.
+  "deye-hybrid-hv": [],
   ...brandChecks(),
 };
 

@@ -235,8 +235,10 @@ export const BRANDS = [
       rated_power_w: ratedPower(8000),
       /** The single-phase SG0xLP1 or the three-phase SG04LP3 register map. */
       variant: z.enum(["single-phase", "three-phase"]).default("single-phase"),
-      /** Register 0 when not the variant's own (3 / 5): another code the public definitions list (6, 0x0500, 0x0600, 0x0601). */
-      device_type: z.union([z.literal(3), z.literal(5), z.literal(6), z.literal(0x0500), z.literal(0x0600), z.literal(0x0601)]).optional(),
+      /** Register 0 when not the variant's own (3 / 5, HV 6): another code the public definitions list (0x0600, 0x0601). */
+      device_type: z.union([z.literal(3), z.literal(5), z.literal(6), z.literal(0x0600), z.literal(0x0601)]).optional(),
+      /** Three-phase only: the HV models' units (SG01HP3: 0.1 V battery voltage, 10 W battery and program powers). */
+      hv: z.boolean().default(false),
       /**
        * Which time-of-use program is in force when the start times are out of order, a point
        * the public sources leave open: `latest-start`, the program whose start passed last;
