@@ -113,6 +113,31 @@ test("max power is the rated power at 20-21 (0.1 W, low word first), LV and HV",
   }
 });
 
+test("the single-phase map (device type 3) pairs with deye-hybrid-1p: rated power at 16-17, its 2xx registers", async () => {
+  const dev = deye({ variant: "single-phase", rated_power_w: 6000 });
+  const driver = new DeviceDriver(busOf(dev), 1, profile("deye-hybrid-1p"));
+  const d = await driver.pair();
+  assert.equal(d.identity.device_type, "3");
+  assert.equal(d.max_power_w, 6000);
+  const m = await driver.read(["fast", "slow"]);
+  assert.equal(m.soc_pct, 50);
+  assert.equal(m.battery_voltage_v, dev.batteryV());
+  assert.ok(Math.abs(m.power_w! - dev.view().power_w) < 2, `power ${m.power_w} W, the model's ${dev.view().power_w} W`);
+  await assert.rejects(new DeviceDriver(busOf(deye({})), 1, profile("deye-hybrid-1p")).pair(), (e) => isSitegateError(e));
+});
+
+test("deye-hybrid-1p: a 3 kW discharge and a 3 kW charge are 3 kW on the single-phase model", async () => {
+  const dis = deye({ variant: "single-phase" });
+  await act(dis, "deye-hybrid-1p", "discharge", 3000);
+  assert.equal(dis.view().mode, "forced-discharge");
+  assert.equal(dis.view().power_w, 3000);
+  const chg = deye({ variant: "single-phase" });
+  await act(chg, "deye-hybrid-1p", "charge", 3000);
+  assert.equal(chg.view().mode, "forced-charge");
+  const w = -chg.view().power_w;
+  assert.ok(Math.abs(w - 3000) <= chg.batteryV(), `charge ${w} W`);
+});
+
 test("the single-phase map (device type 3) is refused by both three-phase profiles", async () => {
   for (const name of ["deye-hybrid", "deye-hybrid-hv"])
     await assert.rejects(

@@ -55,8 +55,12 @@ export interface Placement {
   unit: number;
   /** Its unit when every device of the site shares one TCP port (another device has `unit` there). */
   shared_unit?: number;
-  /** false: the built-in profile does not read this variant (identification names nothing there). */
-  profile?: false;
+  /**
+   * false: no built-in profile reads this variant (identification names nothing there); a
+   * name: another built-in profile reads it (identification names that one), and the brand
+   * tests, which drive the row's own profile, leave it out.
+   */
+  profile?: false | string;
   [key: string]: unknown;
 }
 
@@ -280,12 +284,12 @@ export const BRANDS = [
         pv_max_w: 5000,
         self_use_load_pct: 14,
       },
-      // The single-phase map, which the profile (the three-phase map) does not read.
+      // The single-phase map, which its own profile reads (deye-hybrid-1p).
       {
         bus: "rtu",
         unit: 5,
         name: "deye1p",
-        profile: false,
+        profile: "deye-hybrid-1p",
         variant: "single-phase",
         rated_power_w: 6000,
         max_power_w: 5000,
