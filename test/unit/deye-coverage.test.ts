@@ -181,3 +181,16 @@ test("the LV profile refuses an HV model (whose 10 W and 0.1 V units it would mi
       isSitegateError(e),
     );
 });
+
+test("the model's HV units on the wire: 587 in 0.1 V, 590 and the program powers in 10 W", async () => {
+  const dev = deye({ hv: true });
+  const bus = busOf(dev);
+  const [v] = await bus.read(1, "holding", 587, 1);
+  assert.equal(v, Math.round(dev.batteryV() * 10));
+  const [w] = await bus.read(1, "holding", 590, 1);
+  assert.equal(w, Math.round(dev.view().power_w / 10));
+  write(dev, 154, [300]);
+  assert.equal(dev.programs[0]!.power, 3000);
+  assert.throws(() => write(dev, 154, [801]), /exception 3/, "above the 8 kW rating");
+  assert.equal((await bus.read(1, "holding", 0, 1))[0], 6, "an HV model is device type 6 unless set");
+});
