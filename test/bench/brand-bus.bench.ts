@@ -1,6 +1,6 @@
 // A full site of brand devices on one RS-485 bus: the RTU port of the brands site
 // (hw-sim/models/brands/site.ts, from the brand table)
-// (Sungrow, Huawei, SolarEdge, Deye and GoodWe hybrids, SDM72, SDM120 and EM340 meters,
+// (Sungrow, Huawei, SolarEdge, Deye (three- and single-phase) and GoodWe hybrids, SDM72, SDM120 and EM340 meters,
 // and the devices no profile describes, which are not polled) at 9600 8N1, the simulator
 // as its own process with its line timing on. The gateway's real poll path (paired
 // drivers by their built-in profiles, planned blocks, every device's reads queued on the
@@ -22,11 +22,11 @@ import { parseScenario } from "../../hw-sim/scenario.js";
 import { brandPlacements, brandsScenario } from "../../hw-sim/models/brands/site.js";
 import { measureBus, requestLineMs } from "./rtu-bus.bench.js";
 
-/** The profile that polls each device of the bus (its model's); the others match no profile. */
+/** The profile that polls each device of the bus (its model's, or the one its placement names); the others match no profile. */
 const PROFILE_OF: Record<string, string> = Object.fromEntries(
   brandPlacements()
     .filter((d) => d.placement.bus === "rtu" && d.placement.profile !== false)
-    .map((d) => [d.placement.name, d.model]),
+    .map((d) => [d.placement.name, typeof d.placement.profile === "string" ? d.placement.profile : d.model]),
 );
 
 const bench: BenchFn = async (ctx) => {

@@ -43,6 +43,12 @@ const CHECKS: Record<string, Check[]> = {
     },
   ],
   "relay-coils": [{ unit: 11, rtu: true, type: 14, metrics: ["state"] }],
+  // The Deye HV profile is paired, read and driven against the Deye model's HV units
+  // (`hv`) in test/unit/deye-coverage.test.ts; the brands site has an LV Deye only.
+  "deye-hybrid-hv": [],
+  // The single-phase Deye profile: the same, against the model's single-phase map (the
+  // brands site's deye1p, which identification names by it).
+  "deye-hybrid-1p": [],
   ...brandChecks(),
 };
 
@@ -386,14 +392,17 @@ test("sitegate scan --identify names every brand model on its bus, and nothing o
       return Object.fromEntries(found.map((f) => [f.unit, f.profiles.map((p) => p.profile).sort()]));
     };
     // The RS-485 bus, every unit 1-20 and the devices beyond: a device its profile reads is
-    // named by that profile alone (the SolarEdge carries the SunSpec marker too); a device
-    // whose variant the profile does not read (the single-phase Deye, the EM24-DIN) and the
-    // unknown device (20) answer, and no profile may claim them. Silent ids get a short
+    // named by that profile alone (the SolarEdge carries the SunSpec marker too; the
+    // single-phase Deye by its own profile); a device whose variant no profile reads (the
+    // EM24-DIN) and the unknown device (20) answer, and no profile may claim them. Silent ids get a short
     // timeout, which cannot make them answer.
     const rtu = `rtu:${site.rtuPeers[0]}?baud=9600`;
     const onBus = brandPlacements().filter((d) => d.placement.bus === "rtu");
     const want: Record<number, string[]> = { 20: [] };
-    for (const d of onBus) want[d.placement.unit] = d.placement.profile === false ? [] : [d.model];
+    for (const d of onBus) {
+      const p = d.placement.profile;
+      want[d.placement.unit] = p === false ? [] : [p ?? d.model];
+    }
     const units = [...new Set([...Array.from({ length: 20 }, (_, i) => i + 1), ...onBus.map((d) => d.placement.unit)])].sort(
       (a, b) => a - b,
     );
@@ -437,7 +446,7 @@ test("on one port where the GX's unit 100 answers, identification names each uni
         2: ["huawei-sun2000"],
         3: ["solaredge-storedge"],
         4: ["deye-hybrid"],
-        5: [],
+        5: ["deye-hybrid-1p"],
         10: ["sdm72"],
         11: ["sdm120"],
         12: [],

@@ -51,7 +51,7 @@ export interface BrandUnit {
 
 /** Every device of the brands site its profile reads, in table order. */
 export const BRAND_UNITS: BrandUnit[] = brandPlacements()
-  .filter((d) => d.placement.profile !== false)
+  .filter((d) => d.placement.profile === undefined)
   .map((d) => {
     const row = brandRow(d.model);
     const unit = row.pairedUnit?.(row.schema.parse(d.device)) ?? d.placement.shared_unit ?? d.placement.unit;

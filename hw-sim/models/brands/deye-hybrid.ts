@@ -36,6 +36,16 @@
 // with exception 3. No timeout is documented. A real device starts with the programs at
 // 01:00, 05:00, 09:00, 13:00, 17:00, 21:00 and the load limit at 2 (zero export to CT).
 // Reserved registers inside the document's blocks read 0; beyond them, exception 2.
+// Device type (0): 3 single-phase hybrid (kellerza/sunsynk), 5 LV three-phase hybrid; the
+// device table of ha-solarman's deye_sg04lp3 / deye_sg01hp3 definitions also lists 6 (HV
+// three-phase hybrid) and 0x0600 / 0x0601 (HV three-phase, 6-15 kW / 20-50 kW), which a
+// scenario can set (`device_type`). Rated power (single 16, three 20): u32, low word first,
+// 0.1 W, as kellerza/sunsynk's three_phase_common reads it.
+// HV three-phase (SG01HP3, `hv`; device type 6 unless set): kellerza/sunsynk's
+// three_phase_hv and the SG01HP3 table of the Blauhoff device repository give the battery
+// voltage (587) in 0.1 V, the battery power (590), the program powers (154-159) and the
+// export limit (143) in 10 W; currents stay in A. The battery is a high-voltage pack
+// (kellerza: 160..700 V); the model's runs 300..360 V with the SOC.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, codec, enc, reg, setting, type RegDef } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
@@ -128,6 +138,10 @@ export class DeyeHybrid extends HybridInverter {
   readonly programs: Program[];
   readonly ratedW: number;
   readonly variant: DeyeVariant;
+  /** Register 0: the variant's document value unless the scenario names another listed code. */
+  readonly deviceType: number;
+  /** The HV three-phase units: 0.1 V battery voltage, 10 W battery and program powers (see above). */
+  readonly hv: boolean;
   readonly programTimes: DeyeProgramTimes;
   readonly gridChargeLimit: DeyeGridChargeLimit;
   protected readonly input = null;
@@ -137,6 +151,8 @@ export class DeyeHybrid extends HybridInverter {
     spec: HybridSpec & {
       rated_power_w: number;
       variant: DeyeVariant;
+      device_type?: number;
+      hv?: boolean;
       program_times?: DeyeProgramTimes;
       grid_charge_limit?: DeyeGridChargeLimit;
     },
@@ -145,6 +161,8 @@ export class DeyeHybrid extends HybridInverter {
     super(spec, site, "22", 8);
     this.ratedW = spec.rated_power_w;
     this.variant = spec.variant;
+    this.hv = spec.variant === "three-phase" && spec.hv === true;
+    this.deviceType = spec.device_type ?? (this.hv ? 0x0006 : DEYE_LAYOUT[spec.variant].type);
     this.programTimes = spec.program_times ?? "latest-start";
     this.gridChargeLimit = spec.grid_charge_limit ?? "current";
     this.maxSellW = spec.rated_power_w;
@@ -157,7 +175,7 @@ export class DeyeHybrid extends HybridInverter {
 
   private identity(L: (typeof DEYE_LAYOUT)[DeyeVariant]): Array<[number, RegDef]> {
     return [
-      [0, reg.fixed([L.type])], // device type: 3 single-phase hybrid, 5 LV three-phase hybrid
+      [0, reg.fixed([this.deviceType])], // device type: 3 single-phase hybrid, 5 LV three-phase hybrid (see above)
       [1, reg.fixed([0x0001])], // Modbus address (as the document lists it)
       [2, reg.fixed([0x0102])], // protocol version 1.2
       [3, reg.ro(5, () => enc.str(this.serial, 5))], // serial number, 10 ASCII characters
@@ -171,10 +189,10 @@ export class DeyeHybrid extends HybridInverter {
     const bat = () => this.batteryW();
     const common: Array<[number, RegDef]> = [
       [L.batTemp, reg.ro(1, () => enc.s16(1250))], // battery temperature, 0.1 degC with +100 offset
-      [L.batV, reg.ro(1, () => enc.u16(this.batteryV() * 100))], // battery voltage, 0.01 V
+      [L.batV, reg.ro(1, () => enc.u16(this.batteryV() * (this.hv ? 10 : 100)))], // battery voltage, 0.01 V (HV: 0.1 V)
       [L.soc, reg.ro(1, () => enc.u16(this.soc))], // battery SOC, %
       [L.pv1, reg.ro(1, () => enc.u16(this.pvW()))], // PV1 power, W
-      [L.batW, reg.ro(1, () => enc.s16(bat()))], // battery power, W (+ = discharging)
+      [L.batW, reg.ro(1, () => enc.s16(bat() / this.powerUnit))], // battery power, W (HV: 10 W; + = discharging)
       [L.batA, reg.ro(1, () => enc.s16((bat() / this.batteryV()) * 100))], // battery current, 0.01 A (+ = discharging)
     ];
     const hi = (w: number) => [w < 0 ? 0xffff : 0]; // the high word of a signed 16-bit total
@@ -270,11 +288,11 @@ export class DeyeHybrid extends HybridInverter {
         ),
       ],
       [
-        L.maxSell, // max sell / export limit power, W
+        L.maxSell, // max sell / export limit power, W (HV: 10 W)
         rw(
-          () => this.maxSellW,
-          (v) => (this.maxSellW = v),
-          (v) => v <= this.ratedW,
+          () => this.maxSellW / this.powerUnit,
+          (v) => (this.maxSellW = v * this.powerUnit),
+          (v) => v * this.powerUnit <= this.ratedW,
         ),
       ],
       [
@@ -305,11 +323,11 @@ export class DeyeHybrid extends HybridInverter {
           ),
         ],
         [
-          L.progPower + i, // program power, W
+          L.progPower + i, // program power, W (HV: 10 W)
           rw(
-            () => prog.power,
-            (v) => (prog.power = v),
-            (v) => v <= this.ratedW,
+            () => prog.power / this.powerUnit,
+            (v) => (prog.power = v * this.powerUnit),
+            (v) => v * this.powerUnit <= this.ratedW,
           ),
         ],
         [
@@ -333,8 +351,13 @@ export class DeyeHybrid extends HybridInverter {
     return out;
   }
 
+  /** W per count of the battery and program power registers: 10 on the HV models. */
+  get powerUnit(): number {
+    return this.hv ? 10 : 1;
+  }
+
   batteryV(): number {
-    return 48 + this.soc * 0.06;
+    return this.hv ? 300 + this.soc * 0.6 : 48 + this.soc * 0.06;
   }
 
   /** The programs whose start times count under the scenario's reading, in their order. */

@@ -55,8 +55,12 @@ export interface Placement {
   unit: number;
   /** Its unit when every device of the site shares one TCP port (another device has `unit` there). */
   shared_unit?: number;
-  /** false: the built-in profile does not read this variant (identification names nothing there). */
-  profile?: false;
+  /**
+   * false: no built-in profile reads this variant (identification names nothing there); a
+   * name: another built-in profile reads it (identification names that one), and the brand
+   * tests, which drive the row's own profile, leave it out.
+   */
+  profile?: false | string;
   [key: string]: unknown;
 }
 
@@ -237,6 +241,10 @@ export const BRANDS = [
       rated_power_w: ratedPower(8000),
       /** The single-phase SG0xLP1 or the three-phase SG04LP3 register map. */
       variant: z.enum(["single-phase", "three-phase"]).default("single-phase"),
+      /** Register 0 when not the variant's own (3 / 5, HV 6): another code the public definitions list (0x0600, 0x0601). */
+      device_type: z.union([z.literal(3), z.literal(5), z.literal(6), z.literal(0x0600), z.literal(0x0601)]).optional(),
+      /** Three-phase only: the HV models' units (SG01HP3: 0.1 V battery voltage, 10 W battery and program powers). */
+      hv: z.boolean().default(false),
       /**
        * Which time-of-use program is in force when the start times are out of order, a point
        * the public sources leave open: `latest-start`, the program whose start passed last;
@@ -278,12 +286,12 @@ export const BRANDS = [
         pv_max_w: 5000,
         self_use_load_pct: 14,
       },
-      // The single-phase map, which the profile (the three-phase map) does not read.
+      // The single-phase map, which its own profile reads (deye-hybrid-1p).
       {
         bus: "rtu",
         unit: 5,
         name: "deye1p",
-        profile: false,
+        profile: "deye-hybrid-1p",
         variant: "single-phase",
         rated_power_w: 6000,
         max_power_w: 5000,
