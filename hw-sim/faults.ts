@@ -7,6 +7,10 @@
 //                  physics go on (a battery keeps to its revert timer)
 //   late_first     the first answer of each device after a client connects (or after the
 //                  fault is set) comes `delay_ms` (default 2000) late; later ones on time
+// Not a fault but the device's own trait: a model with a wait after connecting
+// (`connectDelayMs`, a brand model's `connect_delay_ms`) answers nothing to the requests
+// that arrive within that long of a client's connect, as a device still waking its
+// Modbus server; later requests are answered as usual.
 import { z } from "zod";
 import { exceptionPdu, handlePdu, type WriteRecord } from "./modbus-pdu.js";
 import type { SimDevice } from "./models/device.js";
@@ -38,8 +42,13 @@ export class DeviceSlot {
   requests = 0;
   /** The next answer is the first since a connect (`late_first`). */
   private fresh = true;
+  /** When a client last connected (ms of `now`); null: none has (an RTU line has no connect). */
+  private connectedAt: number | null = null;
 
-  constructor(readonly device: SimDevice) {}
+  constructor(
+    readonly device: SimDevice,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Answers the device gives now: not while `no_answer`, `drop` or `offline` holds. */
   get online(): boolean {
@@ -54,12 +63,20 @@ export class DeviceSlot {
   /** A client connected: the next answer is a first one again. */
   connected(): void {
     this.fresh = true;
+    this.connectedAt = this.now();
+  }
+
+  /** Within the device's wait after a connect: a request is not answered. */
+  private waking(): boolean {
+    const wait = this.device.connectDelayMs ?? 0;
+    return wait > 0 && this.connectedAt !== null && this.now() - this.connectedAt < wait;
   }
 
   decide(pdu: Buffer): Decision {
     this.requests++;
     if (this.faults.has("offline") || this.faults.has("no_answer")) return { kind: "silent" };
     if (this.faults.has("drop")) return { kind: "drop" };
+    if (this.waking()) return { kind: "silent" };
     const late = this.faults.get("late_first");
     const first = this.fresh;
     this.fresh = false;

@@ -22,6 +22,10 @@
 // self-consumption, 6 time of use). Out-of-range writes are refused with exception 3;
 // undocumented addresses answer 2, except reserved registers inside the document's
 // blocks, which read 0 (a block read is answered whole).
+// Timing: huawei-solar-lib's TCP client waits 1 s after connecting before its first
+// request (wait_after_connect=1.0, "the SDongle can react quite slowly"), allows 10 s for
+// an answer and keeps 50 ms between requests. The model answers nothing to a request
+// within `connect_delay_ms` (1000) of a client's connect (hw-sim/faults.ts).
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";

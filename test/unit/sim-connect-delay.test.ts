@@ -1,0 +1,61 @@
+// A brand model's wait after a client connects (hw-sim/faults.ts): requests within it go
+// unanswered, as a device still waking its Modbus server; defaults per the brand's sources
+// (Huawei 1 s, as huawei-solar-lib waits after connecting), none on an RTU line. The
+// clock is the test's.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SiteModel } from "../../hw-sim/site-model.js";
+import { deviceSchema, type BrandSpec } from "../../hw-sim/scenario.js";
+import { buildBrandDevices } from "../../hw-sim/models/brands/index.js";
+import { DeviceSlot } from "../../hw-sim/faults.js";
+
+function slotOf(model: string, extra: Record<string, unknown> = {}) {
+  let now = 1_000_000;
+  const site = new SiteModel(
+    { base_load_w: 1000, load_noise_pct: 0, pv_irradiance: 0, tz_offset_h: 0, voltage_v: 230, frequency_hz: 50 },
+    7,
+    () => now,
+  );
+  const spec = deviceSchema.parse({ unit: 1, name: "dev", model, ...extra }) as BrandSpec;
+  const [dev] = buildBrandDevices(spec, site);
+  const slot = new DeviceSlot(dev!, () => now);
+  return { slot, at: (ms: number) => (now = 1_000_000 + ms) };
+}
+
+/** A read of one holding register. */
+const read = (address: number) => Buffer.from([3, address >> 8, address & 0xff, 0, 1]);
+
+test("huawei-sun2000 answers nothing within 1 s of a connect, then answers; on an RTU line (no connect) at once", () => {
+  const { slot, at } = slotOf("huawei-sun2000");
+  assert.equal(slot.device.connectDelayMs, 1000, "the sources' wait is the default");
+  assert.equal(slot.decide(read(30070)).kind, "reply", "no client has connected: an RTU line");
+  at(0);
+  slot.connected();
+  at(500);
+  assert.equal(slot.decide(read(30070)).kind, "silent", "half a second after the connect");
+  at(999);
+  assert.equal(slot.decide(read(30070)).kind, "silent");
+  at(1000);
+  const d = slot.decide(read(30070));
+  assert.equal(d.kind, "reply");
+  assert.deepEqual(d.kind === "reply" ? [...d.pdu] : [], [3, 2, 428 >> 8, 428 & 0xff], "model ID 428");
+  slot.connected(); // a new connection: the wait again
+  assert.equal(slot.decide(read(30070)).kind, "silent");
+});
+
+test("the wait is per model: a scenario sets it, a brand whose sources ask for none answers at once", () => {
+  const none = slotOf("huawei-sun2000", { connect_delay_ms: 0 });
+  none.slot.connected();
+  assert.equal(none.slot.decide(read(30070)).kind, "reply");
+  const longer = slotOf("huawei-sun2000", { connect_delay_ms: 5000 });
+  longer.slot.connected();
+  longer.at(4000);
+  assert.equal(longer.slot.decide(read(30070)).kind, "silent");
+  longer.at(5000);
+  assert.equal(longer.slot.decide(read(30070)).kind, "reply");
+  const sungrow = slotOf("sungrow-sh");
+  assert.equal(sungrow.slot.device.connectDelayMs, 0);
+  sungrow.slot.connected();
+  assert.equal(sungrow.slot.decide(Buffer.from([4, 0x13, 0x87, 0, 1])).kind, "reply");
+  assert.throws(() => deviceSchema.parse({ unit: 1, name: "dev", model: "huawei-sun2000", connect_delay_ms: -1 }));
+});
