@@ -137,6 +137,8 @@ export const BRANDS = [
       rated_power_w: ratedPower(10000),
       /** Its wait after a connect: 1 s, as wlcrs/huawei-solar-lib's client waits (wait_after_connect). */
       connect_delay_ms: connectDelay(1000),
+      /** A power meter is connected; false: 37100 offline and the meter's values NaN (0x7FFFFFFF). */
+      meter: z.boolean().default(true),
     }),
     build: (s, site) => [new HuaweiSun2000(s, site)],
     battery: {
