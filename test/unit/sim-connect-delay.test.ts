@@ -1,6 +1,6 @@
 // A brand model's wait after a client connects (hw-sim/faults.ts): requests within it go
 // unanswered, as a device still waking its Modbus server; defaults per the brand's sources
-// (Huawei 1 s, as huawei-solar-lib waits after connecting), none on an RTU line. The
+// (Huawei 800 ms, within the 1 s huawei-solar-lib waits after connecting), none on an RTU line. The
 // clock is the test's.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -25,17 +25,17 @@ function slotOf(model: string, extra: Record<string, unknown> = {}) {
 /** A read of one holding register. */
 const read = (address: number) => Buffer.from([3, address >> 8, address & 0xff, 0, 1]);
 
-test("huawei-sun2000 answers nothing within 1 s of a connect, then answers; on an RTU line (no connect) at once", () => {
+test("huawei-sun2000 answers nothing within 800 ms of a connect, then answers; on an RTU line (no connect) at once", () => {
   const { slot, at } = slotOf("huawei-sun2000");
-  assert.equal(slot.device.connectDelayMs, 1000, "the sources' wait is the default");
+  assert.equal(slot.device.connectDelayMs, 800, "within the sources' 1 s wait");
   assert.equal(slot.decide(read(30070)).kind, "reply", "no client has connected: an RTU line");
   at(0);
   slot.connected();
   at(500);
   assert.equal(slot.decide(read(30070)).kind, "silent", "half a second after the connect");
-  at(999);
+  at(799);
   assert.equal(slot.decide(read(30070)).kind, "silent");
-  at(1000);
+  at(800);
   const d = slot.decide(read(30070));
   assert.equal(d.kind, "reply");
   assert.deepEqual(d.kind === "reply" ? [...d.pdu] : [], [3, 2, 428 >> 8, 428 & 0xff], "model ID 428");

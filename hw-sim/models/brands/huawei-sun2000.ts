@@ -27,8 +27,12 @@
 // blocks, which read 0 (a block read is answered whole).
 // Timing: huawei-solar-lib's TCP client waits 1 s after connecting before its first
 // request (wait_after_connect=1.0, "the SDongle can react quite slowly"), allows 10 s for
-// an answer and keeps 50 ms between requests. The model answers nothing to a request
-// within `connect_delay_ms` (1000) of a client's connect (hw-sim/faults.ts).
+// an answer and keeps 50 ms between requests; other public clients wait up to 5 s. The
+// sources give the clients' wait, not the device's own: a device that answered only
+// later than 1 s would fail those clients in the field. The model answers nothing to a
+// request within `connect_delay_ms` (800 ms) of its accepting a connection
+// (hw-sim/faults.ts), so a client waiting 1 s from its connect is answered (the accept
+// can come a little after the client's connect completes) and one that does not wait is not.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";

@@ -135,8 +135,8 @@ export const BRANDS = [
       ...hybrid,
       model: z.literal("huawei-sun2000"),
       rated_power_w: ratedPower(10000),
-      /** Its wait after a connect: 1 s, as wlcrs/huawei-solar-lib's client waits (wait_after_connect). */
-      connect_delay_ms: connectDelay(1000),
+      /** Deaf after a connect for 800 ms: within the 1 s huawei-solar-lib's client waits (see the model's header). */
+      connect_delay_ms: connectDelay(800),
       /** A power meter is connected; false: 37100 offline and the meter's values NaN (0x7FFFFFFF). */
       meter: z.boolean().default(true),
     }),
