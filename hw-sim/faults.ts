@@ -7,6 +7,10 @@
 //                  physics go on (a battery keeps to its revert timer)
 //   late_first     the first answer of each device after a client connects (or after the
 //                  fault is set) comes `delay_ms` (default 2000) late; later ones on time
+// Not a fault but the device's own trait: a model with a wait after connecting
+// (`connectDelayMs`, a brand model's `connect_delay_ms`) answers nothing to the requests
+// that arrive on a connection within that long of its accept, as a device still waking its
+// Modbus server for it; later requests, and those of connections open longer, are answered.
 import { z } from "zod";
 import { exceptionPdu, handlePdu, type WriteRecord } from "./modbus-pdu.js";
 import type { SimDevice } from "./models/device.js";
@@ -38,8 +42,10 @@ export class DeviceSlot {
   requests = 0;
   /** The next answer is the first since a connect (`late_first`). */
   private fresh = true;
-
-  constructor(readonly device: SimDevice) {}
+  constructor(
+    readonly device: SimDevice,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Answers the device gives now: not while `no_answer`, `drop` or `offline` holds. */
   get online(): boolean {
@@ -56,10 +62,18 @@ export class DeviceSlot {
     this.fresh = true;
   }
 
-  decide(pdu: Buffer): Decision {
+  /** A request on a connection accepted at `connectedAt` (ms of `now`; absent: an RTU line) within the device's wait. */
+  private waking(connectedAt: number | undefined): boolean {
+    const wait = this.device.connectDelayMs ?? 0;
+    return wait > 0 && connectedAt !== undefined && this.now() - connectedAt < wait;
+  }
+
+  /** `connectedAt`: when the request's connection was accepted (ms of `now`); absent on an RTU line. */
+  decide(pdu: Buffer, connectedAt?: number): Decision {
     this.requests++;
     if (this.faults.has("offline") || this.faults.has("no_answer")) return { kind: "silent" };
     if (this.faults.has("drop")) return { kind: "drop" };
+    if (this.waking(connectedAt)) return { kind: "silent" };
     const late = this.faults.get("late_first");
     const first = this.fresh;
     this.fresh = false;
@@ -101,13 +115,13 @@ export class Endpoint {
   }
 
   /** `absentUnit` is what a unit id with no device gets: silence on RTU, exception 0x0B from a TCP gateway. */
-  decide(unit: number, pdu: Buffer, absentUnit: "silent" | "gateway_exception"): Decision {
+  decide(unit: number, pdu: Buffer, absentUnit: "silent" | "gateway_exception", connectedAt?: number): Decision {
     const slot = this.slots.get(unit);
     if (!slot) {
       return absentUnit === "silent"
         ? { kind: "silent" }
         : { kind: "reply", pdu: exceptionPdu(pdu[0] ?? 0, 0x0b), delayMs: 0, corrupt: false };
     }
-    return slot.decide(pdu);
+    return slot.decide(pdu, connectedAt);
   }
 }

@@ -51,10 +51,12 @@ async function readFixed(bus: Bus, unit: number, p: FixedProfile, timeoutMs: num
   const out = new Map<string, IdentityReading>();
   for (const r of p.identity) {
     try {
+      // A profile whose device wakes slowly after a connect (a Huawei) is probed after that wait.
       const words = await bus.read(r.unit ?? unit, r.table, r.address, typeRegs(r.type, r.length), {
         priority: PRIORITY.scan,
         timeoutMs,
         retries: 0,
+        connectDelayMs: p.connect_delay_ms,
       });
       const value = decodeRaw(r.type, words, r.word_order);
       out.set(r.name, { value });
