@@ -3,7 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fillTemplate } from "../../src/ui/plugin.js";
-import { BUS_WINDOW_MS, BusView, opModeName, type UiDeps } from "../../src/ui/views.js";
+import { BUS_WINDOW_MS, BusView, type UiDeps } from "../../src/ui/views.js";
+import { opModeWords } from "../../src/model/roles.js";
 
 test("a template's placeholders are replaced every time they appear; values are never replacement patterns", () => {
   const tpl = "<title>{{site}}</title><h1>{{site}}</h1>{{ message }}";
@@ -12,7 +13,7 @@ test("a template's placeholders are replaced every time they appear; values are 
 });
 
 test("op modes are named as device sync describes them", () => {
-  assert.deepEqual([0, 1, 2, 3, 4, 9].map(opModeName), ["unknown", "local automatic", "remote dispatch", "standby", "fault", "op mode 9"]);
+  assert.deepEqual([0, 1, 2, 3, 4, 9].map(opModeWords), ["unknown", "local automatic", "remote dispatch", "standby", "fault", "op mode 9"]);
 });
 
 test("bus utilisation has a figure at the first look and covers the last minute", () => {
