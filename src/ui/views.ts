@@ -192,9 +192,28 @@ export class BusView {
   }
 }
 
-/** The latest events, as `sitegate events` and the fleet's `events` command show them. */
-export function events(d: UiDeps): EventView[] {
-  return d.dispatch.list(200).map(eventView);
+/** The latest events, as `sitegate events` and the fleet's `events` command show them, with when and why each ended. */
+export function events(d: UiDeps): Array<EventView & { ended_at: string | null; end_reason: string | null }> {
+  return d.dispatch.list(200).map((r) => ({
+    ...eventView(r),
+    ended_at: r.ended_at === null ? null : new Date(r.ended_at).toISOString(),
+    end_reason: endReason(r),
+  }));
+}
+
+/**
+ * Why an event is over, in words: "completed" (it ran its window), "ended by restore
+ * 1a2b3c4d" (a restore ended a running shed), "cancelled" (with what ended it, a local input
+ * released), "missed: the gateway was down". Null while it is scheduled or running.
+ */
+export function endReason(r: Pick<EventRow, "state" | "receipt" | "progress">): string | null {
+  const by = r.progress.ended_by;
+  if (r.state === "scheduled" || r.state === "running") return null;
+  if (r.state === "missed") return "missed: the gateway was down";
+  if (r.state === "cancelled" || r.receipt === "cancelled") return by ? `cancelled (${by})` : "cancelled";
+  const restore = /^ended by restore (\S+)$/.exec(by ?? "");
+  if (restore) return `ended by restore ${restore[1]!.slice(0, 8)}`;
+  return by ?? "completed";
 }
 
 export class UplinkView {

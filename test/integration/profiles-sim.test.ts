@@ -364,8 +364,24 @@ test("sitegate scan --identify names the profile of each unit, and none for a de
     );
     assert.equal(rtu.code, 0, rtu.stderr);
     // The SDM630 profile names no expectation and the relay board has no identity: answering is not a match.
-    assert.match(rtu.stdout, /unit +10 +answered \([^)]*\) +profile: none/);
-    assert.match(rtu.stdout, /unit +11 +answered \([^)]*\) +profile: none/);
+    assert.match(rtu.stdout, /^unit 10: answers, not a known device$/m);
+    assert.match(rtu.stdout, /^unit 11: answers, not a known device$/m);
+    // In words, each SunSpec device by the role its models give it.
+    const words = await runCli(
+      "scan",
+      "--endpoint",
+      `tcp://127.0.0.1:${site.tcpPorts[0]}`,
+      "--to",
+      "5",
+      "--identify",
+      "--profiles-dir",
+      "/nonexistent",
+    );
+    assert.equal(words.code, 0, words.stderr);
+    assert.equal(
+      words.stdout,
+      "unit 1: SunSpec battery inverter (profile sunspec)\nunit 2: SunSpec inverter (profile sunspec)\nunit 3: SunSpec meter (profile sunspec)\n",
+    );
   });
 });
 
