@@ -122,7 +122,7 @@ const command: Command = {
     } catch (e) {
       if (isSitegateError(e, "MODBUS_DISCONNECTED")) {
         if (tty) process.stderr.write("\n");
-        const held = endpoint.kind === "rtu" && /cannot lock port/i.test(errorMessage(e)) ? `\n${heldBy(endpoint.path)}` : "";
+        const held = endpoint.kind === "rtu" && e.details.some((d) => d.path === "port_locked") ? `\n${heldBy(endpoint.path)}` : "";
         process.stderr.write(`sitegate scan: ${errorMessage(e)}${held}\n`);
         return 1;
       }

@@ -285,6 +285,11 @@ test("sitegate read prints decoded metrics as JSON and exits 1 with one line whe
     assert.equal(out.device.manufacturer, "SimEnergy");
     assert.equal(out.device.max_power_w, 6000);
     assert.ok(Math.abs(out.metrics.power_w - 3000) <= 31);
+    // States in words, by the same table as the status page's (the profile's enums).
+    const bat = await runCli("read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "1", "--profile", "sunspec");
+    assert.equal(bat.code, 0, bat.stderr);
+    assert.match(bat.stdout, /^battery_state\s+[1-7] \((off|empty|discharging|charging|full|holding|testing)\)$/m);
+    assert.match(bat.stdout, /^storage_mode\s+0 \(own control\)$/m);
     const rtu = await runCli("read", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--unit", "10", "--profile", "sdm630");
     assert.equal(rtu.code, 0, rtu.stderr);
     assert.match(rtu.stdout, /^power_w\s+-?\d/m);
