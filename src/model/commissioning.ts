@@ -63,7 +63,7 @@ export interface ScanProgress {
 export interface ReadResult {
   device: Record<string, string | number>;
   metrics: Metrics;
-  /** The profile's names of metric values (a state's name), where it names them. */
+  /** The names of values, where they have one: the device type's, and the profile's of metric values (a state's name). */
   labels: Record<string, string>;
   /** Points the device does not have (exception 2, or silent while the rest answered): no value, not an error. */
   unavailable: string[];

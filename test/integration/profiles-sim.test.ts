@@ -290,6 +290,7 @@ test("sitegate read prints decoded metrics as JSON and exits 1 with one line whe
     assert.equal(bat.code, 0, bat.stderr);
     assert.match(bat.stdout, /^battery_state\s+[1-7] \((off|empty|discharging|charging|full|holding|testing)\)$/m);
     assert.match(bat.stdout, /^storage_mode\s+0 \(own control\)$/m);
+    assert.match(bat.stdout, /^device_type\s+10 \(battery inverter\)$/m);
     const rtu = await runCli("read", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--unit", "10", "--profile", "sdm630");
     assert.equal(rtu.code, 0, rtu.stderr);
     assert.match(rtu.stdout, /^power_w\s+-?\d/m);

@@ -296,7 +296,8 @@ describe("status page in a browser", () => {
     await page.selectOption("#read-profile", "sunspec");
     await page.click("#read-submit");
     await page.waitForSelector('#read-result tr[data-key="soc_pct"]', { timeout: 30_000 });
-    assert.equal(await page.textContent('#read-result tr[data-key="device_type"] td:last-child'), "10");
+    assert.equal(await page.textContent('#read-result tr[data-key="device_type"] td.named'), "battery inverter");
+    assert.equal(await page.getAttribute('#read-result tr[data-key="device_type"] td.named', "title"), "device_type 10");
     // The read names the battery's state as `sitegate read` does, the number in the tooltip.
     assert.match((await page.textContent('#read-result tr[data-key="battery_state"] td.named')) ?? "", /^[a-z ]+$/);
     assert.match((await page.getAttribute('#read-result tr[data-key="battery_state"] td.named', "title")) ?? "", /^battery_state [1-7]$/);

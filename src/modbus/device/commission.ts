@@ -10,6 +10,7 @@ import { DeviceDriver } from "./driver.js";
 import { checkInScope, type CommissioningScope } from "./commission-scope.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
 import { identifyUnit, type ProfileMatch } from "./identify.js";
+import { wireLabel } from "../../model/roles.js";
 import { scanWords } from "./scan-words.js";
 import type { Logger } from "../../log.js";
 import {
@@ -134,7 +135,8 @@ export async function readDevice(
     ...(descriptor.max_power_w !== undefined ? { max_power_w: descriptor.max_power_w } : {}),
     ...descriptor.identity,
   };
-  const labels: Record<string, string> = {};
+  // The device type in words too (the status page's and device sync's name for the code).
+  const labels: Record<string, string> = { device_type: wireLabel(descriptor.device_type) };
   for (const [k, v] of Object.entries(metrics)) {
     const name = driver.label(k, v);
     if (name !== undefined) labels[k] = name;

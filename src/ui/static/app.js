@@ -294,8 +294,11 @@ function timeline(events, width) {
   });
   const base = H - 16;
   svg.append(s("line", { class: "axis", x1: 0, y1: base, x2: W, y2: base }));
-  svg.append(s("text", { x: 2, y: H - 2, text: clock(t0, t1 - t0) }), s("text", { x: W - 2, y: H - 2, "text-anchor": "end", text: clock(t1, t1 - t0) }));
-  if (now >= t0 && now <= t1) svg.append(s("line", { class: "now", x1: x(now), y1: 0, x2: x(now), y2: base }), s("text", { x: x(now), y: H - 2, "text-anchor": "middle", text: "now" }));
+  // The ends' clock times, and "now" where it is; an end label too close to "now" gives way to it.
+  const nowIn = now >= t0 && now <= t1;
+  if (!nowIn || x(now) > 80) svg.append(s("text", { x: 2, y: H - 2, text: clock(t0, t1 - t0) }));
+  if (!nowIn || x(now) < W - 80) svg.append(s("text", { x: W - 2, y: H - 2, "text-anchor": "end", text: clock(t1, t1 - t0) }));
+  if (nowIn) svg.append(s("line", { class: "now", x1: x(now), y1: 0, x2: x(now), y2: base }), s("text", { x: Math.max(14, Math.min(W - 14, x(now))), y: H - 2, "text-anchor": "middle", text: "now" }));
   else svg.append(s("text", { x: W / 2, y: H - 2, "text-anchor": "middle", text: now > t1 ? `now: ${spanText(now - t1)} later →` : `← now: ${spanText(t0 - now)} earlier` }));
   return svg;
 }
