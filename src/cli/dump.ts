@@ -12,7 +12,7 @@ import { captureDevice } from "../modbus/device/capture.js";
 import { parseUnit } from "./read.js";
 
 /** Where the site's own profiles are unless --profiles-dir says otherwise (config's profiles_dir default). */
-const DEFAULT_PROFILES_DIR = "/etc/sitegate/profiles";
+export const DEFAULT_PROFILES_DIR = "/etc/sitegate/profiles";
 
 /** A port another process holds: the one thing an installer must do about it, said plainly. */
 function lockedHint(message: string): string {
