@@ -174,7 +174,7 @@ export function askDump(path: string, deviceId: string, timeoutMs: number): Prom
         return reject(
           new SitegateError(
             "FORBIDDEN",
-            `${path}: permission denied; the daemon's control socket is its user's: run as that user (sudo -u sitegate sitegate dump ...)`,
+            `${path}: permission denied; the daemon's control socket is its user's: run as that user (sudo -u sitegate /usr/bin/sitegate dump ...)`,
           ),
         );
       reject(new SitegateError("INTERNAL", `${path}: ${e.message}`));
