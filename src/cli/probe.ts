@@ -21,6 +21,9 @@ import { parseUnit } from "./read.js";
 
 export type PointState = "answers" | "not_available" | "unavailable" | "out_of_range" | "no_answer" | "error";
 
+/** The states of a point whose registers answered (its value may still be NaN or out of range). */
+const ANSWERED: readonly PointState[] = ["answers", "not_available", "out_of_range"];
+
 export interface ProbedPoint {
   metric: string;
   required: boolean;
@@ -54,8 +57,8 @@ async function readPoint(pt: ResolvedPoint, unit: number, read: (r: UnitRange) =
 
 /**
  * The bounds a reading can hold, where the point or the device says: a percentage 0..100,
- * a frequency 45..65 Hz, a named state one of its profile's names, a power (W) at most twice
- * the device's rated power. Undefined: no bound known, the value is shown as it is.
+ * a frequency 45..65 Hz, a named state one of its profile's names, the device's own power (W,
+ * not the grid's) at most twice its rated power. Undefined: no bound known, the value is shown as it is.
  */
 export function pointBounds(
   profile: Profile,
@@ -75,7 +78,8 @@ export function pointBounds(
   }
   if (metric.endsWith("_pct")) return { ok: (v) => v >= 0 && v <= 100, says: "0..100 %" };
   if (metric.endsWith("_hz")) return { ok: (v) => v >= 45 && v <= 65, says: "45..65 Hz" };
-  if (metric.endsWith("_w") && maxPowerW !== undefined && maxPowerW > 0)
+  // The device's own power (not the grid's, which the house load drives past any rating).
+  if (metric.endsWith("_w") && !metric.startsWith("grid_") && maxPowerW !== undefined && maxPowerW > 0)
     return { ok: (v) => Math.abs(v) <= 2 * maxPowerW, says: `at most ${2 * maxPowerW} W either way (twice the rated ${maxPowerW} W)` };
   return undefined;
 }
@@ -157,7 +161,7 @@ export async function probeDevice(bus: Bus, unit: number, profile: Profile): Pro
       return { ...head, state: "unavailable", detail: `${c.detail} while the device's other points answer` };
     return { ...head, ...c };
   });
-  const requiredOk = pairing === undefined && probed.every((p) => !p.required || p.state === "answers" || p.state === "not_available");
+  const requiredOk = pairing === undefined && probed.every((p) => !p.required || ANSWERED.includes(p.state));
   return {
     paired: pairing === undefined,
     ...(pairing !== undefined ? { pairing } : {}),
@@ -190,11 +194,12 @@ export function probeText(r: ProbeResult, title: string): string {
   for (const p of r.points)
     lines.push(`${(p.metric + (p.required ? " *" : "")).padEnd(w)}  ${WORDS[p.state].padEnd(13)}  ${p.register.padEnd(16)}  ${p.detail}`);
   lines.push("", "* required by the device's role: without it the gateway does not pair the device");
-  const missing = r.points.filter((p) => p.required && p.state !== "answers" && p.state !== "not_available").map((p) => p.metric);
+  const missing = r.points.filter((p) => p.required && !ANSWERED.includes(p.state)).map((p) => p.metric);
+  const odd = r.points.filter((p) => p.required && (p.state === "not_available" || p.state === "out_of_range")).map((p) => p.metric);
   lines.push(
     r.required_ok
-      ? "result: every required point answers; the gateway can use this device"
-      : `result: the gateway cannot use this device${missing.length ? `: ${missing.join(", ")} do not answer` : ""}${r.paired ? "" : " (pairing failed)"}`,
+      ? `result: every required point answers; the gateway can use this device${odd.length ? ` (but ${odd.join(", ")} read no usable value now: see above)` : ""}`
+      : `result: the gateway cannot use this device${missing.length ? `: ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not answer` : ""}${r.paired ? "" : " (pairing failed)"}`,
   );
   return lines.join("\n") + "\n";
 }

@@ -8,6 +8,7 @@ import { withSite, type ScenarioInput } from "../support/site.js";
 import { runCli } from "../support/cli.js";
 import { BRAND_UNITS, brandsOnTcp } from "../support/brands.js";
 import type { ProbeResult } from "../../src/cli/probe.js";
+import { startReplay, type ReplayCapture } from "../../hw-sim/replay.js";
 
 const HYBRID = { rated_power_w: 10000, max_power_w: 5000, capacity_wh: 9600, soc_pct: 60, pv_max_w: 6000 };
 
@@ -77,7 +78,7 @@ test("probe: a SolarEdge StorEdge without a meter lists the meter's points unava
   });
 });
 
-test("probe: a device whose required point does not answer exits 1 and names it", async () => {
+test("probe: a device another profile describes (identity refuses it) exits 1, its points listed", async () => {
   // The SolarEdge profile on a Sungrow: identity refuses the pairing; the points are listed, the required ones failing.
   await withSite(oneDevice({ model: "sungrow-sh" }), async (site) => {
     const out = await runCli("probe", "--profile", "solaredge-storedge", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "1");
@@ -96,4 +97,93 @@ test("probe: a device that does not answer exits 1 at once; bad usage exits 2", 
   assert.match(noProfile.stderr, /--profile is required/);
   const twice = await runCli("probe", "--profile", "sungrow-sh", "--endpoint", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
   assert.equal(twice.code, 2);
+});
+
+/** Every captured range holding these registers answers these words instead (a field device's odd values). */
+function setWords(cap: ReplayCapture, address: number, words: number[]): void {
+  let hit = 0;
+  for (const r of cap.ranges)
+    if (r.words && r.address <= address && address + words.length <= r.address + r.count) {
+      words.forEach((w, i) => (r.words![address - r.address + i] = w));
+      hit++;
+    }
+  assert.ok(hit > 0, `register ${address} is in the capture`);
+}
+
+test("probe: a device that reads NaN and values out of range says so per point (an SMA capture, replayed)", async () => {
+  const sma = BRAND_UNITS.find((b) => b.model === "sma-storage")!;
+  let cap!: ReplayCapture;
+  await withSite(brandsOnTcp(), async (site) => {
+    const out = await runCli(
+      "dump",
+      "--endpoint",
+      `tcp://127.0.0.1:${site.tcpPorts[0]}`,
+      "--unit",
+      String(sma.unit),
+      "--profile",
+      sma.model,
+    );
+    assert.equal(out.code, 0, out.stderr);
+    cap = JSON.parse(out.stdout) as ReplayCapture;
+  });
+  const odd = structuredClone(cap);
+  setWords(odd, 30775, [0x8000, 0x0000]); // ac_power_w, S32 NaN
+  setWords(odd, 31395, [0x0098, 0x9680]); // discharge 10,000,000 W: power_w far past the rating
+  setWords(odd, 30201, [0, 9999]); // condition: no state SMA names
+  let replay = await startReplay(odd);
+  try {
+    const { code, r } = await probe(replay.port, sma.unit, sma.model);
+    const point = (m: string) => r.points.find((p) => p.metric === m);
+    assert.equal(point("ac_power_w")?.state, "not_available", JSON.stringify(point("ac_power_w")));
+    assert.equal(point("power_w")?.state, "out_of_range", JSON.stringify(point("power_w")));
+    assert.match(point("power_w")!.detail, /outside at most \d+ W either way/);
+    assert.equal(point("condition")?.state, "out_of_range", JSON.stringify(point("condition")));
+    assert.equal(point("soc_pct")?.state, "answers");
+    // The required power answers, though with a value no battery gives: usable, and said.
+    assert.equal(code, 0, JSON.stringify(r));
+    const text = await runCli("probe", "--profile", sma.model, `tcp://127.0.0.1:${replay.port}`, "--unit", String(sma.unit));
+    assert.match(text.stdout, /but power_w read no usable value now/);
+  } finally {
+    await replay.stop();
+  }
+  // A SOC of 150 %: the profile's identity check refuses the device (as pairing would), and the points are still listed.
+  const soc = structuredClone(cap);
+  setWords(soc, 30845, [0, 150]);
+  replay = await startReplay(soc);
+  try {
+    const { code, r } = await probe(replay.port, sma.unit, sma.model);
+    assert.equal(code, 1, JSON.stringify(r));
+    assert.equal(r.paired, false);
+    assert.match(r.pairing ?? "", /30845.*150/);
+    const p = r.points.find((x) => x.metric === "soc_pct");
+    assert.equal(p?.state, "out_of_range", JSON.stringify(p));
+    assert.match(p!.detail, /150 is outside 0\.\.100 %/);
+  } finally {
+    await replay.stop();
+  }
+});
+
+test("probe: a Sungrow whose SOC register answers exception 2 exits 1 and names soc_pct", async () => {
+  let cap!: ReplayCapture;
+  await withSite(oneDevice({ model: "sungrow-sh" }), async (site) => {
+    const out = await runCli("dump", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "1", "--profile", "sungrow-sh");
+    assert.equal(out.code, 0, out.stderr);
+    cap = JSON.parse(out.stdout) as ReplayCapture;
+  });
+  // Every captured read that holds input 13022 (soc_pct) now answers exception 2.
+  for (const r of cap.ranges)
+    if (r.table === "input" && r.words && r.address <= 13022 && 13022 < r.address + r.count) {
+      delete r.words;
+      r.exception = 2;
+    }
+  const replay = await startReplay(cap);
+  try {
+    const out = await runCli("probe", "--profile", "sungrow-sh", `tcp://127.0.0.1:${replay.port}`);
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(out.stdout, /NOT paired: .*lacks soc_pct/);
+    assert.match(out.stdout, /soc_pct \* +unavailable +input 13022 +the device has no such register/);
+    assert.match(out.stdout, /result: the gateway cannot use this device: soc_pct does not answer/);
+  } finally {
+    await replay.stop();
+  }
 });
