@@ -16,6 +16,8 @@ import type { Capture } from "./modbus/device/capture.js";
 
 export const CONTROL_SOCKET = "control.sock";
 const MAX_REQUEST = 1024;
+/** A capture is some kilobytes; an answer past this is not one. */
+const MAX_ANSWER = 32 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 5000;
 const DEVICE_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -158,7 +160,13 @@ export function askDump(path: string, deviceId: string, timeoutMs: number): Prom
       connected = true;
       c.write(JSON.stringify({ op: "dump", device_id: deviceId }) + "\n");
     });
-    c.on("data", (chunk: string) => (buf += chunk));
+    c.on("data", (chunk: string) => {
+      buf += chunk;
+      if (buf.length <= MAX_ANSWER) return;
+      clearTimeout(timer);
+      c.destroy();
+      reject(new SitegateError("PAYLOAD_TOO_LARGE", `the daemon's answer on ${path} is over ${MAX_ANSWER} bytes`));
+    });
     c.once("end", () => {
       clearTimeout(timer);
       try {
