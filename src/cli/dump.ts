@@ -48,8 +48,11 @@ function print(capture: Capture & Record<string, unknown>): number {
 /** Opens the bus itself and reads everything the profile knows. */
 async function direct(endpoint: Endpoint, text: string, unit: number, profiles: ProfileRegistry, profile: string, timeoutMs: number) {
   const bus = new Bus(endpoint, silentLogger());
+  const p = profiles.get(profile);
+  // The device's own timing, as its profile gives it (a Huawei answers nothing for 1 s after a connect).
+  bus.setDeviceDelay(unit, p.delay_ms, p.connect_delay_ms);
   try {
-    const capture = await captureDevice(profiles.get(profile), unit, (u, table, address, count) =>
+    const capture = await captureDevice(p, unit, (u, table, address, count) =>
       bus.read(u, table, address, count, { priority: PRIORITY.scan, timeoutMs, retries: 0 }),
     );
     return print({ endpoint: text, ...capture });
