@@ -29,7 +29,7 @@ const captureSchema = z.object({
 export type ReplayCapture = z.infer<typeof captureSchema>;
 type Failed = { unit: number; table: string; address: number; count: number; exception?: number; timeout?: true };
 
-const FN_TABLE: Record<number, z.infer<typeof table>> = { 1: "coil", 2: "discrete", 3: "holding", 4: "input" };
+export const FN_TABLE: Record<number, z.infer<typeof table>> = { 1: "coil", 2: "discrete", 3: "holding", 4: "input" };
 
 /** Reads and checks a capture file; a clear message when it is not one. */
 export function loadCapture(file: string): ReplayCapture {
@@ -74,13 +74,24 @@ export class ReplayEndpoint extends Endpoint {
       return reply(exceptionPdu(fn, 1));
     }
     const count = pdu.readUInt16BE(3);
+    const got = this.captured(unit, t, address, count);
+    if (got) return reply(answer(fn, got));
+    const f = this.failure(unit, t, address, count);
+    if (f?.timeout) return { kind: "silent" };
+    return reply(exceptionPdu(fn, f?.exception ?? ILLEGAL_ADDRESS));
+  }
+
+  /** The captured words of a range, when the capture holds every one of them. */
+  captured(unit: number, t: z.infer<typeof table>, address: number, count: number): number[] | undefined {
     const m = this.words.get(`${unit}/${t}`);
     const got: number[] = [];
     for (let a = address; a < address + count && m?.has(a); a++) got.push(m.get(a)!);
-    if (got.length === count) return reply(answer(fn, got));
-    const f = this.failed.find((r) => r.unit === unit && r.table === t && r.address < address + count && address < r.address + r.count);
-    if (f?.timeout) return { kind: "silent" };
-    return reply(exceptionPdu(fn, f?.exception ?? ILLEGAL_ADDRESS));
+    return got.length === count ? got : undefined;
+  }
+
+  /** A captured read that overlaps the range and failed (its exception, or its silence). */
+  failure(unit: number, t: z.infer<typeof table>, address: number, count: number): Failed | undefined {
+    return this.failed.find((r) => r.unit === unit && r.table === t && r.address < address + count && address < r.address + r.count);
   }
 
   private write(unit: number, fn: number, pdu: Buffer): Decision {
@@ -95,7 +106,7 @@ export class ReplayEndpoint extends Endpoint {
   }
 }
 
-function reply(pdu: Buffer): Decision {
+export function reply(pdu: Buffer): Decision {
   return { kind: "reply", pdu, delayMs: 0, corrupt: false };
 }
 

@@ -80,6 +80,10 @@ export interface SimOptions {
   log?: Logger;
   /** The site clock (epoch ms), as a test injects it; absent: the scenario's start_time, else the machine's clock. */
   clock?: () => number;
+  /** Each Modbus port's devices behind this endpoint instead of a plain one (a capture's failures first: replay-physics.ts). */
+  endpoint?: () => Endpoint;
+  /** Each Modbus device as the bus sees it (a capture laid under the model: replay-physics.ts). */
+  device?: (dev: SimDevice) => SimDevice;
 }
 
 export async function startSim(scenario: ScenarioInput | string, opts: SimOptions = {}): Promise<SimHandle> {
@@ -118,10 +122,11 @@ export async function startSim(scenario: ScenarioInput | string, opts: SimOption
 
   try {
     for (const p of sc.ports) {
-      const endpoint = new Endpoint();
+      const endpoint = opts.endpoint?.() ?? new Endpoint();
       const label = p.kind === "rtu" ? `rtu ${p.peer}` : `${p.kind} ${p.listen}`;
       for (const d of p.devices) {
-        for (const dev of buildDevices(d, site)) {
+        for (const built of buildDevices(d, site)) {
+          const dev = opts.device?.(built) ?? built;
           const slot = new DeviceSlot(dev);
           if (d.max_read_regs) slot.device.maxReadRegs = d.max_read_regs;
           endpoint.add(slot);

@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   read: async () => (await import("./cli/read.js")).default,
   scan: async () => (await import("./cli/scan.js")).default,
   dump: async () => (await import("./cli/dump.js")).default,
+  probe: async () => (await import("./cli/probe.js")).default,
   outbox: async () => (await import("./cli/outbox.js")).default,
   update: async () => (await import("./cli/update.js")).default,
   events: async () => (await import("./cli/events.js")).default,

@@ -41,6 +41,7 @@ import { DispatchDelivery } from "./parts/dispatch-delivery.js";
 import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, statusPageDeps, type Core } from "./parts/deps.js";
 import { buildFamilies, type FamilyFactory } from "./parts/families.js";
 import { SitegateError } from "./errors.js";
+import { ControlSocket, capturing } from "./control-socket.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -109,7 +110,11 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
     return p as T;
   };
   const familyCtx = { config, log: logOf, add, emit: events.emitter.bind(events), storage, profiles, part };
-  for (const f of buildFamilies(familyCtx, opts.families)) devices.add(f);
+  const families = buildFamilies(familyCtx, opts.families);
+  for (const f of families) devices.add(f);
+  // `sitegate dump --config` through the daemon's own buses: a Unix socket in data_dir, this user only.
+  const capture = families.find(capturing);
+  if (capture) add(new ControlSocket(config.data_dir, { dump: (id) => capture.capture(id) }, logOf("control-socket")));
   // The partner's configure entries go to the family that pairs them (the Modbus family).
   const connector = devices.connector();
   const samples = add(new SampleStore(storage, sampleStoreOptions(tm, logOf("samples"), events.emitter("samples_appended"))));

@@ -71,7 +71,7 @@ export const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ["delivery", ["delivery/"]],
   ["uplink", ["uplink/"]],
   ["dispatch", ["dispatch/"]],
-  ["ops", ["maintenance.ts", "runtime-metrics.ts"]],
+  ["ops", ["maintenance.ts", "runtime-metrics.ts", "control-socket.ts"]],
   ["services", ["services/"]],
   ["api", ["api/"]],
   ["fleet", ["fleet/"]],

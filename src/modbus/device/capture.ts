@@ -10,6 +10,10 @@ import { typeRegs } from "../codec.js";
 import type { FixedProfile, Profile, SunSpecProfile } from "../../profiles/schema.js";
 import { isSilent } from "./unavailable.js";
 import { modbusExceptionCode } from "./commission.js";
+import { SitegateError } from "../../errors.js";
+import { PRIORITY } from "../bus.js";
+import type { DeviceConfig } from "../config-schema.js";
+import type { DriverPool } from "./pool.js";
 
 export const CAPTURE_FORMAT = "sitegate-capture/1";
 
@@ -192,4 +196,21 @@ export async function captureDevice(
   if (profile.kind === "sunspec") ranges.push(...(await sunspecCapture(profile, unit, read, now)));
   else for (const w of fixedRanges(profile, unit)) ranges.push(await readOne(read, w, now));
   return { format: CAPTURE_FORMAT, profile: profile.name, unit, ranges };
+}
+
+/**
+ * The daemon's capture of a device it holds (`sitegate dump --config` through the control
+ * socket): the device's own driver and bus, each read in the scan lane, below polling, so a
+ * poll waits at most one read; the read's time then includes its wait in the bus's queue.
+ */
+export async function captureHeld(
+  registry: { get(deviceId: string): { config: DeviceConfig } | undefined },
+  pool: Pick<DriverPool, "driverFor">,
+  deviceId: string,
+): Promise<Capture> {
+  const held = registry.get(deviceId);
+  if (!held) throw new SitegateError("DEVICE_NOT_FOUND", `the gateway holds no Modbus device ${deviceId}`);
+  const d = pool.driverFor(held.config);
+  const opts = { priority: PRIORITY.scan, timeoutMs: d.profile.timeout_ms, retries: 0 };
+  return captureDevice(d.profile, d.unit, (u, t, a, c) => d.bus.read(u, t, a, c, opts));
 }

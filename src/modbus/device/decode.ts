@@ -1,7 +1,9 @@
 // Decoding what a poll read into canonical metrics: a point's words (a sub-device's own
 // unit, or the device's), its "not available" sentinels, the sign of a magnitude from its
 // direction register, its scale factor, a second magnitude subtracted. Pure: no bus here.
-import { decodeRaw, isSunSpecNotImplemented, readingValue, type ValueType, type WordOrder } from "../codec.js";
+import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs, type ValueType, type WordOrder } from "../codec.js";
+import type { FixedProfile } from "../../profiles/schema.js";
+import { isRequired } from "./unavailable.js";
 import type { Block, Range, Table } from "../planner.js";
 import type { Metrics } from "../../model/device.js";
 
@@ -66,6 +68,28 @@ export type NotAvailable = Partial<Record<ValueType | "enum", Sentinel[]>>;
 /** A point's own "not available" values and its profile's for its type (and for an enum point, the enum's). */
 export function sentinelsOf(own: readonly Sentinel[], byType: NotAvailable, type: ValueType, isEnum = false): Sentinel[] {
   return [...own, ...(byType[type] ?? []), ...(isEnum ? (byType.enum ?? []) : [])];
+}
+
+/** A fixed profile's points where they are read (before any relocation), each with its sentinels and whether its role requires it. */
+export function resolveFixedPoints(p: FixedProfile): ResolvedPoint[] {
+  return p.points.map((pt) => ({
+    metric: pt.metric,
+    unit: pt.unit,
+    na: sentinelsOf(pt.na, p.not_available, pt.type, pt.enum !== undefined),
+    direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
+    minus: pt.minus && { ...pt.minus, na: sentinelsOf(pt.minus.na, p.not_available, pt.type), count: typeRegs(pt.type, pt.length) },
+    table: pt.table,
+    address: pt.address,
+    count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
+    type: pt.type,
+    word_order: pt.word_order,
+    scale: pt.scale,
+    sf_address: pt.sf_address,
+    sunspec_na: pt.sunspec_na,
+    class: pt.class,
+    bitmask: pt.bitmask,
+    required: isRequired(p.role, pt.metric, pt.required),
+  }));
 }
 
 /** The words of a range of a unit's table, or null when the reads did not cover it. */

@@ -14,7 +14,15 @@ import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode } from "../../model/roles.js";
 import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
-import { decodePoints, isSentinel, sentinelsOf, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
+import {
+  decodePoints,
+  isSentinel,
+  resolveFixedPoints,
+  sentinelsOf,
+  type PointClass,
+  type ResolvedPoint,
+  type UnitBlock,
+} from "./decode.js";
 import { isRequired, Unavailable } from "./unavailable.js";
 import { readPoints, type UnitRange } from "./point-reads.js";
 import { requireAnswers } from "./required.js";
@@ -74,6 +82,11 @@ export class DeviceDriver {
     return this.points !== null;
   }
 
+  /** The points of the paired device (empty before pairing): where each is on this device. */
+  get resolvedPoints(): readonly ResolvedPoint[] {
+    return this.points ?? [];
+  }
+
   get sunspecModels(): readonly SunSpecModelInfo[] {
     return this.models;
   }
@@ -101,24 +114,7 @@ export class DeviceDriver {
       if (r.expect && !expectationHolds(r, value)) throw identityMismatch(r, value, r.unit ?? this.unit, p.enums);
       identity[r.name] = String(value);
     }
-    const points: ResolvedPoint[] = p.points.map((pt) => ({
-      metric: pt.metric,
-      unit: pt.unit,
-      na: sentinelsOf(pt.na, p.not_available, pt.type, pt.enum !== undefined),
-      direction: pt.direction && { ...pt.direction, count: typeRegs(pt.direction.type) },
-      minus: pt.minus && { ...pt.minus, na: sentinelsOf(pt.minus.na, p.not_available, pt.type), count: typeRegs(pt.type, pt.length) },
-      table: pt.table,
-      address: pt.address,
-      count: pt.table === "coil" || pt.table === "discrete" ? (pt.length ?? 1) : typeRegs(pt.type, pt.length),
-      type: pt.type,
-      word_order: pt.word_order,
-      scale: pt.scale,
-      sf_address: pt.sf_address,
-      sunspec_na: pt.sunspec_na,
-      class: pt.class,
-      bitmask: pt.bitmask,
-      required: isRequired(p.role, pt.metric, pt.required),
-    }));
+    const points = resolveFixedPoints(p);
     if (p.identity.length === 0) {
       // No identity registers: the device is there if its first point answers.
       const first = points[0];

@@ -17,6 +17,7 @@ import { ModbusFamily } from "./family.js";
 import { Pairing } from "./pairing.js";
 import { ModbusPolling } from "./polling.js";
 import { DriverPool } from "./pool.js";
+import { captureHeld, type Capture } from "./capture.js";
 
 /** The family context's members the Modbus family uses. */
 export interface ModbusFamilyContext {
@@ -36,7 +37,9 @@ export interface ModbusFamilyContext {
 }
 
 /** The Modbus family, its parts added to the lifecycle; `connector` pairs the partner's configure entries. */
-export function modbusFamily(c: ModbusFamilyContext): ModbusFamily & { connector: DeviceConnector<DeviceConfig> } {
+export function modbusFamily(
+  c: ModbusFamilyContext,
+): ModbusFamily & { connector: DeviceConnector<DeviceConfig>; capture(deviceId: string): Promise<Capture> } {
   const pool = new DriverPool(c.part<ModbusEngine>("modbus").buses, c.profiles, c.config.rtu_ports);
   const registry = c.add(new DeviceRegistry(c.storage, c.emit("devices_changed")));
   const pairing = new Pairing({ pool, registry, log: c.log("pairing") });
@@ -49,5 +52,6 @@ export function modbusFamily(c: ModbusFamilyContext): ModbusFamily & { connector
   };
   c.add(new ConfigDevices(c.config.devices, { connector: pairing, registry, log: c.log("config-devices") }));
   const polling = c.add(new ModbusPolling(registry, pool, { intervalMs: c.config.telemetry.poll_interval_ms, log: c.log("poller") }));
-  return Object.assign(new ModbusFamily(registry, pool, polling), { connector });
+  const capture = (deviceId: string) => captureHeld(registry, pool, deviceId);
+  return Object.assign(new ModbusFamily(registry, pool, polling), { connector, capture });
 }
