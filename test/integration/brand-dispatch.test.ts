@@ -54,8 +54,11 @@ test("the daemon charges and discharges every battery brand by its profile, sign
           await waitPaired(gw, devices.length);
           const rig = makeRig(site, gw, sink, dir);
           const total = PER_DEVICE_W * devices.length;
-          const charge = event({ event_type: "charge", event_quantity: total, event_unit: "w" }, 1500, 6000);
-          const discharge = event({ event_type: "discharge", event_quantity: total, event_unit: "w" }, 9000, 6000);
+          // 10 s windows: a device's first reading after its first write comes a poll or two into
+          // the window, a larger share of a short one (the Huawei, with its bus gaps, delivered
+          // 83-88 % of its share over 6 s windows on a loaded machine).
+          const charge = event({ event_type: "charge", event_quantity: total, event_unit: "w" }, 1500, 10_000);
+          const discharge = event({ event_type: "discharge", event_quantity: total, event_unit: "w" }, 13_000, 10_000);
           const r = await rig.dr({ mode: "live", event_slots: [charge, discharge] });
           assert.equal(r.status, 200, JSON.stringify(r.json));
 
