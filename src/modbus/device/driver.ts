@@ -228,8 +228,8 @@ export class DeviceDriver {
     const rule = p.roles.find((r) => r.models.every((id) => has.has(id)));
     if (!rule)
       throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
-    const resolved = sunSpecRolePoints(p, rule.role, [...has], points, this.unit);
-    await requireAnswers(p.name, resolved, this.unit, (b) => this.readRegs(b.table, b.address, b.count, priority));
+    const read = (b: UnitRange) => this.readRegs(b.table, b.address, b.count, priority);
+    const resolved = await sunSpecRolePoints(p, rule.role, [...has], points, this.unit, read);
     const max_power_w = await this.sunSpecMaxPower(p, models, priority);
     // Only a complete pairing changes what the driver polls.
     this.models = models;
