@@ -361,6 +361,8 @@ const sunspecPoint = z.strictObject({
   sf_offset: z.number().int().min(2).optional(),
   scale: z.number().default(1),
   class: pointClass,
+  /** As a register profile's: the role cannot do without it (checked at pairing). */
+  required: z.boolean().default(false),
 });
 
 export const sunspecProfileSchema = z

@@ -2,7 +2,7 @@
 // (DESIGN B9: a battery's power_w and soc_pct, PV's power_w, a meter's grid power; a
 // switch's coil state), so that pairing checks them in the profile as written, not only
 // through the driver's fallback. The SunSpec profile gives each role's minimum from some
-// model of its own, so that a device listing that model pairs.
+// model of its own, marked required in every model that gives it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { builtinProfiles } from "../../src/profiles/registry.js";
@@ -33,13 +33,18 @@ test("each built-in fixed profile marks its role's points required", () => {
   assert.ok(checked.length >= 14, checked.join(" "));
 });
 
-test("the SunSpec profile gives each of its roles' required points from some model it lists", () => {
+test("the SunSpec profile gives each of its roles' required points from some model it lists, marked required there", () => {
   const p = builtinProfiles().get("sunspec");
   assert.equal(p.kind, "sunspec");
   for (const rule of p.roles) {
     for (const metric of ROLE_MINIMUM[rule.role] ?? []) {
-      const givers = Object.entries(p.models).filter(([, pts]) => pts.some((pt) => pt.metric === metric));
+      const givers: [string, { metric: string; required: boolean }[]][] = Object.entries(p.models).filter(([, pts]) =>
+        pts.some((pt) => pt.metric === metric),
+      );
       assert.ok(givers.length > 0, `role ${rule.role} (models ${rule.models.join(", ")}): no model gives ${metric}`);
+      for (const [id, pts] of givers)
+        for (const pt of pts.filter((x) => x.metric === metric))
+          assert.equal(pt.required, true, `sunspec model ${id}: ${metric} is not marked required: true`);
     }
   }
 });

@@ -221,6 +221,7 @@ export class DeviceDriver {
           sunspec_na: true,
           class: pt.class,
           bitmask: false,
+          required: pt.required,
         });
       }
     }

@@ -35,8 +35,8 @@ export async function requireAnswers(
 }
 
 /**
- * A SunSpec device's points for its role: one per metric, the role's minimum marked
- * required. Of a metric in two models (soc in 124 and 802) the first model listed wins;
+ * A SunSpec device's points for its role: one per metric, the role's minimum and the
+ * profile's marked points required. Of a metric in two models (soc in 124 and 802) the first model listed wins;
  * of a required one, the first whose registers read a value ("not implemented" is SunSpec's
  * word for a point the device does not have). A required metric that no model of the
  * device gives, or that every model giving it reads as not implemented, refuses the
@@ -53,7 +53,13 @@ export async function sunSpecRolePoints(
   const out: ResolvedPoint[] = [];
   for (const metric of new Set(points.map((pt) => pt.metric))) {
     const candidates = points.filter((pt) => pt.metric === metric);
-    if (!isRequired(role, metric, false)) {
+    if (
+      !isRequired(
+        role,
+        metric,
+        candidates.some((pt) => pt.required),
+      )
+    ) {
       out.push({ ...candidates[0]!, required: false });
       continue;
     }
