@@ -179,7 +179,8 @@ bench: setup build
 # snapshots lost/duplicated against each gateway's own store, connects per second while the
 # broker is down, offline statuses, the reconnect spread, the drain, a signed command's round
 # trip (docs/fleet.md, fleet-scale). FLEET_WARM_S, FLEET_STEADY_S, FLEET_AFTER_S: the windows;
-# FLEET_BROKER_STOP=SIGKILL: the broker crashes instead of stopping cleanly.
+# FLEET_BROKER_STOP=SIGKILL: the broker crashes instead of stopping cleanly; FLEET_WILL_DELAY_S
+# (60): the gateways' fleet.will_delay_s.
 FLEET_GATEWAYS ?= 50
 FLEET_OUTAGE_S ?= 30
 fleet-scale: setup build

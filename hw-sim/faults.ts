@@ -10,6 +10,10 @@
 //   no_answer_at   reads (fn 3, 4) that touch registers `address`..`address + count - 1` (of
 //                  `table`, or of both) go unanswered; the device answers every other request.
 //                  A block of registers a firmware leaves silent
+// Not a fault but the device's own trait: a model with a wait after connecting
+// (`connectDelayMs`, a brand model's `connect_delay_ms`) answers nothing to the requests
+// that arrive on a connection within that long of its accept, as a device still waking its
+// Modbus server for it; later requests, and those of connections open longer, are answered.
 import { z } from "zod";
 import { exceptionPdu, handlePdu, type WriteRecord } from "./modbus-pdu.js";
 import type { SimDevice } from "./models/device.js";
@@ -58,8 +62,10 @@ export class DeviceSlot {
   requests = 0;
   /** The next answer is the first since a connect (`late_first`). */
   private fresh = true;
-
-  constructor(readonly device: SimDevice) {}
+  constructor(
+    readonly device: SimDevice,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Answers the device gives now: not while `no_answer`, `drop` or `offline` holds. */
   get online(): boolean {
@@ -76,11 +82,19 @@ export class DeviceSlot {
     this.fresh = true;
   }
 
-  decide(pdu: Buffer): Decision {
+  /** A request on a connection accepted at `connectedAt` (ms of `now`; absent: an RTU line) within the device's wait. */
+  private waking(connectedAt: number | undefined): boolean {
+    const wait = this.device.connectDelayMs ?? 0;
+    return wait > 0 && connectedAt !== undefined && this.now() - connectedAt < wait;
+  }
+
+  /** `connectedAt`: when the request's connection was accepted (ms of `now`); absent on an RTU line. */
+  decide(pdu: Buffer, connectedAt?: number): Decision {
     this.requests++;
     if (this.faults.has("offline") || this.faults.has("no_answer")) return { kind: "silent" };
     if (silencedRead(this.faults.get("no_answer_at"), pdu)) return { kind: "silent" };
     if (this.faults.has("drop")) return { kind: "drop" };
+    if (this.waking(connectedAt)) return { kind: "silent" };
     const late = this.faults.get("late_first");
     const first = this.fresh;
     this.fresh = false;
@@ -132,13 +146,13 @@ export class Endpoint {
   }
 
   /** `absentUnit` is what a unit id with no device gets: silence on RTU, exception 0x0B from a TCP gateway. */
-  decide(unit: number, pdu: Buffer, absentUnit: "silent" | "gateway_exception"): Decision {
+  decide(unit: number, pdu: Buffer, absentUnit: "silent" | "gateway_exception", connectedAt?: number): Decision {
     const slot = this.slots.get(unit);
     if (!slot) {
       return absentUnit === "silent"
         ? { kind: "silent" }
         : { kind: "reply", pdu: exceptionPdu(pdu[0] ?? 0, 0x0b), delayMs: 0, corrupt: false };
     }
-    return slot.decide(pdu);
+    return slot.decide(pdu, connectedAt);
   }
 }

@@ -38,6 +38,7 @@ export class TcpServer {
   }
 
   private serve(sock: Socket): void {
+    const connectedAt = Date.now(); // a device that wakes slowly counts from here (faults.ts)
     this.sockets.add(sock);
     sock.setNoDelay(true);
     let buf: Buffer = Buffer.alloc(0);
@@ -49,7 +50,7 @@ export class TcpServer {
       while (queue.length && !sock.destroyed) {
         const adu = queue.shift()!;
         const unit = adu.readUInt8(6);
-        const decision = this.endpoint.decide(unit, adu.subarray(7), "gateway_exception");
+        const decision = this.endpoint.decide(unit, adu.subarray(7), "gateway_exception", connectedAt);
         if (decision.kind === "silent") continue;
         if (decision.kind === "drop") {
           sock.destroy();
@@ -95,6 +96,7 @@ export class TcpServer {
   }
 
   private serveRtu(sock: Socket): void {
+    const connectedAt = Date.now();
     this.sockets.add(sock);
     sock.setNoDelay(true);
     let buf: Buffer = Buffer.alloc(0);
@@ -106,7 +108,7 @@ export class TcpServer {
       for (const frame of got.frames) {
         chain = chain.then(async () => {
           const unit = frame.readUInt8(0);
-          const d = this.endpoint.decide(unit, frame.subarray(1, frame.length - 2), "silent");
+          const d = this.endpoint.decide(unit, frame.subarray(1, frame.length - 2), "silent", connectedAt);
           if (d.kind === "silent") return;
           if (d.kind === "drop") return void sock.destroy();
           if (d.delayMs > 0) await new Promise((r) => setTimeout(r, d.delayMs));

@@ -14,6 +14,8 @@ export interface SimDevice extends RegisterModel {
   readonly name: string;
   readonly unit: number;
   readonly model: string;
+  /** Requests within this long of a client's connect go unanswered (hw-sim/faults.ts); absent: none. */
+  readonly connectDelayMs?: number;
   view(): DeviceView;
   /** Test hooks: set physical state directly (soc_pct, ...). Unknown keys throw. */
   set(values: Record<string, unknown>): void;

@@ -48,8 +48,11 @@ const command: Command = {
       throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
     }
     const bus = new Bus(endpoint, silentLogger());
+    const profile = profiles.get(values.profile);
+    // The device's own timing, as its profile gives it (a Huawei answers nothing for 1 s after a connect).
+    bus.setDeviceDelay(unit, profile.delay_ms, profile.connect_delay_ms);
     try {
-      const capture = await captureDevice(profiles.get(values.profile), unit, (u, table, address, count) =>
+      const capture = await captureDevice(profile, unit, (u, table, address, count) =>
         bus.read(u, table, address, count, { priority: PRIORITY.scan, timeoutMs, retries: 0 }),
       );
       const answered = capture.ranges.filter((r) => r.words).length;

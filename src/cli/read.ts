@@ -51,7 +51,7 @@ const command: Command = {
         process.stdout.write(JSON.stringify({ device, metrics, unavailable }) + "\n");
       } else {
         const rows = [
-          ...Object.entries(device).map(([k, v]) => [k, String(v)]),
+          ...Object.entries(device).map(([k, v]) => [k, labels[k] ? `${v} (${labels[k]})` : String(v)]),
           ["", ""],
           ...Object.entries(metrics).map(([k, v]) => [k, labels[k] ? `${v} (${labels[k]})` : String(v)]),
           ...unavailable.map((k) => [k, "unavailable"]),

@@ -1,19 +1,65 @@
 // `sitegate scan`: probes a bus for the unit ids that answer; with --identify, names the
 // profile whose identity registers each one holds.
+import { readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { join } from "node:path";
 import { EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage, isSitegateError } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
 import { ProbeInputError, checkEndpoint, checkScanRange, scanUnits, type ScanHit } from "../modbus/device/commission.js";
 import { identifyUnit, type ProfileMatch } from "../modbus/device/identify.js";
-import { siteProfiles } from "../profiles/registry.js";
+import { builtinProfiles, siteProfiles } from "../profiles/registry.js";
+import { scanWords } from "../modbus/device/scan-words.js";
 
 /** Where --identify finds the site's own profiles unless --profiles-dir says otherwise (config's profiles_dir default). */
 const DEFAULT_PROFILES_DIR = "/etc/sitegate/profiles";
 
-function matchText(m: ProfileMatch[] | undefined): string {
-  if (m === undefined) return "";
-  return m.length ? `  profile: ${m.map((x) => x.profile).join(", ")}` : "  profile: none";
+/**
+ * Who has a serial port open, for a scan that cannot lock it: each process whose open
+ * files include the device (/proc/PID/fd), with its command line. Processes of other users
+ * are not visible without root: then the message says what it most likely is.
+ */
+export function heldBy(path: string, proc = "/proc"): string {
+  const holders: string[] = [];
+  let target: string;
+  try {
+    target = realpathSync(path);
+  } catch {
+    target = path;
+  }
+  for (const pid of readdirSafe(proc).filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
+    const fds = readdirSafe(join(proc, pid, "fd"));
+    if (!fds.some((fd) => readlinkSafe(join(proc, pid, "fd", fd)) === target)) continue;
+    let cmd = "";
+    try {
+      cmd = readFileSync(join(proc, pid, "cmdline"), "utf8")
+        .split("\0")
+        .filter(Boolean)
+        .join(" ");
+    } catch {
+      // gone meanwhile
+    }
+    holders.push(`pid ${pid}${cmd ? ` (${cmd.length > 120 ? cmd.slice(0, 119) + "…" : cmd})` : ""}`);
+  }
+  const gateway = "scan it from the status page's commissioning form instead, which probes through the gateway's own bus";
+  if (holders.length) return `${path} is held by ${holders.join(", ")}: if that is the gateway, ${gateway}`;
+  return `${path} is held by another process (not one this user can see: run as root to name it); if the gateway runs, ${gateway}`;
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function readlinkSafe(p: string): string | undefined {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return undefined;
+  }
 }
 
 function bar(done: number, total: number, found: number): string {
@@ -76,7 +122,8 @@ const command: Command = {
     } catch (e) {
       if (isSitegateError(e, "MODBUS_DISCONNECTED")) {
         if (tty) process.stderr.write("\n");
-        process.stderr.write(`sitegate scan: ${errorMessage(e)}\n`);
+        const held = endpoint.kind === "rtu" && e.details.some((d) => d.path === "port_locked") ? `\n${heldBy(endpoint.path)}` : "";
+        process.stderr.write(`sitegate scan: ${errorMessage(e)}${held}\n`);
         return 1;
       }
       throw e;
@@ -94,16 +141,10 @@ const command: Command = {
     const listed = found.map((f) => (profiles ? { ...f, profiles: matches.get(f.unit) ?? [] } : f));
     if (values.json) process.stdout.write(JSON.stringify({ endpoint: values.endpoint, found: listed, probed, total, capped }) + "\n");
     else {
-      process.stdout.write(
-        found.length
-          ? found
-              .map(
-                (f) =>
-                  `unit ${String(f.unit).padStart(3)}  answered (${f.answer})${matchText(profiles ? (matches.get(f.unit) ?? []) : undefined)}`,
-              )
-              .join("\n") + "\n"
-          : "no unit answered\n",
-      );
+      const known = profiles ?? builtinProfiles();
+      const lines = found.map((f) => scanWords(f, profiles ? (matches.get(f.unit) ?? []) : undefined, known));
+      if (found.length && !profiles) lines.push("(--identify names what each one is)");
+      process.stdout.write(found.length ? lines.join("\n") + "\n" : "no unit answered\n");
     }
     return EXIT_OK;
   },

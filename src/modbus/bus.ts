@@ -29,6 +29,8 @@ interface Job {
   retries: number;
   /** how long the request waits for its answer */
   timeoutMs: number;
+  /** the quiet after a connect this request needs beyond the units' own (an identity probe's profile) */
+  connectDelayMs: number;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -135,11 +137,16 @@ export class Bus {
     table: Table,
     address: number,
     count: number,
-    opts: { priority?: Priority; timeoutMs?: number; retries?: number } = {},
+    opts: { priority?: Priority; timeoutMs?: number; retries?: number; connectDelayMs?: number } = {},
   ): Promise<number[]> {
     const timeout = opts.timeoutMs ?? 1000;
-    return this.enqueue(unit, opts.priority ?? PRIORITY.poll, opts.retries ?? 1, timeout, (t) =>
-      t.read(unit, table, address, count, timeout),
+    return this.enqueue(
+      unit,
+      opts.priority ?? PRIORITY.poll,
+      opts.retries ?? 1,
+      timeout,
+      (t) => t.read(unit, table, address, count, timeout),
+      opts.connectDelayMs,
     ) as Promise<number[]>;
   }
 
@@ -178,12 +185,13 @@ export class Bus {
     retries: number,
     timeoutMs: number,
     run: (t: Transport) => Promise<unknown>,
+    connectDelayMs = 0,
   ): Promise<unknown> {
     if (this.closed) return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} is closed`));
     if (this.queued >= MAX_QUEUE)
       return Promise.reject(new SitegateError("MODBUS_DISCONNECTED", `bus ${this.key} queue is full`, { transient: true }));
     return new Promise((resolve, reject) => {
-      this.queues[priority].push({ unit, priority, run, retries, timeoutMs, resolve, reject });
+      this.queues[priority].push({ unit, priority, run, retries, timeoutMs, connectDelayMs, resolve, reject });
       this.stats.queued = this.queued;
       this.pump();
     });
@@ -271,7 +279,7 @@ export class Bus {
         // The connection is the device's (a dongle, a GX): the quiet after a connect holds for
         // every unit on it, as long as the slowest of them wants.
         // A timer may fire a fraction of a millisecond early: wait again until the quiet is over.
-        const quietEnd = this.connectedAt + Math.max(0, ...this.connectDelay.values());
+        const quietEnd = this.connectedAt + Math.max(job.connectDelayMs, ...this.connectDelay.values());
         while (quietEnd - performance.now() > 0) await sleep(Math.ceil(quietEnd - performance.now()));
         this.stats.requests++;
         const v = await job.run(this.conn);

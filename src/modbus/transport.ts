@@ -113,7 +113,13 @@ export class ModbusSerialTransport implements Transport {
       // never listens to that socket (every answer would be lost). So it is destroyed now.
       const failed = this.client;
       failed.destroy(() => undefined);
-      throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, { transient: true, cause: err });
+      // The serial library says a port another process holds only in text: named here, at the boundary.
+      const locked = e.kind === "rtu" && /cannot lock port/i.test((err as Error).message);
+      throw new SitegateError("MODBUS_DISCONNECTED", `cannot open ${what}: ${(err as Error).message}`, {
+        transient: true,
+        cause: err,
+        details: locked ? [{ path: "port_locked", message: e.path }] : [],
+      });
     }
   }
 

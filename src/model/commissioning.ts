@@ -49,6 +49,8 @@ export interface ReadPlan {
 export interface ScanHit {
   unit: number;
   answer: string;
+  /** What it is in an installer's words, once identified ("unit 1: SunSpec inverter (profile sunspec)"). */
+  words?: string;
 }
 
 export interface ScanProgress {
@@ -61,7 +63,7 @@ export interface ScanProgress {
 export interface ReadResult {
   device: Record<string, string | number>;
   metrics: Metrics;
-  /** The profile's names of metric values (a state's name), where it names them. */
+  /** The names of values, where they have one: the device type's, and the profile's of metric values (a state's name). */
   labels: Record<string, string>;
   /** Points the device does not have (exception 2, or silent while the rest answered): no value, not an error. */
   unavailable: string[];
@@ -73,6 +75,8 @@ export interface CommissioningLink {
   scan(plan: ScanPlan, onProgress: (p: ScanProgress) => void, signal: AbortSignal): Promise<ScanHit[]>;
   /** Names the profiles whose identity the device at `unit` matches, the specific ones first. */
   identify(unit: number, timeoutMs: number): Promise<string[]>;
+  /** A unit found, in an installer's words, after `identify` (what it matched); absent: "unit N: answers". */
+  describe?(hit: ScanHit): string;
   /** Pairs the device with the plan's profile and reads every metric; throws naming what failed. */
   read(plan: ReadPlan): Promise<ReadResult>;
   close(): Promise<void>;

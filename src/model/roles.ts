@@ -67,6 +67,21 @@ export const GENERATOR_ROLES: ReadonlySet<Role> = new Set(["battery", "pv"]);
 export const OP_MODE_NAMES = ["unknown", "automatic", "remote", "standby", "fault"] as const;
 export type OpModeName = (typeof OP_MODE_NAMES)[number];
 
+/** device_op_mode in words, as device sync's description gives them: what the terminal and the status page print. */
+const OP_MODE_WORDS: Record<OpModeName, string> = {
+  unknown: "unknown",
+  automatic: "local automatic",
+  remote: "remote dispatch",
+  standby: "standby",
+  fault: "fault",
+};
+
+/** A device_op_mode code in words ("standby"); a code outside the five: "op mode N". */
+export function opModeWords(code: number): string {
+  const name = OP_MODE_NAMES[code];
+  return name ? OP_MODE_WORDS[name] : `op mode ${code}`;
+}
+
 /** device_op_mode of device sync: 0 unknown, 1 local automatic, 2 under remote dispatch, 3 standby, 4 fault. */
 export function opModeCode(name: OpModeName): 0 | 1 | 2 | 3 | 4 {
   return OP_MODE_NAMES.indexOf(name) as 0 | 1 | 2 | 3 | 4;

@@ -22,6 +22,7 @@ export function checkNames(
     refresh_s: number;
     revert_s?: number;
     points?: Array<{ enum?: string }>;
+    models?: Record<string, Array<{ enum?: string }>>;
   },
   ctx: z.RefinementCtx,
 ): void {
@@ -58,6 +59,11 @@ export function checkNames(
     if (pt.enum !== undefined && !(pt.enum in p.enums))
       ctx.addIssue({ code: "custom", path: ["points", i, "enum"], message: "names no enum of enums" });
   });
+  for (const [model, pts] of Object.entries(p.models ?? {}))
+    pts.forEach((pt, i) => {
+      if (pt.enum !== undefined && !(pt.enum in p.enums))
+        ctx.addIssue({ code: "custom", path: ["models", model, i, "enum"], message: "names no enum of enums" });
+    });
   if (p.revert_s !== undefined && (p.refresh_s === 0 || p.refresh_s >= p.revert_s))
     ctx.addIssue({
       code: "custom",

@@ -360,6 +360,11 @@ const sunspecPoint = z.strictObject({
   length: z.number().int().min(1).max(64).optional(),
   sf_offset: z.number().int().min(2).optional(),
   scale: z.number().default(1),
+  /** Names of the values, from the profile's `enums` (an operating state read in words). */
+  enum: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]*$/)
+    .optional(),
   class: pointClass,
   /** As a register profile's: the role cannot do without it (checked at pairing). */
   required: z.boolean().default(false),

@@ -99,6 +99,7 @@ export class Jobs {
     for (const hit of job.found) {
       if (this.abort.signal.aborted) return;
       hit.profiles = await link.identify(hit.unit, plan.timeoutMs);
+      hit.words = link.describe?.(hit) ?? `unit ${hit.unit}: answers`;
     }
   }
 

@@ -97,6 +97,9 @@ export function uiPlugin(deps: UiDeps): UiPlugin {
   return {
     jobs,
     plugin: async (app) => {
+      // The listener's root leads to the page: someone who types the gateway's address lands on it.
+      // Only `/`: every other path keeps its own answer (the API's JSON 404 included).
+      app.get("/", async (_req, reply) => reply.code(302).header("location", `${UI_PREFIX}/`).send());
       await app.register(inner, { prefix: UI_PREFIX });
     },
   };

@@ -16,21 +16,8 @@ import type { Logger } from "../log.js";
 import type { MinuteHistory } from "./history.js";
 import { byCodeUnit } from "../util/compare.js";
 import { gridMeter } from "../devices/grid-meter.js";
-import { OP_MODE_NAMES, wireLabel } from "../model/roles.js";
-
-/** device_op_mode in words, as device sync's description gives them. */
-const OP_MODE_WORDS: Record<(typeof OP_MODE_NAMES)[number], string> = {
-  unknown: "unknown",
-  automatic: "local automatic",
-  remote: "remote dispatch",
-  standby: "standby",
-  fault: "fault",
-};
-
-export function opModeName(code: number): string {
-  const name = OP_MODE_NAMES[code];
-  return name ? OP_MODE_WORDS[name] : `op mode ${code}`;
-}
+import { opModeWords, wireLabel } from "../model/roles.js";
+import { valueNames } from "../profiles/value-names.js";
 
 /** A shared link the devices are polled over (a Modbus bus), as the Buses page shows it. */
 export interface BusLink {
@@ -104,14 +91,16 @@ export function overview(d: UiDeps) {
 export function devices(d: UiDeps) {
   return d.devices
     .list()
-    .map(deviceRow)
+    .map((dev) => deviceRow(d, dev))
     .sort((a, b) => byCodeUnit(a.device_id, b.device_id));
 }
 
-function deviceRow(dev: Device) {
+function deviceRow(d: UiDeps, dev: Device) {
   const info = dev.info();
   const h = dev.health();
   const desc = dev.descriptor();
+  const metrics = dev.latest();
+  const profile = desc?.profile !== undefined && d.profiles.has(desc.profile) ? d.profiles.get(desc.profile) : undefined;
   return {
     device_id: dev.id,
     name: info.device_name ?? dev.id,
@@ -125,12 +114,14 @@ function deviceRow(dev: Device) {
     identity: desc?.identity ?? {},
     online: h.online,
     op_mode: h.op_mode,
-    op_mode_name: opModeName(h.op_mode),
+    op_mode_name: opModeWords(h.op_mode),
     last_ok_at: h.last_ok_at,
     last_error: h.last_error,
     consecutive_failures: h.consecutive_failures,
     unavailable_points: h.unavailable_points ?? [],
-    metrics: dev.latest(),
+    metrics,
+    /** The readings that have names (a state, a relay's coils), in the words the terminal prints. */
+    value_names: valueNames(profile, metrics),
   };
 }
 
@@ -201,9 +192,28 @@ export class BusView {
   }
 }
 
-/** The latest events, as `sitegate events` and the fleet's `events` command show them. */
-export function events(d: UiDeps): EventView[] {
-  return d.dispatch.list(200).map(eventView);
+/** The latest events, as `sitegate events` and the fleet's `events` command show them, with when and why each ended. */
+export function events(d: UiDeps): Array<EventView & { ended_at: string | null; end_reason: string | null }> {
+  return d.dispatch.list(200).map((r) => ({
+    ...eventView(r),
+    ended_at: r.ended_at === null ? null : new Date(r.ended_at).toISOString(),
+    end_reason: endReason(r),
+  }));
+}
+
+/**
+ * Why an event is over, in words: "completed" (it ran its window), "ended by restore
+ * 1a2b3c4d" (a restore ended a running shed), "cancelled" (with what ended it, a local input
+ * released), "missed: the gateway was down". Null while it is scheduled or running.
+ */
+export function endReason(r: Pick<EventRow, "state" | "receipt" | "progress">): string | null {
+  const by = r.progress.ended_by;
+  if (r.state === "scheduled" || r.state === "running") return null;
+  if (r.state === "missed") return "missed: the gateway was down";
+  if (r.state === "cancelled" || r.receipt === "cancelled") return by ? `cancelled (${by})` : "cancelled";
+  const restore = /^ended by restore (\S+)$/.exec(by ?? "");
+  if (restore) return `ended by restore ${restore[1]!.slice(0, 8)}`;
+  return by ?? "completed";
 }
 
 export class UplinkView {

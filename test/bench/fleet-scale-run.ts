@@ -26,6 +26,8 @@ export interface FleetScaleOpts {
   afterS: number;
   /** How the broker goes down: SIGTERM (a clean stop: mosquitto publishes every Last Will) or SIGKILL (a crash). */
   brokerStop?: NodeJS.Signals;
+  /** The gateways' fleet.will_delay_s (the product's default 60). */
+  willDelayS?: number;
 }
 
 type Phase = "before" | "during" | "after";
@@ -112,7 +114,7 @@ async function measurePhase(w: FleetWorld, ms: number, lastOnly: number | null):
 }
 
 export async function runFleetScale(dir: string, o: FleetScaleOpts, log: (m: string) => void): Promise<FleetScaleResult> {
-  const w = await startFleetWorld(dir, o.gateways, log);
+  const w = await startFleetWorld(dir, o.gateways, log, undefined, o.willDelayS ?? 60);
   const sub = w.subscriber;
   try {
     const warmCeil = Date.now() + 120_000 + o.gateways * 1000;
@@ -271,7 +273,7 @@ export function printout(r: FleetScaleResult): string {
   const n = o.gateways;
   const out: string[] = [];
   out.push(
-    `fleet-scale: ${n} gateways (sitegate run, the unit's node flags), ${DEVICES_PER_GATEWAY} simulated devices each polled every 1 s, mqtts://${r.host} with ca_file and signed commands, one mosquitto (persistence on); outage ${o.outageS} s (${o.brokerStop ?? "SIGTERM"})`,
+    `fleet-scale: ${n} gateways (sitegate run, the unit's node flags), ${DEVICES_PER_GATEWAY} simulated devices each polled every 1 s, mqtts://${r.host} with ca_file and signed commands, one mosquitto (persistence on); outage ${o.outageS} s (${o.brokerStop ?? "SIGTERM"}), will_delay_s ${o.willDelayS ?? 60}`,
   );
   out.push(`private RSS per gateway (MiB; RssAnon):`);
   for (const p of PHASES) out.push(`  ${p.padEnd(6)} ${spread(r.rss[p])}`);
@@ -309,6 +311,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     steadyS: env("FLEET_STEADY_S", 30),
     afterS: env("FLEET_AFTER_S", 30),
     brokerStop: process.env.FLEET_BROKER_STOP === "SIGKILL" ? "SIGKILL" : "SIGTERM",
+    willDelayS: env("FLEET_WILL_DELAY_S", 60),
   };
   const { dir, cleanup } = makeTmpDir();
   const t0 = performance.now();

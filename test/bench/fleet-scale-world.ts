@@ -232,6 +232,7 @@ export async function startFleetWorld(
   n: number,
   log: (m: string) => void,
   parallel = Number(process.env.FLEET_PARALLEL ?? (n > 20 ? 16 : 4)),
+  willDelayS = 60,
 ): Promise<FleetWorld> {
   const host = await brokerHost();
   const cert = brokerCert(dir, host);
@@ -257,7 +258,7 @@ export async function startFleetWorld(
     for (let next = 0; next < n;) {
       const batch = Array.from({ length: Math.min(parallel, n - next) }, (_, k) => next + k);
       next += batch.length;
-      sites.push(...(await Promise.all(batch.map((i) => startGateway(dir, i, url, cert.certFile, pubPem, ports)))));
+      sites.push(...(await Promise.all(batch.map((i) => startGateway(dir, i, url, cert.certFile, pubPem, ports, willDelayS)))));
       if (Math.floor(next / 25) > Math.floor((next - batch.length) / 25) || next === n) log(`${next} of ${n} gateways running`);
     }
   } catch (e) {
@@ -285,7 +286,15 @@ export async function startFleetWorld(
   };
 }
 
-async function startGateway(dir: string, i: number, url: string, caFile: string, pubPem: string, ports: number[]): Promise<FleetSite> {
+async function startGateway(
+  dir: string,
+  i: number,
+  url: string,
+  caFile: string,
+  pubPem: string,
+  ports: number[],
+  willDelayS: number,
+): Promise<FleetSite> {
   const id = siteId(i);
   const gwDir = join(dir, id);
   mkdirSync(gwDir, { recursive: true });
@@ -298,7 +307,15 @@ async function startGateway(dir: string, i: number, url: string, caFile: string,
     // The product's telemetry defaults at a 1 s poll (testConfigInput commits every second).
     telemetry: { poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: TELEMETRY_COMMIT_S },
     devices: devices as never,
-    fleet: { url, ca_file: caFile, username: id, password: GATEWAY_PASSWORD, topic_prefix: "sitegate", command_keys: [pubPem] },
+    fleet: {
+      url,
+      ca_file: caFile,
+      username: id,
+      password: GATEWAY_PASSWORD,
+      topic_prefix: "sitegate",
+      command_keys: [pubPem],
+      will_delay_s: willDelayS,
+    },
   });
   return { id, dir: gwDir, daemon, pid: daemon.child.pid! };
 }

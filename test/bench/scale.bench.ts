@@ -118,7 +118,7 @@ export async function startSimProcess(dir: string, devices: number): Promise<Sim
   return { ...sim, ports: sim.tcp };
 }
 
-/** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs`. */
+/** One row of the table: a fresh site of `devices` devices, warmed up, then measured over `windowMs` (at least two commit intervals). */
 export async function measureSite(
   devices: number,
   warmMs: number,
@@ -176,7 +176,10 @@ export async function measureSite(
     const t0 = performance.now();
     const rss: number[] = [];
     const anon: number[] = [];
-    while (performance.now() - t0 < windowMs) {
+    // At least two commit intervals: a shorter window holds zero or one commit, so bytes written
+    // (and written per sample) would be 0, NaN or one commit's pages scaled to a day.
+    const spanMs = Math.max(windowMs, 2 * commitS * 1000);
+    while (performance.now() - t0 < spanMs) {
       await sleep(1000);
       rss.push(rssKb(pid, "VmRSS") / 1024);
       anon.push(anonKb(pid) / 1024);
@@ -259,9 +262,7 @@ const bench: BenchFn = async (ctx) => {
     [50, defaultCommit],
     [50, 1],
   ] as const) {
-    budget.push(
-      pts.find((p) => p.devices === n && p.commitS === c) ?? (await measureSite(n, warmMs, Math.max(windowMs, 2 * c * 1000), ctx.log, c)),
-    );
+    budget.push(pts.find((p) => p.devices === n && p.commitS === c) ?? (await measureSite(n, warmMs, windowMs, ctx.log, c)));
   }
   const rows: BenchRow[] = [];
   for (const p of budget) {

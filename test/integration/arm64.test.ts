@@ -41,7 +41,12 @@ test(
     });
     assert.equal(built.status, 0, `make deb: ${built.stderr.slice(-3000)}`);
     const dir = mkdtempSync(join(tmpdir(), "sitegate-arm64-"));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    // removed by the last hook, after the gateway has stopped (removing it first raced the
+    // running gateway's writes: ENOTEMPTY, and a gateway left running with its files gone)
+    let started = false;
+    t.after(() => {
+      if (!started) rmSync(dir, { recursive: true, force: true });
+    });
     const deb = join(ROOT, "var", "pkg", `sitegate_${VERSION}_arm64.deb`);
     const x = spawnSync("dpkg-deb", ["-x", deb, join(dir, "pkg")], { encoding: "utf8" });
     assert.equal(x.status, 0, x.stderr);
@@ -116,15 +121,22 @@ test(
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
+    started = true;
     gw.stdout.on("data", (d) => (out = (out + d).slice(-4000)));
     gw.stderr.on("data", (d) => (out = (out + d).slice(-4000)));
     t.after(async () => {
       if (gw.exitCode === null && gw.signalCode === null) {
+        const exited = new Promise((r) => gw.once("exit", r));
         gw.kill("SIGTERM");
-        await new Promise((r) => gw.once("exit", r));
+        // an emulated stop can be slow on a loaded machine; a gateway that has not stopped in
+        // 60 s is killed, so the folder below is never removed under a running gateway
+        const timer = setTimeout(() => gw.kill("SIGKILL"), 60_000);
+        await exited;
+        clearTimeout(timer);
       }
       await sink.stop();
       await sim.stop();
+      rmSync(dir, { recursive: true, force: true });
     });
     const version = spawnSync(
       "qemu-aarch64-static",

@@ -44,6 +44,8 @@ test("the daemon charges and discharges every battery brand by its profile, sign
         });
         const bus = new Bus({ kind: "tcp", host: "127.0.0.1", port }, silentLogger());
         const read = (unit: number, table: "holding" | "input", address: number, count: number) => bus.read(unit, table, address, count);
+        // As a client of each brand waits after connecting (a Huawei does not answer just after a connect).
+        for (const b of BATTERY_BRANDS) bus.setDeviceDelay(b.unit, 0, builtinProfiles().get(b.model).connect_delay_ms);
         const powers = async () =>
           Object.fromEntries(
             await Promise.all(Object.entries(UNITS).map(async ([n, u]) => [n, await BATTERY_REGISTERS[n].powerW(read, u)] as const)),

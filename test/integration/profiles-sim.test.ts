@@ -285,6 +285,12 @@ test("sitegate read prints decoded metrics as JSON and exits 1 with one line whe
     assert.equal(out.device.manufacturer, "SimEnergy");
     assert.equal(out.device.max_power_w, 6000);
     assert.ok(Math.abs(out.metrics.power_w - 3000) <= 31);
+    // States in words, by the same table as the status page's (the profile's enums).
+    const bat = await runCli("read", "--endpoint", `tcp://127.0.0.1:${site.tcpPorts[0]}`, "--unit", "1", "--profile", "sunspec");
+    assert.equal(bat.code, 0, bat.stderr);
+    assert.match(bat.stdout, /^battery_state\s+[1-7] \((off|empty|discharging|charging|full|holding|testing)\)$/m);
+    assert.match(bat.stdout, /^storage_mode\s+0 \(own control\)$/m);
+    assert.match(bat.stdout, /^device_type\s+10 \(battery inverter\)$/m);
     const rtu = await runCli("read", "--endpoint", `rtu:${site.rtuPeers[0]}?baud=9600`, "--unit", "10", "--profile", "sdm630");
     assert.equal(rtu.code, 0, rtu.stderr);
     assert.match(rtu.stdout, /^power_w\s+-?\d/m);
@@ -364,8 +370,24 @@ test("sitegate scan --identify names the profile of each unit, and none for a de
     );
     assert.equal(rtu.code, 0, rtu.stderr);
     // The SDM630 profile names no expectation and the relay board has no identity: answering is not a match.
-    assert.match(rtu.stdout, /unit +10 +answered \([^)]*\) +profile: none/);
-    assert.match(rtu.stdout, /unit +11 +answered \([^)]*\) +profile: none/);
+    assert.match(rtu.stdout, /^unit 10: answers, not a known device$/m);
+    assert.match(rtu.stdout, /^unit 11: answers, not a known device$/m);
+    // In words, each SunSpec device by the role its models give it.
+    const words = await runCli(
+      "scan",
+      "--endpoint",
+      `tcp://127.0.0.1:${site.tcpPorts[0]}`,
+      "--to",
+      "5",
+      "--identify",
+      "--profiles-dir",
+      "/nonexistent",
+    );
+    assert.equal(words.code, 0, words.stderr);
+    assert.equal(
+      words.stdout,
+      "unit 1: SunSpec battery inverter (profile sunspec)\nunit 2: SunSpec inverter (profile sunspec)\nunit 3: SunSpec meter (profile sunspec)\n",
+    );
   });
 });
 

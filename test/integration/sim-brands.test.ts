@@ -13,6 +13,7 @@ import type { Write } from "../../hw-sim/models/brands/index.js";
 import { brandsScenario } from "../../hw-sim/models/brands/site.js";
 import { BATTERY_BRANDS, brandsOnTcp, brandsSite } from "../support/brands.js";
 import { Bus } from "../../src/modbus/bus.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 import { silentLogger } from "../../src/log.js";
 
 const run = promisify(execFile);
@@ -87,6 +88,8 @@ test("modbus-serial over TCP: every brand battery charges, discharges and is rel
   await withSite(brandsOnTcp(), async (site) => {
     const bus = new Bus({ kind: "tcp", host, port: site.tcpPorts[0] }, silentLogger());
     const read = (unit: number, table: "holding" | "input", address: number, count: number) => bus.read(unit, table, address, count);
+    // As a client of each brand waits after connecting (a Huawei does not answer within 1 s of a connect).
+    for (const b of BATTERY_BRANDS) bus.setDeviceDelay(b.unit, 0, builtinProfiles().get(b.model).connect_delay_ms);
     try {
       for (const b of BATTERY_BRANDS) {
         const run = async (steps: Write[]) => {

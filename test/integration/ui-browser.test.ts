@@ -122,6 +122,20 @@ describe("status page in a browser", () => {
     for (const c of cells) assert.match(c, /^\d+(\.\d)? %$/, `a figure, not "${c}"`);
   });
 
+  test("the gateway's root leads to the status page; an API client's other paths keep their JSON answers", async () => {
+    const root = await rig.gw.call("GET", "/", { headers: { accept: "text/html" } });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.location, "/ui/");
+    const unknown = await rig.gw.call("GET", "/nope", { headers: { accept: "application/json" } });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.json.error, "not_found");
+    assert.equal((await rig.gw.call("GET", "/openapi.json")).status, 200);
+    // A person typing the address lands on the login, then the overview.
+    await page.goto(`${rig.gw.url}/`);
+    assert.equal(new URL(page.url()).pathname, "/ui/");
+    await page.waitForSelector("#flow-battery-w[data-value]");
+  });
+
   test("every placeholder of every served page is filled: the login heading names the site", async () => {
     const login = await rig.gw.call("GET", "/ui/login");
     assert.equal(login.status, 200);
@@ -176,16 +190,30 @@ describe("status page in a browser", () => {
     assert.deepEqual(ids, syncIds);
     const battery = page.locator('[data-device-id="battery"]');
     assert.match((await battery.textContent()) ?? "", /online/);
-    assert.match((await battery.textContent()) ?? "", /battery inverter \(10\)/);
-    // Op modes in words, with the code device sync sends.
+    // Codes in words as the terminal prints them, the number in the tooltip.
+    assert.equal(await battery.locator('[data-field="device_type"]').textContent(), "battery inverter");
+    assert.equal(await battery.locator('[data-field="device_type"]').getAttribute("title"), "device_type 10");
     const syncMode = (sync.json.devices as Array<{ device_id: string; device_op_mode: number }>).find(
       (d) => d.device_id === "battery",
     )!.device_op_mode;
     assert.match(
       (await battery.locator('[data-field="op_mode"]').textContent()) ?? "",
-      /^(unknown|local automatic|remote dispatch|standby|fault) \([0-4]\)$/,
+      /^(unknown|local automatic|remote dispatch|standby|fault)$/,
     );
+    assert.match((await battery.locator('[data-field="op_mode"]').getAttribute("title")) ?? "", /^device_op_mode [0-4]$/);
     assert.ok(syncMode >= 0 && syncMode <= 4);
+    // The battery's states (SunSpec ChaSt, StorCtl_Mod) in words, never a bare number.
+    const chaSt = battery.locator('tr[data-metric="battery_state"] td.named');
+    assert.match((await chaSt.textContent()) ?? "", /^(off|empty|discharging|charging|full|holding|testing)$/);
+    assert.match((await chaSt.getAttribute("title")) ?? "", /^battery_state [1-7]$/);
+    assert.match((await battery.locator('tr[data-metric="storage_mode"] td.named').textContent()) ?? "", /^(own control|forced)/);
+    for (const cell of await page.locator("[data-device-id] td.named").all())
+      assert.doesNotMatch((await cell.textContent()) ?? "", /^\d+$/, "a named reading shows its name");
+    // The relay's coils as the simulator holds them, in the terminal's words.
+    const coils = (rig.simDevice("relay").coils as boolean[]).map((c, i) => `${i + 1}:${c ? "on" : "off"}`).join(" ");
+    await page.waitForSelector(`[data-device-id="relay"] tr[data-metric="state"] td.named:text-is("coils ${coils}")`);
+    const mask = (rig.simDevice("relay").coils as boolean[]).reduce((m, c, i) => m + (c ? 2 ** i : 0), 0);
+    assert.equal(await page.getAttribute('[data-device-id="relay"] tr[data-metric="state"] td.named', "title"), `state ${mask}`);
     assert.equal(await battery.locator('[data-field="last_error"]').textContent(), "none");
     assert.ok(await battery.locator('tr[data-metric="soc_pct"]').count(), "live soc_pct");
     // A click on a metric charts that metric.
@@ -193,6 +221,56 @@ describe("status page in a browser", () => {
     await page.waitForSelector('[data-device-id="battery"] tr.selected[data-metric="soc_pct"]');
     assert.match((await battery.locator(".chart").getAttribute("aria-label")) ?? "", /soc_pct/);
     assert.ok(await battery.locator(".chart polyline").count(), "a line of 1-minute means");
+    // The gateway has run a minute or two: the chart spans what the history holds, not 24 h,
+    // and the line takes a good part of the width instead of a sliver at the right edge.
+    const chart = battery.locator(".chart");
+    const span = Number(await chart.getAttribute("data-t1")) - Number(await chart.getAttribute("data-t0"));
+    assert.ok(span >= 120_000 && span <= 10 * 60_000, `the chart spans ${span} ms`);
+    const [line, frame] = await Promise.all([chart.locator("polyline").boundingBox(), chart.boundingBox()]);
+    assert.ok(line && frame && line.width >= frame.width * 0.25, `the line is ${line?.width} of ${frame?.width} px wide`);
+    // Its labels are readable on a phone.
+    await page.setViewportSize(PHONE);
+    const label = await chart.locator("text").first().boundingBox();
+    assert.ok(label && label.height >= 9, `a chart label is ${label?.height} px tall at phone width`);
+  });
+
+  test("the events timeline zooms to the events; each event says why it ended", async () => {
+    // A shed ended early by a restore, the restore itself (completed), and an event cancelled before its start.
+    const shed = event({ event_type: "shed", event_quantity: 0.5, event_unit: "kW", priority: 50 }, 800, 60_000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
+    await until(() => (rig.simDevice("relay").coils as boolean[]).some((c) => !c), "a relay coil open for the shed");
+    const restore = event({ event_type: "restore", event_quantity: 1, event_unit: "kW", priority: 50 }, 500, 3000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [restore] })).status, 200);
+    assert.match((await rig.waitResponse(shed.event_id)).details.ended_by, /^ended by restore /);
+    assert.equal((await rig.waitResponse(restore.event_id)).status, "completed");
+    const later = event({ event_type: "discharge", event_quantity: 1, event_unit: "kW" }, 10 * 60_000, 60_000);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [later] })).status, 200);
+    assert.equal((await rig.dr({ mode: "live", event_slots: [{ ...later, cancelled: true }] })).status, 200);
+
+    await page.goto(url("events"));
+    const reason = (id: string) => page.locator(`#event-table tr[data-event-id="${id}"] [data-field="end_reason"]`);
+    await page.waitForSelector(`#event-table tr[data-event-id="${later.event_id}"] [data-field="end_reason"]`);
+    assert.equal(await reason(shed.event_id).textContent(), `ended by restore ${restore.event_id.slice(0, 8)}`);
+    assert.equal(await reason(restore.event_id).textContent(), "completed");
+    assert.equal(await reason(later.event_id).textContent(), "cancelled");
+    assert.match((await page.textContent(`#event-table tr[data-event-id="${shed.event_id}"]`)) ?? "", /planned to/);
+
+    // The axis spans the events shown (and now, which is among them), not a fixed +-12 h.
+    const api = (await page.evaluate(async () => (await fetch("/ui/api/events")).json())) as {
+      events: Array<{ event_id: string; start_time: string; end_time: string }>;
+    };
+    const svg = page.locator("#event-timeline svg");
+    const t0 = Number(await svg.getAttribute("data-t0"));
+    const t1 = Number(await svg.getAttribute("data-t1"));
+    const drawn = await page.$$eval("#event-timeline rect[data-event-id]", (els) => els.map((e) => e.getAttribute("data-event-id")));
+    const shown = api.events.filter((e) => drawn.includes(e.event_id));
+    assert.ok(shown.some((e) => e.event_id === later.event_id) && shown.some((e) => e.event_id === shed.event_id), "the events are drawn");
+    const from = Math.min(Date.now(), ...shown.map((e) => Date.parse(e.start_time)));
+    const to = Math.max(...shown.map((e) => Date.parse(e.end_time)));
+    assert.ok(t0 <= from && t1 >= to, "every event is inside the drawn range");
+    assert.ok(t1 - t0 <= (to - from) * 1.25, `the range (${t1 - t0} ms) is the events' (${to - from} ms), not 24 h`);
+    const shedBar = await page.locator(`#event-timeline rect[data-event-id="${shed.event_id}"]`).boundingBox();
+    assert.ok(shedBar && shedBar.width >= 2, `the shed's window is a bar one can see (${shedBar?.width} px)`);
   });
 
   test("a scan from the commissioning form finds the simulator's units; a read shows one device; bad input gets a clear message", async () => {
@@ -208,13 +286,21 @@ describe("status page in a browser", () => {
     const units = await page.$$eval("#scan-found li", (els) => els.map((e) => Number(e.getAttribute("data-unit"))));
     assert.deepEqual(units, [1, 10, 11, 12]);
     assert.equal(await page.getAttribute("#commission-progress", "value"), "20");
+    // In an installer's words, never an answer that reads like an error.
+    assert.equal(await page.textContent('#scan-found li[data-unit="1"]'), "unit 1: SunSpec battery inverter (profile sunspec)");
+    for (const li of await page.$$eval("#scan-found li", (els) => els.map((e) => e.textContent ?? "")))
+      assert.match(li, /^unit \d+: (answers, not a known device|.+ \(profile [a-z0-9-]+\))$/);
 
     await page.fill("#read-endpoint", endpoint);
     await page.fill("#read-unit", "1");
     await page.selectOption("#read-profile", "sunspec");
     await page.click("#read-submit");
     await page.waitForSelector('#read-result tr[data-key="soc_pct"]', { timeout: 30_000 });
-    assert.equal(await page.textContent('#read-result tr[data-key="device_type"] td:last-child'), "10");
+    assert.equal(await page.textContent('#read-result tr[data-key="device_type"] td.named'), "battery inverter");
+    assert.equal(await page.getAttribute('#read-result tr[data-key="device_type"] td.named', "title"), "device_type 10");
+    // The read names the battery's state as `sitegate read` does, the number in the tooltip.
+    assert.match((await page.textContent('#read-result tr[data-key="battery_state"] td.named')) ?? "", /^[a-z ]+$/);
+    assert.match((await page.getAttribute('#read-result tr[data-key="battery_state"] td.named', "title")) ?? "", /^battery_state [1-7]$/);
 
     await page.fill("#scan-to", "300");
     await page.click("#scan-submit");

@@ -46,6 +46,15 @@ test("a status-page scan names the matching profile per unit, and none for a dev
         ],
         JSON.stringify(job.found),
       );
+      // In an installer's words, as `sitegate scan --identify` prints them.
+      assert.deepEqual(
+        job.found.map((f) => f.words),
+        [
+          "unit 1: Sungrow SH-RT / SH-RS hybrid inverter with its battery (profile sungrow-sh)",
+          "unit 2: SunSpec battery inverter (profile sunspec)",
+          "unit 3: answers, not a known device",
+        ],
+      );
     } finally {
       await jobs.stop();
       await buses.closeAll();

@@ -24,11 +24,19 @@ test("with ui.listen the page has its own HTTPS listener and is not on the API l
       const own = await get(`${ui.url}/ui/`);
       assert.equal(own.status, 303);
       assert.equal(own.headers.location, "/ui/login");
+      // The listener's root leads to the page.
+      const root = await get(`${ui.url}/`);
+      assert.equal(root.status, 302);
+      assert.equal(root.headers.location, "/ui/");
       assert.equal((await get(`${ui.url}/ui/login`)).status, 200);
       assert.equal((await get(`${ui.url}/ui/login`)).headers["x-frame-options"], "DENY");
       // The partner API is not served there, and the page not on the API listener.
       assert.notEqual((await get(`${ui.url}/openapi.json`)).status, 200);
       assert.equal((await gw.call("GET", "/ui/login")).status, 404);
+      // The API listener's root is the API's own JSON 404: the page is not there.
+      const apiRoot = await gw.call("GET", "/");
+      assert.equal(apiRoot.status, 404);
+      assert.equal(apiRoot.json.error, "not_found");
     } finally {
       await gw.stop();
     }
@@ -58,6 +66,10 @@ test("without a ui block there is no status page", async () => {
     const gw = await startGateway(dir);
     try {
       assert.equal((await gw.call("GET", "/ui/login")).status, 404);
+      // No page to lead to: the root is the API's JSON 404 as before.
+      const root = await gw.call("GET", "/");
+      assert.equal(root.status, 404);
+      assert.equal(root.json.error, "not_found");
     } finally {
       await gw.stop();
     }

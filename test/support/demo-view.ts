@@ -1,27 +1,10 @@
 // What `make run` prints, as pure functions of what it has seen: kW with three significant
 // digits, codes with their names, devices in device_id order, a compact table under a
-// header that always carries the addresses.
-
-/** device_op_mode of device sync (partner interface 2.2). */
-export const OP_MODES: Record<number, string> = {
-  0: "unknown",
-  1: "local automatic",
-  2: "remote dispatch",
-  3: "standby",
-  4: "fault",
-};
-
-/** SunSpec inverter operating state St (models 101-113). */
-export const SUNSPEC_ST: Record<number, string> = {
-  1: "off",
-  2: "sleeping",
-  3: "starting",
-  4: "producing (MPPT)",
-  5: "throttled",
-  6: "shutting down",
-  7: "fault",
-  8: "standby",
-};
+// header that always carries the addresses. States and op modes are named by the same
+// tables as the status page's (src/profiles/value-names.ts, src/model/roles.ts).
+import { opModeWords } from "../../src/model/roles.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
+import { valueName } from "../../src/profiles/value-names.js";
 
 /** Watts as kilowatts with three significant digits ("3.00 kW", "-0.512 kW", "12.3 kW"). */
 export function kw(w: number | undefined): string {
@@ -31,20 +14,15 @@ export function kw(w: number | undefined): string {
   return `${Math.abs(k) >= 100 ? k.toFixed(0) : k.toPrecision(3)} kW`;
 }
 
+/** device_op_mode in words, as the status page names it (one table: model/roles.ts). */
 export function opModeName(code: number | undefined): string {
-  if (code === undefined) return "–";
-  return `${OP_MODES[code] ?? `code ${code}`}`;
+  return code === undefined ? "–" : opModeWords(code);
 }
 
-export function sunspecStateName(st: number | undefined): string {
-  if (st === undefined) return "–";
-  return SUNSPEC_ST[st] ?? `St ${st}`;
-}
-
-/** The relay's `state` metric: a coil bit mask, coil 1 = bit 0. */
-export function coilsText(mask: number | undefined, coils: number): string {
-  if (mask === undefined) return "–";
-  return Array.from({ length: coils }, (_, i) => `${i + 1}:${(mask >> i) & 1 ? "on" : "off"}`).join(" ");
+/** A device's `state` reading in words, by its profile (one table for the terminal and the page: profiles/value-names.ts). */
+export function stateName(profile: string, state: number | undefined): string {
+  if (state === undefined || !builtinProfiles().has(profile)) return "–";
+  return valueName(builtinProfiles().get(profile), "state", state) ?? `state ${state}`;
 }
 
 export interface DemoDevice {
@@ -58,14 +36,12 @@ export interface DemoDevice {
 }
 
 /** One row per device: id, power, state in words, op mode, the rest that matters for the story. */
-export function deviceRows(devices: Iterable<DemoDevice>, relayCoils = 4): string[][] {
+export function deviceRows(devices: Iterable<DemoDevice>): string[][] {
   const sorted = [...devices].sort((a, b) => (a.device_id < b.device_id ? -1 : a.device_id > b.device_id ? 1 : 0));
   return sorted.map((d) => {
     const m = d.metrics ?? {};
-    let state = "–";
+    const state = stateName(d.profile, m.state);
     let more = "";
-    if (d.profile === "relay-coils") state = `coils ${coilsText(m.state, relayCoils)}`;
-    else if (d.profile === "sunspec" && m.state !== undefined) state = sunspecStateName(m.state);
     if (m.soc_pct !== undefined) more = `SoC ${m.soc_pct.toFixed(1)} %`;
     if (m.energy_import_wh !== undefined) more = `imported ${(m.energy_import_wh / 1000).toFixed(2)} kWh`;
     const meter = d.profile !== "relay-coils" && m.power_w !== undefined && /grid|sdm|meter/.test(d.device_id);
@@ -98,15 +74,17 @@ export interface Addresses {
   apiKey: string;
 }
 
+/** The addresses, one to a line, each short enough for an 80-column terminal (the API key on a line of its own). */
 export function header(a: Addresses): string[] {
   return [
     "sitegate demo   (Ctrl-C stops everything)",
-    `  gateway API   ${a.api}   user partner / ${a.password}, X-API-Key: ${a.apiKey}`,
+    `  gateway API   ${a.api}   user partner / ${a.password}`,
+    `  X-API-Key     ${a.apiKey}`,
     `  status page   ${a.statusPage}`,
     `  partner sink  ${a.sink}`,
     `  simulator     ${a.simControl}/state`,
     `  config        ${a.config}`,
-    "  SD card       telemetry.commit_interval_s 30 (the default): a power cut loses at most 30 s of samples (docs/sd-card.md)",
+    "  SD card       a power cut loses at most 30 s of samples (docs/sd-card.md)",
   ];
 }
 
@@ -116,11 +94,27 @@ export function gridText(w: number): string {
 }
 
 /**
+ * The device table at most `cols` wide: the identity column goes first when it does not
+ * fit, then the column of extras (SoC, energy); id, power, state and op mode always stay.
+ */
+export function fittedTable(rows: string[][], cols: number): string[] {
+  for (const keep of [6, 5, 4]) {
+    const lines = table(
+      rows.map((r) => r.slice(0, keep)),
+      HEAD.slice(0, keep),
+    );
+    if (keep === 4 || Math.max(...lines.map((l) => l.length)) <= cols) return lines;
+  }
+  return [];
+}
+
+/**
  * The whole screen of a terminal: header, table, the latest story lines (newest last), each
- * line cut to the width so that none wraps and the redraw keeps its place.
+ * line cut to the width so that none wraps and the redraw keeps its place. The header and
+ * the table come whole on an 80x24 terminal; the story gets the rows left (at least three).
  */
 export function screen(a: Addresses, devices: Iterable<DemoDevice>, story: string[], rows: number, cols = 200): string {
-  const top = [...header(a), "", ...table(deviceRows(devices)), ""];
+  const top = [...header(a), "", ...fittedTable(deviceRows(devices), cols), ""];
   const room = Math.max(3, rows - top.length - 1);
   return [...top, ...story.slice(-room)].map((l) => (l.length > cols ? l.slice(0, cols - 1) + "…" : l)).join("\n");
 }

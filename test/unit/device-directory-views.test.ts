@@ -17,6 +17,7 @@ import type {
 import { deviceSyncView, syncState, syncedDevices } from "../../src/services/devices.js";
 import { devices as statusDevices, overview, type UiDeps } from "../../src/ui/views.js";
 import { SiteDevices } from "../../src/devices/directory.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 import { ModbusFamily } from "../../src/modbus/device/family.js";
 import type { RegisteredDevice } from "../../src/modbus/device/types.js";
 
@@ -106,7 +107,7 @@ test("the status page shows any family's devices from info(), health() and lates
     new TestDevice("grid-meter", { descriptor: meter, latest: { power_w: -1000 } }),
     new TestDevice("plug", { descriptor: relay, info: { device_name: "Washer" }, health: { ...ONLINE, online: false } }),
   ]);
-  const deps = { devices: dir, config: { site_id: "s" } } as unknown as UiDeps;
+  const deps = { devices: dir, config: { site_id: "s" }, profiles: builtinProfiles() } as unknown as UiDeps;
   const rows = statusDevices(deps);
   assert.deepEqual(
     rows.map((r) => [r.device_id, r.name, r.family, r.address, r.online, r.op_mode_name]),

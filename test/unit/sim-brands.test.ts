@@ -301,6 +301,34 @@ test("solaredge-storedge: SunSpec readings, remote control, charging-positive fl
   );
 });
 
+test("solaredge-storedge: commands 1 and 2 charge from PV only, 1 only beyond the AC limit; 4 holds the AC at its limit; the AC never exceeds it", () => {
+  // A 5 kW inverter with 8 kW of PV at full sun, the AC charge policy allowing AC charging.
+  const { dev, bat, site } = rig("solaredge-storedge", { rated_power_w: 5000, pv_max_w: 8000, max_power_w: 5000 });
+  site.pv_irradiance = 0.5; // 4 kW of PV, below the AC limit
+  ok(dev, 0xe004, [4]);
+  ok(dev, 0xe005, [1]);
+  ok(dev, 0xe00e, f32lo(5000));
+  ok(dev, 0xe00d, [1]);
+  assert.equal(bat.view().power_w, 0, "1: no PV beyond the 5 kW AC limit, nothing to charge (no AC charging)");
+  assert.equal(bat.view().ac_power_w, 4000, "all PV goes to the AC");
+  site.pv_irradiance = 1; // 8 kW of PV
+  assert.equal(bat.view().power_w, -3000, "1: the 3 kW beyond the AC limit charge the battery");
+  assert.equal(bat.view().ac_power_w, 5000);
+  site.pv_irradiance = 0.25; // 2 kW of PV
+  ok(dev, 0xe00d, [2]);
+  assert.equal(bat.view().power_w, -2000, "2: the PV's 2 kW, not the 5 kW charge limit from the AC");
+  assert.equal(bat.view().ac_power_w, 0, "PV first into the battery, nothing drawn from the AC");
+  ok(dev, 0xe00d, [3]);
+  assert.equal(bat.view().power_w, -5000, "3: PV and AC up to the charge limit");
+  ok(dev, 0xe010, f32lo(5000));
+  ok(dev, 0xe00d, [4]);
+  assert.equal(bat.view().power_w, 3000, "4: the battery makes up the 3 kW the PV lacks to the AC limit");
+  assert.equal(bat.view().ac_power_w, 5000);
+  site.pv_irradiance = 1;
+  assert.equal(bat.view().power_w, -3000, "4: PV beyond the AC limit charges the battery");
+  assert.equal(bat.view().ac_power_w, 5000, "and the AC stays at its limit");
+});
+
 test("goodwe-et: identity, discharging-positive S32, EMS modes 11/12 and auto, refusal", () => {
   const { dev, bat } = rig("goodwe-et");
   assert.equal(read(dev, 3, 35001, 1)[0], 10000);

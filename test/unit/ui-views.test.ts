@@ -3,7 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fillTemplate } from "../../src/ui/plugin.js";
-import { BUS_WINDOW_MS, BusView, opModeName, type UiDeps } from "../../src/ui/views.js";
+import { BUS_WINDOW_MS, BusView, endReason, type UiDeps } from "../../src/ui/views.js";
+import { emptyProgress } from "../../src/dispatch/store.js";
+import { opModeWords } from "../../src/model/roles.js";
 
 test("a template's placeholders are replaced every time they appear; values are never replacement patterns", () => {
   const tpl = "<title>{{site}}</title><h1>{{site}}</h1>{{ message }}";
@@ -12,7 +14,7 @@ test("a template's placeholders are replaced every time they appear; values are 
 });
 
 test("op modes are named as device sync describes them", () => {
-  assert.deepEqual([0, 1, 2, 3, 4, 9].map(opModeName), ["unknown", "local automatic", "remote dispatch", "standby", "fault", "op mode 9"]);
+  assert.deepEqual([0, 1, 2, 3, 4, 9].map(opModeWords), ["unknown", "local automatic", "remote dispatch", "standby", "fault", "op mode 9"]);
 });
 
 test("bus utilisation has a figure at the first look and covers the last minute", () => {
@@ -40,4 +42,24 @@ test("bus utilisation has a figure at the first look and covers the last minute"
   deps.buses.all = () => [];
   view.sample();
   assert.deepEqual(view.list(), []);
+});
+
+test("an event says why it ended: completed, ended by restore, cancelled, missed; nothing while it is open", () => {
+  const row = (
+    state: "scheduled" | "running" | "done" | "cancelled" | "missed",
+    ended_by?: string,
+    receipt: "accepted" | "cancelled" = "accepted",
+  ) => ({
+    state,
+    receipt,
+    progress: { ...emptyProgress(), ...(ended_by ? { ended_by } : {}) },
+  });
+  assert.equal(endReason(row("scheduled")), null);
+  assert.equal(endReason(row("running")), null);
+  assert.equal(endReason(row("done")), "completed");
+  assert.equal(endReason(row("done", "ended by restore 280a8ad8-1111-4222-8333-944445555666")), "ended by restore 280a8ad8");
+  assert.equal(endReason(row("cancelled", undefined, "cancelled")), "cancelled");
+  assert.equal(endReason(row("done", undefined, "cancelled")), "cancelled", "cancelled while it ran");
+  assert.equal(endReason(row("cancelled", "input door released", "cancelled")), "cancelled (input door released)");
+  assert.equal(endReason(row("missed")), "missed: the gateway was down");
 });

@@ -7,8 +7,11 @@
 //
 // Numbering: the document gives protocol addresses; they are written on the wire as
 // they are (no minus one). Everything is a holding register (function 3; writes 6/16).
-// Word order: 32-bit values are HIGH word first. "Not available": U16 0xFFFF, I16
-// 0x7FFF, U32 0xFFFFFFFF, I32 0x7FFFFFFF.
+// Word order: 32-bit values are HIGH word first. "Not available" (huawei-solar-lib's
+// registers.py, each number type's invalid_value): U16 0xFFFF, I16 0x7FFF, U32
+// 0xFFFFFFFF, I32 0x7FFFFFFF, U64/I64 2^63-1. Without a power meter (`meter: false`) the
+// meter status 37100 reads 0 (offline, the library's METER_STATUS) and the meter's I32
+// values 37113/37119/37121 read 0x7FFFFFFF.
 // Signs: battery charge/discharge power (37765) is positive while CHARGING; the meter's
 // active power (37113) is positive while FEEDING the grid; inverter active power
 // (32080) positive = output.
@@ -22,11 +25,21 @@
 // self-consumption, 6 time of use). Out-of-range writes are refused with exception 3;
 // undocumented addresses answer 2, except reserved registers inside the document's
 // blocks, which read 0 (a block read is answered whole).
+// Timing: huawei-solar-lib's TCP client waits 1 s after connecting before its first
+// request (wait_after_connect=1.0, "the SDongle can react quite slowly"), allows 10 s for
+// an answer and keeps 50 ms between requests; other public clients wait up to 5 s. The
+// sources give the clients' wait, not the device's own: a device that answered only
+// later than 1 s would fail those clients in the field. The model answers nothing to a
+// request within `connect_delay_ms` (800 ms) of its accepting a connection
+// (hw-sim/faults.ts), so a client waiting 1 s from its connect is answered (the accept
+// can come a little after the client's connect completes) and one that does not wait is not.
 import { HybridInverter, type HybridSpec, type Target } from "./hybrid.js";
 import { RegisterMap, enc, reg, codec, setting } from "./register-map.js";
 import type { SiteModel } from "../../site-model.js";
 
 const HI = "hi-lo" as const;
+/** I32 "not available". */
+const I32_NAN = [0x7fff, 0xffff];
 export const HUAWEI_FORCIBLE = { stop: 0, charge: 1, discharge: 2 } as const;
 export const HUAWEI_WORKING_MODE = { adaptive: 0, fixed: 1, selfConsumption: 2, touLg: 3, fullyFedToGrid: 4, touLuna: 5 } as const;
 
@@ -45,12 +58,16 @@ export class HuaweiSun2000 extends HybridInverter {
   chargeCutoff = 1000; // 0.1 %
   dischargeCutoff = 50;
   readonly ratedW: number;
+  /** A power meter is connected (37100 normal); false: its values read the I32 NaN. */
+  readonly meter: boolean;
   protected readonly input = null;
   protected readonly holding: RegisterMap;
 
-  constructor(spec: HybridSpec & { rated_power_w: number }, site: SiteModel) {
+  constructor(spec: HybridSpec & { rated_power_w: number; meter?: boolean }, site: SiteModel) {
     super(spec, site, "HV", 10);
     this.ratedW = spec.rated_power_w;
+    this.meter = spec.meter !== false;
+    const metered = (get: () => number) => reg.ro(2, () => (this.meter ? enc.s32(get(), HI) : I32_NAN));
     this.maxChargingW = spec.max_power_w;
     this.maxDischargingW = spec.max_power_w;
     const kw = Math.round(this.ratedW / 1000);
@@ -79,10 +96,10 @@ export class HuaweiSun2000 extends HybridInverter {
         [37006, reg.ro(1, () => [this.runningMode()])], // storage unit 1 working mode (read-back of the mode in force)
         [37046, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum charge power, W
         [37048, reg.ro(2, () => enc.u32(this.maxW, HI))], // storage maximum discharge power, W
-        [37100, reg.fixed([1])], // meter status: normal
-        [37113, reg.ro(2, () => enc.s32(-site.grid(), HI))], // meter active power, W (+ = feeding the grid)
-        [37119, reg.ro(2, () => enc.s32(site.exportWh / 10, HI))], // grid exported energy, 0.01 kWh
-        [37121, reg.ro(2, () => enc.s32(site.importWh / 10, HI))], // grid accumulated (imported) energy, 0.01 kWh
+        [37100, reg.ro(1, () => [this.meter ? 1 : 0])], // meter status: 1 normal, 0 offline (no meter)
+        [37113, metered(() => -site.grid())], // meter active power, W (+ = feeding the grid)
+        [37119, metered(() => site.exportWh / 10)], // grid exported energy, 0.01 kWh
+        [37121, metered(() => site.importWh / 10)], // grid accumulated (imported) energy, 0.01 kWh
         [37758, reg.ro(2, () => enc.u32(this.capWh, HI))], // storage rated capacity, Wh
         [37760, reg.ro(1, () => enc.u16(this.soc * 10))], // storage state of capacity, 0.1 %
         [37762, reg.ro(1, () => [bat() === 0 ? 1 : 2])], // storage running status: 1 standby, 2 running

@@ -21,6 +21,8 @@ export interface HybridSpec {
   /** The share of the site's base load this inverter covers in its own self-consumption mode. */
   self_use_load_pct: number;
   serial?: string;
+  /** Requests within this long of a client's connect go unanswered, ms. */
+  connect_delay_ms?: number;
 }
 
 /** What a brand asks of its battery now: its own mode, and for a forced mode the power. */
@@ -36,6 +38,7 @@ export abstract class HybridInverter extends TableDevice implements PowerSource 
   readonly capWh: number;
   readonly pvMaxW: number;
   readonly serial: string;
+  readonly connectDelayMs: number;
   chargedWh = 0;
   dischargedWh = 0;
   pvWh = 0;
@@ -55,6 +58,7 @@ export abstract class HybridInverter extends TableDevice implements PowerSource 
     this.capWh = spec.capacity_wh;
     this.pvMaxW = spec.pv_max_w;
     this.selfUsePct = spec.self_use_load_pct;
+    this.connectDelayMs = spec.connect_delay_ms ?? 0;
     const n = ((hashString(spec.name) ^ site.seed) >>> 0) % 10 ** Math.min(serialDigits, 9);
     this.serial = spec.serial ?? `${serialPrefix}${String(n).padStart(serialDigits, "0")}`;
     site.sources.push(this);

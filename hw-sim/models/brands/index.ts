@@ -8,7 +8,7 @@
 import { z } from "zod";
 import type { SiteModel } from "../../site-model.js";
 import type { SimDevice } from "../device.js";
-import { common, hybrid, ratedPower, reads, unit } from "./keys.js";
+import { common, connectDelay, hybrid, ratedPower, reads, unit } from "./keys.js";
 import { dec, enc } from "./register-map.js";
 import { SungrowSh } from "./sungrow-sh.js";
 import { HuaweiSun2000 } from "./huawei-sun2000.js";
@@ -131,7 +131,15 @@ export const BRANDS = [
   }),
   row({
     kind: "battery",
-    schema: z.strictObject({ ...hybrid, model: z.literal("huawei-sun2000"), rated_power_w: ratedPower(10000) }),
+    schema: z.strictObject({
+      ...hybrid,
+      model: z.literal("huawei-sun2000"),
+      rated_power_w: ratedPower(10000),
+      /** Deaf after a connect for 800 ms: within the 1 s huawei-solar-lib's client waits (see the model's header). */
+      connect_delay_ms: connectDelay(800),
+      /** A power meter is connected; false: 37100 offline and the meter's values NaN (0x7FFFFFFF). */
+      meter: z.boolean().default(true),
+    }),
     build: (s, site) => [new HuaweiSun2000(s, site)],
     battery: {
       powerW: async (read, u) => -dec.s32(await read(u, "holding", 37765, 2), "hi-lo"),

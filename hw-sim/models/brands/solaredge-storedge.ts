@@ -14,12 +14,26 @@
 // Storage block: 32-bit values (U32, F32, U64) LOW word first. Battery instantaneous
 // power 0xE174 (F32) is positive while CHARGING.
 // Control: Storage Control Mode 0xE004 = 4 (remote control) gives the battery to the
-// command mode 0xE00D (1 charge excess PV, 2 charge PV first, 3 charge PV+AC, 4 maximize
-// export, 5 discharge to match load, 7 maximize self-consumption, 0 off) with the charge
-// limit 0xE00E and discharge limit 0xE010 (F32, W). Charging from AC needs the AC charge
-// policy 0xE005 set (1 always allowed). After the command timeout 0xE00B (U32, s)
-// without a new command the inverter falls back to the default mode 0xE00A. Mode 1 of
-// 0xE004 is the inverter's own self-consumption. Values not in the document's lists or
+// command mode 0xE00D with the charge limit 0xE00E and discharge limit 0xE010 (F32, W).
+// The commands as the application note words them (its list of Charge/Discharge Modes,
+// quoted whole in OpenEMS's SolarEdge ESS channel comments and in several public clients),
+// with the AC limit L = the inverter's NominalActivePowerLimit or its rated power,
+// whichever is lower (here the rated power, `rated_power_w`):
+//   0 off;
+//   1 "charge excess PV power only": only PV power beyond L charges the battery, which
+//     cannot discharge; below L all PV goes to AC (no AC or grid charging);
+//   2 "charge from PV first, before producing power to the AC": PV charges up to the
+//     charge limit, the rest goes to AC up to L, beyond which PV is curtailed (PV only);
+//   3 "charge from PV+AC according to the max battery power": PV first, then AC up to the
+//     charge limit (AC only with the AC charge policy 0xE005 set, 1 always allowed);
+//   4 "maximize export": AC held at L from PV and the battery (up to the discharge limit);
+//     PV beyond L charges the battery;
+//   5 discharge to meet the loads, never to the grid; 7 maximize self-consumption.
+// The AC output never exceeds L (PV is curtailed). After the command timeout 0xE00B
+// (U32, s) without a new command the inverter falls back to the default mode 0xE00A
+// ("Storage Charge/Discharge default Mode sets the default mode of operation when Remote
+// Control Command Timeout has expired"). Mode 1 of 0xE004 is the inverter's own
+// self-consumption. Values not in the document's lists or
 // ranges are refused with exception 3; reserved registers inside the storage and battery
 // blocks (0xE000..0xE011, 0xE100..0xE19F) read 0, addresses outside them answer 2.
 // Meter (`meter`): "default" (common block at 40121, model 203 at 40188); "none" (a
@@ -84,12 +98,15 @@ export class SolarEdgeStorEdge extends HybridInverter {
   commandAt = 0;
   chargeLimitW: number;
   dischargeLimitW: number;
+  /** The AC limit L of the commands (the rated power; no NominalActivePowerLimit below it here). */
+  readonly ratedW: number;
   private readonly sunspec: SunSpecImage;
   protected readonly input = null;
   protected readonly holding: RegisterMap;
 
   constructor(spec: HybridSpec & { rated_power_w: number; meter?: "default" | "none" | "shift50" | "shift70" }, site: SiteModel) {
     super(spec, site, "7E1", 5);
+    this.ratedW = spec.rated_power_w;
     this.chargeLimitW = spec.max_power_w;
     this.dischargeLimitW = spec.max_power_w;
     const kw = Math.round(spec.rated_power_w / 1000);
@@ -224,6 +241,11 @@ export class SolarEdgeStorEdge extends HybridInverter {
     return 380 + this.soc * 0.4;
   }
 
+  /** PV and battery at the AC, never above the AC limit (PV beyond it is curtailed). */
+  override acPowerW(): number {
+    return Math.min(this.ratedW, super.acPowerW());
+  }
+
   override readHolding(address: number, count: number): number[] {
     if (address >= 40000 && address < this.sunspec.end) {
       this.site.advance();
@@ -240,16 +262,22 @@ export class SolarEdgeStorEdge extends HybridInverter {
   }
 
   private command(mode: number): Target {
-    const pvOnly = Math.min(this.pvW(), this.chargeLimitW);
+    const pv = this.pvW();
+    const pvOnly = Math.min(pv, this.chargeLimitW);
     const fromAc = this.acChargePolicy !== 0;
     switch (mode) {
-      case SE_COMMAND.chargePvOnly:
-        return { mode: "forced", w: -pvOnly };
-      case SE_COMMAND.chargePvFirst:
+      case SE_COMMAND.chargePvOnly: // only the PV beyond the AC limit
+        return { mode: "forced", w: 0 - Math.min(this.chargeLimitW, Math.max(0, pv - this.ratedW)) };
+      case SE_COMMAND.chargePvFirst: // PV only, the battery before the AC
+        return { mode: "forced", w: 0 - pvOnly };
       case SE_COMMAND.chargePvAc:
         return { mode: "forced", w: -(fromAc ? this.chargeLimitW : pvOnly) };
-      case SE_COMMAND.maxExport:
-        return { mode: "forced", w: this.dischargeLimitW, minSoc: this.backupReserve };
+      case SE_COMMAND.maxExport: // the AC at its limit: the battery makes up what the PV lacks, takes what exceeds it
+        return {
+          mode: "forced",
+          w: Math.max(-this.chargeLimitW, Math.min(this.dischargeLimitW, this.ratedW - pv)),
+          minSoc: this.backupReserve,
+        };
       case SE_COMMAND.dischargeToLoad:
         return { mode: "self-consumption", maxChargeW: 0, maxDischargeW: this.dischargeLimitW, minSoc: this.backupReserve };
       case SE_COMMAND.maxSelfConsumption:

@@ -9,7 +9,9 @@ import { endpointKey, parseEndpoint, type Endpoint } from "../endpoint.js";
 import { DeviceDriver } from "./driver.js";
 import { checkInScope, type CommissioningScope } from "./commission-scope.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
-import { identifyUnit } from "./identify.js";
+import { identifyUnit, type ProfileMatch } from "./identify.js";
+import { wireLabel } from "../../model/roles.js";
+import { scanWords } from "./scan-words.js";
 import type { Logger } from "../../log.js";
 import {
   ProbeInputError,
@@ -133,7 +135,8 @@ export async function readDevice(
     ...(descriptor.max_power_w !== undefined ? { max_power_w: descriptor.max_power_w } : {}),
     ...descriptor.identity,
   };
-  const labels: Record<string, string> = {};
+  // The device type in words too (the status page's and device sync's name for the code).
+  const labels: Record<string, string> = { device_type: wireLabel(descriptor.device_type) };
   for (const [k, v] of Object.entries(metrics)) {
     const name = driver.label(k, v);
     if (name !== undefined) labels[k] = name;
@@ -185,9 +188,15 @@ export class ModbusCommissioning implements Commissioning {
     const shared = this.sharedBus(ep);
     const bus = shared ?? new Bus(ep, this.log.child({ bus: endpointKey(ep), commissioning: true }));
     const { profiles } = this;
+    const matched = new Map<number, ProfileMatch[]>();
     return {
       scan: (plan, onProgress, signal) => scanUnits(bus, plan, onProgress, signal),
-      identify: async (unit, timeoutMs) => (await identifyUnit(bus, unit, profiles, timeoutMs)).map((m) => m.profile),
+      identify: async (unit, timeoutMs) => {
+        const m = await identifyUnit(bus, unit, profiles, timeoutMs);
+        matched.set(unit, m);
+        return m.map((x) => x.profile);
+      },
+      describe: (hit) => scanWords(hit, matched.get(hit.unit), profiles),
       read: (plan) => readDevice(bus, plan.endpoint, plan.unit, profiles, plan.profile),
       close: async () => {
         if (!shared) await bus.close().catch(() => undefined);

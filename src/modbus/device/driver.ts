@@ -8,6 +8,7 @@ import { decodeRaw, isSunSpecNotImplemented, readingValue, typeRegs } from "../c
 import { planBlocks, TCP_GAP_REGS, type Range, type Table } from "../planner.js";
 import type { Endpoint } from "../endpoint.js";
 import type { ActionName } from "../../profiles/schema.js";
+import { valueName } from "../../profiles/value-names.js";
 import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../../profiles/schema.js";
 import { expectationHolds, identityMismatch } from "./identify.js";
 import { opModeCode } from "../../model/roles.js";
@@ -282,10 +283,7 @@ export class DeviceDriver {
 
   /** The name the profile gives a point's value (a state), if it names it. */
   label(metric: string, value: number): string | undefined {
-    const p = this.profile;
-    const e = p.kind === "fixed" ? p.points.find((pt) => pt.metric === metric)?.enum : undefined;
-    if (e === undefined) return undefined;
-    return Object.entries(p.enums[e] ?? {}).find(([, v]) => v === value)?.[0];
+    return valueName(this.profile, metric, value);
   }
 
   /**

@@ -5,7 +5,7 @@ import { SitegateError, errorMessage } from "../../errors.js";
 import { PRIORITY, type Bus } from "../bus.js";
 import { decodeRaw, typeRegs } from "../codec.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
-import type { FixedProfile, IdentityRegister, Profile } from "../../profiles/schema.js";
+import type { FixedProfile, IdentityRegister, Profile, SunSpecProfile } from "../../profiles/schema.js";
 
 /** What one identity register reads: a number or a string, or the read's error. */
 export type IdentityReading = { value: number | string } | { error: string };
@@ -51,10 +51,12 @@ async function readFixed(bus: Bus, unit: number, p: FixedProfile, timeoutMs: num
   const out = new Map<string, IdentityReading>();
   for (const r of p.identity) {
     try {
+      // A profile whose device wakes slowly after a connect (a Huawei) is probed after that wait.
       const words = await bus.read(r.unit ?? unit, r.table, r.address, typeRegs(r.type, r.length), {
         priority: PRIORITY.scan,
         timeoutMs,
         retries: 0,
+        connectDelayMs: p.connect_delay_ms,
       });
       const value = decodeRaw(r.type, words, r.word_order);
       out.set(r.name, { value });
@@ -79,6 +81,30 @@ async function hasSunSpecMarker(bus: Bus, unit: number, bases: readonly number[]
   return null;
 }
 
+/** At most this many SunSpec model headers are read to tell what a device is. */
+const MAX_MODELS = 64;
+
+/**
+ * What a SunSpec device is (battery, pv, meter) by the first of the profile's role rules
+ * whose models it has: one header read per model along the chain. Undefined when the chain
+ * cannot be read or no rule matches.
+ */
+async function sunspecRole(bus: Bus, unit: number, p: SunSpecProfile, base: number, timeoutMs: number): Promise<string | undefined> {
+  const ids = new Set<number>();
+  let addr = base + 2;
+  try {
+    while (ids.size < MAX_MODELS && addr < 0xfffe) {
+      const [id = 0xffff, len = 0] = await bus.read(unit, "holding", addr, 2, { priority: PRIORITY.scan, timeoutMs, retries: 0 });
+      if (id === 0xffff) break;
+      ids.add(id);
+      addr += 2 + len;
+    }
+  } catch {
+    // the models read so far decide
+  }
+  return p.roles.find((r) => r.models.every((m) => ids.has(m)))?.role;
+}
+
 /**
  * Every profile whose identity the device at `unit` holds. A device a specific (fixed-map)
  * profile names is that profile's, not also the generic SunSpec one's: a SolarEdge
@@ -90,7 +116,9 @@ export async function identifyUnit(bus: Bus, unit: number, profiles: ProfileRegi
     if (p.kind === "sunspec") {
       if (out.length > 0) continue;
       const base = await hasSunSpecMarker(bus, unit, p.bases, timeoutMs);
-      if (base !== null) out.push({ profile: p.name, identity: { sunspec_base: String(base) } });
+      if (base === null) continue;
+      const role = await sunspecRole(bus, unit, p, base, timeoutMs);
+      out.push({ profile: p.name, identity: { sunspec_base: String(base), ...(role ? { role } : {}) } });
       continue;
     }
     const readings = await readFixed(bus, unit, p, timeoutMs);

@@ -130,29 +130,49 @@ function overviewPage() {
   });
 }
 
-// ---- Devices: health, identity, live metrics, 24 h chart per metric ----
+// ---- Devices: health, identity, live metrics, a chart per metric over what the history holds ----
+/** A span in words: "45 s", "12 min", "3.5 h". */
+function spanText(ms) {
+  const s = Math.round(ms / 1000);
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(s < 36000 ? 1 : 0)} h`;
+}
+
+/**
+ * A line of 1-minute means over the time the history holds (up to 24 h), not an empty 24 h
+ * frame: the x axis runs from the first point to now (at least 2 min), the y axis from the
+ * lowest to the highest value. The drawn range is on the svg (data-t0, data-t1, in ms).
+ */
 function chart(points, label) {
-  const W = 600, H = 140, L = 44, B = 18;
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}, last 24 h` });
-  const now = Date.now();
-  const t0 = now - 24 * 3600e3;
+  const W = 400, H = 150, L = 48, B = 20;
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img" });
   svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W, y2: H - B }), s("line", { class: "axis", x1: L, y1: 0, x2: L, y2: H - B }));
-  for (let i = 0; i <= 4; i++) {
-    const x = L + ((W - L) * i) / 4;
-    svg.append(s("text", { x, y: H - 4, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle", text: i === 4 ? "now" : `-${24 - i * 6} h` }));
-  }
   if (!points.length) {
+    svg.setAttribute("aria-label", `${label}: no data yet`);
     svg.append(s("text", { x: (W + L) / 2, y: H / 2, "text-anchor": "middle", text: "no data yet (one point per minute)" }));
     return svg;
   }
+  const t1 = Math.max(Date.now(), points[points.length - 1][0] + 60e3);
+  const t0 = Math.min(points[0][0], t1 - 120e3);
+  svg.setAttribute("data-t0", String(t0));
+  svg.setAttribute("data-t1", String(t1));
+  svg.setAttribute("aria-label", `${label}, last ${spanText(t1 - t0)}`);
+  for (let i = 0; i <= 3; i++) {
+    const x = L + ((W - L) * i) / 3;
+    svg.append(s("text", { x, y: H - 4, "text-anchor": i === 0 ? "start" : i === 3 ? "end" : "middle", text: i === 3 ? "now" : `-${spanText(((t1 - t0) * (3 - i)) / 3)}` }));
+  }
   let lo = Math.min(...points.map((p) => p[1])), hi = Math.max(...points.map((p) => p[1]));
   if (hi === lo) { hi += 1; lo -= 1; }
-  const x = (t) => L + ((t - t0) / (now - t0)) * (W - L);
-  const y = (v) => 4 + (1 - (v - lo) / (hi - lo)) * (H - B - 8);
-  svg.append(s("text", { x: L - 4, y: 12, "text-anchor": "end", text: num(hi) }), s("text", { x: L - 4, y: H - B, "text-anchor": "end", text: num(lo) }));
+  const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L);
+  const y = (v) => 8 + (1 - (v - lo) / (hi - lo)) * (H - B - 16);
+  svg.append(s("text", { x: L - 4, y: 14, "text-anchor": "end", text: num(hi) }), s("text", { x: L - 4, y: H - B, "text-anchor": "end", text: num(lo) }));
   const pts = points.length === 1 ? [points[0], [points[0][0] + 60e3, points[0][1]]] : points;
   svg.append(s("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ") }));
   return svg;
+}
+
+/** A code or reading in words, its number in the tooltip ("standby", title "device_op_mode 3"). */
+function named(tag, attrs, words, what, code) {
+  return h(tag, { ...attrs, text: words, title: `${what} ${code}`, "data-code": code, class: [attrs.class, "named"].filter(Boolean).join(" ") });
 }
 
 function devicesPage() {
@@ -168,23 +188,24 @@ function devicesPage() {
   const render = () => {
     list.replaceChildren(...devices.map((d) => {
       const ident = Object.entries(d.identity);
+      const names = d.value_names ?? {};
       const rows = Object.entries(d.metrics).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) =>
         h("tr", { class: selected[d.device_id] === k ? "selected" : null, "data-metric": k, onclick: async () => { selected[d.device_id] = k; await loadChart(d.device_id, k); render(); } },
-          h("td", { text: k }), h("td", { class: "num", text: num(v) })));
+          h("td", { text: k }), names[k] === undefined ? h("td", { class: "num", text: num(v) }) : named("td", {}, names[k], k, v)));
       const c = charts[d.device_id];
       return h("section", { class: "card device", "data-device-id": d.device_id },
         h("h3", {}, d.name, badge(d.online ? "online" : "offline", d.online ? "ok" : "bad"), d.fully_configured ? null : badge("not fully configured", "bad")),
         h("dl", {},
           h("dt", { text: "device_id" }), h("dd", { text: d.device_id }),
-          h("dt", { text: "type" }), h("dd", { text: `${d.type_name} (${d.device_type ?? "?"})${d.max_power_w ? `, max ${watts(d.max_power_w)}` : ""}` }),
-          h("dt", { text: "op mode" }), h("dd", { "data-field": "op_mode", text: `${d.op_mode_name} (${d.op_mode})` }),
+          h("dt", { text: "type" }), h("dd", {}, named("span", { "data-field": "device_type" }, d.type_name, "device_type", d.device_type ?? "?"), d.max_power_w ? `, max ${watts(d.max_power_w)}` : ""),
+          h("dt", { text: "op mode" }), named("dd", { "data-field": "op_mode" }, d.op_mode_name, "device_op_mode", d.op_mode),
           h("dt", { text: "address" }), h("dd", { text: d.address }),
           ...ident.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]),
           h("dt", { text: "last read" }), h("dd", { text: ago(d.last_ok_at) }),
           h("dt", { text: "last error" }), h("dd", { class: d.last_error ? "error" : null, "data-field": "last_error", text: d.last_error ?? "none" }),
           ...((d.unavailable_points ?? []).length ? [h("dt", { text: "unavailable points" }), h("dd", { "data-field": "unavailable_points", text: d.unavailable_points.join(", ") })] : [])),
         h("div", { class: "table-wrap" }, h("table", { class: "metrics" }, h("tbody", {}, rows))),
-        c ? h("div", {}, h("p", { class: "muted small", text: `${c.metric}, last 24 h (1-minute means); tap a metric for its chart` }), chart(c.points, c.metric)) : null);
+        c ? h("div", {}, h("p", { class: "muted small", text: `${c.metric}: 1-minute means over what the last 24 h hold; tap a metric for its chart` }), chart(c.points, c.metric)) : null);
     }));
   };
   every(2000, async () => {
@@ -218,32 +239,82 @@ function busesPage() {
   });
 }
 
-// ---- Events: timeline (-12 h .. +12 h) and table ----
-/** An event's execution response in a table cell: status, delivered quantity, why. */
+// ---- Events: a timeline zoomed to the events, and the table ----
+/** An event's execution response in a table cell: status, delivered quantity, why it ended. */
 function resultCell(e) {
   const r = e.result, delivered = r?.details?.delivered_quantity, reason = r?.details?.reason;
-  return [r ? badge(r.status) : "–", delivered !== undefined ? ` ${num(delivered)} ${e.event_unit}` : "", reason ? ` (${reason})` : ""];
+  return [r ? badge(r.status) : "–", delivered !== undefined ? ` ${num(delivered)} ${e.event_unit}` : "", reason && reason !== "missed" ? ` (${reason})` : "",
+    e.end_reason ? h("div", { class: "small end-reason", "data-field": "end_reason", text: e.end_reason }) : null];
+}
+
+/** The window as planned, and when the event really ended when that was earlier. */
+function windowCell(e) {
+  const end = new Date(e.end_time).toLocaleTimeString();
+  const early = e.ended_at && Date.parse(e.ended_at) < Date.parse(e.end_time) - 1000;
+  return early ? `${time(e.start_time)} – ${new Date(e.ended_at).toLocaleTimeString()} (planned to ${end})` : `${time(e.start_time)} – ${end}`;
+}
+
+/** A clock time on the timeline's axis: hh:mm, with seconds when the range is short. */
+const clock = (t, span) => new Date(t).toLocaleTimeString([], span < 600e3 ? { hour: "2-digit", minute: "2-digit", second: "2-digit" } : { hour: "2-digit", minute: "2-digit" });
+
+/**
+ * The events of the last and next 24 h (at most 12) on an axis that spans them, not a fixed
+ * +-12 h: from the first start to the last end, 5 % to each side, at least 2 min; "now" is in
+ * range when it is near (within one span), else named at the edge. The drawn range is on the
+ * svg (data-t0, data-t1, in ms); drawn in CSS pixels, so its labels are as big as the page's.
+ */
+function timeline(events, width) {
+  const now = Date.now();
+  const shown = events.filter((e) => Date.parse(e.end_time) > now - 24 * 3600e3 && Date.parse(e.start_time) < now + 24 * 3600e3).slice(0, 12);
+  const W = Math.max(280, Math.round(width)), H = 34 + Math.max(1, shown.length) * 18;
+  const svg = s("svg", { class: "timeline", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" });
+  if (!shown.length) {
+    svg.setAttribute("aria-label", "no events in the last or next 24 h");
+    svg.append(s("text", { x: W / 2, y: 16, "text-anchor": "middle", text: "no events in the last or next 24 h" }));
+    return svg;
+  }
+  const ends = (e) => (e.ended_at ? Math.min(Date.parse(e.ended_at), Date.parse(e.end_time)) : Date.parse(e.end_time));
+  let t0 = Math.min(...shown.map((e) => Date.parse(e.start_time))), t1 = Math.max(...shown.map((e) => Date.parse(e.end_time)));
+  const span = Math.max(t1 - t0, 120e3);
+  if (now >= t0 - span && now <= t1 + span) { t0 = Math.min(t0, now); t1 = Math.max(t1, now); }
+  const pad = Math.max(t1 - t0, 120e3) * 0.05;
+  t0 -= pad; t1 += pad;
+  svg.setAttribute("data-t0", String(Math.round(t0)));
+  svg.setAttribute("data-t1", String(Math.round(t1)));
+  svg.setAttribute("aria-label", `${shown.length} events from ${clock(t0, t1 - t0)} to ${clock(t1, t1 - t0)}`);
+  const x = (t) => Math.max(0, Math.min(W, ((t - t0) / (t1 - t0)) * W));
+  shown.forEach((e, i) => {
+    const a = x(Date.parse(e.start_time)), b = x(Date.parse(e.end_time)), c = x(ends(e));
+    // The planned window as an outline; filled as far as the event ran (nothing for one cancelled before its start).
+    svg.append(s("rect", { class: "ev planned", "data-event-id": e.event_id, x: a, y: 4 + i * 18, width: Math.max(4, b - a), height: 14, rx: 2 },
+      s("title", { text: `${e.event_type} ${e.event_quantity} ${e.event_unit}: ${e.end_reason ?? e.state}` })));
+    if (e.state !== "scheduled" && !(e.ended_at && Date.parse(e.ended_at) <= Date.parse(e.start_time)))
+      svg.append(s("rect", { class: `ev ran ${e.event_type}`, x: a, y: 4 + i * 18, width: Math.max(4, Math.min(c, x(now)) - a), height: 14, rx: 2 }));
+    svg.append(s("text", { class: "ev-label", x: Math.min(a + 4, W - 4), y: 15 + i * 18, "text-anchor": a + 4 > W - 60 ? "end" : "start", text: `${e.event_type} ${e.event_quantity} ${e.event_unit}` }));
+  });
+  const base = H - 16;
+  svg.append(s("line", { class: "axis", x1: 0, y1: base, x2: W, y2: base }));
+  // The ends' clock times, and "now" where it is; an end label too close to "now" gives way to it.
+  const nowIn = now >= t0 && now <= t1;
+  if (!nowIn || x(now) > 80) svg.append(s("text", { x: 2, y: H - 2, text: clock(t0, t1 - t0) }));
+  if (!nowIn || x(now) < W - 80) svg.append(s("text", { x: W - 2, y: H - 2, "text-anchor": "end", text: clock(t1, t1 - t0) }));
+  if (nowIn) svg.append(s("line", { class: "now", x1: x(now), y1: 0, x2: x(now), y2: base }), s("text", { x: Math.max(14, Math.min(W - 14, x(now))), y: H - 2, "text-anchor": "middle", text: "now" }));
+  else svg.append(s("text", { x: W / 2, y: H - 2, "text-anchor": "middle", text: now > t1 ? `now: ${spanText(now - t1)} later →` : `← now: ${spanText(t0 - now)} earlier` }));
+  return svg;
 }
 
 function eventsPage() {
-  const tl = h("div", { class: "card" });
+  const tl = h("div", { class: "card", id: "event-timeline" });
   const body = h("tbody");
   view().append(h("h2", { text: "Dispatch events" }), tl, h("div", { class: "card table-wrap" }, h("table", { id: "event-table" },
     h("thead", {}, h("tr", {}, ["Event", "Source", "Type", "Quantity", "Window", "State", "Result"].map((t, i) => h("th", { class: i === 1 ? "opt" : null, text: t })))), body)));
   every(5000, async () => {
     const { events } = await api("events");
-    const W = 800, now = Date.now(), t0 = now - 12 * 3600e3, t1 = now + 12 * 3600e3;
-    const x = (t) => Math.max(0, Math.min(W, ((t - t0) / (t1 - t0)) * W));
-    const shown = events.filter((e) => Date.parse(e.end_time) > t0 && Date.parse(e.start_time) < t1).slice(0, 12);
-    const H = 30 + shown.length * 16;
-    const svg = s("svg", { class: "timeline", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "events over the last and next 12 h" });
-    shown.forEach((e, i) => svg.append(s("rect", { class: `ev ${e.event_type}`, x: x(Date.parse(e.start_time)), y: 4 + i * 16, width: Math.max(2, x(Date.parse(e.end_time)) - x(Date.parse(e.start_time))), height: 12, rx: 2 }, s("title", { text: `${e.event_type} ${e.event_quantity} ${e.event_unit}: ${e.state}` }))));
-    svg.append(s("line", { class: "now", x1: x(now), y1: 0, x2: x(now), y2: H - 14 }), s("text", { x: 2, y: H - 2, text: "-12 h" }), s("text", { x: x(now), y: H - 2, "text-anchor": "middle", text: "now" }), s("text", { x: W - 2, y: H - 2, "text-anchor": "end", text: "+12 h" }));
-    tl.replaceChildren(svg);
+    tl.replaceChildren(timeline(events, tl.clientWidth - 34));
     body.replaceChildren(...(events.length ? events.map((e) => h("tr", { "data-event-id": e.event_id },
       h("td", {}, h("code", { text: e.event_id.slice(0, 8) }), e.mode === "test" ? h("span", { class: "muted small", text: " test" }) : null),
       h("td", { class: "opt", text: e.source }), h("td", { text: e.event_type }), h("td", { class: "num", text: `${e.event_quantity} ${e.event_unit}` }),
-      h("td", { class: "small", text: `${time(e.start_time)} – ${new Date(e.end_time).toLocaleTimeString()}` }),
+      h("td", { class: "small", text: windowCell(e) }),
       h("td", {}, badge(e.state)),
       h("td", {}, ...resultCell(e)))) : [h("tr", {}, h("td", { colspan: 7, class: "muted", text: "no events" }))]));
   });
@@ -291,11 +362,13 @@ function commissioningPage() {
     progText.textContent = `${job.kind} ${job.endpoint}: ${job.probed}/${job.total}${job.kind === "scan" ? `, ${job.found.length} found` : ""} – ${job.state}`;
     if (job.error) err.textContent = job.error;
     const items = [];
-    const named = (f) => (f.profiles === undefined ? "" : f.profiles.length ? `: profile ${f.profiles.join(" or ")}` : ": no profile matches");
-    if (job.kind === "scan") items.push(h("ul", { id: "scan-found" }, job.found.map((f) => h("li", { "data-unit": f.unit, "data-profiles": (f.profiles ?? []).join(" "), text: `unit ${f.unit} answered (${f.answer})${named(f)}` }))));
+    // The words come with the job (the same as `sitegate scan`'s); the raw answer is in the tooltip.
+    if (job.kind === "scan") items.push(h("ul", { id: "scan-found" }, job.found.map((f) => h("li", { "data-unit": f.unit, "data-profiles": (f.profiles ?? []).join(" "), title: `answered with ${f.answer}`, text: f.words ?? `unit ${f.unit}: answers` }))));
     if (job.result) {
+      const labels = job.result.labels ?? {};
+      const cell = (k, v) => (labels[k] !== undefined ? named("td", {}, labels[k], k, v) : h("td", { text: typeof v === "number" ? num(v) : v }));
       const rows = [...Object.entries(job.result.device), ...Object.entries(job.result.metrics)];
-      items.push(h("table", { id: "read-result" }, h("tbody", {}, rows.map(([k, v]) => h("tr", { "data-key": k }, h("td", { text: k }), h("td", { text: typeof v === "number" ? num(v) : v }))))));
+      items.push(h("table", { id: "read-result" }, h("tbody", {}, rows.map(([k, v]) => h("tr", { "data-key": k }, h("td", { text: k }), cell(k, v))))));
     }
     out.replaceChildren(...items);
     buttons.forEach((b) => (b.disabled = job.state === "running"));
