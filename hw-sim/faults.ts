@@ -7,6 +7,9 @@
 //                  physics go on (a battery keeps to its revert timer)
 //   late_first     the first answer of each device after a client connects (or after the
 //                  fault is set) comes `delay_ms` (default 2000) late; later ones on time
+//   no_answer_at   reads (fn 3, 4) that touch registers `address`..`address + count - 1` (of
+//                  `table`, or of both) go unanswered; the device answers every other request.
+//                  A block of registers a firmware leaves silent
 // Not a fault but the device's own trait: a model with a wait after connecting
 // (`connectDelayMs`, a brand model's `connect_delay_ms`) answers nothing to the requests
 // that arrive on a connection within that long of its accept, as a device still waking its
@@ -15,12 +18,29 @@ import { z } from "zod";
 import { exceptionPdu, handlePdu, type WriteRecord } from "./modbus-pdu.js";
 import type { SimDevice } from "./models/device.js";
 
-export const faultSchema = z.strictObject({
-  device: z.string().min(1),
-  fault: z.enum(["no_answer", "exception", "delay", "drop", "crc", "ignore_writes", "refuse_writes", "offline", "late_first"]),
-  code: z.number().int().min(1).max(255).optional(),
-  delay_ms: z.number().int().min(0).max(60_000).optional(),
-});
+export const faultSchema = z
+  .strictObject({
+    device: z.string().min(1),
+    fault: z.enum([
+      "no_answer",
+      "exception",
+      "delay",
+      "drop",
+      "crc",
+      "ignore_writes",
+      "refuse_writes",
+      "offline",
+      "late_first",
+      "no_answer_at",
+    ]),
+    code: z.number().int().min(1).max(255).optional(),
+    delay_ms: z.number().int().min(0).max(60_000).optional(),
+    /** no_answer_at: the first register, the number of registers (default 1), the table (default both). */
+    address: z.number().int().min(0).max(0xffff).optional(),
+    count: z.number().int().min(1).max(0x10000).optional(),
+    table: z.enum(["holding", "input"]).optional(),
+  })
+  .refine((f) => f.fault !== "no_answer_at" || f.address !== undefined, { message: "no_answer_at needs address", path: ["address"] });
 export type FaultSpec = z.infer<typeof faultSchema>;
 export type FaultKind = FaultSpec["fault"];
 
@@ -72,6 +92,7 @@ export class DeviceSlot {
   decide(pdu: Buffer, connectedAt?: number): Decision {
     this.requests++;
     if (this.faults.has("offline") || this.faults.has("no_answer")) return { kind: "silent" };
+    if (silencedRead(this.faults.get("no_answer_at"), pdu)) return { kind: "silent" };
     if (this.faults.has("drop")) return { kind: "drop" };
     if (this.waking(connectedAt)) return { kind: "silent" };
     const late = this.faults.get("late_first");
@@ -99,6 +120,16 @@ export class DeviceSlot {
     this.writes.push({ at: new Date().toISOString(), ...w, ...how });
     if (this.writes.length > WRITE_LOG_MAX) this.writes.splice(0, this.writes.length - WRITE_LOG_MAX);
   }
+}
+
+/** Whether a read (fn 3 holding, 4 input) touches the registers a `no_answer_at` fault silences. */
+function silencedRead(f: FaultSpec | undefined, pdu: Buffer): boolean {
+  if (!f || f.address === undefined || pdu.length < 5) return false;
+  const table = pdu[0] === 3 ? "holding" : pdu[0] === 4 ? "input" : undefined;
+  if (!table || (f.table !== undefined && f.table !== table)) return false;
+  const address = pdu.readUInt16BE(1);
+  const count = pdu.readUInt16BE(3);
+  return address < f.address + (f.count ?? 1) && f.address < address + count;
 }
 
 /** The devices behind one port, by unit id. */

@@ -27,6 +27,8 @@ export const deviceSchema = z.discriminatedUnion("model", [
     soc_pct: z.number().min(0).max(100).default(50),
     serial: z.string().optional(),
     control_sf: controlSf,
+    /** Models left out of the chain (a storage device that lists no inverter model: [103]); never the common model 1. */
+    omit_models: z.array(z.union([z.literal(103), z.literal(120), z.literal(123), z.literal(124)])).default([]),
   }),
   z.strictObject({
     ...common,

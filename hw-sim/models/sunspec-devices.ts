@@ -278,7 +278,16 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
   readonly ctl123: Controls123;
 
   constructor(
-    spec: { name: string; unit: number; max_power_w: number; capacity_wh: number; soc_pct: number; serial?: string; control_sf?: number },
+    spec: {
+      name: string;
+      unit: number;
+      max_power_w: number;
+      capacity_wh: number;
+      soc_pct: number;
+      serial?: string;
+      control_sf?: number;
+      omit_models?: readonly number[];
+    },
     site: SiteModel,
   ) {
     super(spec.name, spec.unit, site);
@@ -368,20 +377,23 @@ export class StorageInverter extends SunSpecDevice implements PowerSource {
         sf("InOutWRte_SF", controlSf),
       ],
     };
-    this.image = new SunSpecImage(SUNSPEC_BASE, [
-      commonModel("SimEnergy", "SimStore 5", "1.4.2", sn),
-      inverter103({
-        powerW: () => this.acPowerW(),
-        energyWh: () => this.energyOutWh,
-        dcW: () => this.acPowerW() * 1.03,
-        state: () => (this.acPowerW() === 0 ? 8 : 4),
-        site,
-        tempC: () => 30 + Math.abs(this.acPowerW()) / 500,
-      }),
-      nameplate120({ derTyp: 82, wRtg: this.maxW, whRtg: this.capWh, maxCha: this.maxW, maxDis: this.maxW }),
-      this.ctl123.model(),
-      storage124,
-    ]);
+    this.image = new SunSpecImage(
+      SUNSPEC_BASE,
+      [
+        commonModel("SimEnergy", "SimStore 5", "1.4.2", sn),
+        inverter103({
+          powerW: () => this.acPowerW(),
+          energyWh: () => this.energyOutWh,
+          dcW: () => this.acPowerW() * 1.03,
+          state: () => (this.acPowerW() === 0 ? 8 : 4),
+          site,
+          tempC: () => 30 + Math.abs(this.acPowerW()) / 500,
+        }),
+        nameplate120({ derTyp: 82, wRtg: this.maxW, whRtg: this.capWh, maxCha: this.maxW, maxDis: this.maxW }),
+        this.ctl123.model(),
+        storage124,
+      ].filter((m) => !spec.omit_models?.includes(m.id)),
+    );
     site.sources.push(this);
   }
 

@@ -366,6 +366,8 @@ const sunspecPoint = z.strictObject({
     .regex(/^[a-z][a-z0-9_]*$/)
     .optional(),
   class: pointClass,
+  /** As a register profile's: the role cannot do without it (checked at pairing). */
+  required: z.boolean().default(false),
 });
 
 export const sunspecProfileSchema = z

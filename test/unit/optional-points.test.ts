@@ -206,3 +206,69 @@ test("a profile's relocate group names its own optional points: an unknown or a 
   assert.ok(!required.success && /soc_pct is required/.test(required.error.message), String(required.error));
   assert.ok(fixedProfileSchema.safeParse({ ...base, relocate: [{ points: ["grid_power_w"], marker, shifts: [0] }] }).success);
 });
+
+test("a silent first planned block of optional points leaves the device online: its point is unavailable (no answer) and probed again hourly", async () => {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const dev = sungrow(true);
+  dev.silent.add("holding/13049"); // EMS mode: the plan's first block, no required point in it
+  const driver = new DeviceDriver(dev.bus(), 1, profile(), undefined, () => clock.now());
+  await driver.pair();
+  const first = driver.plan(["fast", "slow"]).blocks[0]!;
+  assert.equal(`${first.table}/${first.address}`, "holding/13049", "the silent block is the plan's first");
+  const m = await driver.read(["fast", "slow"]);
+  assert.equal(m.power_w, 1500);
+  assert.equal(m.soc_pct, 55.5);
+  assert.equal(m.max_charge_power_w, 5000);
+  assert.deepEqual(
+    driver.unavailable.list().map((u) => [u.metric, u.reason]),
+    [["ems_mode", "no answer"]],
+  );
+  dev.requests.length = 0;
+  clock.advance(PROBE_INTERVAL_MS - 1);
+  assert.equal((await driver.read(["fast", "slow"])).soc_pct, 55.5);
+  assert.ok(!dev.asked("holding", 13049), `not probed before the hour: ${dev.requests.join(" ")}`);
+  clock.advance(1);
+  await driver.read(["fast", "slow"]);
+  assert.ok(dev.asked("holding", 13049), `probed at the hour: ${dev.requests.join(" ")}`);
+  assert.deepEqual(
+    driver.unavailable.list().map((u) => u.metric),
+    ["ems_mode"],
+  );
+  dev.silent.delete("holding/13049");
+  dev.set("holding", 13049, [2]);
+  clock.advance(PROBE_INTERVAL_MS);
+  assert.equal((await driver.read(["fast", "slow"])).ems_mode, 2, "answers again: read again");
+  assert.deepEqual(driver.unavailable.list(), []);
+});
+
+test("a device silent everywhere is offline after the one timeout of a block that holds a required point, wherever the plan puts it", async () => {
+  const dev = sungrow(true);
+  const driver = new DeviceDriver(dev.bus(), 1, profile());
+  await driver.pair();
+  for (const k of dev.regs.keys()) dev.silent.add(k);
+  dev.requests.length = 0;
+  await assert.rejects(driver.read(["fast", "slow"]), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT"));
+  assert.deepEqual(dev.requests, ["input/13000+47"], "the block of power_w and soc_pct, once");
+  assert.deepEqual(driver.unavailable.list(), []);
+});
+
+test("without any required point, a silent first block is tried against the next one: that answers, so only the first's points are unavailable", async () => {
+  const base = profile();
+  assert.equal(base.kind, "fixed");
+  const loose = { ...base, role: "unknown" as const, points: base.points.map((pt) => ({ ...pt, required: false })) };
+  const dev = sungrow(true);
+  dev.silent.add("holding/13049");
+  const driver = new DeviceDriver(dev.bus(), 1, loose);
+  await driver.pair();
+  const m = await driver.read(["fast", "slow"]);
+  assert.equal(m.soc_pct, 55.5);
+  assert.deepEqual(
+    driver.unavailable.list().map((u) => u.metric),
+    ["ems_mode"],
+  );
+  // Silent everywhere: offline after two blocks, not one timeout per block.
+  for (const k of dev.regs.keys()) dev.silent.add(k);
+  dev.requests.length = 0;
+  await assert.rejects(driver.read(["fast", "slow"]), (e: unknown) => isSitegateError(e, "MODBUS_TIMEOUT"));
+  assert.equal(dev.requests.length, 2, dev.requests.join(" "));
+});

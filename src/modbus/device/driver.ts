@@ -25,7 +25,7 @@ import {
 } from "./decode.js";
 import { isRequired, Unavailable } from "./unavailable.js";
 import { readPoints, type UnitRange } from "./point-reads.js";
-import { requireAnswers } from "./required.js";
+import { requireAnswers, sunSpecRolePoints } from "./required.js";
 import { relocate } from "./relocate.js";
 
 export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
@@ -218,6 +218,7 @@ export class DeviceDriver {
           sunspec_na: true,
           class: pt.class,
           bitmask: false,
+          required: pt.required,
         });
       }
     }
@@ -225,13 +226,13 @@ export class DeviceDriver {
     const rule = p.roles.find((r) => r.models.every((id) => has.has(id)));
     if (!rule)
       throw new SitegateError("PAIRING_FAILED", `SunSpec device with models ${[...has].join(", ")} has no role in profile ${p.name}`);
+    const read = (b: UnitRange) => this.readRegs(b.table, b.address, b.count, priority);
+    const resolved = await sunSpecRolePoints(p, rule.role, [...has], points, this.unit, read);
     const max_power_w = await this.sunSpecMaxPower(p, models, priority);
     // Only a complete pairing changes what the driver polls.
     this.models = models;
-    const seen = new Set<string>(); // a metric in two models (soc in 124 and 802): the first wins
-    this.points = points
-      .filter((pt) => (seen.has(pt.metric) ? false : (seen.add(pt.metric), true)))
-      .map((pt) => ({ ...pt, required: isRequired(rule.role, pt.metric, false) }));
+    this.unavailable.reset();
+    this.points = resolved;
     return { ...modbusTyped(rule.role), max_power_w, capabilities: rule.capabilities, profile: p.name, identity };
   }
 

@@ -3,6 +3,9 @@
 // (each point's own registers: value, scale factor, direction, minus): a point that still
 // fails is marked unavailable and the rest decode. A required point that fails fails the
 // read; a device of which no block answers is offline, as before.
+// The blocks that hold a required point are read first: their silence is the device's (the
+// device cannot be online without them), so an absent device costs one timeout, and a
+// silent block of optional points fails nothing wherever the plan puts it.
 import type { Range } from "../planner.js";
 import { tableKey, type Registers, type ResolvedPoint, type UnitBlock } from "./decode.js";
 import { isMissing, isSilent, type Unavailable } from "./unavailable.js";
@@ -48,29 +51,34 @@ export async function readPoints(r: PointReads): Promise<Registers> {
   const data: Registers = new Map();
   const failed: { block: UnitBlock; error: unknown }[] = [];
   let answered = 0;
-  let firstOk: UnitBlock | undefined;
-  for (const b of r.blocks) {
+  let lastOk: UnitBlock | undefined;
+  let silentSinceOk = false; // a block went silent after the last block that answered
+  for (const b of requiredFirst(r)) {
     try {
       store(data, r.unit, b, await r.read(b, r.retries));
       answered++;
-      firstOk ??= b;
+      lastOk = b;
+      silentSinceOk = false;
     } catch (e) {
+      if (!isMissing(e)) throw e;
       // A device that does not answer costs one timeout, not one per block: silence before
-      // anything answered (not even with an exception) is the device's, not a point's.
-      if (!isMissing(e) || (isSilent(e) && answered === 0 && failed.length === 0)) throw e;
+      // anything answered is the device's when the block holds a required point, or when a
+      // second block is silent too (a silent first block of optional points is one block's).
+      if (isSilent(e) && answered === 0 && (holdsRequired(r, b) || failed.some((f) => isSilent(f.error))))
+        throw failed.find((f) => isSilent(f.error))?.error ?? e;
       failed.push({ block: b, error: e });
+      if (isSilent(e)) silentSinceOk = true;
     }
   }
   // No block answered: the device's fault (it answers exception 2 to everything), not a point's.
   if (failed.length > 0 && answered === 0) throw failed[0]!.error;
-  // A silent block after others answered: the device may have gone quiet since. One read of
-  // a block that answered tells, before each of the silent block's points costs a timeout.
-  const silent = failed.find((f) => isSilent(f.error));
-  if (silent && firstOk) {
+  // A silent block after the last that answered: the device may have gone quiet since. One
+  // read of a block that answered tells, before each of the silent block's points costs a timeout.
+  if (silentSinceOk && lastOk) {
     try {
-      await r.read(firstOk, 0);
+      await r.read(lastOk, 0);
     } catch {
-      throw silent.error;
+      throw failed.find((f) => isSilent(f.error))!.error;
     }
   }
   const missing: { metric: string; error: unknown }[] = [];
@@ -79,6 +87,17 @@ export async function readPoints(r: PointReads): Promise<Registers> {
   for (const m of missing) r.unavailable.mark(m.metric, m.error);
   for (const pt of r.points) if (r.unavailable.has(pt.metric) && covered(data, r.unit, pt)) r.unavailable.clear(pt.metric);
   return data;
+}
+
+/** Whether the block holds (part of) a required point's registers. */
+function holdsRequired(r: PointReads, b: UnitRange): boolean {
+  return r.points.some((pt) => pt.required && pointRanges(pt).some((x) => overlaps(x, b, r.unit)));
+}
+
+/** The blocks in plan order, those that hold a required point first. */
+function requiredFirst(r: PointReads): UnitBlock[] {
+  const first = r.blocks.filter((b) => holdsRequired(r, b));
+  return [...first, ...r.blocks.filter((b) => !first.includes(b))];
 }
 
 /** The points of a failed block, read one by one. */
