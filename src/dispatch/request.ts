@@ -38,14 +38,14 @@ export function roundTrips(s: string): boolean {
   return d <= days + (leap ? 1 : 0);
 }
 
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/;
+const realTime = (s: string) => roundTrips(s) && Number.isFinite(Date.parse(s));
+
 /** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */
 const utcTime = z
   .string({ error: "required" })
-  .regex(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/,
-    "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)",
-  )
-  .refine((s) => roundTrips(s) && Number.isFinite(Date.parse(s)), "is not a real calendar time (such as February 30 or 24:00)");
+  .regex(UTC_TIME, "must be ISO 8601 UTC, e.g. 2026-01-01T12:00:00Z (offset Z or +00:00)")
+  .refine(realTime, "is not a real calendar time (such as February 30 or 24:00)");
 
 /** Any 8-4-4-4-12 hex GUID, whatever its version and variant nibbles; the case is kept as sent. */
 export const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -110,8 +110,10 @@ export type DispatchRequest = z.infer<typeof dispatchRequest>;
 export function validateDispatch(
   body: unknown,
 ): { ok: true; data: DispatchRequest; ignored: string[] } | { ok: false; details: ErrorDetail[] } {
-  const r = dispatchRequest.safeParse(body);
   const slots = (body as { event_slots?: unknown } | null)?.event_slots;
+  const valid = plainValid(body);
+  if (valid) return { ok: true, data: valid, ignored: ignoredFields(slots) };
+  const r = dispatchRequest.safeParse(body);
   if (r.success) return { ok: true, data: r.data, ignored: ignoredFields(slots) };
   const details = issuesToDetails(r.error.issues);
   if (Array.isArray(slots)) {
@@ -131,6 +133,58 @@ export function validateDispatch(
     });
   }
   return { ok: false, details };
+}
+
+const UNIT_NAMES: ReadonlySet<unknown> = new Set(Object.keys(UNITS));
+const TYPE_NAMES: ReadonlySet<unknown> = new Set(EVENT_TYPES);
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+
+/**
+ * dispatchRequest's answer for a request that passes every one of its rules, checked by
+ * hand: the same data, in the same key order (zod's interpreted parse was most of /dr's
+ * validation cost under the unit's --jitless). Null for anything else, even a request zod
+ * would take: the caller then asks zod, which gives the answer and every problem's path.
+ * It never takes what zod refuses (test/unit/dispatch-validate-fast.test.ts).
+ */
+export function plainValid(body: unknown): DispatchRequest | null {
+  if (!isObject(body) || Object.keys(body).length !== 2) return null;
+  const { mode, event_slots: slots } = body;
+  if ((mode !== "live" && mode !== "test") || !Array.isArray(slots)) return null;
+  if (slots.length < 1 || slots.length > MAX_EVENTS_PER_REQUEST) return null;
+  const out: DispatchEventInput[] = [];
+  const ids = new Set<string>();
+  for (const e of slots as unknown[]) {
+    const ev = isObject(e) ? plainEvent(e) : null;
+    if (!ev) return null;
+    const id = ev.event_id.toLowerCase();
+    if (ids.has(id)) return null;
+    ids.add(id);
+    out.push(ev);
+  }
+  return { mode, event_slots: out };
+}
+
+/** One event that passes dispatchEvent and the request's rules on it (end after start, a zero only for a restore), or null. */
+function plainEvent(e: Record<string, unknown>): DispatchEventInput | null {
+  const { event_id, start_time, end_time, event_type, event_quantity, event_unit, priority, mandatory, cancelled } = e;
+  if (typeof event_id !== "string" || !GUID.test(event_id)) return null;
+  if (typeof start_time !== "string" || !UTC_TIME.test(start_time) || !realTime(start_time)) return null;
+  if (typeof end_time !== "string" || !UTC_TIME.test(end_time) || !realTime(end_time)) return null;
+  if (Date.parse(end_time) <= Date.parse(start_time) || !TYPE_NAMES.has(event_type) || !UNIT_NAMES.has(event_unit)) return null;
+  if (typeof event_quantity !== "number" || !Number.isFinite(event_quantity) || !(event_quantity >= 0) || event_quantity > 1e9) return null;
+  if (zeroQuantity(e) || typeof priority !== "number" || !Number.isInteger(priority) || priority < 1 || priority > 99) return null;
+  if (typeof mandatory !== "boolean" || typeof cancelled !== "boolean") return null;
+  return {
+    event_id,
+    start_time,
+    end_time,
+    event_type: event_type as DispatchEventInput["event_type"],
+    event_quantity,
+    event_unit: event_unit as EventUnit,
+    priority,
+    mandatory,
+    cancelled,
+  };
 }
 
 /** Paths of event fields the spec does not name (dropped from the parsed request). */

@@ -6,7 +6,7 @@ import type { Config } from "../config/schema.js";
 import { issuesToDetails } from "../util/zod-issues.js";
 import { configDeclaredDevices, deviceIdClashes, newDeviceIdProblems, type DeclaredDevice } from "../config/device-ids.js";
 import type { DeviceConnector } from "../devices/types.js";
-import { capabilitiesOf, type Device, type DeviceDescriptor, type DeviceDirectory } from "../model/device.js";
+import { capabilitiesOf, type Device, type DeviceDescriptor, type DeviceDirectory, type DeviceHealth } from "../model/device.js";
 import type { Role } from "../model/roles.js";
 import { SitegateError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -85,15 +85,28 @@ export function syncedDevices(directory: Pick<DeviceDirectory, "list">): SyncedD
  * Zigbee bridge or broker gone, its GPIO line unavailable. A device not polled yet is not.
  */
 function unreachable(device: Device): boolean {
-  const h = device.health();
+  return isUnreachable(device.health());
+}
+
+function isUnreachable(h: DeviceHealth): boolean {
   // A Modbus device is listed from its configuration on, offline until its first poll: only
   // a failure (or an earlier answer) makes "offline" mean unreachable.
   return !h.online && (h.consecutive_failures > 0 || h.last_error !== null || h.last_ok_at !== null);
 }
 
-/** What of the device sync answer follows the devices' state (op mode, reachability): a cache of the answer is good while this is the same. */
+/**
+ * What of the device sync answer follows the devices' state (op mode, reachability, the
+ * maximum power, which a battery's live limits lower): a cache of the answer is good while
+ * this is the same. One health() per device: the route asks on every request.
+ */
 export function syncState(listed: SyncedDevice[]): string {
-  return listed.map((d) => `${d.device.health().op_mode}${unreachable(d.device) ? "u" : ""}`).join(",");
+  let s = "";
+  for (const d of listed) {
+    const h = d.device.health();
+    const max = maxPower(d);
+    s += `${s ? "," : ""}${h.op_mode}${isUnreachable(h) ? "u" : ""}${max === undefined ? "" : `@${max}`}`;
+  }
+  return s;
 }
 
 /** The profile's or nameplate's maximum power, else the rated load the config gives it (a relay: the sum of its coils' loads). */

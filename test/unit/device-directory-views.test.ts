@@ -90,7 +90,7 @@ test("device sync lists every fully configured device with a descriptor, whateve
     listed.map((d) => d.device.id),
     ["relay-1", "bat-2", "bat-10", "new"],
   );
-  assert.equal(syncState(listed), "1,2,1u,1");
+  assert.equal(syncState(listed), "1@1500.6,2@5000.4,1u@5000.4,1");
   assert.equal(
     JSON.stringify(deviceSyncView("site-001", listed)),
     '{"site_id":"site-001","devices":[' +

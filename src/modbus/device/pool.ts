@@ -15,7 +15,8 @@ export function endpointForDevice(cfg: DeviceConfig, rtuPorts: Record<string, Rt
 }
 
 export class DriverPool {
-  private readonly drivers = new Map<string, { key: string; driver: DeviceDriver }>();
+  /** `cfg`: the configuration object last found to match `key` (a device asks on every health() and poll: no key is built again for it). */
+  private readonly drivers = new Map<string, { key: string; driver: DeviceDriver; cfg?: DeviceConfig }>();
 
   constructor(
     private readonly buses: BusManager,
@@ -30,14 +31,18 @@ export class DriverPool {
 
   /** The driver for this configuration: the cached one if the configuration is unchanged. */
   driverFor(cfg: DeviceConfig): DeviceDriver {
+    const hit = this.drivers.get(cfg.device_id);
+    if (hit && hit.cfg === cfg) return hit.driver;
     const spec = modbusSpec(cfg);
     const key = specKey(spec);
-    const hit = this.drivers.get(cfg.device_id);
-    if (hit && hit.key === key) return hit.driver;
+    if (hit && hit.key === key) {
+      hit.cfg = cfg;
+      return hit.driver;
+    }
     const profile = this.profiles.get(spec.profile);
     const endpoint = endpointOf(spec, this.rtuPorts);
     const driver = new DeviceDriver(this.buses.get(endpoint), spec.unit, profile, endpoint);
-    this.drivers.set(cfg.device_id, { key, driver });
+    this.drivers.set(cfg.device_id, { key, driver, cfg });
     return driver;
   }
 
