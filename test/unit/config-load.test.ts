@@ -38,9 +38,9 @@ test("every problem is reported at once", () => {
   input.bogus = true;
   (input.telemetry as Record<string, unknown>).poll_interval_ms = "fast";
   const list = problems(() => parseConfig(input, "/"));
-  has(list, "site_id", /expected string/);
+  has(list, "site_id", /expected a string, found 42/);
   has(list, "bogus", /unknown key/);
-  has(list, "telemetry.poll_interval_ms", /expected number/);
+  has(list, "telemetry.poll_interval_ms", /expected a number, found "fast"/);
   assert.equal(list.length, 3);
 });
 
