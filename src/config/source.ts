@@ -97,20 +97,24 @@ export class ConfigSource {
     return out;
   }
 
-  /** The YAML syntax errors, one per line, each at the line to fix. */
+  /** The YAML syntax errors, one per line, each at the line to fix, in the file's order. */
   syntaxProblems(): ConfigProblem[] {
-    const out: ConfigProblem[] = [];
-    const seen = new Set<number>();
+    const errors = this.doc.errors;
     // An over-indented key gives two errors at the value above it; the one that spans to the key's line says where it is.
-    const spanning = new Set(this.doc.errors.filter((e) => e.code === "MULTILINE_IMPLICIT_KEY").map((e) => e.pos[0]));
-    for (const e of this.doc.errors) {
+    const spanning = new Set(errors.filter((e) => e.code === "MULTILINE_IMPLICIT_KEY").map((e) => e.pos[0]));
+    // A tab as indentation throws the parser off the lines around it: that one error is the one to fix there.
+    const tabs = errors.filter((e) => e.code === "TAB_AS_INDENT").map((e) => this.counter.linePos(e.pos[0]).line);
+    const seen = new Set<number>();
+    const out: ConfigProblem[] = [];
+    for (const e of errors) {
       if (e.code === "BLOCK_AS_IMPLICIT_KEY" && spanning.has(e.pos[0])) continue;
       const p = this.syntaxProblem(e);
       if (p.line === undefined || seen.has(p.line)) continue;
+      if (e.code !== "TAB_AS_INDENT" && tabs.some((t) => Math.abs(t - p.line!) <= 1)) continue;
       seen.add(p.line);
       out.push(p);
     }
-    return out;
+    return out.sort((a, b) => a.line! - b.line!);
   }
 
   private syntaxProblem(e: YAMLError): ConfigProblem {
@@ -125,7 +129,7 @@ export class ConfigSource {
       const text = this.lines[to.line - 1] ?? "";
       at = { line: to.line, col: text.length - text.trimStart().length + 1 };
       message = `this line is indented deeper than the keys beside it, so YAML reads it as the rest of the value on line ${from.line}: indent it as its sibling keys`;
-    } else if (e.code === "BLOCK_AS_IMPLICIT_KEY") {
+    } else if (e.code === "BLOCK_AS_IMPLICIT_KEY" && /nested mappings/i.test(message)) {
       message = `a second "key:" on one line (${message}); indent a nested key on a line of its own, or quote a value that holds ": "`;
     } else if (e.code === "MISSING_CHAR" && /quote/.test(message)) {
       at = this.counter.linePos(this.openingQuote(start));
