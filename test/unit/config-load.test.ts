@@ -23,6 +23,13 @@ test("a valid config loads with defaults filled and paths resolved against its f
   assert.equal(cfg.auth.token_ttl_s, 3600);
 });
 
+test("data_dir: /var/lib/sitegate when absent, wherever the config file is; a relative one resolves against the file's folder", () => {
+  const input = testConfigInput("unused") as Record<string, unknown>;
+  delete input.data_dir;
+  assert.equal(parseConfig(input, "/etc/sitegate").data_dir, "/var/lib/sitegate");
+  assert.equal(parseConfig({ ...input, data_dir: "./var" }, "/etc/sitegate").data_dir, "/etc/sitegate/var");
+});
+
 test("a missing key is reported as required, with its full path", () => {
   const input = testConfigInput("/tmp/x");
   delete (input.auth.users![0] as Record<string, unknown>).password_hash;
