@@ -10,7 +10,7 @@ export interface KeyRow {
   required: boolean;
   default?: unknown;
   description?: string;
-  /** The same key in each variant of a union of blocks (`mb_type` 1 or 2): its type there, when the variants differ. */
+  /** The same key in each variant of a union of blocks (a TCP and an RTU device): its type there, when the variants differ. */
   variants?: Variant[];
 }
 
@@ -76,7 +76,7 @@ export function keyRows(s: Json, prefix = "", rows = new Map<string, KeyRow>(), 
   return [...rows.values()];
 }
 
-/** The key whose constant tells the variants of a union apart (`mb_type`), and each variant's "mb_type is 1". */
+/** The key whose constant tells the variants of a union apart, and each variant's name by it (`<key> is 1`). */
 function variantNames(variants: Json[]): string[] | undefined {
   const props = variants.map((v) => asJson(v.properties));
   const key = Object.keys(props[0] ?? {}).find(
@@ -118,7 +118,7 @@ function descend(s: Json, path: string, rows: Map<string, KeyRow>, when?: string
 
 /**
  * A key whose type differs by variant, as one type with its rule: `integer, 1..247 when
- * mb_type is 1, 0..255 when mb_type is 2`, not `integer 1..247 | integer 0..255`.
+ * <key> is 1, 0..255 when <key> is 2`, not `integer 1..247 | integer 0..255`.
  */
 function variantType(r: KeyRow): string | undefined {
   const vs = r.variants ?? [];
