@@ -19,6 +19,9 @@ export interface ConfigProblem extends ErrorDetail {
 
 type Segment = string | number;
 
+/** The characters of a file's line a snippet shows at most (a terminal's 80 columns, less the margin). */
+const SNIPPET_WIDTH = 70;
+
 /** `a.b[0].c` back into its segments: ["a", "b", 0, "c"]. */
 export function pathSegments(path: string): Segment[] {
   const out: Segment[] = [];
@@ -80,20 +83,28 @@ export class ConfigSource {
     const offset = !found.whole ? (found.keyAt ?? found.valueAt) : detail.on === "key" ? (found.keyAt ?? found.valueAt) : found.valueAt;
     if (offset === undefined) return { ...detail, file: this.file };
     const { line, col } = this.counter.linePos(offset);
-    return { ...detail, file: this.file, line, column: col, snippet: this.snippet(line, col, found.whole && isSecretPath(path)) };
+    // a top-level key the file lacks has no line of its own to show
+    const snippet = !found.whole && path.length === 1 ? undefined : this.snippet(line, col, found.whole && isSecretPath(path));
+    return { ...detail, file: this.file, line, column: col, snippet };
   }
 
   /** Line `line` (and `before` lines above it) with a caret under column `col`; a secret value masked. */
   snippet(line: number, col: number, secretHere = false, before = 0): string[] {
     const width = String(line).length;
+    // a long line (a device as one flow mapping) is shown around the column, so that it fits a terminal
+    const from = col > SNIPPET_WIDTH - 20 ? col - 1 - (SNIPPET_WIDTH >> 1) : 0;
+    const cut = (text: string) => {
+      const part = text.slice(from, from + SNIPPET_WIDTH);
+      return `${from > 0 ? "..." : ""}${part}${text.length > from + SNIPPET_WIDTH ? "..." : ""}`;
+    };
     const out: string[] = [];
     for (let n = Math.max(1, line - before); n <= line; n++) {
       let text = maskLine(this.lines[n - 1] ?? "");
       // a secret whose key is on another line (an item of a list of keys): the rest of the line
       if (n === line && secretHere && !text.slice(col - 1).startsWith("***")) text = text.slice(0, col - 1) + "***";
-      out.push(`${String(n).padStart(width)} | ${text}`);
+      out.push(`${String(n).padStart(width)} | ${cut(text)}`);
     }
-    out.push(`${" ".repeat(width)} | ${" ".repeat(Math.max(0, col - 1))}^`);
+    out.push(`${" ".repeat(width)} | ${" ".repeat(Math.max(0, col - 1 - from + (from > 0 ? 3 : 0)))}^`);
     return out;
   }
 

@@ -117,6 +117,11 @@ test("every problem in one run, each once, in the file's order: the unknown prof
   assert.match(known(r.problems[2]) ?? "", /\bsdm630\b.*\bsunspec\b/);
   const said = r.stderr.split("\n").filter((x) => /^\S+:\d+:\d+: /.test(x));
   assert.equal(new Set(said).size, said.length, "each problem once");
+  // a long line is shown around its column, the caret under the value found
+  const out = r.stderr.split("\n");
+  const at = out.indexOf(said[4]!);
+  assert.ok(out[at + 1]!.length <= 90 && out[at + 1]!.startsWith("    21 | ..."), out[at + 1]);
+  assert.equal(out[at + 2]!.indexOf("^"), out[at + 1]!.indexOf("mb_device_type: 98") + "mb_device_type: ".length);
 });
 
 test("a YAML syntax error points at the line to fix, with a snippet whose secret values are masked", async () => {
