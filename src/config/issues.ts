@@ -98,10 +98,13 @@ function describe(schema: z.ZodType, issue: z.core.$ZodIssue, path: PropertyKey[
   const where = path.filter((p): p is string | number => typeof p !== "symbol");
   if (issue.code === "unrecognized_keys") {
     const known = knownKeys(schema, where);
-    return issue.keys.map((key) => {
+    // what the block takes: the nearest key, or (a short list) every key it knows
+    const expected = (key: string) => {
       const near = nearest(key, known);
-      return { path: formatPath([...path, key]), message: `unknown key${near ? `; did you mean "${near}"?` : ""}`, on: "key" as const };
-    });
+      if (near) return `; did you mean "${near}"?`;
+      return known.length && known.length <= 12 ? ` (expected one of ${known.join(", ")})` : "";
+    };
+    return issue.keys.map((key) => ({ path: formatPath([...path, key]), message: `unknown key${expected(key)}`, on: "key" as const }));
   }
   const missing = "input" in issue && i.input === undefined && issue.code !== "custom";
   if (missing) return [{ path: formatPath(path), message: "required" }];

@@ -84,7 +84,11 @@ test("an unknown key suggests the nearest known one, at the key", async () => {
   const r = await check((l) => line(18, l, "  poll_interval: 500"));
   assert.deepEqual(r.problems, [`${r.file}:18:3: telemetry.poll_interval: unknown key; did you mean "poll_interval_ms"?`]);
   const far = await check((l) => line(18, l, "  colour: blue"));
-  assert.deepEqual(far.problems, [`${far.file}:18:3: telemetry.colour: unknown key`], "no suggestion when nothing is near");
+  assert.deepEqual(
+    far.problems,
+    [`${far.file}:18:3: telemetry.colour: unknown key (expected one of poll_interval_ms, retention_max_mb, commit_interval_s)`],
+    "nothing near: the keys the block takes",
+  );
 });
 
 test("an over-indented line is reported once, at its own line, with the line above for context", async () => {
