@@ -302,3 +302,13 @@ test("a device_id may name one device only, across devices, zigbee and gpio", ()
     /duplicate device_id "boiler"/,
   );
 });
+
+test("a device's kind (mb_type) missing is required, a wrong one names the kinds there are and what was found", () => {
+  const device = { device_id: "d", device_type: "modbus", device_integration: `${TEST_ORG}/sdm630`, mb_device_type: 99 };
+  const input = testConfigInput("/tmp/x", {
+    devices: [device, { ...device, device_id: "e", mb_type: 3 }] as never,
+  });
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "devices[0].mb_type", /^required \(expected one of 1, 2\)$/);
+  has(list, "devices[1].mb_type", /^expected one of 1, 2, found 3$/);
+});
