@@ -107,7 +107,7 @@ function describe(schema: z.ZodType, issue: z.core.$ZodIssue, path: PropertyKey[
     return issue.keys.map((key) => ({ path: formatPath([...path, key]), message: `unknown key${expected(key)}`, on: "key" as const }));
   }
   if (issue.code === "invalid_union" && typeof i.discriminator === "string") {
-    // the key that says which kind of block this is (mb_type 1 or 2): reported at that key, with its value
+    // the key that says which kind of block this is (a TCP or an RTU device): reported at that key, with its value
     const value = (i.input as Loose | undefined)?.[i.discriminator];
     const options = Array.isArray(i.options) ? (i.options as unknown[]) : [];
     const expected = options.length ? `expected ${listed(options)}` : issue.message;
