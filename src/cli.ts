@@ -9,6 +9,7 @@ import { errorMessage, isSitegateError } from "./errors.js";
 import { developmentKeys, VERSION } from "./version.js";
 import { errorText } from "./util/journal.js";
 import { exitCode } from "./services/errors.js";
+import { configProblemsText } from "./config/problem-text.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
 /** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
@@ -88,7 +89,7 @@ export async function main(argv: string[]): Promise<number> {
       return exitCode(e);
     }
     if (isSitegateError(e, "CONFIG_INVALID")) {
-      process.stderr.write(errorText(`sitegate ${name}: ${e.message}\n${e.details.map((d) => `  ${d.path}: ${d.message}`).join("\n")}\n`));
+      process.stderr.write(errorText(`sitegate ${name}: ${e.message}\n${configProblemsText(e.details)}\n`));
       return exitCode(e);
     }
     process.stderr.write(errorText(`sitegate ${name}: ${errorMessage(e)}\n`));

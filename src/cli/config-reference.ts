@@ -10,6 +10,15 @@ export interface KeyRow {
   required: boolean;
   default?: unknown;
   description?: string;
+  /** The same key in each variant of a union of blocks (a TCP and an RTU device): its type there, when the variants differ. */
+  variants?: Variant[];
+}
+
+interface Variant {
+  when: string;
+  type: string;
+  required: boolean;
+  default?: unknown;
 }
 
 const asJson = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(v) ? (v as Json) : {});
@@ -54,15 +63,27 @@ export function typeText(s: Json): string {
 }
 
 /** Every key under `s`, depth first in the schema's order; one row per path (variants merged). */
-export function keyRows(s: Json, prefix = "", rows = new Map<string, KeyRow>()): KeyRow[] {
+export function keyRows(s: Json, prefix = "", rows = new Map<string, KeyRow>(), when?: string): KeyRow[] {
   const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
   for (const [name, raw] of Object.entries(asJson(s.properties))) {
     const child = asJson(raw);
     const path = prefix ? `${prefix}.${name}` : name;
-    addRow(rows, { path, type: typeText(child), required: required.has(name), default: child.default, description: describe(child) });
-    descend(child, path, rows);
+    const row: KeyRow = { path, type: typeText(child), required: required.has(name), default: child.default, description: describe(child) };
+    if (when) row.variants = [{ when, type: row.type, required: row.required, default: row.default }];
+    addRow(rows, row);
+    descend(child, path, rows, when);
   }
   return [...rows.values()];
+}
+
+/** The key whose constant tells the variants of a union apart, and each variant's name by it (`<key> is 1`). */
+function variantNames(variants: Json[]): string[] | undefined {
+  const props = variants.map((v) => asJson(v.properties));
+  const key = Object.keys(props[0] ?? {}).find(
+    (k) =>
+      props.every((p) => "const" in asJson(p[k])) && new Set(props.map((p) => JSON.stringify(asJson(p[k]).const))).size === props.length,
+  );
+  return key ? props.map((p) => `${key} is ${JSON.stringify(asJson(p[key]).const)}`) : undefined;
 }
 
 function describe(s: Json): string | undefined {
@@ -82,14 +103,40 @@ function addRow(rows: Map<string, KeyRow>, row: KeyRow): void {
   had.required &&= row.required;
   had.description ??= row.description;
   had.default ??= row.default;
+  if (had.variants || row.variants) had.variants = [...(had.variants ?? []), ...(row.variants ?? [])];
 }
 
-function descend(s: Json, path: string, rows: Map<string, KeyRow>): void {
-  if (s.type === "array") descend(asJson(s.items), `${path}[]`, rows);
-  if (s.type === "object" && s.properties) keyRows(s, path, rows);
+function descend(s: Json, path: string, rows: Map<string, KeyRow>, when?: string): void {
+  if (s.type === "array") descend(asJson(s.items), `${path}[]`, rows, when);
+  if (s.type === "object" && s.properties) keyRows(s, path, rows, when);
   if (s.type === "object" && s.additionalProperties && typeof s.additionalProperties === "object")
-    descend(asJson(s.additionalProperties), `${path}.<key>`, rows);
-  for (const v of list(s.anyOf ?? s.oneOf)) descend(v, path, rows);
+    descend(asJson(s.additionalProperties), `${path}.<key>`, rows, when);
+  const variants = list(s.anyOf ?? s.oneOf);
+  const names = variantNames(variants);
+  variants.forEach((v, i) => descend(v, path, rows, names?.[i] ?? when));
+}
+
+/**
+ * A key whose type differs by variant, as one type with its rule: `integer, 1..247 when
+ * <key> is 1, 0..255 when <key> is 2`, not `integer 1..247 | integer 0..255`.
+ */
+function variantType(r: KeyRow): string | undefined {
+  const vs = r.variants ?? [];
+  if (new Set(vs.map((v) => v.type)).size < 2) return undefined;
+  const base = vs[0]!.type.split(" ")[0]!;
+  if (!vs.every((v) => v.type.split(" ")[0] === base)) return undefined;
+  const rules = vs.filter((v) => v.type !== base).map((v) => `${v.type.slice(base.length + 1)} when ${v.when}`);
+  return `${base}, ${rules.join(", ")}`;
+}
+
+/** The default column of a key required in one variant and defaulted (or optional) in another. */
+function variantDefault(r: KeyRow): string | undefined {
+  const vs = r.variants ?? [];
+  if (new Set(vs.map((v) => v.required)).size < 2) return undefined;
+  const parts = vs.flatMap((v) =>
+    v.required ? [`required when ${v.when}`] : v.default !== undefined ? [`\`${JSON.stringify(v.default)}\` when ${v.when}`] : [],
+  );
+  return parts.join(", ");
 }
 
 /** Text in a table cell: a | would end the cell, and <site_id> would read as an HTML tag. */
@@ -98,14 +145,15 @@ const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/</g, "\\<").r
 function rowText(r: KeyRow): string {
   // A block's default is its keys' defaults, listed in its own section.
   const def =
-    r.default === undefined || (r.type === "object" && typeof r.default === "object")
+    variantDefault(r) ??
+    (r.default === undefined || (r.type === "object" && typeof r.default === "object")
       ? r.required
         ? "required"
         : ""
-      : `\`${JSON.stringify(r.default)}\``;
+      : `\`${JSON.stringify(r.default)}\``);
   // a page the text names (docs/fleet.md) becomes a link from this page, which sits beside it
   const meaning = cell(r.description ?? "").replace(/\bdocs\/([a-z0-9-]+\.md(?:#[a-z0-9-]+)?)/g, "[$1]($1)");
-  return `| \`${r.path}\` | ${r.type} | ${def.replace(/\|/g, "\\|")} | ${meaning} |`;
+  return `| \`${r.path}\` | ${variantType(r) ?? r.type} | ${def.replace(/\|/g, "\\|")} | ${meaning} |`;
 }
 
 /** The whole page: the top-level keys, then one section per block, in the schema's order. */

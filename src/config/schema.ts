@@ -106,8 +106,10 @@ export const configSchema = z.strictObject({
   data_dir: z
     .string()
     .min(1)
-    .default("./var")
-    .describe("SQLite databases and state; relative paths resolve against the config file's folder"),
+    .default("/var/lib/sitegate")
+    .describe(
+      "SQLite databases and state: the package's state folder by default; a relative path resolves against the config file's folder (./var beside /etc/sitegate/config.yaml is /etc/sitegate/var), not the working folder",
+    ),
   profiles_dir: z
     .string()
     .min(1)

@@ -7,6 +7,12 @@ import type { ErrorDetail } from "../errors.js";
 import { integrationName, organizationOf, type DeviceConfig } from "./config-schema.js";
 import type { RtuPortConfig } from "./config-schema.js";
 import { sharedBaudIssues } from "./rtu-baud.js";
+import { nearest } from "../util/nearest.js";
+
+const mean = (name: string, known: string[]) => {
+  const near = nearest(name, known);
+  return near ? `; did you mean "${near}"?` : "";
+};
 
 export interface DeviceRules {
   organizationId: string;
@@ -25,7 +31,7 @@ export function validateDevices(devices: readonly DeviceConfig[], rules: DeviceR
     if (!rules.profiles.has(name))
       out.push({
         path: `devices[${i}].device_integration`,
-        message: `unknown integration "${name}" (known: ${rules.profiles.names().join(", ")})`,
+        message: `unknown integration "${name}"${mean(name, rules.profiles.names())} (known: ${rules.profiles.names().join(", ")})`,
       });
     if (d.mb_type === 1 && !(String(d.mb_rtu_no) in rules.rtuPorts)) {
       out.push({

@@ -13,12 +13,22 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   return out;
 }
 
+/** A caller's own wording of an issue at `path`; undefined: the wording below. */
+export type IssueWords = (issue: z.core.$ZodIssue, path: PropertyKey[]) => ErrorDetail[] | undefined;
+
 /** Turns zod issues into path-precise, human lines; one per problem. */
-export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: ReadonlyArray<PropertyKey> = []): ErrorDetail[] {
+export function issuesToDetails(
+  issues: ReadonlyArray<z.core.$ZodIssue>,
+  prefix: ReadonlyArray<PropertyKey> = [],
+  words?: IssueWords,
+): ErrorDetail[] {
   const out: ErrorDetail[] = [];
   for (const issue of issues) {
     const path = [...prefix, ...issue.path];
-    if (issue.code === "unrecognized_keys") {
+    const own = words?.(issue, path);
+    if (own) {
+      out.push(...own);
+    } else if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) out.push({ path: formatPath([...path, key]), message: "unknown key" });
     } else if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
       out.push({ path: formatPath(path), message: "required" });
@@ -27,7 +37,7 @@ export function issuesToDetails(issues: ReadonlyArray<z.core.$ZodIssue>, prefix:
       // one that failed inside the value (a nested path), then the one with fewest problems.
       const depth = (branch: ReadonlyArray<z.core.$ZodIssue>) => (branch.some((i) => i.path.length > 0) ? 0 : 1);
       const best = issue.errors.reduce((a, b) => (depth(a) < depth(b) || (depth(a) === depth(b) && a.length <= b.length) ? a : b));
-      const nested = issuesToDetails(best, path);
+      const nested = issuesToDetails(best, path, words);
       out.push(...(nested.length ? nested : [{ path: formatPath(path), message: issue.message }]));
     } else {
       out.push({ path: formatPath(path), message: issue.message });

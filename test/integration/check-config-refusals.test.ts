@@ -97,7 +97,9 @@ for (const k of CASES) {
       const file = writeConfig(dir, cfg);
       const check = sitegate(["check-config", "--config", file]);
       assert.equal(check.code, 2, `check-config accepted it: ${check.stdout}`);
-      assert.ok(check.stderr.includes(`  ${k.path}: `), `names ${k.path}: ${check.stderr}`);
+      // FILE:LINE:COLUMN: path: ... (the file as given, the place of the key's value)
+      const line = check.stderr.split("\n").find((l) => l.startsWith(`${file}:`) && l.includes(`: ${k.path}: `));
+      assert.match(line ?? "", /^[^:]+:\d+:\d+: /, `names ${k.path} at FILE:LINE:COLUMN: ${check.stderr}`);
       const run = spawnSync(process.execPath, [CLI, "run", "--config", file], { encoding: "utf8", timeout: 30_000 });
       assert.equal(run.status, 2, `run refuses it before starting: ${run.stderr}`);
       assert.equal(run.stderr, check.stderr.replace("sitegate check-config:", "sitegate run:"), "the same problems");

@@ -23,6 +23,13 @@ test("a valid config loads with defaults filled and paths resolved against its f
   assert.equal(cfg.auth.token_ttl_s, 3600);
 });
 
+test("data_dir: /var/lib/sitegate when absent, wherever the config file is; a relative one resolves against the file's folder", () => {
+  const input = testConfigInput("unused") as Record<string, unknown>;
+  delete input.data_dir;
+  assert.equal(parseConfig(input, "/etc/sitegate").data_dir, "/var/lib/sitegate");
+  assert.equal(parseConfig({ ...input, data_dir: "./var" }, "/etc/sitegate").data_dir, "/etc/sitegate/var");
+});
+
 test("a missing key is reported as required, with its full path", () => {
   const input = testConfigInput("/tmp/x");
   delete (input.auth.users![0] as Record<string, unknown>).password_hash;
@@ -38,9 +45,9 @@ test("every problem is reported at once", () => {
   input.bogus = true;
   (input.telemetry as Record<string, unknown>).poll_interval_ms = "fast";
   const list = problems(() => parseConfig(input, "/"));
-  has(list, "site_id", /expected string/);
+  has(list, "site_id", /expected a string, found 42/);
   has(list, "bogus", /unknown key/);
-  has(list, "telemetry.poll_interval_ms", /expected number/);
+  has(list, "telemetry.poll_interval_ms", /expected a number, found "fast"/);
   assert.equal(list.length, 3);
 });
 
@@ -294,4 +301,14 @@ test("a device_id may name one device only, across devices, zigbee and gpio", ()
     "gpio.lines[0].device_id",
     /duplicate device_id "boiler"/,
   );
+});
+
+test("a device's kind (mb_type) missing is required, a wrong one names the kinds there are and what was found", () => {
+  const device = { device_id: "d", device_type: "modbus", device_integration: `${TEST_ORG}/sdm630`, mb_device_type: 99 };
+  const input = testConfigInput("/tmp/x", {
+    devices: [device, { ...device, device_id: "e", mb_type: 3 }] as never,
+  });
+  const list = problems(() => parseConfig(input, "/"));
+  has(list, "devices[0].mb_type", /^required \(expected one of 1, 2\)$/);
+  has(list, "devices[1].mb_type", /^expected one of 1, 2, found 3$/);
 });

@@ -229,6 +229,18 @@ test("docs/config-reference.md gives mb_device_type's codes as the partner inter
   for (const code of [1, 2, 3, 99]) assert.match(row, new RegExp(`\\b${code} ${declaredRole(code).name}\\b`), `code ${code}`);
 });
 
+test("docs/config-reference.md gives a key whose rule differs by device kind as one type with its rule, not a union of types", () => {
+  const rows = read("docs/config-reference.md").split("\n");
+  const row = (key: string) => rows.find((l) => l.startsWith(`| \`devices[].${key}\``)) ?? "";
+  assert.match(
+    row("mb_slave_id"),
+    /\| integer, 1\.\.247 when mb_type is 1, 0\.\.255 when mb_type is 2 \| required when mb_type is 1, `1` when mb_type is 2 \|/,
+  );
+  assert.match(row("mb_port"), /\| integer, 1\.\.65535 when mb_type is 2 \| required when mb_type is 2 \|/);
+  for (const l of rows.filter((r) => r.startsWith("| `")))
+    assert.doesNotMatch(l, /\| (integer|number|string)\b[^|]*\\\| (integer|number|string)\b/, `a union of one type: ${l}`);
+});
+
 test("the README and docs/install.md carry the same install block", () => {
   const block = (md: string) => /<!-- install:begin[^>]*-->[\s\S]*?<!-- install:end -->/.exec(md)?.[0];
   assert.ok(block(read("README.md")), "the README has the install markers");

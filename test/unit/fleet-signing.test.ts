@@ -101,7 +101,7 @@ test("config: command_keys must be ed25519 public keys in PEM; command_max_age_s
   const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" }) as string;
   assert.deepEqual(problems({ command_keys: [rsa] })[0], {
     path: "fleet.command_keys[0]",
-    message: "must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----)",
+    message: `must be an ed25519 public key in PEM (-----BEGIN PUBLIC KEY-----), found a value of ${rsa.length} characters (not shown)`,
   });
   assert.equal(problems({ command_keys: [A.priv] })[0].path, "fleet.command_keys[0]", "a private key is not accepted");
   assert.equal(problems({ command_keys: ["not a key"] })[0].path, "fleet.command_keys[0]");
