@@ -23,7 +23,7 @@ import {
   type ResolvedPoint,
   type UnitBlock,
 } from "./decode.js";
-import { isRequired, Unavailable } from "./unavailable.js";
+import { Unavailable } from "./unavailable.js";
 import { readPoints, type UnitRange } from "./point-reads.js";
 import { requireAnswers, sunSpecRolePoints } from "./required.js";
 import { relocate } from "./relocate.js";
