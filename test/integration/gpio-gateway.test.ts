@@ -13,6 +13,7 @@ import type { SiteClock as Poller } from "../../src/telemetry/site-clock.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { devices as statusDevices, type UiDeps } from "../../src/ui/views.js";
 import { partnerTo } from "../support/partner-sink.js";
+import { builtinProfiles } from "../../src/profiles/registry.js";
 
 function scenario(): ScenarioInput {
   return {
@@ -105,7 +106,7 @@ test("a shed turns a GPIO output off (the grid meter drops by its load) and the 
     assert.deepEqual([byId.get("boiler").device_type, byId.get("boiler").device_max_power, byId.get("rse-60").device_type], [41, 3000, 40]);
     assert.deepEqual(byId.get("rse-60").capabilities, ["telemetry"]);
     // The status page's device list has them beside the Modbus devices.
-    const page = statusDevices({ devices: rig.gw.daemon.devices } as unknown as UiDeps);
+    const page = statusDevices({ devices: rig.gw.daemon.devices, profiles: builtinProfiles() } as unknown as UiDeps);
     assert.deepEqual(
       page.map((d) => [d.device_id, d.type_name]),
       [
