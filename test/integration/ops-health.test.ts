@@ -177,3 +177,34 @@ test("/healthz and /metrics refuse a source outside http.metrics_allow (403) whi
     http(["10.0.0.0/8", "127.0.0.1/32"]),
   );
 });
+
+test("/healthz says degraded: unfinished config while init's placeholder organization id is left; the gateway serves", async () => {
+  await withTmpDir(async (dir) => {
+    // the partner URLs stay on loopback (a test reaches nothing else); the organization is init's placeholder
+    const gw = await startGateway(join(dir, "data"), { organization_id: "00000000-0000-0000-0000-000000000000" });
+    try {
+      const h = await gw.call("GET", "/healthz");
+      assert.equal(h.status, 200, "a warning, not an outage: the unit and a bench run on");
+      assert.equal(h.json.status, "ok");
+      const unfinished = (h.json.warnings as Array<{ code: string; message: string }>).filter((w) => w.code === "unfinished_config");
+      assert.deepEqual(unfinished, [
+        { code: "unfinished_config", message: "degraded: unfinished config: organization_id (sitegate check-config names each)" },
+      ]);
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
+test("/healthz with a finished config has no unfinished_config warning", async () => {
+  await withTmpDir(async (dir) => {
+    const gw = await startGateway(join(dir, "data"), {});
+    try {
+      const h = await gw.call("GET", "/healthz");
+      assert.equal(h.status, 200);
+      assert.ok(!(h.json.warnings as Array<{ code: string }>).some((w) => w.code === "unfinished_config"), JSON.stringify(h.json));
+    } finally {
+      await gw.stop();
+    }
+  });
+});
