@@ -1,7 +1,8 @@
 // `sitegate init`: writes a working config (default /etc/sitegate/config.yaml, mode 0640,
 // root:sitegate when that group exists) with a self-signed certificate (or the paths of a
 // given one), a fresh API key and partner password stored as scrypt hashes, the site and
-// organization ids and the data dir. The clear secrets are printed once, as the lines
+// organization ids and the data dir. What only the partner knows and no flag gave stays an
+// explicit placeholder (config/unfinished.ts), listed at the top of the file and on stderr. The clear secrets are printed once, as the lines
 // `api_key: <value>` and `password: <value>`. It never overwrites: an existing config (or
 // certificate it would make) is refused before anything is written.
 import { execFileSync } from "node:child_process";
@@ -159,7 +160,8 @@ async function ask(a: InitAnswers): Promise<InitAnswers> {
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 const command: Command = {
-  summary: "Write a working config with a self-signed certificate and fresh, hashed partner secrets (printed once). Never overwrites.",
+  summary:
+    "Write a working config with a self-signed certificate and fresh, hashed partner secrets (printed once); what only the partner knows (organization id, URLs, addresses) stays a placeholder that check-config names. Never overwrites.",
   usage:
     "sitegate init [--config FILE] [--non-interactive] [--site-id ID] [--organization-id UUID] [--listen HOST:PORT] [--data-dir DIR]\n" +
     "                     [--execution-url URL] [--data-push-url URL] [--cert FILE --key FILE]",
