@@ -31,7 +31,7 @@ function placeholderUrl(path: string, url: string): Unfinished | undefined {
     return undefined; // the schema refuses it already
   }
   if (!PLACEHOLDER_HOST.test(host)) return undefined;
-  return { path, message: `${url} is a placeholder (${host} never resolves): set the partner's URL` };
+  return { path, message: `${url} is a placeholder (a name reserved for examples, never a partner's): set the partner's URL` };
 }
 
 const LOOPBACK = new BlockList();
