@@ -14,6 +14,7 @@ import { selfSignedCert } from "../support/tls.js";
 import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { VERSION } from "../../src/version.js";
+import { spawnDaemon } from "../support/daemon-process.js";
 
 const oneDevice: ScenarioInput = {
   seed: 1,
@@ -205,6 +206,24 @@ test("/healthz with a finished config has no unfinished_config warning", async (
       assert.ok(!(h.json.warnings as Array<{ code: string }>).some((w) => w.code === "unfinished_config"), JSON.stringify(h.json));
     } finally {
       await gw.stop();
+    }
+  });
+});
+
+test("sitegate run with init's placeholder organization id logs it by name at warn, and runs", async () => {
+  await withTmpDir(async (dir) => {
+    const d = await spawnDaemon(dir, { organization_id: "00000000-0000-0000-0000-000000000000" });
+    try {
+      const warned = d.lines.filter((l) => l.msg === "config: unfinished, set it for the site");
+      assert.equal(warned.length, 1, JSON.stringify(d.lines.filter((l) => Number(l.level) >= 40)));
+      assert.equal(warned[0]?.level, 40);
+      assert.match(
+        String(warned[0]?.warning),
+        /^unfinished config: organization_id: 00000000-0000-0000-0000-000000000000 is the placeholder/,
+      );
+      assert.ok(d.alive(), "it goes on");
+    } finally {
+      await d.stop();
     }
   });
 });
