@@ -64,7 +64,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   fleet: { about: "sign a fleet command with an ed25519 key", load: async () => (await import("./cli/fleet.js")).default },
 };
 
-export function help(): string {
+function help(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   return [
     `sitegate ${VERSION}: the site controller runtime`,
@@ -75,7 +75,7 @@ export function help(): string {
     ...Object.entries(COMMANDS).map(([c, { about }]) => `  ${c.padEnd(width)}  ${about}`),
     "",
     "`sitegate <command> --help` shows a command's options. Commands that read a config take",
-    "--config FILE (default /etc/sitegate/config.yaml); from a checkout, run bin/sitegate.",
+    "--config FILE (default /etc/sitegate/config.yaml).",
   ].join("\n");
 }
 

@@ -31,7 +31,7 @@ export function runtimeHint(moduleDir: string, arch: string = process.arch): str
       const pinned = existsSync(runtimes)
         ? readdirSync(runtimes).find((n) => n.startsWith(`node-v${NEEDED_NODE.major}.`) && n.endsWith(`-linux-${cpu}`))
         : undefined;
-      if (pinned) return `run it on the checkout's runtime, ${join(runtimes, pinned, "bin", "node")} (bin/sitegate does)`;
+      if (pinned) return `run it on the checkout's runtime, ${join(runtimes, pinned, "bin", "node")} (bin/sitegate runs the CLI on it)`;
       return `run \`make setup-run build\` in ${dir} to fetch the pinned runtime into ${runtimes}, then bin/sitegate`;
     }
     if (dirname(dir) === dir) break;

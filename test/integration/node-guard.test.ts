@@ -46,7 +46,7 @@ for (const [name, script, args] of [
     assert.match(lines[0] ?? "", /needs Node\.js 24 \(>= 24\.21\.0\), not 20\.20\.2/);
     // the exact runtime to use: this checkout's pinned one (the one running the tests)
     const pinned = join(ROOT, "var/runtime", `node-v${process.versions.node}-linux-${process.arch}`, "bin/node");
-    assert.ok(lines[0]?.endsWith(`; run it on the checkout's runtime, ${pinned} (bin/sitegate does)`), lines[0]);
+    assert.ok(lines[0]?.endsWith(`; run it on the checkout's runtime, ${pinned} (bin/sitegate runs the CLI on it)`), lines[0]);
   });
 }
 
@@ -73,7 +73,7 @@ test("runtimeHint names a release's own runtime, a checkout's pinned one, or how
     touch(join(clone, "var/runtime/node-v24.21.0-linux-x64/bin/node"));
     assert.equal(
       runtimeHint(join(clone, "dist/src"), "arm64"),
-      `run it on the checkout's runtime, ${join(clone, "var/runtime/node-v24.21.0-linux-arm64/bin/node")} (bin/sitegate does)`,
+      `run it on the checkout's runtime, ${join(clone, "var/runtime/node-v24.21.0-linux-arm64/bin/node")} (bin/sitegate runs the CLI on it)`,
     );
   }));
 
