@@ -98,8 +98,10 @@ setup-run: deps-run node_modules/.installed
 # test/tsconfig.json compiles src, hw-sim and test into dist/ for the tests and the demo.
 # The three passes run only when a source, a tsconfig or the installed modules changed since
 # the last build that passed (the stamp dist/.built): `make run` a second time starts at once.
-BUILD_INPUTS = $(shell find src hw-sim test \( -path hw-sim/dist -o -name node_modules \) -prune -o -type f \( -name '*.ts' -o -name '*.json' \) -print) \
-  tsconfig.json package.json
+# The folders count too: a file deleted or added changes its folder's time (named src/. and
+# not src, test/. and not test: a prerequisite named `test` would be the target).
+BUILD_INPUTS = $(shell find src hw-sim test -mindepth 1 \( -path hw-sim/dist -o -name node_modules \) -prune -o \( -type d -o -name '*.ts' -o -name '*.json' \) -print) \
+  src/. hw-sim/. test/. tsconfig.json package.json
 build: dist/.built
 dist/.built: node_modules/.installed $(BUILD_INPUTS)
 	node_modules/.bin/tsc -p tsconfig.json --noEmit
