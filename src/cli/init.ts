@@ -2,9 +2,10 @@
 // root:sitegate when that group exists) with a self-signed certificate (or the paths of a
 // given one), a fresh API key and partner password stored as scrypt hashes, the site and
 // organization ids and the data dir. What only the partner knows and no flag gave stays an
-// explicit placeholder (config/unfinished.ts), listed at the top of the file and on stderr. The clear secrets are printed once, as the lines
-// `api_key: <value>` and `password: <value>`. It never overwrites: an existing config (or
-// certificate it would make) is refused before anything is written.
+// explicit placeholder (config/unfinished.ts), listed at the top of the file and on stderr.
+// The clear secrets are printed once, as the lines `api_key: <value>` and `password:
+// <value>`. It never overwrites: an existing config (or certificate it would make) is
+// refused before anything is written.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
