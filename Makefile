@@ -96,11 +96,18 @@ setup-run: deps-run node_modules/.installed
 # bench simulator `sitegate-sim` (hw-sim/, its own package.json and tsconfig.json: emitted to
 # hw-sim/dist/, with the few src/util modules it imports, which is what its .deb carries).
 # test/tsconfig.json compiles src, hw-sim and test into dist/ for the tests and the demo.
-build: node_modules/.installed
+# The three passes run only when a source, a tsconfig or the installed modules changed since
+# the last build that passed (the stamp dist/.built): `make run` a second time starts at once.
+# The folders count too: a file deleted or added changes its folder's time (named src/. and
+# not src, test/. and not test: a prerequisite named `test` would be the target).
+BUILD_INPUTS = $(shell find src hw-sim test -mindepth 1 \( -path hw-sim/dist -o -name node_modules \) -prune -o \( -type d -o -name '*.ts' -o -name '*.json' \) -print) \
+  src/. hw-sim/. test/. tsconfig.json package.json
+build: dist/.built
+dist/.built: node_modules/.installed $(BUILD_INPUTS)
 	node_modules/.bin/tsc -p tsconfig.json --noEmit
 	node_modules/.bin/tsc -p hw-sim/tsconfig.json
 	node_modules/.bin/tsc -p test/tsconfig.json
-	@chmod +x dist/src/cli.js dist/hw-sim/cli.js hw-sim/dist/hw-sim/cli.js && mkdir -p var
+	@chmod +x dist/src/cli.js dist/hw-sim/cli.js hw-sim/dist/hw-sim/cli.js && mkdir -p var && touch $@
 
 # The linter with its type-aware rules (.oxlintrc.json) and the format check (.oxfmtrc.json),
 # over src/, hw-sim/ and test/; `make test` runs it first, so CI fails on a finding.
@@ -124,8 +131,9 @@ run: setup-run build
 	node dist/test/support/demo.js
 
 # Every test, under V8 coverage (the daemons and CLI runs the tests spawn count too); then the
-# line and branch table per folder of dist/src, failing under COVERAGE_FLOORS. COVERAGE=0: no
-# coverage (about 10 % faster).
+# line and branch table per folder of dist/src (also in var/coverage/summary.txt), failing under
+# COVERAGE_FLOORS. The raw V8 files (hundreds of MB) are removed after the table unless
+# COVERAGE_KEEP=1. COVERAGE=0: no coverage (about 10 % faster).
 COVERAGE ?= 1
 test: setup lint build
 ifeq ($(COVERAGE),0)
@@ -133,7 +141,8 @@ ifeq ($(COVERAGE),0)
 else
 	rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)/raw
 	rc=0; NODE_V8_COVERAGE=$(abspath $(COVERAGE_DIR))/raw $(NODE_TEST) $(TEST_FILES) || rc=$$?; \
-	node dist/test/support/coverage.js $(COVERAGE_DIR)/raw $(COVERAGE_FLOORS) || rc=1; exit $$rc
+	node dist/test/support/coverage.js $(COVERAGE_DIR)/raw $(COVERAGE_FLOORS) > $(COVERAGE_DIR)/summary.txt || rc=1; \
+	cat $(COVERAGE_DIR)/summary.txt; $(if $(COVERAGE_KEEP),,rm -rf $(COVERAGE_DIR)/raw;) exit $$rc
 endif
 
 # The developer's loop: lint and format check, the type check (build), the unit tests with 50
@@ -257,7 +266,12 @@ DEB_TOOLS := dpkg-deb:dpkg dpkg-parsechangelog:dpkg-dev gzip:gzip strip:binutils
 deb:
 	$(call need_tools,$(DEB_TOOLS))
 	@if [ "$(DEV_UPDATE_KEY)" != 1 ] && { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] || grep -qs '^# sitegate development update key' $(BUNDLE_KEY:.key=.pub); }; then \
-	  echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it); DEV_UPDATE_KEY=1 builds a bench package with a development key" >&2; exit 2; fi
+	  { [ "$(BUNDLE_KEY)" = var/update-keys/sitegate-update.key ] && echo "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it)" \
+	    || echo "make deb: no release key: $(BUNDLE_KEY) is a development key"; \
+	  echo "  A release key is the ed25519 pair that signs your update bundles; every controller installed from the package trusts its .pub."; \
+	  echo "  Make one once, and keep the .key off the build tree: bin/sitegate update keygen --out $$HOME/sitegate-keys"; \
+	  echo "  then: make deb BUNDLE_KEY=$$HOME/sitegate-keys/sitegate-update.key"; \
+	  echo "  DEV_UPDATE_KEY=1 make deb builds a bench package with a development key instead (sitegate --version says so; not for a site)."; } >&2; exit 2; fi
 	@for a in $(DEB_ARCHS); do $(MAKE) --no-print-directory bundle BUNDLE_ARCH=$$a BUNDLE_OUT=var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle || exit 1; \
 	  packaging/build-deb.sh $$a var/bundle/sitegate-$(BUNDLE_VERSION)-linux-$$a.bundle $(BUNDLE_KEY:.key=.pub) var/pkg || exit 1; \
 	  packaging/build-sim-deb.sh $$a $(BUNDLE_VERSION) var/pkg || exit 1; done

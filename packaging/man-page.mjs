@@ -14,7 +14,7 @@ const block = (text) => [".nf", esc(text), ".fi"];
 if (name === "sitegate") {
   const top = help();
   const summary = /^sitegate \S+: (.*)$/m.exec(top)?.[1] ?? "the site controller runtime";
-  const commands = (/^commands:\n((?: {2}\S.*\n?)+)/m.exec(top)?.[1] ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const commands = (/^commands:\n((?: {2}\S.*\n?)+)/m.exec(top)?.[1] ?? "").split("\n").map((l) => l.trim().split(/\s+/)[0]).filter(Boolean);
   out.push(`sitegate \\- ${esc(summary)}`, ".SH SYNOPSIS", ".B sitegate", ".I command", "[\\fIoptions\\fR]", ".br", ".B sitegate \\-\\-version");
   out.push(".SH DESCRIPTION", esc(`${summary[0].toUpperCase()}${summary.slice(1)}.`), "Every command that reads a config takes");
   out.push(".B \\-\\-config", ".I FILE", "and defaults to", ".IR /etc/sitegate/config.yaml .", "Exit status: 0 ok, 1 runtime failure, 2 bad usage or bad config.");

@@ -12,35 +12,75 @@ import { exitCode } from "./services/errors.js";
 import { configProblemsText } from "./config/problem-text.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command } from "./cli/command.js";
 
-/** Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus. */
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  run: async () => (await import("./cli/run.js")).default,
-  init: async () => (await import("./cli/init.js")).default,
-  "check-config": async () => (await import("./cli/check-config.js")).default,
-  "config-schema": async () => (await import("./cli/config-schema.js")).default,
-  "hash-secret": async () => (await import("./cli/hash-secret.js")).default,
-  read: async () => (await import("./cli/read.js")).default,
-  scan: async () => (await import("./cli/scan.js")).default,
-  dump: async () => (await import("./cli/dump.js")).default,
-  probe: async () => (await import("./cli/probe.js")).default,
-  outbox: async () => (await import("./cli/outbox.js")).default,
-  update: async () => (await import("./cli/update.js")).default,
-  events: async () => (await import("./cli/events.js")).default,
-  fleet: async () => (await import("./cli/fleet.js")).default,
-  token: async () => (await import("./cli/token.js")).default,
-  devices: async () => (await import("./cli/devices.js")).default,
+interface CommandEntry {
+  about: string;
+  load: () => Promise<Command>;
+}
+
+/**
+ * Commands load lazily so `sitegate hash-secret` does not pay for fastify or modbus; each
+ * with the one line `sitegate --help` shows (`sitegate <command> --help`: its own summary).
+ */
+const COMMANDS: Record<string, CommandEntry> = {
+  run: { about: "start the gateway daemon in the foreground", load: async () => (await import("./cli/run.js")).default },
+  init: {
+    about: "write a new config, a self-signed certificate and the partner's secrets",
+    load: async () => (await import("./cli/init.js")).default,
+  },
+  "check-config": {
+    about: "validate a config file: every problem by path, warnings for what is unfinished",
+    load: async () => (await import("./cli/check-config.js")).default,
+  },
+  "config-schema": {
+    about: "print the config file's JSON Schema (--markdown: the reference)",
+    load: async () => (await import("./cli/config-schema.js")).default,
+  },
+  "hash-secret": {
+    about: "hash a secret read on stdin for auth.users / auth.api_keys",
+    load: async () => (await import("./cli/hash-secret.js")).default,
+  },
+  read: { about: "pair one Modbus device and print its decoded metrics", load: async () => (await import("./cli/read.js")).default },
+  scan: {
+    about: "probe a bus's unit ids and list who answers (--identify: which profile)",
+    load: async () => (await import("./cli/scan.js")).default,
+  },
+  dump: {
+    about: "capture every register a device's profile knows, for a bug report",
+    load: async () => (await import("./cli/dump.js")).default,
+  },
+  probe: {
+    about: "list which of a profile's points a device answers, lacks, or reads NaN or out of range",
+    load: async () => (await import("./cli/probe.js")).default,
+  },
+  events: { about: "the dispatch events with their state and result", load: async () => (await import("./cli/events.js")).default },
+  outbox: {
+    about: "callbacks waiting for the partner and dead letters; retry them",
+    load: async () => (await import("./cli/outbox.js")).default,
+  },
+  devices: {
+    about: "retry a device's release, or forget its ledger row",
+    load: async () => (await import("./cli/devices.js")).default,
+  },
+  token: { about: "list live API tokens, revoke them", load: async () => (await import("./cli/token.js")).default },
+  update: {
+    about: "signed over-the-air updates: keys, bundles, apply, status, rollback",
+    load: async () => (await import("./cli/update.js")).default,
+  },
+  fleet: { about: "sign a fleet command with an ed25519 key", load: async () => (await import("./cli/fleet.js")).default },
 };
 
 function help(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   return [
     `sitegate ${VERSION}: the site controller runtime`,
     "",
-    "usage: sitegate <command> [options]",
+    "usage: sitegate <command> [options]     sitegate --version     sitegate --help",
     "",
     "commands:",
-    ...Object.keys(COMMANDS).map((c) => `  ${c}`),
+    ...Object.entries(COMMANDS).map(([c, { about }]) => `  ${c.padEnd(width)}  ${about}`),
     "",
-    "`sitegate <command> --help` shows a command's options.",
+    "`sitegate <command> --help` shows a command's options. Commands that read a config take",
+    "--config FILE (default /etc/sitegate/config.yaml).",
   ].join("\n");
 }
 
@@ -59,7 +99,7 @@ export async function main(argv: string[]): Promise<number> {
     if (dev.length) process.stdout.write(`update key: development (${dev.map((n) => join(keysDir, n)).join(", ")}); not for a site\n`);
     return EXIT_OK;
   }
-  const load = COMMANDS[name];
+  const load = COMMANDS[name]?.load;
   if (!load) {
     process.stderr.write(errorText(`sitegate: unknown command "${name}"\n\n${help()}\n`));
     return EXIT_USAGE;

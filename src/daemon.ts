@@ -42,6 +42,7 @@ import { apiDeps, fleetDeps, fleetOwn, healthMonitor, sampleStoreOptions, status
 import { buildFamilies, type FamilyFactory } from "./parts/families.js";
 import { SitegateError } from "./errors.js";
 import { ControlSocket, capturing } from "./control-socket.js";
+import { unfinishedConfig, unfinishedWarning } from "./config/unfinished.js";
 
 /** Every module's migrations; the order here is the order they are applied in. */
 export const ALL_MIGRATIONS: ModuleMigrations[] = [
@@ -69,7 +70,7 @@ export interface Daemon {
   readonly health: HealthMonitor;
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** The lifecycle's warnings: a part not running after a failed start, and the parts' own. */
+  /** The lifecycle's warnings (a part not running after a failed start, and the parts' own), and an unfinished config's. */
   warnings(): HealthWarning[];
 }
 
@@ -135,19 +136,20 @@ export function buildDaemon(config: Config, log: Logger, opts: DaemonOptions = {
   add(new Maintenance(config, storage, samples, logOf("maintenance")));
   const core = { config, storage, profiles, connector, devices, modbus, poller, samples, deliveryLog, uplink, dispatch };
   const health = healthMonitor(core, logOf);
-  const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings: () => life.warnings() };
+  // /healthz, the fleet's status: the parts' warnings, and "degraded: unfinished config" while init's placeholders are left
+  const unfinished = unfinishedWarning(unfinishedConfig(config));
+  const warnings = () => [...unfinished, ...life.warnings()];
+  const metrics = { gauges: () => [...life.metrics(), ...events.metrics()], warnings };
   const http = { guesses: new GuessLimits(opts.now), connectionLimits: opts.connectionLimits }; // a lock per username for each front end
   const ui = new UiPart(statusPageDeps(core, { log: logOf("ui"), ...http }));
   add(new ApiServer(apiDeps(core, { metrics, log: logOf("api"), now: opts.now, plugins: () => ui.apiPlugins(), ...http })), ESSENTIAL);
   add(ui);
   // The marker `sitegate update check` keeps a new release by: the health monitor's probe.
   add(new ReleaseHealthPart(config.data_dir, VERSION, { healthy: () => health.isHealthy }, logOf("release-health")));
-  const fleet =
-    fleetStreams &&
-    add(new FleetPart({ ...fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet")), warnings: () => life.warnings() }));
+  const fleet = fleetStreams && add(new FleetPart({ ...fleetDeps(core, fleetStreams, delivery.instance, logOf("fleet")), warnings }));
   add(health); // last: READY=1 once every part has started (or is being retried)
   listen(events, { samples, ui, dispatch, uplink, inputs, fleet });
-  return daemon(config, storage, life, events, health, devices);
+  return daemon(config, storage, life, events, health, devices, warnings);
 }
 
 /** Who listens to which event, each listener under its own part's name (in the order they hear it). */
@@ -175,6 +177,7 @@ function daemon(
   events: EventBus<SiteEvents>,
   health: HealthMonitor,
   devices: DeviceDirectory,
+  warnings: () => HealthWarning[],
 ): Daemon {
   const part = <T extends Part>(name: string): T => {
     const p = life.parts.get(name);
@@ -191,6 +194,6 @@ function daemon(
     health,
     start: () => life.start(),
     stop: () => life.stop(),
-    warnings: () => life.warnings(),
+    warnings,
   };
 }

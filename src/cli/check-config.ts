@@ -2,6 +2,7 @@
 import { CONFIG_OPTION, EXIT_OK, configFile, type Command } from "./command.js";
 import { configWarnings, loadConfig } from "../load-config.js";
 import { BUILTIN_DIR, siteProfiles } from "../profiles/registry.js";
+import { unfinishedConfig, unfinishedLines } from "../config/unfinished.js";
 
 const command: Command = {
   summary:
@@ -16,6 +17,13 @@ const command: Command = {
     const profiles = siteProfiles(cfg.profiles_dir);
     const warnings = [...profiles.errors.map((e) => `${e.path}: site profile left out: ${e.message}`), ...configWarnings(cfg)];
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+    // what init left as a placeholder: loud, by name, and still exit 0 (the unit's ExecStartPre runs this)
+    const unfinished = unfinishedConfig(cfg);
+    for (const w of unfinishedLines(unfinished)) process.stderr.write(`WARNING: ${w}\n`);
+    if (unfinished.length)
+      process.stderr.write(
+        `WARNING: the config is unfinished (${unfinished.length} above): the gateway runs, and /healthz says degraded\n`,
+      );
     const builtin = new Set(siteProfiles(undefined).names()).size;
     const lines = [
       `config ok: ${file}`,

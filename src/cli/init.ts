@@ -1,11 +1,13 @@
 // `sitegate init`: writes a working config (default /etc/sitegate/config.yaml, mode 0640,
 // root:sitegate when that group exists) with a self-signed certificate (or the paths of a
 // given one), a fresh API key and partner password stored as scrypt hashes, the site and
-// organization ids and the data dir. The clear secrets are printed once, as the lines
-// `api_key: <value>` and `password: <value>`. It never overwrites: an existing config (or
-// certificate it would make) is refused before anything is written.
+// organization ids and the data dir. What only the partner knows and no flag gave stays an
+// explicit placeholder (config/unfinished.ts), listed at the top of the file and on stderr.
+// The clear secrets are printed once, as the lines `api_key: <value>` and `password:
+// <value>`. It never overwrites: an existing config (or certificate it would make) is
+// refused before anything is written.
 import { execFileSync } from "node:child_process";
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   chownSync,
@@ -27,6 +29,7 @@ import { CONFIG_OPTION, EXIT_OK, UsageError, configFile, type Command } from "./
 import { parseConfig } from "../load-config.js";
 import { SitegateError, isSitegateError } from "../errors.js";
 import { hashSecret } from "../util/secret-hash.js";
+import { PLACEHOLDER_ORGANIZATION_ID, PLACEHOLDER_PARTNER_URL, unfinishedConfig, unfinishedLines } from "../config/unfinished.js";
 
 export interface InitAnswers {
   siteId: string;
@@ -39,8 +42,6 @@ export interface InitAnswers {
   certFile?: string;
   keyFile?: string;
 }
-
-const PLACEHOLDER_PARTNER = "https://partner.invalid";
 
 /** The group that may read the config (the daemon's), or null when this machine has none. */
 function sitegateGid(): number | null {
@@ -160,7 +161,8 @@ async function ask(a: InitAnswers): Promise<InitAnswers> {
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 const command: Command = {
-  summary: "Write a working config with a self-signed certificate and fresh, hashed partner secrets (printed once). Never overwrites.",
+  summary:
+    "Write a working config with a self-signed certificate and fresh, hashed partner secrets (printed once); what only the partner knows (organization id, URLs, addresses) stays a placeholder that check-config names. Never overwrites.",
   usage:
     "sitegate init [--config FILE] [--non-interactive] [--site-id ID] [--organization-id UUID] [--listen HOST:PORT] [--data-dir DIR]\n" +
     "                     [--execution-url URL] [--data-push-url URL] [--cert FILE --key FILE]",
@@ -183,14 +185,16 @@ const command: Command = {
     if ((values.cert === undefined) !== (values.key === undefined)) throw new UsageError("--cert and --key go together");
     let a: InitAnswers = {
       siteId: str(values["site-id"]) ?? hostname(),
-      organizationId: str(values["organization-id"]) ?? randomUUID(),
+      // What only the partner knows stays an explicit placeholder (the nil UUID, partner.invalid):
+      // check-config and run warn about each by name, and /healthz says degraded, until it is set.
+      organizationId: str(values["organization-id"]) ?? PLACEHOLDER_ORGANIZATION_ID,
       // Every interface: the partner's network and the box's address are not known here (and
       // DHCP may change the address); the allowlist and the connection limits are the gates.
       // Why not loopback or one address: docs/security.md ("Where the API listens").
       listen: str(values.listen) ?? "0.0.0.0:8443",
       dataDir: resolve(str(values["data-dir"]) ?? "/var/lib/sitegate"),
-      executionUrl: str(values["execution-url"]) ?? `${PLACEHOLDER_PARTNER}/exec`,
-      dataPushUrl: str(values["data-push-url"]) ?? PLACEHOLDER_PARTNER,
+      executionUrl: str(values["execution-url"]) ?? `${PLACEHOLDER_PARTNER_URL}/exec`,
+      dataPushUrl: str(values["data-push-url"]) ?? PLACEHOLDER_PARTNER_URL,
       certFile: str(values.cert) && resolve(str(values.cert)!),
       keyFile: str(values.key) && resolve(str(values.key)!),
     };
@@ -227,12 +231,12 @@ const command: Command = {
       mkdirSync(dirname(tls.cert), { recursive: true, mode: 0o755 });
       selfSignedCert(tls.cert, tls.key, a.siteId, gid);
     }
+    const todo = unfinishedLines(unfinishedConfig(parseConfig(cfg, dir)));
     const header =
       `# Written by \`sitegate init\` on ${new Date().toISOString()}. Reference: docs/configuration.md.\n` +
-      (a.executionUrl.startsWith(PLACEHOLDER_PARTNER)
-        ? "# partner: placeholder URLs; set your partner's execution_url and data_push_url.\n"
+      (todo.length
+        ? `# Still to set for the site (placeholders; sitegate check-config names them):\n${todo.map((t) => `#   ${t}\n`).join("")}`
         : "");
-    parseConfig(cfg, dir);
     writeNew(file, header + stringify(cfg), 0o640, gid);
     if (gid === null) process.stderr.write(`note: no group "sitegate" on this machine; ${file} is mode 0640 for its owner only\n`);
     process.stdout.write(
@@ -247,6 +251,7 @@ const command: Command = {
         "",
       ].join("\n"),
     );
+    for (const t of todo) process.stderr.write(`WARNING: ${t}\n`);
     return EXIT_OK;
   },
 };

@@ -6,6 +6,7 @@ import { buildDaemon } from "../daemon.js";
 import { STOP_BUDGET_MS, STOP_EXIT_MS } from "../lifecycle.js";
 import { untilSignal } from "../util/process.js";
 import { readableByOthers, secretFiles } from "../config/secret-files.js";
+import { unfinishedConfig, unfinishedLines } from "../config/unfinished.js";
 
 const command: Command = {
   summary: "Start the gateway daemon.",
@@ -19,6 +20,8 @@ const command: Command = {
       log.warn({ file, mode }, "secrets readable by other users: chmod o-r (the config is installed 0640 root:sitegate)");
     }
     for (const warning of configWarnings(config)) log.warn({ warning }, "config: kept as it is");
+    // goes on (a bench may want it); /healthz says degraded while any is left
+    for (const warning of unfinishedLines(unfinishedConfig(config))) log.warn({ warning }, "config: unfinished, set it for the site");
     const daemon = buildDaemon(config, log);
     try {
       await daemon.start();

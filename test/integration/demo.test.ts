@@ -12,6 +12,7 @@ import { freePort } from "../support/net.js";
 import { withTmpDir } from "../support/tmp.js";
 
 const DEMO = resolve(fileURLToPath(import.meta.url), "../../support/demo.js");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 
 async function demoEnv(dir: string): Promise<NodeJS.ProcessEnv> {
   const env: NodeJS.ProcessEnv = { ...process.env, SITEGATE_DEMO_DIR: dir, SITEGATE_DEMO_LONGITUDE: "15" };
@@ -35,8 +36,9 @@ test("make run tells the dispatch story: receipts, execution responses at the si
       let bound: NodeJS.Timeout | undefined;
       await new Promise<void>((resolveDone, reject) => {
         bound = setTimeout(() => reject(new Error(`no end of the story within 110 s:\n${out}\n${err}`)), 110_000);
+        // the story, then the commands to try next (the block's last line ends with /dr)
         const check = () => {
-          if (out.includes("the dispatch story is done")) resolveDone();
+          if (/the dispatch story is done[\s\S]*try next[\s\S]*\/dr\n/.test(out)) resolveDone();
         };
         child.stdout.on("data", check);
         void exited.then((c) => reject(new Error(`demo exited (${c}) before the story ended:\n${out}\n${err}`)));
@@ -61,6 +63,9 @@ test("make run tells the dispatch story: receipts, execution responses at the si
       assert.equal(st.devices.battery.setpoint_w, 0, "no command left on the battery");
       assert.equal(st.devices.battery.power_w, 0);
       assert.equal(statSync(join(dir, "config.yaml")).mode & 0o777, 0o600);
+      // its certificate in its own folder, readable by its user only
+      assert.equal(statSync(join(dir, "tls")).mode & 0o777, 0o700);
+      await tryTheNextCommands(out, env);
       assert.doesNotMatch(out + err, /secrets readable by other users/);
     } finally {
       child.kill("SIGINT");
@@ -68,6 +73,27 @@ test("make run tells the dispatch story: receipts, execution responses at the si
     assert.equal(await exited, 0, `${out}\n${err}`);
     assert.match(out, /stopped cleanly/);
   }));
+
+/** Runs the two commands the demo printed, as a person copies them, from the clone. */
+async function tryTheNextCommands(out: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const lines = out.slice(out.indexOf("try next, in another terminal in ")).split("\n");
+  assert.equal(lines[0], `try next, in another terminal in ${ROOT}, while this runs:`);
+  const events = lines[1] ?? "";
+  assert.match(events, /^ {2}bin\/sitegate events --config \S+config\.yaml$/);
+  const curl = lines.slice(2, lines.findIndex((l) => l.endsWith(`/v1/api/gateway/site-001/dr`)) + 1).join("\n");
+  assert.match(
+    curl,
+    new RegExp(`^ {2}curl --cacert \\S+cert\\.pem -H 'X-API-Key: demo-api-key'[\\s\\S]*https://127\\.0\\.0\\.1:${env.SITEGATE_DEMO_PORT}/`),
+  );
+  const shell = (cmd: string) => spawnSync("bash", ["-c", cmd], { cwd: ROOT, encoding: "utf8", env: { ...env, PATH: "/usr/bin:/bin" } });
+  const posted = shell(curl);
+  assert.equal(posted.status, 0, posted.stderr);
+  const receipt = JSON.parse(posted.stdout) as Array<{ event_id: string; status: string }>;
+  assert.equal(receipt[0]?.status, "accepted", posted.stdout);
+  const listed = shell(events);
+  assert.equal(listed.status, 0, listed.stderr);
+  assert.ok(listed.stdout.includes(receipt[0].event_id), `the new discharge in sitegate events:\n${listed.stdout}`);
+}
 
 test("make run with the API port taken names the port and its variable, starts nothing and exits 1", () =>
   withTmpDir(async (dir) => {

@@ -70,6 +70,55 @@ test("init --non-interactive writes a config check-config passes: 0640, a certif
   });
 });
 
+test("init leaves what it cannot know as placeholders; check-config names each loudly and still exits 0", async () => {
+  await withTmpDir(async (dir) => {
+    const file = join(dir, "config.yaml");
+    const r = sitegate(["init", "--config", file, "--non-interactive", "--data-dir", join(dir, "data")]);
+    assert.equal(r.status, 0, r.stderr);
+    const text = readFileSync(file, "utf8");
+    const cfg = parse(text) as { organization_id: string; partner: { execution_url: string; data_push_url: string } };
+    assert.equal(cfg.organization_id, "00000000-0000-0000-0000-000000000000", "the nil UUID, not a random one that looks real");
+    assert.deepEqual(cfg.partner, { execution_url: "https://partner.invalid/exec", data_push_url: "https://partner.invalid" });
+    // the file says what is left to set, and so does init
+    assert.match(text, /^# Still to set for the site .*\n#   unfinished config: organization_id: /m);
+    for (const key of ["organization_id", "auth.ip_allowlist", "partner.execution_url", "partner.data_push_url"]) {
+      assert.match(text, new RegExp(`^#   unfinished config: ${key.replace(".", "\\.")}: `, "m"), key);
+      assert.match(r.stderr, new RegExp(`^WARNING: unfinished config: ${key.replace(".", "\\.")}: `, "m"), key);
+    }
+
+    const check = sitegate(["check-config", "--config", file]);
+    assert.equal(check.status, 0, "warnings, not errors: the unit's ExecStartPre runs check-config");
+    assert.match(check.stdout, /^config ok: /);
+    const warnings = check.stderr.split("\n").filter((l) => l.startsWith("WARNING: unfinished config: "));
+    assert.deepEqual(
+      warnings.map((l) => l.split(": ")[2]),
+      ["organization_id", "auth.ip_allowlist", "partner.execution_url", "partner.data_push_url"],
+      check.stderr,
+    );
+    assert.match(check.stderr, /organization_id: 00000000-0000-0000-0000-000000000000 is the placeholder sitegate init writes/);
+    assert.match(
+      check.stderr,
+      /auth\.ip_allowlist: 127\.0\.0\.1\/32, ::1\/128 admits loopback only, while the API listens on 0\.0\.0\.0:8443/,
+    );
+    assert.match(check.stderr, /partner\.execution_url: https:\/\/partner\.invalid\/exec is a placeholder/);
+    assert.match(check.stderr, /the config is unfinished \(4 above\): the gateway runs, and \/healthz says degraded/);
+  });
+});
+
+test("init given the partner's values writes a finished config: check-config warns about nothing", async () => {
+  await withTmpDir(async (dir) => {
+    const file = join(dir, "config.yaml");
+    const given = ["--organization-id", "0b9d8f5e-6a1c-4e2b-9f3d-7c8a1e2f3b4c", "--listen", "127.0.0.1:9443"];
+    const urls = ["--execution-url", "https://api.partner-energy.eu/exec", "--data-push-url", "https://api.partner-energy.eu"];
+    const r = sitegate(["init", "--config", file, "--non-interactive", "--data-dir", join(dir, "data"), ...given, ...urls]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(readFileSync(file, "utf8") + r.stderr, /unfinished|Still to set/);
+    const check = sitegate(["check-config", "--config", file]);
+    assert.equal(check.status, 0, check.stderr);
+    assert.doesNotMatch(check.stderr, /WARNING|unfinished/);
+  });
+});
+
 test("init refuses bad flags and a missing terminal before writing anything", async () => {
   await withTmpDir(async (dir) => {
     const file = join(dir, "etc", "config.yaml");

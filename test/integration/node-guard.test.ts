@@ -3,13 +3,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { CLI } from "../support/cli.js";
 import { withTmpDir } from "../support/tmp.js";
-import { unsupportedNode } from "../../src/node-guard.js";
+import { runtimeHint, unsupportedNode } from "../../src/node-guard.js";
 
 const SIM_CLI = resolve(CLI, "../../hw-sim/cli.js");
+/** The checkout these compiled tests belong to (dist/src/cli.js is two folders below it). */
+const ROOT = resolve(CLI, "../../..");
 
 test("unsupportedNode accepts 24.21 and later 24s, and names the needed version otherwise", () => {
   assert.equal(unsupportedNode("24.21.0"), undefined);
@@ -42,8 +44,38 @@ for (const [name, script, args] of [
     const lines = r.stderr.trim().split("\n");
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0] ?? "", /needs Node\.js 24 \(>= 24\.21\.0\), not 20\.20\.2/);
+    // the exact runtime to use: this checkout's pinned one (the one running the tests)
+    const pinned = join(ROOT, "var/runtime", `node-v${process.versions.node}-linux-${process.arch}`, "bin/node");
+    assert.ok(lines[0]?.endsWith(`; run it on the checkout's runtime, ${pinned} (bin/sitegate runs the CLI on it)`), lines[0]);
   });
 }
+
+test("runtimeHint names a release's own runtime, a checkout's pinned one, or how to fetch it", () =>
+  withTmpDir((dir) => {
+    const touch = (f: string) => {
+      mkdirSync(resolve(f, ".."), { recursive: true });
+      writeFileSync(f, "");
+    };
+    // a release: <release>/node/bin/node beside <release>/dist
+    const release = join(dir, "releases/0.2.0");
+    touch(join(release, "node/bin/node"));
+    touch(join(release, "dist/src/node-guard.js"));
+    assert.equal(runtimeHint(join(release, "dist/src")), `run it on the release's own runtime, ${join(release, "node/bin/node")}`);
+    // a checkout before `make setup-run`, then after it (the simulator's copy of the guard too)
+    const clone = join(dir, "clone");
+    touch(join(clone, "Makefile"));
+    touch(join(clone, "package.json"));
+    assert.equal(
+      runtimeHint(join(clone, "hw-sim/dist/src"), "x64"),
+      `run \`make setup-run build\` in ${clone} to fetch the pinned runtime into ${join(clone, "var/runtime")}, then bin/sitegate`,
+    );
+    touch(join(clone, "var/runtime/node-v24.21.0-linux-arm64/bin/node"));
+    touch(join(clone, "var/runtime/node-v24.21.0-linux-x64/bin/node"));
+    assert.equal(
+      runtimeHint(join(clone, "dist/src"), "arm64"),
+      `run it on the checkout's runtime, ${join(clone, "var/runtime/node-v24.21.0-linux-arm64/bin/node")} (bin/sitegate runs the CLI on it)`,
+    );
+  }));
 
 test("a real Node.js of another version on this machine is refused the same way", (t) => {
   const other = (process.env.PATH ?? "")

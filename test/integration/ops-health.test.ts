@@ -14,6 +14,7 @@ import { selfSignedCert } from "../support/tls.js";
 import type { ModbusPolling } from "../../src/modbus/device/polling.js";
 import type { ConfigInput } from "../../src/config/schema.js";
 import { VERSION } from "../../src/version.js";
+import { spawnDaemon } from "../support/daemon-process.js";
 
 const oneDevice: ScenarioInput = {
   seed: 1,
@@ -176,4 +177,53 @@ test("/healthz and /metrics refuse a source outside http.metrics_allow (403) whi
     },
     http(["10.0.0.0/8", "127.0.0.1/32"]),
   );
+});
+
+test("/healthz says degraded: unfinished config while init's placeholder organization id is left; the gateway serves", async () => {
+  await withTmpDir(async (dir) => {
+    // the partner URLs stay on loopback (a test reaches nothing else); the organization is init's placeholder
+    const gw = await startGateway(join(dir, "data"), { organization_id: "00000000-0000-0000-0000-000000000000" });
+    try {
+      const h = await gw.call("GET", "/healthz");
+      assert.equal(h.status, 200, "a warning, not an outage: the unit and a bench run on");
+      assert.equal(h.json.status, "ok");
+      const unfinished = (h.json.warnings as Array<{ code: string; message: string }>).filter((w) => w.code === "unfinished_config");
+      assert.deepEqual(unfinished, [
+        { code: "unfinished_config", message: "degraded: unfinished config: organization_id (sitegate check-config names each)" },
+      ]);
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
+test("/healthz with a finished config has no unfinished_config warning", async () => {
+  await withTmpDir(async (dir) => {
+    const gw = await startGateway(join(dir, "data"), {});
+    try {
+      const h = await gw.call("GET", "/healthz");
+      assert.equal(h.status, 200);
+      assert.ok(!(h.json.warnings as Array<{ code: string }>).some((w) => w.code === "unfinished_config"), JSON.stringify(h.json));
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
+test("sitegate run with init's placeholder organization id logs it by name at warn, and runs", async () => {
+  await withTmpDir(async (dir) => {
+    const d = await spawnDaemon(dir, { organization_id: "00000000-0000-0000-0000-000000000000" });
+    try {
+      const warned = d.lines.filter((l) => l.msg === "config: unfinished, set it for the site");
+      assert.equal(warned.length, 1, JSON.stringify(d.lines.filter((l) => Number(l.level) >= 40)));
+      assert.equal(warned[0]?.level, 40);
+      assert.match(
+        String(warned[0]?.warning),
+        /^unfinished config: organization_id: 00000000-0000-0000-0000-000000000000 is the placeholder/,
+      );
+      assert.ok(d.alive(), "it goes on");
+    } finally {
+      await d.stop();
+    }
+  });
 });

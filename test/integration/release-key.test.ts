@@ -21,10 +21,19 @@ function makeDeb(args: string[]) {
 const keygen = (out: string, ...more: string[]) =>
   spawnSync(process.execPath, [CLI, "update", "keygen", "--out", out, ...more], { encoding: "utf8" });
 
-test("make deb without a release key refuses (exit 2) and names DEV_UPDATE_KEY=1", () => {
+test("make deb without a release key refuses (exit 2): what a release key is, how to make one, and DEV_UPDATE_KEY=1", () => {
   const r = makeDeb([]);
   assert.equal(r.status, 2, r.stdout + r.stderr);
-  assert.match(r.stderr, /make deb: no release key \(BUNDLE_KEY=.*DEV_UPDATE_KEY=1/);
+  const lines = r.stderr.split("\n");
+  assert.equal(lines[0], "make deb: no release key (BUNDLE_KEY=path/to/release.key, its .pub beside it)");
+  assert.match(r.stderr, /^ {2}A release key is the ed25519 pair that signs your update bundles; every controller .* trusts its \.pub\.$/m);
+  const home = process.env.HOME ?? "";
+  assert.ok(
+    lines.includes(`  Make one once, and keep the .key off the build tree: bin/sitegate update keygen --out ${home}/sitegate-keys`),
+    r.stderr,
+  );
+  assert.ok(lines.includes(`  then: make deb BUNDLE_KEY=${home}/sitegate-keys/sitegate-update.key`), r.stderr);
+  assert.match(r.stderr, /^ {2}DEV_UPDATE_KEY=1 make deb builds a bench package with a development key instead/m);
   assert.doesNotMatch(r.stdout, /update bundle/, "nothing was built");
 });
 
@@ -33,7 +42,8 @@ test("make deb refuses a key that keygen --development made, even when given as 
     assert.equal(keygen(dir, "--development").status, 0);
     const r = makeDeb([`BUNDLE_KEY=${join(dir, "sitegate-update.key")}`]);
     assert.equal(r.status, 2, r.stdout + r.stderr);
-    assert.match(r.stderr, /no release key/);
+    assert.match(r.stderr, new RegExp(`^make deb: no release key: ${join(dir, "sitegate-update.key")} is a development key$`, "m"));
+    assert.match(r.stderr, /DEV_UPDATE_KEY=1 make deb builds a bench package/);
   });
 });
 

@@ -19,7 +19,8 @@ import { parse, stringify } from "yaml";
 import { hashSecret } from "../../src/util/secret-hash.js";
 import { STOP_EXIT_MS } from "../../src/lifecycle.js";
 import type { SimState } from "../../hw-sim/sim.js";
-import { testCert } from "./tls.js";
+import { certIn } from "./tls.js";
+import { tryNext } from "./demo-next.js";
 import { PartnerSink } from "./partner-sink.js";
 import { demoPorts, portsInUse, type DemoPort, type PortKey } from "./demo-ports.js";
 import { deviceRows, gridText, header, kw, screen, table, type Addresses, type DemoDevice } from "./demo-view.js";
@@ -46,7 +47,15 @@ class Board {
   constructor(readonly addr: Addresses) {}
 
   say(text: string): void {
-    const line = `${new Date().toTimeString().slice(0, 8)}  ${text}`;
+    this.add(`${new Date().toTimeString().slice(0, 8)}  ${text}`);
+  }
+
+  /** Lines without a time in front: commands to copy as they are. */
+  block(lines: string[]): void {
+    for (const l of lines) this.add(l);
+  }
+
+  private add(line: string): void {
     this.story.push(line);
     if (this.story.length > 200) this.story.shift();
     if (!this.tty) process.stdout.write(line + "\n");
@@ -339,6 +348,8 @@ interface Story {
   sink: PartnerSink;
   board: Board;
   failed: () => string | null;
+  /** What to try next, shown when the story is done. */
+  next: string[];
 }
 
 function slot(type: string, quantity: number, priority: number, startInS: number, durationS: number) {
@@ -411,6 +422,7 @@ async function runStory(s: Story): Promise<void> {
   await awaitResponse(s, restore.event_id, 60_000);
   board.say(await simLine(sim));
   board.say("the dispatch story is done; telemetry goes on (Ctrl-C stops everything)");
+  board.block(s.next);
 }
 
 /** "completed: 2.99 of 3 kW delivered (measured), battery completed". */
@@ -478,7 +490,8 @@ async function main(): Promise<number> {
   rmSync(join(dir, "data"), { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const longitude = process.env.SITEGATE_DEMO_LONGITUDE ? Number(process.env.SITEGATE_DEMO_LONGITUDE) : zoneLongitude();
-  const cert = testCert();
+  // its own certificate in its folder (inside the clone), not a fixed name in the shared /tmp
+  const cert = certIn(join(dir, "tls"));
   const sim = await startDemoSim(dir, ports, longitude);
   const sink = await PartnerSink.start({ cert: cert.cert, key: cert.key, port: ports.sink.port }).catch(async (e: Error) => {
     await sim.stop();
@@ -504,7 +517,8 @@ async function main(): Promise<number> {
     `simulated sun at ${longitude} degrees east (time zone ${zone}); PV now ${kw((await sim.state()).devices.pv.power_w as number)}`,
   );
   const gw = startGateway(configFile, board);
-  return supervise({ ports, ca: cert.cert, sim, sink, board, gw, stopped });
+  const next = tryNext({ root, config: configFile, caFile: cert.certFile, apiPort: ports.api.port, apiKey: API_KEY, site: SITE });
+  return supervise({ ports, ca: cert.cert, sim, sink, board, gw, stopped, next });
 }
 
 async function supervise(x: {
@@ -515,6 +529,7 @@ async function supervise(x: {
   board: Board;
   gw: Gateway;
   stopped: Promise<void>;
+  next: string[];
 }): Promise<number> {
   const { stopped } = x;
   const { board, gw, sim, sink } = x;
@@ -537,7 +552,7 @@ async function supervise(x: {
     const allIn = () => [...board.devices.values()].every((d) => d.metrics && Object.keys(d.metrics).length > 0);
     await until(allIn, "data push with every device", START_BOUND_MS, failed);
     board.say(`first data push at the sink (${sink.accepted("/v1/telemetry").length} so far)`);
-    await runStory({ sim, sink, board, failed, call: callApi });
+    await runStory({ sim, sink, board, failed, call: callApi, next: x.next });
   })().catch((e: Error) => {
     failure = e.message;
   });

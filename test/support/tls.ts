@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 export interface TestCert {
   certFile: string;
@@ -92,11 +92,21 @@ function clockProofCert(work: string): void {
 
 export function testCert(): TestCert {
   const dir = join(tmpdir(), "sitegate-test-tls-v2");
+  if (cached && existsSync(cached.certFile)) return cached;
+  cached = certIn(dir);
+  return cached;
+}
+
+/**
+ * The clock-proof certificate in `dir` (cert.pem, key.pem), made there if it is not yet:
+ * in a private folder beside it, then renamed into place. `make run` keeps its own in the
+ * demo's folder, inside the clone, not under a fixed name every user of the machine shares.
+ */
+export function certIn(dir: string): TestCert {
   const certFile = join(dir, "cert.pem");
   const keyFile = join(dir, "key.pem");
-  if (cached && existsSync(certFile)) return cached;
   if (!existsSync(certFile)) {
-    const work = mkdtempSync(join(tmpdir(), "sitegate-tls-"));
+    const work = mkdtempSync(join(dirname(dir), "sitegate-tls-"));
     clockProofCert(work);
     try {
       renameSync(work, dir);
@@ -104,8 +114,7 @@ export function testCert(): TestCert {
       rmSync(work, { recursive: true, force: true }); // another process won the race
     }
   }
-  cached = { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
-  return cached;
+  return { certFile, keyFile, cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") };
 }
 
 /**

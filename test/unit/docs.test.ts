@@ -81,7 +81,7 @@ export function unknownMakeTargets(md: string, targets: Set<string>): string[] {
 function cliCommands(): Set<string> {
   const cli = read("src/cli.ts");
   const block = /const COMMANDS[^{]*\{([\s\S]*?)\n\};/.exec(cli)?.[1] ?? "";
-  return new Set([...block.matchAll(/^\s+"?([a-z][a-z-]*)"?:/gm)].map((m) => m[1]));
+  return new Set([...block.matchAll(/^ {2}"?([a-z][a-z-]*)"?:/gm)].map((m) => m[1]));
 }
 
 /** `sitegate X` in code where X is no command of src/cli.ts (not "the sitegate X" or a "# sitegate ..." comment: prose). */
