@@ -68,6 +68,10 @@ endef
 # The power-cut filesystem (test/support/powercut-fs.py) is a Python module on Debian's python3.
 deps:
 	$(call need_tools,$(TEST_TOOLS))
+# jemalloc: the unit preloads it (systemd/sitegate.service), and the tests start the daemon with the unit's environment.
+	@/sbin/ldconfig -p | grep -q 'libjemalloc\.so\.2 ' || \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: libjemalloc2"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjemalloc2 >/dev/null; \
+	  else echo "missing: libjemalloc2 (run as root or: sudo apt-get install libjemalloc2)"; exit 1; fi
 	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
 	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
 	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi

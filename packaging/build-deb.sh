@@ -68,7 +68,7 @@ install -d "$root/DEBIAN"
 echo /etc/sitegate/update-keys/sitegate-release.pub > "$root/DEBIAN/conffiles"
 chmod 644 "$root/DEBIAN/conffiles"
 deb_pack sitegate "$version" "$here/debian" "$outdir" <<CONTROL
-Depends: libc6 (>= 2.34), libstdc++6, socat, openssl, adduser, init-system-helpers (>= 1.54~)
+Depends: libc6 (>= 2.34), libstdc++6, libjemalloc2, socat, openssl, adduser, init-system-helpers (>= 1.54~)
 Description: site controller for distributed energy sites
  Modbus polling, dispatch of partner events, telemetry over HTTPS and MQTT,
  a partner HTTPS API and a status page. Carries its own Node.js runtime and

@@ -102,6 +102,9 @@ test(
       devices: [tcpDevice("battery", sim.tcpPorts[0], 1), rtuDevice("meter", 10, "sdm630")],
     };
     writeFileSync(join(dir, "config.yaml"), stringify(config));
+    // The unit's environment preloads jemalloc by its library name (no path): the aarch64 loader
+    // searches only its own directories, so nothing x86 reaches it; without an arm64 libjemalloc2
+    // it says "cannot be preloaded ... ignored" and node runs on glibc (docs/sizing.md).
     const unit = unitCommand();
     let out = "";
     const gw = spawn(

@@ -252,6 +252,36 @@ test("the sandbox is real: node with its JIT dies under MemoryDenyWriteExecute, 
   });
 });
 
+/** Whether a process runs on jemalloc. */
+function onJemalloc(pid: number): boolean {
+  return /\/libjemalloc\.so\.2$/m.test(readFileSync(`/proc/${pid}/maps`, "utf8"));
+}
+
+test("the unit preloads jemalloc by its library name (each architecture's loader finds its own) and the package depends on it", () => {
+  const env = unitCommand().env;
+  // A path would name one architecture's library: the arm64 loader (a Pi, or qemu in arm64.test.ts) would refuse an x86 one.
+  assert.equal(env.LD_PRELOAD, "libjemalloc.so.2");
+  const build = readFileSync(join(ROOT, "packaging/build-deb.sh"), "utf8");
+  assert.match(/^Depends: (.*)$/m.exec(build)?.[1] ?? "", /(^|, )libjemalloc2(,|$)/, "the package pulls the library the unit preloads");
+});
+
+test(
+  "a program that changes its user runs under the unit's malloc environment (jemalloc's background thread made setpriv abort)",
+  { skip: process.getuid?.() !== 0 ? "needs root (setpriv --reuid)" : false },
+  () => {
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...unitCommand().env };
+    const r = spawnSync(
+      "setpriv",
+      ["--reuid=nobody", "--regid=nogroup", "--init-groups", "--", process.execPath, "--jitless", "-e", "console.log(process.getuid())"],
+      { env, encoding: "utf8" },
+    );
+    assert.equal(r.signal, null, `setpriv under the unit's environment: ${r.signal} ${r.stderr}`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.notEqual(r.stdout.trim(), "0");
+    assert.doesNotMatch(r.stderr, /cannot be preloaded|<jemalloc>/);
+  },
+);
+
 test("the daemon runs under the unit's sandbox with the unit's node flags: check-config passes, devices are polled, /healthz answers, SIGTERM stops it cleanly", async () => {
   await withSite(tcpScenario(), (site) =>
     withTmpDir(async (tmp) => {
@@ -303,6 +333,8 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
           30_000,
         );
         assert.equal(health.status, "ok");
+        // the unit's malloc, under the unit's syscall filter
+        assert.ok(onJemalloc(child.pid!), "the daemon runs on jemalloc");
       } finally {
         if (child.exitCode === null) child.kill("SIGTERM");
         await agent.close();
@@ -310,6 +342,11 @@ test("the daemon runs under the unit's sandbox with the unit's node flags: check
       const end = await done;
       assert.equal(end.code, 0, `exit after SIGTERM: ${end.code} ${end.signal}\n${end.out}`);
       assert.doesNotMatch(end.out, /EPERM|Operation not permitted|"level":(50|60)/, "nothing refused by the filters");
+      assert.doesNotMatch(
+        end.out,
+        /cannot be preloaded|<jemalloc>/,
+        "the loader and jemalloc took the unit's environment without a complaint",
+      );
     }),
   );
 });
