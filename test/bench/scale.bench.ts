@@ -250,7 +250,9 @@ const bench: BenchFn = async (ctx) => {
   const warmMs = ctx.quick ? 6000 : 15000;
   const windowMs = ctx.quick ? 12000 : 60000;
   const unit = unitCommand();
-  ctx.log(`node ${unit.nodeArgs.join(" ")}; ${sizes.join(", ")} devices, warm-up ${warmMs / 1000} s, window ${windowMs / 1000} s (at least two commit intervals)`);
+  ctx.log(
+    `node ${unit.nodeArgs.join(" ")}; ${sizes.join(", ")} devices, warm-up ${warmMs / 1000} s, window ${windowMs / 1000} s (at least two commit intervals)`,
+  );
   const pts: ScalePoint[] = [];
   for (const n of sizes) pts.push(await measureSite(n, warmMs, windowMs, ctx.log));
   // The write budget: 4 and 50 devices, at the default commit interval and at 1 s (a commit per poll).
