@@ -8,47 +8,13 @@ import { SiteModel } from "../../hw-sim/site-model.js";
 import { deviceSchema, type BrandSpec } from "../../hw-sim/scenario.js";
 import { buildBrandDevices } from "../../hw-sim/models/brands/index.js";
 import { SMA_ENUM_NAN, type SmaStorage } from "../../hw-sim/models/brands/sma-storage.js";
-import { handlePdu } from "../../hw-sim/modbus-pdu.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { Bus } from "../../src/modbus/bus.js";
 import { DeviceDriver } from "../../src/modbus/device/driver.js";
 import { silentLogger } from "../../src/log.js";
-import type { Transport } from "../../src/modbus/transport.js";
-import type { Table } from "../../src/modbus/planner.js";
+import { transportTo } from "../support/in-process.js";
 import { planControlWrites } from "../../src/modbus/device/control-values.js";
 import type { ActionName } from "../../src/profiles/schema.js";
-
-/** One simulated device on unit 3 over its own PDU handler (function 16 for every write). */
-function transportTo(dev: SmaStorage): Transport {
-  const call = (pdu: Buffer) => {
-    const r = handlePdu(dev, pdu, () => {});
-    if (r[0]! & 0x80) throw Object.assign(new Error(`Modbus exception ${r[1]}`), { modbusCode: r[1] });
-    return r;
-  };
-  return {
-    isOpen: true,
-    open: async () => {},
-    close: async () => {},
-    read: async (_unit: number, table: Table, address: number, count: number) => {
-      const pdu = Buffer.alloc(5);
-      pdu[0] = table === "input" ? 4 : 3;
-      pdu.writeUInt16BE(address, 1);
-      pdu.writeUInt16BE(count, 3);
-      const r = call(pdu);
-      return Array.from({ length: count }, (_, i) => r.readUInt16BE(2 + 2 * i));
-    },
-    writeRegisters: async (_unit: number, address: number, values: number[]) => {
-      const pdu = Buffer.alloc(6 + 2 * values.length);
-      pdu[0] = 16;
-      pdu.writeUInt16BE(address, 1);
-      pdu.writeUInt16BE(values.length, 3);
-      pdu[5] = 2 * values.length;
-      values.forEach((v, i) => pdu.writeUInt16BE(v & 0xffff, 6 + 2 * i));
-      call(pdu);
-    },
-    writeCoils: async () => assert.fail("an SMA has no coils"),
-  };
-}
 
 function smaRig(extra: Record<string, unknown> = {}) {
   const now = Date.UTC(2026, 5, 1, 12, 0);
