@@ -6,18 +6,16 @@
 // daemon's control socket and its own bus queue (the daemon keeps polling; a serial port it
 // holds is never opened twice); with no daemon running, directly as above.
 import { CONFIG_OPTION, EXIT_FAILURE, EXIT_OK, UsageError, configFile, type Command } from "./command.js";
-import { errorMessage } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { loadConfig } from "../load-config.js";
 import { Bus, PRIORITY } from "../modbus/bus.js";
 import { endpointKey, type Endpoint } from "../modbus/endpoint.js";
 import { siteProfiles, type ProfileRegistry } from "../profiles/registry.js";
-import { ProbeInputError, checkEndpoint } from "../modbus/device/commission.js";
 import { captureDevice, type Capture } from "../modbus/device/capture.js";
 import { endpointForDevice } from "../modbus/device/pool.js";
 import { modbusSpec } from "../modbus/device/spec.js";
 import { askDump, controlSocketPath } from "../control-socket.js";
-import { parseUnit } from "./read.js";
+import { parseEndpoint, parseProfile, parseUnit } from "./read.js";
 
 /** Where the site's own profiles are unless --profiles-dir says otherwise (config's profiles_dir default). */
 export const DEFAULT_PROFILES_DIR = "/etc/sitegate/profiles";
@@ -110,16 +108,10 @@ const command: Command = {
     if (values.config !== undefined || positionals.length > 0)
       throw new UsageError("--endpoint dumps the device it names: no --config or DEVICE_ID with it");
     const profiles = siteProfiles(String(values["profiles-dir"] ?? DEFAULT_PROFILES_DIR));
-    if (typeof values.profile !== "string") throw new UsageError(`--profile is required (one of: ${profiles.names().join(", ")})`);
-    if (!profiles.has(values.profile)) throw new UsageError(`unknown profile "${values.profile}" (known: ${profiles.names().join(", ")})`);
+    const profile = parseProfile(values.profile, profiles);
     const unit = parseUnit(values.unit);
-    let endpoint;
-    try {
-      endpoint = checkEndpoint(values.endpoint);
-    } catch (e) {
-      throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
-    }
-    return direct(endpoint, values.endpoint, unit, profiles, values.profile, timeoutMs);
+    const endpoint = parseEndpoint(values.endpoint);
+    return direct(endpoint, values.endpoint, unit, profiles, profile, timeoutMs);
   },
 };
 export default command;

@@ -11,13 +11,13 @@ import { silentLogger } from "../log.js";
 import { Bus, PRIORITY } from "../modbus/bus.js";
 import { siteProfiles } from "../profiles/registry.js";
 import type { Profile } from "../profiles/schema.js";
-import { ProbeInputError, checkEndpoint, modbusExceptionCode } from "../modbus/device/commission.js";
+import { modbusExceptionCode } from "../modbus/device/commission.js";
 import { DeviceDriver } from "../modbus/device/driver.js";
 import { decodePoints, resolveFixedPoints, tableKey, type Registers, type ResolvedPoint } from "../modbus/device/decode.js";
 import { pointRanges, type UnitRange } from "../modbus/device/point-reads.js";
 import { isIllegalAddress, isSilent } from "../modbus/device/unavailable.js";
 import { DEFAULT_PROFILES_DIR } from "./dump.js";
-import { parseUnit } from "./read.js";
+import { parseEndpoint, parseProfile, parseUnit } from "./read.js";
 
 export type PointState = "answers" | "not_available" | "unavailable" | "out_of_range" | "no_answer" | "error";
 
@@ -222,20 +222,14 @@ const command: Command = {
     if (typeof values.endpoint === "string" && positionals.length > 0)
       throw new UsageError("give the endpoint once (--endpoint or as an argument)");
     const profiles = siteProfiles(String(values["profiles-dir"] ?? DEFAULT_PROFILES_DIR));
-    if (typeof values.profile !== "string") throw new UsageError(`--profile is required (one of: ${profiles.names().join(", ")})`);
-    if (!profiles.has(values.profile)) throw new UsageError(`unknown profile "${values.profile}" (known: ${profiles.names().join(", ")})`);
+    const profile = parseProfile(values.profile, profiles);
     const unit = parseUnit(values.unit ?? "1");
-    let endpoint;
-    try {
-      endpoint = checkEndpoint(text);
-    } catch (e) {
-      throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
-    }
+    const endpoint = parseEndpoint(text);
     const bus = new Bus(endpoint, silentLogger());
     try {
-      const r = await probeDevice(bus, unit, profiles.get(values.profile));
+      const r = await probeDevice(bus, unit, profiles.get(profile));
       if (values.json) process.stdout.write(JSON.stringify(r) + "\n");
-      else process.stdout.write(probeText(r, `sitegate probe: unit ${unit} at ${text} as ${values.profile}`));
+      else process.stdout.write(probeText(r, `sitegate probe: unit ${unit} at ${text} as ${profile}`));
       return r.required_ok ? EXIT_OK : EXIT_FAILURE;
     } finally {
       await bus.close();

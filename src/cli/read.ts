@@ -3,7 +3,8 @@ import { EXIT_FAILURE, EXIT_OK, UsageError, type Command } from "./command.js";
 import { errorMessage } from "../errors.js";
 import { silentLogger } from "../log.js";
 import { Bus } from "../modbus/bus.js";
-import { builtinProfiles } from "../profiles/registry.js";
+import { builtinProfiles, type ProfileRegistry } from "../profiles/registry.js";
+import type { Endpoint } from "../modbus/endpoint.js";
 import { ProbeInputError, checkEndpoint, checkUnit, readDevice } from "../modbus/device/commission.js";
 
 /** Parses --unit: 0..255 (0 and 248+ only make sense behind TCP gateways). */
@@ -14,6 +15,22 @@ export function parseUnit(v: unknown): number {
   } catch {
     throw new UsageError("--unit must be a number 0..255");
   }
+}
+
+/** Parses an endpoint given on the command line (tcp://HOST:PORT or rtu:/dev/ttyX?baud=N). */
+export function parseEndpoint(text: string): Endpoint {
+  try {
+    return checkEndpoint(text);
+  } catch (e) {
+    throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
+  }
+}
+
+/** Parses --profile: required, and one of `profiles`. */
+export function parseProfile(v: unknown, profiles: ProfileRegistry): string {
+  if (typeof v !== "string") throw new UsageError(`--profile is required (one of: ${profiles.names().join(", ")})`);
+  if (!profiles.has(v)) throw new UsageError(`unknown profile "${v}" (known: ${profiles.names().join(", ")})`);
+  return v;
 }
 
 const command: Command = {
@@ -29,12 +46,7 @@ const command: Command = {
     if (typeof values.endpoint !== "string") throw new UsageError("--endpoint is required");
     if (typeof values.profile !== "string") throw new UsageError(`--profile is required (one of: ${builtinProfiles().names().join(", ")})`);
     const unit = parseUnit(values.unit);
-    let endpoint;
-    try {
-      endpoint = checkEndpoint(values.endpoint);
-    } catch (e) {
-      throw new UsageError(e instanceof ProbeInputError ? e.message : errorMessage(e));
-    }
+    const endpoint = parseEndpoint(values.endpoint);
     if (!builtinProfiles().has(values.profile))
       throw new UsageError(`unknown profile "${values.profile}" (known: ${builtinProfiles().names().join(", ")})`);
     const bus = new Bus(endpoint, silentLogger());
