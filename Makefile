@@ -64,17 +64,19 @@ define need_tools
 	  else echo "missing:$$missing (run as root or: sudo apt-get install$$missing)"; exit 1; fi; \
 	fi
 endef
+# One Debian package that no command names: $(1) checks for it, $(2) is the package.
+define need_pkg
+	@$(1) || \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing: $(2)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+	  else echo "missing: $(2) (run as root or: sudo apt-get install $(2))"; exit 1; fi
+endef
 
 # The power-cut filesystem (test/support/powercut-fs.py) is a Python module on Debian's python3.
 deps:
 	$(call need_tools,$(TEST_TOOLS))
 # jemalloc: the unit preloads it (systemd/sitegate.service), and the tests start the daemon with the unit's environment.
-	@/sbin/ldconfig -p | grep -q 'libjemalloc\.so\.2 ' || \
-	  if [ "$$(id -u)" = 0 ]; then echo "installing: libjemalloc2"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjemalloc2 >/dev/null; \
-	  else echo "missing: libjemalloc2 (run as root or: sudo apt-get install libjemalloc2)"; exit 1; fi
-	@/usr/bin/python3 -c 'import fusepy' 2>/dev/null || \
-	  if [ "$$(id -u)" = 0 ]; then echo "installing: python3-fusepy"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-fusepy >/dev/null; \
-	  else echo "missing: python3-fusepy (run as root or: sudo apt-get install python3-fusepy)"; exit 1; fi
+	$(call need_pkg,/sbin/ldconfig -p | grep -q 'libjemalloc\.so\.2 ',libjemalloc2)
+	$(call need_pkg,/usr/bin/python3 -c 'import fusepy' 2>/dev/null,python3-fusepy)
 deps-run:
 	$(call need_tools,$(RUN_TOOLS))
 cross-deps:
