@@ -11,6 +11,7 @@ import type { ActionName } from "../../profiles/schema.js";
 import { valueName } from "../../profiles/value-names.js";
 import { enumValue, type FixedProfile, type Profile, type ReadBack, type SunSpecProfile, type WriteStep } from "../../profiles/schema.js";
 import { expectationHolds, identityMismatch } from "./identify.js";
+import { sunSpecChain, wordAt, type SunSpecModelInfo } from "./sunspec-chain.js";
 import { opModeCode } from "../../model/roles.js";
 import { modbusTyped } from "./wire-types.js";
 import type { DeviceDescriptor, Metrics, OpMode } from "../../model/device.js";
@@ -30,26 +31,7 @@ import { relocate } from "./relocate.js";
 
 export { isSentinel, type Direction, type PointClass, type ResolvedPoint, type UnitBlock } from "./decode.js";
 
-export interface SunSpecModelInfo {
-  id: number;
-  /** Address of the model id register. */
-  address: number;
-  length: number;
-}
-
 const SUNS = [0x5375, 0x6e53];
-const MAX_MODELS = 64;
-
-/**
- * Word i of an answer. A device that answered fewer words than were asked is refused with
- * MODBUS_BAD_RESPONSE, never read as a value that was not sent.
- */
-function wordAt(words: readonly number[], i: number, what: string): number {
-  const w = words[i];
-  if (w === undefined)
-    throw new SitegateError("MODBUS_BAD_RESPONSE", `${what}: the answer holds ${words.length} word(s), word ${i + 1} is missing`);
-  return w;
-}
 
 export class DeviceDriver {
   private points: ResolvedPoint[] | null = null;
@@ -180,18 +162,8 @@ export class DeviceDriver {
 
   private async pairSunSpec(p: SunSpecProfile, priority: Priority): Promise<DeviceDescriptor> {
     const base = await this.sunSpecBase(p, priority);
-    // Walk the chain, one header read per model (some devices omit the end model's length).
     const models: SunSpecModelInfo[] = [];
-    let addr = base + 2;
-    while (models.length < MAX_MODELS && addr < 0xffff) {
-      const header = await this.readRegs("holding", addr, addr + 1 <= 0xffff ? 2 : 1, priority);
-      const what = `unit ${this.unit} SunSpec model header at ${addr}`;
-      const id = wordAt(header, 0, what);
-      if (id === 0xffff || id === 0) break;
-      const len = wordAt(header, 1, what);
-      models.push({ id, address: addr, length: len });
-      addr += 2 + len;
-    }
+    for await (const m of sunSpecChain(this.unit, base, (addr, count) => this.readRegs("holding", addr, count, priority))) models.push(m);
     const common = models.find((m) => m.id === 1);
     const identity: Record<string, string> = {};
     if (common) {

@@ -4,6 +4,7 @@
 import { SitegateError, errorMessage } from "../../errors.js";
 import { PRIORITY, type Bus } from "../bus.js";
 import { decodeRaw, typeRegs } from "../codec.js";
+import { sunSpecChain } from "./sunspec-chain.js";
 import type { ProfileRegistry } from "../../profiles/registry.js";
 import type { FixedProfile, IdentityRegister, Profile, SunSpecProfile } from "../../profiles/schema.js";
 
@@ -81,9 +82,6 @@ async function hasSunSpecMarker(bus: Bus, unit: number, bases: readonly number[]
   return null;
 }
 
-/** At most this many SunSpec model headers are read to tell what a device is. */
-const MAX_MODELS = 64;
-
 /**
  * What a SunSpec device is (battery, pv, meter) by the first of the profile's role rules
  * whose models it has: one header read per model along the chain. Undefined when the chain
@@ -91,14 +89,10 @@ const MAX_MODELS = 64;
  */
 async function sunspecRole(bus: Bus, unit: number, p: SunSpecProfile, base: number, timeoutMs: number): Promise<string | undefined> {
   const ids = new Set<number>();
-  let addr = base + 2;
   try {
-    while (ids.size < MAX_MODELS && addr < 0xfffe) {
-      const [id = 0xffff, len = 0] = await bus.read(unit, "holding", addr, 2, { priority: PRIORITY.scan, timeoutMs, retries: 0 });
-      if (id === 0xffff) break;
-      ids.add(id);
-      addr += 2 + len;
-    }
+    const read = (addr: number, count: number) =>
+      bus.read(unit, "holding", addr, count, { priority: PRIORITY.scan, timeoutMs, retries: 0 });
+    for await (const m of sunSpecChain(unit, base, read)) ids.add(m.id);
   } catch {
     // the models read so far decide
   }
