@@ -179,14 +179,18 @@ export class Credentials {
    * request on a keep-alive connection); any other key is checked in full (and counted).
    */
   async checkApiKeyOn(conn: object, key: string, source: string): Promise<KeyCheck> {
-    const shown = this.connKeys.get(conn);
-    if (shown !== undefined) {
-      const b = Buffer.from(key);
-      if (b.length === shown.length && timingSafeEqual(b, shown)) return { result: "ok" };
-    }
+    if (this.shownOn(conn, key)) return { result: "ok" };
     const check = await this.checkApiKey(key, source);
     if (check.result === "ok") this.connKeys.set(conn, Buffer.from(key));
     return check;
+  }
+
+  /** Whether `conn` has shown this valid key before (a constant-time compare): checkApiKeyOn's synchronous first step. */
+  shownOn(conn: object, key: string): boolean {
+    const shown = this.connKeys.get(conn);
+    if (shown === undefined) return false;
+    const b = Buffer.from(key);
+    return b.length === shown.length && timingSafeEqual(b, shown);
   }
 
   /**

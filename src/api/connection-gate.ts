@@ -27,8 +27,8 @@ type Refusal = "not_allowed" | "per_source" | "total";
 interface Conn {
   readonly socket: Socket;
   readonly key: string;
-  /** Requests in progress on it (0: idle). */
-  busy: number;
+  /** Its latest request's response: the connection is busy while that is not ended (HTTP/1.1 answers in order). */
+  res: ServerResponse | null;
   released: boolean;
 }
 
@@ -60,13 +60,12 @@ export class ConnectionGate {
     server.on("connection", (socket: Socket) => {
       if (this.admit(socket)) for (const l of inner) l.call(server, socket);
     });
-    // Which connections are idle: a request in progress makes its connection busy.
+    // Which connections are idle: a request in progress makes its connection busy. Only the
+    // latest response is kept (responses end in order), so no listener is added per request.
     server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       const tcp = (req.socket as Socket & { _parent?: Socket })._parent ?? req.socket;
       const c = this.bySocket.get(tcp);
-      if (!c) return;
-      c.busy++;
-      res.once("close", () => c.busy--);
+      if (c) c.res = res;
     });
   }
 
@@ -77,7 +76,7 @@ export class ConnectionGate {
     const mine = this.bySource.get(key)?.size ?? 0;
     if (mine >= this.limits.perSource) return this.refuse(socket, "per_source", key);
     if (this.open >= this.limits.total && !this.evictFor(mine)) return this.refuse(socket, "total", key);
-    const c: Conn = { socket, key, busy: 0, released: false };
+    const c: Conn = { socket, key, res: null, released: false };
     let set = this.bySource.get(key);
     if (!set) this.bySource.set(key, (set = new Set()));
     set.add(c);
@@ -91,6 +90,7 @@ export class ConnectionGate {
     if (c.released) return;
     c.released = true;
     this.open--;
+    c.res = null;
     const set = this.bySource.get(c.key);
     set?.delete(c);
     if (set?.size === 0) this.bySource.delete(c.key);
@@ -104,7 +104,7 @@ export class ConnectionGate {
     let victim: Conn | undefined;
     for (const c of biggest) {
       victim ??= c;
-      if (c.busy === 0) {
+      if (!c.res || c.res.writableEnded) {
         victim = c;
         break;
       }

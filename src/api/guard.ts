@@ -4,7 +4,7 @@
 // declare it, and authenticates an unserved path under the webhook prefix before its 404.
 // The checks and their order, and why: docs/security.md ("How a route says who may call it").
 import type { Server } from "node:https";
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from "fastify";
 import { issuesToDetails } from "../util/zod-issues.js";
 import type { ApiContext } from "./context.js";
 import { badRequest, forbidden, notFound, rateLimited, unauthorized } from "./errors.js";
@@ -41,30 +41,44 @@ function segment(req: FastifyRequest, seg: string): string {
   return seg.startsWith(":") ? String((req.params as Record<string, unknown>)[seg.slice(1)] ?? "") : seg;
 }
 
-/** X-API-Key and the source-IP allowlist; for routes under the webhook path also the version and site. */
-export function webhookGuard(ctx: ApiContext, routeUrl: string): Guard {
+/**
+ * X-API-Key and the source-IP allowlist; for routes under the webhook path also the version
+ * and site. A callback hook, not an async one: a keep-alive connection that showed this key
+ * before is answered without a promise (the partner's every request after its first).
+ */
+export function webhookGuard(ctx: ApiContext, routeUrl: string): onRequestHookHandler<Server> {
   const [, versionSeg, siteSeg] = WEBHOOK_PATH.exec(routeUrl) ?? [];
-  return async (req) => {
-    if (!ctx.credentials.ipAllowed(req.ip)) throw forbidden(`source address ${req.ip} is not on the allowlist`);
-    const key = req.headers["x-api-key"];
-    if (typeof key !== "string" || key.length === 0) throw unauthorized("X-API-Key header is missing");
-    let check: KeyCheck;
-    try {
-      check = await ctx.credentials.checkApiKeyOn(req.raw.socket, key, sourceKey(req.ip));
-    } catch (e) {
-      if (e instanceof HashBusyError) throw rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" });
-      throw e;
-    }
+  const place = (req: FastifyRequest): Error | undefined => {
+    if (versionSeg === undefined || siteSeg === undefined) return undefined;
+    const version = segment(req, versionSeg);
+    if (version !== ctx.config.api_version) return notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
+    const siteId = segment(req, siteSeg);
+    if (siteId !== ctx.config.site_id) return notFound(`site "${siteId}" is not this gateway's`);
+    return undefined;
+  };
+  const verdict = (req: FastifyRequest, check: KeyCheck): Error | undefined => {
     if (check.result === "wait")
-      throw rateLimited(`too many wrong API keys from ${req.ip}; retry in ${check.retryAfterS} s`, {
+      return rateLimited(`too many wrong API keys from ${req.ip}; retry in ${check.retryAfterS} s`, {
         "retry-after": String(check.retryAfterS),
       });
-    if (check.result === "wrong") throw unauthorized("X-API-Key is not valid");
-    if (versionSeg === undefined || siteSeg === undefined) return;
-    const version = segment(req, versionSeg);
-    if (version !== ctx.config.api_version) throw notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
-    const siteId = segment(req, siteSeg);
-    if (siteId !== ctx.config.site_id) throw notFound(`site "${siteId}" is not this gateway's`);
+    if (check.result === "wrong") return unauthorized("X-API-Key is not valid");
+    return place(req);
+  };
+  return (req, _reply, done) => {
+    const next = done as (err?: Error) => void;
+    if (!ctx.credentials.ipAllowed(req.ip)) return next(forbidden(`source address ${req.ip} is not on the allowlist`));
+    const key = req.headers["x-api-key"];
+    if (typeof key !== "string" || key.length === 0) return next(unauthorized("X-API-Key header is missing"));
+    if (ctx.credentials.shownOn(req.raw.socket, key)) return next(place(req));
+    ctx.credentials.checkApiKeyOn(req.raw.socket, key, sourceKey(req.ip)).then(
+      (check) => next(verdict(req, check)),
+      (e: unknown) =>
+        next(
+          e instanceof HashBusyError
+            ? rateLimited("the gateway is busy checking keys; retry in 1 s", { "retry-after": "1" })
+            : (e as Error),
+        ),
+    );
   };
 }
 

@@ -40,6 +40,10 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
   await app.register(rateLimit, {
     max: config.http.rate_limit_per_min,
     timeWindow: 60_000,
+    // The x-ratelimit-* headers go on the 429 only (with its Retry-After, DESIGN B3): on
+    // every other answer they were ~90 bytes the partner's contract does not name, written
+    // and parsed per request (docs/architecture.md, "The API's cost per request").
+    addHeadersOnExceeding: { "x-ratelimit-limit": false, "x-ratelimit-remaining": false, "x-ratelimit-reset": false },
     errorResponseBuilder: (_req, c) =>
       rateLimited(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });

@@ -26,9 +26,21 @@ export class SiteDevices implements DeviceDirectory {
   /** A family joins (the composition root adds each from its factory list); a device_id belongs to the first family that lists it. */
   add(f: DeviceFamily): void {
     this.families.push(f);
+    this.listed = null;
   }
 
+  /** The last list() and the version it was built at (a family's list changes only with its version). */
+  private listed: { version: number; devices: readonly Device[] } | null = null;
+
   list(): readonly Device[] {
+    const version = this.version;
+    if (this.listed?.version === version) return this.listed.devices;
+    const devices = this.build();
+    this.listed = { version, devices };
+    return devices;
+  }
+
+  private build(): readonly Device[] {
     const all = this.families.flatMap((f) => f.devices());
     const seen = new Map<string, Device>();
     const out: Device[] = [];

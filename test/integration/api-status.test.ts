@@ -203,15 +203,21 @@ test("429 with Retry-After once a source exceeds its rate", async () => {
     async (gw) => {
       const statuses: number[] = [];
       let limited: Awaited<ReturnType<Gateway["call"]>> | null = null;
+      let first: Awaited<ReturnType<Gateway["call"]>> | undefined;
       for (let i = 0; i < 8; i++) {
         const r = await gw.call("GET", SYNC, { headers: gw.apiKeyHeaders });
         statuses.push(r.status);
+        first ??= r;
         if (r.status === 429) limited = r;
       }
       assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
       assert.ok(limited, `no 429 in ${statuses}`);
       assertErrorBody(limited!, "rate_limited");
       assert.ok(Number(limited!.headers["retry-after"]) > 0);
+      // The x-ratelimit-* headers ride on the 429 only, not on every answer.
+      assert.equal(limited!.headers["x-ratelimit-limit"], "5");
+      assert.equal(limited!.headers["x-ratelimit-remaining"], "0");
+      assert.equal(first!.headers["x-ratelimit-limit"], undefined, JSON.stringify(first!.headers));
     },
     { http: { listen: "127.0.0.1:0", tls: (await import("../support/config.js")).testConfigInput("/x").http.tls, rate_limit_per_min: 5 } },
   );
