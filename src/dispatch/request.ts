@@ -1,7 +1,7 @@
 // The dispatch request (spec 2.3, DESIGN B4) as one zod schema, and the normal form an
 // event is stored and compared in: watts, epoch milliseconds, and a content hash that
 // decides whether a repeated event_id is "the same command".
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { z } from "zod";
 import { issuesToDetails } from "../util/zod-issues.js";
 import { SitegateError, type ErrorDetail } from "../errors.js";
@@ -27,7 +27,11 @@ const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
  */
 export function roundTrips(s: string): boolean {
   const m = CALENDAR.exec(s);
-  if (!m) return false;
+  return m !== null && calendarOk(m);
+}
+
+/** The calendar fields (year, month, day, hour, minute, second?) at groups 1-6 are a real time. */
+function calendarOk(m: RegExpExecArray): boolean {
   const [, ys = "", mos = "", ds = "", hs = "", mins = "", secs] = m;
   const y = +ys;
   const mo = +mos;
@@ -38,8 +42,18 @@ export function roundTrips(s: string): boolean {
   return d <= days + (leap ? 1 : 0);
 }
 
-const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|\+00:00)$/;
+/** Its groups are CALENDAR's: one match both checks the form and gives the fields. */
+const UTC_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|\+00:00)$/;
 const realTime = (s: string) => roundTrips(s) && Number.isFinite(Date.parse(s));
+
+/** The epoch ms of a UTC time as the request may carry it (utcTime's rules: the form, a real time), else null. One match, one parse. */
+function utcMs(s: unknown): number | null {
+  if (typeof s !== "string") return null;
+  const m = UTC_TIME.exec(s);
+  if (m === null || !calendarOk(m)) return null;
+  const ms = Date.parse(s);
+  return Number.isFinite(ms) ? ms : null;
+}
 
 /** ISO 8601 in UTC: `Z` or `+00:00`, and a time that exists (B4). */
 const utcTime = z
@@ -168,16 +182,16 @@ export function plainValid(body: unknown): DispatchRequest | null {
 function plainEvent(e: Record<string, unknown>): DispatchEventInput | null {
   const { event_id, start_time, end_time, event_type, event_quantity, event_unit, priority, mandatory, cancelled } = e;
   if (typeof event_id !== "string" || !GUID.test(event_id)) return null;
-  if (typeof start_time !== "string" || !UTC_TIME.test(start_time) || !realTime(start_time)) return null;
-  if (typeof end_time !== "string" || !UTC_TIME.test(end_time) || !realTime(end_time)) return null;
-  if (Date.parse(end_time) <= Date.parse(start_time) || !TYPE_NAMES.has(event_type) || !UNIT_NAMES.has(event_unit)) return null;
+  const startMs = utcMs(start_time);
+  const endMs = utcMs(end_time);
+  if (startMs === null || endMs === null || endMs <= startMs || !TYPE_NAMES.has(event_type) || !UNIT_NAMES.has(event_unit)) return null;
   if (typeof event_quantity !== "number" || !Number.isFinite(event_quantity) || !(event_quantity >= 0) || event_quantity > 1e9) return null;
   if (zeroQuantity(e) || typeof priority !== "number" || !Number.isInteger(priority) || priority < 1 || priority > 99) return null;
   if (typeof mandatory !== "boolean" || typeof cancelled !== "boolean") return null;
   return {
     event_id,
-    start_time,
-    end_time,
+    start_time: start_time as string, // utcMs took it: a string
+    end_time: end_time as string,
     event_type: event_type as DispatchEventInput["event_type"],
     event_quantity,
     event_unit: event_unit as EventUnit,
@@ -257,7 +271,7 @@ export function contentHash(s: EventSpec): string {
     cancelled,
   ];
   if (limit_pct !== undefined) fields.push(limit_pct);
-  return createHash("sha256").update(JSON.stringify(fields)).digest("hex").slice(0, 32);
+  return hash("sha256", JSON.stringify(fields), "hex").slice(0, 32); // one-shot: no Hash object per event
 }
 
 /**
