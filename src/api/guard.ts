@@ -36,9 +36,12 @@ export function requiredAuth(url: string): AuthKind | undefined {
   return undefined;
 }
 
-/** A path segment's value in this request: a `:param` of the route, or the literal segment. */
-function segment(req: FastifyRequest, seg: string): string {
-  return seg.startsWith(":") ? String((req.params as Record<string, unknown>)[seg.slice(1)] ?? "") : seg;
+/** A route's path segment as a reader of its value in a request: a `:param` of the route, or the literal segment. */
+function segment(seg: string | undefined): ((req: FastifyRequest) => string) | undefined {
+  if (seg === undefined) return undefined;
+  if (!seg.startsWith(":")) return () => seg;
+  const name = seg.slice(1);
+  return (req) => String((req.params as Record<string, unknown>)[name] ?? "");
 }
 
 /**
@@ -48,11 +51,13 @@ function segment(req: FastifyRequest, seg: string): string {
  */
 export function webhookGuard(ctx: ApiContext, routeUrl: string): onRequestHookHandler<Server> {
   const [, versionSeg, siteSeg] = WEBHOOK_PATH.exec(routeUrl) ?? [];
+  const versionOf = segment(versionSeg);
+  const siteOf = segment(siteSeg);
   const place = (req: FastifyRequest): Error | undefined => {
-    if (versionSeg === undefined || siteSeg === undefined) return undefined;
-    const version = segment(req, versionSeg);
+    if (versionOf === undefined || siteOf === undefined) return undefined;
+    const version = versionOf(req);
     if (version !== ctx.config.api_version) return notFound(`API version "${version}" is not served here (use ${ctx.config.api_version})`);
-    const siteId = segment(req, siteSeg);
+    const siteId = siteOf(req);
     if (siteId !== ctx.config.site_id) return notFound(`site "${siteId}" is not this gateway's`);
     return undefined;
   };

@@ -8,10 +8,11 @@ import type { Metrics } from "../../model/device.js";
 export function withLimits(m: Metrics): Metrics {
   const v = m.battery_voltage_v;
   if (typeof v !== "number" || v <= 0) return m;
+  const charge = m.max_charge_power_w === undefined && typeof m.max_charge_current_a === "number";
+  const discharge = m.max_discharge_power_w === undefined && typeof m.max_discharge_current_a === "number";
+  if (!charge && !discharge) return m; // nothing to add: no copy (device sync asks per request)
   const out: Metrics = { ...m };
-  if (out.max_charge_power_w === undefined && typeof m.max_charge_current_a === "number")
-    out.max_charge_power_w = Math.round(m.max_charge_current_a * v);
-  if (out.max_discharge_power_w === undefined && typeof m.max_discharge_current_a === "number")
-    out.max_discharge_power_w = Math.round(m.max_discharge_current_a * v);
+  if (charge) out.max_charge_power_w = Math.round(m.max_charge_current_a! * v);
+  if (discharge) out.max_discharge_power_w = Math.round(m.max_discharge_current_a! * v);
   return out;
 }

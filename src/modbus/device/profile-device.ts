@@ -159,8 +159,9 @@ export class ProfileDevice implements Device {
   /** The battery's published maximum: the larger of its live charge and discharge limits, when it reads them. */
   private batteryLimit(): number | undefined {
     const m = this.latest();
-    const limits = [m.max_charge_power_w, m.max_discharge_power_w].filter((w): w is number => typeof w === "number" && w > 0);
-    return limits.length ? Math.max(...limits) : undefined;
+    const c = positive(m.max_charge_power_w);
+    const d = positive(m.max_discharge_power_w);
+    return c === undefined ? d : d === undefined ? c : Math.max(c, d);
   }
 
   latest(): Metrics {
@@ -171,9 +172,9 @@ export class ProfileDevice implements Device {
     const h = this.readings.health(this.id) ?? NO_HEALTH;
     let unavailable: string[] = [];
     try {
-      unavailable = this.driver()
-        .unavailable.list()
-        .map((u) => u.metric);
+      const u = this.driver().unavailable;
+      if (u.size === 0) return h; // the common case, asked per device sync request: no list made
+      unavailable = u.list().map((p) => p.metric);
     } catch {
       // no driver: nothing is known of its points
     }
@@ -390,3 +391,5 @@ export class ProfileDevice implements Device {
     }
   }
 }
+
+const positive = (w: unknown): number | undefined => (typeof w === "number" && w > 0 ? w : undefined);

@@ -67,6 +67,11 @@ export class Unavailable {
     this.points.delete(metric);
   }
 
+  /** How many points are unavailable now. */
+  get size(): number {
+    return this.points.size;
+  }
+
   has(metric: string): boolean {
     return this.points.has(metric);
   }
