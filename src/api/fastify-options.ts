@@ -50,3 +50,12 @@ export function httpsOptions(
     schemaController: ZOD_ONLY,
   };
 }
+
+/**
+ * @fastify/rate-limit's headers on both listeners: x-ratelimit-* on the 429 only (with its
+ * Retry-After, DESIGN B3). On every other answer they were ~90 bytes no contract names,
+ * written and parsed per request (docs/architecture.md, "The API's cost per request").
+ */
+export const RATE_LIMIT_HEADERS = {
+  addHeadersOnExceeding: { "x-ratelimit-limit": false, "x-ratelimit-remaining": false, "x-ratelimit-reset": false },
+} as const;

@@ -17,7 +17,7 @@ import { adminRoutes } from "./admin.js";
 import { opsRoutes } from "./ops.js";
 import { drRoutes } from "./dr.js";
 import type { ApiContext, ApiDeps } from "./context.js";
-import { httpsOptions } from "./fastify-options.js";
+import { RATE_LIMIT_HEADERS, httpsOptions } from "./fastify-options.js";
 import { connectionLimits } from "./connection-limits.js";
 import { ConnectionGate } from "./connection-gate.js";
 import type { GuessLimits } from "./guess-limit.js";
@@ -40,10 +40,7 @@ export async function buildApp(ctx: ApiContext, gate: ConnectionGate): Promise<F
   await app.register(rateLimit, {
     max: config.http.rate_limit_per_min,
     timeWindow: 60_000,
-    // The x-ratelimit-* headers go on the 429 only (with its Retry-After, DESIGN B3): on
-    // every other answer they were ~90 bytes the partner's contract does not name, written
-    // and parsed per request (docs/architecture.md, "The API's cost per request").
-    addHeadersOnExceeding: { "x-ratelimit-limit": false, "x-ratelimit-remaining": false, "x-ratelimit-reset": false },
+    ...RATE_LIMIT_HEADERS,
     errorResponseBuilder: (_req, c) =>
       rateLimited(`rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
   });

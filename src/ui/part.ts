@@ -4,7 +4,7 @@
 // way the history of the 24 h charts is fed from the poller's snapshots (observe()).
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import rateLimit from "@fastify/rate-limit";
-import { httpsOptions } from "../api/fastify-options.js";
+import { RATE_LIMIT_HEADERS, httpsOptions } from "../api/fastify-options.js";
 import { connectionLimits } from "../api/connection-limits.js";
 import { ConnectionGate } from "../api/connection-gate.js";
 import { onAnyList } from "../api/auth.js";
@@ -61,6 +61,7 @@ export class UiPart implements Part {
     await app.register(rateLimit, {
       max: config.http.rate_limit_per_min,
       timeWindow: 60_000,
+      ...RATE_LIMIT_HEADERS,
       errorResponseBuilder: (_req, c) =>
         new SitegateError("RATE_LIMITED", `rate limit of ${c.max} requests per minute exceeded; retry in ${Math.ceil(c.ttl / 1000)} s`),
     });

@@ -291,10 +291,10 @@ test("allowlisted sources holding every slot: a newcomer gets the oldest idle co
 });
 
 /** `n` requests pipelined on one connection; the status of each answer, in order. */
-async function pipelined(url: string, path: string, n: number): Promise<number[]> {
+async function pipelined(url: string, path: string, n: number, headers = ""): Promise<number[]> {
   const c = open(url);
   await c.secured;
-  c.socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`.repeat(n));
+  c.socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n${headers}\r\n`.repeat(n));
   let text = "";
   const statuses = () => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
   await new Promise<void>((resolve, reject) => {
@@ -325,6 +325,22 @@ test("unknown paths count against the per-source rate limit: 1,000 pipelined GET
       const ui = await twice(gw.daemon.part<UiPart>("ui").url);
       assert.ok(ui.filter((s) => s === 429).length >= 400, `the status page's listener too (${tally(ui)})`);
       assert.equal(ui.filter((s) => s === 303 || s === 429).length, 1000, tally(ui));
+    },
+  );
+});
+
+test("the webhook guard's synchronous answers: 200 pipelined requests without a key, or for another site, are each answered (401, 404), none drops the connection", async () => {
+  await withLimits(
+    {},
+    () => ({}),
+    async (gw) => {
+      const all = (ss: number[], status: number) => ss.length === 200 && ss.every((s) => s === status);
+      const noKey = await pipelined(gw.url, "/v1/api/gateway/site-001/devicesync", 200);
+      assert.ok(all(noKey, 401), `without a key: ${noKey.length} answers, ${[...new Set(noKey)]}`);
+      // The right key: the first request checks it (scrypt), the connection then passes synchronously.
+      assert.equal((await pipelined(gw.url, "/v1/api/gateway/site-001/devicesync", 1, `x-api-key: ${TEST_API_KEY}\r\n`))[0], 200);
+      const otherSite = await pipelined(gw.url, "/v1/api/gateway/site-002/devicesync", 200, `x-api-key: ${TEST_API_KEY}\r\n`);
+      assert.ok(otherSite.length === 200 && otherSite.every((s) => s === 404), `another site: ${otherSite.length} answers`);
     },
   );
 });
