@@ -252,11 +252,17 @@ function compare(w: FleetWorld, outageWall: number, restartWall: number) {
     const rows = readTelemetry(join(s.dir, "data"), (db) =>
       db.prepare("SELECT ts FROM tm_snapshot WHERE n > 0 AND ts >= ? AND ts <= ? ORDER BY id").pluck().all(first, max),
     ) as number[];
-    const miss = rows.filter((ts) => !seen.has(ts)).length;
+    const missing = rows.filter((ts) => !seen.has(ts));
+    const miss = missing.length;
     stored += rows.length;
     lost += miss;
     duplicated += dup;
-    if (miss || dupAt.length) badSites.push(`${s.id}: ${miss} lost, twice: ${dupAt.join(", ") || "none"} from the outage's start`);
+    // When, from the outage's start: a loss at the instant of a broker crash is a message the broker acknowledged and had not saved.
+    const at = (ts: number) => `${((ts - outageWall) / 1000).toFixed(1)} s`;
+    if (miss || dupAt.length)
+      badSites.push(
+        `${s.id}: ${miss} lost${miss ? ` (${missing.slice(0, 5).map(at).join(", ")})` : ""}, twice: ${dupAt.join(", ") || "none"} from the outage's start`,
+      );
   }
   return { snapshots, stored, lost, duplicated, redelivered, outOfOrder, backlog, badSites };
 }
