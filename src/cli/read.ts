@@ -44,16 +44,15 @@ const command: Command = {
   },
   async run(values) {
     if (typeof values.endpoint !== "string") throw new UsageError("--endpoint is required");
-    if (typeof values.profile !== "string") throw new UsageError(`--profile is required (one of: ${builtinProfiles().names().join(", ")})`);
+    const profiles = builtinProfiles();
+    const profile = parseProfile(values.profile, profiles);
     const unit = parseUnit(values.unit);
     const endpoint = parseEndpoint(values.endpoint);
-    if (!builtinProfiles().has(values.profile))
-      throw new UsageError(`unknown profile "${values.profile}" (known: ${builtinProfiles().names().join(", ")})`);
     const bus = new Bus(endpoint, silentLogger());
     try {
       let got;
       try {
-        got = await readDevice(bus, values.endpoint, unit, builtinProfiles(), values.profile);
+        got = await readDevice(bus, values.endpoint, unit, profiles, profile);
       } catch (e) {
         process.stderr.write(`sitegate read: ${errorMessage(e)}\n`);
         return EXIT_FAILURE;
