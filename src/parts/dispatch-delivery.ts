@@ -28,7 +28,7 @@ export class DispatchDelivery {
   };
 
   readonly onState: NonNullable<DispatcherDeps["onState"]> = (spec, state, at) => {
-    if (!this.takes("event_state")) return; // no sink takes event states (no fleet): no body, no key per event
+    if (this.routes("event_state").length === 0) return; // no sink takes event states (no fleet): no body, no key per event
     const body = {
       event_id: spec.event_id,
       source: spec.source,
@@ -40,17 +40,17 @@ export class DispatchDelivery {
     this.append("event_state", body, `event_state:${spec.event_id}:${state}:${at}`);
   };
 
-  /** Whether any sink takes messages of `kind` (routing is fixed per kind: asked once). */
-  private readonly taken = new Map<string, boolean>();
-  private takes(kind: string): boolean {
-    let t = this.taken.get(kind);
-    if (t === undefined) this.taken.set(kind, (t = this.sinks.some((r) => r(kind) !== null)));
-    return t;
+  /** Where each sink takes messages of `kind` (a sink's routing is fixed per kind: asked once). */
+  private readonly byKind = new Map<string, Route[]>();
+  private routes(kind: string): Route[] {
+    let routes = this.byKind.get(kind);
+    if (!routes) this.byKind.set(kind, (routes = this.sinks.map((r) => r(kind)).filter((r): r is Route => r !== null)));
+    return routes;
   }
 
   /** A message of `kind` for every sink that takes it (none: nothing is written). */
   private append(kind: string, body: unknown, keyName: string): void {
-    const routes = this.sinks.map((r) => r(kind)).filter((r): r is Route => r !== null);
+    const routes = this.routes(kind);
     if (routes.length) this.deliveryLog.append(messageOf(kind, body, nameKey(this.instance(), keyName)), routes);
   }
 }
