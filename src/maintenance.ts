@@ -92,11 +92,18 @@ export class Maintenance implements Part {
     this.log.info({ schedule: Object.fromEntries(Object.entries(schedule).map(([k, r]) => [k, r.text])) }, "maintenance scheduled");
   }
 
-  /** WAL checkpoint (TRUNCATE) and PRAGMA optimize, of both databases. */
+  /**
+   * WAL checkpoint and PRAGMA optimize, of both databases. sitegate.db's WAL is truncated;
+   * telemetry.db's keeps its size (RESTART: the next commit writes from its start, over blocks
+   * the file already has; storage/db.ts preallocateWal).
+   */
   checkpoint(): void {
-    for (const db of [this.storage.db, this.storage.telemetryDb]) {
+    for (const [db, mode] of [
+      [this.storage.db, "TRUNCATE"],
+      [this.storage.telemetryDb, "RESTART"],
+    ] as const) {
       const started = performance.now();
-      const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: number; log: number; checkpointed: number }>;
+      const [r] = db.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number; log: number; checkpointed: number }>;
       db.pragma("optimize");
       this.log.info({ db: db.name, ...r, ms: Math.round(performance.now() - started) }, "nightly checkpoint and optimize");
     }

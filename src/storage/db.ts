@@ -2,7 +2,7 @@
 // Each module owns its tables and registers its own migrations here under its name,
 // so SQL stays next to the module that owns it (schema_migrations(module, version)).
 import Database from "better-sqlite3";
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { SitegateError } from "../errors.js";
 import { DB_FILE } from "./files.js";
@@ -89,6 +89,53 @@ export function migrate(db: Db, mods: ModuleMigrations[]): number {
     }
   }
   return ran;
+}
+
+/** SQLite's WAL format: the file's header, and each frame's header before its page. */
+const WAL_HEADER_BYTES = 32;
+const WAL_FRAME_HEADER_BYTES = 24;
+/** Frames beyond the checkpoint threshold: the commit that crosses it still fits. */
+const WAL_HEADROOM = 0.1;
+
+/** The bytes of a WAL that holds `frames` pages of `pageSize`. */
+export function walBytes(frames: number, pageSize: number): number {
+  return WAL_HEADER_BYTES + frames * (pageSize + WAL_FRAME_HEADER_BYTES);
+}
+
+/**
+ * Gives a database's WAL file its working size at once, in zeros, and syncs it: the
+ * checkpoint threshold (`wal_autocheckpoint`) and a tenth more. SQLite writes its frames
+ * from the start of the WAL again after each checkpoint and never shrinks the file (no
+ * `journal_size_limit`), so from then on a commit overwrites blocks the file already has:
+ * its size and block map do not change, and its fsync writes the data blocks and no
+ * file-system metadata (block bitmap, group descriptor, extent, size: a journal commit of
+ * several 4 KiB blocks per commit on an ext4 card, measured in docs/sd-card.md). Zeros are
+ * no frame (a frame carries the WAL header's salt and a checksum), so recovery stops at them
+ * as at the end of the file. Only for a database held exclusively (no other connection
+ * reads this WAL), opened in WAL mode. Returns the bytes added (0 when the file is that
+ * large already, or when SQLite has not made it yet).
+ */
+export function preallocateWal(db: Db): number {
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  const frames = db.pragma("wal_autocheckpoint", { simple: true }) as number;
+  const target = walBytes(Math.ceil(frames * (1 + WAL_HEADROOM)), pageSize);
+  let fd: number;
+  try {
+    fd = openSync(`${db.name}-wal`, "r+");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw e;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size >= target) return 0;
+    const zeros = Buffer.alloc(64 * 1024);
+    for (let at = size; at < target;) at += writeSync(fd, zeros, 0, Math.min(zeros.length, target - at), at);
+    fsyncSync(fd);
+    return target - size;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** An existing database file as it is: no pragmas, no migrations (the updater's backup). */

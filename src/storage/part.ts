@@ -4,7 +4,7 @@
 // "telemetry": written every commit interval, tuned for the SD card, held exclusively; the
 // sample store moves telemetry an older release kept in sitegate.db).
 import type { Part } from "../lifecycle.js";
-import { openDatabase, migrate, TELEMETRY_DB_FILE, type Db, type ModuleMigrations } from "./db.js";
+import { openDatabase, migrate, preallocateWal, TELEMETRY_DB_FILE, type Db, type ModuleMigrations } from "./db.js";
 import type { Logger } from "../log.js";
 import { SitegateError } from "../errors.js";
 
@@ -53,6 +53,7 @@ export class StoragePart implements Part {
   start(): void {
     this.handle = openDatabase(this.dataDir);
     const telemetry = this.migrations.filter((m) => m.module === TELEMETRY_MODULE);
+    let walPreallocated = 0;
     let ran = migrate(
       this.handle,
       this.migrations.filter((m) => m.module !== TELEMETRY_MODULE),
@@ -60,8 +61,10 @@ export class StoragePart implements Part {
     if (telemetry.length) {
       this.telemetryHandle = openDatabase(this.dataDir, TELEMETRY_DB_FILE, { pageSize: 1024, autoVacuum: "NONE", exclusive: true });
       ran += migrate(this.telemetryHandle, telemetry);
+      // Its WAL at its working size now, so that commits overwrite blocks in place (db.ts).
+      walPreallocated = preallocateWal(this.telemetryHandle);
     }
-    this.log.info({ data_dir: this.dataDir, migrations_applied: ran }, "database ready");
+    this.log.info({ data_dir: this.dataDir, migrations_applied: ran, wal_preallocated: walPreallocated }, "database ready");
   }
 
   stop(): void {

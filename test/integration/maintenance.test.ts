@@ -2,15 +2,17 @@
 // by hand (their UTC timers are tested in unit/utc-schedule): the retention sweep deletes
 // the settled telemetry rows, keeps their pages for the next rows, and gives the free pages
 // back (VACUUM) once a drained backlog left most of telemetry.db free; the nightly
-// checkpoint empties the WAL file.
+// checkpoint empties sitegate.db's WAL file and folds telemetry's back into its file, keeping
+// the WAL's size (its blocks are reused in place).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { StoragePart } from "../../src/storage/part.js";
 import { SAMPLE_MIGRATIONS, SampleStore } from "../../src/telemetry/sample-store.js";
 import { FREE_TO_VACUUM, Maintenance } from "../../src/maintenance.js";
-import { TELEMETRY_DB_FILE } from "../../src/storage/db.js";
+import { DB_FILE, TELEMETRY_DB_FILE, walBytes } from "../../src/storage/db.js";
 import { silentLogger } from "../../src/log.js";
 import { testConfig } from "../support/config.js";
 import { snapshot } from "../support/uplink-harness.js";
@@ -74,18 +76,33 @@ test("a sweep after a drained backlog deletes the settled rows and gives the fre
   });
 });
 
-test("the nightly checkpoint empties the WAL file and keeps the data", async () => {
+test("the nightly checkpoint empties sitegate.db's WAL file, and folds telemetry's WAL into its file at the same size", async () => {
   await withStore(({ storage, samples, maintenance, dir }) => {
     const wal = join(dir, `${TELEMETRY_DB_FILE}-wal`);
+    const mainWal = join(dir, `${DB_FILE}-wal`);
+    const size = statSync(wal).size;
+    assert.equal(size, walBytes(1100, 1024), "telemetry's WAL has its working size from the start");
     for (let i = 0; i < 200; i++) samples.append(snapshot(i, 10));
     // The first night's PRAGMA optimize may write fresh planner statistics after the
     // checkpoint (ANALYZE of new tables); from then on the WAL ends each night empty.
     maintenance.checkpoint();
+    storage.db.exec("CREATE TABLE IF NOT EXISTS scratch (x)");
     for (let i = 200; i < 260; i++) samples.append(snapshot(i, 10));
-    assert.ok(existsSync(wal) && statSync(wal).size > 0, "writes went to the WAL");
+    assert.ok(existsSync(mainWal) && statSync(mainWal).size > 0, "writes went to sitegate.db's WAL");
     maintenance.checkpoint();
-    assert.equal(statSync(wal).size, 0, "the WAL was truncated");
-    assert.equal(storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 260);
+    assert.equal(statSync(mainWal).size, 0, "sitegate.db's WAL was truncated");
+    assert.equal(statSync(wal).size, size, "telemetry's WAL keeps its blocks");
+    // Every row is in telemetry.db itself: a copy of the file without its WAL holds them all.
+    const copy = join(dir, "copy");
+    mkdirSync(copy);
+    copyFileSync(join(dir, TELEMETRY_DB_FILE), join(copy, TELEMETRY_DB_FILE));
+    const alone = new Database(join(copy, TELEMETRY_DB_FILE), { readonly: true });
+    assert.equal(alone.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 260);
+    alone.close();
+    // The next commits write from the WAL's start again, over the same blocks.
+    for (let i = 260; i < 300; i++) samples.append(snapshot(i, 10));
+    assert.equal(statSync(wal).size, size);
+    assert.equal(storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get(), 300);
     assert.equal(storage.telemetryDb.pragma("integrity_check", { simple: true }), "ok");
   });
 });
