@@ -13,7 +13,7 @@ import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
 import type { StoragePart } from "../storage/part.js";
-import { withFullSync } from "../storage/durable.js";
+import { commitThenSyncData } from "../storage/durable.js";
 import type { Snapshot, SnapshotSink } from "./types.js";
 import type { SampleStoreStats, StoredSnapshot, TelemetryCursor } from "./sample-schema.js";
 import { Consumers, type ConsumerOptions, type CursorState } from "./sample-consumers.js";
@@ -215,12 +215,13 @@ export class SampleStore implements SnapshotSink, Part {
     if (this.held.length === 0) return;
     const before = { bytes: this.bytes, storedBytes: this.storedBytes, storedAlone: this.storedAlone };
     let n: number;
+    let syncError: Error | null;
     try {
-      // Synced at each commit (one fsync per commit_interval_s, no extra bytes): at NORMAL a
-      // WAL commit reaches the card only at the next checkpoint, and a power cut lost more
-      // than the stated window.
+      // Synced at each commit (one fdatasync per commit_interval_s): at NORMAL alone a WAL
+      // commit reaches the card only at the next checkpoint, and a power cut lost more than
+      // the stated window.
       const held = this.held;
-      n = withFullSync(this.db, () => this.commitTx(held));
+      ({ value: n, syncError } = commitThenSyncData(this.db, () => this.commitTx(held)));
     } catch (e) {
       Object.assign(this, before);
       this.storage.noteCommitFailed();
@@ -233,7 +234,12 @@ export class SampleStore implements SnapshotSink, Part {
     this.held = [];
     this.series.unsaved = [];
     this.storedTotal += n;
-    this.storage.noteCommit();
+    if (syncError) {
+      // Committed, not known to be on the card: kept as committed (a retry would store it
+      // twice); the health check then probes the disk and reports it.
+      this.opts.log.error({ err: syncError.message }, "telemetry committed but its WAL could not be synced");
+      this.storage.noteCommitFailed();
+    } else this.storage.noteCommit();
     if (this.bytes > this.opts.retentionBytes) this.enforceRetention();
   }
 
