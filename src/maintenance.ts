@@ -1,11 +1,13 @@
 // Recurring maintenance on plain timers (util/utc-schedule.ts), never in the hot path:
 //   03:30 daily    (config maintenance: {at, timezone}; default 03:30 in the controller's
-//                  local time) WAL checkpoint (TRUNCATE) and PRAGMA optimize: the WAL file shrinks
-//                  back to zero while nothing else is busy, and the query planner's
-//                  statistics stay fresh.
-//   every 10 min   retention sweep: settled telemetry rows deleted; their pages are reused,
+//                  local time) WAL checkpoint and PRAGMA optimize: sitegate.db's WAL file
+//                  shrinks back to zero while nothing else is busy (telemetry's keeps its
+//                  blocks), and the query planner's statistics stay fresh.
+//   every 60 min   retention sweep: settled telemetry rows deleted; their pages are reused,
 //                  and given back to the file system (VACUUM) only when a drained backlog left
-//                  most of the file free. The size bound itself is kept on every commit.
+//                  most of the file free. The size bound itself is kept on every commit. Hourly,
+//                  not more often: each sweep is a transaction of its own, and on the card it
+//                  costs what a telemetry commit costs (docs/sd-card.md).
 //   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
 import { readFileSync } from "node:fs";
@@ -24,7 +26,7 @@ export const FREE_TO_VACUUM = 1024 * 1024;
 
 export const SCHEDULE = {
   checkpoint: dailyUtc("03:30"),
-  retention: everyMinutes(10),
+  retention: everyMinutes(60),
   certificate: dailyUtc("06:00"),
 } as const;
 

@@ -80,11 +80,12 @@ export const updateSchema = z.strictObject({
 export type UpdateConfig = z.infer<typeof updateSchema>;
 /**
  * The default telemetry commit interval (s), and so the default loss window of a power cut.
- * Each commit is fsynced and so costs about two 4 KiB pages of the card however few rows it
- * adds: at 30 s a 4-device site writes about 8 B a sample, at 10 s about 23 B (docs/sd-card.md,
- * the trade-off; the budget is 15 B).
+ * Each commit is synced, and costs the card about 24 KiB however few rows it adds (its WAL
+ * blocks, and the journal commit and inode block of the WAL's new modification time): at 60 s
+ * a 4-device site sends the card about 12 B a sample, at 30 s about 21 B, at 10 s about 53 B
+ * (docs/sd-card.md, the trade-off; the budget is 15 B).
  */
-export const TELEMETRY_COMMIT_S = 30;
+export const TELEMETRY_COMMIT_S = 60;
 
 export const UPDATE_DEFAULTS: UpdateConfig = {
   allowed_urls: [],
@@ -222,7 +223,7 @@ export const configSchema = z.strictObject({
         .max(60)
         .default(TELEMETRY_COMMIT_S)
         .describe(
-          "Samples are committed (and fsynced) once per this many seconds (SD card wear: each commit writes at least a 4 KiB page); a power cut loses at most that much. 1: every poll",
+          "Samples are committed (and synced) once per this many seconds (SD card wear: each commit costs the card about 24 KiB, however few samples it holds); a power cut loses at most that much. 1: every poll",
         ),
     })
     .default({ poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: TELEMETRY_COMMIT_S })

@@ -19,7 +19,7 @@ test("a valid config loads with defaults filled and paths resolved against its f
   const cfg = parseConfig(input, "/etc/sitegate");
   assert.equal(cfg.data_dir, "/etc/sitegate/state");
   assert.equal(cfg.api_version, "v1");
-  assert.deepEqual(cfg.telemetry, { poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 30 });
+  assert.deepEqual(cfg.telemetry, { poll_interval_ms: 1000, retention_max_mb: 512, commit_interval_s: 60 });
   assert.equal(cfg.auth.token_ttl_s, 3600);
 });
 

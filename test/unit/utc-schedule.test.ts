@@ -18,7 +18,7 @@ test("the next occurrence is the first UTC time strictly after now", () => {
   assert.throws(() => everyMinutes(7), /does not divide a day/);
   assert.deepEqual(Object.fromEntries(Object.entries(SCHEDULE).map(([k, r]) => [k, r.text])), {
     checkpoint: "daily 03:30 UTC",
-    retention: "every 10 min",
+    retention: "every 60 min",
     certificate: "daily 06:00 UTC",
   });
 });
