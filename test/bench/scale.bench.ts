@@ -209,7 +209,9 @@ export async function measureSite(
     // zero or one commit, so bytes written (and written per sample) would be 0, NaN or one
     // commit's pages scaled to a day, and with two a commit that writes one block more moves
     // the figure by half a block a commit.
-    const spanMs = Math.max(windowMs, minCommits * commitS * 1000);
+    // A commit interval's timer starts at the first snapshot after a commit, so commits come
+    // up to a poll (1 s) later than the interval: 2 s a commit of margin.
+    const spanMs = Math.max(windowMs, minCommits * (commitS * 1000 + 2000));
     while (performance.now() - t0 < spanMs) {
       await sleep(1000);
       rss.push(rssKb(pid, "VmRSS") / 1024);

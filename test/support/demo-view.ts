@@ -3,6 +3,7 @@
 // header that always carries the addresses. States and op modes are named by the same
 // tables as the status page's (src/profiles/value-names.ts, src/model/roles.ts).
 import { opModeWords } from "../../src/model/roles.js";
+import { TELEMETRY_COMMIT_S } from "../../src/config/schema.js";
 import { builtinProfiles } from "../../src/profiles/registry.js";
 import { valueName } from "../../src/profiles/value-names.js";
 
@@ -84,7 +85,7 @@ export function header(a: Addresses): string[] {
     `  partner sink  ${a.sink}`,
     `  simulator     ${a.simControl}/state`,
     `  config        ${a.config}`,
-    "  SD card       a power cut loses at most 30 s of samples (docs/sd-card.md)",
+    `  SD card       a power cut loses at most ${TELEMETRY_COMMIT_S} s of samples (docs/sd-card.md)`,
   ];
 }
 
