@@ -107,9 +107,9 @@ export function walBytes(frames: number, pageSize: number): number {
  * checkpoint threshold (`wal_autocheckpoint`) and a tenth more. SQLite writes its frames
  * from the start of the WAL again after each checkpoint and never shrinks the file (no
  * `journal_size_limit`), so from then on a commit overwrites blocks the file already has:
- * its size and block map do not change, and its fsync writes the data blocks and no
- * file-system metadata (block bitmap, group descriptor, extent, size: a journal commit of
- * several 4 KiB blocks per commit on an ext4 card, measured in docs/sd-card.md). Zeros are
+ * its size and block map do not change, so no commit allocates (block bitmap, group
+ * descriptor, extent and size, journaled on an ext4 card with every commit while the WAL
+ * grew; measured in docs/sd-card.md). The file's new modification time is still journaled. Zeros are
  * no frame (a frame carries the WAL header's salt and a checksum), so recovery stops at them
  * as at the end of the file. Only for a database held exclusively (no other connection
  * reads this WAL), opened in WAL mode. Returns the bytes added (0 when the file is that

@@ -34,10 +34,12 @@ export function commitDurably<T>(db: Db, fn: () => T): T {
 /**
  * Runs `tx` at the connection's NORMAL (its frames are written to the WAL, not synced), then
  * syncs the WAL's data with fdatasync: the commit is on the card when this returns, as with
- * FULL, without the journal commit that SQLite's fsync makes ext4 write for the WAL's new
- * modification time at every commit (a descriptor, the inode's block and a commit block:
- * 12 KiB, more than the commit's own frames at 4 devices; docs/sd-card.md). fdatasync still
- * syncs a size or block change, so a WAL that grows is synced whole. Throws
+ * FULL. SQLite's FULL calls fsync, which also makes ext4 commit its journal for the WAL's new
+ * modification time (a descriptor, the inode's block and a commit block: 12 KiB) inside the
+ * commit; with fdatasync the journal writes it at its own next commit (within 5 s), or, on a
+ * lazytime mount, keeps it in memory (docs/sd-card.md: the bytes measured the same on a
+ * default mount). fdatasync still syncs a size or block change, so a WAL that grows is synced
+ * whole. Throws
  * STORAGE_UNAVAILABLE, with nothing stored, when SQLite cannot commit. When only the sync
  * fails the commit stands (SQLite has it, and running it again would store it twice):
  * `syncError` says so, and the caller reports the disk.
