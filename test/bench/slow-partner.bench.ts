@@ -3,12 +3,7 @@
 // Rows: the steady backlog (the most snapshots waiting at any of 5 samples a second; must stay under 5;
 // lower is better, ratio = 5 / backlog), the live push rate against the tick rate, and
 // how fast a 30 s outage's backlog drains against the tick rate.
-import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { connect } from "node:net";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { stringify } from "yaml";
+import { join } from "node:path";
 import { Agent, request } from "undici";
 import type { BenchFn } from "./types.js";
 import type { ScenarioInput } from "../../hw-sim/sim.js";
@@ -17,9 +12,9 @@ import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
 import { testCert } from "../support/tls.js";
 import { freePort } from "../support/net.js";
+import { spawnSim } from "../support/sim-process.js";
 
 import { spawnDaemon, writeConfig } from "../support/cli.js";
-const SIM = resolve(fileURLToPath(import.meta.url), "../../../hw-sim/cli.js");
 const MODELS = ["sunspec-storage", "sunspec-pv", "sunspec-meter", "sunspec-pv", "sunspec-meter"] as const;
 const HOSTS = 10;
 const PER_HOST = 5;
@@ -27,44 +22,25 @@ const BACKLOG_LIMIT = 5;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function listening(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => (s.destroy(), res(true)));
-    s.once("error", () => res(false));
-  });
-}
-
 const bench: BenchFn = async (ctx) => {
   const steadyMs = ctx.quick ? 20_000 : 120_000;
   const outageMs = ctx.quick ? 10_000 : 30_000;
   // The simulator runs in its own process, so the sink's 250 ms answers and the site's
-  // Modbus answers do not wait on each other's event loop.
-  const tcpPorts: number[] = [];
-  for (let i = 0; i < HOSTS; i++) tcpPorts.push(await freePort());
+  // Modbus answers do not wait on each other's event loop. It binds its own ports (port 0)
+  // and reports them: ports picked here and bound there could be taken in between (a CI run
+  // failed so, "the simulator does not listen on ...").
   const scenario: ScenarioInput = {
     seed: 5,
-    control: { listen: `127.0.0.1:${await freePort()}` },
+    control: { listen: "127.0.0.1:0" },
     site: { pv_irradiance: 0.5 },
-    ports: tcpPorts.map((port, p) => ({
+    ports: Array.from({ length: HOSTS }, (_, p) => ({
       kind: "tcp" as const,
-      listen: `127.0.0.1:${port}`,
+      listen: "127.0.0.1:0",
       devices: Array.from({ length: PER_HOST }, (_, u) => ({ unit: u + 1, model: MODELS[u], name: `h${p}-${u}` })),
     })),
   };
-  const scenarioFile = join(ctx.dir, "scenario.yaml");
-  writeFileSync(scenarioFile, stringify(scenario));
-  const sim = spawn(process.execPath, [SIM, "--scenario", scenarioFile], {
-    stdio: "ignore",
-    env: { ...process.env, LOG_LEVEL: "warn", LOG_FORMAT: "json" },
-  });
-  const simEnd = Date.now() + 20_000;
-  for (const port of tcpPorts) {
-    while (!(await listening(port))) {
-      if (Date.now() > simEnd) throw new Error(`the simulator does not listen on ${port}`);
-      await sleep(100); // wait: polling a child process's port (no event to wait on), bounded by simEnd
-    }
-  }
+  const sim = await spawnSim(ctx.dir, scenario, { LOG_LEVEL: "info" }); // info: its "simulator running" line names the ports
+  const tcpPorts = sim.tcp;
   const sink = await startSink();
   sink.delayMs = 250;
   const port = await freePort();
@@ -170,8 +146,7 @@ const bench: BenchFn = async (ctx) => {
     await new Promise((r) => child.once("exit", r));
     await agent.close();
     await sink.stop();
-    sim.kill("SIGTERM");
-    await new Promise((r) => sim.once("exit", r));
+    await sim.stop();
   }
 };
 export default bench;
