@@ -185,11 +185,17 @@ function assertTruth(body: any, truthW: number): void {
 test("a 3 kW shed on a site with PV switches the relay off and never curtails PV: grid import never rises; delivery matches the simulator", async () => {
   await withDispatchRig({ irradiance: 0.5, batteries: [] }, async (rig) => {
     await until(() => (rig.simDevice("pv").power_w as number) > 2500, "pv produces");
+    const pvW = rig.simDevice("pv").power_w as number;
     const shed = event({ event_type: "shed", event_quantity: 3, event_unit: "kW", priority: 20 }, 1500, 6000);
     assert.equal((await rig.dr({ mode: "live", event_slots: [shed] })).status, 200);
     const truth = await groundTruth(rig, shed);
     const body = await rig.waitResponse(shed.event_id);
-    assert.ok(truth.max <= truth.before + 20, `import rose from ${truth.before} W to ${truth.max} W`);
+    // The simulator's PV moves by its own seeded noise, ±1 % a second (a function of the wall
+    // clock's second): between the sample before and one in the window, up to 2 % of its
+    // power, which a fixed 20 W failed on (a CI run: 1,576 W to 1,622 W, PV about 2.9 kW).
+    // Curtailing PV would raise import by kilowatts.
+    const noiseW = 0.02 * pvW;
+    assert.ok(truth.max <= truth.before + 20 + noiseW, `import rose from ${truth.before} W to ${truth.max} W (PV ${pvW} W)`);
     assert.equal(rig.simDevice("pv").setpoint_w, undefined, "no limit written to PV");
     assert.deepEqual(
       body.details.devices.map((d: any) => d.device_id),
