@@ -304,7 +304,7 @@ fuzz: setup build
 # POWERCUT_CUTS power cuts (default 100) of `sitegate run` with its data_dir on a FUSE
 # filesystem that drops every write not fsynced (test/support/powercut-fs.py, on Debian's
 # python3-fusepy and fuse3); one summary row, and it fails on a lost or duplicated
-# acknowledged operation, a broken database or telemetry lost past commit_interval_s.
+# acknowledged operation, a broken database or a pushed (so committed) snapshot not on the disk.
 # Needs /dev/fuse and root (docs/testing.md). About 5 s a cut.
 POWERCUT_CUTS ?= 100
 powercut: setup build
