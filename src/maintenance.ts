@@ -5,9 +5,10 @@
 //                  blocks), and the query planner's statistics stay fresh.
 //   every 60 min   retention sweep: settled telemetry rows deleted; their pages are reused,
 //                  and given back to the file system (VACUUM) only when a drained backlog left
-//                  most of the file free. The size bound itself is kept on every commit. Hourly,
-//                  not more often: each sweep is a transaction of its own, and on the card it
-//                  costs what a telemetry commit costs (docs/sd-card.md).
+//                  most of the file free. The size bound itself is kept on every commit. The
+//                  deletes go into the next telemetry commit (a transaction of their own
+//                  would cost the card what a commit costs: docs/sd-card.md); hourly is often
+//                  enough.
 //   06:00 daily    and at start: the HTTPS certificate's expiry; within 14 days a warning
 //                  in the log and in /healthz (warnings[]), every day until it is replaced.
 import { readFileSync } from "node:fs";
@@ -116,9 +117,11 @@ export class Maintenance implements Part {
    * file that only grows to its working size writes nothing to give pages back and take them
    * again); when a drained backlog leaves most of the file free (at least FREE_TO_VACUUM
    * bytes), VACUUM gives the free pages back to the file system, rewriting only what is left.
+   * With a telemetry commit due, the deletes go into it (SampleStore.sweep), so the free
+   * pages this looks at are those the sweeps before freed.
    */
   sweep(): void {
-    this.samples.persistCursor();
+    this.samples.sweep();
     const db = this.storage.telemetryDb;
     const free = db.pragma("freelist_count", { simple: true }) as number;
     const pages = db.pragma("page_count", { simple: true }) as number;

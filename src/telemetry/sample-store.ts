@@ -21,13 +21,12 @@ import { sampleMetrics } from "./sample-metrics.js";
 import { SeriesMap } from "./series.js";
 import { unpackSamples } from "./sample-codec.js";
 import { moveTelemetry } from "./move-from-main.js";
+import { dropThrough, ROW_OVERHEAD, type PendingRow } from "./retention.js";
 import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
 export { SAMPLE_MIGRATIONS, pendingDataPush } from "./sample-schema.js";
 export type { SampleStoreStats, StoredSnapshot, TelemetryCursor } from "./sample-schema.js";
 export type { ConsumerOptions } from "./sample-consumers.js";
 
-/** Row overhead on top of the blob (record header, rowid, ts, n, base, b-tree cell), for the size bound. */
-const ROW_OVERHEAD = 20;
 /** Snapshots held in memory between commits at the most (an hour at 1 s; older ones are dropped, counted). */
 const MAX_BUFFERED = 3600;
 
@@ -37,6 +36,9 @@ interface Held {
   ts: number;
   samples: PackedSample[];
 }
+
+/** What a sweep deleted: through which id, how many rows, and their bytes. */
+type Swept = { floor: number; n: number; bytes: number };
 
 interface Row {
   id: number;
@@ -67,7 +69,9 @@ export class SampleStore implements SnapshotSink, Part {
   private storedAlone = 0;
   private committedSnaps = 0;
   private stmts!: ReturnType<SampleStore["prepare"]>;
-  private commitTx!: (batch: Held[]) => number;
+  private commitTx!: (batch: Held[]) => { n: number; swept: Swept | null };
+  /** The retention sweep waits for the next commit (sweep()). */
+  private sweepDue = false;
   private held: Held[] = [];
   /** The last commit's snapshots, kept in memory: a reader right behind the writer reads them without SQLite. */
   private recent: Held[] = [];
@@ -136,7 +140,7 @@ export class SampleStore implements SnapshotSink, Part {
     this.consumers.rowCursor = Math.max(c.cursor, this.stmts.getState.get("push_cursor") as number);
     this.consumers.loadAll(this.cursorState);
     this.deletedThrough = 0;
-    this.commitTx = this.db.transaction((batch: Held[]): number => {
+    this.commitTx = this.db.transaction((batch: Held[]) => {
       for (const s of this.series.unsaved) this.stmts.insertSeries.run(s.id, s.device_id, s.metric);
       let n = 0;
       batch.forEach((h, i) => {
@@ -155,7 +159,7 @@ export class SampleStore implements SnapshotSink, Part {
         n += h.samples.length;
       });
       this.saveMoved(false);
-      return n;
+      return { n, swept: this.sweepDue ? this.sweepRows() : null };
     });
     this.opts.log.info({ snapshots: c.n, pending: this.pendingSnapshots(), bytes: this.bytes }, "sample store open");
   }
@@ -214,14 +218,12 @@ export class SampleStore implements SnapshotSink, Part {
   private commit(): void {
     if (this.held.length === 0) return;
     const before = { bytes: this.bytes, storedBytes: this.storedBytes, storedAlone: this.storedAlone };
-    let n: number;
+    let done: { n: number; swept: Swept | null };
     let syncError: Error | null;
     try {
-      // Synced at each commit (one fdatasync per commit_interval_s): at NORMAL alone a WAL
-      // commit reaches the card only at the next checkpoint, and a power cut lost more than
-      // the stated window.
+      // Synced at each commit: at NORMAL alone a WAL commit reaches the card only at the next checkpoint.
       const held = this.held;
-      ({ value: n, syncError } = commitThenSyncData(this.db, () => this.commitTx(held)));
+      ({ value: done, syncError } = commitThenSyncData(this.db, () => this.commitTx(held)));
     } catch (e) {
       Object.assign(this, before);
       this.storage.noteCommitFailed();
@@ -233,7 +235,8 @@ export class SampleStore implements SnapshotSink, Part {
     this.recent = this.held;
     this.held = [];
     this.series.unsaved = [];
-    this.storedTotal += n;
+    this.storedTotal += done.n;
+    if (done.swept) this.swept(done.swept);
     if (syncError) {
       // Committed, not known to be on the card: kept as committed (a retry would store it
       // twice); the health check then probes the disk and reports it.
@@ -298,26 +301,40 @@ export class SampleStore implements SnapshotSink, Part {
     return next && next.base !== null && next.base <= through ? next.base - 1 : through;
   }
 
-  /** Writes every cursor and deletes what every consumer has (the retention sweep, maintenance and stop call this). */
+  /** Writes every cursor and deletes what every consumer has (maintenance, retention and stop call this), in a transaction of its own. */
   persistCursor(): void {
-    const floor = this.alignDown(this.consumers.floor(this.committedId));
-    const freed = this.db.transaction(() => {
-      const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
-      this.saveMoved(true);
-      this.stmts.setState.run("last_id", this.committedId);
-      if (floor > this.deletedThrough) this.stmts.deleteThrough.run(floor);
-      return gone;
-    })();
+    const swept = this.db.transaction(() => this.sweepRows())();
     this.storage.noteCommit();
-    this.deletedThrough = Math.max(this.deletedThrough, floor);
-    this.forgetRecent();
-    this.rows -= freed.n;
-    this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
+    this.swept(swept);
   }
 
-  /** Deleted rows are gone from memory too: pending() gives what SQLite would. */
-  private forgetRecent(): void {
+  /**
+   * The retention sweep: into the commit of the held snapshots when one is due (on the card a
+   * transaction of its own costs what a commit does; inside one, its few pages), else at once.
+   */
+  sweep(): void {
+    if (this.batched && !this.stopping && this.held.length > 0 && this.flushTimer) this.sweepDue = true;
+    else this.persistCursor();
+  }
+
+  /** The sweep's writes, inside the caller's transaction: every cursor, and the rows every consumer has deleted. */
+  private sweepRows(): Swept {
+    const floor = this.alignDown(this.consumers.floor(this.committedId));
+    const gone = this.stmts.countThrough.get(floor) as { n: number; bytes: number };
+    this.saveMoved(true);
+    this.stmts.setState.run("last_id", this.committedId);
+    if (floor > this.deletedThrough) this.stmts.deleteThrough.run(floor);
+    return { floor, ...gone };
+  }
+
+  /** After the sweep's transaction committed: the counters and the memory follow it. */
+  private swept(freed: Swept): void {
+    this.sweepDue = false;
+    this.deletedThrough = Math.max(this.deletedThrough, freed.floor);
+    // Deleted rows are gone from memory too: pending() gives what SQLite would.
     if ((this.recent[0]?.id ?? Infinity) <= this.deletedThrough) this.recent = this.recent.filter((h) => h.id > this.deletedThrough);
+    this.rows -= freed.n;
+    this.bytes -= freed.bytes + freed.n * ROW_OVERHEAD;
   }
 
   /** Drops the oldest unsent snapshots until the buffer fits its bound again (whole commits, never the newest). */
@@ -327,21 +344,8 @@ export class SampleStore implements SnapshotSink, Part {
     this.persistCursor();
     // Oldest first, whichever reader still wanted them (what remains is after the floor).
     const floor = this.alignDown(this.consumers.floor(this.committedId));
-    let through = floor;
-    let bytes = this.bytes;
-    scan: while (bytes > target) {
-      const rows = this.stmts.oldestPending.all(through, 500) as Array<{ id: number; len: number; base: number | null }>;
-      // Never the newest: keep at least the last snapshot.
-      const usable = rows.at(-1)?.id === this.committedId ? rows.slice(0, -1) : rows;
-      if (usable.length === 0) break;
-      for (const r of usable) {
-        // Stop only where a commit starts, so that no delta row loses its key row.
-        if (bytes <= target && (r.base === null || r.base === r.id)) break scan;
-        bytes -= r.len + ROW_OVERHEAD;
-        through = r.id;
-      }
-    }
-    through = this.alignDown(through);
+    const oldest = (after: number) => this.stmts.oldestPending.all(after, 500) as PendingRow[];
+    const through = this.alignDown(dropThrough(oldest, { floor, bytes: this.bytes, target, newest: this.committedId }));
     if (through <= floor) return;
     const gone = this.db.transaction(() => {
       const g = this.stmts.countBetween.get(floor, through) as { rows: number; samples: number; bytes: number };
@@ -352,10 +356,7 @@ export class SampleStore implements SnapshotSink, Part {
       this.saveMoved(true);
       return g;
     })();
-    this.deletedThrough = Math.max(this.deletedThrough, through);
-    this.forgetRecent();
-    this.rows -= gone.rows;
-    this.bytes -= gone.bytes + gone.rows * ROW_OVERHEAD;
+    this.swept({ floor: through, n: gone.rows, bytes: gone.bytes });
     this.opts.log.warn(
       {
         dropped_snapshots: gone.rows,

@@ -6,7 +6,7 @@
 // the WAL's size (its blocks are reused in place).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import { StoragePart } from "../../src/storage/part.js";
@@ -20,11 +20,12 @@ import { withTmpDir } from "../support/tmp.js";
 
 async function withStore(
   fn: (r: { storage: StoragePart; samples: SampleStore; maintenance: Maintenance; dir: string }) => void,
+  commitIntervalMs?: number,
 ): Promise<void> {
   await withTmpDir((dir) => {
     const log = silentLogger();
     const storage = new StoragePart(dir, [SAMPLE_MIGRATIONS], log);
-    const samples = new SampleStore(storage, { retentionBytes: 64 * 1024 * 1024, log });
+    const samples = new SampleStore(storage, { retentionBytes: 64 * 1024 * 1024, log, commitIntervalMs });
     const maintenance = new Maintenance(testConfig(dir), storage, samples, log);
     storage.start();
     samples.start();
@@ -53,6 +54,47 @@ test("an ordinary sweep deletes settled telemetry rows and keeps their pages for
     for (let i = 300; i < 600; i++) samples.append(snapshot(i, 3));
     assert.ok(pageCount() - pages < (pages - empty) / 2, `the next 300 rows reused the free pages (${pages} -> ${pageCount()} pages)`);
   });
+});
+
+/**
+ * Transactions in telemetry's WAL since it last started over, read from the file: frames
+ * that carry the WAL header's salts, counting those that end a commit (a database size set).
+ */
+function walCommits(dir: string): number {
+  const wal = readFileSync(join(dir, `${TELEMETRY_DB_FILE}-wal`));
+  const pageSize = wal.readUInt32BE(8);
+  const [salt1, salt2] = [wal.readUInt32BE(16), wal.readUInt32BE(20)];
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt1 || wal.readUInt32BE(at + 12) !== salt2) break;
+    if (wal.readUInt32BE(at + 4) !== 0) commits++;
+  }
+  return commits;
+}
+
+test("with snapshots held for the next commit, the sweep's deletes go into that commit: no transaction of their own", async () => {
+  await withStore(({ storage, samples, maintenance, dir }) => {
+    const rows = () => storage.telemetryDb.prepare("SELECT count(*) FROM tm_snapshot").pluck().get();
+    for (let i = 0; i < 20; i++) samples.append(snapshot(i, 3));
+    samples.flush(); // the interval's commit: ids 1..20
+    for (let i = 20; i < 30; i++) samples.append(snapshot(i, 3)); // held for the next one
+    const first = samples.stats().push_cursor;
+    samples.consumer("push", { inRow: true }).settleThrough(first + 20);
+    const commits = walCommits(dir);
+    maintenance.sweep();
+    assert.equal(walCommits(dir), commits, "the sweep wrote no transaction of its own");
+    assert.equal(rows(), 20, "nothing deleted before the commit");
+    samples.flush();
+    assert.equal(walCommits(dir), commits + 1, "one transaction: the held snapshots and the sweep");
+    assert.equal(rows(), 10, "the settled commit's rows were deleted in it");
+    assert.equal(storage.telemetryDb.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get(), first + 20);
+    assert.equal(samples.stats().snapshots, 10, "the counters follow the commit");
+    // Nothing held: the sweep runs at once.
+    samples.consumer("push", { inRow: true }).settleThrough(first + 30);
+    maintenance.sweep();
+    assert.equal(walCommits(dir), commits + 2);
+    assert.equal(rows(), 0);
+  }, 60_000);
 });
 
 test("a sweep after a drained backlog deletes the settled rows and gives the free pages back to the file system", async () => {
