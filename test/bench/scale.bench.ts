@@ -151,42 +151,46 @@ export async function measureSite(
   // BENCH_CARD=0: /proc/PID/io only, on this machine's own file system.
   const noCard = process.env.BENCH_CARD === "0" ? "BENCH_CARD=0" : cardUnavailable();
   let card: CardDevice | null = null;
-  // BENCH_CARD_MOUNT: the card's mount options (default noatime, as Raspberry Pi OS; "noatime,lazytime" for a tuned one).
-  if (noCard === null) card = mountCard(256, process.env.BENCH_CARD_MOUNT ?? "noatime");
-  else log(`the data dir is on this machine's file system (${noCard}): bytes written are /proc/PID/io write_bytes`);
-  const apiPort = await freePort();
-  const sim = await startSimProcess(dir, devices);
-  const sink = await startSink();
-  const unit = unitCommand();
-  const base = testConfigInput(join(card?.dir ?? dir, "data"));
-  const cfg = {
-    ...base,
-    log_level: "warn",
-    http: { ...base.http, listen: `127.0.0.1:${apiPort}` },
-    partner: {
-      headers: [],
-      execution_url: `${sink.url}/exec`,
-      data_push_url: sink.url,
-      data_push_path: "telemetry",
-      ca_file: testCert().certFile,
-    },
-    // the product default (TELEMETRY_COMMIT_S) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
-    telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: commitS },
-    devices: Array.from({ length: devices }, (_, i) =>
-      tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, sim.ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1),
-    ),
-  };
-  // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
-  const extra = (process.env.BENCH_NODE_EXTRA ?? "").split(/\s+/).filter(Boolean);
-  const child = spawnDaemon(writeConfig(dir, cfg), {
-    nodeArgs: [...unit.nodeArgs, ...extra],
-    env: unit.env,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-  const pid = child.pid!;
+  let sim: Awaited<ReturnType<typeof startSimProcess>> | null = null;
+  let sink: Awaited<ReturnType<typeof startSink>> | null = null;
+  let child: ReturnType<typeof spawnDaemon> | null = null;
+  // Whatever started is stopped (and the card unmounted) in the finally, also when a later start fails.
   try {
+    // BENCH_CARD_MOUNT: the card's mount options (default noatime, as Raspberry Pi OS; "noatime,lazytime" for a tuned one).
+    if (noCard === null) card = mountCard(256, process.env.BENCH_CARD_MOUNT ?? "noatime");
+    else log(`the data dir is on this machine's file system (${noCard}): bytes written are /proc/PID/io write_bytes`);
+    const apiPort = await freePort();
+    const ports = (sim = await startSimProcess(dir, devices)).ports;
+    sink = await startSink();
+    const unit = unitCommand();
+    const base = testConfigInput(join(card?.dir ?? dir, "data"));
+    const cfg = {
+      ...base,
+      log_level: "warn",
+      http: { ...base.http, listen: `127.0.0.1:${apiPort}` },
+      partner: {
+        headers: [],
+        execution_url: `${sink.url}/exec`,
+        data_push_url: sink.url,
+        data_push_path: "telemetry",
+        ca_file: testCert().certFile,
+      },
+      // the product default (TELEMETRY_COMMIT_S) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
+      telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: commitS },
+      devices: Array.from({ length: devices }, (_, i) =>
+        tcpDevice(`d${Math.floor(i / PER_PORT)}-${i % PER_PORT}`, ports[Math.floor(i / PER_PORT)], (i % PER_PORT) + 1),
+      ),
+    };
+    // BENCH_NODE_EXTRA="--cpu-prof --cpu-prof-dir=/tmp/prof" adds node flags (for profiling).
+    const extra = (process.env.BENCH_NODE_EXTRA ?? "").split(/\s+/).filter(Boolean);
+    child = spawnDaemon(writeConfig(dir, cfg), {
+      nodeArgs: [...unit.nodeArgs, ...extra],
+      env: unit.env,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+    const pid = child.pid!;
     await sleep(warmMs);
     // The window starts after the first telemetry commit: until then the health check writes
     // its own probe row every tick (nothing has committed yet), which a running site never does.
@@ -222,7 +226,7 @@ export async function measureSite(
     card?.sync();
     const m1 = await storedCounters(apiPort);
     const io1 = ioCounters(pid);
-    const written = card ? card.written() - card0 : io1.writeBytes - io0.writeBytes;
+    const sent = card ? card.written() - card0 : io1.writeBytes - io0.writeBytes;
     const readsAfter = await pollerReads(sink);
     const seen = new Set(sink.accepted().flatMap((r) => (r.body?.devices ?? []).map((d: { device_id: string }) => d.device_id))).size;
     const p: ScalePoint = {
@@ -230,13 +234,13 @@ export async function measureSite(
       rssMiB: median(rss),
       anonMiB: median(anon),
       cpuPct: ((cpu1 - cpu0) / secs) * 100,
-      bytesPerDay: (written / secs) * 86_400,
+      bytesPerDay: (sent / secs) * 86_400,
       writeCallsPerS: (io1.writeCalls - io0.writeCalls) / secs,
       readsPerS: (readsAfter - readsBefore) / secs,
       samplesPerS: (m1.samples - m0.samples) / secs,
       sampleBytesPerS: (m1.bytes - m0.bytes) / secs,
       commitS,
-      writtenPerSample: written / (m1.samples - m0.samples),
+      writtenPerSample: sent / (m1.samples - m0.samples),
       measure: card ? "card" : "proc",
       procWrittenPerSample: (io1.writeBytes - io0.writeBytes) / (m1.samples - m0.samples),
       bytesPerSample: (m1.bytes - m0.bytes) / (m1.samples - m0.samples),
@@ -248,9 +252,9 @@ export async function measureSite(
     if (seen < devices) throw new Error(`only ${seen} of ${devices} devices reached the partner: ${stderr}`);
     return p;
   } finally {
-    await stopDaemon(child);
-    await sink.stop();
-    await sim.stop();
+    if (child) await stopDaemon(child);
+    await sink?.stop();
+    await sim?.stop();
     card?.close();
     cleanup();
   }
