@@ -25,11 +25,10 @@ import { spawnSim, type SimProcess } from "../support/sim-process.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
-import { startSink } from "../support/partner-sink.js";
+import { partnerTo, startSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
-import { testCert } from "../support/tls.js";
 import { rssKb, unitCommand } from "../support/site50.js";
 import { makeTmpDir } from "../support/tmp.js";
 import { cardUnavailable, mountCard, type CardDevice } from "../support/card-device.js";
@@ -168,13 +167,7 @@ export async function measureSite(
       ...base,
       log_level: "warn",
       http: { ...base.http, listen: `127.0.0.1:${apiPort}` },
-      partner: {
-        headers: [],
-        execution_url: `${sink.url}/exec`,
-        data_push_url: sink.url,
-        data_push_path: "telemetry",
-        ca_file: testCert().certFile,
-      },
+      partner: partnerTo(sink, { headers: [] }),
       // the product default (TELEMETRY_COMMIT_S) unless BENCH_COMMIT_S says otherwise (1: a commit per poll)
       telemetry: { ...base.telemetry, poll_interval_ms: 1000, commit_interval_s: commitS },
       devices: Array.from({ length: devices }, (_, i) =>

@@ -6,11 +6,10 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startSim, type ScenarioInput, type SimHandle } from "../../hw-sim/sim.js";
-import { startSink, type PartnerSink } from "./partner-sink.js";
+import { partnerTo, startSink, type PartnerSink } from "./partner-sink.js";
 import { CLI, spawnDaemon, stopDaemon, writeConfig } from "./cli.js";
 import { testConfigInput } from "./config.js";
 import { tcpDevice } from "./gateway.js";
-import { testCert } from "./tls.js";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 export { CLI };
@@ -76,13 +75,7 @@ export async function startSite50(
       listen: opts.listen ?? "127.0.0.1:0",
       ...(opts.rateLimitPerMin ? { rate_limit_per_min: opts.rateLimitPerMin } : {}),
     },
-    partner: {
-      headers: [],
-      execution_url: `${sink.url}/exec`,
-      data_push_url: sink.url,
-      data_push_path: "telemetry",
-      ca_file: testCert().certFile,
-    },
+    partner: partnerTo(sink, { headers: [] }),
     devices,
   };
   const file = writeConfig(dir, cfg);
