@@ -71,3 +71,27 @@ export function pendingDataPush(db: Db): number {
   const cursor = (db.prepare("SELECT value FROM tm_state WHERE key = 'push_cursor'").pluck().get() as number | undefined) ?? 0;
   return db.prepare("SELECT count(*) FROM tm_snapshot WHERE id > ?").pluck().get(cursor) as number;
 }
+
+/** The store's prepared statements on telemetry.db (sample-store.ts). */
+export function prepareStatements(db: Db) {
+  return {
+    insertSeries: db.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (?, ?, ?)"),
+    insertSnap: db.prepare("INSERT INTO tm_snapshot (id, ts, n, data, base, cursor) VALUES (?, ?, ?, ?, ?, ?)"),
+    firstAfter: db.prepare("SELECT id, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT 1"),
+    from: db.prepare("SELECT id, ts, data, base FROM tm_snapshot WHERE id >= ? ORDER BY id"),
+    oldestPending: db.prepare("SELECT id, length(data) AS len, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
+    deleteThrough: db.prepare("DELETE FROM tm_snapshot WHERE id <= ?"),
+    setState: db.prepare("INSERT INTO tm_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+    addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
+    getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
+    count: db.prepare(
+      "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last, coalesce(max(cursor), 0) AS cursor FROM tm_snapshot",
+    ),
+    countThrough: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id <= ?"),
+    countBetween: db.prepare(
+      "SELECT count(*) AS rows, coalesce(sum(n), 0) AS samples, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id > ? AND id <= ?",
+    ),
+  };
+}
+
+export type SampleStatements = ReturnType<typeof prepareStatements>;

@@ -1,14 +1,14 @@
-// The telemetry buffer and its readers' queue. Every poll-cycle snapshot gets its id at
-// once and waits in memory; the readers see it at once. Snapshots are
-// committed to SQLite in one transaction per commit interval (telemetry.commit_interval_s;
-// 1 s: each at once, before append() returns): one row per snapshot, the first of a commit
-// packed alone (a key row), each later one against the row before it (delta-codec.ts), so a
-// value that did not change costs a bit. Each reader is a named consumer with a cursor of
-// its own (sample-consumers.ts). Rows every consumer has are deleted by the retention sweep
-// and at stop, never per message.
-// Bounded by telemetry.retention_max_mb: when full, the oldest unsent snapshots are dropped,
-// counted and logged, never the newest. A power cut loses at most the open interval.
-// Each append is announced through the one function the composition root gives it.
+// The telemetry buffer and its readers' queue. Every poll-cycle snapshot gets its id at once
+// and waits in memory; the readers see it at once. Snapshots are committed to SQLite in one
+// transaction per commit interval (telemetry.commit_interval_s; 1 s: each at once, before
+// append() returns): one row per snapshot, the first of a commit packed alone (a key row),
+// each later one against the row before it (delta-codec.ts), so a value that did not change
+// costs a bit. Each reader is a named consumer with a cursor of its own (sample-consumers.ts).
+// Rows every consumer has are deleted by the retention sweep (inside the next commit) and at
+// stop, never per message. Bounded by telemetry.retention_max_mb (retention.ts): when full,
+// the oldest unsent snapshots are dropped, counted and logged, never the newest. A power cut
+// loses at most the open interval. Each append is announced through the one function the
+// composition root gives it.
 import type { MetricFamily, Part } from "../lifecycle.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../storage/db.js";
@@ -23,6 +23,7 @@ import { unpackSamples } from "./sample-codec.js";
 import { moveTelemetry } from "./move-from-main.js";
 import { dropThrough, ROW_OVERHEAD, type PendingRow } from "./retention.js";
 import { packSnapshot, unpackSnapshot, type PackedSample } from "./delta-codec.js";
+import { prepareStatements, type SampleStatements } from "./sample-schema.js";
 export { SAMPLE_MIGRATIONS, pendingDataPush } from "./sample-schema.js";
 export type { SampleStoreStats, StoredSnapshot, TelemetryCursor } from "./sample-schema.js";
 export type { ConsumerOptions } from "./sample-consumers.js";
@@ -68,7 +69,7 @@ export class SampleStore implements SnapshotSink, Part {
   private storedBytes = 0;
   private storedAlone = 0;
   private committedSnaps = 0;
-  private stmts!: ReturnType<SampleStore["prepare"]>;
+  private stmts!: SampleStatements;
   private commitTx!: (batch: Held[]) => { n: number; swept: Swept | null };
   /** The retention sweep waits for the next commit (sweep()). */
   private sweepDue = false;
@@ -96,28 +97,6 @@ export class SampleStore implements SnapshotSink, Part {
     return (this.opts.commitIntervalMs ?? 0) > 1000;
   }
 
-  private prepare() {
-    const db = this.db;
-    return {
-      insertSeries: db.prepare("INSERT INTO tm_series (id, device_id, metric) VALUES (?, ?, ?)"),
-      insertSnap: db.prepare("INSERT INTO tm_snapshot (id, ts, n, data, base, cursor) VALUES (?, ?, ?, ?, ?, ?)"),
-      firstAfter: db.prepare("SELECT id, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT 1"),
-      from: db.prepare("SELECT id, ts, data, base FROM tm_snapshot WHERE id >= ? ORDER BY id"),
-      oldestPending: db.prepare("SELECT id, length(data) AS len, base FROM tm_snapshot WHERE id > ? ORDER BY id LIMIT ?"),
-      deleteThrough: db.prepare("DELETE FROM tm_snapshot WHERE id <= ?"),
-      setState: db.prepare("INSERT INTO tm_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
-      addState: db.prepare("UPDATE tm_state SET value = value + ? WHERE key = ?"),
-      getState: db.prepare("SELECT value FROM tm_state WHERE key = ?").pluck(),
-      count: db.prepare(
-        "SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes, coalesce(max(id), 0) AS last, coalesce(max(cursor), 0) AS cursor FROM tm_snapshot",
-      ),
-      countThrough: db.prepare("SELECT count(*) AS n, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id <= ?"),
-      countBetween: db.prepare(
-        "SELECT count(*) AS rows, coalesce(sum(n), 0) AS samples, coalesce(sum(length(data)), 0) AS bytes FROM tm_snapshot WHERE id > ? AND id <= ?",
-      ),
-    };
-  }
-
   start(): void {
     this.stopping = false;
     this.held = [];
@@ -125,7 +104,7 @@ export class SampleStore implements SnapshotSink, Part {
     this.lastDecoded = null;
     this.db = this.storage.telemetryDb;
     moveTelemetry(this.storage.db, this.db, this.opts.log);
-    this.stmts = this.prepare();
+    this.stmts = prepareStatements(this.db);
     this.series.reload(this.db);
     // The one full scan, at start; from then on the counters are kept in memory.
     const c = this.stmts.count.get() as { n: number; bytes: number; last: number; cursor: number };
@@ -210,6 +189,8 @@ export class SampleStore implements SnapshotSink, Part {
         { err: (e as Error).message, waiting: this.held.length },
         "telemetry could not be committed; kept in memory for the next interval",
       );
+      // A sweep that waited for this commit runs alone: the pages it frees may be what the next try needs.
+      if (this.sweepDue) this.trySweepAlone();
       if (!this.stopping) this.flushTimer = setTimeout(() => ((this.flushTimer = null), this.flush()), this.opts.commitIntervalMs ?? 1000);
     }
   }
@@ -315,6 +296,15 @@ export class SampleStore implements SnapshotSink, Part {
   sweep(): void {
     if (this.batched && !this.stopping && this.held.length > 0 && this.flushTimer) this.sweepDue = true;
     else this.persistCursor();
+  }
+
+  /** The waiting sweep in a transaction of its own (after a failed commit); a failure is logged. */
+  private trySweepAlone(): void {
+    try {
+      this.persistCursor();
+    } catch (e) {
+      this.opts.log.error({ err: (e as Error).message }, "the retention sweep could not be committed");
+    }
   }
 
   /** The sweep's writes, inside the caller's transaction: every cursor, and the rows every consumer has deleted. */

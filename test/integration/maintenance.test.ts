@@ -97,6 +97,27 @@ test("with snapshots held for the next commit, the sweep's deletes go into that 
   }, 60_000);
 });
 
+test("a sweep that waited for a commit runs alone when that commit fails: the pages it frees may be what the next try needs", async () => {
+  await withStore(({ storage, samples, maintenance }) => {
+    const db = storage.telemetryDb;
+    const rows = () => db.prepare("SELECT count(*) FROM tm_snapshot").pluck().get();
+    for (let i = 0; i < 20; i++) samples.append(snapshot(i, 3));
+    samples.flush();
+    for (let i = 20; i < 30; i++) samples.append(snapshot(i, 3));
+    samples.consumer("push", { inRow: true }).settleThrough(samples.stats().push_cursor + 20);
+    maintenance.sweep();
+    assert.equal(rows(), 20, "the sweep waits for the commit");
+    // The commit fails (as on a full disk: every insert refused); the deletes do not.
+    db.exec("CREATE TRIGGER refuse BEFORE INSERT ON tm_snapshot BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    samples.flush();
+    assert.equal(rows(), 0, "the sweep ran alone and deleted the settled rows");
+    assert.equal(samples.stats().snapshots, 10, "the 10 held snapshots wait for the next try");
+    db.exec("DROP TRIGGER refuse");
+    samples.flush();
+    assert.equal(rows(), 10, "the next try commits them");
+  }, 60_000);
+});
+
 test("a sweep after a drained backlog deletes the settled rows and gives the free pages back to the file system", async () => {
   await withStore(({ storage, samples, maintenance }) => {
     const db = storage.telemetryDb;
