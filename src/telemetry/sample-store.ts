@@ -39,7 +39,7 @@ interface Held {
 }
 
 /** What a sweep deleted: through which id, how many rows, and their bytes. */
-type Swept = { floor: number; n: number; bytes: number };
+type Swept = { through: number; n: number; bytes: number };
 
 interface Row {
   id: number;
@@ -314,13 +314,13 @@ export class SampleStore implements SnapshotSink, Part {
     this.saveMoved(true);
     this.stmts.setState.run("last_id", this.committedId);
     if (floor > this.deletedThrough) this.stmts.deleteThrough.run(floor);
-    return { floor, ...gone };
+    return { through: floor, ...gone };
   }
 
   /** After the sweep's transaction committed: the counters and the memory follow it. */
   private swept(freed: Swept): void {
     this.sweepDue = false;
-    this.deletedThrough = Math.max(this.deletedThrough, freed.floor);
+    this.deletedThrough = Math.max(this.deletedThrough, freed.through);
     // Deleted rows are gone from memory too: pending() gives what SQLite would.
     if ((this.recent[0]?.id ?? Infinity) <= this.deletedThrough) this.recent = this.recent.filter((h) => h.id > this.deletedThrough);
     this.rows -= freed.n;
@@ -346,7 +346,7 @@ export class SampleStore implements SnapshotSink, Part {
       this.saveMoved(true);
       return g;
     })();
-    this.swept({ floor: through, n: gone.rows, bytes: gone.bytes });
+    this.swept({ through, n: gone.rows, bytes: gone.bytes });
     this.opts.log.warn(
       {
         dropped_snapshots: gone.rows,

@@ -25,7 +25,7 @@ import { spawnSim, type SimProcess } from "../support/sim-process.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BenchFn, BenchRow } from "./types.js";
-import { partnerTo, startSink } from "../support/partner-sink.js";
+import { partnerTo, startSink, type PartnerSink } from "../support/partner-sink.js";
 import { spawnDaemon, stopDaemon, writeConfig } from "../support/cli.js";
 import { testConfigInput } from "../support/config.js";
 import { tcpDevice } from "../support/gateway.js";
@@ -150,8 +150,8 @@ export async function measureSite(
   // BENCH_CARD=0: /proc/PID/io only, on this machine's own file system.
   const noCard = process.env.BENCH_CARD === "0" ? "BENCH_CARD=0" : cardUnavailable();
   let card: CardDevice | null = null;
-  let sim: Awaited<ReturnType<typeof startSimProcess>> | null = null;
-  let sink: Awaited<ReturnType<typeof startSink>> | null = null;
+  let sim: SimProcess | null = null;
+  let sink: PartnerSink | null = null;
   let child: ReturnType<typeof spawnDaemon> | null = null;
   // Whatever started is stopped (and the card unmounted) in the finally, also when a later start fails.
   try {
