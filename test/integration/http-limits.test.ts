@@ -125,7 +125,8 @@ test("a connection that never sends a byte, or never finishes TLS, is closed at 
       const silent = open(gw.url);
       await silent.secured;
       const r = await closedByServer(silent, "silent connection");
-      assert.match(r.data, /^(HTTP\/1\.1 408 |)$/);
+      // Nothing, or a 408 (Node answers a request timeout with one when its check runs first): never anything else.
+      assert.match(r.data, /^(HTTP\/1\.1 408 |$)/);
       const { Socket } = await import("node:net");
       const u = new URL(gw.url);
       const raw = new Socket();
